@@ -1,0 +1,13 @@
+//! `crond`: not built yet (see the project's issues); exits with status 1 so that nothing mistakes
+//! it for a working crond.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let _ = writeln!(
+        std::io::stderr(),
+        "crond: not built yet: this release only ships cronnext"
+    );
+    ExitCode::from(1)
+}

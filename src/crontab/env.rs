@@ -1,0 +1,175 @@
+//! `NAME = value` lines, read as Vixie's `load_env` reads them: the name may be quoted and ends at
+//! a blank or `=`; blanks around `=` are optional; the value may be quoted with `'` or `"` (to
+//! keep leading or trailing blanks, or to be empty), and a quoted value may be followed only by
+//! blanks. Nothing is expanded (`$HOME` stays `$HOME`).
+
+use std::sync::Arc;
+
+/// The environment an entry gets from its crontab: the variables set above it, in the order
+/// they were first set (a later line with the same name replaces the value in place).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    vars: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Env {
+    pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        self.vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.vars.iter().map(|(n, v)| (n.as_slice(), v.as_slice()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.vars.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    /// A copy with one variable set (entries share snapshots through `Arc`, so a file with many
+    /// entries and few variables holds few copies).
+    pub(super) fn with(self: &Arc<Env>, name: &[u8], value: &[u8]) -> Arc<Env> {
+        let mut env = Env::clone(self);
+        match env.vars.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value.to_vec(),
+            None => env.vars.push((name.to_vec(), value.to_vec())),
+        }
+        Arc::new(env)
+    }
+}
+
+/// What a line that is not a comment turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum EnvLine<'a> {
+    /// Not an assignment: parse it as an entry.
+    NotEnv,
+    Assign {
+        name: &'a [u8],
+        value: &'a [u8],
+    },
+    /// It is an assignment, but malformed (offset of the problem in the line, message).
+    Bad(usize, String),
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Reads `line` (leading blanks allowed) as an assignment if it is one.
+pub(super) fn parse_env_line(line: &[u8]) -> EnvLine<'_> {
+    let mut pos = 0;
+    while pos < line.len() && is_blank(line[pos]) {
+        pos += 1;
+    }
+    let (name, after_name) = match line.get(pos) {
+        Some(&q @ (b'"' | b'\'')) => match line[pos + 1..].iter().position(|&b| b == q) {
+            Some(n) => (&line[pos + 1..pos + 1 + n], pos + n + 2),
+            None => return EnvLine::NotEnv,
+        },
+        _ => {
+            let end = line[pos..]
+                .iter()
+                .position(|&b| is_blank(b) || b == b'=')
+                .map_or(line.len(), |n| pos + n);
+            (&line[pos..end], end)
+        }
+    };
+    let mut eq = after_name;
+    while eq < line.len() && is_blank(line[eq]) {
+        eq += 1;
+    }
+    if name.is_empty() || line.get(eq) != Some(&b'=') {
+        return EnvLine::NotEnv;
+    }
+    let mut v = eq + 1;
+    while v < line.len() && is_blank(line[v]) {
+        v += 1;
+    }
+    let value = match line.get(v) {
+        Some(&q @ (b'"' | b'\'')) => {
+            let Some(n) = line[v + 1..].iter().position(|&b| b == q) else {
+                return EnvLine::Bad(v, format!("unterminated {} quote in the value", q as char));
+            };
+            let close = v + 1 + n;
+            if let Some(junk) = line[close + 1..].iter().position(|&b| !is_blank(b)) {
+                return EnvLine::Bad(
+                    close + 1 + junk,
+                    "unexpected text after the quoted value".to_string(),
+                );
+            }
+            &line[v + 1..close]
+        }
+        _ => {
+            let end = line
+                .iter()
+                .rposition(|&b| !is_blank(b))
+                .map_or(v, |n| (n + 1).max(v));
+            &line[v..end]
+        }
+    };
+    EnvLine::Assign { name, value }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assign<'a>(name: &'a str, value: &'a str) -> EnvLine<'a> {
+        EnvLine::Assign {
+            name: name.as_bytes(),
+            value: value.as_bytes(),
+        }
+    }
+
+    #[test]
+    fn assignments_allow_blanks_around_the_equals_sign() {
+        assert_eq!(parse_env_line(b"PATH=/bin"), assign("PATH", "/bin"));
+        assert_eq!(
+            parse_env_line(b"  PATH = /bin:/usr/bin  "),
+            assign("PATH", "/bin:/usr/bin")
+        );
+        assert_eq!(parse_env_line(b"A\t=\tb c"), assign("A", "b c"));
+    }
+
+    #[test]
+    fn quotes_keep_blanks_and_allow_empty_values() {
+        assert_eq!(parse_env_line(b"A=' x '"), assign("A", " x "));
+        assert_eq!(parse_env_line(b"MAILTO=\"\""), assign("MAILTO", ""));
+        assert_eq!(parse_env_line(b"MAILTO=''  "), assign("MAILTO", ""));
+        assert_eq!(parse_env_line(b"MAILTO="), assign("MAILTO", ""));
+        assert_eq!(parse_env_line(b"'MY VAR'=1"), assign("MY VAR", "1"));
+        assert_eq!(parse_env_line(b"A=\"it's\""), assign("A", "it's"));
+    }
+
+    #[test]
+    fn values_are_not_expanded() {
+        assert_eq!(
+            parse_env_line(b"PATH=$HOME/bin:$PATH"),
+            assign("PATH", "$HOME/bin:$PATH")
+        );
+        assert_eq!(parse_env_line(b"A=b=c"), assign("A", "b=c"));
+    }
+
+    #[test]
+    fn entries_are_not_assignments() {
+        assert_eq!(parse_env_line(b"* * * * * FOO=bar"), EnvLine::NotEnv);
+        assert_eq!(parse_env_line(b"0 0 * * * a=b"), EnvLine::NotEnv);
+        assert_eq!(parse_env_line(b"@daily x=1"), EnvLine::NotEnv);
+        assert_eq!(parse_env_line(b"FOO BAR=1"), EnvLine::NotEnv);
+    }
+
+    #[test]
+    fn junk_after_a_quoted_value_is_an_error_at_its_column() {
+        assert_eq!(
+            parse_env_line(b"MAILTO=\"a,b\" x"),
+            EnvLine::Bad(13, "unexpected text after the quoted value".to_string())
+        );
+        assert!(matches!(parse_env_line(b"A=\"open"), EnvLine::Bad(2, _)));
+    }
+}

@@ -1,0 +1,418 @@
+//! The crontab file format: bytes in, [`Crontab`] out, with every problem as a [`Diagnostic`]
+//! that names line and column.
+//!
+//! Pure: no files, no users, no clock. Zones named by `CRON_TZ` are looked up through the
+//! caller's resolver (see [`Options`]), so tests and the daemon decide where zone data comes from.
+//!
+//! Two formats: a user's crontab (`/var/spool/cron/crontabs/USER`: five time fields or an
+//! `@`-special, then the command) and the system format of `/etc/crontab` and `/etc/cron.d/*`
+//! (a user name between the time fields and the command).
+//!
+//! Rules, where they differ from Debian's cron (DESIGN §6):
+//! * a bad line is reported and skipped; every other line still loads (Debian drops the whole
+//!   file, which silently stops all of a user's jobs);
+//! * a missing final newline is a warning, not a reason to ignore the file;
+//! * an entry without a command, and a command whose first word is a time field (a six-field
+//!   expression with seconds, `0 0 * * * * cmd`), are errors;
+//! * a `\r` before the newline (a file saved on Windows) is dropped with a warning;
+//! * setting `LOGNAME` or `USER` is a warning: the daemon always sets both to the owner;
+//! * an unknown `CRON_TZ` is an error, and the entries below it are not loaded (each says why)
+//!   until the next valid `CRON_TZ`: running them in another zone would run them at the wrong
+//!   time;
+//! * a NUL byte anywhere in a line makes the line an error (a command can't carry it to exec).
+
+#![forbid(unsafe_code)]
+
+mod command;
+mod env;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use command::{JobInput, split_percent};
+pub use env::Env;
+
+use crate::schedule::{self, When, Zone, ZoneError};
+use env::{EnvLine, parse_env_line};
+
+/// Which of the two file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A user's crontab: no user field.
+    User,
+    /// `/etc/crontab` and `/etc/cron.d/*`: a user field after the time fields.
+    System,
+}
+
+/// Bounds against abuse; exceeding one is an error, never a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest line in bytes (cronie's MAX_COMMAND is 131072).
+    pub max_line: usize,
+    /// Most entries loaded from one file.
+    pub max_entries: usize,
+    /// Most variables one file may set.
+    pub max_env: usize,
+}
+
+impl Limits {
+    /// cronie's limits for a user's crontab: 10,000 entries, 1,000 variables.
+    pub const USER: Limits = Limits {
+        max_line: 131_072,
+        max_entries: 10_000,
+        max_env: 1_000,
+    };
+    /// System files are written by root and packages: generous bounds.
+    pub const SYSTEM: Limits = Limits {
+        max_line: 131_072,
+        max_entries: 1_000_000,
+        max_env: 10_000,
+    };
+}
+
+/// How to parse, and where facts come from.
+pub struct Options<'a> {
+    pub format: Format,
+    pub limits: Limits,
+    /// Seed for cronie's `~` (a hash of the host name: [`schedule::host_seed`]).
+    pub seed: u64,
+    /// Looks up a `CRON_TZ` value.
+    pub zones: &'a mut dyn FnMut(&str) -> Result<Zone, ZoneError>,
+}
+
+impl fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("format", &self.format)
+            .field("limits", &self.limits)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One problem in a file. `line` and `column` count from 1; columns count bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// `FILE:LINE:COLUMN: message`, the form every tool and log line uses.
+    pub fn in_file<'a>(&'a self, file: &'a str) -> impl fmt::Display + 'a {
+        struct InFile<'a>(&'a Diagnostic, &'a str);
+        impl fmt::Display for InFile<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let d = self.0;
+                write!(f, "{}:{}:{}: {}", self.1, d.line, d.column, d.message)
+            }
+        }
+        InFile(self, file)
+    }
+}
+
+/// One scheduled command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Line number in the file (from 1).
+    pub line: u32,
+    pub when: When,
+    /// The user field of the system format.
+    pub user: Option<Vec<u8>>,
+    /// The command as written, `%` and all (what logs and the mail subject show).
+    pub command: Vec<u8>,
+    /// The variables set above the entry.
+    pub env: Arc<Env>,
+    /// `CRON_TZ` in force for this entry; `None` means the daemon's local zone.
+    pub zone: Option<Zone>,
+    /// cronie's `RANDOM_DELAY` in minutes (0: none).
+    pub random_delay: u32,
+}
+
+impl Entry {
+    /// The command the shell runs and the text it reads on stdin (the `%` rule).
+    pub fn job_input(&self) -> JobInput {
+        split_percent(&self.command)
+    }
+
+    /// The entry as a crontab line (canonical time fields, original command).
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = self.when.to_string().into_bytes();
+        if let Some(user) = &self.user {
+            line.push(b' ');
+            line.extend_from_slice(user);
+        }
+        line.push(b' ');
+        line.extend_from_slice(&self.command);
+        line
+    }
+}
+
+/// A parsed file: what loads, and what is wrong.
+#[derive(Debug, Clone, Default)]
+pub struct Crontab {
+    /// The variables in force at the end of the file.
+    pub env: Arc<Env>,
+    pub entries: Vec<Entry>,
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
+/// line is in `entries`.
+pub fn parse(text: &[u8], options: &mut Options<'_>) -> Crontab {
+    let mut parser = Parser {
+        out: Crontab::default(),
+        zone: Ok(None),
+        random_delay: 0,
+        env_count: 0,
+        options,
+    };
+    let mut lines = text.split(|&b| b == b'\n').peekable();
+    let mut number = 0u32;
+    while let Some(line) = lines.next() {
+        number = number.saturating_add(1);
+        let last = lines.peek().is_none();
+        if last && line.is_empty() {
+            break;
+        }
+        if last {
+            parser.warn(
+                number,
+                0,
+                "missing newline at the end of the file".to_string(),
+            );
+        }
+        parser.line(number, line);
+    }
+    parser.out
+}
+
+struct Parser<'o, 'z> {
+    out: Crontab,
+    /// The zone for entries from here on: `Err(line)` when the `CRON_TZ` on that line was bad.
+    zone: Result<Option<Zone>, u32>,
+    random_delay: u32,
+    env_count: usize,
+    options: &'o mut Options<'z>,
+}
+
+impl Parser<'_, '_> {
+    fn error(&mut self, line: u32, column: usize, message: String) {
+        self.out.errors.push(Diagnostic {
+            line,
+            column: column as u32 + 1,
+            message,
+        });
+    }
+
+    fn warn(&mut self, line: u32, column: usize, message: String) {
+        self.out.warnings.push(Diagnostic {
+            line,
+            column: column as u32 + 1,
+            message,
+        });
+    }
+
+    fn line(&mut self, number: u32, mut line: &[u8]) {
+        if line.len() > self.options.limits.max_line {
+            let max = self.options.limits.max_line;
+            self.error(number, max, format!("line longer than {max} bytes"));
+            return;
+        }
+        if let Some(stripped) = line.strip_suffix(b"\r") {
+            self.warn(
+                number,
+                stripped.len(),
+                "carriage return at the end of the line (DOS line ending) ignored".to_string(),
+            );
+            line = stripped;
+        }
+        let Some(first) = line.iter().position(|&b| !is_blank(b)) else {
+            return;
+        };
+        if line[first] == b'#' {
+            return;
+        }
+        if let Some(nul) = line.iter().position(|&b| b == 0) {
+            self.error(number, nul, "NUL byte in the line".to_string());
+            return;
+        }
+        match parse_env_line(line) {
+            EnvLine::NotEnv => self.entry(number, line),
+            EnvLine::Bad(at, message) => self.error(number, at, message),
+            EnvLine::Assign { name, value } => self.assign(number, first, name, value),
+        }
+    }
+
+    fn assign(&mut self, number: u32, at: usize, name: &[u8], value: &[u8]) {
+        match name {
+            b"LOGNAME" | b"USER" => {
+                self.warn(
+                    number,
+                    at,
+                    format!(
+                        "{} can not be set: cron sets it to the crontab's owner; line ignored",
+                        String::from_utf8_lossy(name)
+                    ),
+                );
+                return;
+            }
+            b"CRON_TZ" => {
+                self.zone = if value.is_empty() {
+                    Ok(None)
+                } else {
+                    match std::str::from_utf8(value)
+                        .map_err(|_| "the zone name is not UTF-8".to_string())
+                        .and_then(|v| (self.options.zones)(v).map_err(|e| e.to_string()))
+                    {
+                        Ok(zone) => Ok(Some(zone)),
+                        Err(message) => {
+                            self.error(number, at, message);
+                            Err(number)
+                        }
+                    }
+                };
+            }
+            b"RANDOM_DELAY" => match std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+            {
+                Some(minutes) if minutes <= 1440 => self.random_delay = minutes,
+                _ => {
+                    self.error(
+                        number,
+                        at,
+                        format!(
+                            "RANDOM_DELAY must be a number of minutes from 0 to 1440, not '{}'",
+                            String::from_utf8_lossy(value)
+                        ),
+                    );
+                    return;
+                }
+            },
+            _ => {}
+        }
+        if self.out.env.get(name).is_none() {
+            if self.env_count >= self.options.limits.max_env {
+                let max = self.options.limits.max_env;
+                self.error(number, at, format!("more than {max} variables in one file"));
+                return;
+            }
+            self.env_count += 1;
+        }
+        self.out.env = self.out.env.with(name, value);
+    }
+
+    fn entry(&mut self, number: u32, line: &[u8]) {
+        let (when, mut pos) = match schedule::parse_fields(line, 0, self.options.seed) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                let message = if e.offset == line.iter().position(|&b| !is_blank(b)).unwrap_or(0)
+                    && line[e.offset].is_ascii_alphabetic()
+                {
+                    format!("{} (or is this meant to be NAME=value?)", e.message)
+                } else {
+                    e.message
+                };
+                self.error(number, e.offset, message);
+                return;
+            }
+        };
+        let user = match self.options.format {
+            Format::User => None,
+            Format::System => {
+                let start = skip_blanks(line, pos);
+                let end = word_end(line, start);
+                if start == end {
+                    self.error(
+                        number,
+                        start,
+                        "missing user name after the time fields".to_string(),
+                    );
+                    return;
+                }
+                pos = end;
+                Some(line[start..end].to_vec())
+            }
+        };
+        let start = skip_blanks(line, pos);
+        if start >= line.len() {
+            self.error(number, start, "missing command".to_string());
+            return;
+        }
+        let command = &line[start..];
+        let first_word = &line[start..word_end(line, start)];
+        if first_word == b"*" || first_word.starts_with(b"*/") {
+            self.error(
+                number,
+                start,
+                "the command starts with a time field: cron has five time fields (minute hour \
+                 day-of-month month day-of-week), not six"
+                    .to_string(),
+            );
+            return;
+        }
+        if let When::Periodic(s) = &when
+            && !s.can_fire()
+        {
+            self.warn(
+                number,
+                0,
+                "this schedule can never run (no such day in the chosen months)".to_string(),
+            );
+        }
+        let zone = match &self.zone {
+            Ok(zone) => zone.clone(),
+            Err(bad) => {
+                let bad = *bad;
+                self.error(
+                    number,
+                    0,
+                    format!("entry not loaded: the CRON_TZ on line {bad} is not a valid zone"),
+                );
+                return;
+            }
+        };
+        if self.out.entries.len() >= self.options.limits.max_entries {
+            let max = self.options.limits.max_entries;
+            self.error(
+                number,
+                0,
+                format!("more than {max} entries in one file; entry not loaded"),
+            );
+            return;
+        }
+        self.out.entries.push(Entry {
+            line: number,
+            when,
+            user,
+            command: command.to_vec(),
+            env: Arc::clone(&self.out.env),
+            zone,
+            random_delay: self.random_delay,
+        });
+    }
+}
+
+fn skip_blanks(line: &[u8], mut pos: usize) -> usize {
+    while pos < line.len() && is_blank(line[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+fn word_end(line: &[u8], start: usize) -> usize {
+    line[start..]
+        .iter()
+        .position(|&b| is_blank(b))
+        .map_or(line.len(), |n| start + n)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,20 @@
+//! crond: a memory-safe replacement for Vixie cron (Debian's `cron`, Fedora's `cronie`).
+//!
+//! The crate is split as DESIGN.md §2 says: a functional core that decides and a thin shell that
+//! acts.
+//!
+//! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
+//!   DST), [`crontab`] (the file format).
+//! * Front ends: [`cronnext`] (prints what the scheduler will do; the binaries in `src/bin/` only
+//!   parse arguments and call into the library).
+//!
+//! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
+//! there says why it is sound.
+
+#![deny(unsafe_code)]
+
+pub mod cronnext;
+pub mod crontab;
+pub mod schedule;
+#[allow(unsafe_code)]
+pub mod sys;

@@ -1,0 +1,488 @@
+//! The parser of the five time fields and the `@` specials (rules and choices: see the module
+//! header in `schedule/mod.rs`). Errors carry the byte offset of the offending character in the
+//! text they were given, so `crontab` can turn them into `file:line:column`.
+
+use std::fmt;
+
+use super::{Field, Schedule, When, full_bits};
+
+/// An error in a time specification: where (byte offset into the parsed text, 0-based) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "column {}: {}", self.offset + 1, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Parses a whole expression (`cronnext 'EXPR'`): five fields or one `@` special, nothing else.
+/// `seed` feeds cronie's `~` (pass a hash of the host name, see [`host_seed`]).
+pub fn parse_expression(text: &str, seed: u64) -> Result<When, ParseError> {
+    let bytes = text.as_bytes();
+    let (when, end) = parse_fields(bytes, 0, seed)?;
+    let rest = skip_blanks(bytes, end);
+    if rest < bytes.len() {
+        let extra = bytes[rest..]
+            .split(|&b| is_blank(b))
+            .filter(|t| !t.is_empty())
+            .count();
+        let message = match when {
+            When::Periodic(_) => format!(
+                "expected 5 time fields (minute hour day-of-month month day-of-week), found {}",
+                5 + extra
+            ),
+            When::Reboot => "unexpected text after the @-special".to_string(),
+        };
+        return Err(ParseError {
+            offset: rest,
+            message,
+        });
+    }
+    Ok(when)
+}
+
+/// A stable 64-bit seed from a host name, for `~`.
+pub fn host_seed(host: &[u8]) -> u64 {
+    fnv1a(FNV_OFFSET, host)
+}
+
+/// Parses the time specification at the start of `line[start..]` (leading blanks skipped).
+/// Returns the schedule and the offset just past it. Offsets in errors are into `line`.
+pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<(When, usize), ParseError> {
+    let pos = skip_blanks(line, start);
+    if line.get(pos) == Some(&b'@') {
+        return parse_special(line, pos);
+    }
+    let mut bits = [0u64; 5];
+    let mut stars = [false; 5];
+    let mut pos = pos;
+    // The `~` pick depends on the whole line, so that two entries differing only in their
+    // command get independent values.
+    let entry_seed = fnv1a(seed ^ FNV_OFFSET, trim_blanks(&line[start..]));
+    for field in Field::ALL {
+        pos = skip_blanks(line, pos);
+        if pos >= line.len() {
+            let found = field as usize;
+            return Err(ParseError {
+                offset: pos,
+                message: format!(
+                    "expected 5 time fields (minute hour day-of-month month day-of-week), found {found}"
+                ),
+            });
+        }
+        let mut parser = FieldParser {
+            line,
+            pos,
+            field,
+            seed: entry_seed ^ (field as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            item: 0,
+        };
+        let (value, starred) = parser.parse()?;
+        bits[field as usize] = value;
+        stars[field as usize] = starred;
+        pos = parser.pos;
+    }
+    Ok((When::Periodic(Schedule::from_parts(bits, stars)), pos))
+}
+
+fn parse_special(line: &[u8], at: usize) -> Result<(When, usize), ParseError> {
+    let end = line[at..]
+        .iter()
+        .position(|&b| is_blank(b))
+        .map_or(line.len(), |n| at + n);
+    let word = &line[at + 1..end];
+    let periodic = |expr: &str, stars: [bool; 5]| {
+        let mut bits = [0u64; 5];
+        for (i, (field, text)) in Field::ALL.into_iter().zip(expr.split(' ')).enumerate() {
+            bits[i] = if text == "*" {
+                full_bits(field)
+            } else {
+                1 << text
+                    .parse::<u32>()
+                    .expect("the specials are written with numbers")
+            };
+        }
+        When::Periodic(Schedule::from_parts(bits, stars))
+    };
+    // Star flags as Vixie sets them: @hourly is a wildcard entry (HR_STAR); @yearly and @monthly
+    // set DOW_STAR, @weekly DOM_STAR, @daily both.
+    let when = match word {
+        b"reboot" => When::Reboot,
+        b"yearly" | b"annually" => periodic("0 0 1 1 *", [false, false, false, false, true]),
+        b"monthly" => periodic("0 0 1 * *", [false, false, false, true, true]),
+        b"weekly" => periodic("0 0 * * 0", [false, false, true, true, false]),
+        b"daily" | b"midnight" => periodic("0 0 * * *", [false, false, true, true, true]),
+        b"hourly" => periodic("0 * * * *", [false, true, true, true, true]),
+        _ => {
+            return Err(ParseError {
+                offset: at,
+                message: format!(
+                    "unknown special '@{}' (known: @reboot @yearly @annually @monthly @weekly \
+                     @daily @midnight @hourly)",
+                    String::from_utf8_lossy(word)
+                ),
+            });
+        }
+    };
+    Ok((when, end))
+}
+
+fn skip_blanks(line: &[u8], mut pos: usize) -> usize {
+    while pos < line.len() && is_blank(line[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+fn trim_blanks(text: &[u8]) -> &[u8] {
+    let start = text
+        .iter()
+        .position(|&b| !is_blank(b))
+        .unwrap_or(text.len());
+    let end = text
+        .iter()
+        .rposition(|&b| !is_blank(b))
+        .map_or(start, |n| n + 1);
+    &text[start..end]
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a: a fixed, documented hash, so `~` picks never change between releases (std's hasher
+/// makes no such promise).
+fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// splitmix64's finaliser: spreads FNV's weak low bits before the modulo.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+struct FieldParser<'a> {
+    line: &'a [u8],
+    pos: usize,
+    field: Field,
+    seed: u64,
+    item: u64,
+}
+
+/// A number or name as written, with where it started.
+struct Value {
+    value: u8,
+    at: usize,
+}
+
+impl FieldParser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.line.get(self.pos).copied()
+    }
+
+    fn err<T>(&self, offset: usize, message: String) -> Result<T, ParseError> {
+        Err(ParseError { offset, message })
+    }
+
+    fn field_name(&self) -> &'static str {
+        self.field.name()
+    }
+
+    /// The whole field: items separated by commas, ended by a blank or the end of the line.
+    fn parse(&mut self) -> Result<(u64, bool), ParseError> {
+        let starred = self.peek() == Some(b'*');
+        let mut bits = 0u64;
+        loop {
+            bits |= self.item()?;
+            self.item += 1;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                None => break,
+                Some(b) if is_blank(b) => break,
+                Some(b) => return self.unexpected(b),
+            }
+        }
+        Ok((bits, starred))
+    }
+
+    fn item(&mut self) -> Result<u64, ParseError> {
+        let start = self.pos;
+        let (lo, hi) = self.field.bounds();
+        let (first, last, ranged) = match self.peek() {
+            Some(b'*') => {
+                self.pos += 1;
+                (lo, hi, true)
+            }
+            Some(b'~') => return self.random(lo, None),
+            Some(b) if b.is_ascii_alphanumeric() => {
+                let a = self.value()?;
+                match self.peek() {
+                    Some(b'-') => {
+                        self.pos += 1;
+                        if !self.peek().is_some_and(|b| b.is_ascii_alphanumeric()) {
+                            let at = self.pos;
+                            return self.err(
+                                at,
+                                format!("expected a number after '-' in the {}", self.field_name()),
+                            );
+                        }
+                        let b = self.value()?;
+                        (a.value, self.range_end(&a, &b)?, true)
+                    }
+                    Some(b'~') => return self.random(a.value, Some(a.at)),
+                    _ => (a.value, a.value, false),
+                }
+            }
+            Some(b) if b == b',' || is_blank(b) => {
+                return self.err(
+                    start,
+                    format!("empty item in the {} field", self.field_name()),
+                );
+            }
+            None => {
+                return self.err(
+                    start,
+                    format!("empty item in the {} field", self.field_name()),
+                );
+            }
+            Some(b) => return self.unexpected(b),
+        };
+        let mut step = 1u32;
+        if self.peek() == Some(b'/') {
+            let slash = self.pos;
+            if !ranged {
+                return self.err(
+                    slash,
+                    format!(
+                        "a step needs a range or '*' before it (write {first}-{hi}/N for \
+                         every N from {first}) in the {} field",
+                        self.field_name()
+                    ),
+                );
+            }
+            self.pos += 1;
+            let at = self.pos;
+            if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                return self.err(
+                    at,
+                    format!(
+                        "expected a step number after '/' in the {}",
+                        self.field_name()
+                    ),
+                );
+            }
+            let n = self.number();
+            if n == 0 {
+                return self.err(
+                    at,
+                    format!("a step of 0 in the {} field", self.field_name()),
+                );
+            }
+            if n > 255 {
+                return self.err(
+                    at,
+                    format!("step {n} is too large in the {} field", self.field_name()),
+                );
+            }
+            step = n;
+        }
+        let mut bits = 0u64;
+        let mut v = u32::from(first);
+        while v <= u32::from(last) {
+            bits |= 1 << v;
+            v += step;
+        }
+        Ok(bits)
+    }
+
+    /// cronie's `a~b`: one value picked in the range, stable for this entry on this host.
+    fn random(&mut self, first: u8, first_at: Option<usize>) -> Result<u64, ParseError> {
+        let tilde = self.pos;
+        self.pos += 1;
+        let (_, hi) = self.field.bounds();
+        let last = if self.peek().is_some_and(|b| b.is_ascii_alphanumeric()) {
+            let b = self.value()?;
+            let a = Value {
+                value: first,
+                at: first_at.unwrap_or(tilde),
+            };
+            self.range_end(&a, &b)?
+        } else if self.field == Field::DayOfWeek {
+            6
+        } else {
+            hi
+        };
+        if self.peek() == Some(b'/') {
+            let at = self.pos;
+            return self.err(
+                at,
+                format!(
+                    "a random pick '~' cannot take a step in the {} field",
+                    self.field_name()
+                ),
+            );
+        }
+        let span = u64::from(last - first) + 1;
+        let pick = u64::from(first)
+            + mix(self.seed ^ self.item.wrapping_mul(0x2545_f491_4f6c_dd1d)) % span;
+        Ok(1 << pick)
+    }
+
+    /// The end of a range `a-b`, with cronie's `5-0` = `5-7` in day of week.
+    fn range_end(&self, a: &Value, b: &Value) -> Result<u8, ParseError> {
+        if b.value >= a.value {
+            return Ok(b.value);
+        }
+        if self.field == Field::DayOfWeek && b.value == 0 {
+            return Ok(7);
+        }
+        self.err(
+            a.at,
+            format!(
+                "range {}-{} is reversed in the {} field (write {}-{})",
+                a.value,
+                b.value,
+                self.field_name(),
+                b.value,
+                a.value
+            ),
+        )
+    }
+
+    /// A number or (in month and day of week) a three-letter name, checked against the bounds.
+    fn value(&mut self) -> Result<Value, ParseError> {
+        let at = self.pos;
+        let (lo, hi) = self.field.bounds();
+        if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            let n = self.number();
+            if self.peek().is_some_and(|b| b.is_ascii_alphabetic()) {
+                let bad = self.pos;
+                return self.letter_after_number(bad);
+            }
+            if n < u32::from(lo) || n > u32::from(hi) {
+                return self.err(
+                    at,
+                    format!(
+                        "{n} is out of range {lo}-{hi} in the {} field",
+                        self.field_name()
+                    ),
+                );
+            }
+            return Ok(Value { value: n as u8, at });
+        }
+        while self.peek().is_some_and(|b| b.is_ascii_alphanumeric()) {
+            self.pos += 1;
+        }
+        let word = &self.line[at..self.pos];
+        let names: &[&str] = match self.field {
+            Field::Month => &MONTHS,
+            Field::DayOfWeek => &DAYS,
+            _ => {
+                return self.err(at, self.bad_word(word));
+            }
+        };
+        match names
+            .iter()
+            .position(|n| n.as_bytes().eq_ignore_ascii_case(word))
+        {
+            Some(i) => {
+                let value = if self.field == Field::Month { i + 1 } else { i };
+                Ok(Value {
+                    value: value as u8,
+                    at,
+                })
+            }
+            None => self.err(at, self.bad_word(word)),
+        }
+    }
+
+    fn bad_word(&self, word: &[u8]) -> String {
+        let shown = String::from_utf8_lossy(word);
+        match (self.field, word) {
+            (_, b"L" | b"l") => format!(
+                "'L' (last day) is not cron syntax, in the {} field",
+                self.field_name()
+            ),
+            (_, b"W" | b"w") => format!(
+                "'W' (nearest weekday) is not cron syntax, in the {} field",
+                self.field_name()
+            ),
+            (Field::Month, _) => format!("unknown month name '{shown}' (use jan..dec or 1-12)"),
+            (Field::DayOfWeek, _) => format!("unknown day name '{shown}' (use sun..sat or 0-7)"),
+            _ => format!(
+                "'{shown}' is not a number, in the {} field",
+                self.field_name()
+            ),
+        }
+    }
+
+    fn letter_after_number<T>(&self, at: usize) -> Result<T, ParseError> {
+        let c = self.line[at] as char;
+        let message = match c {
+            'L' | 'l' => format!(
+                "'L' (last day) is not cron syntax, in the {} field",
+                self.field_name()
+            ),
+            'W' | 'w' => format!(
+                "'W' (nearest weekday) is not cron syntax, in the {} field",
+                self.field_name()
+            ),
+            _ => format!(
+                "unexpected '{c}' after a number in the {} field",
+                self.field_name()
+            ),
+        };
+        self.err(at, message)
+    }
+
+    /// Digits, saturating far above any valid value so that huge numbers report as out of range.
+    fn number(&mut self) -> u32 {
+        let mut n = 0u32;
+        while let Some(b) = self.peek().filter(u8::is_ascii_digit) {
+            n = n
+                .saturating_mul(10)
+                .saturating_add(u32::from(b - b'0'))
+                .min(100_000);
+            self.pos += 1;
+        }
+        n
+    }
+
+    fn unexpected<T>(&self, b: u8) -> Result<T, ParseError> {
+        let at = self.pos;
+        let name = self.field_name();
+        let message = match b {
+            b'?' => format!("'?' is not cron syntax (Quartz); use '*' in the {name} field"),
+            b'#' => format!("'#' (nth weekday) is not cron syntax, in the {name} field"),
+            b'-' => format!("unexpected '-' in the {name} field (a range is a-b)"),
+            b'/' => format!("unexpected '/' in the {name} field (a step is */N or a-b/N)"),
+            b if b.is_ascii_graphic() => format!("unexpected '{}' in the {name} field", b as char),
+            b => format!("unexpected byte 0x{b:02x} in the {name} field"),
+        };
+        self.err(at, message)
+    }
+}
+
+#[cfg(test)]
+pub(super) fn seed_for_tests() -> u64 {
+    host_seed(b"test-host")
+}

@@ -1,0 +1,10 @@
+//! The only module that talks to the kernel and libc, and the only one allowed `unsafe`: every
+//! block says why it is sound. Everything here exposes a safe function with a typed result;
+//! nothing outside `sys` imports `libc` or `nix`.
+
+/// The host name (the node name of `uname`), as bytes; empty if it can't be read.
+pub fn hostname() -> Vec<u8> {
+    nix::unistd::gethostname()
+        .map(|h| h.into_encoded_bytes())
+        .unwrap_or_default()
+}
