@@ -481,8 +481,3 @@ impl FieldParser<'_> {
         self.err(at, message)
     }
 }
-
-#[cfg(test)]
-pub(super) fn seed_for_tests() -> u64 {
-    host_seed(b"test-host")
-}

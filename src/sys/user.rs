@@ -1,0 +1,94 @@
+//! Users and ids: the passwd database (through NSS, as getpwnam_r) and the process's own ids.
+//! Kernel ids are newtypes so a uid can't be passed where a gid is expected.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+
+use nix::unistd;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Uid(pub u32);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gid(pub u32);
+
+impl Uid {
+    pub const ROOT: Uid = Uid(0);
+}
+
+impl fmt::Display for Uid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A passwd entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub name: Vec<u8>,
+    pub uid: Uid,
+    pub gid: Gid,
+    pub home: PathBuf,
+    pub shell: PathBuf,
+}
+
+impl User {
+    fn from_nix(u: unistd::User) -> User {
+        User {
+            name: u.name.into_bytes(),
+            uid: Uid(u.uid.as_raw()),
+            gid: Gid(u.gid.as_raw()),
+            home: u.dir,
+            shell: u.shell,
+        }
+    }
+
+    /// Looks a user up by name; `Ok(None)` if there is no such user.
+    pub fn resolve_name(name: &[u8]) -> std::io::Result<Option<User>> {
+        let name = OsString::from_vec(name.to_vec());
+        let Some(name) = name.to_str() else {
+            return Ok(None);
+        };
+        unistd::User::from_name(name)
+            .map(|u| u.map(User::from_nix))
+            .map_err(std::io::Error::from)
+    }
+
+    /// Looks a user up by uid; `Ok(None)` if no passwd entry has it.
+    pub fn resolve_uid(uid: Uid) -> std::io::Result<Option<User>> {
+        unistd::User::from_uid(unistd::Uid::from_raw(uid.0))
+            .map(|u| u.map(User::from_nix))
+            .map_err(std::io::Error::from)
+    }
+}
+
+/// The group with this name, if any.
+pub fn group_id(name: &str) -> std::io::Result<Option<Gid>> {
+    unistd::Group::from_name(name)
+        .map(|g| g.map(|g| Gid(g.gid.as_raw())))
+        .map_err(std::io::Error::from)
+}
+
+pub fn real_uid() -> Uid {
+    Uid(unistd::getuid().as_raw())
+}
+
+pub fn effective_uid() -> Uid {
+    Uid(unistd::geteuid().as_raw())
+}
+
+pub fn real_gid() -> Gid {
+    Gid(unistd::getgid().as_raw())
+}
+
+pub fn effective_gid() -> Gid {
+    Gid(unistd::getegid().as_raw())
+}
