@@ -41,12 +41,13 @@ pub fn parse_expression(text: &str, seed: u64) -> Result<When, ParseError> {
             .split(|&b| is_blank(b))
             .filter(|t| !t.is_empty())
             .count();
-        let message = match when {
-            When::Periodic(_) => format!(
+        let message = if bytes[skip_blanks(bytes, 0)] == b'@' {
+            "unexpected text after the @-special".to_string()
+        } else {
+            format!(
                 "expected 5 time fields (minute hour day-of-month month day-of-week), found {}",
                 5 + extra
-            ),
-            When::Reboot => "unexpected text after the @-special".to_string(),
+            )
         };
         return Err(ParseError {
             offset: rest,
