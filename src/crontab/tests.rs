@@ -1,1 +1,379 @@
+//! Unit tests of the crontab format: both formats, environment lines, specials, diagnostics with
+//! line and column, and the rule that a bad line never hides a good one.
 
+use super::*;
+use crate::schedule::{Class, Field, Schedule};
+
+fn parse_with(text: &[u8], format: Format, limits: Limits) -> Crontab {
+    let mut zones = |name: &str| Zone::get(name);
+    let mut options = Options {
+        format,
+        limits,
+        seed: 7,
+        zones: &mut zones,
+    };
+    parse(text, &mut options)
+}
+
+fn user(text: &str) -> Crontab {
+    parse_with(text.as_bytes(), Format::User, Limits::USER)
+}
+
+fn system(text: &str) -> Crontab {
+    parse_with(text.as_bytes(), Format::System, Limits::SYSTEM)
+}
+
+fn shown(diags: &[Diagnostic]) -> Vec<String> {
+    diags.iter().map(|d| d.in_file("tab").to_string()).collect()
+}
+
+fn schedule(entry: &Entry) -> &Schedule {
+    match &entry.when {
+        When::Periodic(s) => s,
+        When::Reboot => panic!("expected a periodic entry"),
+    }
+}
+
+fn env_of(entry: &Entry) -> Vec<(String, String)> {
+    entry
+        .env
+        .iter()
+        .map(|(n, v)| {
+            (
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_user_crontab_yields_entries_with_their_line_numbers_and_commands() {
+    let tab = user("# comment\n\n*/5 * * * * /usr/bin/backup --fast\n@reboot  echo up\n");
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    assert!(tab.warnings.is_empty(), "{:?}", shown(&tab.warnings));
+    assert_eq!(tab.entries.len(), 2);
+    assert_eq!(tab.entries[0].line, 3);
+    assert_eq!(tab.entries[0].command, b"/usr/bin/backup --fast");
+    assert_eq!(tab.entries[0].user, None);
+    assert_eq!(schedule(&tab.entries[0]).class(), Class::Wildcard);
+    assert_eq!(tab.entries[1].line, 4);
+    assert_eq!(tab.entries[1].when, When::Reboot);
+    assert_eq!(tab.entries[1].command, b"echo up");
+}
+
+#[test]
+fn the_system_format_takes_a_user_between_the_time_fields_and_the_command() {
+    let tab = system(
+        "SHELL=/bin/sh\n17 *\t* * *\troot    cd / && run-parts --report /etc/cron.hourly\n@daily www-data /srv/rotate\n",
+    );
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    assert_eq!(tab.entries.len(), 2);
+    assert_eq!(tab.entries[0].user.as_deref(), Some(&b"root"[..]));
+    assert_eq!(
+        tab.entries[0].command,
+        b"cd / && run-parts --report /etc/cron.hourly"
+    );
+    assert_eq!(tab.entries[1].user.as_deref(), Some(&b"www-data"[..]));
+    assert_eq!(tab.entries[1].command, b"/srv/rotate");
+}
+
+#[test]
+fn a_system_entry_without_a_user_or_a_command_is_an_error() {
+    let tab = system("0 0 * * *\n0 0 * * * root\n0 0 * * * root   \n");
+    assert_eq!(
+        shown(&tab.errors),
+        [
+            "tab:1:10: missing user name after the time fields",
+            "tab:2:15: missing command",
+            "tab:3:18: missing command",
+        ]
+    );
+    assert!(tab.entries.is_empty());
+}
+
+#[test]
+fn comments_are_whole_lines_only() {
+    let tab = user("  # indented comment\n0 0 * * * echo a # not a comment\n");
+    assert_eq!(tab.entries.len(), 1);
+    assert_eq!(tab.entries[0].command, b"echo a # not a comment");
+}
+
+#[test]
+fn environment_lines_apply_to_the_entries_below_them() {
+    let tab = user(
+        "MAILTO=ops@example.com\n0 1 * * * first\nMAILTO = \"\"\nFOO='  spaced  '\n0 2 * * * second\nMAILTO=dev\n",
+    );
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    assert_eq!(
+        env_of(&tab.entries[0]),
+        [("MAILTO".into(), "ops@example.com".into())]
+    );
+    assert_eq!(
+        env_of(&tab.entries[1]),
+        [
+            ("MAILTO".into(), "".into()),
+            ("FOO".into(), "  spaced  ".into())
+        ]
+    );
+    assert_eq!(
+        tab.env.get(b"MAILTO"),
+        Some(&b"dev"[..]),
+        "the file's final environment"
+    );
+    assert_eq!(tab.entries[0].env.get(b"FOO"), None);
+}
+
+#[test]
+fn entries_between_two_variable_lines_share_one_environment() {
+    let tab = user("A=1\n* * * * * a\n* * * * * b\nB=2\n* * * * * c\n");
+    assert!(Arc::ptr_eq(&tab.entries[0].env, &tab.entries[1].env));
+    assert!(!Arc::ptr_eq(&tab.entries[1].env, &tab.entries[2].env));
+}
+
+#[test]
+fn logname_and_user_can_not_be_overridden() {
+    let tab = user("LOGNAME=root\nUSER=root\n* * * * * id\n");
+    assert!(tab.errors.is_empty());
+    assert_eq!(
+        shown(&tab.warnings),
+        [
+            "tab:1:1: LOGNAME can not be set: cron sets it to the crontab's owner; line ignored",
+            "tab:2:1: USER can not be set: cron sets it to the crontab's owner; line ignored",
+        ]
+    );
+    assert!(tab.entries[0].env.is_empty());
+}
+
+#[test]
+fn cron_tz_sets_the_zone_of_the_entries_below_and_an_empty_value_resets_it() {
+    let tab = user(
+        "0 9 * * * local\nCRON_TZ=America/New_York\n0 9 * * * ny\nCRON_TZ=:Europe/London\n0 9 * * * london\nCRON_TZ=\n0 9 * * * local again\n",
+    );
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    let zones: Vec<Option<&str>> = tab
+        .entries
+        .iter()
+        .map(|e| e.zone.as_ref().map(Zone::name))
+        .collect();
+    assert_eq!(
+        zones,
+        [None, Some("America/New_York"), Some("Europe/London"), None]
+    );
+    // The variable itself stays in the job's environment, as any other.
+    assert_eq!(
+        tab.entries[1].env.get(b"CRON_TZ"),
+        Some(&b"America/New_York"[..])
+    );
+}
+
+#[test]
+fn an_unknown_cron_tz_is_an_error_and_the_entries_under_it_do_not_load() {
+    let tab = user("CRON_TZ=Mars/Olympus\n0 9 * * * a\n0 10 * * * b\nCRON_TZ=UTC\n0 11 * * * c\n");
+    let errors = shown(&tab.errors);
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(
+        errors[0].starts_with("tab:1:1: unknown time zone 'Mars/Olympus'"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors[1],
+        "tab:2:1: entry not loaded: the CRON_TZ on line 1 is not a valid zone"
+    );
+    assert_eq!(
+        errors[2],
+        "tab:3:1: entry not loaded: the CRON_TZ on line 1 is not a valid zone"
+    );
+    assert_eq!(tab.entries.len(), 1);
+    assert_eq!(tab.entries[0].command, b"c");
+}
+
+#[test]
+fn random_delay_is_read_in_minutes_and_a_bad_value_is_an_error() {
+    let tab = user(
+        "RANDOM_DELAY=30\n0 1 * * * a\nRANDOM_DELAY=soon\n0 2 * * * b\nRANDOM_DELAY=0\n0 3 * * * c\n",
+    );
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:3:1: RANDOM_DELAY must be a number of minutes from 0 to 1440, not 'soon'"]
+    );
+    let delays: Vec<u32> = tab.entries.iter().map(|e| e.random_delay).collect();
+    assert_eq!(delays, [30, 30, 0]);
+}
+
+#[test]
+fn a_bad_line_is_reported_with_line_and_column_and_the_good_lines_still_load() {
+    let tab = user(
+        "0 0 * * * good one\n0 0 * * 5#3 bad\n61 * * * * bad too\n@daily good two\nnonsense here\n",
+    );
+    assert_eq!(
+        shown(&tab.errors),
+        [
+            "tab:2:10: '#' (nth weekday) is not cron syntax, in the day of week field",
+            "tab:3:1: 61 is out of range 0-59 in the minute field",
+            "tab:5:1: 'nonsense' is not a number, in the minute field (or is this meant to be NAME=value?)",
+        ]
+    );
+    let commands: Vec<&[u8]> = tab.entries.iter().map(|e| e.command.as_slice()).collect();
+    assert_eq!(commands, [&b"good one"[..], b"good two"]);
+}
+
+#[test]
+fn a_six_field_expression_with_seconds_is_caught() {
+    let tab = user("0 0 12 * * * /usr/bin/true\n0 0 12 * * */2 x\n");
+    assert_eq!(tab.errors.len(), 2, "{:?}", shown(&tab.errors));
+    assert!(
+        tab.errors[0].message.contains("not six"),
+        "{:?}",
+        shown(&tab.errors)
+    );
+    assert_eq!(tab.errors[0].column, 12);
+    assert!(tab.entries.is_empty());
+}
+
+#[test]
+fn an_entry_without_a_command_is_an_error() {
+    let tab = user("0 0 * * *\n@daily\n");
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:1:10: missing command", "tab:2:7: missing command"]
+    );
+}
+
+#[test]
+fn a_missing_final_newline_is_a_warning_and_the_last_line_still_loads() {
+    let tab = user("0 0 * * * a\n0 1 * * * b");
+    assert!(tab.errors.is_empty());
+    assert_eq!(
+        shown(&tab.warnings),
+        ["tab:2:1: missing newline at the end of the file"]
+    );
+    assert_eq!(tab.entries.len(), 2);
+    assert_eq!(tab.entries[1].command, b"b");
+}
+
+#[test]
+fn an_empty_file_is_an_empty_crontab() {
+    for text in ["", "\n", "# only a comment\n"] {
+        let tab = user(text);
+        assert!(
+            tab.entries.is_empty() && tab.errors.is_empty() && tab.warnings.is_empty(),
+            "{text:?}"
+        );
+    }
+}
+
+#[test]
+fn dos_line_endings_are_dropped_with_a_warning() {
+    let tab = user("MAILTO=a\r\n0 0 * * * run\r\n");
+    assert!(tab.errors.is_empty());
+    assert_eq!(tab.entries[0].command, b"run");
+    assert_eq!(tab.entries[0].env.get(b"MAILTO"), Some(&b"a"[..]));
+    assert_eq!(
+        shown(&tab.warnings),
+        [
+            "tab:1:9: carriage return at the end of the line (DOS line ending) ignored",
+            "tab:2:14: carriage return at the end of the line (DOS line ending) ignored",
+        ]
+    );
+}
+
+#[test]
+fn commands_that_are_not_utf8_survive_byte_for_byte() {
+    let tab = parse_with(
+        b"0 0 * * * echo caf\xe9 \xff%\xfe\n",
+        Format::User,
+        Limits::USER,
+    );
+    assert!(tab.errors.is_empty());
+    assert_eq!(tab.entries[0].command, b"echo caf\xe9 \xff%\xfe");
+    let input = tab.entries[0].job_input();
+    assert_eq!(input.command, b"echo caf\xe9 \xff");
+    assert_eq!(input.stdin.as_deref(), Some(&b"\xfe\n"[..]));
+}
+
+#[test]
+fn a_nul_byte_makes_the_line_an_error() {
+    let tab = parse_with(
+        b"0 0 * * * echo a\x00b\n0 0 * * * ok\n",
+        Format::User,
+        Limits::USER,
+    );
+    assert_eq!(shown(&tab.errors), ["tab:1:17: NUL byte in the line"]);
+    assert_eq!(tab.entries.len(), 1);
+}
+
+#[test]
+fn limits_are_errors_not_crashes() {
+    let limits = Limits {
+        max_line: 40,
+        max_entries: 2,
+        max_env: 1,
+    };
+    let long = format!("0 0 * * * {}\n", "x".repeat(100));
+    let text = format!("A=1\nB=2\nA=3\n{long}* * * * * a\n* * * * * b\n* * * * * c\n");
+    let tab = parse_with(text.as_bytes(), Format::User, limits);
+    assert_eq!(
+        shown(&tab.errors),
+        [
+            "tab:2:1: more than 1 variables in one file",
+            "tab:4:41: line longer than 40 bytes",
+            "tab:7:1: more than 2 entries in one file; entry not loaded",
+        ]
+    );
+    assert_eq!(tab.entries.len(), 2);
+    assert_eq!(
+        tab.entries[0].env.get(b"A"),
+        Some(&b"3"[..]),
+        "replacing a variable is not a new one"
+    );
+}
+
+#[test]
+fn a_schedule_that_can_never_run_loads_with_a_warning() {
+    let tab = user("0 0 30 2 * never\n");
+    assert!(tab.errors.is_empty());
+    assert_eq!(tab.entries.len(), 1);
+    assert_eq!(
+        shown(&tab.warnings),
+        ["tab:1:1: this schedule can never run (no such day in the chosen months)"]
+    );
+}
+
+#[test]
+fn a_malformed_assignment_is_an_error_at_its_column() {
+    let tab = user("MAILTO=\"a,b\" x\n0 0 * * * ok\n");
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:1:14: unexpected text after the quoted value"]
+    );
+    assert_eq!(tab.entries.len(), 1);
+    assert!(tab.entries[0].env.is_empty());
+}
+
+#[test]
+fn the_random_pick_is_the_same_on_every_parse_of_the_same_file() {
+    let a = user("~ ~ * * * backup\n");
+    let b = user("~ ~ * * * backup\n");
+    let (sa, sb) = (schedule(&a.entries[0]), schedule(&b.entries[0]));
+    assert_eq!(sa, sb);
+    assert_eq!(sa.bits(Field::Minute).count_ones(), 1);
+}
+
+#[test]
+fn an_entry_prints_as_a_line_that_parses_back_to_the_same_entry() {
+    let text = "*/7 1-5 * jan,jun sun-tue\troot  echo '%' \\% é\n@reboot nobody /bin/true\n";
+    let tab = system(text);
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    for entry in &tab.entries {
+        let mut line = entry.to_line();
+        line.push(b'\n');
+        let again = parse_with(&line, Format::System, Limits::SYSTEM);
+        assert!(again.errors.is_empty(), "{:?}", shown(&again.errors));
+        let e = &again.entries[0];
+        assert_eq!(
+            (&e.when, &e.user, &e.command),
+            (&entry.when, &entry.user, &entry.command)
+        );
+    }
+}
