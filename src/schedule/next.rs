@@ -55,7 +55,8 @@ impl Schedule {
         // The last search: from which local second, and what it found (reused while it stays
         // the answer for a later start).
         let mut cached: Option<(i64, i64)> = None;
-        for _ in 0..4 * SEARCH_YEARS as usize + 8 {
+        // Bounded: two transitions a year at most in real zones, so this is centuries of rules.
+        for _ in 0..1000 {
             let mut lower = start + offset;
             if fixed {
                 lower = lower.max(high_water + 1);

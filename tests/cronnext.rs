@@ -1,0 +1,259 @@
+//! `cronnext` end to end: the real binary, its output, messages and exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn cronnext(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cronnext"))
+        .args(args)
+        .env("TZ", "America/New_York")
+        .output()
+        .expect("cronnext runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("UTF-8 output")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn an_expression_prints_the_next_times_in_rfc3339_with_the_zone_offset() {
+    let o = cronnext(&[
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-08T00:00:00-05:00",
+        "--count",
+        "3",
+        "30 2 * * *",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "2026-03-08T03:00:00-04:00\n2026-03-09T02:30:00-04:00\n2026-03-10T02:30:00-04:00\n"
+    );
+}
+
+#[test]
+fn the_count_defaults_to_one_and_the_zone_to_the_local_zone() {
+    // TZ=America/New_York is the local zone of the child.
+    let o = cronnext(&["--after", "2026-07-01T00:00:00Z", "0 12 * * *"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2026-07-01T12:00:00-04:00\n");
+}
+
+#[test]
+fn times_are_strictly_after_the_after_time() {
+    let o = cronnext(&[
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-07-01T12:00:00Z",
+        "0 12 * * *",
+    ]);
+    assert_eq!(stdout(&o), "2026-07-02T12:00:00+00:00\n");
+}
+
+#[test]
+fn after_may_be_a_local_time_in_the_given_zone() {
+    let o = cronnext(&[
+        "--tz",
+        "Asia/Kathmandu",
+        "--after",
+        "2026-07-01T08:59",
+        "0 9 * * *",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2026-07-01T09:00:00+05:45\n");
+}
+
+#[test]
+fn without_after_the_next_time_is_in_the_future() {
+    let o = cronnext(&["--tz", "UTC", "* * * * *"]);
+    assert_eq!(o.status.code(), Some(0));
+    let printed: jiff::Timestamp = stdout(&o).trim().parse().expect("an RFC 3339 time");
+    let now = jiff::Timestamp::now();
+    assert!(
+        printed > now - jiff::SignedDuration::from_secs(1),
+        "{printed} vs {now}"
+    );
+    assert!(
+        printed <= now + jiff::SignedDuration::from_secs(61),
+        "{printed} vs {now}"
+    );
+}
+
+#[test]
+fn an_invalid_expression_shows_the_column_and_exits_with_two() {
+    let o = cronnext(&["0 0 * * 5#3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        stderr(&o),
+        "cronnext: 0 0 * * 5#3\ncronnext:          ^\ncronnext: column 10: '#' (nth weekday) is not cron syntax, in the day of week field\n"
+    );
+}
+
+#[test]
+fn usage_errors_exit_with_one() {
+    for args in [
+        &["--count", "many", "* * * * *"][..],
+        &["--bogus", "* * * * *"],
+        &["--tz", "Mars/Olympus", "* * * * *"],
+        &["--after", "yesterday", "* * * * *"],
+        &[],
+        &["--until", "2027-01-01T00:00:00Z", "* * * * *"],
+    ] {
+        let o = cronnext(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("cronnext: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+}
+
+#[test]
+fn reboot_prints_nothing_and_says_why() {
+    let o = cronnext(&["@reboot"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "");
+    assert!(
+        stderr(&o).contains("@reboot runs once when crond starts at boot"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_expression_that_never_runs_prints_nothing_and_says_so() {
+    let o = cronnext(&["0 0 30 2 *"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("never runs"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_and_version_go_to_stdout() {
+    let o = cronnext(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).starts_with("usage: cronnext"));
+    let o = cronnext(&["-V"]);
+    assert_eq!(
+        stdout(&o),
+        format!("cronnext (crond) {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write test crontab");
+    path.to_str().expect("UTF-8 temp path").to_string()
+}
+
+#[test]
+fn crontab_files_list_the_next_run_of_every_entry_sorted_with_user_and_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = write(
+        dir.path(),
+        "alice",
+        "0 9 * * * morning\n30 8 * * * earlier\n@reboot boot\n",
+    );
+    let bob = write(
+        dir.path(),
+        "bob",
+        "CRON_TZ=Europe/London\n0 13 * * * lunch in london\n",
+    );
+    let o = cronnext(&[
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-07-01T00:00:00Z",
+        &alice,
+        &bob,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "2026-07-01T08:30:00+00:00 alice earlier\n\
+         2026-07-01T09:00:00+00:00 alice morning\n\
+         2026-07-01T12:00:00+00:00 bob lunch in london\n"
+    );
+    assert!(stderr(&o).contains("@reboot runs once"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_system_format_takes_the_user_from_each_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let tab = write(
+        dir.path(),
+        "crontab",
+        "SHELL=/bin/sh\n17 * * * * root cd / && run-parts --report /etc/cron.hourly\n",
+    );
+    let o = cronnext(&[
+        "--system",
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-07-01T00:00:00Z",
+        "--count",
+        "2",
+        &tab,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "2026-07-01T00:17:00+00:00 root cd / && run-parts --report /etc/cron.hourly\n\
+         2026-07-01T01:17:00+00:00 root cd / && run-parts --report /etc/cron.hourly\n"
+    );
+}
+
+#[test]
+fn until_lists_every_run_up_to_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let tab = write(dir.path(), "carol", "*/20 * * * * tick\n");
+    let o = cronnext(&[
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-07-01T00:00:00Z",
+        "--until",
+        "2026-07-01T01:00:00Z",
+        &tab,
+    ]);
+    assert_eq!(
+        stdout(&o),
+        "2026-07-01T00:20:00+00:00 carol tick\n\
+         2026-07-01T00:40:00+00:00 carol tick\n\
+         2026-07-01T01:00:00+00:00 carol tick\n"
+    );
+}
+
+#[test]
+fn a_crontab_with_errors_reports_them_prints_the_good_entries_and_exits_with_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let tab = write(dir.path(), "dave", "0 0 * * * fine\n0 0 * * L bad\n");
+    let o = cronnext(&["--tz", "UTC", "--after", "2026-07-01T00:00:00Z", &tab]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "2026-07-02T00:00:00+00:00 dave fine\n");
+    assert_eq!(
+        stderr(&o),
+        format!("{tab}:2:9: 'L' (last day) is not cron syntax, in the day of week field\n")
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_a_usage_error() {
+    let o = cronnext(&["/nonexistent/crontab"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("/nonexistent/crontab"),
+        "{}",
+        stderr(&o)
+    );
+}
