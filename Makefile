@@ -46,6 +46,7 @@ docdir     ?= $(PREFIX)/share/doc/crond
 bins       ?= target/release
 SETGID     ?= auto
 debout     ?= target/deb
+debcompress ?= xz
 INSTALL    ?= install
 
 etc_files := crontab default/cron cron.d/.placeholder cron.hourly/.placeholder \
@@ -127,4 +128,4 @@ deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext
 	rm -rf "$(debout)/root"
 	$(MAKE) --no-print-directory install DESTDIR="$(abspath $(debout)/root)" PREFIX=/usr \
 	    sysconfdir=/etc SETGID=no bins="$(bins)" >/dev/null
-	pkg/deb/build "$(debout)/root" "$(debout)" "$(bins)"
+	pkg/deb/build "$(debout)/root" "$(debout)" "$(bins)" "$(debcompress)"

@@ -22,13 +22,20 @@ fn make_install_puts_every_file_in_place_with_its_mode() {
     for (path, want) in INSTALLED {
         assert_eq!(mode(&dest.path().join(path)), want, "mode of {path}");
     }
-    assert_eq!(link_target(&dest.path().join("usr/sbin/cron")), Path::new("crond"));
+    assert_eq!(
+        link_target(&dest.path().join("usr/sbin/cron")),
+        Path::new("crond")
+    );
     assert_eq!(
         link_target(&dest.path().join("usr/share/man/man8/cron.8")),
         Path::new("crond.8")
     );
     for name in ["crond", "crontab", "cronnext"] {
-        let dir = if name == "crond" { "usr/sbin" } else { "usr/bin" };
+        let dir = if name == "crond" {
+            "usr/sbin"
+        } else {
+            "usr/bin"
+        };
         assert_eq!(
             read(&dest.path().join(dir).join(name)),
             read(&bins().join(name)),
@@ -42,7 +49,10 @@ fn make_install_puts_every_file_in_place_with_its_mode() {
         assert_eq!(read(&installed), read(&repo().join("etc").join(file)));
     }
     for absent in ["etc/cron.allow", "etc/cron.deny", "etc/pam.d"] {
-        assert!(!dest.path().join(absent).exists(), "{absent} is not shipped");
+        assert!(
+            !dest.path().join(absent).exists(),
+            "{absent} is not shipped"
+        );
     }
     // A DESTDIR install without the group says what a package must do instead.
     assert!(out.contains("groupadd --system crontab"), "{out}");
@@ -59,7 +69,11 @@ fn an_existing_etc_file_is_kept_by_install_and_a_changed_one_by_uninstall() {
 
     let out = make_install(dest.path(), ["SETGID=no"]);
     assert!(out.contains("kept"), "{out}");
-    assert_eq!(read(&crontab), mine, "a second install keeps the admin's /etc/crontab");
+    assert_eq!(
+        read(&crontab),
+        mine,
+        "a second install keeps the admin's /etc/crontab"
+    );
 
     // A user's crontab in the spool dir must survive uninstall.
     let spool = dest.path().join("var/spool/cron/crontabs");
@@ -75,8 +89,14 @@ fn an_existing_etc_file_is_kept_by_install_and_a_changed_one_by_uninstall() {
         }
     }
     assert_eq!(read(&crontab), mine, "a changed /etc/crontab is kept");
-    assert!(!dest.path().join("etc/default/cron").exists(), "unchanged file removed");
-    assert!(!dest.path().join("etc/cron.hourly").exists(), "empty directory removed");
+    assert!(
+        !dest.path().join("etc/default/cron").exists(),
+        "unchanged file removed"
+    );
+    assert!(
+        !dest.path().join("etc/cron.hourly").exists(),
+        "empty directory removed"
+    );
     assert_eq!(read(&spool.join("alice")), b"* * * * * true\n");
 }
 
@@ -95,14 +115,23 @@ fn a_prefix_moves_the_programs_and_the_units_exec_start_but_not_etc() {
     make_install(dest.path(), ["SETGID=no", "PREFIX=/usr/local"]);
     assert!(is_regular(&dest.path().join("usr/local/sbin/crond")));
     assert!(is_regular(&dest.path().join("usr/local/bin/crontab")));
-    assert!(is_regular(&dest.path().join("usr/local/share/man/man8/crond.8")));
-    let unit = std::fs::read_to_string(dest.path().join("usr/local/lib/systemd/system/crond.service"))
-        .expect("unit installed under the prefix");
+    assert!(is_regular(
+        &dest.path().join("usr/local/share/man/man8/crond.8")
+    ));
+    let unit = std::fs::read_to_string(
+        dest.path()
+            .join("usr/local/lib/systemd/system/crond.service"),
+    )
+    .expect("unit installed under the prefix");
     assert!(
-        unit.lines().any(|l| l == "ExecStart=/usr/local/sbin/crond -f $EXTRA_OPTS"),
+        unit.lines()
+            .any(|l| l == "ExecStart=/usr/local/sbin/crond -f $EXTRA_OPTS"),
         "ExecStart follows sbindir:\n{unit}"
     );
-    assert!(is_regular(&dest.path().join("etc/crontab")), "/etc stays /etc");
+    assert!(
+        is_regular(&dest.path().join("etc/crontab")),
+        "/etc stays /etc"
+    );
     assert!(!dest.path().join("usr/sbin").exists());
 }
 
@@ -131,7 +160,11 @@ fn install_refuses_to_replace_another_crons_binary() {
 fn free_gid() -> u32 {
     let groups = std::fs::read_to_string("/etc/group").expect("/etc/group");
     (60_000..61_000)
-        .find(|gid| !groups.lines().any(|l| l.split(':').nth(2) == Some(&gid.to_string())))
+        .find(|gid| {
+            !groups
+                .lines()
+                .any(|l| l.split(':').nth(2) == Some(&gid.to_string()))
+        })
         .expect("a free gid")
 }
 
@@ -181,7 +214,11 @@ fn root_install_with_the_crontab_group_makes_crontab_setgid_and_the_spool_dir_it
         }
     }
     for file in ETC_FILES {
-        assert_eq!(owner(&dest.path().join("etc").join(file)), (0, 0), "/etc/{file}");
+        assert_eq!(
+            owner(&dest.path().join("etc").join(file)),
+            (0, 0),
+            "/etc/{file}"
+        );
     }
 }
 
@@ -210,33 +247,59 @@ fn the_shipped_system_crontab_loads_without_errors_and_runs_the_four_run_parts_l
 fn the_placeholders_are_comments_only_and_skipped_by_the_cron_d_name_rule() {
     for file in ETC_FILES.iter().filter(|f| f.ends_with(".placeholder")) {
         let path = repo().join("etc").join(file);
-        let out = run(Command::new(bins().join("cronnext")).arg("--system").arg(&path));
+        let out = run(Command::new(bins().join("cronnext"))
+            .arg("--system")
+            .arg(&path));
         assert!(out.status.success(), "{file}: {:?}", out);
-        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{file}: {:?}", out);
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{file}: {:?}",
+            out
+        );
         // run-parts' name rule (letters, digits, _ and -): a dot keeps the daemon and
         // run-parts away from it.
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(!name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
+        assert!(
+            !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        );
     }
 }
 
 #[test]
 fn etc_default_cron_sets_an_empty_extra_opts_for_the_unit() {
-    let out = run_ok(Command::new("sh").arg("-c").arg(
-        r#"set -eu; . "$1"; printf '[%s]' "$EXTRA_OPTS""#,
-    ).arg("sh").arg(repo().join("etc/default/cron")));
+    let out = run_ok(
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#"set -eu; . "$1"; printf '[%s]' "$EXTRA_OPTS""#)
+            .arg("sh")
+            .arg(repo().join("etc/default/cron")),
+    );
     assert_eq!(out, "[]");
     let text = std::fs::read_to_string(repo().join("etc/default/cron")).expect("read");
-    let assignments: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
-    assert_eq!(assignments, ["EXTRA_OPTS=\"\""], "only EXTRA_OPTS is read by the unit");
+    let assignments: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    assert_eq!(
+        assignments,
+        ["EXTRA_OPTS=\"\""],
+        "only EXTRA_OPTS is read by the unit"
+    );
 }
 
 #[test]
 #[ignore = "needs issue 5 (the crontab command)"]
 fn the_shipped_crontabs_pass_crontab_n() {
     for file in ETC_FILES.iter().filter(|f| **f != "default/cron") {
-        let out = run(Command::new(bins().join("crontab")).arg("-n").arg(repo().join("etc").join(file)));
+        let out = run(Command::new(bins().join("crontab"))
+            .arg("-n")
+            .arg(repo().join("etc").join(file)));
         assert!(out.status.success(), "crontab -n etc/{file}: {out:?}");
-        assert!(out.stderr.is_empty(), "crontab -n etc/{file} warns: {out:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "crontab -n etc/{file} warns: {out:?}"
+        );
     }
 }

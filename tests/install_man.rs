@@ -122,9 +122,14 @@ fn accepts(binary: &Path, paths: &[String], flag: &str) -> bool {
     let out = child.wait_with_output().expect("output");
     let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
     let first = err.lines().next().unwrap_or("");
-    let rejected = ["invalid option", "unknown option", "unrecognized option", "unexpected option"]
-        .iter()
-        .any(|p| first.contains(p))
+    let rejected = [
+        "invalid option",
+        "unknown option",
+        "unrecognized option",
+        "unexpected option",
+    ]
+    .iter()
+    .any(|p| first.contains(p))
         && !first.contains(PROBE);
     !rejected
 }
@@ -134,9 +139,15 @@ fn accepts(binary: &Path, paths: &[String], flag: &str) -> bool {
 fn check_flags(binary: &Path, page_name: &str, paths: &[String]) {
     let help = flags_in_help(&help_text(binary));
     let man = flags_in_page(&page(page_name));
-    assert_eq!(man, help, "flags in {page_name} (left) and in --help (right)");
+    assert_eq!(
+        man, help,
+        "flags in {page_name} (left) and in --help (right)"
+    );
     for flag in &help {
-        assert!(accepts(binary, paths, flag), "--help lists {flag} but it is rejected");
+        assert!(
+            accepts(binary, paths, flag),
+            "--help lists {flag} but it is rejected"
+        );
     }
     for letter in ('a'..='z').chain('A'..='Z') {
         let flag = format!("-{letter}");
@@ -162,7 +173,11 @@ fn mandoc_lint_has_nothing_to_say_about_any_page() {
             .lines()
             .filter(|l| !l.contains("referenced manual not found") && !l.contains("mandoc.db"))
             .collect();
-        assert!(messages.is_empty(), "mandoc -Tlint {name}:\n{}", messages.join("\n"));
+        assert!(
+            messages.is_empty(),
+            "mandoc -Tlint {name}:\n{}",
+            messages.join("\n")
+        );
     }
 }
 
@@ -173,7 +188,9 @@ fn mandoc_lint_would_notice_a_broken_page() {
     let broken = page("cronnext.1").replace(".Bl -tag -width Ds\n", "");
     let path = dir.path().join("cronnext.1");
     std::fs::write(&path, broken).expect("write");
-    let out = run(Command::new("mandoc").args(["-Tlint", "-W", "warning"]).arg(&path));
+    let out = run(Command::new("mandoc")
+        .args(["-Tlint", "-W", "warning"])
+        .arg(&path));
     // -Tlint prints its messages on standard output.
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
@@ -206,20 +223,56 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
     assert_eq!(
         flags_in_page(&page("crond.8")),
         set(&[
-            "-f", "-l", "-n", "-L", "-s", "-m", "-P", "-p", "-i", "-V", "--spool-dir",
-            "--system-crontab", "--cron-d", "--pid-file", "--reboot-marker", "--sendmail", "--log",
+            "-f",
+            "-l",
+            "-n",
+            "-L",
+            "-s",
+            "-m",
+            "-P",
+            "-p",
+            "-i",
+            "-V",
+            "--spool-dir",
+            "--system-crontab",
+            "--cron-d",
+            "--pid-file",
+            "--reboot-marker",
+            "--sendmail",
+            "--log",
         ])
     );
     assert_eq!(
         flags_in_page(&page("crontab.1")),
         set(&[
-            "-u", "-n", "-T", "-i", "-e", "-l", "-r", "-V", "-h", "--spool-dir", "--allow-file",
+            "-u",
+            "-n",
+            "-T",
+            "-i",
+            "-e",
+            "-l",
+            "-r",
+            "-V",
+            "-h",
+            "--spool-dir",
+            "--allow-file",
             "--deny-file",
         ])
     );
     assert_eq!(
         flags_in_page(&page("cronnext.1")),
-        set(&["--tz", "--after", "--count", "-n", "--until", "--system", "-h", "--help", "-V", "--version"])
+        set(&[
+            "--tz",
+            "--after",
+            "--count",
+            "-n",
+            "--until",
+            "--system",
+            "-h",
+            "--help",
+            "-V",
+            "--version"
+        ])
     );
 }
 
@@ -324,7 +377,10 @@ fn the_examples_of_crontab_5_load_without_errors() {
             body.push('\n');
         }
     }
-    assert!(body.lines().filter(|l| !l.starts_with('#')).count() >= 8, "{body}");
+    assert!(
+        body.lines().filter(|l| !l.starts_with('#')).count() >= 8,
+        "{body}"
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let file: PathBuf = dir.path().join("alice");
     std::fs::write(&file, &body).expect("write");

@@ -63,7 +63,10 @@ fn verify(unit: &str) -> (bool, String) {
 fn systemd_analyze_verify_accepts_the_unit_without_a_single_message() {
     let (ok, messages) = verify(&unit_text());
     assert!(ok, "systemd-analyze verify failed:\n{messages}");
-    assert!(messages.trim().is_empty(), "systemd-analyze verify says:\n{messages}");
+    assert!(
+        messages.trim().is_empty(),
+        "systemd-analyze verify says:\n{messages}"
+    );
 }
 
 #[test]
@@ -71,14 +74,18 @@ fn systemd_analyze_verify_would_notice_a_bad_directive() {
     // The check above is only worth something if verify speaks up about a broken unit.
     let broken = unit_text().replace("KillMode=process", "KillMode=bogus");
     let (_, messages) = verify(&broken);
-    assert!(messages.contains("bogus"), "verify said nothing:\n{messages}");
+    assert!(
+        messages.contains("bogus"),
+        "verify said nothing:\n{messages}"
+    );
 }
 
 #[test]
 fn the_unit_runs_crond_in_the_foreground_as_debians_cron_service_does() {
     let d = directives(&unit_text());
     let has = |section: &str, key: &str, value: &str| {
-        d.iter().any(|(s, k, v)| s == section && k == key && v == value)
+        d.iter()
+            .any(|(s, k, v)| s == section && k == key && v == value)
     };
     for (section, key, value) in [
         ("Service", "Type", "notify"),
@@ -91,7 +98,10 @@ fn the_unit_runs_crond_in_the_foreground_as_debians_cron_service_does() {
         ("Install", "WantedBy", "multi-user.target"),
         ("Install", "Alias", "cron.service"),
     ] {
-        assert!(has(section, key, value), "[{section}] {key}={value} missing");
+        assert!(
+            has(section, key, value),
+            "[{section}] {key}={value} missing"
+        );
     }
 }
 
@@ -148,7 +158,10 @@ fn no_sandboxing_directive_that_would_break_jobs_is_set() {
         "Group",
     ];
     for (_, key, value) in directives(&unit_text()) {
-        assert!(!banned.contains(&key.as_str()), "{key}={value} would break jobs");
+        assert!(
+            !banned.contains(&key.as_str()),
+            "{key}={value} would break jobs"
+        );
     }
 }
 
@@ -160,6 +173,9 @@ fn the_installed_unit_is_the_shipped_one_with_the_installed_path() {
         std::fs::read_to_string(dest.path().join("usr/lib/systemd/system/crond.service"))
             .expect("installed unit");
     assert_eq!(installed, unit_text());
-    assert_eq!(mode(&dest.path().join("usr/lib/systemd/system/crond.service")), 0o644);
+    assert_eq!(
+        mode(&dest.path().join("usr/lib/systemd/system/crond.service")),
+        0o644
+    );
     assert!(!Path::new(&dest.path().join("usr/lib/systemd/system/crond.service.tmp")).exists());
 }

@@ -19,9 +19,16 @@ pub fn repo() -> PathBuf {
 /// `make install bins=...` so that the tests never start a release build.
 pub fn bins() -> PathBuf {
     let cronnext = PathBuf::from(env!("CARGO_BIN_EXE_cronnext"));
-    let dir = cronnext.parent().expect("a binary has a directory").to_path_buf();
+    let dir = cronnext
+        .parent()
+        .expect("a binary has a directory")
+        .to_path_buf();
     for name in ["crond", "crontab", "cronnext"] {
-        assert!(dir.join(name).is_file(), "{name} is not built in {}", dir.display());
+        assert!(
+            dir.join(name).is_file(),
+            "{name} is not built in {}",
+            dir.display()
+        );
     }
     dir
 }
@@ -40,7 +47,10 @@ pub fn require_command(name: &str) {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
         .unwrap_or(false);
-    assert!(found, "{name} is not installed: run `make deps` (./.ci/deps) as root");
+    assert!(
+        found,
+        "{name} is not installed: run `make deps` (./.ci/deps) as root"
+    );
 }
 
 /// Runs a command and returns its output; panics with the output if it could not start.
