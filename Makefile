@@ -29,3 +29,103 @@ check:
 # Benchmarks are not tests: criterion lives in its own crate so `cargo test` never builds it.
 bench:
 	cd benches/criterion && $(CARGO) bench --bench schedule
+
+# ---- install, uninstall, deb --------------------------------------------------------------
+# make install [DESTDIR=/stage] [PREFIX=/usr] [bins=target/release] [SETGID=auto|no]
+#   bins:   where the built binaries are (the tests pass target/debug).
+#   SETGID: auto (default) makes crontab setgid `crontab` 2755 and the spool dir root:crontab
+#           1730 when that is possible: always without DESTDIR (the group is created if
+#           missing, which needs root), with DESTDIR only as root when the group exists here.
+#           no: crontab 0755 and the spool dir 1730 owned by the installer, for packages, whose
+#           postinst sets the group (`make deb` does this).
+# /etc files are never overwritten; uninstall removes them only when they are unchanged.
+sysconfdir ?= /etc
+unitdir    ?= $(PREFIX)/lib/systemd/system
+spooldir   ?= /var/spool/cron/crontabs
+docdir     ?= $(PREFIX)/share/doc/crond
+bins       ?= target/release
+SETGID     ?= auto
+debout     ?= target/deb
+debcompress ?= xz
+INSTALL    ?= install
+
+etc_files := crontab default/cron cron.d/.placeholder cron.hourly/.placeholder \
+	cron.daily/.placeholder cron.weekly/.placeholder cron.monthly/.placeholder
+D := $(DESTDIR)
+
+.PHONY: install uninstall deb
+
+$(bins)/crond $(bins)/crontab $(bins)/cronnext:
+	$(CARGO) build --release --locked
+
+install: $(bins)/crond $(bins)/crontab $(bins)/cronnext
+	@if [ -e "$(D)$(sbindir)/cron" ] && [ "$$(readlink "$(D)$(sbindir)/cron")" != crond ]; then \
+	    echo "install: $(D)$(sbindir)/cron belongs to another cron (Debian's cron or cronie?):" \
+	         "remove that package first, or install with another PREFIX" >&2; exit 1; fi
+	@if [ -z "$(D)" ] && [ "$$(id -u)" -ne 0 ]; then \
+	    echo "install: installing into / needs root (or set DESTDIR)" >&2; exit 1; fi
+	$(INSTALL) -d -m 0755 "$(D)$(sbindir)" "$(D)$(bindir)" "$(D)$(unitdir)" \
+	    "$(D)$(mandir)/man1" "$(D)$(mandir)/man5" "$(D)$(mandir)/man8"
+	$(INSTALL) -m 0755 "$(bins)/crond" "$(D)$(sbindir)/crond"
+	ln -sfn crond "$(D)$(sbindir)/cron"
+	$(INSTALL) -m 0755 "$(bins)/cronnext" "$(D)$(bindir)/cronnext"
+	$(INSTALL) -m 0755 "$(bins)/crontab" "$(D)$(bindir)/crontab"
+	$(INSTALL) -m 0644 man/crontab.1 man/cronnext.1 "$(D)$(mandir)/man1/"
+	$(INSTALL) -m 0644 man/crontab.5 "$(D)$(mandir)/man5/"
+	$(INSTALL) -m 0644 man/crond.8 "$(D)$(mandir)/man8/"
+	ln -sfn crond.8 "$(D)$(mandir)/man8/cron.8"
+	sed 's#/usr/sbin/crond#$(sbindir)/crond#' systemd/crond.service > "$(D)$(unitdir)/crond.service.tmp"
+	chmod 0644 "$(D)$(unitdir)/crond.service.tmp"
+	mv -f "$(D)$(unitdir)/crond.service.tmp" "$(D)$(unitdir)/crond.service"
+	@for f in $(etc_files); do \
+	    dst="$(D)$(sysconfdir)/$$f"; \
+	    $(INSTALL) -d -m 0755 "$$(dirname "$$dst")" || exit 1; \
+	    if [ -e "$$dst" ] || [ -L "$$dst" ]; then echo "kept $$dst (exists)"; \
+	    else echo "$(INSTALL) -m 0644 etc/$$f $$dst"; $(INSTALL) -m 0644 "etc/$$f" "$$dst" || exit 1; fi; \
+	done
+	$(INSTALL) -d -m 0755 "$(D)$(dir $(spooldir))"
+	$(INSTALL) -d -m 1730 "$(D)$(spooldir)"
+	@set -e; \
+	if [ -z "$(D)" ] && ! getent group crontab >/dev/null; then \
+	    echo "groupadd --system crontab"; groupadd --system crontab; fi; \
+	if [ "$(SETGID)" = auto ] && [ "$$(id -u)" -eq 0 ] && getent group crontab >/dev/null; then \
+	    chown root:crontab "$(D)$(bindir)/crontab" "$(D)$(spooldir)"; \
+	    chmod 2755 "$(D)$(bindir)/crontab"; chmod 1730 "$(D)$(spooldir)"; \
+	    echo "crontab: root:crontab 2755; $(spooldir): root:crontab 1730"; \
+	elif [ -z "$(D)" ]; then \
+	    echo "install: could not set the crontab group (SETGID=$(SETGID))" >&2; exit 1; \
+	else \
+	    echo "DESTDIR install: crontab is 0755 and the spool dir has no group here. A package's postinst must:"; \
+	    echo "  getent group crontab || groupadd --system crontab"; \
+	    echo "  chown root:crontab $(bindir)/crontab $(spooldir)"; \
+	    echo "  chmod 2755 $(bindir)/crontab; chmod 1730 $(spooldir)"; \
+	    echo "  systemctl enable crond.service (and start it if systemd runs)"; \
+	fi
+	@[ -n "$(D)" ] || echo "installed; start it with: systemctl daemon-reload && systemctl enable --now crond"
+
+uninstall:
+	rm -f "$(D)$(sbindir)/crond" "$(D)$(bindir)/crontab" "$(D)$(bindir)/cronnext" \
+	    "$(D)$(mandir)/man1/crontab.1" "$(D)$(mandir)/man1/cronnext.1" \
+	    "$(D)$(mandir)/man5/crontab.5" "$(D)$(mandir)/man8/crond.8" "$(D)$(unitdir)/crond.service"
+	@for l in "$(D)$(sbindir)/cron:crond" "$(D)$(mandir)/man8/cron.8:crond.8"; do \
+	    p="$${l%:*}"; if [ "$$(readlink "$$p")" = "$${l##*:}" ]; then echo "rm -f $$p"; rm -f "$$p"; fi; \
+	done
+	@for f in $(etc_files); do \
+	    dst="$(D)$(sysconfdir)/$$f"; \
+	    if cmp -s "etc/$$f" "$$dst"; then echo "rm -f $$dst"; rm -f "$$dst"; \
+	    elif [ -e "$$dst" ]; then echo "kept $$dst (changed)"; fi; \
+	done
+	@for d in cron.d cron.hourly cron.daily cron.weekly cron.monthly; do \
+	    rmdir "$(D)$(sysconfdir)/$$d" 2>/dev/null || true; done
+	@rmdir "$(D)$(spooldir)" 2>/dev/null && rmdir "$(D)$(dir $(spooldir))" 2>/dev/null || true
+	@if [ -d "$(D)$(spooldir)" ]; then echo "kept $(D)$(spooldir) (users' crontabs)"; fi
+	@[ -n "$(D)" ] || echo "the crontab group is kept; if the unit was enabled: systemctl disable crond"
+
+# A .deb for Debian and derivatives (dpkg-deb, no debhelper): the tree `make install` builds
+# with SETGID=no, plus pkg/deb/ (control template, maintainer scripts, conffiles). Every file
+# is root:root in the archive; postinst sets the crontab group through dpkg-statoverride.
+deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext
+	rm -rf "$(debout)/root"
+	$(MAKE) --no-print-directory install DESTDIR="$(abspath $(debout)/root)" PREFIX=/usr \
+	    sysconfdir=/etc SETGID=no bins="$(bins)" >/dev/null
+	pkg/deb/build "$(debout)/root" "$(debout)" "$(bins)" "$(debcompress)"

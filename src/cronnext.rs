@@ -55,7 +55,7 @@ them (same code, same daylight-saving rules).
   --tz ZONE      zone of the expression and of the printed times (default: the local zone)
   --after TIME   start strictly after TIME, RFC 3339 (2026-03-08T00:00:00-05:00) or a local
                  date and time (2026-03-08T00:00) in --tz (default: now)
-  --count N      print N times (expression) or N runs per entry (files); default 1
+  -n, --count N  print N times (expression) or N runs per entry (files); default 1
   --until TIME   files: print every run up to TIME (with --count: at most N per entry)
   --system       files are in the system format (/etc/crontab, /etc/cron.d): a user field
   -h, --help     this text
