@@ -33,9 +33,10 @@ bench:
 # The setgid crontab (Debian's model, docs/crontab-security.md): the group `crontab` (created if
 # missing), the binary root:crontab 2755, the spool directory root:crontab 1730. Run as root.
 spooldir ?= /var/spool/cron/crontabs
+crontab_bin ?= target/release/crontab
 .PHONY: install-crontab
 install-crontab:
 	getent group crontab >/dev/null || groupadd --system crontab
-	install -D -o root -g crontab -m 2755 target/release/crontab $(DESTDIR)$(bindir)/crontab
+	install -D -o root -g crontab -m 2755 $(crontab_bin) $(DESTDIR)$(bindir)/crontab
 	install -d -o root -g root -m 0755 $(DESTDIR)$(dir $(spooldir))
 	install -d -o root -g crontab -m 1730 $(DESTDIR)$(spooldir)
