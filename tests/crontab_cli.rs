@@ -255,6 +255,17 @@ fn a_header_from_debians_crontab_is_hidden_by_list() {
     assert_eq!(t.run(&["-l"], b"").stdout, b"0 0 * * * echo hi\n");
 }
 
+#[test]
+fn list_shows_a_line_hidden_behind_a_carriage_return() {
+    let t = Plain::new();
+    let out = t.run(&["-"], b"0 0 * * * evil #\r0 0 * * * harmless\n");
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        t.run(&["-l"], b"").stdout,
+        b"0 0 * * * evil #\\r0 0 * * * harmless\n"
+    );
+}
+
 // As a real user (root needed to switch to it).
 
 fn plain_sandbox() -> (Sandbox, Vec<String>) {

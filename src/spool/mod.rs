@@ -452,7 +452,7 @@ fn list(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User) -> Step<()> {
     (io.log)(&me.name, "LIST", &target.name);
     if let Err(e) = io
         .stdout
-        .write_all(text::strip_header(&text))
+        .write_all(&text::protect_list(text::strip_header(&text)))
         .and_then(|()| io.stdout.flush())
     {
         return fail(io, format_args!("crontab: {}", describe(&e)));
