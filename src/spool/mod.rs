@@ -12,7 +12,9 @@
 
 pub mod args;
 mod edit;
+mod ops;
 pub mod text;
+mod who;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -21,13 +23,11 @@ use std::path::{Path, PathBuf};
 
 pub use args::{Command, CrontabAction, Input, Overrides, USAGE, UsageError};
 
-use crate::access::{self, ListFile};
 use crate::crontab::{self, Crontab, Format, Limits, Options};
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
-use crate::sys::spool::{self as fsops, ReadError, SpoolDir};
-use crate::sys::user::{Uid, User};
+use crate::sys::spool as fsops;
 
 /// Debian's paths, compiled in: a setgid process uses nothing else.
 pub const SPOOL_DIR: &str = "/var/spool/cron/crontabs";
@@ -195,13 +195,13 @@ fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
             "crontab: path options ignored: this program runs with its setgid privilege",
         );
     }
-    let (me, target) = resolve_users(command, ctx, io)?;
-    check_access(ctx, io, &me, &target)?;
+    let (me, target) = who::resolve_users(command, ctx, io)?;
+    who::check_access(ctx, io, &me, &target)?;
     match &command.action {
         CrontabAction::Install(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
-            install(ctx, io, &me, &target, &text, input.name().as_bytes())
+            ops::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
         CrontabAction::Check(input) => {
             let text = read_input(input, io)?;
@@ -212,100 +212,11 @@ fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
             );
             Ok(())
         }
-        CrontabAction::List => list(ctx, io, &me, &target),
-        CrontabAction::Remove { ask } => remove(ctx, io, &me, &target, *ask),
+        CrontabAction::List => ops::list(ctx, io, &me, &target),
+        CrontabAction::Remove { ask } => ops::remove(ctx, io, &me, &target, *ask),
         CrontabAction::Edit => edit::edit(ctx, io, &me, &target),
         CrontabAction::Help | CrontabAction::Version => Ok(()),
     }
-}
-
-/// The invoking user (by real uid) and the user whose crontab is touched.
-fn resolve_users(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<(User, User)> {
-    let real = ctx.privilege.real_uid;
-    let me = match User::resolve_uid(real) {
-        Ok(Some(u)) => u,
-        _ => {
-            return fail(
-                io,
-                "crontab: your UID isn't in the passwd file.\nbailing out.",
-            );
-        }
-    };
-    let Some(name) = &command.user else {
-        return Ok((me.clone(), me));
-    };
-    if real != Uid::ROOT && *name != me.name {
-        return fail(io, "must be privileged to use -u");
-    }
-    let target = match User::resolve_name(name) {
-        Ok(Some(u)) => u,
-        _ => return fail(io, format_args!("crontab:  user `{}' unknown", lossy(name))),
-    };
-    // A name may resolve to another uid than the caller's (two passwd lines with one name, an
-    // NSS source that disagrees): a non-root caller still gets only their own uid.
-    if real != Uid::ROOT && target.uid != real {
-        return fail(io, "must be privileged to use -u");
-    }
-    Ok((me, target))
-}
-
-fn read_list_file(path: &Path) -> Result<Vec<u8>, bool> {
-    match std::fs::read(path) {
-        Ok(t) => Ok(t),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(false),
-        Err(_) => Err(true),
-    }
-}
-
-fn list_file(r: &Result<Vec<u8>, bool>) -> ListFile<'_> {
-    match r {
-        Ok(t) => ListFile::Contents(t),
-        Err(false) => ListFile::Missing,
-        Err(true) => ListFile::Unreadable,
-    }
-}
-
-/// cron.allow / cron.deny for the caller and, when root acts for someone, for that user.
-fn check_access(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User) -> Step<()> {
-    // Debian: the files must be readable by the group crontab.
-    let files = ctx.privilege.with_group(|| {
-        (
-            read_list_file(&ctx.paths.allow_file),
-            read_list_file(&ctx.paths.deny_file),
-        )
-    });
-    let (allow, deny) = match files {
-        Ok(f) => f,
-        Err(e) => return fail(io, format_args!("crontab: {}", describe(&e))),
-    };
-    let ok = |u: &User| {
-        access::allowed(
-            &u.name,
-            u.uid == Uid::ROOT,
-            list_file(&allow),
-            list_file(&deny),
-        )
-    };
-    if !ok(me) {
-        (io.log)(&me.name, "AUTH", b"crontab command not allowed");
-        return fail(
-            io,
-            format_args!(
-                "You ({}) are not allowed to use this program (crontab)\nSee crontab(1) for more information",
-                lossy(&me.name)
-            ),
-        );
-    }
-    if target.uid != me.uid && !ok(target) {
-        return fail(
-            io,
-            format_args!(
-                "The user {} cannot use this program (crontab)",
-                lossy(&target.name)
-            ),
-        );
-    }
-    Ok(())
 }
 
 /// Reads the new crontab (with the caller's own rights: the group privilege is lowered), at most
@@ -359,164 +270,6 @@ fn validate(text: &[u8], name: &str, io: &mut Io<'_>) -> Step<()> {
         Ok(())
     } else {
         fail(io, "errors in crontab file, can't install.")
-    }
-}
-
-/// The spool file name of `user`; refuses names that are not one plain path component.
-fn spool_name(io: &mut Io<'_>, user: &User) -> Step<OsString> {
-    let n = &user.name;
-    if n.is_empty() || n.contains(&b'/') || n.contains(&0) || n[0] == b'.' {
-        return fail(
-            io,
-            format_args!("crontab: the user name `{}' can't name a crontab", lossy(n)),
-        );
-    }
-    Ok(fsops::os_name(n))
-}
-
-fn now_for_header() -> String {
-    jiff::Zoned::now()
-        .strftime("%a %b %e %H:%M:%S %Y")
-        .to_string()
-}
-
-/// Writes header + `text` to a temporary file in the spool directory, gives it to the user,
-/// renames it over the old crontab and touches the directory. `text` is already validated.
-fn install(
-    ctx: &Context,
-    io: &mut Io<'_>,
-    me: &User,
-    target: &User,
-    text: &[u8],
-    source: &[u8],
-) -> Step<()> {
-    let name = spool_name(io, target)?;
-    let mut data = text::header(source, &now_for_header());
-    data.extend_from_slice(text);
-    let root = ctx.privilege.effective_uid == Uid::ROOT;
-    let spool = &ctx.paths.spool_dir;
-    let done = ctx.privilege.with_group(|| -> io::Result<()> {
-        let dir = SpoolDir::open(spool)?;
-        let (temp, mut file) = dir.create_temp()?;
-        // Root writes files that must belong to the user; the group is the spool directory's
-        // (`crontab`). A user's own file already has both (uid, and the setgid effective gid).
-        let owner = root.then(|| (target.uid, dir.facts().group));
-        let result =
-            fsops::write_durably(&mut file, &data, owner).and_then(|()| dir.rename(&temp, &name));
-        if result.is_err() {
-            let _ = dir.remove(&temp);
-        }
-        result?;
-        dir.touch()
-    });
-    match done {
-        Ok(Ok(())) => {
-            (io.log)(&me.name, "REPLACE", &target.name);
-            Ok(())
-        }
-        Ok(Err(e)) | Err(e) => fail(
-            io,
-            format_args!("crontab: {}: {}", spool.display(), describe(&e)),
-        ),
-    }
-}
-
-/// Reads the installed crontab of `target` (header included); `None` if there is none.
-fn read_installed(ctx: &Context, io: &mut Io<'_>, target: &User) -> Step<Option<Vec<u8>>> {
-    let name = spool_name(io, target)?;
-    let spool = &ctx.paths.spool_dir;
-    let read = ctx.privilege.with_group(|| {
-        SpoolDir::open(spool)
-            .map_err(ReadError::Io)
-            .and_then(|dir| dir.read(&name, &[target.uid, Uid::ROOT], MAX_INSTALLED_BYTES))
-    });
-    match read {
-        Ok(Ok(text)) => Ok(Some(text)),
-        Ok(Err(ReadError::Missing)) => Ok(None),
-        Ok(Err(e)) => fail(
-            io,
-            format_args!(
-                "crontab: {}/{}: {e}",
-                spool.display(),
-                name.to_string_lossy()
-            ),
-        ),
-        Err(e) => fail(io, format_args!("crontab: {}", describe(&e))),
-    }
-}
-
-fn list(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User) -> Step<()> {
-    let Some(text) = read_installed(ctx, io, target)? else {
-        return fail(io, format_args!("no crontab for {}", lossy(&target.name)));
-    };
-    (io.log)(&me.name, "LIST", &target.name);
-    if let Err(e) = io
-        .stdout
-        .write_all(&text::protect_list(text::strip_header(&text)))
-        .and_then(|()| io.stdout.flush())
-    {
-        return fail(io, format_args!("crontab: {}", describe(&e)));
-    }
-    Ok(())
-}
-
-/// Asks a y/n question on stdout; `None` at the end of stdin.
-fn ask(io: &mut Io<'_>, question: &str, again: &str) -> Option<bool> {
-    let _ = write!(io.stdout, "{question}");
-    let _ = io.stdout.flush();
-    loop {
-        let mut line = String::new();
-        match io.stdin.read_line(&mut line) {
-            Ok(0) | Err(_) => return None,
-            Ok(_) => {}
-        }
-        match line.trim().chars().next() {
-            Some('y' | 'Y') => return Some(true),
-            Some('n' | 'N') => return Some(false),
-            _ => {
-                let _ = write!(io.stdout, "{again}");
-                let _ = io.stdout.flush();
-            }
-        }
-    }
-}
-
-fn remove(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User, confirm: bool) -> Step<()> {
-    let name = spool_name(io, target)?;
-    if confirm {
-        let q = format!(
-            "crontab: really delete {}'s crontab? (y/n) ",
-            lossy(&target.name)
-        );
-        // The end of stdin is a "no": Debian asks forever.
-        if ask(io, &q, "Please enter Y or N: ") != Some(true) {
-            return Ok(());
-        }
-    }
-    let spool = &ctx.paths.spool_dir;
-    let removed = ctx.privilege.with_group(|| -> io::Result<bool> {
-        let dir = SpoolDir::open(spool)?;
-        let removed = dir.remove(&name)?;
-        if removed {
-            dir.touch()?;
-        }
-        Ok(removed)
-    });
-    match removed {
-        Ok(Ok(true)) => {
-            (io.log)(&me.name, "DELETE", &target.name);
-            Ok(())
-        }
-        Ok(Ok(false)) => fail(io, format_args!("no crontab for {}", lossy(&target.name))),
-        Ok(Err(e)) | Err(e) => fail(
-            io,
-            format_args!(
-                "crontab: {}/{}: unlink: {}",
-                spool.display(),
-                name.to_string_lossy(),
-                describe(&e)
-            ),
-        ),
     }
 }
 
