@@ -23,7 +23,7 @@ pub const USER: &str = "nobody";
 
 /// Panics unless the tests run as root: a root test that can't run must fail, not pass.
 pub fn require_root() {
-    // SAFETY-free: `id -u` tells without libc.
+    // Asked of `id -u`: test code stays out of libc.
     let out = Command::new("id").arg("-u").output().expect("run id -u");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
