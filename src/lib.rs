@@ -13,8 +13,10 @@
 
 #![deny(unsafe_code)]
 
+pub mod access;
 pub mod cronnext;
 pub mod crontab;
 pub mod schedule;
+pub mod spool;
 #[allow(unsafe_code)]
 pub mod sys;

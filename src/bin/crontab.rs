@@ -1,13 +1,20 @@
-//! `crontab`: not built yet (see the project's issues); exits with status 1 so that nothing mistakes
-//! it for a working crontab.
+//! `crontab`: argument parsing only; the work is in `crond::spool`. Installed setgid `crontab`
+//! (see docs/crontab-security.md): nothing may happen here before the library lowers the group.
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use crond::spool::{self, Command, USAGE};
+
 fn main() -> ExitCode {
-    let _ = writeln!(
-        std::io::stderr(),
-        "crontab: not built yet: this release only ships cronnext"
-    );
-    ExitCode::from(1)
+    let command = match Command::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "crontab: usage error: {e}");
+            let _ = err.write_all(USAGE.as_bytes());
+            return ExitCode::from(1);
+        }
+    };
+    ExitCode::from(spool::main(&command))
 }

@@ -3,6 +3,8 @@
 //! nothing outside `sys` imports `libc` or `nix`.
 
 pub mod notify;
+pub mod setgid;
+pub mod spool;
 pub mod user;
 
 /// The host name (the node name of `uname`), as bytes; empty if it can't be read.

@@ -1,0 +1,264 @@
+//! The `crontab` command line, parsed into a [`Command`] (an action, the user, the path
+//! overrides). Invalid combinations die here, with Debian's usage messages.
+//!
+//! Pure: no syscalls, no environment. Whether the overrides are honoured is decided later, from
+//! the process's privilege.
+
+#![forbid(unsafe_code)]
+
+use std::ffi::OsString;
+use std::fmt;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+
+/// Where a new crontab comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Stdin,
+    File(PathBuf),
+}
+
+impl Input {
+    /// The name diagnostics use (`-` for stdin, as Debian).
+    pub fn name(&self) -> String {
+        match self {
+            Input::Stdin => "-".to_string(),
+            Input::File(p) => p.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CrontabAction {
+    /// `crontab [file|-]`: replace the crontab.
+    Install(Input),
+    /// `-l`
+    List,
+    /// `-e`
+    Edit,
+    /// `-r`, `-ri` (ask first).
+    Remove {
+        ask: bool,
+    },
+    /// `-n file` (Debian) or `-T file` (cronie): check only.
+    Check(Input),
+    Help,
+    Version,
+}
+
+/// Paths given on the command line (honoured only without setgid privilege).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub spool_dir: Option<PathBuf>,
+    pub allow_file: Option<PathBuf>,
+    pub deny_file: Option<PathBuf>,
+}
+
+impl Overrides {
+    pub fn any(&self) -> bool {
+        self.spool_dir.is_some() || self.allow_file.is_some() || self.deny_file.is_some()
+    }
+}
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub action: CrontabAction,
+    /// `-u USER`
+    pub user: Option<Vec<u8>>,
+    pub overrides: Overrides,
+}
+
+/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub const USAGE: &str = "\
+usage:\tcrontab [-u user] [-n] file
+\tcrontab [ -u user ] [ -i ] { -e | -l | -r }
+
+\t-h\t(displays this help message)
+\t-V\t(prints the version)
+
+\tfile\t(default operation is replace, per 1003.2; - or no file: standard input)
+\t-n\t(dry run: checks the syntax, then bails out; -T is the same)
+\t-u user\t(choose the user whose crontab is touched)
+
+\t-e\t(edit user's crontab)
+\t-l\t(list user's crontab)
+\t-r\t(delete user's crontab)
+
+\t-i\t(prompt before deleting user's crontab)
+";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    List,
+    Edit,
+    Remove,
+}
+
+impl Command {
+    /// Parses argv without the program name.
+    pub fn try_parse_from<I>(args: I) -> Result<Command, UsageError>
+    where
+        I: IntoIterator,
+        I::Item: Into<OsString>,
+    {
+        use lexopt::prelude::*;
+        let mut parser = lexopt::Parser::from_args(args);
+        let mut op: Option<Op> = None;
+        let mut user = None;
+        let mut ask = false;
+        let mut check = false;
+        let mut help = false;
+        let mut version = false;
+        let mut overrides = Overrides::default();
+        let mut files: Vec<OsString> = Vec::new();
+        let usage = |m: &str| UsageError(m.to_string());
+        let mut set_op = |new: Op| match op {
+            Some(old) if old != new => Err(usage("only one operation permitted")),
+            _ => {
+                op = Some(new);
+                Ok(())
+            }
+        };
+        let path = |v: Result<OsString, lexopt::Error>| {
+            v.map(PathBuf::from).map_err(|e| UsageError(e.to_string()))
+        };
+        while let Some(arg) = parser.next().map_err(|e| UsageError(e.to_string()))? {
+            match arg {
+                Short('u') => {
+                    let v = parser.value().map_err(|e| UsageError(e.to_string()))?;
+                    user = Some(v.into_vec());
+                }
+                Short('l') => set_op(Op::List)?,
+                Short('e') => set_op(Op::Edit)?,
+                Short('r') => set_op(Op::Remove)?,
+                Short('i') => ask = true,
+                Short('n') | Short('T') => check = true,
+                Short('h') | Long("help") => help = true,
+                Short('V') | Long("version") => version = true,
+                Long("spool-dir") => overrides.spool_dir = Some(path(parser.value())?),
+                Long("allow-file") => overrides.allow_file = Some(path(parser.value())?),
+                Long("deny-file") => overrides.deny_file = Some(path(parser.value())?),
+                Value(v) => files.push(v),
+                Short(_) | Long(_) => return Err(usage("unrecognized option")),
+            }
+        }
+        let action = if help {
+            CrontabAction::Help
+        } else if version {
+            CrontabAction::Version
+        } else if let Some(op) = op {
+            if !files.is_empty() || check {
+                return Err(usage("no arguments permitted after this option"));
+            }
+            match op {
+                Op::List => CrontabAction::List,
+                Op::Edit => CrontabAction::Edit,
+                Op::Remove => CrontabAction::Remove { ask },
+            }
+        } else {
+            if files.len() > 1 {
+                return Err(usage("only one file may be installed"));
+            }
+            let input = match files.pop() {
+                None => Input::Stdin,
+                Some(f) if f == "-" => Input::Stdin,
+                Some(f) => Input::File(PathBuf::from(f)),
+            };
+            if check {
+                CrontabAction::Check(input)
+            } else {
+                CrontabAction::Install(input)
+            }
+        };
+        Ok(Command {
+            action,
+            user,
+            overrides,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command, UsageError> {
+        Command::try_parse_from(args.iter().copied())
+    }
+
+    fn action(args: &[&str]) -> CrontabAction {
+        parse(args).unwrap().action
+    }
+
+    #[test]
+    fn no_argument_and_a_dash_both_read_stdin() {
+        assert_eq!(action(&[]), CrontabAction::Install(Input::Stdin));
+        assert_eq!(action(&["-"]), CrontabAction::Install(Input::Stdin));
+    }
+
+    #[test]
+    fn a_file_is_installed_and_n_or_t_only_checks_it() {
+        let f = Input::File(PathBuf::from("tab"));
+        assert_eq!(action(&["tab"]), CrontabAction::Install(f.clone()));
+        assert_eq!(action(&["-n", "tab"]), CrontabAction::Check(f.clone()));
+        assert_eq!(action(&["-T", "tab"]), CrontabAction::Check(f));
+    }
+
+    #[test]
+    fn the_operations_and_their_user() {
+        let c = parse(&["-u", "bob", "-l"]).unwrap();
+        assert_eq!(c.action, CrontabAction::List);
+        assert_eq!(c.user.as_deref(), Some(&b"bob"[..]));
+        assert_eq!(action(&["-e"]), CrontabAction::Edit);
+        assert_eq!(action(&["-r"]), CrontabAction::Remove { ask: false });
+        assert_eq!(action(&["-ri"]), CrontabAction::Remove { ask: true });
+        assert_eq!(action(&["-i", "-r"]), CrontabAction::Remove { ask: true });
+        assert_eq!(action(&["-V"]), CrontabAction::Version);
+        assert_eq!(action(&["-h"]), CrontabAction::Help);
+    }
+
+    #[test]
+    fn two_operations_are_a_usage_error() {
+        assert_eq!(
+            parse(&["-l", "-r"]).unwrap_err().0,
+            "only one operation permitted"
+        );
+        assert!(parse(&["-l", "file"]).is_err());
+        assert!(parse(&["-n", "-l"]).is_err());
+        assert!(parse(&["a", "b"]).is_err());
+    }
+
+    #[test]
+    fn an_unknown_option_is_a_usage_error() {
+        assert_eq!(parse(&["-x"]).unwrap_err().0, "unrecognized option");
+        assert!(parse(&["-u"]).is_err());
+    }
+
+    #[test]
+    fn path_overrides_are_parsed_for_later_judgement() {
+        let c = parse(&[
+            "--spool-dir",
+            "/s",
+            "--allow-file=/a",
+            "--deny-file",
+            "/d",
+            "-l",
+        ])
+        .unwrap();
+        assert_eq!(c.overrides.spool_dir, Some(PathBuf::from("/s")));
+        assert_eq!(c.overrides.allow_file, Some(PathBuf::from("/a")));
+        assert_eq!(c.overrides.deny_file, Some(PathBuf::from("/d")));
+        assert!(c.overrides.any());
+    }
+}

@@ -1,0 +1,310 @@
+//! The `crontab` command (crontab(1), Debian's behaviour): install, list, edit and remove a
+//! user's crontab in the spool directory, from a setgid binary.
+//!
+//! The binary parses argv into a [`Command`] and calls [`main`]; everything else is here, so
+//! tests reach every behaviour. The privilege rules (DESIGN §1, §2, docs/crontab-security.md):
+//! the group privilege is held only around spool operations ([`Privilege::with_group`]); a
+//! privileged process ignores every path override; only VISUAL, EDITOR and TMPDIR are read from
+//! the environment; a non-root user acts only on their own crontab.
+//!
+//! This module must not print with `print!` (the library never does): all output goes through
+//! the writers in [`Io`], and syslog lines through its `log` callback.
+
+pub mod args;
+mod edit;
+mod ops;
+pub mod text;
+mod who;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+
+pub use args::{Command, CrontabAction, Input, Overrides, USAGE, UsageError};
+
+use crate::crontab::{self, Crontab, Format, Limits, Options};
+use crate::schedule::{self, Zone};
+use crate::sys;
+use crate::sys::setgid::Privilege;
+use crate::sys::spool as fsops;
+
+/// Debian's paths, compiled in: a setgid process uses nothing else.
+pub const SPOOL_DIR: &str = "/var/spool/cron/crontabs";
+pub const ALLOW_FILE: &str = "/etc/cron.allow";
+pub const DENY_FILE: &str = "/etc/cron.deny";
+
+/// Largest crontab `crontab` installs (1 MiB: ten thousand lines of a hundred bytes). Input is
+/// read up to this bound and no further, so a huge stdin costs nothing and writes nothing.
+pub const MAX_CRONTAB_BYTES: u64 = 1 << 20;
+
+/// Largest installed file `-l` and `-e` read back (root may have put a bigger one by hand).
+const MAX_INSTALLED_BYTES: u64 = 16 << 20;
+
+/// The files the command works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    pub spool_dir: PathBuf,
+    pub allow_file: PathBuf,
+    pub deny_file: PathBuf,
+}
+
+impl Paths {
+    /// The paths to use: the overrides only when the process holds no privilege, otherwise any
+    /// user could make the setgid binary write wherever the group can.
+    pub fn choose(overrides: &Overrides, privileged: bool) -> Paths {
+        let pick = |o: &Option<PathBuf>, default: &str| match o {
+            Some(p) if !privileged => p.clone(),
+            _ => PathBuf::from(default),
+        };
+        Paths {
+            spool_dir: pick(&overrides.spool_dir, SPOOL_DIR),
+            allow_file: pick(&overrides.allow_file, ALLOW_FILE),
+            deny_file: pick(&overrides.deny_file, DENY_FILE),
+        }
+    }
+}
+
+/// The editor to run: `$VISUAL`, else `$EDITOR` (empty values don't count, as Debian), else
+/// `/usr/bin/editor` when it exists, else `vi`.
+pub fn choose_editor(
+    visual: Option<OsString>,
+    editor: Option<OsString>,
+    usr_bin_editor_exists: bool,
+) -> OsString {
+    visual
+        .filter(|v| !v.is_empty())
+        .or(editor.filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| {
+            if usr_bin_editor_exists {
+                "/usr/bin/editor".into()
+            } else {
+                "vi".into()
+            }
+        })
+}
+
+/// Writes one syslog line: (invoking user, event, detail), e.g. `(alice) REPLACE (alice)`.
+pub type LogFn<'a> = &'a mut dyn FnMut(&[u8], &str, &[u8]);
+
+/// Where output and log lines go.
+pub struct Io<'a> {
+    pub stdin: &'a mut dyn BufRead,
+    pub stdout: &'a mut dyn Write,
+    pub stderr: &'a mut dyn Write,
+    pub log: LogFn<'a>,
+}
+
+impl std::fmt::Debug for Io<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Io").finish_non_exhaustive()
+    }
+}
+
+/// Facts the command runs with, gathered once.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub privilege: Privilege,
+    pub paths: Paths,
+    pub editor: OsString,
+    pub tmpdir: PathBuf,
+}
+
+/// The binary's one call: gathers the facts, lowers the group privilege, runs the command with
+/// the process's stdio and syslog. Returns the exit status.
+pub fn main(command: &Command) -> u8 {
+    let privilege = Privilege::resolve();
+    let stderr = &mut io::stderr().lock();
+    if let Err(e) = privilege.lower() {
+        let _ = writeln!(stderr, "crontab: can't lower the group privilege: {e}");
+        return 1;
+    }
+    let env = |name: &str| std::env::var_os(name);
+    let ctx = Context {
+        privilege,
+        paths: Paths::choose(&command.overrides, privilege.is_privileged()),
+        editor: choose_editor(
+            env("VISUAL"),
+            env("EDITOR"),
+            Path::new("/usr/bin/editor").exists(),
+        ),
+        tmpdir: env("TMPDIR")
+            .filter(|t| !t.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/tmp")),
+    };
+    let mut io = Io {
+        stdin: &mut io::stdin().lock(),
+        stdout: &mut io::stdout().lock(),
+        stderr,
+        log: &mut |user, event, detail| fsops::log_event(user, event, detail),
+    };
+    run(command, &ctx, &mut io)
+}
+
+/// A failure already explained to the user; the exit status.
+struct Exit(u8);
+
+type Step<T> = Result<T, Exit>;
+
+/// Runs `command`; returns the exit status (0 done, 1 anything else, as Debian).
+pub fn run(command: &Command, ctx: &Context, io: &mut Io<'_>) -> u8 {
+    match run_inner(command, ctx, io) {
+        Ok(()) => 0,
+        Err(Exit(code)) => code,
+    }
+}
+
+fn say(io: &mut Io<'_>, text: impl std::fmt::Display) {
+    let _ = writeln!(io.stderr, "{text}");
+}
+
+fn fail<T>(io: &mut Io<'_>, text: impl std::fmt::Display) -> Step<T> {
+    say(io, text);
+    Err(Exit(1))
+}
+
+/// An `io::Error` as strerror text, without Rust's `(os error N)`.
+fn describe(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
+
+fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
+    match &command.action {
+        CrontabAction::Help => {
+            let _ = io.stdout.write_all(USAGE.as_bytes());
+            return Ok(());
+        }
+        CrontabAction::Version => {
+            let _ = writeln!(io.stdout, "crontab (crond) {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        _ => {}
+    }
+    if ctx.privilege.is_privileged() && command.overrides.any() {
+        say(
+            io,
+            "crontab: path options ignored: this program runs with its setgid privilege",
+        );
+    }
+    let (me, target) = who::resolve_users(command, ctx, io)?;
+    who::check_access(ctx, io, &me, &target)?;
+    match &command.action {
+        CrontabAction::Install(input) => {
+            let text = read_input(input, io)?;
+            validate(&text, &input.name(), io)?;
+            ops::install(ctx, io, &me, &target, &text, input.name().as_bytes())
+        }
+        CrontabAction::Check(input) => {
+            let text = read_input(input, io)?;
+            validate(&text, &input.name(), io)?;
+            say(
+                io,
+                "The syntax of the crontab file was successfully checked.",
+            );
+            Ok(())
+        }
+        CrontabAction::List => ops::list(ctx, io, &me, &target),
+        CrontabAction::Remove { ask } => ops::remove(ctx, io, &me, &target, *ask),
+        CrontabAction::Edit => edit::edit(ctx, io, &me, &target),
+        CrontabAction::Help | CrontabAction::Version => Ok(()),
+    }
+}
+
+/// Reads the new crontab (with the caller's own rights: the group privilege is lowered), at most
+/// [`MAX_CRONTAB_BYTES`].
+fn read_input(input: &Input, io: &mut Io<'_>) -> Step<Vec<u8>> {
+    let mut text = Vec::new();
+    let read = match input {
+        Input::Stdin => io.stdin.take(MAX_CRONTAB_BYTES + 1).read_to_end(&mut text),
+        Input::File(path) => {
+            File::open(path).and_then(|f| f.take(MAX_CRONTAB_BYTES + 1).read_to_end(&mut text))
+        }
+    };
+    if let Err(e) = read {
+        return fail(io, format_args!("{}: {}", input.name(), describe(&e)));
+    }
+    if text.len() as u64 > MAX_CRONTAB_BYTES {
+        return fail(
+            io,
+            format_args!(
+                "crontab: {}: larger than {MAX_CRONTAB_BYTES} bytes, can't install.",
+                input.name()
+            ),
+        );
+    }
+    Ok(text)
+}
+
+/// Parses with the daemon's own parser and options.
+pub fn parse_user_crontab(text: &[u8]) -> Crontab {
+    crontab::parse(
+        text,
+        &mut Options {
+            format: Format::User,
+            limits: Limits::USER,
+            seed: schedule::host_seed(&sys::hostname()),
+            zones: &mut |n| Zone::get(n),
+        },
+    )
+}
+
+/// Prints warnings and errors as `FILE:LINE:COLUMN: message`; any error refuses the file.
+fn validate(text: &[u8], name: &str, io: &mut Io<'_>) -> Step<()> {
+    let tab = parse_user_crontab(text);
+    for d in &tab.warnings {
+        say(io, format_args!("{} (warning)", d.in_file(name)));
+    }
+    for d in &tab.errors {
+        say(io, d.in_file(name));
+    }
+    if tab.errors.is_empty() {
+        Ok(())
+    } else {
+        fail(io, "errors in crontab file, can't install.")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_apply_only_without_privilege() {
+        let o = Overrides {
+            spool_dir: Some("/tmp/s".into()),
+            allow_file: Some("/tmp/a".into()),
+            deny_file: None,
+        };
+        let free = Paths::choose(&o, false);
+        assert_eq!(free.spool_dir, PathBuf::from("/tmp/s"));
+        assert_eq!(free.allow_file, PathBuf::from("/tmp/a"));
+        assert_eq!(free.deny_file, PathBuf::from(DENY_FILE));
+        let setgid = Paths::choose(&o, true);
+        assert_eq!(setgid, Paths::choose(&Overrides::default(), false));
+        assert_eq!(setgid.spool_dir, PathBuf::from(SPOOL_DIR));
+    }
+
+    #[test]
+    fn the_editor_is_visual_then_editor_then_the_debian_default() {
+        let s = |v: &str| Some(OsString::from(v));
+        assert_eq!(choose_editor(s("vim"), s("nano"), true), "vim");
+        assert_eq!(choose_editor(s(""), s("nano"), true), "nano");
+        assert_eq!(choose_editor(None, s(""), true), "/usr/bin/editor");
+        assert_eq!(choose_editor(None, None, false), "vi");
+    }
+
+    #[test]
+    fn os_errors_read_like_strerror() {
+        let e = io::Error::from_raw_os_error(2);
+        assert_eq!(describe(&e), "No such file or directory");
+    }
+}

@@ -1,0 +1,372 @@
+//! File operations of the `crontab` command: the spool directory (reached through one directory
+//! descriptor, so a path swapped under us changes nothing), the private copy the editor works on,
+//! and crontab(1)'s syslog lines.
+//!
+//! Rules every function here keeps: files are created with `O_CREAT|O_EXCL|O_NOFOLLOW` and mode
+//! 0600 (a planted file or symlink makes the call fail, never followed); files are opened with
+//! `O_NOFOLLOW|O_NONBLOCK` and checked with `fstat` (a regular file, the expected owner) before a
+//! byte is read; every descriptor is close-on-exec. This module decides nothing about users,
+//! access or text: callers do.
+
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{self, AT_FDCWD, OFlag};
+use nix::sys::stat::{self, FileStat, Mode, SFlag, UtimensatFlags};
+use nix::sys::time::TimeSpec;
+use nix::unistd::{self, UnlinkatFlags};
+
+use super::user::{Gid, Uid};
+
+/// What `fstat` says about an opened file: the facts the callers check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileFacts {
+    pub regular: bool,
+    pub owner: Uid,
+    pub group: Gid,
+    pub mode: u32,
+    pub links: u64,
+    pub size: u64,
+}
+
+impl FileFacts {
+    fn from_stat(st: &FileStat) -> FileFacts {
+        FileFacts {
+            regular: SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG,
+            owner: Uid(st.st_uid),
+            group: Gid(st.st_gid),
+            mode: st.st_mode & 0o7777,
+            #[allow(clippy::useless_conversion)] // nlink_t is u32 on some targets
+            links: u64::from(st.st_nlink),
+            size: u64::try_from(st.st_size).unwrap_or(0),
+        }
+    }
+}
+
+/// Why a file could not be read back safely.
+#[derive(Debug)]
+pub enum ReadError {
+    /// No such file.
+    Missing,
+    /// A symlink (`O_NOFOLLOW` refused it), a directory, a FIFO, a device...
+    NotRegular,
+    /// Owned by someone else.
+    WrongOwner(Uid),
+    /// Larger than the caller's bound.
+    TooLarge(u64),
+    Io(io::Error),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Missing => f.write_str("no such file"),
+            ReadError::NotRegular => f.write_str("not a regular file"),
+            ReadError::WrongOwner(uid) => write!(f, "owned by uid {uid}"),
+            ReadError::TooLarge(max) => write!(f, "larger than {max} bytes"),
+            ReadError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+fn errno(e: Errno) -> io::Error {
+    io::Error::from(e)
+}
+
+/// Opens `name` in `dir` for reading without following a symlink, and reads it if it is a
+/// regular file owned by one of `owners`, at most `max` bytes.
+fn read_checked(
+    dir: impl AsFd,
+    name: &OsStr,
+    owners: &[Uid],
+    max: u64,
+) -> Result<Vec<u8>, ReadError> {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = match fcntl::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Err(ReadError::Missing),
+        // O_NOFOLLOW on a symlink.
+        Err(Errno::ELOOP) => return Err(ReadError::NotRegular),
+        Err(e) => return Err(ReadError::Io(errno(e))),
+    };
+    let facts = stat::fstat(&fd)
+        .map(|st| FileFacts::from_stat(&st))
+        .map_err(|e| ReadError::Io(errno(e)))?;
+    if !facts.regular {
+        return Err(ReadError::NotRegular);
+    }
+    if !owners.contains(&facts.owner) {
+        return Err(ReadError::WrongOwner(facts.owner));
+    }
+    let mut text = Vec::new();
+    File::from(fd)
+        .take(max.saturating_add(1))
+        .read_to_end(&mut text)
+        .map_err(ReadError::Io)?;
+    if text.len() as u64 > max {
+        return Err(ReadError::TooLarge(max));
+    }
+    Ok(text)
+}
+
+/// Creates `name` in `dir`: `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600 (whatever the umask). Fails
+/// with `AlreadyExists` if anything — a file, a symlink, even a dangling one — is at that name.
+pub fn create_exclusive(dir: impl AsFd, name: &OsStr) -> io::Result<File> {
+    let flags =
+        OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_RDWR | OFlag::O_CLOEXEC;
+    let fd = fcntl::openat(dir, name, flags, Mode::from_bits_truncate(0o600)).map_err(errno)?;
+    // The umask may have removed bits but never adds any; set the mode exactly.
+    stat::fchmod(&fd, Mode::from_bits_truncate(0o600)).map_err(errno)?;
+    Ok(File::from(fd))
+}
+
+/// Six random letters and digits for a temporary name (from the kernel's generator).
+fn random_suffix() -> io::Result<String> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut bytes = [0u8; 6];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes
+        .iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect())
+}
+
+/// The spool directory (`/var/spool/cron/crontabs`), held open as an `O_PATH` descriptor: the
+/// group may search and write it (mode 1730) but not list it, and every operation below is
+/// relative to this descriptor.
+#[derive(Debug)]
+pub struct SpoolDir {
+    path: PathBuf,
+    fd: OwnedFd,
+    facts: FileFacts,
+}
+
+impl SpoolDir {
+    pub fn open(path: &Path) -> io::Result<SpoolDir> {
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let fd = fcntl::openat(AT_FDCWD, path, flags, Mode::empty()).map_err(errno)?;
+        let facts = FileFacts::from_stat(&stat::fstat(&fd).map_err(errno)?);
+        Ok(SpoolDir {
+            path: path.to_path_buf(),
+            fd,
+            facts,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Owner, group and mode of the directory itself.
+    pub fn facts(&self) -> FileFacts {
+        self.facts
+    }
+
+    /// Reads the crontab `name` if it is a regular file (not a symlink) owned by one of `owners`.
+    pub fn read(&self, name: &OsStr, owners: &[Uid], max: u64) -> Result<Vec<u8>, ReadError> {
+        read_checked(&self.fd, name, owners, max)
+    }
+
+    /// Creates a new `tmp.XXXXXX` file (Debian's name, which the daemons skip), mode 0600.
+    pub fn create_temp(&self) -> io::Result<(OsString, File)> {
+        let mut last = None;
+        for _ in 0..100 {
+            let name = OsString::from(format!("tmp.{}", random_suffix()?));
+            match create_exclusive(&self.fd, &name) {
+                Ok(file) => return Ok((name, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
+    }
+
+    /// Renames `from` over `to` in one step: readers see the old file or the new one, never half.
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        fcntl::renameat(&self.fd, from, &self.fd, to).map_err(errno)
+    }
+
+    /// Unlinks `name`; `Ok(false)` if there was nothing to unlink.
+    pub fn remove(&self, name: &OsStr) -> io::Result<bool> {
+        match unistd::unlinkat(&self.fd, name, UnlinkatFlags::NoRemoveDir) {
+            Ok(()) => Ok(true),
+            Err(Errno::ENOENT) => Ok(false),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// Sets the directory's times to now, so the daemon notices a change (inotify sees the
+    /// rename or unlink already; the daemon's mtime fallback sees this).
+    pub fn touch(&self) -> io::Result<()> {
+        stat::utimensat(
+            AT_FDCWD,
+            &self.path,
+            &TimeSpec::UTIME_NOW,
+            &TimeSpec::UTIME_NOW,
+            UtimensatFlags::FollowSymlink,
+        )
+        .map_err(errno)
+    }
+}
+
+/// Writes `text` to a freshly created file, gives it to `owner` if asked (root installing for
+/// someone), and makes it durable before the caller renames it into place.
+pub fn write_durably(file: &mut File, text: &[u8], owner: Option<(Uid, Gid)>) -> io::Result<()> {
+    file.write_all(text)?;
+    if let Some((uid, gid)) = owner {
+        unistd::fchown(
+            &*file,
+            Some(unistd::Uid::from_raw(uid.0)),
+            Some(unistd::Gid::from_raw(gid.0)),
+        )
+        .map_err(errno)?;
+    }
+    stat::fchmod(&*file, Mode::from_bits_truncate(0o600)).map_err(errno)?;
+    file.sync_all()
+}
+
+/// The private copy of a crontab that the editor works on: a directory made by `mkdtemp` (mode
+/// 0700, owned by the caller) holding one file `crontab` (mode 0600), as Debian does.
+#[derive(Debug)]
+pub struct PrivateCopy {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl PrivateCopy {
+    /// Creates the directory in `tmpdir` and the file inside it with `text`.
+    pub fn create(tmpdir: &Path, text: &[u8]) -> io::Result<PrivateCopy> {
+        let dir = unistd::mkdtemp(&tmpdir.join("crontab.XXXXXX")).map_err(errno)?;
+        let file = dir.join("crontab");
+        let copy = PrivateCopy { dir, file };
+        let mut f = create_exclusive(AT_FDCWD, copy.file.as_os_str())?;
+        f.write_all(text)?;
+        f.sync_all()?;
+        Ok(copy)
+    }
+
+    /// The file's path, as given to the editor.
+    pub fn path(&self) -> &Path {
+        &self.file
+    }
+
+    /// Reads the file back after the editor ran: refused unless it is still a regular file (not
+    /// a symlink: `O_NOFOLLOW`) owned by `owner`.
+    pub fn read_back(&self, owner: Uid, max: u64) -> Result<Vec<u8>, ReadError> {
+        read_checked(AT_FDCWD, self.file.as_os_str(), &[owner], max)
+    }
+
+    /// Removes the file (a symlink left there is removed, not followed) and the directory.
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Logs one crontab(1) event to syslog as Debian does: facility cron, ident `crontab`, pid, and
+/// the body `(USER) EVENT (DETAIL)`.
+///
+/// FIXME: the daemon's `sys::syslog` is being written in parallel; use it once merged.
+pub fn log_event(user: &[u8], event: &str, detail: &[u8]) {
+    let mut body = Vec::with_capacity(user.len() + event.len() + detail.len() + 8);
+    body.push(b'(');
+    body.extend_from_slice(user);
+    body.extend_from_slice(b") ");
+    body.extend_from_slice(event.as_bytes());
+    body.extend_from_slice(b" (");
+    body.extend_from_slice(detail);
+    body.push(b')');
+    body.retain(|&b| b != 0);
+    let Ok(body) = CString::new(body) else { return };
+    const IDENT: &CStr = c"crontab";
+    const FORMAT: &CStr = c"%s";
+    // SAFETY: IDENT is a 'static NUL-terminated string, as openlog requires (it keeps the
+    // pointer); the flags and facility are libc constants.
+    unsafe { libc::openlog(IDENT.as_ptr(), libc::LOG_PID, libc::LOG_CRON) };
+    // SAFETY: FORMAT is "%s" and its one argument is a valid NUL-terminated string that lives
+    // across the call.
+    unsafe { libc::syslog(libc::LOG_INFO, FORMAT.as_ptr(), body.as_ptr()) };
+}
+
+/// `name` as an `OsStr` (user names are bytes).
+pub fn os_name(name: &[u8]) -> OsString {
+    OsString::from_vec(name.to_vec())
+}
+
+/// Bytes of a path, for messages.
+pub fn path_bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_exclusive_refuses_a_planted_symlink_and_leaves_its_target_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"precious\n").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("tmp.planted")).unwrap();
+        let d = File::open(dir.path()).unwrap();
+        let err = create_exclusive(&d, OsStr::new("tmp.planted")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious\n");
+    }
+
+    #[test]
+    fn create_exclusive_refuses_a_dangling_symlink_without_creating_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("would-be-created");
+        std::os::unix::fs::symlink(&target, dir.path().join("tmp.x")).unwrap();
+        let d = File::open(dir.path()).unwrap();
+        assert!(create_exclusive(&d, OsStr::new("tmp.x")).is_err());
+        assert!(!target.exists());
+    }
+
+    #[test]
+    fn a_new_file_has_mode_0600_whatever_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = File::open(dir.path()).unwrap();
+        let f = create_exclusive(&d, OsStr::new("f")).unwrap();
+        let st = stat::fstat(&f).unwrap();
+        assert_eq!(st.st_mode & 0o7777, 0o600);
+    }
+
+    #[test]
+    fn a_private_copy_replaced_by_a_symlink_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, b"secret\n").unwrap();
+        let copy = PrivateCopy::create(dir.path(), b"x\n").unwrap();
+        std::fs::remove_file(copy.path()).unwrap();
+        std::os::unix::fs::symlink(&secret, copy.path()).unwrap();
+        let me = super::super::user::effective_uid();
+        assert!(matches!(
+            copy.read_back(me, 1000),
+            Err(ReadError::NotRegular)
+        ));
+        copy.remove();
+        assert_eq!(std::fs::read(&secret).unwrap(), b"secret\n");
+    }
+
+    #[test]
+    fn a_private_copy_owned_by_someone_else_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = PrivateCopy::create(dir.path(), b"x\n").unwrap();
+        let me = super::super::user::effective_uid();
+        let other = Uid(me.0.wrapping_add(1));
+        assert!(matches!(
+            copy.read_back(other, 1000),
+            Err(ReadError::WrongOwner(_))
+        ));
+        assert_eq!(copy.read_back(me, 1000).unwrap(), b"x\n");
+        assert!(matches!(copy.read_back(me, 1), Err(ReadError::TooLarge(1))));
+        copy.remove();
+    }
+}

@@ -1,0 +1,366 @@
+//! The `crontab` command without its setgid privilege, with the path options a test may use:
+//! messages and exit codes (Debian's), checking, cron.allow / cron.deny, `-u` for non-root.
+//!
+//! Tests whose name starts with `root_` switch to a real user (`nobody`) and fail without root;
+//! the others run as whoever runs the suite, in a temporary directory, and touch nothing else.
+
+mod common_crontab;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common_crontab::*;
+
+/// A spool directory and allow/deny paths in a temporary directory, for the invoking user.
+struct Plain {
+    dir: tempfile::TempDir,
+}
+
+impl Plain {
+    fn new() -> Plain {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("spool")).unwrap();
+        Plain { dir }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
+        self.run_env(args, &[], stdin)
+    }
+
+    fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
+        use std::io::Write;
+        let mut c = Command::new(BIN)
+            .arg("--spool-dir")
+            .arg(self.p("spool"))
+            .arg("--allow-file")
+            .arg(self.p("allow"))
+            .arg("--deny-file")
+            .arg(self.p("deny"))
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("TMPDIR", self.dir.path())
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = c.stdin.take().unwrap().write_all(stdin);
+        c.wait_with_output().unwrap()
+    }
+
+    fn only_file(&self) -> Option<PathBuf> {
+        let mut names: Vec<_> = fs::read_dir(self.p("spool"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(names.len() <= 1, "{names:?}");
+        names.pop()
+    }
+}
+
+fn me() -> String {
+    let out = Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_crontab_round_trips_through_install_list_and_remove() {
+    let t = Plain::new();
+    let text = b"MAILTO=\"\"\n@daily echo a % b\n*/5 9-17 * * mon-fri echo work\n";
+    let out = t.run(&["-"], text);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+    let file = t.only_file().expect("a file in the spool");
+    assert_eq!(file.file_name().unwrap().to_str().unwrap(), me());
+    assert_eq!(owner_mode(&file).2, 0o600);
+    let out = t.run(&["-l"], b"");
+    assert_eq!(out.stdout, text);
+    assert!(t.run(&["-r"], b"").status.success());
+    assert!(t.only_file().is_none());
+}
+
+#[test]
+fn a_file_argument_is_installed_and_reinstalling_replaces_it() {
+    let t = Plain::new();
+    fs::write(t.p("mine"), b"1 1 * * * one\n").unwrap();
+    assert!(
+        t.run(&[t.p("mine").to_str().unwrap()], b"")
+            .status
+            .success()
+    );
+    let header = fs::read_to_string(t.only_file().unwrap()).unwrap();
+    assert!(
+        header.contains(&format!("# ({} installed on ", t.p("mine").display())),
+        "{header}"
+    );
+    assert!(
+        t.run(&[], b"2 2 * * * two\n").status.success(),
+        "no argument reads stdin"
+    );
+    assert_eq!(t.run(&["-l"], b"").stdout, b"2 2 * * * two\n");
+}
+
+#[test]
+fn errors_name_file_line_and_column_and_nothing_is_installed() {
+    let t = Plain::new();
+    assert!(t.run(&["-"], b"0 0 * * * keep\n").status.success());
+    let before = fs::read(t.only_file().unwrap()).unwrap();
+    let out = t.run(&["-"], b"0 0 * * * fine\n61 0 * * * bad\n0 0 * * *\n");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines[0].starts_with("-:2:1: "), "{err}");
+    assert!(lines[1].starts_with("-:3:"), "{err}");
+    assert_eq!(
+        lines.last().unwrap(),
+        &"errors in crontab file, can't install."
+    );
+    assert_eq!(fs::read(t.only_file().unwrap()).unwrap(), before);
+}
+
+#[test]
+fn warnings_are_printed_but_do_not_block_the_install() {
+    let t = Plain::new();
+    let out = t.run(&["-"], b"0 0 31 2 * never\n0 0 * * * no-newline");
+    assert!(out.status.success(), "{}", show(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("-:1:1: ") && err.contains("(warning)"),
+        "{err}"
+    );
+    assert!(err.contains("missing newline"), "{err}");
+    assert_eq!(
+        t.run(&["-l"], b"").stdout,
+        b"0 0 31 2 * never\n0 0 * * * no-newline"
+    );
+}
+
+#[test]
+fn n_and_t_only_check_the_syntax() {
+    let t = Plain::new();
+    fs::write(t.p("tab"), b"0 0 * * * x\n").unwrap();
+    for flag in ["-n", "-T"] {
+        let out = t.run(&[flag, t.p("tab").to_str().unwrap()], b"");
+        assert!(out.status.success(), "{}", show(&out));
+        assert_eq!(
+            stderr(&out),
+            "The syntax of the crontab file was successfully checked.\n"
+        );
+    }
+    assert!(t.only_file().is_none(), "a check installs nothing");
+    fs::write(t.p("bad"), b"0 0 * * 8 x\n").unwrap();
+    let out = t.run(&["-n", t.p("bad").to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with(&format!("{}:1:", t.p("bad").display())),
+        "{}",
+        show(&out)
+    );
+    assert!(stderr(&out).ends_with("errors in crontab file, can't install.\n"));
+}
+
+#[test]
+fn a_missing_file_is_reported_with_its_name() {
+    let t = Plain::new();
+    let out = t.run(&["/nonexistent/tab"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "/nonexistent/tab: No such file or directory\n"
+    );
+}
+
+#[test]
+fn usage_errors_print_debians_usage_and_exit_1() {
+    let t = Plain::new();
+    let out = t.run(&["-l", "-r"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("crontab: usage error: only one operation permitted\nusage:"));
+    let out = t.run(&["-x"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("crontab: usage error: unrecognized option\n"));
+    let out = t.run(&["-h"], b"");
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("-e\t(edit user's crontab)"));
+    let out = t.run(&["-V"], b"");
+    assert_eq!(
+        stdout(&out),
+        format!("crontab (crond) {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn an_unknown_user_is_named() {
+    let t = Plain::new();
+    if me() != "root" {
+        return assert_eq!(
+            t.run(&["-u", "no-such-user-5", "-l"], b"").status.code(),
+            Some(1)
+        );
+    }
+    let out = t.run(&["-u", "no-such-user-5", "-l"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "crontab:  user `no-such-user-5' unknown\n");
+}
+
+#[test]
+fn remove_with_i_asks_first_and_no_keeps_the_crontab() {
+    let t = Plain::new();
+    assert!(t.run(&["-"], b"0 0 * * * x\n").status.success());
+    for answer in [&b"n\n"[..], b"", b"maybe\nn\n"] {
+        let out = t.run(&["-ri"], answer);
+        assert!(out.status.success(), "{}", show(&out));
+        assert!(t.only_file().is_some(), "kept after {answer:?}");
+    }
+    let out = t.run(&["-ri"], b"what\ny\n");
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "crontab: really delete {}'s crontab? (y/n) Please enter Y or N: ",
+            me()
+        )
+    );
+    assert!(t.only_file().is_none());
+}
+
+#[test]
+fn an_editor_that_fails_installs_nothing() {
+    let t = Plain::new();
+    let out = t.run_env(&["-e"], &[("EDITOR", "exit 3; :")], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("crontab: \"exit 3; :\" exited with status 3"),
+        "{}",
+        show(&out)
+    );
+    assert!(t.only_file().is_none());
+}
+
+#[test]
+fn a_header_from_debians_crontab_is_hidden_by_list() {
+    let t = Plain::new();
+    let f = t.p("spool").join(me());
+    fs::write(
+        &f,
+        "# DO NOT EDIT THIS FILE - edit the master and reinstall.\n# (- installed on Sat Nov 21 22:44:03 2026)\n# (Cron version -- $Id: crontab.c,v 2.13 1994/01/17 03:20:37 vixie Exp $)\n0 0 * * * echo hi\n",
+    )
+    .unwrap();
+    assert_eq!(t.run(&["-l"], b"").stdout, b"0 0 * * * echo hi\n");
+}
+
+#[test]
+fn list_shows_a_line_hidden_behind_a_carriage_return() {
+    let t = Plain::new();
+    let out = t.run(&["-"], b"0 0 * * * evil #\r0 0 * * * harmless\n");
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        t.run(&["-l"], b"").stdout,
+        b"0 0 * * * evil #\\r0 0 * * * harmless\n"
+    );
+}
+
+// As a real user (root needed to switch to it).
+
+fn plain_sandbox() -> (Sandbox, Vec<String>) {
+    let s = Sandbox::new();
+    let spool = s.path("home/spool");
+    fs::create_dir(&spool).unwrap();
+    std::os::unix::fs::chown(&spool, Some(uid_of(USER)), Some(gid_of(USER))).unwrap();
+    let args = vec![
+        "--spool-dir".to_string(),
+        spool.display().to_string(),
+        "--allow-file".to_string(),
+        s.path("home/allow").display().to_string(),
+        "--deny-file".to_string(),
+        s.path("home/deny").display().to_string(),
+    ];
+    (s, args)
+}
+
+fn with<'a>(base: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter()
+        .map(String::as_str)
+        .chain(more.iter().copied())
+        .collect()
+}
+
+#[test]
+fn root_a_user_listed_in_cron_deny_is_refused() {
+    let (s, base) = plain_sandbox();
+    fs::write(s.path("home/deny"), format!("daemon\n{USER}\n")).unwrap();
+    for args in [&["-"][..], &["-l"], &["-e"], &["-r"]] {
+        let out = s.run_plain(
+            Some(USER),
+            &with(&base, args),
+            &[("EDITOR", "true")],
+            b"0 0 * * * x\n",
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", show(&out));
+        assert_eq!(
+            stderr(&out),
+            "You (nobody) are not allowed to use this program (crontab)\nSee crontab(1) for more information\n"
+        );
+    }
+    assert!(fs::read_dir(s.path("home/spool")).unwrap().next().is_none());
+    // Root is never denied, and may not act for a denied user.
+    let out = s.run_plain(None, &with(&base, &["-u", USER, "-l"]), &[], b"");
+    assert_eq!(
+        stderr(&out),
+        "The user nobody cannot use this program (crontab)\n"
+    );
+}
+
+#[test]
+fn root_cron_allow_admits_only_listed_users_and_wins_over_cron_deny() {
+    let (s, base) = plain_sandbox();
+    fs::write(s.path("home/allow"), "daemon\n").unwrap();
+    let out = s.run_plain(Some(USER), &with(&base, &["-"]), &[], b"0 0 * * * x\n");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    fs::write(s.path("home/allow"), format!("daemon\n{USER}\n")).unwrap();
+    fs::write(s.path("home/deny"), format!("{USER}\n")).unwrap();
+    let out = s.run_plain(Some(USER), &with(&base, &["-"]), &[], b"0 0 * * * x\n");
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+#[test]
+fn root_an_unreadable_cron_allow_denies() {
+    let (s, base) = plain_sandbox();
+    fs::write(s.path("home/allow"), format!("{USER}\n")).unwrap();
+    fs::set_permissions(
+        s.path("home/allow"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let out = s.run_plain(Some(USER), &with(&base, &["-"]), &[], b"0 0 * * * x\n");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(stderr(&out).starts_with("You (nobody) are not allowed"));
+}
+
+#[test]
+fn root_u_naming_another_user_is_refused_for_a_non_root_user() {
+    let (s, base) = plain_sandbox();
+    let out = s.run_plain(
+        Some(USER),
+        &with(&base, &["-u", "daemon", "-"]),
+        &[],
+        b"0 0 * * * x\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "must be privileged to use -u\n");
+    assert!(!Path::new(&s.path("home/spool/daemon")).exists());
+    let out = s.run_plain(
+        Some(USER),
+        &with(&base, &["-u", USER, "-"]),
+        &[],
+        b"0 0 * * * x\n",
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(s.path("home/spool").join(USER).exists());
+}
