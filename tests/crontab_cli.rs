@@ -185,7 +185,9 @@ fn usage_errors_print_debians_usage_and_exit_1() {
     assert!(stderr(&out).starts_with("crontab: usage error: only one operation permitted\nusage:"));
     let out = t.run(&["-x"], b"");
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).starts_with("crontab: usage error: unrecognized option\n"));
+    assert!(stderr(&out).starts_with(
+        "crontab: invalid option -- 'x'\ncrontab: usage error: unrecognized option\n"
+    ));
     let out = t.run(&["-h"], b"");
     assert!(out.status.success());
     assert!(stdout(&out).contains("-e\t(edit user's crontab)"));

@@ -290,16 +290,19 @@ fn etc_default_cron_sets_an_empty_extra_opts_for_the_unit() {
 }
 
 #[test]
-#[ignore = "needs issue 5 (the crontab command)"]
 fn the_shipped_crontabs_pass_crontab_n() {
     for file in ETC_FILES.iter().filter(|f| **f != "default/cron") {
         let out = run(Command::new(bins().join("crontab"))
             .arg("-n")
             .arg(repo().join("etc").join(file)));
         assert!(out.status.success(), "crontab -n etc/{file}: {out:?}");
-        assert!(
-            out.stderr.is_empty(),
-            "crontab -n etc/{file} warns: {out:?}"
+        // Debian prints its success line on stderr; anything more would be a warning. crontab(1)
+        // reads the user format, so this proves syntax only: the system format (the user field)
+        // is checked by the cronnext --system test of the shipped /etc/crontab.
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "The syntax of the crontab file was successfully checked.\n",
+            "crontab -n etc/{file}"
         );
     }
 }

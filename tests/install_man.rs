@@ -304,7 +304,6 @@ fn crond_flags_agree_between_the_binary_its_help_and_its_page() {
 }
 
 #[test]
-#[ignore = "needs issue 5: crontab is a placeholder without --help"]
 fn crontab_flags_agree_between_the_binary_its_help_and_its_page() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spool = format!("--spool-dir={}", dir.path().display());

@@ -11,6 +11,9 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let mut err = std::io::stderr().lock();
+            if let Some(getopt) = &e.1 {
+                let _ = writeln!(err, "crontab: {getopt}");
+            }
             let _ = writeln!(err, "crontab: usage error: {e}");
             let _ = err.write_all(USAGE.as_bytes());
             return ExitCode::from(1);

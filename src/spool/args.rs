@@ -70,9 +70,17 @@ pub struct Command {
     pub overrides: Overrides,
 }
 
-/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1.
+/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1. For an
+/// unknown option the second field holds getopt's own line (`invalid option -- 'x'`), which
+/// Debian's crontab prints first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
+pub struct UsageError(pub String, pub Option<String>);
+
+impl UsageError {
+    fn new(message: impl Into<String>) -> UsageError {
+        UsageError(message.into(), None)
+    }
+}
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -96,6 +104,10 @@ usage:\tcrontab [-u user] [-n] file
 \t-r\t(delete user's crontab)
 
 \t-i\t(prompt before deleting user's crontab)
+
+for tests, ignored when crontab runs setgid:
+\t--spool-dir DIR\t(the crontabs directory)
+\t--allow-file FILE, --deny-file FILE\t(cron.allow and cron.deny)
 ";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -122,7 +134,7 @@ impl Command {
         let mut version = false;
         let mut overrides = Overrides::default();
         let mut files: Vec<OsString> = Vec::new();
-        let usage = |m: &str| UsageError(m.to_string());
+        let usage = |m: &str| UsageError::new(m);
         let mut set_op = |new: Op| match op {
             Some(old) if old != new => Err(usage("only one operation permitted")),
             _ => {
@@ -131,12 +143,13 @@ impl Command {
             }
         };
         let path = |v: Result<OsString, lexopt::Error>| {
-            v.map(PathBuf::from).map_err(|e| UsageError(e.to_string()))
+            v.map(PathBuf::from)
+                .map_err(|e| UsageError::new(e.to_string()))
         };
-        while let Some(arg) = parser.next().map_err(|e| UsageError(e.to_string()))? {
+        while let Some(arg) = parser.next().map_err(|e| UsageError::new(e.to_string()))? {
             match arg {
                 Short('u') => {
-                    let v = parser.value().map_err(|e| UsageError(e.to_string()))?;
+                    let v = parser.value().map_err(|e| UsageError::new(e.to_string()))?;
                     user = Some(v.into_vec());
                 }
                 Short('l') => set_op(Op::List)?,
@@ -150,7 +163,14 @@ impl Command {
                 Long("allow-file") => overrides.allow_file = Some(path(parser.value())?),
                 Long("deny-file") => overrides.deny_file = Some(path(parser.value())?),
                 Value(v) => files.push(v),
-                Short(_) | Long(_) => return Err(usage("unrecognized option")),
+                Short(c) => {
+                    let line = format!("invalid option -- '{c}'");
+                    return Err(UsageError("unrecognized option".into(), Some(line)));
+                }
+                Long(name) => {
+                    let line = format!("unrecognized option '--{name}'");
+                    return Err(UsageError("unrecognized option".into(), Some(line)));
+                }
             }
         }
         let action = if help {
