@@ -15,6 +15,10 @@
 
 pub mod cronnext;
 pub mod crontab;
+pub mod joblog;
+pub mod mail;
+pub mod output;
 pub mod schedule;
+pub mod stdin_feed;
 #[allow(unsafe_code)]
 pub mod sys;

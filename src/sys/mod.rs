@@ -2,6 +2,8 @@
 //! block says why it is sound. Everything here exposes a safe function with a typed result;
 //! nothing outside `sys` imports `libc` or `nix`.
 
+pub mod pipe;
+pub mod tmpfile;
 pub mod user;
 
 /// The host name (the node name of `uname`), as bytes; empty if it can't be read.
