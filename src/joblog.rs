@@ -241,11 +241,15 @@ mod tests {
             "(root) END (run-parts /etc/cron.daily)"
         );
         assert_eq!(
-            end_line(LogLevel(15), b"root", 42, cmd).unwrap().to_string(),
+            end_line(LogLevel(15), b"root", 42, cmd)
+                .unwrap()
+                .to_string(),
             "(root) END ([42] run-parts /etc/cron.daily)"
         );
         assert_eq!(
-            cmd_line(LogLevel(9), b"bob", 7, b"date").unwrap().to_string(),
+            cmd_line(LogLevel(9), b"bob", 7, b"date")
+                .unwrap()
+                .to_string(),
             "(bob) CMD ([7] date)"
         );
     }
@@ -255,7 +259,9 @@ mod tests {
         assert_eq!(failed_line(LogLevel(4), 9, JobExit::Exited(0)), None);
         assert_eq!(failed_line(LogLevel(3), 9, JobExit::Exited(1)), None);
         assert_eq!(
-            failed_line(LogLevel(4), 9, JobExit::Exited(3)).unwrap().to_string(),
+            failed_line(LogLevel(4), 9, JobExit::Exited(3))
+                .unwrap()
+                .to_string(),
             "(CRON) error (grandchild #9 failed with exit status 3)"
         );
         let killed = JobExit::Signaled {
@@ -295,7 +301,10 @@ mod tests {
             unsafe_mail_line(b"bob", b"-oQ\nx").to_string(),
             "(bob) UNSAFE MAIL (-oQ^Jx)"
         );
-        assert_eq!(cmdout_line(b"bob", b"a\0b").to_bytes(), b"(bob) CMDOUT (a^@b)");
+        assert_eq!(
+            cmdout_line(b"bob", b"a\0b").to_bytes(),
+            b"(bob) CMDOUT (a^@b)"
+        );
     }
 
     #[test]

@@ -89,7 +89,8 @@ impl Output {
             let room = MEMORY_LIMIT - self.memory.len();
             let take = room.min(bytes.len());
             if self.memory.capacity() == 0 {
-                self.memory.reserve_exact(MEMORY_LIMIT.min(bytes.len().max(4096)));
+                self.memory
+                    .reserve_exact(MEMORY_LIMIT.min(bytes.len().max(4096)));
             }
             self.memory.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
@@ -227,7 +228,11 @@ impl Iterator for CmdoutLines<'_> {
         loop {
             let pending = &self.buf[self.start..];
             let window = &pending[..pending.len().min(CMDOUT_MAX + 1)];
-            if let Some(i) = window.iter().position(|&b| b == b'\n').filter(|&i| i <= CMDOUT_MAX) {
+            if let Some(i) = window
+                .iter()
+                .position(|&b| b == b'\n')
+                .filter(|&i| i <= CMDOUT_MAX)
+            {
                 let line = pending[..i].to_vec();
                 self.start += i + 1;
                 return Some(Ok(line));
@@ -365,8 +370,16 @@ mod tests {
         assert!(o.spilled());
         assert_eq!(o.len(), data.len() as u64);
         assert_eq!(all(&o), data);
-        assert_eq!(all(&o), data, "a second reader starts again from the first byte");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the spill file has no name");
+        assert_eq!(
+            all(&o),
+            data,
+            "a second reader starts again from the first byte"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "the spill file has no name"
+        );
     }
 
     #[test]

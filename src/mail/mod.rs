@@ -127,16 +127,24 @@ pub enum Plan {
 /// How mailing went, for the job child to log ([`MailOutcome::log_line`]).
 #[derive(Debug)]
 pub enum MailOutcome {
-    Sent { bytes: u64 },
+    Sent {
+        bytes: u64,
+    },
     Empty,
     /// MAILTO="" or `-m off`: the user asked for no mail.
     Disabled,
-    UnsafeAddress { var: AddressVar, value: Vec<u8> },
+    UnsafeAddress {
+        var: AddressVar,
+        value: Vec<u8>,
+    },
     /// The sendmail path does not exist. The caller should log the output (CMDOUT lines)
     /// instead, so it is not lost.
     NoMta,
     /// The MTA exited non-zero or was killed; `status` is the raw wait status.
-    MtaFailed { bytes: u64, status: i32 },
+    MtaFailed {
+        bytes: u64,
+        status: i32,
+    },
     /// The MTA could not be started, or its stdin failed other than by closing.
     MtaError(std::io::Error),
 }
@@ -181,14 +189,22 @@ pub fn subject_host(hostname: &[u8], full: bool) -> Vec<u8> {
     if full {
         return hostname.to_vec();
     }
-    hostname.split(|&b| b == b'.').next().unwrap_or(b"").to_vec()
+    hostname
+        .split(|&b| b == b'.')
+        .next()
+        .unwrap_or(b"")
+        .to_vec()
 }
 
 /// The charset of the daemon's locale, from the variables glibc reads for LC_CTYPE: the first
 /// non-empty of LC_ALL, LC_CTYPE, LANG. `C`, `POSIX` or nothing → `US-ASCII`; `xx_YY.CODESET`
 /// → the codeset (`utf8` spelled `UTF-8`, `iso88591` spelled `ISO-8859-1`); a locale with no
 /// codeset (`de_DE`) → glibc's default for those, `ISO-8859-1`.
-pub fn charset_from_locale(lc_all: Option<&str>, lc_ctype: Option<&str>, lang: Option<&str>) -> String {
+pub fn charset_from_locale(
+    lc_all: Option<&str>,
+    lc_ctype: Option<&str>,
+    lang: Option<&str>,
+) -> String {
     let locale = [lc_all, lc_ctype, lang]
         .into_iter()
         .flatten()
@@ -235,7 +251,13 @@ fn normalise_codeset(codeset: &str) -> String {
 pub fn one_line(bytes: &[u8]) -> Vec<u8> {
     bytes
         .iter()
-        .map(|&b| if matches!(b, b'\r' | b'\n' | 0) { b' ' } else { b })
+        .map(|&b| {
+            if matches!(b, b'\r' | b'\n' | 0) {
+                b' '
+            } else {
+                b
+            }
+        })
         .collect()
 }
 
@@ -257,7 +279,9 @@ pub fn plan(job: &JobMail<'_>, config: &MailConfig, output_empty: bool, kind: Te
         .filter(|a| !a.is_empty())
         .map(<[u8]>::to_vec)
         .collect();
-    if !is_safe_address(to) || recipients.is_empty() || !recipients.iter().all(|a| is_safe_address(a))
+    if !is_safe_address(to)
+        || recipients.is_empty()
+        || !recipients.iter().all(|a| is_safe_address(a))
     {
         return Plan::Unsafe {
             var: AddressVar::MailTo,
@@ -280,7 +304,13 @@ pub fn plan(job: &JobMail<'_>, config: &MailConfig, output_empty: bool, kind: Te
     }
 }
 
-fn header(job: &JobMail<'_>, config: &MailConfig, from: &[u8], to: &[u8], kind: TextKind) -> Vec<u8> {
+fn header(
+    job: &JobMail<'_>,
+    config: &MailConfig,
+    from: &[u8],
+    to: &[u8],
+    kind: TextKind,
+) -> Vec<u8> {
     let mut h = Vec::with_capacity(1024);
     push_field(&mut h, "From", from);
     push_field(&mut h, "To", to);
@@ -440,3 +470,5 @@ fn base64(bytes: &[u8]) -> String {
     s
 }
 
+#[cfg(test)]
+mod tests;

@@ -91,7 +91,11 @@ pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess
     // Computed before fork: sysconf is not on the async-signal-safe list.
     // SAFETY: sysconf has no preconditions; it only reads a limit.
     let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
-    let open_max = if open_max <= 0 { 1024 } else { open_max.min(65_536) as i32 };
+    let open_max = if open_max <= 0 {
+        1024
+    } else {
+        open_max.min(65_536) as i32
+    };
     let fd = write_end.as_raw_fd();
     let ptr = data.as_ptr();
     let len = data.len();
@@ -125,7 +129,8 @@ unsafe fn writer_child(fd: i32, ptr: *const u8, len: usize, open_max: i32) -> ! 
             libc::_exit(EXIT_SETUP_FAILED);
         }
         let closed_low = libc::syscall(libc::SYS_close_range, 0u32, (KEPT_FD - 1) as u32, 0u32);
-        let closed_high = libc::syscall(libc::SYS_close_range, (KEPT_FD + 1) as u32, u32::MAX, 0u32);
+        let closed_high =
+            libc::syscall(libc::SYS_close_range, (KEPT_FD + 1) as u32, u32::MAX, 0u32);
         if closed_low != 0 || closed_high != 0 {
             // Kernels before 5.9 have no close_range: close one by one.
             for other in 0..open_max {

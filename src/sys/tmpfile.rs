@@ -37,7 +37,12 @@ pub fn anonymous(dir: &Path) -> io::Result<File> {
     {
         Ok(file) => Ok(file),
         // EISDIR: a kernel or file system without O_TMPFILE sees only O_DIRECTORY|O_RDWR.
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)) => {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) =>
+        {
             create_and_unlink(dir)
         }
         Err(e) => Err(e),
@@ -91,7 +96,11 @@ mod tests {
         let mut back = String::new();
         f.read_to_string(&mut back).unwrap();
         assert_eq!(back, "spooled output");
-        assert_eq!(f.metadata().unwrap().nlink(), 0, "the file must have no link");
+        assert_eq!(
+            f.metadata().unwrap().nlink(),
+            0,
+            "the file must have no link"
+        );
         assert_eq!(f.metadata().unwrap().mode() & 0o777, 0o600);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
