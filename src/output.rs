@@ -237,7 +237,7 @@ impl Iterator for CmdoutLines<'_> {
                 self.start += i + 1;
                 return Some(Ok(line));
             }
-            if pending.len() >= CMDOUT_MAX + 1 || (pending.len() >= CMDOUT_MAX && self.done) {
+            if pending.len() > CMDOUT_MAX {
                 let line = pending[..CMDOUT_MAX].to_vec();
                 self.start += CMDOUT_MAX;
                 return Some(Ok(line));

@@ -122,8 +122,8 @@ pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess
 /// # Safety
 /// Must only be called in a freshly forked child; `ptr..ptr+len` must be readable.
 unsafe fn writer_child(fd: i32, ptr: *const u8, len: usize, open_max: i32) -> ! {
-    // SAFETY (whole body): only async-signal-safe libc calls on plain integers and on the
-    // caller-guaranteed buffer; every path ends in _exit.
+    // SAFETY: only async-signal-safe libc calls on plain integers and on the caller-guaranteed
+    // buffer (`ptr..ptr+len` readable); every path ends in _exit.
     unsafe {
         if fd != KEPT_FD && libc::dup2(fd, KEPT_FD) < 0 {
             libc::_exit(EXIT_SETUP_FAILED);
