@@ -190,7 +190,7 @@ pub struct OutputReader<'a> {
 impl Read for OutputReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mem = &self.output.memory;
-        if (self.pos as usize) < mem.len() && self.pos < mem.len() as u64 {
+        if self.pos < mem.len() as u64 {
             let start = self.pos as usize;
             let n = buf.len().min(mem.len() - start);
             buf[..n].copy_from_slice(&mem[start..start + n]);
