@@ -16,7 +16,11 @@
 pub mod access;
 pub mod cronnext;
 pub mod crontab;
+pub mod joblog;
+pub mod mail;
+pub mod output;
 pub mod schedule;
 pub mod spool;
+pub mod stdin_feed;
 #[allow(unsafe_code)]
 pub mod sys;

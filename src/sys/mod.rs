@@ -5,6 +5,8 @@
 pub mod notify;
 pub mod setgid;
 pub mod spool;
+pub mod pipe;
+pub mod tmpfile;
 pub mod user;
 
 /// The host name (the node name of `uname`), as bytes; empty if it can't be read.

@@ -1,0 +1,327 @@
+//! The log lines a job child writes about a job's end, its output and its mail, formatted
+//! exactly as Debian's cron and cronie write them so existing log filters keep working. Pure
+//! formatting: this module builds [`LogLine`] values and never writes them anywhere; the job
+//! child hands them to the daemon's logger.
+//!
+//! Debian (`do_command.c`, with its `-L` patch): `-L` is a bit mask, 1 logs the start (`CMD`),
+//! 2 the end (`END`), 4 a failed job (`(CRON) error (grandchild #PID failed with exit status
+//! N)`), 8 adds the shell's pid to CMD/END as `[PID] command`. cronie logs `CMDEND` (no
+//! status, no pid) when a job ends, and `CMDOUT` lines with `-s`. Commands are shown through
+//! Vixie's `mkprint` (control bytes as `^X`, DEL as `^?`, bytes above 127 as `\ooo`).
+
+use std::fmt;
+use std::os::unix::process::ExitStatusExt;
+
+/// How the shell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobExit {
+    Exited(i32),
+    Signaled { signal: i32, core_dumped: bool },
+}
+
+impl JobExit {
+    pub fn from_status(status: std::process::ExitStatus) -> JobExit {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => JobExit::Exited(code),
+            (None, Some(signal)) => JobExit::Signaled {
+                signal,
+                core_dumped: status.core_dumped(),
+            },
+            // Stopped/continued never reach a final wait; treat as a plain failure.
+            (None, None) => JobExit::Exited(-1),
+        }
+    }
+
+    pub fn success(self) -> bool {
+        self == JobExit::Exited(0)
+    }
+
+    /// What the mail subject gets appended when the job failed: ` (exit status 3)`,
+    /// ` (killed by signal 9)`, ` (killed by signal 11, core dumped)`; `None` on success.
+    /// (Debian appends ` (failed)` and only with `-L 4`; saying which failure costs nothing
+    /// and tells the reader more.)
+    pub fn subject_suffix(self) -> Option<String> {
+        match self {
+            JobExit::Exited(0) => None,
+            JobExit::Exited(code) => Some(format!(" (exit status {code})")),
+            JobExit::Signaled {
+                signal,
+                core_dumped: false,
+            } => Some(format!(" (killed by signal {signal})")),
+            JobExit::Signaled {
+                signal,
+                core_dumped: true,
+            } => Some(format!(" (killed by signal {signal}, core dumped)")),
+        }
+    }
+}
+
+/// Debian's `-L` mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLevel(pub u8);
+
+impl LogLevel {
+    pub const START: u8 = 1;
+    pub const END: u8 = 2;
+    pub const FAILED: u8 = 4;
+    pub const PID: u8 = 8;
+
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+impl Default for LogLevel {
+    /// Debian's default: log job starts only.
+    fn default() -> LogLevel {
+        LogLevel(LogLevel::START)
+    }
+}
+
+/// One syslog message body, `(who) EVENT (detail)`, as Vixie's `log_it` writes it. `who` is a
+/// user name or `CRON`; the bytes are what goes to syslog (no NUL, no newline).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub who: Vec<u8>,
+    pub event: &'static str,
+    pub detail: Vec<u8>,
+}
+
+impl LogLine {
+    pub fn new(who: &[u8], event: &'static str, detail: impl Into<Vec<u8>>) -> LogLine {
+        LogLine {
+            who: printable(who).into_bytes(),
+            event,
+            detail: detail.into(),
+        }
+    }
+
+    /// The message as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.who.len() + self.event.len() + self.detail.len() + 6);
+        v.push(b'(');
+        v.extend_from_slice(&self.who);
+        v.extend_from_slice(b") ");
+        v.extend_from_slice(self.event.as_bytes());
+        v.extend_from_slice(b" (");
+        v.extend_from_slice(&self.detail);
+        v.push(b')');
+        v
+    }
+}
+
+impl fmt::Display for LogLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.to_bytes()))
+    }
+}
+
+/// Vixie's `mkprint`: printable ASCII as is, control bytes as `^X`, DEL as `^?`, bytes above
+/// 127 as a backslash and three octal digits.
+pub fn printable(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            0..=31 => {
+                s.push('^');
+                s.push((b + b'@') as char);
+            }
+            32..=126 => s.push(b as char),
+            127 => s.push_str("^?"),
+            _ => s.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    s
+}
+
+fn command_detail(level: LogLevel, shell_pid: u32, command: &[u8]) -> Vec<u8> {
+    if level.has(LogLevel::PID) {
+        format!("[{shell_pid}] {}", printable(command)).into_bytes()
+    } else {
+        printable(command).into_bytes()
+    }
+}
+
+/// Debian's start line, `(user) CMD (command)` or with `-L 8` `(user) CMD ([pid] command)`;
+/// `None` when `-L` lacks bit 1.
+pub fn cmd_line(level: LogLevel, user: &[u8], shell_pid: u32, command: &[u8]) -> Option<LogLine> {
+    level
+        .has(LogLevel::START)
+        .then(|| LogLine::new(user, "CMD", command_detail(level, shell_pid, command)))
+}
+
+/// Debian's failure line, written as soon as the shell is reaped:
+/// `(CRON) error (grandchild #PID failed with exit status N)` or
+/// `(CRON) error (grandchild #PID terminated by signal N[, dumped core])`; `None` when the job
+/// succeeded or `-L` lacks bit 4.
+pub fn failed_line(level: LogLevel, shell_pid: u32, exit: JobExit) -> Option<LogLine> {
+    if !level.has(LogLevel::FAILED) {
+        return None;
+    }
+    let detail = match exit {
+        JobExit::Exited(0) => return None,
+        JobExit::Exited(code) => {
+            format!("grandchild #{shell_pid} failed with exit status {code}")
+        }
+        JobExit::Signaled {
+            signal,
+            core_dumped,
+        } => format!(
+            "grandchild #{shell_pid} terminated by signal {signal}{}",
+            if core_dumped { ", dumped core" } else { "" }
+        ),
+    };
+    Some(LogLine::new(b"CRON", "error", detail))
+}
+
+/// Debian's end line, written after the mail: `(user) END (command)`, or with `-L 8`
+/// `(user) END ([pid] command)`; `None` when `-L` lacks bit 2. (Debian logs it under the
+/// shell's pid; a syslog with LOG_PID shows the job child's.)
+pub fn end_line(level: LogLevel, user: &[u8], shell_pid: u32, command: &[u8]) -> Option<LogLine> {
+    level
+        .has(LogLevel::END)
+        .then(|| LogLine::new(user, "END", command_detail(level, shell_pid, command)))
+}
+
+/// cronie's end line, `(user) CMDEND (command)`: no status and no pid, as cronie writes it.
+pub fn cmdend_line(user: &[u8], command: &[u8]) -> LogLine {
+    LogLine::new(user, "CMDEND", printable(command))
+}
+
+/// cronie's `-s` line for one line of output (see `Output::cmdout_lines`): `(user) CMDOUT
+/// (line)`. The line's bytes are kept as they are (syslog daemons escape control bytes
+/// themselves), except NUL, which would end the C string: it becomes `^@`.
+pub fn cmdout_line(user: &[u8], line: &[u8]) -> LogLine {
+    let mut detail = Vec::with_capacity(line.len());
+    for &b in line {
+        if b == 0 {
+            detail.extend_from_slice(b"^@");
+        } else {
+            detail.push(b);
+        }
+    }
+    LogLine::new(user, "CMDOUT", detail)
+}
+
+/// Debian's line when sendmail is missing: `(CRON) info (No MTA installed, discarding output)`.
+pub fn no_mta_line() -> LogLine {
+    LogLine::new(b"CRON", "info", "No MTA installed, discarding output")
+}
+
+/// Debian's line when the MTA exits non-zero: `(user) MAIL (mailed N bytes of output but got
+/// status 0x%04x from MTA)`, with the raw wait status as Debian prints pclose's result.
+pub fn mta_status_line(user: &[u8], bytes: u64, wait_status: i32) -> LogLine {
+    LogLine::new(
+        user,
+        "MAIL",
+        format!(
+            "mailed {bytes} byte{} of output but got status 0x{:04x} from MTA",
+            if bytes == 1 { "" } else { "s" },
+            wait_status
+        ),
+    )
+}
+
+/// Debian's line for a MAILTO or MAILFROM that fails the safe-address rule:
+/// `(user) UNSAFE MAIL (value)`, the value shown through `mkprint`.
+pub fn unsafe_mail_line(user: &[u8], value: &[u8]) -> LogLine {
+    LogLine::new(user, "UNSAFE MAIL", printable(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_lines_follow_the_debian_log_level_bits() {
+        let cmd = b"run-parts /etc/cron.daily";
+        assert_eq!(end_line(LogLevel(1), b"root", 42, cmd), None);
+        assert_eq!(
+            end_line(LogLevel(2), b"root", 42, cmd).unwrap().to_string(),
+            "(root) END (run-parts /etc/cron.daily)"
+        );
+        assert_eq!(
+            end_line(LogLevel(15), b"root", 42, cmd)
+                .unwrap()
+                .to_string(),
+            "(root) END ([42] run-parts /etc/cron.daily)"
+        );
+        assert_eq!(
+            cmd_line(LogLevel(9), b"bob", 7, b"date")
+                .unwrap()
+                .to_string(),
+            "(bob) CMD ([7] date)"
+        );
+    }
+
+    #[test]
+    fn failed_lines_name_the_exit_status_or_the_signal() {
+        assert_eq!(failed_line(LogLevel(4), 9, JobExit::Exited(0)), None);
+        assert_eq!(failed_line(LogLevel(3), 9, JobExit::Exited(1)), None);
+        assert_eq!(
+            failed_line(LogLevel(4), 9, JobExit::Exited(3))
+                .unwrap()
+                .to_string(),
+            "(CRON) error (grandchild #9 failed with exit status 3)"
+        );
+        let killed = JobExit::Signaled {
+            signal: 11,
+            core_dumped: true,
+        };
+        assert_eq!(
+            failed_line(LogLevel(4), 9, killed).unwrap().to_string(),
+            "(CRON) error (grandchild #9 terminated by signal 11, dumped core)"
+        );
+    }
+
+    #[test]
+    fn commands_are_logged_through_mkprint() {
+        assert_eq!(printable(b"a\tb\x7f\xc3\xa9"), "a^Ib^?\\303\\251");
+        assert_eq!(
+            cmdend_line(b"alice", b"echo\nx").to_string(),
+            "(alice) CMDEND (echo^Jx)"
+        );
+    }
+
+    #[test]
+    fn mail_lines_read_as_debian_writes_them() {
+        assert_eq!(
+            mta_status_line(b"bob", 12, 0x4b00).to_string(),
+            "(bob) MAIL (mailed 12 bytes of output but got status 0x4b00 from MTA)"
+        );
+        assert_eq!(
+            mta_status_line(b"bob", 1, 256).to_string(),
+            "(bob) MAIL (mailed 1 byte of output but got status 0x0100 from MTA)"
+        );
+        assert_eq!(
+            no_mta_line().to_string(),
+            "(CRON) info (No MTA installed, discarding output)"
+        );
+        assert_eq!(
+            unsafe_mail_line(b"bob", b"-oQ\nx").to_string(),
+            "(bob) UNSAFE MAIL (-oQ^Jx)"
+        );
+        assert_eq!(
+            cmdout_line(b"bob", b"a\0b").to_bytes(),
+            b"(bob) CMDOUT (a^@b)"
+        );
+    }
+
+    #[test]
+    fn the_subject_suffix_says_how_the_job_failed() {
+        assert_eq!(JobExit::Exited(0).subject_suffix(), None);
+        assert_eq!(
+            JobExit::Exited(3).subject_suffix().unwrap(),
+            " (exit status 3)"
+        );
+        assert_eq!(
+            JobExit::Signaled {
+                signal: 9,
+                core_dumped: false
+            }
+            .subject_suffix()
+            .unwrap(),
+            " (killed by signal 9)"
+        );
+    }
+}

@@ -1,0 +1,453 @@
+//! A job's merged stdout+stderr, captured while it runs (DESIGN §5, §6): the first 64 KiB stay
+//! in memory, the rest spills to an anonymous temporary file (`sys::tmpfile`), so a job printing
+//! gigabytes keeps the job child at a fixed, small size and nothing is lost. The file has no
+//! name: the disk space is visible only while the job child holds it.
+//!
+//! Carriage returns are dropped as cronie does (cronie PR #42, 2019: every `\r` byte read from
+//! the job is skipped before it is counted, mailed or logged), so output that was only `\r`
+//! counts as empty. (cronie reads the first byte before its loop and so keeps a `\r` there; we
+//! drop every one, which is what that change meant.)
+//!
+//! It must not block on anything but the pipe it reads, and it never logs: failures come back as
+//! values (`spill_error`, `lost_bytes`) for the job child to report.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// How much output stays in memory before the rest goes to the temporary file.
+pub const MEMORY_LIMIT: usize = 64 * 1024;
+
+/// The size of one read from the job's pipe.
+const CHUNK: usize = 16 * 1024;
+
+/// The captured output of one job.
+#[derive(Debug)]
+pub struct Output {
+    memory: Vec<u8>,
+    file: Option<File>,
+    file_len: u64,
+    spill_dir: PathBuf,
+    spill_error: Option<io::Error>,
+    lost: u64,
+    utf8: Utf8Check,
+}
+
+impl Output {
+    /// An empty capture that will spill into `spill_dir` (usually `sys::tmpfile::default_dir()`).
+    pub fn new(spill_dir: &Path) -> Output {
+        Output {
+            memory: Vec::new(),
+            file: None,
+            file_len: 0,
+            spill_dir: spill_dir.to_path_buf(),
+            spill_error: None,
+            lost: 0,
+            utf8: Utf8Check::default(),
+        }
+    }
+
+    /// Reads `from` to end-of-file (the job's pipe: EOF comes when the shell and everything it
+    /// started have closed their stdout/stderr). Only an error reading the pipe itself is
+    /// returned; a failure to spill is recorded and the rest of the output is drained and
+    /// counted as lost, so the job never blocks on a full pipe.
+    pub fn capture(spill_dir: &Path, mut from: impl Read) -> io::Result<Output> {
+        let mut out = Output::new(spill_dir);
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            out.push(&buf[..n]);
+        }
+        Ok(out)
+    }
+
+    /// Adds bytes as they came from the job (carriage returns are dropped here).
+    pub fn push(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (piece, after) = match rest.iter().position(|&b| b == b'\r') {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            self.append(piece);
+            rest = after;
+        }
+    }
+
+    fn append(&mut self, mut bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.utf8.feed(bytes);
+        if self.memory.len() < MEMORY_LIMIT {
+            let room = MEMORY_LIMIT - self.memory.len();
+            let take = room.min(bytes.len());
+            if self.memory.capacity() == 0 {
+                self.memory
+                    .reserve_exact(MEMORY_LIMIT.min(bytes.len().max(4096)));
+            }
+            self.memory.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        if bytes.is_empty() {
+            return;
+        }
+        if self.spill_error.is_some() {
+            self.lost += bytes.len() as u64;
+            return;
+        }
+        if self.file.is_none() {
+            match crate::sys::tmpfile::anonymous(&self.spill_dir) {
+                Ok(f) => self.file = Some(f),
+                Err(e) => {
+                    self.spill_error = Some(e);
+                    self.lost += bytes.len() as u64;
+                    return;
+                }
+            }
+        }
+        let file = self.file.as_mut().expect("the spill file was just opened");
+        match file.write_all(bytes) {
+            Ok(()) => self.file_len += bytes.len() as u64,
+            Err(e) => {
+                // A partial write leaves an unknown tail in the file: stop trusting it beyond
+                // what was confirmed, and count the whole chunk as lost.
+                self.spill_error = Some(e);
+                self.lost += bytes.len() as u64;
+            }
+        }
+    }
+
+    /// The number of bytes kept (after dropping `\r`), in memory and on disk.
+    pub fn len(&self) -> u64 {
+        self.memory.len() as u64 + self.file_len
+    }
+
+    /// No output (or only carriage returns, or everything lost): no mail.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0 && self.lost == 0
+    }
+
+    /// Bytes the job printed that could not be kept because the temporary file could not be
+    /// created or written (disk full, TMPDIR missing); see [`Output::spill_error`].
+    pub fn lost_bytes(&self) -> u64 {
+        self.lost
+    }
+
+    /// Why bytes were lost, if they were.
+    pub fn spill_error(&self) -> Option<&io::Error> {
+        self.spill_error.as_ref()
+    }
+
+    /// Whether a temporary file was needed.
+    pub fn spilled(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// What the bytes are, for the mail's charset: all ASCII, valid UTF-8, or other 8-bit.
+    pub fn text_kind(&self) -> TextKind {
+        self.utf8.kind()
+    }
+
+    /// A reader over everything kept, from the first byte; it can be called more than once.
+    pub fn reader(&self) -> OutputReader<'_> {
+        OutputReader {
+            output: self,
+            pos: 0,
+        }
+    }
+
+    /// The output as cronie's `-s` logs it: one `CMDOUT` line per line of output, without its
+    /// newline, lines longer than [`CMDOUT_MAX`] bytes cut into pieces of that size, a last
+    /// line without newline included, and empty lines kept (they separate paragraphs). cronie
+    /// also drops a newline that is the very first byte; we keep it as an empty line.
+    pub fn cmdout_lines(&self) -> CmdoutLines<'_> {
+        CmdoutLines {
+            reader: self.reader(),
+            buf: Vec::with_capacity(CHUNK),
+            start: 0,
+            done: false,
+        }
+    }
+}
+
+/// The longest CMDOUT line: cronie's 1024-byte buffer less its terminating NUL.
+pub const CMDOUT_MAX: usize = 1023;
+
+/// A reader over an [`Output`].
+#[derive(Debug)]
+pub struct OutputReader<'a> {
+    output: &'a Output,
+    pos: u64,
+}
+
+impl Read for OutputReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mem = &self.output.memory;
+        if self.pos < mem.len() as u64 {
+            let start = self.pos as usize;
+            let n = buf.len().min(mem.len() - start);
+            buf[..n].copy_from_slice(&mem[start..start + n]);
+            self.pos += n as u64;
+            return Ok(n);
+        }
+        let Some(file) = &self.output.file else {
+            return Ok(0);
+        };
+        let offset = self.pos - mem.len() as u64;
+        let remaining = self.output.file_len.saturating_sub(offset);
+        if remaining == 0 {
+            return Ok(0);
+        }
+        let want = (buf.len() as u64).min(remaining) as usize;
+        let n = file.read_at(&mut buf[..want], offset)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// The iterator of [`Output::cmdout_lines`]: each item is one line's bytes.
+#[derive(Debug)]
+pub struct CmdoutLines<'a> {
+    reader: OutputReader<'a>,
+    buf: Vec<u8>,
+    start: usize,
+    done: bool,
+}
+
+impl Iterator for CmdoutLines<'_> {
+    type Item = io::Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let pending = &self.buf[self.start..];
+            let window = &pending[..pending.len().min(CMDOUT_MAX + 1)];
+            if let Some(i) = window
+                .iter()
+                .position(|&b| b == b'\n')
+                .filter(|&i| i <= CMDOUT_MAX)
+            {
+                let line = pending[..i].to_vec();
+                self.start += i + 1;
+                return Some(Ok(line));
+            }
+            if pending.len() > CMDOUT_MAX {
+                let line = pending[..CMDOUT_MAX].to_vec();
+                self.start += CMDOUT_MAX;
+                return Some(Ok(line));
+            }
+            if self.done {
+                if pending.is_empty() {
+                    return None;
+                }
+                let line = pending.to_vec();
+                self.start = self.buf.len();
+                return Some(Ok(line));
+            }
+            self.buf.drain(..self.start);
+            self.start = 0;
+            let old = self.buf.len();
+            self.buf.resize(old + CHUNK, 0);
+            match self.reader.read(&mut self.buf[old..]) {
+                Ok(0) => {
+                    self.buf.truncate(old);
+                    self.done = true;
+                }
+                Ok(n) => self.buf.truncate(old + n),
+                Err(e) => {
+                    self.buf.truncate(old);
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// What kind of text the output is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    Ascii,
+    Utf8,
+    /// Bytes above 127 that are not UTF-8 (Latin-1, binary).
+    Other8Bit,
+}
+
+/// A streaming UTF-8 check: chunks can split a character, so up to 3 trailing bytes wait for
+/// the next chunk.
+#[derive(Debug, Default)]
+struct Utf8Check {
+    eight_bit: bool,
+    invalid: bool,
+    carry: Vec<u8>,
+}
+
+impl Utf8Check {
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.invalid {
+            return;
+        }
+        if self.carry.is_empty() && bytes.is_ascii() {
+            return;
+        }
+        self.eight_bit = true;
+        let joined;
+        let data: &[u8] = if self.carry.is_empty() {
+            bytes
+        } else {
+            joined = [self.carry.as_slice(), bytes].concat();
+            &joined
+        };
+        match std::str::from_utf8(data) {
+            Ok(_) => self.carry.clear(),
+            Err(e) if e.error_len().is_none() => {
+                self.carry = data[e.valid_up_to()..].to_vec();
+            }
+            Err(_) => self.invalid = true,
+        }
+    }
+
+    fn kind(&self) -> TextKind {
+        if self.invalid || !self.carry.is_empty() {
+            TextKind::Other8Bit
+        } else if self.eight_bit {
+            TextKind::Utf8
+        } else {
+            TextKind::Ascii
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(o: &Output) -> Vec<u8> {
+        let mut v = Vec::new();
+        o.reader().read_to_end(&mut v).unwrap();
+        v
+    }
+
+    fn lines(o: &Output) -> Vec<Vec<u8>> {
+        o.cmdout_lines().map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn carriage_returns_are_dropped_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Output::capture(dir.path(), &b"a\r\nb\rc\r\r\n"[..]).unwrap();
+        assert_eq!(all(&o), b"a\nbc\n");
+        assert_eq!(o.len(), 5);
+    }
+
+    #[test]
+    fn output_of_only_carriage_returns_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Output::capture(dir.path(), &b"\r\r\r"[..]).unwrap();
+        assert!(o.is_empty());
+        assert_eq!(o.len(), 0);
+    }
+
+    #[test]
+    fn small_output_stays_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Output::capture(dir.path(), &b"hello\n"[..]).unwrap();
+        assert!(!o.spilled());
+        assert_eq!(all(&o), b"hello\n");
+    }
+
+    #[test]
+    fn large_output_spills_and_reads_back_whole_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..1_000_003u32).map(|i| (i % 13) as u8 + b'a').collect();
+        let o = Output::capture(dir.path(), &data[..]).unwrap();
+        assert!(o.spilled());
+        assert_eq!(o.len(), data.len() as u64);
+        assert_eq!(all(&o), data);
+        assert_eq!(
+            all(&o),
+            data,
+            "a second reader starts again from the first byte"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "the spill file has no name"
+        );
+    }
+
+    #[test]
+    fn a_missing_spill_directory_loses_the_tail_but_keeps_the_head_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone");
+        let data = vec![b'x'; MEMORY_LIMIT + 1000];
+        let o = Output::capture(&missing, &data[..]).unwrap();
+        assert_eq!(o.len(), MEMORY_LIMIT as u64);
+        assert_eq!(o.lost_bytes(), 1000);
+        assert!(o.spill_error().is_some());
+        assert!(!o.is_empty());
+    }
+
+    #[test]
+    fn text_kind_follows_the_bytes_even_across_chunk_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = Output::new(dir.path());
+        o.push(b"plain\n");
+        assert_eq!(o.text_kind(), TextKind::Ascii);
+        let e_acute = "é".as_bytes();
+        o.push(&e_acute[..1]);
+        o.push(&e_acute[1..]);
+        assert_eq!(o.text_kind(), TextKind::Utf8);
+        o.push(b"\xe9t\xe9\n");
+        assert_eq!(o.text_kind(), TextKind::Other8Bit);
+    }
+
+    #[test]
+    fn cmdout_lines_split_on_newlines_and_cut_long_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = b"one\n\ntwo\n".to_vec();
+        text.extend(std::iter::repeat_n(b'L', CMDOUT_MAX + 5));
+        text.extend(b"\nlast");
+        let o = Output::capture(dir.path(), &text[..]).unwrap();
+        let got = lines(&o);
+        assert_eq!(got[0], b"one");
+        assert_eq!(got[1], b"");
+        assert_eq!(got[2], b"two");
+        assert_eq!(got[3], vec![b'L'; CMDOUT_MAX]);
+        assert_eq!(got[4], vec![b'L'; 5]);
+        assert_eq!(got[5], b"last");
+        assert_eq!(got.len(), 6);
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_maximum_is_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = vec![b'a'; CMDOUT_MAX];
+        text.push(b'\n');
+        text.extend(vec![b'b'; CMDOUT_MAX]);
+        let o = Output::capture(dir.path(), &text[..]).unwrap();
+        let got = lines(&o);
+        assert_eq!(got, vec![vec![b'a'; CMDOUT_MAX], vec![b'b'; CMDOUT_MAX]]);
+    }
+
+    #[test]
+    fn cmdout_lines_cross_the_spill_boundary() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = Vec::new();
+        for i in 0..20_000 {
+            text.extend(format!("line {i}\n").bytes());
+        }
+        let o = Output::capture(dir.path(), &text[..]).unwrap();
+        assert!(o.spilled());
+        let got = lines(&o);
+        assert_eq!(got.len(), 20_000);
+        assert_eq!(got[19_999], b"line 19999");
+        assert_eq!(got[7_777], b"line 7777");
+    }
+}

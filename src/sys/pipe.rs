@@ -1,0 +1,188 @@
+//! Pipes, and the one process that writes a byte string into a pipe and exits: the syscall half
+//! of the stdin grandchild (the policy half, what to write and when, is `crate::stdin_feed`).
+//!
+//! The writer is a plain `fork` with no `exec`: between fork and `_exit` it calls only
+//! async-signal-safe functions (`dup2`, `close_range`/`close`, `write`, `_exit`) and allocates
+//! nothing, so it is sound even when the parent has other threads (the test harness does). It
+//! keeps exactly one descriptor, the pipe's write end, so it can never hold the read end of its
+//! own pipe open (which would make it wait for itself) nor keep any other pipe of the job alive.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork};
+
+/// A pipe whose two ends are close-on-exec: `(read end, write end)`. Hand an end to a child
+/// through `std::process::Stdio`, which dups it onto 0/1/2 without the flag.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
+}
+
+/// How the writer process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterExit {
+    /// Every byte went into the pipe (the reader may not have read them all before it ended).
+    AllWritten,
+    /// The read end closed before everything was written: the job ended without reading its
+    /// standard input, which is not an error.
+    ReaderGone,
+    /// `write` failed with this errno.
+    Failed(i32),
+    /// The writer died of this signal (not SIGPIPE, which is `ReaderGone`).
+    Killed(i32),
+}
+
+/// A running writer process; [`WriterProcess::wait`] reaps it.
+#[derive(Debug)]
+#[must_use = "the writer must be reaped with wait()"]
+pub struct WriterProcess {
+    pid: Pid,
+}
+
+// Exit codes the writer uses to tell its parent what happened; errno travels in the same byte
+// above these (errno values on Linux are < 134, well under 256 - 8).
+const EXIT_ALL_WRITTEN: i32 = 0;
+const EXIT_READER_GONE: i32 = 1;
+const EXIT_SETUP_FAILED: i32 = 2;
+const EXIT_ERRNO_BASE: i32 = 8;
+
+/// The descriptor number the writer keeps; everything else is closed.
+const KEPT_FD: i32 = 3;
+
+impl WriterProcess {
+    pub fn pid(&self) -> u32 {
+        self.pid.as_raw() as u32
+    }
+
+    /// Waits for the writer to exit (it exits as soon as it has written everything or the
+    /// reader has gone, so this never waits on the job itself for long).
+    pub fn wait(self) -> io::Result<WriterExit> {
+        loop {
+            match waitpid(self.pid, None) {
+                Ok(WaitStatus::Exited(_, code)) => {
+                    return Ok(match code {
+                        EXIT_ALL_WRITTEN => WriterExit::AllWritten,
+                        EXIT_READER_GONE => WriterExit::ReaderGone,
+                        EXIT_SETUP_FAILED => WriterExit::Failed(0),
+                        n => WriterExit::Failed(n - EXIT_ERRNO_BASE),
+                    });
+                }
+                Ok(WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGPIPE, _)) => {
+                    return Ok(WriterExit::ReaderGone);
+                }
+                Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(WriterExit::Killed(sig as i32)),
+                Ok(_) => continue,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(io::Error::from(e)),
+            }
+        }
+    }
+}
+
+/// Forks a process that writes `data` to `write_end`, closes it and exits. The caller's copy of
+/// `write_end` is closed on return, so the reader sees end-of-file exactly when the writer is
+/// done.
+///
+/// Preconditions (the job child meets them): the process runs as the job's user already, so
+/// the writer does too; signal handlers have been reset to their defaults (the writer must not
+/// run the daemon's handlers). SIGPIPE may be ignored or default: both end as `ReaderGone`.
+pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess> {
+    // Computed before fork: sysconf is not on the async-signal-safe list.
+    // SAFETY: sysconf has no preconditions; it only reads a limit.
+    let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+    let open_max = if open_max <= 0 {
+        1024
+    } else {
+        open_max.min(65_536) as i32
+    };
+    let fd = write_end.as_raw_fd();
+    let ptr = data.as_ptr();
+    let len = data.len();
+
+    // SAFETY: the child below calls only async-signal-safe functions (dup2, syscall(close_range),
+    // close, write, _exit), touches only memory that was initialised before fork (`data`, which
+    // it reads through its own copy of the address space) and never returns or unwinds: every
+    // path ends in `_exit`. That keeps it sound even if the parent has other threads.
+    match unsafe { fork() }.map_err(io::Error::from)? {
+        ForkResult::Parent { child } => {
+            drop(write_end);
+            Ok(WriterProcess { pid: child })
+        }
+        ForkResult::Child => {
+            // SAFETY: see the fork above: async-signal-safe calls only, each on descriptors or
+            // memory this process owns, ending in _exit.
+            unsafe { writer_child(fd, ptr, len, open_max) }
+        }
+    }
+}
+
+/// The body of the writer process. Never returns.
+///
+/// # Safety
+/// Must only be called in a freshly forked child; `ptr..ptr+len` must be readable.
+unsafe fn writer_child(fd: i32, ptr: *const u8, len: usize, open_max: i32) -> ! {
+    // SAFETY: only async-signal-safe libc calls on plain integers and on the caller-guaranteed
+    // buffer (`ptr..ptr+len` readable); every path ends in _exit.
+    unsafe {
+        if fd != KEPT_FD && libc::dup2(fd, KEPT_FD) < 0 {
+            libc::_exit(EXIT_SETUP_FAILED);
+        }
+        let closed_low = libc::syscall(libc::SYS_close_range, 0u32, (KEPT_FD - 1) as u32, 0u32);
+        let closed_high =
+            libc::syscall(libc::SYS_close_range, (KEPT_FD + 1) as u32, u32::MAX, 0u32);
+        if closed_low != 0 || closed_high != 0 {
+            // Kernels before 5.9 have no close_range: close one by one.
+            for other in 0..open_max {
+                if other != KEPT_FD {
+                    libc::close(other);
+                }
+            }
+        }
+        let mut done = 0usize;
+        while done < len {
+            let n = libc::write(KEPT_FD, ptr.add(done).cast(), len - done);
+            if n > 0 {
+                done += n as usize;
+                continue;
+            }
+            let errno = *libc::__errno_location();
+            if n < 0 && errno == libc::EINTR {
+                continue;
+            }
+            if n < 0 && errno == libc::EPIPE {
+                libc::_exit(EXIT_READER_GONE);
+            }
+            libc::_exit(EXIT_ERRNO_BASE + errno.clamp(0, 255 - EXIT_ERRNO_BASE));
+        }
+        libc::close(KEPT_FD);
+        libc::_exit(EXIT_ALL_WRITTEN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+    use std::io::Read;
+
+    #[test]
+    fn the_writer_delivers_every_byte_then_end_of_file() {
+        let (r, w) = pipe().unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let writer = spawn_writer(w, &data).unwrap();
+        let mut back = Vec::new();
+        File::from(r).read_to_end(&mut back).unwrap();
+        assert_eq!(back, data);
+        assert_eq!(writer.wait().unwrap(), WriterExit::AllWritten);
+    }
+
+    #[test]
+    fn the_writer_ends_when_nobody_reads() {
+        let (r, w) = pipe().unwrap();
+        let data = vec![b'x'; 1 << 20];
+        let writer = spawn_writer(w, &data).unwrap();
+        drop(r);
+        assert_eq!(writer.wait().unwrap(), WriterExit::ReaderGone);
+    }
+}

@@ -1,0 +1,257 @@
+//! Output capture and the mail command with real processes: a `sh -c` job's merged
+//! stdout+stderr goes through `crond::output` (spilling to an anonymous file), and a `-m`
+//! command that counts bytes receives every one of them. Sizes are kept to tens of MB here;
+//! the 1 GB memory figure is a benchmark (benches/output/), not a test.
+
+mod common_mail;
+
+use std::io::Read;
+use std::process::Stdio;
+
+use common_mail::*;
+use crond::joblog::JobExit;
+use crond::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
+
+const FIFTY_MB: u64 = 50 * 1024 * 1024;
+
+/// What `yes 'crond output capture 0123456789'` prints, cut to `len` bytes.
+fn yes_bytes(len: u64) -> Vec<u8> {
+    let line = b"crond output capture 0123456789\n";
+    line.iter().copied().cycle().take(len as usize).collect()
+}
+
+#[test]
+fn stdout_and_stderr_arrive_merged_and_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job(
+        "echo one; echo two >&2; echo three; echo four >&2",
+        Stdio::null(),
+        tmp.path(),
+    );
+    assert!(status.success());
+    let mut all = Vec::new();
+    out.reader().read_to_end(&mut all).unwrap();
+    assert_eq!(all, b"one\ntwo\nthree\nfour\n");
+}
+
+#[test]
+fn fifty_megabytes_of_job_output_are_kept_whole_in_a_nameless_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job(
+        &format!("yes 'crond output capture 0123456789' | head -c {FIFTY_MB}"),
+        Stdio::null(),
+        tmp.path(),
+    );
+    assert!(status.success());
+    assert_eq!(out.len(), FIFTY_MB);
+    assert!(out.spilled());
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "the spill file has no name"
+    );
+    let mut all = Vec::with_capacity(FIFTY_MB as usize);
+    out.reader().read_to_end(&mut all).unwrap();
+    assert_eq!(checksum(&all), checksum(&yes_bytes(FIFTY_MB)));
+}
+
+#[test]
+fn carriage_returns_from_a_real_job_are_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, _) = run_job(
+        "printf 'progress 10%%\\rprogress 100%%\\r\\ndone\\r\\n'",
+        Stdio::null(),
+        tmp.path(),
+    );
+    let mut all = Vec::new();
+    out.reader().read_to_end(&mut all).unwrap();
+    assert_eq!(all, b"progress 10%progress 100%\ndone\n");
+}
+
+#[test]
+fn a_mail_command_that_counts_bytes_receives_every_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job(
+        &format!("yes 'crond output capture 0123456789' | head -c {FIFTY_MB}"),
+        Stdio::null(),
+        tmp.path(),
+    );
+    let env = job_env("nobody", &[]);
+    let job = JobMail {
+        user: b"nobody",
+        command: b"yes",
+        env: &env,
+        exit: JobExit::from_status(status),
+    };
+    let count_file = tmp.path().join("count");
+    let script = format!("wc -c > {}", count_file.display());
+    let cfg = MailConfig {
+        host: b"vm".to_vec(),
+        charset: "US-ASCII".into(),
+        command: MailCommand::Shell(script.into()),
+    };
+    let outcome = mail::mail_output(&job, &cfg, &out, &env);
+    assert!(
+        matches!(outcome, MailOutcome::Sent { bytes } if bytes == FIFTY_MB),
+        "{outcome:?}"
+    );
+    let counted: u64 = std::fs::read_to_string(&count_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let header_len = match mail::plan(&job, &cfg, false, out.text_kind()) {
+        mail::Plan::Send { header, .. } => header.len() as u64,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        counted,
+        header_len + FIFTY_MB,
+        "the command received the header and every byte of output"
+    );
+}
+
+#[test]
+fn a_mail_command_receives_the_body_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job(
+        "yes 'body line' | head -c 300000; printf '\\351\\n'",
+        Stdio::null(),
+        tmp.path(),
+    );
+    let env = job_env("nobody", &[]);
+    let job = JobMail {
+        user: b"nobody",
+        command: b"yes",
+        env: &env,
+        exit: JobExit::from_status(status),
+    };
+    let saved = tmp.path().join("message");
+    let cfg = MailConfig {
+        host: b"vm".to_vec(),
+        charset: "US-ASCII".into(),
+        command: MailCommand::Shell(format!("cat > {}", saved.display()).into()),
+    };
+    let outcome = mail::mail_output(&job, &cfg, &out, &env);
+    assert!(matches!(outcome, MailOutcome::Sent { .. }), "{outcome:?}");
+    let message = std::fs::read(&saved).unwrap();
+    let split = message.windows(2).position(|w| w == b"\n\n").unwrap();
+    let mut body = Vec::new();
+    out.reader().read_to_end(&mut body).unwrap();
+    assert_eq!(&message[split + 2..], &body[..]);
+    assert!(String::from_utf8_lossy(&message[..split]).contains("charset=unknown-8bit"));
+}
+
+#[test]
+fn an_mta_that_fails_is_reported_with_its_wait_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job("echo hi", Stdio::null(), tmp.path());
+    let env = job_env("nobody", &[]);
+    let job = JobMail {
+        user: b"nobody",
+        command: b"echo hi",
+        env: &env,
+        exit: JobExit::from_status(status),
+    };
+    let cfg = MailConfig {
+        host: b"vm".to_vec(),
+        charset: "US-ASCII".into(),
+        command: MailCommand::Shell("cat >/dev/null; exit 3".into()),
+    };
+    let outcome = mail::mail_output(&job, &cfg, &out, &env);
+    assert!(
+        matches!(
+            outcome,
+            MailOutcome::MtaFailed {
+                bytes: 3,
+                status: 0x300
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.log_line(b"nobody").unwrap().to_string(),
+        "(nobody) MAIL (mailed 3 bytes of output but got status 0x0300 from MTA)"
+    );
+}
+
+#[test]
+fn an_mta_that_stops_reading_early_does_not_hang_or_kill_the_sender() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job("yes | head -c 5000000", Stdio::null(), tmp.path());
+    let env = job_env("nobody", &[]);
+    let job = JobMail {
+        user: b"nobody",
+        command: b"yes",
+        env: &env,
+        exit: JobExit::from_status(status),
+    };
+    let cfg = MailConfig {
+        host: b"vm".to_vec(),
+        charset: "US-ASCII".into(),
+        command: MailCommand::Shell("head -c 10 >/dev/null; exit 75".into()),
+    };
+    let outcome = mail::mail_output(&job, &cfg, &out, &env);
+    assert!(
+        matches!(outcome, MailOutcome::MtaFailed { status: 0x4b00, .. }),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn the_mta_gets_only_the_environment_it_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, status) = run_job("echo hi", Stdio::null(), tmp.path());
+    let env = job_env("nobody", &[("JOBVAR", "from the crontab")]);
+    let job = JobMail {
+        user: b"nobody",
+        command: b"echo",
+        env: &env,
+        exit: JobExit::from_status(status),
+    };
+    let saved = tmp.path().join("env");
+    let cfg = MailConfig {
+        host: b"vm".to_vec(),
+        charset: "US-ASCII".into(),
+        command: MailCommand::Shell(
+            format!("cat >/dev/null; /usr/bin/env > {}", saved.display()).into(),
+        ),
+    };
+    // cargo sets CARGO_MANIFEST_DIR for this process: it must not reach the MTA.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let outcome = mail::mail_output(&job, &cfg, &out, &env);
+    assert!(matches!(outcome, MailOutcome::Sent { .. }), "{outcome:?}");
+    let got = std::fs::read_to_string(&saved).unwrap();
+    let mut names: Vec<&str> = got.lines().filter_map(|l| l.split('=').next()).collect();
+    names.sort();
+    // dash adds PWD itself; everything else is exactly the job's environment.
+    names.retain(|n| *n != "PWD");
+    assert_eq!(
+        names,
+        vec!["HOME", "JOBVAR", "LOGNAME", "PATH", "SHELL", "USER"]
+    );
+    assert!(got.contains("JOBVAR=from the crontab\n"));
+}
+
+#[test]
+fn cmdout_lines_of_a_real_job_are_its_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, _) = run_job(
+        "echo first; echo; echo 'third line' >&2; printf 'no newline'",
+        Stdio::null(),
+        tmp.path(),
+    );
+    let lines: Vec<String> = out
+        .cmdout_lines()
+        .map(|l| crond::joblog::cmdout_line(b"bob", &l.unwrap()).to_string())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "(bob) CMDOUT (first)",
+            "(bob) CMDOUT ()",
+            "(bob) CMDOUT (third line)",
+            "(bob) CMDOUT (no newline)",
+        ]
+    );
+}
