@@ -403,3 +403,15 @@ proptest! {
         prop_assert_eq!(again, Ok(when), "{:?} printed as {:?}", expr, printed);
     }
 }
+
+/// Regression: `7~` in day of week ran its open range up to Saturday, below its start, and
+/// panicked on the subtraction (found by the croner differential test's generator).
+#[test]
+fn seven_tilde_in_day_of_week_is_sunday() {
+    for seed in 0..50 {
+        let When::Periodic(s) = parse_expression("0 0 * * 7~", seed).unwrap() else {
+            panic!("not a periodic schedule");
+        };
+        assert_eq!(s.bits(crond::schedule::Field::DayOfWeek), 1, "seed {seed}");
+    }
+}
