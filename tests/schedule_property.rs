@@ -5,14 +5,16 @@
 //! time is ambiguous, asks the schedule only `matches`, and applies the rule of DESIGN §4 as
 //! written there (a fixed-time entry fires once at the end of a gap that swallowed one of its
 //! minutes and only in the first pass of a fold; a wildcard entry never in a gap, in both passes
-//! of a fold). A second property checks that an expression printed by `Display` parses back to
-//! the same schedule.
+//! of a fold). Two more properties check that an expression printed by `Display` parses back to
+//! the same schedule, and that a crontab entry printed by `Entry::to_line` loads back with the
+//! same schedule, user and command.
 //!
 //! The walk skips days and hours that cannot match, never past a zone transition, so that each
 //! case stays cheap in a debug build; it must not borrow any arithmetic from the crate under test.
 
 use std::collections::HashMap;
 
+use crond::crontab::{self, Format, Limits, Options};
 use crond::schedule::{Class, Schedule, When, Zone, parse_expression};
 use jiff::Timestamp;
 use jiff::civil::DateTime;
@@ -396,12 +398,61 @@ proptest! {
     }
 
     #[test]
+    fn an_entry_printed_by_to_line_loads_back_the_same(
+        expr in expression(),
+        system: bool,
+        command in proptest::collection::vec(
+            proptest::sample::select(b"ab %\\\t\r*/=#'\"\xff".to_vec()), 0..12),
+    ) {
+        let format = if system { Format::System } else { Format::User };
+        let user = if system { " root" } else { "" };
+        let mut text = format!("{expr}{user} ").into_bytes();
+        text.extend_from_slice(&command);
+        text.push(b'\n');
+        let first = load(&text, format);
+        for entry in &first.entries {
+            let mut line = entry.to_line();
+            line.push(b'\n');
+            let again = load(&line, format);
+            prop_assert!(again.errors.is_empty(), "{:?}: {:?}", line, again.errors);
+            prop_assert_eq!(again.entries.len(), 1);
+            let back = &again.entries[0];
+            prop_assert_eq!(back.when, entry.when);
+            prop_assert_eq!(&back.user, &entry.user);
+            prop_assert_eq!(&back.command, &entry.command);
+        }
+    }
+
+    #[test]
     fn a_printed_schedule_parses_back_to_the_same_schedule(expr in expression(), seed: u64) {
         let when = parse_expression(&expr, seed).expect("generated expressions parse");
         let printed = when.to_string();
         let again = parse_expression(&printed, seed);
         prop_assert_eq!(again, Ok(when), "{:?} printed as {:?}", expr, printed);
     }
+}
+
+fn load(text: &[u8], format: Format) -> crontab::Crontab {
+    let mut zones = |name: &str| Zone::get(name);
+    let mut options = Options {
+        format,
+        limits: Limits::SYSTEM,
+        seed: 7,
+        zones: &mut zones,
+    };
+    crontab::parse(text, &mut options)
+}
+
+/// Regression (found by the fuzz target): a command ending in two carriage returns lost one
+/// each time it was printed and loaded again, because only one was stripped from the line.
+#[test]
+fn carriage_returns_at_the_end_of_an_entry_survive_a_print_and_load() {
+    let first = load(b"0 0 * * * cmd\r\r\n", Format::User);
+    assert_eq!(first.entries[0].command, b"cmd");
+    assert_eq!(first.warnings.len(), 1, "{:?}", first.warnings);
+    let mut line = first.entries[0].to_line();
+    line.push(b'\n');
+    assert_eq!(load(&line, Format::User).entries[0].command, b"cmd");
 }
 
 /// Regression: `7~` in day of week ran its open range up to Saturday, below its start, and
