@@ -466,3 +466,18 @@ fn seven_tilde_in_day_of_week_is_sunday() {
         assert_eq!(s.bits(crond::schedule::Field::DayOfWeek), 1, "seed {seed}");
     }
 }
+
+/// Regression: February 29 on a Sunday comes 40 years after 2088 (2100 is not a leap year),
+/// beyond the 30 years the search used to look ahead, so `next_after` said "never".
+#[test]
+fn february_29_on_a_sunday_is_found_across_a_century_that_is_not_leap() {
+    let When::Periodic(s) = parse_expression("0 0 29 2 */7", 0).unwrap() else {
+        panic!("not a periodic schedule");
+    };
+    let after: Timestamp = "2088-03-01T00:00:00Z".parse().unwrap();
+    let next = s.next_after(after, &Zone::utc());
+    assert_eq!(next, Some("2128-02-29T00:00:00Z".parse().unwrap()));
+    let ny = Zone::get("America/New_York").unwrap();
+    let next = s.next_after(after, &ny).map(|t| ny.civil(t).to_string());
+    assert_eq!(next.as_deref(), Some("2128-02-29T00:00:00"));
+}

@@ -29,10 +29,11 @@ const MINUTE: i64 = 60;
 const DAY: i64 = 86_400;
 
 /// How far ahead the search of matching minutes looks. A schedule that can fire matches within
-/// 28 years (the calendar repeats its weekdays; February 29 returns within 8 years), so
-/// beyond this only impossible schedules are left, and they were already turned away by
+/// 40 years: the longest wait is February 29 on one weekday (`0 0 29 2 */7`, Sundays only),
+/// 28 years apart except across a century year that is not leap (2088, then 2128). Beyond
+/// this only impossible schedules are left, and they were already turned away by
 /// [`Schedule::can_fire`].
-const SEARCH_YEARS: i32 = 30;
+const SEARCH_YEARS: i32 = 40;
 
 /// A fold or any offset change older than this cannot still hold the wall clock below an earlier
 /// reading (the largest folds in the tz database are a day long).
