@@ -481,3 +481,19 @@ fn february_29_on_a_sunday_is_found_across_a_century_that_is_not_leap() {
     let next = s.next_after(after, &ny).map(|t| ny.civil(t).to_string());
     assert_eq!(next.as_deref(), Some("2128-02-29T00:00:00"));
 }
+
+/// Regression: half a second before a minute boundary before 1970, `next_after` skipped that
+/// minute (jiff's `as_second` truncates towards zero, so it read the instant as the boundary).
+#[test]
+fn a_fraction_of_a_second_before_1970_does_not_skip_the_next_minute() {
+    let When::Periodic(s) = parse_expression("* * * * *", 0).unwrap() else {
+        panic!("not a periodic schedule");
+    };
+    let after = Timestamp::new(0, -500_000_000).unwrap();
+    assert_eq!(
+        s.next_after(after, &Zone::utc()),
+        Some(Timestamp::UNIX_EPOCH)
+    );
+    let after = Timestamp::new(-60, -1).unwrap();
+    assert_eq!(s.next_after(after, &Zone::utc()), Some(ts(-60)));
+}

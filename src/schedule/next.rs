@@ -47,7 +47,8 @@ impl Schedule {
             return None;
         }
         // Fire times are whole seconds: "after a.5" and "after a" give the same next time.
-        let a = after.as_second();
+        // `as_second` truncates towards zero; before 1970 the floor is one second lower.
+        let a = after.as_second() - i64::from(after.subsec_nanosecond() < 0);
         let fixed = self.class() == super::Class::FixedTime;
         let mut high_water = if fixed { high_water(zone, a) } else { i64::MIN };
 
