@@ -225,13 +225,16 @@ impl Parser<'_, '_> {
             self.error(number, max, format!("line longer than {max} bytes"));
             return;
         }
-        if let Some(stripped) = line.strip_suffix(b"\r") {
+        // Every trailing CR goes, not just one: a command kept ending in CR would print
+        // (`Entry::to_line`) as a line that loads back without it.
+        let kept = line.iter().rposition(|&b| b != b'\r').map_or(0, |n| n + 1);
+        if kept < line.len() {
             self.warn(
                 number,
-                stripped.len(),
+                kept,
                 "carriage return at the end of the line (DOS line ending) ignored".to_string(),
             );
-            line = stripped;
+            line = &line[..kept];
         }
         let Some(first) = line.iter().position(|&b| !is_blank(b)) else {
             return;

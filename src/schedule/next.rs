@@ -29,10 +29,11 @@ const MINUTE: i64 = 60;
 const DAY: i64 = 86_400;
 
 /// How far ahead the search of matching minutes looks. A schedule that can fire matches within
-/// 28 years (the calendar repeats its weekdays; February 29 returns within 8 years), so
-/// beyond this only impossible schedules are left, and they were already turned away by
+/// 40 years: the longest wait is February 29 on one weekday (`0 0 29 2 */7`, Sundays only),
+/// 28 years apart except across a century year that is not leap (2088, then 2128). Beyond
+/// this only impossible schedules are left, and they were already turned away by
 /// [`Schedule::can_fire`].
-const SEARCH_YEARS: i32 = 30;
+const SEARCH_YEARS: i32 = 40;
 
 /// A fold or any offset change older than this cannot still hold the wall clock below an earlier
 /// reading (the largest folds in the tz database are a day long).
@@ -46,7 +47,8 @@ impl Schedule {
             return None;
         }
         // Fire times are whole seconds: "after a.5" and "after a" give the same next time.
-        let a = after.as_second();
+        // `as_second` truncates towards zero; before 1970 the floor is one second lower.
+        let a = after.as_second() - i64::from(after.subsec_nanosecond() < 0);
         let fixed = self.class() == super::Class::FixedTime;
         let mut high_water = if fixed { high_water(zone, a) } else { i64::MIN };
 

@@ -328,7 +328,8 @@ impl FieldParser<'_> {
             };
             self.range_end(&a, &b)?
         } else if self.field == Field::DayOfWeek {
-            6
+            // Up to Saturday, so Sunday (0 and 7) isn't picked twice as often; `7~` is Sunday.
+            first.max(6)
         } else {
             hi
         };
