@@ -171,14 +171,9 @@ impl Schedule {
 /// The latest wall-clock time (local seconds) shown at any instant up to and including `a`.
 /// Usually `local(a)`; in the second pass of a fold, the end of the first pass.
 fn high_water(zone: &Zone, a: i64) -> i64 {
-    let mut high = a + zone.offset_at(a);
-    for (at, _) in zone.transitions_up_to(a) {
-        if at < a - FOLD_HORIZON {
-            break;
-        }
-        high = high.max(at - 1 + zone.offset_at(at - 1));
-    }
-    high
+    let now = a + zone.offset_at(a);
+    zone.peak_before_changes(a, FOLD_HORIZON)
+        .map_or(now, |peak| peak.max(now))
 }
 
 fn ceil_minute(local: i64) -> i64 {

@@ -3,9 +3,9 @@
 //! nothing outside `sys` imports `libc` or `nix`.
 
 pub mod notify;
+pub mod pipe;
 pub mod setgid;
 pub mod spool;
-pub mod pipe;
 pub mod tmpfile;
 pub mod user;
 
