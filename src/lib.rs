@@ -18,3 +18,4 @@ pub mod crontab;
 pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod timeline;
