@@ -15,6 +15,7 @@
 
 pub mod cronnext;
 pub mod crontab;
+pub mod queue;
 pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
