@@ -15,6 +15,8 @@
 
 pub mod cronnext;
 pub mod crontab;
+pub mod database;
+pub mod log;
 pub mod queue;
 pub mod schedule;
 #[allow(unsafe_code)]
