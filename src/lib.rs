@@ -15,7 +15,9 @@
 
 pub mod cronnext;
 pub mod crontab;
+pub mod daemon;
 pub mod database;
+pub mod job;
 pub mod log;
 pub mod queue;
 pub mod schedule;

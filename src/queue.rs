@@ -52,6 +52,11 @@ impl<T> Queue<T> {
         self.items.pop_front()
     }
 
+    /// A job that could not be started after all (fork failed): back at the head of the line.
+    pub fn put_back(&mut self, item: Queued<T>) {
+        self.items.push_front(item);
+    }
+
     /// Called at a boundary: every job still waiting is postponed to the new cycle, first in
     /// line. Returns how many.
     pub fn end_cycle(&mut self) -> usize {

@@ -116,14 +116,18 @@ pub fn chdir(dir: &Path) -> io::Result<()> {
     unistd::chdir(dir).map_err(io::Error::from)
 }
 
-/// Closes descriptors by number in a forked child, where the owning Rust values live on in the
-/// parent's copy of memory and must not be dropped here.
-pub fn close_inherited(fds: &[i32]) {
-    for &fd in fds {
-        // SAFETY: called only in a forked job child that never returns into the daemon's code,
-        // so no Rust object of this process uses these numbers again.
-        unsafe { libc::close(fd) };
+/// Closes every descriptor above stderr, in a forked job child: the daemon's signal pipe (and
+/// the handlers' copies of it), inotify, timer, pid-file lock and syslog socket. Their owning
+/// Rust values live on in the parent's memory and must not be used here again.
+pub fn close_all_above_stderr() -> io::Result<()> {
+    // SAFETY: close_range takes plain integers; called only in a forked job child that never
+    // returns into the daemon's code, so no Rust object of this process uses these numbers
+    // again (the caller reopens syslog right after).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
     }
+    Ok(())
 }
 
 /// Sends SIGTERM (tests and benchmarks use it through the binary; the daemon itself never
