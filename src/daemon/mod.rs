@@ -70,8 +70,14 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     let forked = !options.foreground;
     if forked {
         match process::fork_single_threaded().map_err(|e| Error::Io("fork", e))? {
-            // The lock belongs to the open file, which the child shares: the parent may go.
-            Forked::Parent(_) => return Ok(()),
+            // The lock belongs to the open file, which the child shares: the parent writes the
+            // child's pid (so it is there when the parent's exit is seen, as systemd's
+            // Type=forking expects) and goes.
+            Forked::Parent(child) => {
+                return lock
+                    .write_pid(child.0)
+                    .map_err(|e| Error::Io("can't write the pid file", e));
+            }
             Forked::Child => {
                 process::setsid().map_err(|e| Error::Io("setsid", e))?;
                 process::chdir(std::path::Path::new("/")).map_err(|e| Error::Io("chdir /", e))?;
@@ -79,8 +85,10 @@ pub fn run(mut options: Options) -> Result<(), Error> {
             }
         }
     }
-    lock.write_pid(process::own_pid().0)
-        .map_err(|e| Error::Io("can't write the pid file", e))?;
+    if !forked {
+        lock.write_pid(process::own_pid().0)
+            .map_err(|e| Error::Io("can't write the pid file", e))?;
+    }
     let log = Log::open(options.log_destination());
     if forked {
         log.info("CRON", "STARTUP", "fork ok");

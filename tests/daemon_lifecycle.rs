@@ -1,0 +1,154 @@
+//! The real `crond`'s life: one instance per pid file, a clean stop on SIGTERM that leaves
+//! running jobs alone, @reboot once per boot (marker file), detaching without `-f`.
+//! These need no root: every path is overridden and jobs run as the current user.
+
+mod common_daemon;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common_daemon::*;
+
+#[test]
+fn a_second_daemon_cannot_start_on_the_same_pid_file() {
+    let tree = Tree::new();
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("INFO (", 10);
+    let second = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--log", "stderr"])
+        .arg("--spool-dir")
+        .arg(tree.spool())
+        .arg("--system-crontab")
+        .arg(tree.system_crontab())
+        .arg("--cron-d")
+        .arg(tree.cron_d())
+        .arg("--pid-file")
+        .arg(tree.pid_file())
+        .arg("--reboot-marker")
+        .arg(tree.reboot_marker())
+        .output()
+        .expect("run a second crond");
+    assert_eq!(second.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&second.stderr),
+        format!(
+            "crond: can't lock {}, otherpid may be {}\n",
+            tree.pid_file().display(),
+            crond.pid()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.pid_file()).expect("pid file"),
+        format!("{}\n", crond.pid())
+    );
+}
+
+#[test]
+fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
+    let tree = Tree::new();
+    let after = tree.out("after");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("0 10 * * * sleep 1; echo done > {}\n", after.display()),
+        0o600,
+        &me,
+    );
+    let mut crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(&format!("({me}) CMD (sleep 1;"), 15);
+    let status = crond.stop();
+    assert_eq!(status.code(), Some(0), "a clean exit");
+    assert!(crond.log_text().contains("(CRON) INFO (Shutting down)"));
+    assert!(!after.exists(), "the job is still sleeping");
+    assert_eq!(
+        wait_for_file(&after, 10),
+        "done\n",
+        "the job outlived the daemon"
+    );
+}
+
+#[test]
+fn reboot_jobs_run_once_across_a_restart() {
+    let tree = Tree::new();
+    let boot = tree.out("boot");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("@reboot echo boot >> {}\n", boot.display()),
+        0o600,
+        &me,
+    );
+    let mut first = Crond::start(&tree, 1, &[]);
+    first.wait_for_log("(CRON) INFO (Running @reboot jobs)", 10);
+    assert_eq!(wait_for_file(&boot, 10), "boot\n");
+    assert_eq!(first.stop().code(), Some(0));
+
+    let second = Crond::start(&tree, 2, &[]);
+    second.wait_for_log(
+        "(CRON) INFO (Skipping @reboot jobs -- not system startup)",
+        10,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(std::fs::read_to_string(&boot).expect("boot"), "boot\n");
+}
+
+#[test]
+fn without_minus_f_the_daemon_detaches_and_writes_its_pid() {
+    let tree = Tree::new();
+    let status = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["--log", "stderr"])
+        .arg("--spool-dir")
+        .arg(tree.spool())
+        .arg("--system-crontab")
+        .arg(tree.system_crontab())
+        .arg("--cron-d")
+        .arg(tree.cron_d())
+        .arg("--pid-file")
+        .arg(tree.pid_file())
+        .arg("--reboot-marker")
+        .arg(tree.reboot_marker())
+        .status()
+        .expect("run crond");
+    assert!(
+        status.success(),
+        "the parent exits 0 once the child is on its own"
+    );
+    let pid = std::fs::read_to_string(tree.pid_file()).expect("pid file");
+    let pid = pid.trim();
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the daemon {pid} runs"
+    );
+    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let fields: Vec<&str> = sid
+        .rsplit(')')
+        .next()
+        .expect("stat")
+        .split_whitespace()
+        .collect();
+    assert_eq!(fields[3], pid, "it leads its own session");
+    let kill = Command::new("kill")
+        .args(["-TERM", pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+}
+
+#[test]
+fn a_non_root_daemon_without_every_path_refuses_to_start() {
+    if is_root() {
+        // As root the daemon would start on the real paths: check the rule the other way.
+        let out = Command::new(env!("CARGO_BIN_EXE_crond"))
+            .args(["-x"])
+            .output()
+            .expect("run crond");
+        assert_eq!(out.status.code(), Some(1), "a bad flag is refused");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--spool-dir", "/tmp"])
+        .output()
+        .expect("run crond");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be run as root"));
+}
