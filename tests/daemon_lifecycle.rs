@@ -119,14 +119,21 @@ fn without_minus_f_the_daemon_detaches_and_writes_its_pid() {
         std::path::Path::new(&format!("/proc/{pid}")).exists(),
         "the daemon {pid} runs"
     );
-    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let fields: Vec<&str> = sid
-        .rsplit(')')
-        .next()
-        .expect("stat")
-        .split_whitespace()
-        .collect();
-    assert_eq!(fields[3], pid, "it leads its own session");
+    // The child calls setsid right after the parent has written its pid and exited.
+    let session = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        let after_name = stat.rsplit(')').next().expect("stat").to_string();
+        after_name
+            .split_whitespace()
+            .nth(3)
+            .expect("session")
+            .to_string()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while session() != pid && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(session(), pid, "it leads its own session");
     let kill = Command::new("kill")
         .args(["-TERM", pid])
         .status()
@@ -151,4 +158,73 @@ fn a_non_root_daemon_without_every_path_refuses_to_start() {
         .expect("run crond");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("must be run as root"));
+}
+
+#[test]
+fn jobs_inherit_no_daemon_descriptors_and_the_daemon_keeps_one_thread() {
+    let tree = Tree::new();
+    let fds = tree.out("fds");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("0 10 * * * ls -l /proc/$$/fd > {}\n", fds.display()),
+        0o600,
+        &me,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    let listed = wait_for_file(&fds, 15);
+    // The daemon's signal pipe is a socket, inotify and the timer are anon inodes, the lock is
+    // the pid file: none may reach a job (the shell's own redirections may show up).
+    for line in listed.lines().filter(|l| l.contains("->")) {
+        assert!(
+            !line.contains("socket:")
+                && !line.contains("anon_inode:")
+                && !line.contains("crond.pid"),
+            "a daemon descriptor leaked into the job: {line}\n{listed}"
+        );
+    }
+    assert!(
+        listed.lines().filter(|l| l.contains("->")).count() >= 3,
+        "{listed}"
+    );
+    let status = std::fs::read_to_string(format!("/proc/{}/status", crond.pid())).expect("status");
+    assert!(
+        status.lines().any(|l| l == "Threads:\t1"),
+        "the daemon is single-threaded:\n{status}"
+    );
+    // No zombie children left behind once the job has ended.
+    std::thread::sleep(Duration::from_millis(300));
+    let children = std::fs::read_to_string(format!(
+        "/proc/{}/task/{}/children",
+        crond.pid(),
+        crond.pid()
+    ))
+    .expect("children");
+    assert_eq!(children.trim(), "", "every job child was reaped");
+}
+
+#[test]
+fn a_killed_daemons_running_jobs_do_not_hold_its_pid_file_lock() {
+    let tree = Tree::new();
+    let after = tree.out("after");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("0 10 * * * sleep 1; echo done > {}\n", after.display()),
+        0o600,
+        &me,
+    );
+    let mut crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(&format!("({me}) CMD (sleep 1;"), 15);
+    // SIGKILL: nothing in the daemon unlocks; only the job children could still hold the lock.
+    let mut child = crond.child.take().expect("running");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let next = Crond::start(&tree, 2, &[]);
+    next.wait_for_log("entries loaded", 5);
+    assert!(
+        !after.exists(),
+        "the job was still running when the new daemon took the lock"
+    );
+    assert_eq!(wait_for_file(&after, 10), "done\n");
 }

@@ -55,8 +55,9 @@ pub(super) struct Daemon {
     sources: BTreeMap<SourceKey, Source>,
     /// The job each agenda entry starts.
     jobs: HashMap<EntryId, Arc<JobSpec>>,
-    /// Refused, orphaned or unreadable sources: looked at again every minute.
-    recheck: BTreeSet<SourceKey>,
+    /// Refused, orphaned or unreadable sources and why (as logged): looked at again every
+    /// minute, logged again only when the reason changes.
+    recheck: BTreeMap<SourceKey, String>,
     queue: Queue<(Option<EntryId>, Arc<JobSpec>)>,
     /// Running job children and the entry each runs (`None`: an @reboot job).
     running: HashMap<Pid, Option<EntryId>>,
@@ -105,7 +106,7 @@ impl Daemon {
             agenda: Agenda::new(handled, local_zone()),
             sources: BTreeMap::new(),
             jobs: HashMap::new(),
-            recheck: BTreeSet::new(),
+            recheck: BTreeMap::new(),
             queue: Queue::default(),
             running: HashMap::new(),
             signals,
@@ -117,6 +118,15 @@ impl Daemon {
         };
         daemon.watch();
         let reboot = daemon.load_all(false);
+        daemon.log.info(
+            "CRON",
+            "INFO",
+            &format!(
+                "{} entries loaded from {} files",
+                daemon.agenda.len(),
+                daemon.sources.len()
+            ),
+        );
         daemon.reboot(reboot);
         daemon.arm();
         Ok(daemon)
@@ -197,7 +207,7 @@ impl Daemon {
         let gone: Vec<SourceKey> = self
             .sources
             .keys()
-            .chain(self.recheck.iter())
+            .chain(self.recheck.keys())
             .filter(|k| !present.contains(k))
             .cloned()
             .collect();
@@ -218,7 +228,7 @@ impl Daemon {
         }
         let who = key.who();
         let tab = key.tab_name(&self.paths);
-        match database::load(key, &self.paths, &self.rules) {
+        let (level, event, detail) = match database::load(key, &self.paths, &self.rules) {
             Outcome::Loaded {
                 crontab, mtime_ns, ..
             } => {
@@ -226,32 +236,31 @@ impl Daemon {
                 if announce {
                     self.log.info(&who, "RELOAD", &tab);
                 }
-                self.install(key, crontab, mtime_ns)
+                return self.install(key, crontab, mtime_ns);
             }
             Outcome::Missing => {
                 self.recheck.remove(key);
-                Vec::new()
+                return Vec::new();
             }
-            Outcome::Refused(refusal) => {
-                self.log
-                    .event(Level::Warning, &who, &refusal.to_string(), &tab);
-                self.recheck.insert(key.clone());
-                Vec::new()
-            }
-            Outcome::Orphan => {
-                // Logged once; rechecked quietly every minute (LDAP may come back).
-                if self.recheck.insert(key.clone()) {
-                    self.log.info(&who, "ORPHAN", "no passwd entry");
-                }
-                Vec::new()
-            }
-            Outcome::Failed(e) => {
-                self.log
-                    .error(&who, "ERROR", &format!("can't read {tab}: {e}"));
-                self.recheck.insert(key.clone());
-                Vec::new()
-            }
+            Outcome::Refused(refusal) => (Level::Warning, refusal.to_string(), tab),
+            // Rechecked every minute: passwd may come back (LDAP).
+            Outcome::Orphan => (
+                Level::Info,
+                "ORPHAN".to_string(),
+                "no passwd entry".to_string(),
+            ),
+            Outcome::Failed(e) => (
+                Level::Error,
+                "ERROR".to_string(),
+                format!("can't read {tab}: {e}"),
+            ),
+        };
+        let reason = format!("{event} ({detail})");
+        if self.recheck.get(key) != Some(&reason) {
+            self.log.event(level, &who, &event, &detail);
+            self.recheck.insert(key.clone(), reason);
         }
+        Vec::new()
     }
 
     fn install(&mut self, key: &SourceKey, crontab: Crontab, mtime_ns: i128) -> Vec<Arc<JobSpec>> {
@@ -407,7 +416,7 @@ impl Daemon {
         if self.watcher.is_none() {
             self.check_mtimes();
         }
-        let recheck: Vec<SourceKey> = self.recheck.iter().cloned().collect();
+        let recheck: Vec<SourceKey> = self.recheck.keys().cloned().collect();
         for key in recheck {
             self.reload(&key, true);
         }
@@ -537,7 +546,7 @@ impl Daemon {
             .collect();
         for key in keys {
             let known = self.sources.get(&key).map(|s| s.mtime_ns);
-            if known.is_none() && self.recheck.contains(&key) {
+            if known.is_none() && self.recheck.contains_key(&key) {
                 continue; // looked at every minute anyway
             }
             if known != database::mtime_ns(&key, &self.paths) || known.is_none() {
