@@ -131,3 +131,58 @@ fn root_a_dropped_in_cron_d_file_is_picked_up_and_dpkg_leftovers_are_not() {
     assert!(!leftover.exists(), "a .dpkg-old file must not be read");
     assert!(!crond.log_text().contains("dpkg-old"));
 }
+
+#[test]
+fn root_a_daemon_that_cannot_drop_privileges_never_runs_the_job() {
+    require_root();
+    let tree = Tree::new();
+    let ran = tree.out("ran");
+    // The daemon runs as nobody; /etc/crontab (root's, readable) asks for a root job.
+    tree.write_file(
+        &tree.system_crontab(),
+        &format!("0 10 * * * root id -u > {}\n", ran.display()),
+        0o644,
+    );
+    let crond = Crond::start_wrapped(
+        &tree,
+        1,
+        START,
+        &[
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--",
+        ],
+        &[],
+    );
+    crond.wait_for_log(
+        "(root) ERROR (can't drop privileges, job not run: not running as root: can't change user)",
+        15,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!ran.exists(), "the job must not run as the wrong user");
+}
+
+#[test]
+fn a_job_in_the_spring_forward_gap_runs_once_at_three_oclock() {
+    let tree = Tree::new();
+    let gap = tree.out("gap");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!(
+            "CRON_TZ=America/New_York\n30 2 * * * date -u +\\%H:\\%M >> {}\n",
+            gap.display()
+        ),
+        0o600,
+        &me,
+    );
+    // 01:59:50 EST; ten seconds later the clocks in New York jump to 03:00 EDT (07:00 UTC).
+    let crond = Crond::start_at(&tree, 1, "2026-03-08 06:59:50", &[]);
+    let line = crond.wait_for_log(&format!("({me}) CMD (date -u"), 15);
+    assert!(line.starts_with("Mar  8 07:00:00"), "{line}");
+    wait_for_file(&gap, 10);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(crond.log_text().matches(") CMD (").count(), 1, "once");
+}

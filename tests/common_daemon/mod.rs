@@ -78,11 +78,12 @@ impl Tree {
     pub fn out(&self, name: &str) -> PathBuf {
         self.path().join("out").join(name)
     }
+    /// In out/ (mode 1777), so that a daemon started as another user can create it.
     pub fn pid_file(&self) -> PathBuf {
-        self.path().join("crond.pid")
+        self.path().join("out").join("crond.pid")
     }
     pub fn reboot_marker(&self) -> PathBuf {
-        self.path().join("crond.reboot")
+        self.path().join("out").join("crond.reboot")
     }
     pub fn log_file(&self, n: usize) -> PathBuf {
         self.path().join(format!("log.{n}"))
@@ -139,13 +140,40 @@ impl Crond {
     }
 
     pub fn start_at(tree: &Tree, n: usize, start: &str, extra: &[&str]) -> Crond {
+        Crond::start_wrapped(tree, n, start, &[], extra)
+    }
+
+    /// Starts the daemon through a wrapper command (e.g. `setpriv` to run it as another user).
+    pub fn start_wrapped(
+        tree: &Tree,
+        n: usize,
+        start: &str,
+        wrapper: &[&str],
+        extra: &[&str],
+    ) -> Crond {
         assert!(
             Path::new(FAKETIME_LIB).exists(),
             "libfaketime is missing: run .ci/deps (Debian package faketime)"
         );
         let log = tree.log_file(n);
         let err = fs::File::create(&log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_crond"))
+        let mut command = match wrapper.split_first() {
+            // libfaketime must start after the wrapper has changed user: its shared memory,
+            // made by a root process, can't be opened by the daemon's user.
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args)
+                    .arg("env")
+                    .arg(format!("LD_PRELOAD={FAKETIME_LIB}"))
+                    .arg(env!("CARGO_BIN_EXE_crond"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_crond")),
+        };
+        if wrapper.is_empty() {
+            command.env("LD_PRELOAD", FAKETIME_LIB);
+        }
+        let child = command
             .args(["-f", "--log", "stderr"])
             .arg("--spool-dir")
             .arg(tree.spool())
@@ -158,7 +186,6 @@ impl Crond {
             .arg("--reboot-marker")
             .arg(tree.reboot_marker())
             .args(extra)
-            .env("LD_PRELOAD", FAKETIME_LIB)
             .env("FAKETIME", format!("@{start} x10"))
             .env("FAKETIME_DONT_RESET", "1")
             .env("TZ", "UTC")
