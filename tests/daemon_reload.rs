@@ -41,3 +41,16 @@ fn sighup_reloads_the_crontabs_at_once() {
     // Read before the first minute check (10:00:00): the signal did it.
     assert!(line.contains("09:59:5"), "reloaded at once: {line}");
 }
+
+#[test]
+fn minus_l_logs_the_end_and_failures_of_jobs_as_debian_does() {
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(&me, "0 10 * * * exit 3\n", 0o600, &me);
+    let crond = Crond::start(&tree, 1, &["-L", "15"]);
+    let cmd = crond.wait_for_log(&format!("({me}) CMD ([",), 15);
+    assert!(cmd.ends_with("] exit 3)"), "-L 8 puts the pid in: {cmd}");
+    crond.wait_for_log(&format!("({me}) END (["), 10);
+    let failed = crond.wait_for_log("(CRON) error (grandchild #", 10);
+    assert!(failed.ends_with("failed with exit status 3)"), "{failed}");
+}

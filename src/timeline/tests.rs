@@ -484,3 +484,56 @@ fn a_removed_entry_never_fires_and_the_cost_follows_the_due_entries() {
     // The daily entries were not touched: they are still queued for midnight.
     assert_eq!(agenda.next_due(), Some(UtcMinute(1_000_002)));
 }
+
+mod agrees_with_matching_minute_by_minute {
+    use super::*;
+    use proptest::prelude::*;
+
+    const EXPRESSIONS: [&str; 10] = [
+        "* * * * *",
+        "*/7 * * * *",
+        "0 * * * *",
+        "30 2 * * *",
+        "15,45 9-17 * * 1-5",
+        "0 0 1 * *",
+        "5 4 * * 0",
+        "0 12 13 * 5",
+        "59 23 31 12 *",
+        "*/20 */3 * 2-11 *",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Without clock steps, in zones without DST, the agenda runs an entry exactly at the
+        /// minutes its schedule matches: none missed, none twice.
+        #[test]
+        fn over_three_days(expr in 0..EXPRESSIONS.len(), start in 0i64..365 * 1440, zone in 0..2usize) {
+            let zone_name = ["UTC", "Asia/Kolkata"][zone];
+            let zone = Zone::get(zone_name).expect("zone");
+            let When::Periodic(schedule) = parse_expression(EXPRESSIONS[expr], 0).expect("expr") else {
+                panic!()
+            };
+            let first = UtcMinute(29_453_760 + start); // 2026-01-01 + start minutes
+            let mut agenda = Agenda::new(first, zone.clone());
+            let id = agenda.insert(schedule, None);
+            let last = first.plus(3 * 1440);
+            let mut runs = Vec::new();
+            while let Some(next) = agenda.next_due() {
+                if next > last {
+                    break;
+                }
+                let (movement, got) = agenda.advance(next);
+                prop_assert_eq!(movement, Movement::Normal);
+                runs.extend(got.into_iter().map(|r| { assert_eq!(r.entry, id); r.minute }));
+            }
+            let expected: Vec<UtcMinute> = (first.0 + 1..=last.0)
+                .map(UtcMinute)
+                .filter(|m| {
+                    let ts = Timestamp::from_second(m.start_second()).expect("in range");
+                    schedule.matches(zone.civil(ts))
+                })
+                .collect();
+            prop_assert_eq!(runs, expected);
+        }
+    }
+}
