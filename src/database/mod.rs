@@ -175,8 +175,15 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         Err(e) => return Outcome::Failed(e),
     };
     let mut text = Vec::new();
-    if let Err(e) = (&mut file).take(MAX_FILE).read_to_end(&mut text) {
+    if let Err(e) = (&mut file).take(MAX_FILE + 1).read_to_end(&mut text) {
         return Outcome::Failed(e);
+    }
+    if text.len() as u64 > MAX_FILE {
+        // Refused whole rather than cut: a truncated file would load a different crontab.
+        return Outcome::Failed(io::Error::other(format!(
+            "larger than {} MiB",
+            MAX_FILE >> 20
+        )));
     }
     let (format, limits) = match key.format() {
         Format::User => (Format::User, Limits::USER),
