@@ -102,3 +102,85 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_args(args: &[&str]) -> Result<Action, lexopt::Error> {
+        parse(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn every_flag_lands_in_its_field() {
+        let Ok(Action::Run(o)) = parse_args(&[
+            "-f",
+            "-l",
+            "-n",
+            "-L",
+            "15",
+            "-s",
+            "-m",
+            "off",
+            "-P",
+            "-p",
+            "-i",
+            "--spool-dir",
+            "/s",
+            "--system-crontab",
+            "/c",
+            "--cron-d",
+            "/d",
+            "--pid-file",
+            "/p",
+            "--reboot-marker",
+            "/r",
+            "--sendmail",
+            "/m",
+            "--log",
+            "both",
+        ]) else {
+            panic!("parses")
+        };
+        let expected = Options {
+            foreground: true,
+            lsb_names: true,
+            fqdn_in_subject: true,
+            log_level: Some(15),
+            output_to_syslog: true,
+            mail: MailCommand::Off,
+            inherit_path: true,
+            permit_any_mode: true,
+            no_inotify: true,
+            spool_dir: Some("/s".into()),
+            system_crontab: Some("/c".into()),
+            cron_d: Some("/d".into()),
+            pid_file: Some("/p".into()),
+            reboot_marker: Some("/r".into()),
+            sendmail: Some("/m".into()),
+            log: Some(Destination::Both),
+        };
+        assert_eq!(*o, expected);
+        assert!(o.all_paths_overridden());
+    }
+
+    #[test]
+    fn clustered_flags_and_a_mail_command() {
+        let Ok(Action::Run(o)) = parse_args(&["-fi", "-m", "/usr/bin/mymail -x", "-L8"]) else {
+            panic!("parses")
+        };
+        assert!(o.foreground && o.no_inotify);
+        assert_eq!(o.mail, MailCommand::Command("/usr/bin/mymail -x".into()));
+        assert_eq!(o.log_level, Some(8));
+        assert!(!o.all_paths_overridden());
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        assert!(parse_args(&["--log", "journal"]).is_err());
+        assert!(parse_args(&["-L", "x"]).is_err());
+        assert!(parse_args(&["-q"]).is_err());
+        assert!(parse_args(&["extra"]).is_err());
+        assert!(matches!(parse_args(&["-V"]), Ok(Action::Version)));
+    }
+}
