@@ -231,3 +231,53 @@ fn a_killed_daemons_running_jobs_do_not_hold_its_pid_file_lock() {
     );
     assert_eq!(wait_for_file(&after, 10), "done\n");
 }
+
+#[test]
+fn a_backlog_past_the_boundary_is_carried_over_and_nothing_is_lost_or_doubled() {
+    const JOBS: usize = 3000;
+    let tree = Tree::new();
+    let seq = tree.out("seq");
+    let me = current_user();
+    let mut text = String::new();
+    for i in 0..JOBS {
+        text.push_str(&format!("0 10 * * * echo {i} >> {}\n", seq.display()));
+    }
+    text.push_str(&format!("1 10 * * * echo late >> {}\n", seq.display()));
+    tree.user_crontab(&me, &text, 0o600, &me);
+    // One fake minute per real second: starting 3000 jobs takes several of them.
+    let crond = Crond::start_fast(&tree, 1, "2026-11-21 09:59:59", 60, &[]);
+    crond.wait_for_log("jobs not started last minute: they start first now", 60);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let lines = loop {
+        let text = std::fs::read_to_string(&seq).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        if lines.len() > JOBS || std::time::Instant::now() > deadline {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let lines: Vec<String> = std::fs::read_to_string(&seq)
+        .expect("seq")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(
+        lines.len() > JOBS,
+        "only {} of {} lines",
+        lines.len(),
+        JOBS + 1
+    );
+    let mut numbers: Vec<usize> = lines
+        .iter()
+        .filter(|l| *l != "late")
+        .map(|l| l.parse().expect("a number"))
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(
+        numbers,
+        (0..JOBS).collect::<Vec<_>>(),
+        "each job exactly once"
+    );
+    assert_eq!(lines.iter().filter(|l| *l == "late").count(), 1);
+}

@@ -143,11 +143,27 @@ impl Crond {
         Crond::start_wrapped(tree, n, start, &[], extra)
     }
 
+    /// Starts at `start` with the fake clock `speed` times faster than real time.
+    pub fn start_fast(tree: &Tree, n: usize, start: &str, speed: u32, extra: &[&str]) -> Crond {
+        Crond::start_full(tree, n, start, speed, &[], extra)
+    }
+
     /// Starts the daemon through a wrapper command (e.g. `setpriv` to run it as another user).
     pub fn start_wrapped(
         tree: &Tree,
         n: usize,
         start: &str,
+        wrapper: &[&str],
+        extra: &[&str],
+    ) -> Crond {
+        Crond::start_full(tree, n, start, 10, wrapper, extra)
+    }
+
+    fn start_full(
+        tree: &Tree,
+        n: usize,
+        start: &str,
+        speed: u32,
         wrapper: &[&str],
         extra: &[&str],
     ) -> Crond {
@@ -186,7 +202,7 @@ impl Crond {
             .arg("--reboot-marker")
             .arg(tree.reboot_marker())
             .args(extra)
-            .env("FAKETIME", format!("@{start} x10"))
+            .env("FAKETIME", format!("@{start} x{speed}"))
             .env("FAKETIME_DONT_RESET", "1")
             .env("TZ", "UTC")
             .stdin(Stdio::null())
