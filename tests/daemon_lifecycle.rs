@@ -248,14 +248,16 @@ fn a_backlog_past_the_boundary_is_carried_over_and_nothing_is_lost_or_doubled() 
     let crond = Crond::start_fast(&tree, 1, "2026-11-21 09:59:59", 60, &[]);
     crond.wait_for_log("jobs not started last minute: they start first now", 60);
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    let lines = loop {
-        let text = std::fs::read_to_string(&seq).unwrap_or_default();
-        let lines: Vec<String> = text.lines().map(str::to_string).collect();
-        if lines.len() > JOBS || std::time::Instant::now() > deadline {
-            break lines;
-        }
+    // Wait until every line is there, then a little longer for any double run to show.
+    while std::fs::read_to_string(&seq)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        <= JOBS
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(100));
-    };
+    }
     std::thread::sleep(Duration::from_millis(500));
     let lines: Vec<String> = std::fs::read_to_string(&seq)
         .expect("seq")
