@@ -19,8 +19,14 @@ pub mod crontab;
 pub mod joblog;
 pub mod mail;
 pub mod output;
+pub mod daemon;
+pub mod database;
+pub mod job;
+pub mod log;
+pub mod queue;
 pub mod schedule;
 pub mod spool;
 pub mod stdin_feed;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod timeline;

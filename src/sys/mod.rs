@@ -15,3 +15,11 @@ pub fn hostname() -> Vec<u8> {
         .map(|h| h.into_encoded_bytes())
         .unwrap_or_default()
 }
+pub mod fs;
+pub mod inotify;
+pub mod poll;
+pub mod privs;
+pub mod process;
+pub mod signal;
+pub mod syslog;
+pub mod timer;

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Benchmark of the real crond daemon (not a test: it asserts nothing, it prints figures).
+
+1. burst: N entries (default 10,000) all due at one minute. The daemon starts in real time a
+   few seconds before a real minute boundary (this waits up to a minute); each job appends its
+   start time (date +%s.%N) to one file. Prints the delay from the boundary to the first and
+   the last job start, and how many ran.
+2. idle: 1,000 and 100,000 entries with nothing due for days. RSS after loading, and CPU used
+   per (fake) minute over 30 fake minutes with libfaketime at x60; once with inotify (the timer
+   sleeps until the next due minute, so nothing wakes), once with -i (a wake and an mtime check
+   every minute).
+
+Run as root (jobs run as root from /etc/cron.d-format files), from the repository:
+    cargo build --release && sudo python3 benches/daemon/bench.py [--burst N]
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+CROND = os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "crond")
+
+
+def tree():
+    d = tempfile.mkdtemp(prefix="crond-bench")
+    for sub in ("spool", "cron.d", "out"):
+        os.mkdir(os.path.join(d, sub))
+    open(os.path.join(d, "crontab"), "w").close()
+    os.chmod(d, 0o755)
+    return d
+
+
+def start(d, env_extra=None, args=()):
+    env = {"PATH": "/usr/bin:/bin", "TZ": "UTC"}
+    env.update(env_extra or {})
+    log = open(os.path.join(d, "log"), "w")
+    p = subprocess.Popen(
+        [CROND, "-f", "--log", "stderr",
+         "--spool-dir", os.path.join(d, "spool"),
+         "--system-crontab", os.path.join(d, "crontab"),
+         "--cron-d", os.path.join(d, "cron.d"),
+         "--pid-file", os.path.join(d, "pid"),
+         "--reboot-marker", os.path.join(d, "reboot"), *args],
+        stdout=subprocess.DEVNULL, stderr=log, env=env)
+    return p
+
+
+def wait_log(d, needle, secs=120):
+    end = time.time() + secs
+    while time.time() < end:
+        with open(os.path.join(d, "log")) as f:
+            if needle in f.read():
+                return
+        time.sleep(0.05)
+    raise SystemExit(f"no {needle!r} in the log")
+
+
+def write_cron_d(d, lines):
+    path = os.path.join(d, "cron.d", "bench")
+    with open(path, "w") as f:
+        f.writelines(lines)
+    os.chmod(path, 0o644)
+
+
+def cpu_ns(pid):
+    # schedstat's first field: nanoseconds on a CPU (utime+stime have 10 ms ticks only).
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def burst(n):
+    d = tree()
+    starts = os.path.join(d, "out", "starts")
+    # Wait so that the daemon starts 5 s before a real minute boundary.
+    now = time.time()
+    boundary = (int(now) // 60 + 1) * 60
+    if boundary - now < 8:
+        boundary += 60
+    # Every entry is due at the boundary's minute (UTC).
+    minute, hour = time.gmtime(boundary).tm_min, time.gmtime(boundary).tm_hour
+    write_cron_d(d, [f"{minute} {hour} * * * root date +\\%s.\\%N >> {starts}\n" for _ in range(n)])
+    time.sleep(max(0, boundary - 5 - time.time()))
+    p = start(d)
+    wait_log(d, "entries loaded")
+    # Wait for every job to have written its line (or 120 s).
+    end = boundary + 120
+    count = 0
+    while time.time() < end:
+        time.sleep(1)
+        try:
+            with open(starts) as f:
+                count_now = sum(1 for _ in f)
+        except FileNotFoundError:
+            count_now = 0
+        if count_now == n or (count_now == count and count_now > 0 and time.time() > boundary + 5):
+            count = count_now
+            break
+        count = count_now
+    with open(starts) as f:
+        times = sorted(float(x) for x in f.read().split())
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    with open(os.path.join(d, "log")) as f:
+        postponed = [l for l in f if "not started last minute" in l]
+    print(f"burst: {n} entries due at {time.strftime('%H:%M', time.gmtime(boundary))} UTC: "
+          f"{len(times)} ran; first start +{(times[0] - boundary) * 1000:.1f} ms, "
+          f"last start +{(times[-1] - boundary) * 1000:.1f} ms after the boundary; "
+          f"postponed-log lines: {len(postponed)}")
+    shutil.rmtree(d)
+
+
+def idle(n, args=()):
+    d = tree()
+    # Each entry fires once a year, on January 1st; the fake clock is in November.
+    write_cron_d(d, [f"{i % 60} {(i // 60) % 24} 1 1 * root true\n" for i in range(n)])
+    fake = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "@2026-11-21 10:00:00 x60",
+            "FAKETIME_DONT_RESET": "1"}
+    t0 = time.time()
+    p = start(d, fake, args)
+    wait_log(d, "entries loaded")
+    load_s = time.time() - t0
+    time.sleep(0.5)
+    rss = rss_kib(p.pid)
+    c0, w0 = cpu_ns(p.pid), time.time()
+    time.sleep(30)  # 30 fake minutes at x60
+    c1, w1 = cpu_ns(p.pid), time.time()
+    fake_minutes = (w1 - w0) * 60 / 60
+    cpu_ms_per_min = (c1 - c0) / 1e6 / fake_minutes
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    mode = " ".join(args) or "inotify"
+    print(f"idle ({mode}): {n} entries: loaded in {load_s:.2f} s; RSS {rss} KiB; "
+          f"CPU {cpu_ms_per_min:.3f} ms per minute over {fake_minutes:.0f} fake minutes "
+          f"({(c1 - c0) / 1e6:.3f} ms in all)")
+    shutil.rmtree(d)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--burst", type=int, default=10_000)
+    ap.add_argument("--skip-burst", action="store_true")
+    args = ap.parse_args()
+    if not args.skip_burst:
+        burst(args.burst)
+    for n in (1_000, 100_000):
+        idle(n)
+        # Without inotify the daemon wakes every minute to compare mtimes (Debian's check).
+        idle(n, ["-i"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+//! The daemon (DESIGN §1, §2 "Shell"): start-up (root check, pid-file lock, daemonizing,
+//! @reboot), then one single-threaded `poll` loop over the signal self-pipe, the minute timer
+//! and inotify. Decisions are made by the pure parts (`timeline`, `queue`, `database::trust`);
+//! this module reads the clock, carries the decisions out and logs.
+
+mod options;
+mod state;
+
+use std::fmt;
+use std::io;
+
+pub use options::{MailCommand, Options};
+
+use crate::log::{Level, Log};
+use crate::sys::fs::{self, LockError};
+use crate::sys::process::{self, Forked};
+use crate::sys::user::effective_uid;
+
+/// Why the daemon did not start or stopped with an error.
+#[derive(Debug)]
+pub enum Error {
+    NotRoot,
+    /// Another instance holds the pid file.
+    Locked {
+        path: String,
+        other: Option<i32>,
+    },
+    Io(&'static str, io::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotRoot => write!(
+                f,
+                "must be run as root (or with --spool-dir, --system-crontab, --cron-d, \
+                 --pid-file and --reboot-marker all given)"
+            ),
+            Error::Locked { path, other } => match other {
+                Some(pid) => write!(f, "can't lock {path}, otherpid may be {pid}"),
+                None => write!(f, "can't lock {path}, otherpid may be unknown"),
+            },
+            Error::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+/// Runs the daemon until SIGTERM or SIGINT. Returns only in the process that should exit (the
+/// parent after daemonizing returns `Ok` at once).
+pub fn run(mut options: Options) -> Result<(), Error> {
+    options
+        .absolutize()
+        .map_err(|e| Error::Io("can't resolve a path", e))?;
+    debug_assert_eq!(
+        process::thread_count(),
+        Some(1),
+        "crond must be single-threaded"
+    );
+    if effective_uid().0 != 0 && !options.all_paths_overridden() {
+        return Err(Error::NotRoot);
+    }
+    let pid_path = options.pid_file();
+    let mut lock = fs::lock_pid_file(&pid_path).map_err(|e| match e {
+        LockError::Held(other) => Error::Locked {
+            path: pid_path.display().to_string(),
+            other,
+        },
+        LockError::Io(e) => Error::Io("can't open the pid file", e),
+    })?;
+    let forked = !options.foreground;
+    if forked {
+        match process::fork_single_threaded().map_err(|e| Error::Io("fork", e))? {
+            // The lock belongs to the open file, which the child shares: the parent writes the
+            // child's pid (so it is there when the parent's exit is seen, as systemd's
+            // Type=forking expects) and goes.
+            Forked::Parent(child) => {
+                return lock
+                    .write_pid(child.0)
+                    .map_err(|e| Error::Io("can't write the pid file", e));
+            }
+            Forked::Child => {
+                process::setsid().map_err(|e| Error::Io("setsid", e))?;
+                process::chdir(std::path::Path::new("/")).map_err(|e| Error::Io("chdir /", e))?;
+                process::std_fds_to_dev_null().map_err(|e| Error::Io("/dev/null", e))?;
+            }
+        }
+    }
+    if !forked {
+        lock.write_pid(process::own_pid().0)
+            .map_err(|e| Error::Io("can't write the pid file", e))?;
+    }
+    let log = Log::open(options.log_destination());
+    if forked {
+        log.info("CRON", "STARTUP", "fork ok");
+    }
+    let result = state::Daemon::start(options, log, lock).and_then(|mut d| d.run());
+    if let Err(e) = &result {
+        log.event(Level::Error, "CRON", "DEATH", &e.to_string());
+    }
+    result
+}

@@ -1,0 +1,121 @@
+//! The daemon's options as a typed value (what `src/bin/crond.rs` parses into), and the
+//! default paths in one place (DESIGN §2).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::database::Paths;
+use crate::log::Destination;
+
+pub const DEFAULT_SPOOL_DIR: &str = "/var/spool/cron/crontabs";
+pub const DEFAULT_SYSTEM_CRONTAB: &str = "/etc/crontab";
+pub const DEFAULT_CRON_D: &str = "/etc/cron.d";
+pub const DEFAULT_PID_FILE: &str = "/run/crond.pid";
+pub const DEFAULT_REBOOT_MARKER: &str = "/run/crond.reboot";
+pub const DEFAULT_SENDMAIL: &str = "/usr/sbin/sendmail";
+
+/// cronie's `-m`: how job output is mailed (used by the mail issue; stored now).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum MailCommand {
+    #[default]
+    Sendmail,
+    Off,
+    Command(OsString),
+}
+
+/// Everything the command line can say.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Options {
+    /// `-f`: stay in the foreground.
+    pub foreground: bool,
+    /// `-l`: LSB names in /etc/cron.d.
+    pub lsb_names: bool,
+    /// `-n` (Debian): the full host name in the mail subject.
+    pub fqdn_in_subject: bool,
+    /// `-L LEVEL`: Debian's bitmask (1 start, 2 end, 4 failed, 8 pid); `None` = 1.
+    pub log_level: Option<u32>,
+    /// `-s`: job output to syslog instead of mail.
+    pub output_to_syslog: bool,
+    /// `-m CMD|off`.
+    pub mail: MailCommand,
+    /// `-P`: jobs inherit the daemon's PATH.
+    pub inherit_path: bool,
+    /// `-p`: permit any crontab mode (not group/world-writable).
+    pub permit_any_mode: bool,
+    /// `-i`: no inotify; check mtimes every minute.
+    pub no_inotify: bool,
+    pub spool_dir: Option<PathBuf>,
+    pub system_crontab: Option<PathBuf>,
+    pub cron_d: Option<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    pub reboot_marker: Option<PathBuf>,
+    pub sendmail: Option<PathBuf>,
+    /// `--log`; `None`: syslog when daemonized, both with `-f`.
+    pub log: Option<Destination>,
+}
+
+impl Options {
+    /// Whether every path the daemon writes or trusts was given on the command line (the
+    /// condition for running without root, as the tests do).
+    pub fn all_paths_overridden(&self) -> bool {
+        self.spool_dir.is_some()
+            && self.system_crontab.is_some()
+            && self.cron_d.is_some()
+            && self.pid_file.is_some()
+            && self.reboot_marker.is_some()
+    }
+
+    /// Makes every given path absolute: the daemon changes to `/` when it detaches.
+    pub fn absolutize(&mut self) -> std::io::Result<()> {
+        for p in [
+            &mut self.spool_dir,
+            &mut self.system_crontab,
+            &mut self.cron_d,
+            &mut self.pid_file,
+            &mut self.reboot_marker,
+            &mut self.sendmail,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *p = std::path::absolute(&*p)?;
+        }
+        Ok(())
+    }
+
+    pub fn paths(&self) -> Paths {
+        let or = |p: &Option<PathBuf>, d: &str| p.clone().unwrap_or_else(|| PathBuf::from(d));
+        Paths {
+            spool_dir: or(&self.spool_dir, DEFAULT_SPOOL_DIR),
+            system_crontab: or(&self.system_crontab, DEFAULT_SYSTEM_CRONTAB),
+            cron_d: or(&self.cron_d, DEFAULT_CRON_D),
+        }
+    }
+
+    pub fn pid_file(&self) -> PathBuf {
+        self.pid_file
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_PID_FILE))
+    }
+
+    pub fn reboot_marker(&self) -> PathBuf {
+        self.reboot_marker
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_REBOOT_MARKER))
+    }
+
+    /// The mail command (used by the mail issue).
+    pub fn sendmail(&self) -> PathBuf {
+        self.sendmail
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SENDMAIL))
+    }
+
+    pub fn log_destination(&self) -> Destination {
+        self.log.unwrap_or(if self.foreground {
+            Destination::Both
+        } else {
+            Destination::Syslog
+        })
+    }
+}

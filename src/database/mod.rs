@@ -1,0 +1,263 @@
+//! The database of lists (DESIGN §1): one source per crontab file — each user's file in the
+//! spool directory, /etc/crontab, each file in /etc/cron.d whose name passes the run-parts rule.
+//!
+//! The decisions are pure ([`trust`], [`names`], and `crontab::parse`); this module is the thin
+//! shell that lists directories, opens each file with `O_NOFOLLOW`, checks it from the open
+//! descriptor, reads and parses it. What a load found is returned as data ([`Outcome`]); the
+//! daemon logs it and updates its agenda. Nothing here runs jobs or keeps time.
+
+pub mod names;
+pub mod trust;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use crate::crontab::{self, Crontab, Format, Limits};
+use crate::schedule::Zone;
+use crate::sys::fs::{self, FileKind};
+use crate::sys::user::User;
+use trust::{Kind, Refusal};
+
+/// Where the crontabs are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    pub spool_dir: PathBuf,
+    pub system_crontab: PathBuf,
+    pub cron_d: PathBuf,
+}
+
+/// How files are judged and parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// cronie's `-p`: a user crontab may have any mode that others can't write.
+    pub permit_any_mode: bool,
+    /// Debian's `-l`: LSB names in /etc/cron.d.
+    pub lsb_names: bool,
+    /// The `~` seed (`schedule::host_seed` of the host name).
+    pub seed: u64,
+}
+
+/// One crontab file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceKey {
+    /// /etc/crontab.
+    System,
+    /// A file in /etc/cron.d.
+    CronD(OsString),
+    /// A user's file in the spool directory (the name is the user's).
+    User(OsString),
+}
+
+impl SourceKey {
+    pub fn path(&self, paths: &Paths) -> PathBuf {
+        match self {
+            SourceKey::System => paths.system_crontab.clone(),
+            SourceKey::CronD(name) => paths.cron_d.join(name),
+            SourceKey::User(name) => paths.spool_dir.join(name),
+        }
+    }
+
+    /// The first part of Debian's log lines: `*system*`, `*system*foo`, or the user.
+    pub fn who(&self) -> String {
+        match self {
+            SourceKey::System => "*system*".to_string(),
+            SourceKey::CronD(name) => format!("*system*{}", name.to_string_lossy()),
+            SourceKey::User(name) => name.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// The last part: `/etc/crontab`, `/etc/cron.d/foo`, `crontabs/user` (as Debian).
+    pub fn tab_name(&self, paths: &Paths) -> String {
+        match self {
+            SourceKey::User(name) => {
+                let dir = paths
+                    .spool_dir
+                    .file_name()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                format!("{dir}/{}", name.to_string_lossy())
+            }
+            other => other.path(paths).display().to_string(),
+        }
+    }
+
+    /// The format the file is written in.
+    pub fn format(&self) -> Format {
+        match self {
+            SourceKey::User(_) => Format::User,
+            _ => Format::System,
+        }
+    }
+
+    /// The user a user crontab belongs to.
+    pub fn owner_name(&self) -> Option<&[u8]> {
+        match self {
+            SourceKey::User(name) => Some(name.as_bytes()),
+            _ => None,
+        }
+    }
+}
+
+/// What loading a source found.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The file is trusted and parsed (bad lines are in `crontab.errors`).
+    Loaded {
+        crontab: Crontab,
+        /// For a user crontab, the owner from passwd.
+        owner: Option<User>,
+        mtime_ns: i128,
+    },
+    /// There is no such file (any more).
+    Missing,
+    /// The file failed a trust check.
+    Refused(Refusal),
+    /// A spool file whose user has no passwd entry.
+    Orphan,
+    /// The file could not be opened or read.
+    Failed(io::Error),
+}
+
+/// Most bytes read from one crontab (a bound against a runaway file, far above any real one).
+const MAX_FILE: u64 = 64 << 20;
+
+/// Every source present now: /etc/crontab if it exists, the good names in /etc/cron.d and the
+/// spool directory. A directory that can't be read contributes nothing (the error is returned
+/// for logging).
+pub fn list_sources(paths: &Paths, rules: &Rules) -> (Vec<SourceKey>, Vec<(PathBuf, io::Error)>) {
+    let mut keys = Vec::new();
+    let mut errors = Vec::new();
+    if fs::link_facts(&paths.system_crontab).is_ok() {
+        keys.push(SourceKey::System);
+    }
+    for (dir, is_spool) in [(&paths.cron_d, false), (&paths.spool_dir, true)] {
+        match std::fs::read_dir(dir) {
+            Ok(entries) => {
+                let mut names: Vec<OsString> = entries
+                    .filter_map(|e| e.ok().map(|e| e.file_name()))
+                    .collect();
+                names.sort();
+                for name in names {
+                    if let Some(key) = key_for(name, is_spool, rules) {
+                        keys.push(key);
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => errors.push((dir.clone(), e)),
+        }
+    }
+    (keys, errors)
+}
+
+/// The source a name in the spool dir or /etc/cron.d stands for, if it is a crontab name.
+pub fn key_for(name: OsString, in_spool: bool, rules: &Rules) -> Option<SourceKey> {
+    if in_spool {
+        names::spool_name_ok(name.as_bytes()).then_some(SourceKey::User(name))
+    } else {
+        names::cron_d_name_ok(name.as_bytes(), rules.lsb_names).then_some(SourceKey::CronD(name))
+    }
+}
+
+/// Opens, checks, reads and parses one source.
+pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
+    let path = key.path(paths);
+    let opened = match key {
+        SourceKey::User(name) => open_user(&path, name, rules),
+        _ => open_system(&path, rules),
+    };
+    let (mut file, facts, owner) = match opened {
+        Ok(Ok(found)) => found,
+        Ok(Err(outcome)) => return outcome,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Missing,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let mut text = Vec::new();
+    if let Err(e) = (&mut file).take(MAX_FILE + 1).read_to_end(&mut text) {
+        return Outcome::Failed(e);
+    }
+    if text.len() as u64 > MAX_FILE {
+        // Refused whole rather than cut: a truncated file would load a different crontab.
+        return Outcome::Failed(io::Error::other(format!(
+            "larger than {} MiB",
+            MAX_FILE >> 20
+        )));
+    }
+    let (format, limits) = match key.format() {
+        Format::User => (Format::User, Limits::USER),
+        Format::System => (Format::System, Limits::SYSTEM),
+    };
+    let mut zones = |name: &str| Zone::get(name);
+    let crontab = crontab::parse(
+        &text,
+        &mut crontab::Options {
+            format,
+            limits,
+            seed: rules.seed,
+            zones: &mut zones,
+        },
+    );
+    Outcome::Loaded {
+        crontab,
+        owner,
+        mtime_ns: facts.mtime_ns,
+    }
+}
+
+type Opened = (std::fs::File, fs::FileFacts, Option<User>);
+
+fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
+    let (file, facts) = match fs::open_no_follow(path) {
+        Ok(found) => found,
+        Err(e) if fs::is_symlink_refusal(&e) => {
+            return Ok(Err(Outcome::Refused(Refusal::NotRegular)));
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(user) = User::resolve_name(name.as_bytes())? else {
+        return Ok(Err(Outcome::Orphan));
+    };
+    if let Err(refusal) = trust::check(
+        &facts,
+        Kind::User { owner: user.uid },
+        rules.permit_any_mode,
+    ) {
+        return Ok(Err(Outcome::Refused(refusal)));
+    }
+    Ok(Ok((file, facts, Some(user))))
+}
+
+fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
+    let link = fs::link_facts(path)?;
+    let (file, facts) = if link.kind == FileKind::Symlink {
+        if let Err(refusal) = trust::check_symlink(&link) {
+            return Ok(Err(Outcome::Refused(refusal)));
+        }
+        fs::open_following(path)?
+    } else {
+        match fs::open_no_follow(path) {
+            Ok(found) => found,
+            // Replaced by a symlink between the two looks: check again next time.
+            Err(e) if fs::is_symlink_refusal(&e) => {
+                return Ok(Err(Outcome::Refused(Refusal::NotRegular)));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    if let Err(refusal) = trust::check(&facts, Kind::System, rules.permit_any_mode) {
+        return Ok(Err(Outcome::Refused(refusal)));
+    }
+    Ok(Ok((file, facts, None)))
+}
+
+/// The modification time of a source (the fallback change check without inotify).
+pub fn mtime_ns(key: &SourceKey, paths: &Paths) -> Option<i128> {
+    fs::link_facts(&key.path(paths)).ok().map(|f| f.mtime_ns)
+}
+
+/// A name from a directory listing or an event, as the owned form keys use.
+pub fn name_of(bytes: &[u8]) -> OsString {
+    OsString::from_vec(bytes.to_vec())
+}

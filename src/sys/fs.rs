@@ -1,0 +1,153 @@
+//! Files the daemon must not be fooled by: opens that refuse symlinks, the facts of an open file
+//! read from its descriptor (not its path, which may have changed), and the pid-file lock.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use nix::fcntl::{Flock, FlockArg};
+
+use super::user::Uid;
+
+/// What kind of file a descriptor or a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Regular,
+    Directory,
+    Symlink,
+    Other,
+}
+
+/// The facts the trust rule looks at, read once from `fstat` (or `lstat` for a link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileFacts {
+    pub kind: FileKind,
+    pub owner: Uid,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    pub links: u64,
+    /// Modification time in nanoseconds since the epoch (the fallback change check).
+    pub mtime_ns: i128,
+}
+
+impl FileFacts {
+    fn from_metadata(m: &std::fs::Metadata) -> FileFacts {
+        let t = m.file_type();
+        let kind = if t.is_file() {
+            FileKind::Regular
+        } else if t.is_dir() {
+            FileKind::Directory
+        } else if t.is_symlink() {
+            FileKind::Symlink
+        } else {
+            FileKind::Other
+        };
+        FileFacts {
+            kind,
+            owner: Uid(m.uid()),
+            mode: m.mode() & 0o7777,
+            links: m.nlink(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        }
+    }
+}
+
+/// Opens for reading without following a final symlink (`O_NOFOLLOW`: a link gives `ELOOP`) and
+/// without blocking on a FIFO; returns the file and the facts of what was opened.
+pub fn open_no_follow(path: &Path) -> io::Result<(File, FileFacts)> {
+    open_with(path, libc::O_NOFOLLOW)
+}
+
+/// Opens for reading, following symlinks (only after the link itself was checked).
+pub fn open_following(path: &Path) -> io::Result<(File, FileFacts)> {
+    open_with(path, 0)
+}
+
+fn open_with(path: &Path, extra: i32) -> io::Result<(File, FileFacts)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(extra | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let facts = FileFacts::from_metadata(&file.metadata()?);
+    Ok((file, facts))
+}
+
+/// The facts of a path itself (a symlink is not followed).
+pub fn link_facts(path: &Path) -> io::Result<FileFacts> {
+    std::fs::symlink_metadata(path).map(|m| FileFacts::from_metadata(&m))
+}
+
+/// Whether the error is "this was a symlink" from an `O_NOFOLLOW` open.
+pub fn is_symlink_refusal(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// A held exclusive lock on the pid file; released when the daemon exits.
+#[derive(Debug)]
+pub struct PidLock {
+    _file: Flock<File>,
+}
+
+/// Why the pid file could not be taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds the lock; its pid as the file says, if readable.
+    Held(Option<i32>),
+    Io(io::Error),
+}
+
+/// Opens (creating, mode 0644) and locks the pid file, then writes `pid`.
+pub fn lock_pid_file(path: &Path) -> Result<PidLock, LockError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(LockError::Io)?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(PidLock { _file: lock }),
+        Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            Err(LockError::Held(text.trim().parse().ok()))
+        }
+        Err((_, e)) => Err(LockError::Io(e.into())),
+    }
+}
+
+impl PidLock {
+    /// Replaces the file's content with `pid` and a newline.
+    pub fn write_pid(&mut self, pid: i32) -> io::Result<()> {
+        let file: &mut File = &mut self._file;
+        file.set_len(0)?;
+        file.rewind()?;
+        writeln!(file, "{pid}")?;
+        file.flush()
+    }
+
+    /// The descriptor number, so a forked job child can close it (a flock belongs to the open
+    /// file, and a child holding it would keep the lock after the daemon is gone).
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self._file.as_raw_fd()
+    }
+}
+
+/// Creates a file that must not exist yet (`O_EXCL`); `Ok(false)` if it existed.
+pub fn create_marker(path: &Path) -> io::Result<bool> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,141 @@
+//! Processes: fork, setsid, reaping, `_exit`, the thread count, and the daemon's detachment from
+//! its terminal. Safe functions over `fork(2)` and friends; the one precondition of `fork` (a
+//! single-threaded caller) is what makes the daemon single-threaded (DESIGN §2).
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{self, ForkResult};
+
+/// A process id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pid(pub i32);
+
+impl fmt::Display for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Which side of a fork this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forked {
+    Child,
+    Parent(Pid),
+}
+
+/// This process's id.
+pub fn own_pid() -> Pid {
+    Pid(std::process::id() as i32)
+}
+
+/// The `Threads:` line of /proc/self/status; `None` if it can't be read.
+pub fn thread_count() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// Forks. The caller must be single-threaded: the child may then call anything (NSS lookups,
+/// malloc), which a child of a threaded process may not. Debug builds check it.
+pub fn fork_single_threaded() -> io::Result<Forked> {
+    debug_assert_eq!(
+        thread_count(),
+        Some(1),
+        "fork from a multi-threaded process: the child could deadlock in malloc or NSS"
+    );
+    // SAFETY: the daemon starts no threads (checked above in debug builds), so the child is an
+    // exact copy with no lock held by a vanished thread and may run ordinary code.
+    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
+        ForkResult::Child => Ok(Forked::Child),
+        ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
+    }
+}
+
+/// Starts a new session (the child leaves the daemon's process group and terminal).
+pub fn setsid() -> io::Result<()> {
+    unistd::setsid().map(drop).map_err(io::Error::from)
+}
+
+/// Ends the process at once: no destructors, no atexit handlers, no buffered output flushed
+/// twice (the job child shares the daemon's copies of them).
+pub fn exit_immediately(code: i32) -> ! {
+    // SAFETY: _exit is async-signal-safe and takes no pointers.
+    unsafe { libc::_exit(code) }
+}
+
+/// Reaps every child that has ended, without blocking.
+pub fn reap() -> Vec<(Pid, Exit)> {
+    let mut out = Vec::new();
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => out.push((Pid(pid.as_raw()), Exit::Code(code))),
+            Ok(WaitStatus::Signaled(pid, sig, _)) => {
+                out.push((Pid(pid.as_raw()), Exit::Signal(sig as i32)))
+            }
+            Ok(WaitStatus::StillAlive) => break,
+            Ok(_) => continue,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break, // ECHILD: no children left
+        }
+    }
+    out
+}
+
+/// Points stdin, stdout and stderr at /dev/null (a daemon has no terminal).
+pub fn std_fds_to_dev_null() -> io::Result<()> {
+    let null = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    for target in 0..=2 {
+        // SAFETY: dup2 takes two descriptor numbers; `null` stays open for the call and the
+        // targets are the standard descriptors, which nothing in Rust owns as a `File`.
+        if unsafe { libc::dup2(null.as_raw_fd(), target) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Changes the working directory.
+pub fn chdir(dir: &Path) -> io::Result<()> {
+    unistd::chdir(dir).map_err(io::Error::from)
+}
+
+/// Closes every descriptor above stderr, in a forked job child: the daemon's signal pipe (and
+/// the handlers' copies of it), inotify, timer, pid-file lock and syslog socket. Their owning
+/// Rust values live on in the parent's memory and must not be used here again.
+pub fn close_all_above_stderr() -> io::Result<()> {
+    // SAFETY: close_range takes plain integers; called only in a forked job child that never
+    // returns into the daemon's code, so no Rust object of this process uses these numbers
+    // again (the caller reopens syslog right after).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends SIGTERM (tests and benchmarks use it through the binary; the daemon itself never
+/// signals its jobs).
+pub fn terminate(pid: Pid) -> io::Result<()> {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid.0),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .map_err(io::Error::from)
+}

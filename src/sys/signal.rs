@@ -1,0 +1,98 @@
+//! Signals into the poll loop through a self-pipe (signal-hook): the handler sets a flag and
+//! writes a byte, nothing else; the loop drains the pipe, then reads the flags. No signalfd:
+//! its blocked mask would leak into every job (research/crates.md Q1).
+
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+
+/// The signals the daemon acts on.
+const HANDLED: [i32; 4] = [SIGHUP, SIGTERM, SIGINT, SIGCHLD];
+
+/// What arrived since the last drain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Arrived {
+    pub hangup: bool,
+    pub terminate: bool,
+    pub interrupt: bool,
+    pub child: bool,
+}
+
+#[derive(Debug)]
+pub struct SignalPipe {
+    read: UnixStream,
+    /// The write end the handlers hold a clone of; kept so a job child can close it.
+    write_raw: i32,
+    _write: UnixStream,
+    flags: [Arc<AtomicBool>; 4],
+}
+
+impl SignalPipe {
+    /// Installs the handlers for SIGHUP, SIGTERM, SIGINT and SIGCHLD.
+    pub fn install() -> io::Result<SignalPipe> {
+        // std creates both ends close-on-exec.
+        let (read, write) = UnixStream::pair()?;
+        read.set_nonblocking(true)?;
+        write.set_nonblocking(true)?;
+        let flags: [Arc<AtomicBool>; 4] = Default::default();
+        for (sig, flag) in HANDLED.iter().zip(&flags) {
+            // The documented order: the flag first, then the pipe write, so a drained pipe
+            // never hides a set flag.
+            signal_hook::flag::register(*sig, Arc::clone(flag))?;
+            signal_hook::low_level::pipe::register(*sig, write.try_clone()?)?;
+        }
+        Ok(SignalPipe {
+            read,
+            write_raw: write.as_raw_fd(),
+            _write: write,
+            flags,
+        })
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.read.as_fd()
+    }
+
+    /// Descriptor numbers a job child must close (the handlers' clones of the write end are
+    /// found by the child closing every descriptor above stderr anyway).
+    pub fn raw_fds(&self) -> [i32; 2] {
+        [self.read.as_raw_fd(), self.write_raw]
+    }
+
+    /// Empties the pipe, then reports and clears the flags.
+    pub fn drain(&mut self) -> Arrived {
+        let mut buf = [0u8; 64];
+        while matches!(self.read.read(&mut buf), Ok(n) if n > 0) {}
+        let take = |i: usize| self.flags[i].swap(false, Ordering::SeqCst);
+        Arrived {
+            hangup: take(0),
+            terminate: take(1),
+            interrupt: take(2),
+            child: take(3),
+        }
+    }
+}
+
+/// In a freshly forked job child: every signal back to its default action and none blocked, so
+/// the job starts as a login shell would (an ignored or blocked signal survives exec).
+pub fn reset_in_child() {
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: setting a disposition to SIG_DFL installs no Rust code; the child is
+        // single-threaded (a copy of the single-threaded daemon). Invalid numbers just fail.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+    // SAFETY: `set` is a local sigset_t initialised by sigemptyset before use; the pointers
+    // are valid for the duration of the calls.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}

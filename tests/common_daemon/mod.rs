@@ -1,0 +1,342 @@
+//! Shared scaffolding for the daemon's integration tests: a temporary tree with every path the
+//! daemon uses, the real `crond` binary started under libfaketime just before a minute boundary
+//! (the clock ten times faster), its log read back, real users created and removed.
+//!
+//! It must not fake what it tests: jobs are real processes, files have real owners and modes,
+//! users are real passwd entries. Root-only helpers panic when not root.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+/// Every test starts ten fake seconds (one real second) before this boundary.
+pub const START: &str = "2026-11-21 09:59:50";
+
+/// Fails the test (never skips it) when not root.
+pub fn require_root() {
+    // SAFETY-free: geteuid through `id -u` keeps unsafe out of the tests.
+    let out = Command::new("id").arg("-u").output().expect("run id");
+    let uid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        uid, "0",
+        "this test needs root (it changes users and owners); run the suite as root or skip \
+         it visibly with `cargo test -- --skip root_`"
+    );
+}
+
+pub fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("run id");
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+/// The current user's name (the owner of spool files in tests that run without root).
+pub fn current_user() -> String {
+    let out = Command::new("id").arg("-un").output().expect("run id");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A temporary tree: spool/, cron.d/, crontab, out/ (world-writable, for jobs of any user).
+pub struct Tree {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tree {
+    pub fn new() -> Tree {
+        let dir = tempfile::Builder::new()
+            .prefix("crond-test")
+            .tempdir()
+            .expect("tempdir");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        for sub in ["spool", "cron.d", "out"] {
+            fs::create_dir(dir.path().join(sub)).expect("mkdir");
+        }
+        fs::set_permissions(dir.path().join("out"), fs::Permissions::from_mode(0o1777))
+            .expect("chmod out");
+        let tree = Tree { dir };
+        tree.write_file(&tree.system_crontab(), "", 0o644);
+        tree
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn spool(&self) -> PathBuf {
+        self.path().join("spool")
+    }
+    pub fn cron_d(&self) -> PathBuf {
+        self.path().join("cron.d")
+    }
+    pub fn system_crontab(&self) -> PathBuf {
+        self.path().join("crontab")
+    }
+    pub fn out(&self, name: &str) -> PathBuf {
+        self.path().join("out").join(name)
+    }
+    /// In out/ (mode 1777), so that a daemon started as another user can create it.
+    pub fn pid_file(&self) -> PathBuf {
+        self.path().join("out").join("crond.pid")
+    }
+    pub fn reboot_marker(&self) -> PathBuf {
+        self.path().join("out").join("crond.reboot")
+    }
+    pub fn log_file(&self, n: usize) -> PathBuf {
+        self.path().join(format!("log.{n}"))
+    }
+
+    /// Writes a file through a temporary name and a rename, as crontab(1) and editors do.
+    pub fn write_file(&self, path: &Path, text: &str, mode: u32) {
+        let tmp = self.path().join(".tmp-write");
+        let mut f = fs::File::create(&tmp).expect("create");
+        f.write_all(text.as_bytes()).expect("write");
+        drop(f);
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(mode)).expect("chmod");
+        fs::rename(&tmp, path).expect("rename");
+    }
+
+    /// A user's crontab in the spool, owned by `owner` (a user name), mode `mode`.
+    pub fn user_crontab(&self, user: &str, text: &str, mode: u32, owner: &str) {
+        let path = self.spool().join(user);
+        self.write_file(&path, text, mode);
+        chown(&path, owner);
+    }
+
+    pub fn read_out(&self, name: &str) -> Option<String> {
+        fs::read_to_string(self.out(name)).ok()
+    }
+}
+
+pub fn chown(path: &Path, owner: &str) {
+    if !is_root() {
+        return; // only root can give files away; the file is the current user's already
+    }
+    let status = Command::new("chown")
+        .arg(owner)
+        .arg(path)
+        .status()
+        .expect("chown");
+    assert!(status.success(), "chown {owner} {}", path.display());
+}
+
+pub fn uid_of(path: &Path) -> u32 {
+    fs::metadata(path).expect("stat").uid()
+}
+
+/// A running `crond -f --log stderr` under libfaketime.
+pub struct Crond {
+    pub child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Crond {
+    /// Starts the daemon at [`START`] (fake), ten times faster than real time.
+    pub fn start(tree: &Tree, n: usize, extra: &[&str]) -> Crond {
+        Crond::start_at(tree, n, START, extra)
+    }
+
+    pub fn start_at(tree: &Tree, n: usize, start: &str, extra: &[&str]) -> Crond {
+        Crond::start_wrapped(tree, n, start, &[], extra)
+    }
+
+    /// Starts at `start` with the fake clock `speed` times faster than real time.
+    pub fn start_fast(tree: &Tree, n: usize, start: &str, speed: u32, extra: &[&str]) -> Crond {
+        Crond::start_full(tree, n, start, speed, &[], extra)
+    }
+
+    /// Starts the daemon through a wrapper command (e.g. `setpriv` to run it as another user).
+    pub fn start_wrapped(
+        tree: &Tree,
+        n: usize,
+        start: &str,
+        wrapper: &[&str],
+        extra: &[&str],
+    ) -> Crond {
+        Crond::start_full(tree, n, start, 10, wrapper, extra)
+    }
+
+    fn start_full(
+        tree: &Tree,
+        n: usize,
+        start: &str,
+        speed: u32,
+        wrapper: &[&str],
+        extra: &[&str],
+    ) -> Crond {
+        assert!(
+            Path::new(FAKETIME_LIB).exists(),
+            "libfaketime is missing: run .ci/deps (Debian package faketime)"
+        );
+        let log = tree.log_file(n);
+        let err = fs::File::create(&log).expect("log file");
+        let mut command = match wrapper.split_first() {
+            // libfaketime must start after the wrapper has changed user: its shared memory,
+            // made by a root process, can't be opened by the daemon's user.
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args)
+                    .arg("env")
+                    .arg(format!("LD_PRELOAD={FAKETIME_LIB}"))
+                    .arg(env!("CARGO_BIN_EXE_crond"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_crond")),
+        };
+        if wrapper.is_empty() {
+            command.env("LD_PRELOAD", FAKETIME_LIB);
+        }
+        let child = command
+            .args(["-f", "--log", "stderr"])
+            .arg("--spool-dir")
+            .arg(tree.spool())
+            .arg("--system-crontab")
+            .arg(tree.system_crontab())
+            .arg("--cron-d")
+            .arg(tree.cron_d())
+            .arg("--pid-file")
+            .arg(tree.pid_file())
+            .arg("--reboot-marker")
+            .arg(tree.reboot_marker())
+            .args(extra)
+            .env("FAKETIME", format!("@{start} x{speed}"))
+            .env("FAKETIME_DONT_RESET", "1")
+            .env("TZ", "UTC")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("start crond");
+        Crond {
+            child: Some(child),
+            log,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (real time, at most `secs`) until the log has a line containing `needle`.
+    pub fn wait_for_log(&self, needle: &str, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let text = self.log_text();
+            if let Some(line) = text.lines().find(|l| l.contains(needle)) {
+                return line.to_string();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log line with {needle:?} within {secs} s; the log:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn stop(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        wait_with_timeout(&mut child, 10)
+    }
+}
+
+impl Drop for Crond {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn wait_with_timeout(child: &mut Child, secs: u64) -> ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process did not exit in {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (real time) until `path` exists and returns its content.
+pub fn wait_for_file(path: &Path, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Ok(text) = fs::read_to_string(path)
+            && !text.is_empty()
+        {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} did not appear within {secs} s",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A real user created for one test and removed afterwards.
+pub struct TestUser {
+    pub name: String,
+}
+
+impl TestUser {
+    /// `useradd` with its own group and the extra group `users`; home = `home`.
+    pub fn create(tag: &str, home: &Path) -> TestUser {
+        require_root();
+        let name = format!("crt{}{}", tag, std::process::id() % 100_000);
+        let _ = Command::new("userdel")
+            .arg(&name)
+            .stderr(Stdio::null())
+            .status();
+        let status = Command::new("useradd")
+            .args(["-U", "-G", "users", "-s", "/bin/sh", "-M", "-d"])
+            .arg(home)
+            .arg(&name)
+            .status()
+            .expect("useradd");
+        assert!(status.success(), "useradd {name}");
+        TestUser { name }
+    }
+
+    fn id(&self, flag: &str) -> String {
+        let out = Command::new("id")
+            .arg(flag)
+            .arg(&self.name)
+            .output()
+            .expect("id");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn uid(&self) -> String {
+        self.id("-u")
+    }
+
+    pub fn groups(&self) -> String {
+        self.id("-G")
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
+}

@@ -1,0 +1,120 @@
+//! The real `crond` refuses untrustworthy crontabs with Debian's log lines and runs the good
+//! lines of a file that has bad ones.
+
+mod common_daemon;
+
+use std::os::unix::fs::symlink;
+use std::process::Command;
+
+use common_daemon::*;
+
+#[test]
+fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
+    require_root();
+    let tree = Tree::new();
+    let other = TestUser::create("b", &tree.path().join("out"));
+    let out = |n: &str| tree.out(n).display().to_string();
+    let job = |n: &str| format!("0 10 * * * echo {n} > {}\n", out(n));
+    let sys_job = |n: &str| format!("0 10 * * * root echo {n} > {}\n", out(n));
+
+    // Spool files.
+    tree.user_crontab("root", &job("insecure"), 0o644, "root");
+    tree.user_crontab(&other.name, &job("wrongowner"), 0o600, "daemon");
+    tree.user_crontab("nosuchuserzz", &job("orphan"), 0o600, "root");
+    // /etc/cron.d files.
+    tree.write_file(&tree.cron_d().join("writable"), &sys_job("writable"), 0o666);
+    tree.write_file(&tree.cron_d().join("linked"), &sys_job("linked"), 0o644);
+    std::fs::hard_link(
+        tree.cron_d().join("linked"),
+        tree.path().join("second-name"),
+    )
+    .expect("hard link");
+    let target = tree.path().join("target");
+    tree.write_file(&target, &sys_job("symlinked"), 0o644);
+    symlink(&target, tree.cron_d().join("goodlink")).expect("symlink");
+    let bad_target = tree.path().join("bad-target");
+    tree.write_file(&bad_target, &sys_job("badlink"), 0o644);
+    symlink(&bad_target, tree.cron_d().join("badlink")).expect("symlink");
+    let status = Command::new("chown")
+        .args(["-h", &other.name])
+        .arg(tree.cron_d().join("badlink"))
+        .status()
+        .expect("chown -h");
+    assert!(status.success());
+    tree.write_file(
+        &tree.cron_d().join("mixed"),
+        &format!("{}61 10 * * * root echo bad\n", sys_job("good")),
+        0o644,
+    );
+
+    let crond = Crond::start(&tree, 1, &[]);
+    let cron_d = |n: &str| tree.cron_d().join(n).display().to_string();
+    crond.wait_for_log("(root) INSECURE MODE (mode 0600 expected) (spool/root)", 10);
+    crond.wait_for_log(
+        &format!("({}) WRONG FILE OWNER (spool/{})", other.name, other.name),
+        10,
+    );
+    crond.wait_for_log("(nosuchuserzz) ORPHAN (no passwd entry)", 10);
+    crond.wait_for_log(
+        &format!(
+            "(*system*writable) INSECURE MODE (group/other writable) ({})",
+            cron_d("writable")
+        ),
+        10,
+    );
+    crond.wait_for_log(
+        &format!(
+            "(*system*linked) NUMBER OF HARD LINKS > 1 ({})",
+            cron_d("linked")
+        ),
+        10,
+    );
+    crond.wait_for_log(
+        &format!(
+            "(*system*badlink) WRONG SYMLINK OWNER ({})",
+            cron_d("badlink")
+        ),
+        10,
+    );
+    crond.wait_for_log(
+        &format!("(*system*mixed) ERROR ({}:2:1:", cron_d("mixed")),
+        10,
+    );
+
+    assert_eq!(wait_for_file(&tree.out("good"), 15), "good\n");
+    assert_eq!(wait_for_file(&tree.out("symlinked"), 15), "symlinked\n");
+    // Every job due at 10:00 was started with the two above; give them a moment to write.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    for refused in [
+        "insecure",
+        "wrongowner",
+        "orphan",
+        "writable",
+        "linked",
+        "badlink",
+    ] {
+        assert!(!tree.out(refused).exists(), "{refused} must not run");
+    }
+}
+
+#[test]
+fn root_a_refused_file_loads_once_its_mode_is_fixed() {
+    require_root();
+    let tree = Tree::new();
+    let fixed = tree.out("fixed");
+    tree.user_crontab(
+        "root",
+        &format!("1 10 * * * echo fixed > {}\n", fixed.display()),
+        0o644,
+        "root",
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("(root) INSECURE MODE (mode 0600 expected)", 10);
+    std::fs::set_permissions(
+        tree.spool().join("root"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("chmod");
+    crond.wait_for_log("(root) RELOAD (spool/root)", 10);
+    assert_eq!(wait_for_file(&fixed, 20), "fixed\n");
+}

@@ -1,0 +1,188 @@
+//! The real `crond` runs jobs: as the crontab's user with that user's groups and a clean
+//! environment, at the times the files say, including files changed while it runs.
+//! Time is libfaketime's, ten times faster, starting ten seconds before 10:00.
+
+mod common_daemon;
+
+use common_daemon::*;
+
+#[test]
+fn root_a_user_job_runs_as_that_user_with_its_groups_and_a_clean_environment() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let user = TestUser::create("u", &home);
+    let ids = tree.out("ids");
+    let env = tree.out("env");
+    tree.user_crontab(
+        &user.name,
+        &format!(
+            "FOO=bar\n0 10 * * * (id -u; id -G) > {}\n0 10 * * * env > {}\n",
+            ids.display(),
+            env.display()
+        ),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start(&tree, 1, &[]);
+    let text = wait_for_file(&ids, 15);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines, [user.uid(), user.groups()]);
+    assert!(
+        user.groups().split(' ').count() >= 2,
+        "the user has a supplementary group"
+    );
+    assert_eq!(
+        uid_of(&ids).to_string(),
+        user.uid(),
+        "the file is the user's"
+    );
+
+    let env = wait_for_file(&env, 15);
+    let mut vars: Vec<&str> = env.lines().filter(|l| !l.starts_with("PWD=")).collect();
+    vars.sort();
+    let mut expected = vec![
+        "FOO=bar".to_string(),
+        format!("HOME={}", home.display()),
+        format!("LOGNAME={}", user.name),
+        "PATH=/usr/bin:/bin".to_string(),
+        "SHELL=/bin/sh".to_string(),
+        format!("USER={}", user.name),
+    ];
+    expected.sort();
+    // dash adds nothing but PWD (dropped above), so the environment is exactly this.
+    assert_eq!(vars, expected);
+}
+
+#[test]
+fn root_a_crontab_edited_while_the_daemon_runs_fires_at_the_new_time() {
+    require_root();
+    let tree = Tree::new();
+    let old = tree.out("old");
+    let new = tree.out("new");
+    tree.user_crontab(
+        "root",
+        &format!("1 10 * * * echo old > {}\n", old.display()),
+        0o600,
+        "root",
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("running with inotify support", 10);
+    tree.user_crontab(
+        "root",
+        &format!("2 10 * * * echo new > {}\n", new.display()),
+        0o600,
+        "root",
+    );
+    crond.wait_for_log("(root) RELOAD (spool/root)", 10);
+    assert_eq!(wait_for_file(&new, 30), "new\n");
+    let log = crond.log_text();
+    assert!(
+        log.contains(&format!("(root) CMD (echo new > {})", new.display())),
+        "{log}"
+    );
+    assert!(
+        !old.exists(),
+        "the replaced entry must not run at its old time"
+    );
+    assert!(
+        log.contains("Nov 21 10:02:00"),
+        "the job started at 10:02:00 exactly: {log}"
+    );
+}
+
+#[test]
+fn root_a_dropped_in_cron_d_file_is_picked_up_and_dpkg_leftovers_are_not() {
+    require_root();
+    let tree = Tree::new();
+    let sys = tree.out("sys");
+    let dropped = tree.out("dropped");
+    let leftover = tree.out("leftover");
+    tree.write_file(
+        &tree.system_crontab(),
+        &format!(
+            "SHELL=/bin/sh\n0 10 * * * root echo sys > {}\n",
+            sys.display()
+        ),
+        0o644,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("running with inotify support", 10);
+    tree.write_file(
+        &tree.cron_d().join("dropin"),
+        &format!("1 10 * * * root echo dropped > {}\n", dropped.display()),
+        0o644,
+    );
+    tree.write_file(
+        &tree.cron_d().join("dropin.dpkg-old"),
+        &format!("1 10 * * * root echo leftover > {}\n", leftover.display()),
+        0o644,
+    );
+    crond.wait_for_log(
+        &format!(
+            "(*system*dropin) RELOAD ({})",
+            tree.cron_d().join("dropin").display()
+        ),
+        10,
+    );
+    assert_eq!(wait_for_file(&sys, 15), "sys\n");
+    assert_eq!(wait_for_file(&dropped, 20), "dropped\n");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!leftover.exists(), "a .dpkg-old file must not be read");
+    assert!(!crond.log_text().contains("dpkg-old"));
+}
+
+#[test]
+fn root_a_daemon_that_cannot_drop_privileges_never_runs_the_job() {
+    require_root();
+    let tree = Tree::new();
+    let ran = tree.out("ran");
+    // The daemon runs as nobody; /etc/crontab (root's, readable) asks for a root job.
+    tree.write_file(
+        &tree.system_crontab(),
+        &format!("0 10 * * * root id -u > {}\n", ran.display()),
+        0o644,
+    );
+    let crond = Crond::start_wrapped(
+        &tree,
+        1,
+        START,
+        &[
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--",
+        ],
+        &[],
+    );
+    crond.wait_for_log(
+        "(root) ERROR (can't drop privileges, job not run: not running as root: can't change user)",
+        15,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!ran.exists(), "the job must not run as the wrong user");
+}
+
+#[test]
+fn a_job_in_the_spring_forward_gap_runs_once_at_three_oclock() {
+    let tree = Tree::new();
+    let gap = tree.out("gap");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!(
+            "CRON_TZ=America/New_York\n30 2 * * * date -u +\\%H:\\%M >> {}\n",
+            gap.display()
+        ),
+        0o600,
+        &me,
+    );
+    // 01:59:50 EST; ten seconds later the clocks in New York jump to 03:00 EDT (07:00 UTC).
+    let crond = Crond::start_at(&tree, 1, "2026-03-08 06:59:50", &[]);
+    let line = crond.wait_for_log(&format!("({me}) CMD (date -u"), 15);
+    assert!(line.starts_with("Mar  8 07:00:00"), "{line}");
+    wait_for_file(&gap, 10);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(crond.log_text().matches(") CMD (").count(), 1, "once");
+}

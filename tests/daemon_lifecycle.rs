@@ -1,0 +1,285 @@
+//! The real `crond`'s life: one instance per pid file, a clean stop on SIGTERM that leaves
+//! running jobs alone, @reboot once per boot (marker file), detaching without `-f`.
+//! These need no root: every path is overridden and jobs run as the current user.
+
+mod common_daemon;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common_daemon::*;
+
+#[test]
+fn a_second_daemon_cannot_start_on_the_same_pid_file() {
+    let tree = Tree::new();
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("INFO (", 10);
+    let second = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--log", "stderr"])
+        .arg("--spool-dir")
+        .arg(tree.spool())
+        .arg("--system-crontab")
+        .arg(tree.system_crontab())
+        .arg("--cron-d")
+        .arg(tree.cron_d())
+        .arg("--pid-file")
+        .arg(tree.pid_file())
+        .arg("--reboot-marker")
+        .arg(tree.reboot_marker())
+        .output()
+        .expect("run a second crond");
+    assert_eq!(second.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&second.stderr),
+        format!(
+            "crond: can't lock {}, otherpid may be {}\n",
+            tree.pid_file().display(),
+            crond.pid()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.pid_file()).expect("pid file"),
+        format!("{}\n", crond.pid())
+    );
+}
+
+#[test]
+fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
+    let tree = Tree::new();
+    let after = tree.out("after");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("0 10 * * * sleep 1; echo done > {}\n", after.display()),
+        0o600,
+        &me,
+    );
+    let mut crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(&format!("({me}) CMD (sleep 1;"), 15);
+    let status = crond.stop();
+    assert_eq!(status.code(), Some(0), "a clean exit");
+    assert!(crond.log_text().contains("(CRON) INFO (Shutting down)"));
+    assert!(!after.exists(), "the job is still sleeping");
+    assert_eq!(
+        wait_for_file(&after, 10),
+        "done\n",
+        "the job outlived the daemon"
+    );
+}
+
+#[test]
+fn reboot_jobs_run_once_across_a_restart() {
+    let tree = Tree::new();
+    let boot = tree.out("boot");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("@reboot echo boot >> {}\n", boot.display()),
+        0o600,
+        &me,
+    );
+    let mut first = Crond::start(&tree, 1, &[]);
+    first.wait_for_log("(CRON) INFO (Running @reboot jobs)", 10);
+    assert_eq!(wait_for_file(&boot, 10), "boot\n");
+    assert_eq!(first.stop().code(), Some(0));
+
+    let second = Crond::start(&tree, 2, &[]);
+    second.wait_for_log(
+        "(CRON) INFO (Skipping @reboot jobs -- not system startup)",
+        10,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(std::fs::read_to_string(&boot).expect("boot"), "boot\n");
+}
+
+#[test]
+fn without_minus_f_the_daemon_detaches_and_writes_its_pid() {
+    let tree = Tree::new();
+    let status = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["--log", "stderr"])
+        .arg("--spool-dir")
+        .arg(tree.spool())
+        .arg("--system-crontab")
+        .arg(tree.system_crontab())
+        .arg("--cron-d")
+        .arg(tree.cron_d())
+        .arg("--pid-file")
+        .arg(tree.pid_file())
+        .arg("--reboot-marker")
+        .arg(tree.reboot_marker())
+        .status()
+        .expect("run crond");
+    assert!(
+        status.success(),
+        "the parent exits 0 once the child is on its own"
+    );
+    let pid = std::fs::read_to_string(tree.pid_file()).expect("pid file");
+    let pid = pid.trim();
+    // Stops the detached daemon even when an assertion below fails.
+    struct Term<'a>(&'a str);
+    impl Drop for Term<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").args(["-TERM", self.0]).status();
+        }
+    }
+    let _term = Term(pid);
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the daemon {pid} runs"
+    );
+    // The child calls setsid right after the parent has written its pid and exited.
+    let session = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        let after_name = stat.rsplit(')').next().expect("stat").to_string();
+        after_name
+            .split_whitespace()
+            .nth(3)
+            .expect("session")
+            .to_string()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while session() != pid && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(session(), pid, "it leads its own session");
+}
+
+#[test]
+fn a_non_root_daemon_without_every_path_refuses_to_start() {
+    if is_root() {
+        // As root the daemon would start on the real paths: check the rule the other way.
+        let out = Command::new(env!("CARGO_BIN_EXE_crond"))
+            .args(["-x"])
+            .output()
+            .expect("run crond");
+        assert_eq!(out.status.code(), Some(1), "a bad flag is refused");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--spool-dir", "/tmp"])
+        .output()
+        .expect("run crond");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be run as root"));
+}
+
+#[test]
+fn jobs_inherit_no_daemon_descriptors_and_the_daemon_keeps_one_thread() {
+    let tree = Tree::new();
+    let fds = tree.out("fds");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("0 10 * * * ls -l /proc/$$/fd > {}\n", fds.display()),
+        0o600,
+        &me,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    let listed = wait_for_file(&fds, 15);
+    // The daemon's signal pipe is a socket, inotify and the timer are anon inodes, the lock is
+    // the pid file: none may reach a job (the shell's own redirections may show up).
+    for line in listed.lines().filter(|l| l.contains("->")) {
+        assert!(
+            !line.contains("socket:")
+                && !line.contains("anon_inode:")
+                && !line.contains("crond.pid"),
+            "a daemon descriptor leaked into the job: {line}\n{listed}"
+        );
+    }
+    assert!(
+        listed.lines().filter(|l| l.contains("->")).count() >= 3,
+        "{listed}"
+    );
+    let status = std::fs::read_to_string(format!("/proc/{}/status", crond.pid())).expect("status");
+    assert!(
+        status.lines().any(|l| l == "Threads:\t1"),
+        "the daemon is single-threaded:\n{status}"
+    );
+    // No zombie children left behind once the job has ended.
+    std::thread::sleep(Duration::from_millis(300));
+    let children = std::fs::read_to_string(format!(
+        "/proc/{}/task/{}/children",
+        crond.pid(),
+        crond.pid()
+    ))
+    .expect("children");
+    assert_eq!(children.trim(), "", "every job child was reaped");
+}
+
+#[test]
+fn a_killed_daemons_running_jobs_do_not_hold_its_pid_file_lock() {
+    let tree = Tree::new();
+    let after = tree.out("after");
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        &format!("0 10 * * * sleep 1; echo done > {}\n", after.display()),
+        0o600,
+        &me,
+    );
+    let mut crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(&format!("({me}) CMD (sleep 1;"), 15);
+    // SIGKILL: nothing in the daemon unlocks; only the job children could still hold the lock.
+    let mut child = crond.child.take().expect("running");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let next = Crond::start(&tree, 2, &[]);
+    next.wait_for_log("entries loaded", 5);
+    assert!(
+        !after.exists(),
+        "the job was still running when the new daemon took the lock"
+    );
+    assert_eq!(wait_for_file(&after, 10), "done\n");
+}
+
+#[test]
+fn a_backlog_past_the_boundary_is_carried_over_and_nothing_is_lost_or_doubled() {
+    const JOBS: usize = 3000;
+    let tree = Tree::new();
+    let seq = tree.out("seq");
+    let me = current_user();
+    let mut text = String::new();
+    for i in 0..JOBS {
+        text.push_str(&format!("0 10 * * * echo {i} >> {}\n", seq.display()));
+    }
+    text.push_str(&format!("1 10 * * * echo late >> {}\n", seq.display()));
+    tree.user_crontab(&me, &text, 0o600, &me);
+    // One fake minute per real second: starting 3000 jobs takes several of them.
+    let crond = Crond::start_fast(&tree, 1, "2026-11-21 09:59:59", 60, &[]);
+    crond.wait_for_log("jobs not started last minute: they start first now", 60);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    // Wait until every line is there, then a little longer for any double run to show.
+    while std::fs::read_to_string(&seq)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        <= JOBS
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let lines: Vec<String> = std::fs::read_to_string(&seq)
+        .expect("seq")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(
+        lines.len() > JOBS,
+        "only {} of {} lines",
+        lines.len(),
+        JOBS + 1
+    );
+    let mut numbers: Vec<usize> = lines
+        .iter()
+        .filter(|l| *l != "late")
+        .map(|l| l.parse().expect("a number"))
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(
+        numbers,
+        (0..JOBS).collect::<Vec<_>>(),
+        "each job exactly once"
+    );
+    assert_eq!(lines.iter().filter(|l| *l == "late").count(), 1);
+}
