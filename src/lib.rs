@@ -16,13 +16,13 @@
 pub mod access;
 pub mod cronnext;
 pub mod crontab;
-pub mod joblog;
-pub mod mail;
-pub mod output;
 pub mod daemon;
 pub mod database;
 pub mod job;
+pub mod joblog;
 pub mod log;
+pub mod mail;
+pub mod output;
 pub mod queue;
 pub mod schedule;
 pub mod spool;
