@@ -283,3 +283,58 @@ fn a_backlog_past_the_boundary_is_carried_over_and_nothing_is_lost_or_doubled() 
     );
     assert_eq!(lines.iter().filter(|l| *l == "late").count(), 1);
 }
+
+#[test]
+fn the_daemon_tells_systemd_when_it_is_ready_and_when_it_stops() {
+    use std::os::unix::net::UnixDatagram;
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(&me, "0 0 1 1 * true\n", 0o600, &me);
+    let socket_path = tree.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).expect("bind the notify socket");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_crond"))
+            .args(["-f", "--log", "stderr"])
+            .arg("--spool-dir")
+            .arg(tree.spool())
+            .arg("--system-crontab")
+            .arg(tree.system_crontab())
+            .arg("--cron-d")
+            .arg(tree.cron_d())
+            .arg("--pid-file")
+            .arg(tree.pid_file())
+            .arg("--reboot-marker")
+            .arg(tree.reboot_marker())
+            .env("NOTIFY_SOCKET", &socket_path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start crond"),
+    );
+    let mut buf = [0u8; 512];
+    let n = socket.recv(&mut buf).expect("READY=1 within 10 s");
+    let ready = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(
+        ready.starts_with("READY=1\nSTATUS=1 entries from "),
+        "{ready:?}"
+    );
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let n = socket.recv(&mut buf).expect("STOPPING=1 within 10 s");
+    assert_eq!(String::from_utf8_lossy(&buf[..n]), "STOPPING=1");
+    assert_eq!(wait_with_timeout(&mut child.0, 10).code(), Some(0));
+}

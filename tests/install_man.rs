@@ -233,6 +233,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "-p",
             "-i",
             "-V",
+            "-h",
             "--spool-dir",
             "--system-crontab",
             "--cron-d",
@@ -297,7 +298,6 @@ fn crond_paths(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "needs issue 3: crond is a placeholder without --help"]
 fn crond_flags_agree_between_the_binary_its_help_and_its_page() {
     let dir = tempfile::tempdir().expect("tempdir");
     check_flags(&bins().join("crond"), "crond.8", &crond_paths(dir.path()));

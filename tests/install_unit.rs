@@ -90,7 +90,11 @@ fn the_unit_runs_crond_in_the_foreground_as_debians_cron_service_does() {
     for (section, key, value) in [
         ("Service", "Type", "notify"),
         ("Service", "EnvironmentFile", "-/etc/default/cron"),
-        ("Service", "ExecStart", "/usr/sbin/crond -f $EXTRA_OPTS"),
+        (
+            "Service",
+            "ExecStart",
+            "/usr/sbin/crond -f --log syslog $EXTRA_OPTS",
+        ),
         ("Service", "ExecReload", "/bin/kill -HUP $MAINPID"),
         ("Service", "KillMode", "process"),
         ("Service", "Restart", "on-failure"),

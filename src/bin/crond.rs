@@ -13,7 +13,8 @@ use std::process::ExitCode;
 use crond::daemon::{self, MailCommand, Options};
 use crond::log::Destination;
 
-const USAGE: &str = "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V]
+const USAGE: &str =
+    "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]";
 

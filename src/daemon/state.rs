@@ -129,6 +129,20 @@ impl Daemon {
         );
         daemon.reboot(reboot);
         daemon.arm();
+        // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
+        let status = format!(
+            "{} entries from {} files",
+            daemon.agenda.len(),
+            daemon.sources.len()
+        );
+        if let Err(e) = crate::sys::notify::notify(&format!(
+            "READY=1\n{}",
+            crate::sys::notify::status_message(&status)
+        )) {
+            daemon
+                .log
+                .event(Level::Error, "CRON", "ERROR", &format!("sd_notify: {e}"));
+        }
         Ok(daemon)
     }
 
@@ -371,6 +385,7 @@ impl Daemon {
                 }
                 if arrived.terminate || arrived.interrupt {
                     self.log.info("CRON", "INFO", "Shutting down");
+                    let _ = crate::sys::notify::stopping();
                     return Ok(());
                 }
                 if arrived.hangup {
