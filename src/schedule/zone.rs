@@ -3,7 +3,7 @@
 //! applies without a rebuild.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -13,7 +13,9 @@ use jiff::tz::TimeZone;
 pub struct Zone {
     name: Arc<str>,
     tz: TimeZone,
-    table: Arc<Table>,
+    /// Built on first use: a crontab may name the same zone thousands of times, and only the
+    /// zones of entries that get scheduled need it.
+    table: Arc<OnceLock<Table>>,
 }
 
 /// The zone's offset changes from 1970 to 2200, read from jiff once when the zone is made:
@@ -145,7 +147,7 @@ impl Zone {
     pub fn new(name: &str, tz: TimeZone) -> Zone {
         Zone {
             name: Arc::from(name),
-            table: Arc::new(Table::build(&tz)),
+            table: Arc::new(OnceLock::new()),
             tz,
         }
     }
@@ -162,20 +164,26 @@ impl Zone {
         &self.tz
     }
 
+    fn table(&self) -> &Table {
+        self.table.get_or_init(|| Table::build(&self.tz))
+    }
+
     /// The UTC offset in seconds at an instant given in Unix seconds.
     pub(super) fn offset_at(&self, second: i64) -> i64 {
-        if let Some(i) = self.table.index(second) {
-            return self.table.offset_after(i);
+        let table = self.table();
+        if let Some(i) = table.index(second) {
+            return table.offset_after(i);
         }
         jiff_offset_at(&self.tz, second)
     }
 
     /// The first offset change strictly after `second`: (instant, offset after it).
     pub(super) fn next_transition(&self, second: i64) -> Option<(i64, i64)> {
-        if let Some(i) = self.table.index(second)
-            && i < self.table.at.len()
+        let table = self.table();
+        if let Some(i) = table.index(second)
+            && i < table.at.len()
         {
-            return Some((self.table.at[i], self.table.after[i]));
+            return Some((table.at[i], table.after[i]));
         }
         let ts = Timestamp::from_second(second).ok()?;
         let tr = self.tz.following(ts).next()?;
@@ -190,14 +198,15 @@ impl Zone {
             let p = at - 1 + before;
             peak = Some(peak.map_or(p, |q| q.max(p)));
         };
-        if let Some(end) = self.table.index(second)
-            && self.table.index(second.saturating_sub(horizon)).is_some()
+        let table = self.table();
+        if let Some(end) = table.index(second)
+            && table.index(second.saturating_sub(horizon)).is_some()
         {
             for i in (0..end).rev() {
-                if self.table.at[i] < second - horizon {
+                if table.at[i] < second - horizon {
                     break;
                 }
-                add(self.table.at[i], self.table.offset_after(i));
+                add(table.at[i], table.offset_after(i));
             }
             return peak;
         }
