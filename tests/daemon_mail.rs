@@ -326,5 +326,8 @@ fn root_a_megabyte_of_output_arrives_whole_through_the_real_mta() {
     let expected: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
     assert!(expected.len() > 1_000_000);
     assert_eq!(m.body.len(), expected.len());
-    assert!(m.body == expected.as_bytes(), "the body is the job's output");
+    assert!(
+        m.body == expected.as_bytes(),
+        "the body is the job's output"
+    );
 }

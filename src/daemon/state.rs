@@ -415,7 +415,8 @@ impl Daemon {
 
     fn reap(&mut self) {
         // The job child logs its own end (it knows the command and the shell's status); the
-        // daemon forgets it here. The mail issue hooks the end of each entry's job here.
+        // daemon forgets it here; the entry whose job ended is the removed value (for overlap
+        // policies later).
         for (pid, _exit) in process::reap() {
             self.running.remove(&pid);
         }
