@@ -3,7 +3,8 @@
 //! /var/mail/USER) with Debian's headers and the exact body, the exit status in the subject,
 //! nothing for MAILTO="", refused for an unsafe MAILTO; logged as CMDOUT lines with `-s` or
 //! when there is no MTA; every byte of a large output handed to a `-m` command; the `%` text
-//! fed to the job whether it reads it or not. Time is libfaketime's, ten times faster, starting
+//! fed to the job whether it reads it or not; the MTA run as the job's user with the job's
+//! environment; spilled output in a nameless file of the job's user. Time is libfaketime's, ten times faster, starting
 //! ten seconds before 10:00; every job here fires at 10:00.
 //!
 //! No mocks: real users (useradd, removed after), real processes, the real MTA. The tests fail,
@@ -13,7 +14,7 @@ mod common_daemon;
 mod common_mail;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
 use common_daemon::{Crond, Tree, require_root, wait_for_file};
@@ -329,5 +330,76 @@ fn root_a_megabyte_of_output_arrives_whole_through_the_real_mta() {
     assert!(
         m.body == expected.as_bytes(),
         "the body is the job's output"
+    );
+}
+
+#[test]
+fn root_the_mail_command_runs_as_the_jobs_user_with_the_jobs_environment() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let seen = tree.out("seen");
+    install(&tree, &user, "FOO=bar\n0 10 * * * echo hi\n");
+    let command = format!(
+        "{{ id -un; env | grep -v '^PWD=' | sort; }} > {0}.part; mv {0}.part {0}",
+        seen.display()
+    );
+    let _crond = Crond::start(&tree, 1, &["-m", &command]);
+    let text = wait_for_file(&seen, 15);
+    let mut expected = vec![
+        "FOO=bar".to_string(),
+        "HOME=/".to_string(),
+        format!("LOGNAME={}", user.name),
+        "PATH=/usr/bin:/bin".to_string(),
+        "SHELL=/bin/sh".to_string(),
+        format!("USER={}", user.name),
+    ];
+    expected.sort();
+    expected.insert(0, user.name.clone());
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn root_spilled_output_is_a_nameless_file_of_the_jobs_user_that_lives_only_while_the_job_runs() {
+    let user = mail_user();
+    let tree = Tree::new();
+    // More than the 64 KiB kept in memory, then time to look at the job child's descriptors.
+    install(
+        &tree,
+        &user,
+        "MAILTO=\"\"\n0 10 * * * head -c 300000 /dev/zero; sleep 2\n",
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    let cmd = crond.wait_for_log(&format!("({}) CMD (head", user.name), 15);
+    let child: u32 = cmd
+        .split("cron[")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .and_then(|p| p.parse().ok())
+        .expect("the job child's pid in the log line");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let spill = loop {
+        let found = fs::read_dir(format!("/proc/{child}/fd"))
+            .expect("the job child is running")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| fs::read_link(p).is_ok_and(|t| t.to_string_lossy().ends_with(" (deleted)")));
+        if let Some(path) = found {
+            break path;
+        }
+        assert!(Instant::now() < deadline, "no spill file in the job child");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let meta = fs::metadata(&spill).expect("stat through /proc");
+    let uid = crond::sys::user::User::resolve_name(user.name.as_bytes())
+        .unwrap()
+        .unwrap()
+        .uid;
+    assert_eq!(meta.uid(), uid.0, "the spill file is the job's user's");
+    assert_eq!(meta.nlink(), 0, "the spill file has no name");
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    crond.wait_for_log(&format!("({}) CMDEND (head", user.name), 15);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{child}")).exists(),
+        "the job child, and with it the file, is gone"
     );
 }
