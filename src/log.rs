@@ -46,17 +46,27 @@ impl Log {
 
     /// One raw message.
     pub fn line(&self, level: Priority, message: &str) {
+        self.bytes(level, message.as_bytes());
+    }
+
+    /// One message built by `joblog` (its bytes need not be UTF-8: a job's output with `-s`).
+    pub fn job_line(&self, level: Priority, line: &crate::joblog::LogLine) {
+        self.bytes(level, &line.to_bytes());
+    }
+
+    /// One raw message as bytes.
+    pub fn bytes(&self, level: Priority, message: &[u8]) {
         if self.destination != Destination::Stderr {
-            syslog::log(level, message);
+            syslog::log_bytes(level, message);
         }
         if self.destination != Destination::Syslog {
             // The pid says which process logged: the daemon or one of its job children.
             let stamp = jiff::Zoned::now().strftime("%b %e %H:%M:%S");
-            let line = format!(
-                "{stamp} cron[{}]: {message}\n",
-                crate::sys::process::own_pid()
-            );
-            let _ = std::io::stderr().write_all(line.as_bytes());
+            let mut line =
+                format!("{stamp} cron[{}]: ", crate::sys::process::own_pid()).into_bytes();
+            line.extend_from_slice(message);
+            line.push(b'\n');
+            let _ = std::io::stderr().write_all(&line);
         }
     }
 

@@ -14,7 +14,7 @@ pub const DEFAULT_PID_FILE: &str = "/run/crond.pid";
 pub const DEFAULT_REBOOT_MARKER: &str = "/run/crond.reboot";
 pub const DEFAULT_SENDMAIL: &str = "/usr/sbin/sendmail";
 
-/// cronie's `-m`: how job output is mailed (used by the mail issue; stored now).
+/// cronie's `-m`: how job output is mailed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum MailCommand {
     #[default]
@@ -104,7 +104,7 @@ impl Options {
             .unwrap_or_else(|| PathBuf::from(DEFAULT_REBOOT_MARKER))
     }
 
-    /// The mail command (used by the mail issue).
+    /// The sendmail path (`--sendmail`, default Debian's).
     pub fn sendmail(&self) -> PathBuf {
         self.sendmail
             .clone()

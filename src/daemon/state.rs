@@ -9,11 +9,13 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use super::{Error, Options};
+use super::{Error, MailCommand, Options};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
-use crate::job::{self, ChildSetup, JobSpec};
+use crate::job::{self, ChildSetup, JobSpec, MailSetup, OutputTo};
+use crate::joblog::LogLevel;
 use crate::log::{Level, Log, text};
+use crate::mail;
 use crate::queue::Queue;
 use crate::schedule::{self, When, Zone};
 use crate::sys::fs::{FileKind, PidLock};
@@ -91,11 +93,27 @@ impl Daemon {
         let handled = UtcMinute::containing(now().as_second());
         let setup = ChildSetup {
             log,
-            log_level: options.log_level.unwrap_or(job::LOG_START),
+            // Debian's mask is a byte; higher bits mean nothing.
+            log_level: options
+                .log_level
+                .map_or(LogLevel::default(), |l| LogLevel((l & 0xff) as u8)),
             inherited_path: if options.inherit_path {
                 std::env::var_os("PATH")
             } else {
                 None
+            },
+            output: if options.output_to_syslog {
+                OutputTo::Syslog
+            } else {
+                OutputTo::Mail(MailSetup {
+                    command: match &options.mail {
+                        MailCommand::Sendmail => mail::MailCommand::Sendmail(options.sendmail()),
+                        MailCommand::Off => mail::MailCommand::Off,
+                        MailCommand::Command(c) => mail::MailCommand::Shell(c.clone()),
+                    },
+                    full_host: options.fqdn_in_subject,
+                    charset: mail::charset_from_env(),
+                })
             },
         };
         let mut daemon = Daemon {
@@ -412,7 +430,8 @@ impl Daemon {
 
     fn reap(&mut self) {
         // The job child logs its own end (it knows the command and the shell's status); the
-        // daemon forgets it here. The mail issue hooks the end of each entry's job here.
+        // daemon forgets it here; the entry whose job ended is the removed value (for overlap
+        // policies later).
         for (pid, _exit) in process::reap() {
             self.running.remove(&pid);
         }

@@ -1,31 +1,35 @@
-//! The job child (DESIGN §5): the daemon forks one per job; the child resets signals, closes the
-//! daemon's descriptors, starts a session, drops privileges to the entry's user for good,
-//! builds the clean environment, changes to HOME, runs `$SHELL -c command` through
-//! `std::process::Command` (no `pre_exec`, so std takes its vfork path), waits, logs, and
-//! exits with `_exit`. It never returns into the daemon's code: a panic aborts the child only.
+//! The job child (DESIGN §5, §6): the daemon forks one per job; the child resets signals, closes
+//! the daemon's descriptors, starts a session, drops privileges to the entry's user for good,
+//! builds the clean environment, changes to HOME, and runs `$SHELL -c command` through
+//! `std::process::Command` (no `pre_exec`, so std takes its vfork path). The text after `%`
+//! reaches the shell through a writer grandchild (`stdin_feed`); the shell's stdout and stderr
+//! share one pipe, read to end-of-file into `output`. After the shell exits the child reaps the
+//! writer, then mails the output (`mail`) or, with `-s`, logs it as `CMDOUT` lines, logs END
+//! and CMDEND (`joblog`), and exits with `_exit`. It never returns into the daemon's code: a
+//! panic aborts the child only.
 //!
-//! Seams for output and mail (issue 4): [`Output`] says where the shell's stdout and stderr go
-//! (for now /dev/null) and [`feed_stdin`] is where the text after `%` reaches the shell.
+//! Everything the job's user could use to act as someone else is created after the privilege
+//! drop: the stdin writer, the spill file, the MTA. Log lines are built by `joblog` only.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use crate::crontab::{Env, JobInput};
+use crate::joblog::{self, JobExit, LogLevel, LogLine};
 use crate::log::{Level, Log, text};
+use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
+use crate::output::Output;
+use crate::stdin_feed::JobStdin;
+use crate::sys::pipe;
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Forked, Pid};
 use crate::sys::signal;
 use crate::sys::user::User;
-
-/// Debian's `-L` bits.
-pub const LOG_START: u32 = 1;
-pub const LOG_END: u32 = 2;
-pub const LOG_FAILED: u32 = 4;
-pub const LOG_PID: u32 = 8;
 
 /// Debian's default PATH for jobs (DESIGN §3).
 pub const DEFAULT_PATH: &[u8] = b"/usr/bin:/bin";
@@ -46,16 +50,31 @@ pub struct JobSpec {
 pub struct ChildSetup {
     pub log: Log,
     /// Debian's `-L` bitmask.
-    pub log_level: u32,
+    pub log_level: LogLevel,
     /// cronie's `-P`: the daemon's PATH instead of the default.
     pub inherited_path: Option<OsString>,
+    /// Where the job's output goes.
+    pub output: OutputTo,
 }
 
-/// Where the shell's standard output and error go. The next issue replaces `Discard` with a
-/// capture that mails the output; the job child is the place that owns it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
-    Discard,
+/// Where a job's output goes once the shell has exited.
+#[derive(Debug, Clone)]
+pub enum OutputTo {
+    /// cronie's `-s`: one `CMDOUT` log line per line of output.
+    Syslog,
+    /// Mail (DESIGN §6).
+    Mail(MailSetup),
+}
+
+/// The daemon's mail options.
+#[derive(Debug, Clone)]
+pub struct MailSetup {
+    /// `-m CMD|off`, or the sendmail path (`--sendmail`).
+    pub command: MailCommand,
+    /// Debian's `-n`: the full host name in the subject.
+    pub full_host: bool,
+    /// The daemon locale's charset (`mail::charset_from_env()` at start).
+    pub charset: String,
 }
 
 /// Forks the job child; returns its pid in the daemon.
@@ -71,9 +90,12 @@ pub fn start(spec: &JobSpec, setup: &ChildSetup) -> io::Result<Pid> {
     }
 }
 
-/// The child's whole life; returns its exit status.
+/// The child's whole life; returns its exit status (0: the job ran and succeeded).
 fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
     signal::reset_in_child();
+    // The child itself keeps SIGPIPE ignored (an MTA that exits early is a status, not our
+    // death); std gives the shell and the MTA the default back.
+    signal::ignore_sigpipe();
     let log = setup.log;
     let closed = process::close_all_above_stderr();
     // The syslog socket was among them: forget it before any new descriptor takes its number.
@@ -124,7 +146,79 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
         }
     }
     let input: JobInput = crate::crontab::split_percent(&spec.command);
-    let shell = lookup(&env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
+    let Some((shell_pid, exit, output)) = run_shell(spec, setup, &env, &input) else {
+        return 1;
+    };
+    if let Some(line) = joblog::failed_line(setup.log_level, shell_pid, exit) {
+        log.job_line(Level::Error, &line);
+    }
+    match &setup.output {
+        OutputTo::Syslog => log_output(log, &spec.user, &output),
+        OutputTo::Mail(mail_setup) => {
+            let config = MailConfig {
+                host: mail::subject_host(&crate::sys::hostname(), mail_setup.full_host),
+                charset: mail_setup.charset.clone(),
+                command: mail_setup.command.clone(),
+            };
+            let job = JobMail {
+                user: &spec.user,
+                command: &input.command,
+                env: &env,
+                exit,
+            };
+            let outcome = mail::mail_output(&job, &config, &output, &env);
+            if let Some(line) = outcome.log_line(&spec.user) {
+                let level = match outcome {
+                    MailOutcome::NoMta => Level::Info,
+                    _ => Level::Error,
+                };
+                log.job_line(level, &line);
+            }
+            // Nothing is lost when the mail could not even start: the output goes to the log.
+            if matches!(outcome, MailOutcome::NoMta | MailOutcome::MtaError(_)) {
+                log_output(log, &spec.user, &output);
+            }
+        }
+    }
+    let end = joblog::end_line(setup.log_level, &spec.user, shell_pid, &spec.command);
+    for line in end
+        .into_iter()
+        .chain([joblog::cmdend_line(&spec.user, &spec.command)])
+    {
+        log.job_line(Level::Info, &line);
+    }
+    i32::from(!exit.success())
+}
+
+/// Starts the shell with its stdin (the `%` text through a writer grandchild, or /dev/null) and
+/// its stdout+stderr on one pipe, logs CMD, reads the output to end-of-file, reaps the shell and
+/// then the writer. `None` when the shell could not run (logged).
+fn run_shell(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    env: &[(Vec<u8>, Vec<u8>)],
+    input: &JobInput,
+) -> Option<(u32, JobExit, Output)> {
+    let log = setup.log;
+    let who = text(&spec.user);
+    let spill_dir = crate::sys::tmpfile::default_dir();
+    let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            log.error(&who, "ERROR", &format!("can't feed the job's input: {e}"));
+            return None;
+        }
+    };
+    let pipes = pipe::pipe().and_then(|(r, w)| Ok((r, w.try_clone()?, w)));
+    let (read_end, err_end, out_end) = match pipes {
+        Ok(p) => p,
+        Err(e) => {
+            log.error(&who, "ERROR", &format!("can't make the output pipe: {e}"));
+            reap_writer(log, &who, stdin);
+            return None;
+        }
+    };
+    let shell = lookup(env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
     let mut command = Command::new(OsStr::from_bytes(&shell));
     command
         .arg("-c")
@@ -134,74 +228,95 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
             env.iter()
                 .map(|(n, v)| (OsStr::from_bytes(n), OsStr::from_bytes(v))),
         )
-        .stdin(if input.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-    match Output::Discard {
-        Output::Discard => {
-            command.stdout(Stdio::null()).stderr(Stdio::null());
-        }
-    }
-    let mut child = match command.spawn() {
+        .stdin(stdin.take_for_shell())
+        .stdout(Stdio::from(out_end))
+        .stderr(Stdio::from(err_end));
+    let spawned = command.spawn();
+    // The Command holds the shell's ends of both pipes: drop them, so end-of-file on the output
+    // means the job is done with it, and the stdin writer never waits for us.
+    drop(command);
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
             log.error(&who, "ERROR", &format!("can't run {}: {e}", text(&shell)));
-            return 1;
+            drop(read_end);
+            reap_writer(log, &who, stdin);
+            return None;
         }
     };
-    let cmd_text = text(&spec.command);
-    if setup.log_level & LOG_START != 0 {
-        if setup.log_level & LOG_PID != 0 {
-            log.info(&who, "CMD", &format!("[{}] {cmd_text}", child.id()));
-        } else {
-            log.info(&who, "CMD", &cmd_text);
+    let shell_pid = child.id();
+    if let Some(line) = joblog::cmd_line(setup.log_level, &spec.user, shell_pid, &spec.command) {
+        log.job_line(Level::Info, &line);
+    }
+    let captured = Output::capture(&spill_dir, File::from(read_end));
+    let status = loop {
+        match child.wait() {
+            Ok(status) => break Some(status),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                log.error(&who, "ERROR", &format!("wait failed: {e}"));
+                break None;
+            }
         }
-    }
-    let feeder = child
-        .stdin
-        .take()
-        .zip(input.stdin)
-        .map(|(pipe, text)| feed_stdin(pipe, text));
-    let status = child.wait();
-    if let Some(feeder) = feeder {
-        let _ = feeder.join();
-    }
-    let status = match status {
-        Ok(status) => status,
+    };
+    reap_writer(log, &who, stdin);
+    let output = match captured {
+        Ok(output) => output,
         Err(e) => {
-            log.error(&who, "ERROR", &format!("wait failed: {e}"));
-            return 1;
+            log.error(&who, "ERROR", &format!("can't read the job's output: {e}"));
+            Output::new(&spill_dir)
         }
     };
-    if setup.log_level & LOG_END != 0 {
-        if setup.log_level & LOG_PID != 0 {
-            log.info(&who, "END", &format!("[{}] {cmd_text}", child.id()));
-        } else {
-            log.info(&who, "END", &cmd_text);
-        }
+    if let Some(e) = output.spill_error() {
+        log.error(
+            &who,
+            "ERROR",
+            &format!(
+                "{} bytes of output lost: can't spool to {}: {e}",
+                output.lost_bytes(),
+                spill_dir.display()
+            ),
+        );
     }
-    if setup.log_level & LOG_FAILED != 0 && !status.success() {
-        let detail = match status.code() {
-            Some(code) => format!("grandchild #{} failed with exit status {code}", child.id()),
-            None => format!("grandchild #{} killed by a signal", child.id()),
-        };
-        log.event(Level::Error, "CRON", "error", &detail);
-    }
-    0
+    Some((shell_pid, JobExit::from_status(status?), output))
 }
 
-/// Writes the `%` text to the shell's stdin from a thread of the job child (not of the
-/// daemon), so a job that never reads its input cannot block the wait.
-pub fn feed_stdin(
-    mut pipe: std::process::ChildStdin,
-    text: Vec<u8>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        // A job that exits without reading gets EPIPE here; that is its business.
-        let _ = pipe.write_all(&text);
-    })
+/// Reaps the stdin writer; a job that did not read its input is fine, anything else is logged.
+fn reap_writer(log: Log, who: &str, stdin: JobStdin) {
+    use crate::sys::pipe::WriterExit;
+    match stdin.wait() {
+        Ok(None | Some(WriterExit::AllWritten | WriterExit::ReaderGone)) => {}
+        Ok(Some(WriterExit::Failed(errno))) => log.error(
+            who,
+            "ERROR",
+            &format!(
+                "writing the job's input failed: {}",
+                io::Error::from_raw_os_error(errno)
+            ),
+        ),
+        Ok(Some(WriterExit::Killed(signal))) => log.error(
+            who,
+            "ERROR",
+            &format!("the job's input writer was killed by signal {signal}"),
+        ),
+        Err(e) => log.error(who, "ERROR", &format!("can't reap the input writer: {e}")),
+    }
+}
+
+/// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost).
+fn log_output(log: Log, user: &[u8], output: &Output) {
+    for line in output.cmdout_lines() {
+        match line {
+            Ok(line) => log.job_line(Level::Info, &joblog::cmdout_line(user, &line)),
+            Err(e) => {
+                log.job_line(
+                    Level::Error,
+                    &LogLine::new(user, "ERROR", format!("can't read the spooled output: {e}")),
+                );
+                return;
+            }
+        }
+    }
 }
 
 /// The job's environment (DESIGN §3): SHELL=/bin/sh, PATH=/usr/bin:/bin (or the daemon's with

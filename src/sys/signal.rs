@@ -96,3 +96,12 @@ pub fn reset_in_child() {
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
     }
 }
+
+/// In the job child, after [`reset_in_child`]: SIGPIPE ignored, so a mail command or a job that
+/// closes its end early shows up as a write error, not as the job child's death. Children
+/// started through `std::process::Command` get SIGPIPE back at its default (std resets it before
+/// exec); a plain `fork` (the stdin writer) keeps it ignored and sees EPIPE.
+pub fn ignore_sigpipe() {
+    // SAFETY: SIG_IGN installs no Rust code; the job child is single-threaded.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}

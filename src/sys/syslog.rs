@@ -38,7 +38,21 @@ pub fn close() {
 
 /// Logs one message; NUL bytes are replaced so the message is never cut short.
 pub fn log(priority: Priority, message: &str) {
-    let text = CString::new(message.replace('\0', "\\0")).expect("NUL bytes were replaced");
+    log_bytes(priority, message.as_bytes());
+}
+
+/// [`log`] for a message that need not be UTF-8 (a job's output line with `-s`): the bytes go
+/// to syslog as they are, NUL replaced by `\0`.
+pub fn log_bytes(priority: Priority, message: &[u8]) {
+    let mut bytes = Vec::with_capacity(message.len());
+    for &b in message {
+        if b == 0 {
+            bytes.extend_from_slice(b"\\0");
+        } else {
+            bytes.push(b);
+        }
+    }
+    let text = CString::new(bytes).expect("NUL bytes were replaced");
     // SAFETY: the format is the literal "%s" and its one argument is a valid C string that
     // lives until the call returns, so syslog reads no more than that string.
     unsafe { libc::syslog(priority.raw(), c"%s".as_ptr(), text.as_ptr()) };
