@@ -186,3 +186,45 @@ fn a_job_in_the_spring_forward_gap_runs_once_at_three_oclock() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(crond.log_text().matches(") CMD (").count(), 1, "once");
 }
+
+#[test]
+fn random_delay_postpones_a_job_by_the_daemons_factor_of_its_minutes() {
+    let tree = Tree::new();
+    let me = current_user();
+    let (base, late) = (tree.out("base"), tree.out("late"));
+    tree.user_crontab(
+        &me,
+        &format!(
+            "0 10 * * * date +\\%s > {}\nRANDOM_DELAY=1\n0 10 * * * date +\\%s > {}\n",
+            base.display(),
+            late.display()
+        ),
+        0o600,
+        &me,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    let line = crond.wait_for_log("RANDOM_DELAY will be scaled with factor", 10);
+    let percent: i64 = line
+        .split("factor ")
+        .nth(1)
+        .and_then(|rest| rest.split('%').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no factor in {line:?}"));
+    assert!((0..100).contains(&percent), "{line}");
+    // The delayed job sleeps in its own process, where libfaketime runs sleeps ten times
+    // faster and fake clocks of forked and exec'd processes drift apart; the kernel's
+    // modification times of the two files are real time, so compare those: 60 s x factor,
+    // slept at x10.
+    wait_for_file(&base, 10);
+    wait_for_file(&late, 15);
+    let mtime = |p: &std::path::Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let real = mtime(&late)
+        .duration_since(mtime(&base))
+        .unwrap_or_default()
+        .as_secs_f64();
+    let expected = 60.0 * percent as f64 / 100.0 / 10.0;
+    assert!(
+        (real - expected).abs() <= 0.35,
+        "delayed by {real:.2} s real, expected about {expected:.2} s ({percent}% of a minute at x10)"
+    );
+}

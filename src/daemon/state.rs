@@ -68,10 +68,31 @@ pub(super) struct Daemon {
     watcher: Option<Watcher>,
     watches: HashMap<WatchId, Vec<Role>>,
     setup: ChildSetup,
+    /// cronie's RANDOM_DELAY scale, in [0, 1), drawn once per daemon start.
+    delay_factor: f64,
 }
 
 fn now() -> Timestamp {
     Timestamp::now()
+}
+
+/// cronie's RANDOM_DELAY factor: one draw per daemon start, so every job of a host with the
+/// same RANDOM_DELAY starts the same time after its minute, and different hosts spread out.
+fn random_delay_factor() -> f64 {
+    let mut bytes = [0u8; 8];
+    let drawn = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    let bits = match drawn {
+        Ok(()) => u64::from_le_bytes(bytes),
+        // No /dev/urandom: the clock's nanoseconds still differ between hosts.
+        Err(_) => now().as_nanosecond() as u64 ^ u64::from(std::process::id()),
+    };
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// RANDOM_DELAY minutes times the factor, in whole seconds.
+fn scaled_delay(minutes: u32, factor: f64) -> u32 {
+    (f64::from(minutes) * 60.0 * factor) as u32
 }
 
 fn local_zone() -> Zone {
@@ -132,8 +153,17 @@ impl Daemon {
             watcher: None,
             watches: HashMap::new(),
             setup,
+            delay_factor: random_delay_factor(),
             options,
         };
+        daemon.log.info(
+            "CRON",
+            "INFO",
+            &format!(
+                "RANDOM_DELAY will be scaled with factor {}% if used.",
+                (daemon.delay_factor * 100.0) as u32
+            ),
+        );
         daemon.watch();
         let reboot = daemon.load_all(false);
         daemon.log.info(
@@ -325,6 +355,7 @@ impl Daemon {
                 user,
                 command: entry.command.clone(),
                 env: Arc::clone(&entry.env),
+                delay_seconds: scaled_delay(entry.random_delay, self.delay_factor),
             });
             match entry.when {
                 When::Reboot => reboot.push(spec),
