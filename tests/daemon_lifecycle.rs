@@ -14,18 +14,8 @@ fn a_second_daemon_cannot_start_on_the_same_pid_file() {
     let tree = Tree::new();
     let crond = Crond::start(&tree, 1, &[]);
     crond.wait_for_log("INFO (", 10);
-    let second = Command::new(env!("CARGO_BIN_EXE_crond"))
-        .args(["-f", "--log", "stderr"])
-        .arg("--spool-dir")
-        .arg(tree.spool())
-        .arg("--system-crontab")
-        .arg(tree.system_crontab())
-        .arg("--cron-d")
-        .arg(tree.cron_d())
-        .arg("--pid-file")
-        .arg(tree.pid_file())
-        .arg("--reboot-marker")
-        .arg(tree.reboot_marker())
+    let second = tree
+        .daemon_args(&mut Command::new(env!("CARGO_BIN_EXE_crond")))
         .output()
         .expect("run a second crond");
     assert_eq!(second.status.code(), Some(1));
@@ -303,18 +293,7 @@ fn the_daemon_tells_systemd_when_it_is_ready_and_when_it_stops() {
         }
     }
     let mut child = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_crond"))
-            .args(["-f", "--log", "stderr"])
-            .arg("--spool-dir")
-            .arg(tree.spool())
-            .arg("--system-crontab")
-            .arg(tree.system_crontab())
-            .arg("--cron-d")
-            .arg(tree.cron_d())
-            .arg("--pid-file")
-            .arg(tree.pid_file())
-            .arg("--reboot-marker")
-            .arg(tree.reboot_marker())
+        tree.daemon_args(&mut Command::new(env!("CARGO_BIN_EXE_crond")))
             .env("NOTIFY_SOCKET", &socket_path)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

@@ -106,6 +106,22 @@ impl Tree {
         chown(&path, owner);
     }
 
+    /// `-f --log stderr` and every path option pointing into this tree.
+    pub fn daemon_args<'c>(&self, command: &'c mut Command) -> &'c mut Command {
+        command
+            .args(["-f", "--log", "stderr"])
+            .arg("--spool-dir")
+            .arg(self.spool())
+            .arg("--system-crontab")
+            .arg(self.system_crontab())
+            .arg("--cron-d")
+            .arg(self.cron_d())
+            .arg("--pid-file")
+            .arg(self.pid_file())
+            .arg("--reboot-marker")
+            .arg(self.reboot_marker())
+    }
+
     pub fn read_out(&self, name: &str) -> Option<String> {
         fs::read_to_string(self.out(name)).ok()
     }
@@ -189,18 +205,8 @@ impl Crond {
         if wrapper.is_empty() {
             command.env("LD_PRELOAD", FAKETIME_LIB);
         }
-        let child = command
-            .args(["-f", "--log", "stderr"])
-            .arg("--spool-dir")
-            .arg(tree.spool())
-            .arg("--system-crontab")
-            .arg(tree.system_crontab())
-            .arg("--cron-d")
-            .arg(tree.cron_d())
-            .arg("--pid-file")
-            .arg(tree.pid_file())
-            .arg("--reboot-marker")
-            .arg(tree.reboot_marker())
+        let child = tree
+            .daemon_args(&mut command)
             .args(extra)
             .env("FAKETIME", format!("@{start} x{speed}"))
             .env("FAKETIME_DONT_RESET", "1")
