@@ -27,7 +27,6 @@ use crate::crontab::{self, Crontab, Format, Limits, Options};
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
-use crate::sys::spool as fsops;
 
 /// Debian's paths, compiled in: a setgid process uses nothing else.
 pub const SPOOL_DIR: &str = "/var/spool/cron/crontabs";
@@ -137,9 +136,24 @@ pub fn main(command: &Command) -> u8 {
         stdin: &mut io::stdin().lock(),
         stdout: &mut io::stdout().lock(),
         stderr,
-        log: &mut |user, event, detail| fsops::log_event(user, event, detail),
+        log: &mut log_event,
     };
     run(command, &ctx, &mut io)
+}
+
+/// Logs `(user) EVENT (detail)` to syslog as `crontab[pid]`, facility cron (Debian's lines:
+/// REPLACE, BEGIN EDIT, END EDIT, DELETE, LIST).
+fn log_event(user: &[u8], event: &str, detail: &[u8]) {
+    let mut body = Vec::with_capacity(user.len() + event.len() + detail.len() + 8);
+    body.push(b'(');
+    body.extend_from_slice(user);
+    body.extend_from_slice(b") ");
+    body.extend_from_slice(event.as_bytes());
+    body.extend_from_slice(b" (");
+    body.extend_from_slice(detail);
+    body.push(b')');
+    sys::syslog::open_as(c"crontab");
+    sys::syslog::log_bytes(sys::syslog::Priority::Info, &body);
 }
 
 /// A failure already explained to the user; the exit status.

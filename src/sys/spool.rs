@@ -8,7 +8,7 @@
 //! byte is read; every descriptor is close-on-exec. This module decides nothing about users,
 //! access or text: callers do.
 
-use std::ffi::{CStr, CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -266,31 +266,6 @@ impl PrivateCopy {
         let _ = std::fs::remove_file(&self.file);
         let _ = std::fs::remove_dir(&self.dir);
     }
-}
-
-/// Logs one crontab(1) event to syslog as Debian does: facility cron, ident `crontab`, pid, and
-/// the body `(USER) EVENT (DETAIL)`.
-///
-/// FIXME: the daemon's `sys::syslog` is being written in parallel; use it once merged.
-pub fn log_event(user: &[u8], event: &str, detail: &[u8]) {
-    let mut body = Vec::with_capacity(user.len() + event.len() + detail.len() + 8);
-    body.push(b'(');
-    body.extend_from_slice(user);
-    body.extend_from_slice(b") ");
-    body.extend_from_slice(event.as_bytes());
-    body.extend_from_slice(b" (");
-    body.extend_from_slice(detail);
-    body.push(b')');
-    body.retain(|&b| b != 0);
-    let Ok(body) = CString::new(body) else { return };
-    const IDENT: &CStr = c"crontab";
-    const FORMAT: &CStr = c"%s";
-    // SAFETY: IDENT is a 'static NUL-terminated string, as openlog requires (it keeps the
-    // pointer); the flags and facility are libc constants.
-    unsafe { libc::openlog(IDENT.as_ptr(), libc::LOG_PID, libc::LOG_CRON) };
-    // SAFETY: FORMAT is "%s" and its one argument is a valid NUL-terminated string that lives
-    // across the call.
-    unsafe { libc::syslog(libc::LOG_INFO, FORMAT.as_ptr(), body.as_ptr()) };
 }
 
 /// `name` as an `OsStr` (user names are bytes).

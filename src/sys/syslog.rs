@@ -1,7 +1,7 @@
 //! syslog through libc: `openlog("cron", LOG_PID, LOG_CRON)`, so a forked job child logs under
 //! its own pid (as Debian's `CRON[pid]` lines) and glibc reconnects to /dev/log by itself.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 /// Message priorities the daemon uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +25,14 @@ impl Priority {
 
 /// Connects (lazily, as glibc does) under the ident `cron`, facility cron.
 pub fn open() {
-    // SAFETY: the ident is a 'static C string literal, as openlog requires (it keeps the
-    // pointer); the flags are plain integers.
-    unsafe { libc::openlog(c"cron".as_ptr(), libc::LOG_PID, libc::LOG_CRON) };
+    open_as(c"cron");
+}
+
+/// Connects under another ident (`crontab` for crontab(1)), facility cron.
+pub fn open_as(ident: &'static CStr) {
+    // SAFETY: the ident is 'static, as openlog requires (it keeps the pointer); the flags are
+    // plain integers.
+    unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID, libc::LOG_CRON) };
 }
 
 /// Closes the connection (SIGHUP reopens it with the next message).
