@@ -49,6 +49,12 @@ fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
     let status = crond.stop();
     assert_eq!(status.code(), Some(0), "a clean exit");
     assert!(crond.log_text().contains("(CRON) INFO (Shutting down)"));
+    assert!(
+        crond
+            .log_text()
+            .contains("(CRON) INFO (1 jobs still running; they finish on their own)"),
+        "the daemon knew its job was still running"
+    );
     assert!(!after.exists(), "the job is still sleeping");
     assert_eq!(
         wait_for_file(&after, 10),

@@ -4,6 +4,7 @@
 //! this module reads the clock, carries the decisions out and logs.
 
 mod options;
+mod running;
 mod state;
 
 use std::fmt;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
+use super::running::Running;
 use super::{Error, MailCommand, Options};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
@@ -20,7 +21,7 @@ use crate::queue::Queue;
 use crate::schedule::{self, When, Zone};
 use crate::sys::fs::{FileKind, PidLock};
 use crate::sys::inotify::{Change, WatchId, Watcher};
-use crate::sys::process::{self, Pid};
+use crate::sys::process;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::{MinuteTimer, Tick};
 use crate::timeline::{Agenda, EntryId, Movement, UtcMinute};
@@ -61,8 +62,8 @@ pub(super) struct Daemon {
     /// minute, logged again only when the reason changes.
     recheck: BTreeMap<SourceKey, String>,
     queue: Queue<(Option<EntryId>, Arc<JobSpec>)>,
-    /// Running job children and the entry each runs (`None`: an @reboot job).
-    running: HashMap<Pid, Option<EntryId>>,
+    /// Running job children, by pid and by entry.
+    running: Running,
     signals: SignalPipe,
     timer: MinuteTimer,
     watcher: Option<Watcher>,
@@ -147,7 +148,7 @@ impl Daemon {
             jobs: HashMap::new(),
             recheck: BTreeMap::new(),
             queue: Queue::default(),
-            running: HashMap::new(),
+            running: Running::default(),
             signals,
             timer,
             watcher: None,
@@ -434,6 +435,16 @@ impl Daemon {
                 }
                 if arrived.terminate || arrived.interrupt {
                     self.log.info("CRON", "INFO", "Shutting down");
+                    if self.running.len() > 0 {
+                        self.log.info(
+                            "CRON",
+                            "INFO",
+                            &format!(
+                                "{} jobs still running; they finish on their own",
+                                self.running.len()
+                            ),
+                        );
+                    }
                     let _ = crate::sys::notify::stopping();
                     return Ok(());
                 }
@@ -461,10 +472,9 @@ impl Daemon {
 
     fn reap(&mut self) {
         // The job child logs its own end (it knows the command and the shell's status); the
-        // daemon forgets it here; the entry whose job ended is the removed value (for overlap
-        // policies later).
+        // daemon learns here which entry's job ended.
         for (pid, _exit) in process::reap() {
-            self.running.remove(&pid);
+            self.running.ended(pid);
         }
     }
 
@@ -518,7 +528,7 @@ impl Daemon {
             let (entry, spec) = &queued.job;
             match job::start(spec, &self.setup) {
                 Ok(pid) => {
-                    self.running.insert(pid, *entry);
+                    self.running.started(pid, *entry);
                 }
                 Err(e) => {
                     self.log.error(
