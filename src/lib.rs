@@ -4,9 +4,13 @@
 //! acts.
 //!
 //! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
-//!   DST), [`crontab`] (the file format).
-//! * Front ends: [`cronnext`] (prints what the scheduler will do; the binaries in `src/bin/` only
-//!   parse arguments and call into the library).
+//!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
+//!   fire times), [`queue`] (due jobs and the cycle deadline), [`access`] (cron.allow/deny).
+//! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
+//!   (the job child), [`output`], [`stdin_feed`], [`mail`], [`joblog`] and [`log`] (what a job
+//!   leaves behind), [`spool`] (crontab(1)), [`cronnext`], and [`sys`], the only module that
+//!   calls libc.
+//! * `src/bin/*` only parse arguments and call into the library.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
 //! there says why it is sound.
