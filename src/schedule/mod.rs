@@ -43,7 +43,7 @@
 //!
 //! # Fire times and daylight saving (DESIGN §4)
 //!
-//! The local minutes that match are turned into instants by the rule of [`next`]: a fixed-time
+//! The local minutes that match are turned into instants by the rule in `next.rs`: a fixed-time
 //! entry fires when the wall clock first reaches a matching minute (so a minute inside a
 //! spring-forward gap fires at the end of the gap, and a minute repeated by a fall-back fold fires
 //! only in its first pass); a wildcard entry fires at every instant whose wall-clock minute
