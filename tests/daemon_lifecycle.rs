@@ -33,9 +33,8 @@ fn a_second_daemon_cannot_start_on_the_same_pid_file() {
     );
 }
 
-#[test]
-fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
-    let tree = Tree::new();
+/// A daemon whose job has just started and sleeps a second before writing `after`.
+fn start_with_a_sleeping_job(tree: &Tree) -> (Crond, std::path::PathBuf) {
     let after = tree.out("after");
     let me = current_user();
     tree.user_crontab(
@@ -44,8 +43,15 @@ fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
         0o600,
         &me,
     );
-    let mut crond = Crond::start(&tree, 1, &[]);
+    let crond = Crond::start(tree, 1, &[]);
     crond.wait_for_log(&format!("({me}) CMD (sleep 1;"), 15);
+    (crond, after)
+}
+
+#[test]
+fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
+    let tree = Tree::new();
+    let (mut crond, after) = start_with_a_sleeping_job(&tree);
     let status = crond.stop();
     assert_eq!(status.code(), Some(0), "a clean exit");
     assert!(crond.log_text().contains("(CRON) INFO (Shutting down)"));
@@ -205,16 +211,7 @@ fn jobs_inherit_no_daemon_descriptors_and_the_daemon_keeps_one_thread() {
 #[test]
 fn a_killed_daemons_running_jobs_do_not_hold_its_pid_file_lock() {
     let tree = Tree::new();
-    let after = tree.out("after");
-    let me = current_user();
-    tree.user_crontab(
-        &me,
-        &format!("0 10 * * * sleep 1; echo done > {}\n", after.display()),
-        0o600,
-        &me,
-    );
-    let mut crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log(&format!("({me}) CMD (sleep 1;"), 15);
+    let (mut crond, after) = start_with_a_sleeping_job(&tree);
     // SIGKILL: nothing in the daemon unlocks; only the job children could still hold the lock.
     let mut child = crond.child.take().expect("running");
     child.kill().expect("SIGKILL");

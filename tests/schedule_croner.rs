@@ -8,28 +8,15 @@
 //! and a documented class that stops occurring is noticed by the counts asserted at the end.
 //! The cases come from a fixed seed; `CRONER_SEED=N` runs another set.
 
+mod common_schedule;
+
+use common_schedule::{START_MAX, START_MIN, ZONES};
+
 use crond::schedule::{Class, Field, Schedule, When, Zone, parse_expression};
 use croner::Cron;
 use croner::parser::CronParser;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
-
-const ZONES: &[&str] = &[
-    "America/New_York",
-    "Europe/London",
-    "Australia/Lord_Howe",
-    "Asia/Kathmandu",
-    "Australia/Eucla",
-    "Asia/Tokyo",
-    "UTC",
-    "America/Caracas",
-    "Europe/Moscow",
-    "America/Sao_Paulo",
-];
-
-/// 2000-01-01T00:00:00Z and 2040-01-01T00:00:00Z.
-const START_MIN: i64 = 946_684_800;
-const START_MAX: i64 = 2_208_988_800;
 
 /// Expressions per run, and successive fire times compared for each.
 const CASES: usize = 4000;

@@ -12,6 +12,10 @@
 //! The walk skips days and hours that cannot match, never past a zone transition, so that each
 //! case stays cheap in a debug build; it must not borrow any arithmetic from the crate under test.
 
+mod common_schedule;
+
+use common_schedule::{START_MAX, START_MIN, ZONES};
+
 use std::collections::HashMap;
 
 use crond::crontab::{self, Format, Limits, Options};
@@ -21,25 +25,6 @@ use jiff::civil::DateTime;
 use jiff::tz::{AmbiguousOffset, TimeZone};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-
-/// The zones of the issue: DST in both hemispheres, 30-minute shifts, 45-minute offsets, no
-/// DST, and changes of standard offset (Caracas 2016, Moscow 2014, Sao Paulo ending DST 2019).
-const ZONES: &[&str] = &[
-    "America/New_York",
-    "Europe/London",
-    "Australia/Lord_Howe",
-    "Asia/Kathmandu",
-    "Australia/Eucla",
-    "Asia/Tokyo",
-    "UTC",
-    "America/Caracas",
-    "Europe/Moscow",
-    "America/Sao_Paulo",
-];
-
-/// 2000-01-01T00:00:00Z and 2040-01-01T00:00:00Z.
-const START_MIN: i64 = 946_684_800;
-const START_MAX: i64 = 2_208_988_800;
 
 /// How far the oracle looks: two years and a little.
 const WINDOW: i64 = 733 * 86_400;
