@@ -285,10 +285,15 @@ pub fn wait_with_timeout(child: &mut Child, secs: u64) -> ExitStatus {
 pub fn wait_for_file(path: &Path, secs: u64) -> String {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
+        // A job may write its file in several steps (`(id -u; id -G) > f`): wait until the
+        // text is there and has stopped changing.
         if let Ok(text) = fs::read_to_string(path)
             && !text.is_empty()
         {
-            return text;
+            std::thread::sleep(Duration::from_millis(150));
+            if fs::read_to_string(path).is_ok_and(|again| again == text) {
+                return text;
+            }
         }
         assert!(
             Instant::now() < deadline,
