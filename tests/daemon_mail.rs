@@ -398,8 +398,13 @@ fn root_spilled_output_is_a_nameless_file_of_the_jobs_user_that_lives_only_while
     assert_eq!(meta.nlink(), 0, "the spill file has no name");
     assert_eq!(meta.mode() & 0o777, 0o600);
     crond.wait_for_log(&format!("({}) CMDEND (head", user.name), 15);
-    assert!(
-        !std::path::Path::new(&format!("/proc/{child}")).exists(),
-        "the job child, and with it the file, is gone"
-    );
+    // CMDEND is the child's last line; it exits, and the daemon reaps it, just after.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{child}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the job child, and with it the file, is gone"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
