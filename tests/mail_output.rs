@@ -20,6 +20,29 @@ fn yes_bytes(len: u64) -> Vec<u8> {
     line.iter().copied().cycle().take(len as usize).collect()
 }
 
+/// A job of `nobody` that ran `command` and ended with `status`.
+fn nobodys_job<'a>(
+    command: &'a [u8],
+    env: &'a [(Vec<u8>, Vec<u8>)],
+    status: std::process::ExitStatus,
+) -> JobMail<'a> {
+    JobMail {
+        user: b"nobody",
+        command,
+        env,
+        exit: JobExit::from_status(status),
+    }
+}
+
+/// cronie's `-m`: this shell command line instead of sendmail.
+fn shell_mta(line: impl Into<std::ffi::OsString>) -> MailConfig {
+    MailConfig {
+        host: b"vm".to_vec(),
+        charset: "US-ASCII".into(),
+        command: MailCommand::Shell(line.into()),
+    }
+}
+
 #[test]
 fn stdout_and_stderr_arrive_merged_and_in_order() {
     let tmp = tempfile::tempdir().unwrap();
@@ -77,19 +100,10 @@ fn a_mail_command_that_counts_bytes_receives_every_byte() {
         tmp.path(),
     );
     let env = job_env("nobody", &[]);
-    let job = JobMail {
-        user: b"nobody",
-        command: b"yes",
-        env: &env,
-        exit: JobExit::from_status(status),
-    };
+    let job = nobodys_job(b"yes", &env, status);
     let count_file = tmp.path().join("count");
     let script = format!("wc -c > {}", count_file.display());
-    let cfg = MailConfig {
-        host: b"vm".to_vec(),
-        charset: "US-ASCII".into(),
-        command: MailCommand::Shell(script.into()),
-    };
+    let cfg = shell_mta(script);
     let outcome = mail::mail_output(&job, &cfg, &out, &env);
     assert!(
         matches!(outcome, MailOutcome::Sent { bytes } if bytes == FIFTY_MB),
@@ -120,18 +134,9 @@ fn a_mail_command_receives_the_body_unchanged() {
         tmp.path(),
     );
     let env = job_env("nobody", &[]);
-    let job = JobMail {
-        user: b"nobody",
-        command: b"yes",
-        env: &env,
-        exit: JobExit::from_status(status),
-    };
+    let job = nobodys_job(b"yes", &env, status);
     let saved = tmp.path().join("message");
-    let cfg = MailConfig {
-        host: b"vm".to_vec(),
-        charset: "US-ASCII".into(),
-        command: MailCommand::Shell(format!("cat > {}", saved.display()).into()),
-    };
+    let cfg = shell_mta(format!("cat > {}", saved.display()));
     let outcome = mail::mail_output(&job, &cfg, &out, &env);
     assert!(matches!(outcome, MailOutcome::Sent { .. }), "{outcome:?}");
     let message = std::fs::read(&saved).unwrap();
@@ -147,17 +152,8 @@ fn an_mta_that_fails_is_reported_with_its_wait_status() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo hi", Stdio::null(), tmp.path());
     let env = job_env("nobody", &[]);
-    let job = JobMail {
-        user: b"nobody",
-        command: b"echo hi",
-        env: &env,
-        exit: JobExit::from_status(status),
-    };
-    let cfg = MailConfig {
-        host: b"vm".to_vec(),
-        charset: "US-ASCII".into(),
-        command: MailCommand::Shell("cat >/dev/null; exit 3".into()),
-    };
+    let job = nobodys_job(b"echo hi", &env, status);
+    let cfg = shell_mta("cat >/dev/null; exit 3");
     let outcome = mail::mail_output(&job, &cfg, &out, &env);
     assert!(
         matches!(
@@ -180,17 +176,8 @@ fn an_mta_that_stops_reading_early_does_not_hang_or_kill_the_sender() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("yes | head -c 5000000", Stdio::null(), tmp.path());
     let env = job_env("nobody", &[]);
-    let job = JobMail {
-        user: b"nobody",
-        command: b"yes",
-        env: &env,
-        exit: JobExit::from_status(status),
-    };
-    let cfg = MailConfig {
-        host: b"vm".to_vec(),
-        charset: "US-ASCII".into(),
-        command: MailCommand::Shell("head -c 10 >/dev/null; exit 75".into()),
-    };
+    let job = nobodys_job(b"yes", &env, status);
+    let cfg = shell_mta("head -c 10 >/dev/null; exit 75");
     let outcome = mail::mail_output(&job, &cfg, &out, &env);
     assert!(
         matches!(outcome, MailOutcome::MtaFailed { status: 0x4b00, .. }),
@@ -203,20 +190,12 @@ fn the_mta_gets_only_the_environment_it_is_given() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo hi", Stdio::null(), tmp.path());
     let env = job_env("nobody", &[("JOBVAR", "from the crontab")]);
-    let job = JobMail {
-        user: b"nobody",
-        command: b"echo",
-        env: &env,
-        exit: JobExit::from_status(status),
-    };
+    let job = nobodys_job(b"echo", &env, status);
     let saved = tmp.path().join("env");
-    let cfg = MailConfig {
-        host: b"vm".to_vec(),
-        charset: "US-ASCII".into(),
-        command: MailCommand::Shell(
-            format!("cat >/dev/null; /usr/bin/env > {}", saved.display()).into(),
-        ),
-    };
+    let cfg = shell_mta(format!(
+        "cat >/dev/null; /usr/bin/env > {}",
+        saved.display()
+    ));
     // cargo sets CARGO_MANIFEST_DIR for this process: it must not reach the MTA.
     assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
     let outcome = mail::mail_output(&job, &cfg, &out, &env);

@@ -10,7 +10,7 @@
 
 mod common_schedule;
 
-use common_schedule::{START_MAX, START_MIN, ZONES};
+use common_schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
 
 use crond::schedule::{Class, Field, Schedule, When, Zone, parse_expression};
 use croner::Cron;
@@ -133,17 +133,7 @@ fn field_text(rng: &mut Rng, field: Field) -> String {
 
 fn expression(rng: &mut Rng) -> String {
     if rng.chance(15) {
-        return rng
-            .pick(&[
-                "@yearly",
-                "@annually",
-                "@monthly",
-                "@weekly",
-                "@daily",
-                "@midnight",
-                "@hourly",
-            ])
-            .to_string();
+        return rng.pick(SPECIALS).to_string();
     }
     Field::ALL
         .iter()

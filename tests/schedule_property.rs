@@ -14,7 +14,7 @@
 
 mod common_schedule;
 
-use common_schedule::{START_MAX, START_MIN, ZONES};
+use common_schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
 
 use std::collections::HashMap;
 
@@ -321,16 +321,7 @@ fn expression() -> impl Strategy<Value = String> {
         field(F::Dow),
     )
         .prop_map(|(a, b, c, d, e)| format!("{a} {b} {c} {d} {e}"));
-    let special = proptest::sample::select(vec![
-        "@yearly",
-        "@annually",
-        "@monthly",
-        "@weekly",
-        "@daily",
-        "@midnight",
-        "@hourly",
-    ])
-    .prop_map(str::to_string);
+    let special = proptest::sample::select(SPECIALS).prop_map(str::to_string);
     prop_oneof![12 => five, 1 => special]
 }
 

@@ -19,3 +19,14 @@ pub const ZONES: &[&str] = &[
 /// 2000-01-01T00:00:00Z and 2040-01-01T00:00:00Z.
 pub const START_MIN: i64 = 946_684_800;
 pub const START_MAX: i64 = 2_208_988_800;
+
+/// The `@` specials that have a schedule (all but `@reboot`).
+pub const SPECIALS: &[&str] = &[
+    "@yearly",
+    "@annually",
+    "@monthly",
+    "@weekly",
+    "@daily",
+    "@midnight",
+    "@hourly",
+];
