@@ -27,6 +27,7 @@ pub mod joblog;
 pub mod log;
 pub mod mail;
 pub mod output;
+pub mod paths;
 pub mod queue;
 pub mod schedule;
 pub mod spool;
@@ -34,3 +35,5 @@ pub mod stdin_feed;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
+
+pub use daemon::crond_main;

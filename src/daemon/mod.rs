@@ -3,14 +3,17 @@
 //! and inotify. Decisions are made by the pure parts (`timeline`, `queue`, `database::trust`);
 //! this module reads the clock, carries the decisions out and logs.
 
+pub mod cli;
 mod options;
 mod running;
 mod state;
 
 use std::fmt;
-use std::io;
+use std::io::{self, Write};
+use std::process::ExitCode;
 
-pub use options::{MailCommand, Options};
+pub use cli::{Action, USAGE, UsageError};
+pub use options::Options;
 
 use crate::log::{Level, Log};
 use crate::sys::fs::{self, LockError};
@@ -44,6 +47,33 @@ impl fmt::Display for Error {
             Error::Io(what, e) => write!(f, "{what}: {e}"),
         }
     }
+}
+
+/// `crond`'s `main`: parses argv, then runs the daemon (or prints the version or the usage).
+/// Exit status 0, or 1 for a usage error or a daemon that could not start or died.
+pub fn crond_main() -> ExitCode {
+    let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            let _ = writeln!(io::stderr().lock(), "crond: {e}\n{USAGE}");
+            return ExitCode::from(1);
+        }
+    };
+    let out = match options.action {
+        Action::Version => format!("crond {}", env!("CARGO_PKG_VERSION")),
+        Action::Help => USAGE.to_string(),
+        Action::Run => {
+            return match run(options) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    let _ = writeln!(io::stderr().lock(), "crond: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+    };
+    let _ = writeln!(io::stdout().lock(), "{out}");
+    ExitCode::SUCCESS
 }
 
 /// Runs the daemon until SIGTERM or SIGINT. Returns only in the process that should exit (the

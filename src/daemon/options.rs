@@ -1,31 +1,19 @@
-//! The daemon's options as a typed value (what `src/bin/crond.rs` parses into), and the
-//! default paths in one place (DESIGN §2).
+//! The daemon's options as a typed value (what [`cli`](super::cli) parses argv into), and what
+//! each means once the defaults of [`crate::paths`] fill what was not given.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use super::cli::Action;
 use crate::database::Paths;
 use crate::log::Destination;
-
-pub const DEFAULT_SPOOL_DIR: &str = "/var/spool/cron/crontabs";
-pub const DEFAULT_SYSTEM_CRONTAB: &str = "/etc/crontab";
-pub const DEFAULT_CRON_D: &str = "/etc/cron.d";
-pub const DEFAULT_PID_FILE: &str = "/run/crond.pid";
-pub const DEFAULT_REBOOT_MARKER: &str = "/run/crond.reboot";
-pub const DEFAULT_SENDMAIL: &str = "/usr/sbin/sendmail";
-
-/// cronie's `-m`: how job output is mailed.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum MailCommand {
-    #[default]
-    Sendmail,
-    Off,
-    Command(OsString),
-}
+use crate::mail::MailCommand;
+use crate::paths;
 
 /// Everything the command line can say.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Options {
+    pub action: Action,
     /// `-f`: stay in the foreground.
     pub foreground: bool,
     /// `-l`: LSB names in /etc/cron.d.
@@ -36,8 +24,8 @@ pub struct Options {
     pub log_level: Option<u32>,
     /// `-s`: job output to syslog instead of mail.
     pub output_to_syslog: bool,
-    /// `-m CMD|off`.
-    pub mail: MailCommand,
+    /// `-m CMD|off`, as given (`None`: sendmail).
+    pub mail: Option<OsString>,
     /// `-P`: jobs inherit the daemon's PATH.
     pub inherit_path: bool,
     /// `-p`: permit any crontab mode (not group/world-writable).
@@ -86,29 +74,39 @@ impl Options {
     pub fn paths(&self) -> Paths {
         let or = |p: &Option<PathBuf>, d: &str| p.clone().unwrap_or_else(|| PathBuf::from(d));
         Paths {
-            spool_dir: or(&self.spool_dir, DEFAULT_SPOOL_DIR),
-            system_crontab: or(&self.system_crontab, DEFAULT_SYSTEM_CRONTAB),
-            cron_d: or(&self.cron_d, DEFAULT_CRON_D),
+            spool_dir: or(&self.spool_dir, paths::SPOOL_DIR),
+            system_crontab: or(&self.system_crontab, paths::SYSTEM_CRONTAB),
+            cron_d: or(&self.cron_d, paths::CRON_D),
         }
     }
 
     pub fn pid_file(&self) -> PathBuf {
         self.pid_file
             .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_PID_FILE))
+            .unwrap_or_else(|| PathBuf::from(paths::PID_FILE))
     }
 
     pub fn reboot_marker(&self) -> PathBuf {
         self.reboot_marker
             .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_REBOOT_MARKER))
+            .unwrap_or_else(|| PathBuf::from(paths::REBOOT_MARKER))
     }
 
     /// The sendmail path (`--sendmail`, default Debian's).
     pub fn sendmail(&self) -> PathBuf {
         self.sendmail
             .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_SENDMAIL))
+            .unwrap_or_else(|| PathBuf::from(paths::SENDMAIL))
+    }
+
+    /// cronie's `-m`: `off` never mails, any other value is a shell command line; without
+    /// `-m`, Debian's sendmail (at `--sendmail`).
+    pub fn mail_command(&self) -> MailCommand {
+        match &self.mail {
+            None => MailCommand::Sendmail(self.sendmail()),
+            Some(v) if v == "off" => MailCommand::Off,
+            Some(v) => MailCommand::Shell(v.clone()),
+        }
     }
 
     pub fn log_destination(&self) -> Destination {
@@ -117,5 +115,25 @@ impl Options {
         } else {
             Destination::Syslog
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mail_command_follows_dash_m_and_the_sendmail_path() {
+        let mut o = Options::default();
+        assert_eq!(
+            o.mail_command(),
+            MailCommand::Sendmail(paths::SENDMAIL.into())
+        );
+        o.sendmail = Some("/opt/mta".into());
+        assert_eq!(o.mail_command(), MailCommand::Sendmail("/opt/mta".into()));
+        o.mail = Some("off".into());
+        assert_eq!(o.mail_command(), MailCommand::Off);
+        o.mail = Some("mymail -t".into());
+        assert_eq!(o.mail_command(), MailCommand::Shell("mymail -t".into()));
     }
 }

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 use super::running::Running;
-use super::{Error, MailCommand, Options};
+use super::{Error, Options};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::job::{self, ChildSetup, JobSpec, MailSetup, OutputTo};
@@ -28,8 +28,6 @@ use crate::timeline::{Agenda, EntryId, Movement, UtcMinute};
 
 /// Jobs started between two looks at signals and events.
 const START_BATCH: usize = 64;
-
-const LOCALTIME: &str = "/etc/localtime";
 
 /// What a watched directory holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,11 +126,7 @@ impl Daemon {
                 OutputTo::Syslog
             } else {
                 OutputTo::Mail(MailSetup {
-                    command: match &options.mail {
-                        MailCommand::Sendmail => mail::MailCommand::Sendmail(options.sendmail()),
-                        MailCommand::Off => mail::MailCommand::Off,
-                        MailCommand::Command(c) => mail::MailCommand::Shell(c.clone()),
-                    },
+                    command: options.mail_command(),
                     full_host: options.fqdn_in_subject,
                     charset: mail::charset_from_env(),
                 })
@@ -225,7 +219,7 @@ impl Daemon {
             )
         };
         let (crontab_dir, crontab_name) = dir_of(&self.paths.system_crontab);
-        let (tz_dir, tz_name) = dir_of(Path::new(LOCALTIME));
+        let (tz_dir, tz_name) = dir_of(Path::new(crate::paths::LOCALTIME));
         let wanted = [
             (self.paths.spool_dir.clone(), Role::Spool, true),
             (self.paths.cron_d.clone(), Role::CronD, true),

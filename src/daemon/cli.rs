@@ -1,0 +1,192 @@
+//! The `crond` command line: argv → [`Options`] (with the [`Action`] it asks for), or a
+//! [`UsageError`]. Pure: no syscalls, no environment; the paths are made absolute and checked
+//! later, by `daemon::run`.
+//!
+//! Flags (DESIGN §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`; and
+//! the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
+//! --sendmail`, plus `--log syslog|stderr|both`.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use super::Options;
+use crate::log::Destination;
+
+pub const USAGE: &str =
+    "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
+             [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
+             [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]";
+
+/// What the command line asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    /// Run the daemon.
+    #[default]
+    Run,
+    /// `-V`
+    Version,
+    /// `-h`, `--help`
+    Help,
+}
+
+/// A usage error: printed as `crond: MESSAGE` and the usage text; exit status 1.
+#[derive(Debug)]
+pub struct UsageError(lexopt::Error);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<lexopt::Error> for UsageError {
+    fn from(e: lexopt::Error) -> UsageError {
+        UsageError(e)
+    }
+}
+
+impl Options {
+    /// Parses argv without the program name.
+    pub fn try_parse_from<I>(args: I) -> Result<Options, UsageError>
+    where
+        I: IntoIterator,
+        I::Item: Into<OsString>,
+    {
+        use lexopt::prelude::*;
+        let mut o = Options::default();
+        let mut parser = lexopt::Parser::from_args(args);
+        let path = |p: &mut lexopt::Parser| -> Result<PathBuf, lexopt::Error> {
+            Ok(PathBuf::from(p.value()?))
+        };
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Short('f') => o.foreground = true,
+                Short('l') => o.lsb_names = true,
+                Short('n') => o.fqdn_in_subject = true,
+                Short('L') => {
+                    let level: u32 = parser.value()?.parse()?;
+                    o.log_level = Some(level);
+                }
+                Short('s') => o.output_to_syslog = true,
+                Short('m') => o.mail = Some(parser.value()?),
+                Short('P') => o.inherit_path = true,
+                Short('p') => o.permit_any_mode = true,
+                Short('i') => o.no_inotify = true,
+                Short('V') => o.action = Action::Version,
+                Short('h') | Long("help") => o.action = Action::Help,
+                Long("spool-dir") => o.spool_dir = Some(path(&mut parser)?),
+                Long("system-crontab") => o.system_crontab = Some(path(&mut parser)?),
+                Long("cron-d") => o.cron_d = Some(path(&mut parser)?),
+                Long("pid-file") => o.pid_file = Some(path(&mut parser)?),
+                Long("reboot-marker") => o.reboot_marker = Some(path(&mut parser)?),
+                Long("sendmail") => o.sendmail = Some(path(&mut parser)?),
+                Long("log") => {
+                    let v = parser.value()?;
+                    o.log = Some(match v.to_str() {
+                        Some("syslog") => Destination::Syslog,
+                        Some("stderr") => Destination::Stderr,
+                        Some("both") => Destination::Both,
+                        _ => {
+                            return Err(lexopt::Error::UnexpectedValue {
+                                option: "--log".into(),
+                                value: v,
+                            }
+                            .into());
+                        }
+                    });
+                }
+                _ => return Err(arg.unexpected().into()),
+            }
+            // -V and -h answer at once, whatever follows (as getopt-based crons do).
+            if o.action != Action::Run {
+                return Ok(o);
+            }
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, UsageError> {
+        Options::try_parse_from(args)
+    }
+
+    #[test]
+    fn every_flag_lands_in_its_field() {
+        let o = parse(&[
+            "-f",
+            "-l",
+            "-n",
+            "-L",
+            "15",
+            "-s",
+            "-m",
+            "off",
+            "-P",
+            "-p",
+            "-i",
+            "--spool-dir",
+            "/s",
+            "--system-crontab",
+            "/c",
+            "--cron-d",
+            "/d",
+            "--pid-file",
+            "/p",
+            "--reboot-marker",
+            "/r",
+            "--sendmail",
+            "/m",
+            "--log",
+            "both",
+        ])
+        .expect("parses");
+        let expected = Options {
+            action: Action::Run,
+            foreground: true,
+            lsb_names: true,
+            fqdn_in_subject: true,
+            log_level: Some(15),
+            output_to_syslog: true,
+            mail: Some("off".into()),
+            inherit_path: true,
+            permit_any_mode: true,
+            no_inotify: true,
+            spool_dir: Some("/s".into()),
+            system_crontab: Some("/c".into()),
+            cron_d: Some("/d".into()),
+            pid_file: Some("/p".into()),
+            reboot_marker: Some("/r".into()),
+            sendmail: Some("/m".into()),
+            log: Some(Destination::Both),
+        };
+        assert_eq!(o, expected);
+        assert!(o.all_paths_overridden());
+    }
+
+    #[test]
+    fn clustered_flags_and_a_mail_command() {
+        let o = parse(&["-fi", "-m", "/usr/bin/mymail -x", "-L8"]).expect("parses");
+        assert!(o.foreground && o.no_inotify);
+        assert_eq!(o.mail, Some("/usr/bin/mymail -x".into()));
+        assert_eq!(o.log_level, Some(8));
+        assert!(!o.all_paths_overridden());
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        assert!(parse(&["--log", "journal"]).is_err());
+        assert!(parse(&["-L", "x"]).is_err());
+        assert!(parse(&["-q"]).is_err());
+        assert!(parse(&["extra"]).is_err());
+        assert_eq!(parse(&["-V"]).map(|o| o.action).ok(), Some(Action::Version));
+        assert_eq!(
+            parse(&["-h", "-q"]).map(|o| o.action).ok(),
+            Some(Action::Help)
+        );
+    }
+}
