@@ -1,7 +1,8 @@
 //! The minute loop's decisions as a pure function (DESIGN §4, STYLE §2): given where the
 //! scheduler's clocks stand and the wall-clock minute now, which fire times to run, skip or
 //! coalesce. No clock reads, no syscalls: the daemon reads the clock and carries the plan out on
-//! an [`Agenda`], and the simulation tests drive the very same two pieces with a fake clock.
+//! an [`Agenda`] inside a [`Cycle`] (the agenda, the jobs and the queue of due jobs), and the
+//! simulation tests drive that very same machine with a fake clock.
 //!
 //! Time is counted in UTC minutes. Daylight saving is not a clock step here: it lives in
 //! `Schedule::next_after`, per zone. Only real steps of the wall clock (settimeofday, NTP,
@@ -25,10 +26,12 @@
 #![forbid(unsafe_code)]
 
 mod agenda;
+mod cycle;
 #[cfg(test)]
 mod tests;
 
 pub use agenda::{Agenda, EntryId, Run};
+pub use cycle::{Cycle, Due, IDLE_WAKE_MINUTES, Woke, next_wake};
 
 use crate::schedule::Class;
 

@@ -1,0 +1,243 @@
+//! The minute cycle as one pure state machine: the [`Agenda`] (when each entry fires next), the
+//! job each entry starts, and the [`Queue`] of jobs that are due. The daemon's loop and the
+//! simulation tests drive this same machine: at each wake-up they pass the wall clock in
+//! ([`Cycle::on_wake`]), take the jobs to start while the minute lasts ([`Cycle::next_to_start`])
+//! and sleep until [`Cycle::next_wake`]. No clock reads, no syscalls: what a job is (`J`) is
+//! the caller's business.
+
+use std::collections::HashMap;
+
+use super::{Agenda, EntryId, Movement, UtcMinute};
+use crate::queue::{Queue, Queued};
+use crate::schedule::{Schedule, Zone};
+
+/// With nothing due at all, the daemon still wakes this often, so that a step of the wall clock
+/// that the kernel did not report is noticed.
+pub const IDLE_WAKE_MINUTES: i64 = 60;
+
+/// When to wake next, in the minute that follows `now`'s or later: the next minute anything is
+/// due; the next minute at the latest when `every_minute` (a backlog to start, files to look
+/// at); an hour ahead when nothing is due.
+pub fn next_wake(now: UtcMinute, next_due: Option<UtcMinute>, every_minute: bool) -> UtcMinute {
+    let next_minute = now.plus(1);
+    match (next_due, every_minute) {
+        (Some(due), true) => due.min(next_minute),
+        (Some(due), false) => due,
+        (None, true) => next_minute,
+        (None, false) => now.plus(IDLE_WAKE_MINUTES),
+    }
+}
+
+/// A job that is due: the entry it belongs to (`None`: an @reboot job, which has none) and the
+/// job itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Due<J> {
+    pub entry: Option<EntryId>,
+    pub job: J,
+}
+
+/// What one wake-up did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Woke {
+    /// How the wall clock moved since the last minute handled.
+    pub movement: Movement,
+    /// Jobs of earlier minutes still waiting: they start first now.
+    pub postponed: usize,
+    /// Runs this wake-up added to the queue.
+    pub queued: usize,
+}
+
+/// The agenda, the jobs and the queue.
+#[derive(Debug)]
+pub struct Cycle<J> {
+    agenda: Agenda,
+    jobs: HashMap<EntryId, J>,
+    queue: Queue<Due<J>>,
+}
+
+/// The first millisecond of the minute after the one holding `ms`: a cycle starts jobs until
+/// then.
+fn end_of_minute_ms(ms: i64) -> i64 {
+    (ms.div_euclid(60_000) + 1) * 60_000
+}
+
+impl<J: Clone> Cycle<J> {
+    /// An empty cycle whose minutes up to `handled` count as handled.
+    pub fn new(handled: UtcMinute, local: Zone) -> Cycle<J> {
+        Cycle {
+            agenda: Agenda::new(handled, local),
+            jobs: HashMap::new(),
+            queue: Queue::default(),
+        }
+    }
+
+    /// Adds an entry; it first fires after the minute handled last.
+    pub fn add(&mut self, schedule: Schedule, zone: Option<Zone>, job: J) -> EntryId {
+        let id = self.agenda.insert(schedule, zone);
+        self.jobs.insert(id, job);
+        id
+    }
+
+    /// Removes an entry. A run of it already queued still starts: it was due.
+    pub fn remove(&mut self, id: EntryId) {
+        self.agenda.remove(id);
+        self.jobs.remove(&id);
+    }
+
+    /// A new local zone: every entry without its own CRON_TZ gets new fire times.
+    pub fn set_local_zone(&mut self, zone: Zone) {
+        self.agenda.set_local_zone(zone);
+    }
+
+    /// How many entries there are.
+    pub fn len(&self) -> usize {
+        self.agenda.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agenda.is_empty()
+    }
+
+    /// Queues a job that belongs to no entry (@reboot) as due in `minute`.
+    pub fn queue_now(&mut self, job: J, minute: UtcMinute) {
+        self.queue.push(Due { entry: None, job }, minute);
+    }
+
+    /// A wake-up at wall minute `now` (the timer fired, the clock was set, the machine resumed):
+    /// what is still waiting from before is postponed to this cycle, first in line; then every
+    /// run the plan for `now` produces joins the queue, in time order.
+    pub fn on_wake(&mut self, now: UtcMinute) -> Woke {
+        let postponed = self.queue.end_cycle();
+        let (movement, runs) = self.agenda.advance(now);
+        let mut queued = 0;
+        for run in runs {
+            if let Some(job) = self.jobs.get(&run.entry) {
+                let due = Due {
+                    entry: Some(run.entry),
+                    job: job.clone(),
+                };
+                self.queue.push(due, run.minute);
+                queued += 1;
+            }
+        }
+        Woke {
+            movement,
+            postponed,
+            queued,
+        }
+    }
+
+    /// The next job to start at `now_ms`. A job not started by the next wake-up is counted
+    /// there as postponed (it keeps its place at the head of the line).
+    pub fn next_to_start(&mut self, now_ms: i64) -> Option<Queued<Due<J>>> {
+        self.queue.next(now_ms, end_of_minute_ms(now_ms))
+    }
+
+    /// A job that could not be started after all: back at the head of the line.
+    pub fn put_back(&mut self, queued: Queued<Due<J>>) {
+        self.queue.put_back(queued);
+    }
+
+    /// Jobs are waiting to start.
+    pub fn has_backlog(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// When to wake after `now`; `files_every_minute`: the caller has files to look at every
+    /// minute (no inotify, or a refused file to recheck).
+    pub fn next_wake(&mut self, now: UtcMinute, files_every_minute: bool) -> UtcMinute {
+        let every_minute = files_every_minute || self.has_backlog();
+        next_wake(now, self.agenda.next_due(), every_minute)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{When, parse_expression};
+
+    fn schedule(expr: &str) -> Schedule {
+        let When::Periodic(s) = parse_expression(expr, 0).expect("expression") else {
+            panic!("not periodic")
+        };
+        s
+    }
+
+    #[test]
+    fn the_wake_up_is_the_next_due_minute_or_sooner_when_something_needs_every_minute() {
+        let now = UtcMinute(1000);
+        assert_eq!(
+            next_wake(now, Some(UtcMinute(1030)), false),
+            UtcMinute(1030)
+        );
+        assert_eq!(next_wake(now, Some(UtcMinute(1030)), true), UtcMinute(1001));
+        assert_eq!(next_wake(now, Some(UtcMinute(1001)), true), UtcMinute(1001));
+        assert_eq!(next_wake(now, None, true), UtcMinute(1001));
+        assert_eq!(next_wake(now, None, false), UtcMinute(1060), "idle: hourly");
+    }
+
+    #[test]
+    fn a_backlog_or_files_to_check_make_the_cycle_wake_every_minute() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        cycle.add(schedule("0 0 * * *"), None, "daily");
+        let midnight = cycle.next_wake(UtcMinute(1000), false);
+        assert!(midnight > UtcMinute(1001));
+        assert_eq!(cycle.next_wake(UtcMinute(1000), true), UtcMinute(1001));
+        cycle.queue_now("reboot", UtcMinute(1000));
+        assert_eq!(cycle.next_wake(UtcMinute(1000), false), UtcMinute(1001));
+        assert!(cycle.next_to_start(1000 * 60_000 + 5).is_some());
+        assert_eq!(cycle.next_wake(UtcMinute(1000), false), midnight);
+    }
+
+    #[test]
+    fn a_wake_queues_the_due_runs_and_postpones_what_the_last_minute_did_not_start() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        let a = cycle.add(schedule("* * * * *"), None, "a");
+        let b = cycle.add(schedule("* * * * *"), None, "b");
+        let woke = cycle.on_wake(UtcMinute(1001));
+        assert_eq!(
+            (woke.movement, woke.postponed, woke.queued),
+            (Movement::Normal, 0, 2)
+        );
+        let first = cycle.next_to_start(1001 * 60_000).expect("a job");
+        assert_eq!((first.job.entry, first.job.job), (Some(a), "a"));
+        // Minute 1002 began before b started: it waits, then starts before minute 1002's runs.
+        let woke = cycle.on_wake(UtcMinute(1002));
+        assert_eq!((woke.postponed, woke.queued), (1, 2));
+        let order: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(1002 * 60_000 + 1))
+            .map(|q| (q.job.entry, q.due, q.postponed))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (Some(b), UtcMinute(1001), 1),
+                (Some(a), UtcMinute(1002), 0),
+                (Some(b), UtcMinute(1002), 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_job_that_could_not_start_is_first_in_line_again() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(0), Zone::utc());
+        cycle.queue_now("x", UtcMinute(0));
+        cycle.queue_now("y", UtcMinute(0));
+        let x = cycle.next_to_start(10).expect("x");
+        cycle.put_back(x);
+        assert_eq!(cycle.next_to_start(20).map(|q| q.job.job), Some("x"));
+    }
+
+    #[test]
+    fn a_removed_entry_stops_firing_but_its_queued_run_still_starts() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        let gone = cycle.add(schedule("* * * * *"), None, "gone");
+        cycle.on_wake(UtcMinute(1001));
+        cycle.remove(gone);
+        assert_eq!(
+            cycle.next_to_start(1001 * 60_000).map(|q| q.job.job),
+            Some("gone")
+        );
+        assert_eq!(cycle.on_wake(UtcMinute(1002)).queued, 0);
+        assert!(cycle.is_empty());
+    }
+}
