@@ -4,9 +4,13 @@
 //! this module reads the clock, carries the decisions out and logs.
 
 pub mod cli;
+mod event_loop;
+mod load;
+mod minute;
 mod options;
 mod running;
-mod state;
+mod sources;
+mod watch;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -124,7 +128,7 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     if forked {
         log.info("CRON", "STARTUP", "fork ok");
     }
-    let result = state::Daemon::start(options, log, lock).and_then(|mut d| d.run());
+    let result = event_loop::Daemon::start(options, log, lock).and_then(|mut d| d.run());
     if let Err(e) = &result {
         log.event(Level::Error, "CRON", "DEATH", &e.to_string());
     }

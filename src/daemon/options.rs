@@ -6,8 +6,10 @@ use std::path::PathBuf;
 
 use super::cli::Action;
 use crate::database::Paths;
-use crate::log::Destination;
-use crate::mail::MailCommand;
+use crate::job::{ChildSetup, MailSetup, OutputTo};
+use crate::joblog::LogLevel;
+use crate::log::{Destination, Log};
+use crate::mail::{self, MailCommand};
 use crate::paths;
 
 /// Everything the command line can say.
@@ -106,6 +108,32 @@ impl Options {
             None => MailCommand::Sendmail(self.sendmail()),
             Some(v) if v == "off" => MailCommand::Off,
             Some(v) => MailCommand::Shell(v.clone()),
+        }
+    }
+
+    /// What every job child inherits: the log, Debian's `-L` mask, `-P`'s PATH (read from
+    /// the daemon's environment now), and where output goes (`-s`, or mail by `-m`, `-n`).
+    pub fn child_setup(&self, log: Log) -> ChildSetup {
+        ChildSetup {
+            log,
+            // Debian's mask is a byte; higher bits mean nothing.
+            log_level: self
+                .log_level
+                .map_or(LogLevel::default(), |l| LogLevel((l & 0xff) as u8)),
+            inherited_path: if self.inherit_path {
+                std::env::var_os("PATH")
+            } else {
+                None
+            },
+            output: if self.output_to_syslog {
+                OutputTo::Syslog
+            } else {
+                OutputTo::Mail(MailSetup {
+                    command: self.mail_command(),
+                    full_host: self.fqdn_in_subject,
+                    charset: mail::charset_from_env(),
+                })
+            },
         }
     }
 

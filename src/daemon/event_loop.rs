@@ -1,0 +1,253 @@
+//! The daemon's state and its `poll` loop: one wait over the signal self-pipe, the minute timer
+//! and inotify, then one handler per descriptor that is ready. The loop reads the wall clock
+//! once per event and passes it down; the decisions are made by pure parts —
+//! [`Cycle`](crate::timeline::Cycle) (what a minute starts, when to wake), [`Sources`] (what
+//! to reload, when to log a refusal again), [`watch::sort`] (which source an event concerns) —
+//! and the handlers in `load.rs` and `minute.rs` carry them out.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use super::running::Running;
+use super::sources::Sources;
+use super::watch::{self, Watches};
+use super::{Error, Options};
+use crate::database::{Paths, Rules};
+use crate::job::{ChildSetup, JobSpec};
+use crate::log::{Level, Log};
+use crate::schedule::{self, Zone};
+use crate::sys::fs::PidLock;
+use crate::sys::process;
+use crate::sys::signal::SignalPipe;
+use crate::sys::timer::{MinuteTimer, Tick};
+use crate::timeline::{Cycle, UtcMinute};
+
+pub(super) struct Daemon {
+    pub(super) options: Options,
+    pub(super) paths: Paths,
+    pub(super) rules: Rules,
+    pub(super) log: Log,
+    _lock: PidLock,
+    /// The entries, their jobs, and the jobs due.
+    pub(super) cycle: Cycle<Arc<JobSpec>>,
+    /// Which files are loaded and which were refused.
+    pub(super) sources: Sources,
+    /// Running job children, by pid and by entry.
+    pub(super) running: Running,
+    signals: SignalPipe,
+    pub(super) timer: MinuteTimer,
+    /// `None`: no inotify; files are checked every minute.
+    pub(super) watches: Option<Watches>,
+    pub(super) setup: ChildSetup,
+    /// cronie's RANDOM_DELAY scale, in [0, 1), drawn once per daemon start.
+    pub(super) delay_factor: f64,
+}
+
+/// The one place the daemon reads the wall clock.
+fn wall_clock() -> Timestamp {
+    Timestamp::now()
+}
+
+/// cronie's RANDOM_DELAY factor: one draw per daemon start, so every job of a host with the
+/// same RANDOM_DELAY starts the same time after its minute, and different hosts spread out.
+fn random_delay_factor() -> f64 {
+    let mut bytes = [0u8; 8];
+    let drawn = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    let bits = match drawn {
+        Ok(()) => u64::from_le_bytes(bytes),
+        // No /dev/urandom: the clock's nanoseconds still differ between hosts.
+        Err(_) => wall_clock().as_nanosecond() as u64 ^ u64::from(std::process::id()),
+    };
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn local_zone() -> Zone {
+    let tz = TimeZone::system();
+    let name = tz.iana_name().unwrap_or("localtime").to_string();
+    Zone::new(&name, tz)
+}
+
+/// Which of the polled descriptors are readable.
+struct Ready {
+    signals: bool,
+    timer: bool,
+    files: bool,
+}
+
+/// What the signals that arrived ask for.
+enum AfterSignals {
+    Continue,
+    Stop,
+}
+
+impl Daemon {
+    pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon, Error> {
+        let paths = options.paths();
+        let rules = Rules {
+            permit_any_mode: options.permit_any_mode,
+            lsb_names: options.lsb_names,
+            seed: schedule::host_seed(&crate::sys::hostname()),
+        };
+        let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
+        let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
+        let now = wall_clock();
+        let mut daemon = Daemon {
+            setup: options.child_setup(log),
+            paths,
+            rules,
+            log,
+            _lock: lock,
+            cycle: Cycle::new(UtcMinute::containing(now.as_second()), local_zone()),
+            sources: Sources::default(),
+            running: Running::default(),
+            signals,
+            timer,
+            watches: None,
+            delay_factor: random_delay_factor(),
+            options,
+        };
+        daemon.log.info(
+            "CRON",
+            "INFO",
+            &format!(
+                "RANDOM_DELAY will be scaled with factor {}% if used.",
+                (daemon.delay_factor * 100.0) as u32
+            ),
+        );
+        daemon.watches = Watches::set_up(daemon.options.no_inotify, &daemon.paths, &daemon.log);
+        let reboot = daemon.load_all(false);
+        let status = format!(
+            "{} entries from {} files",
+            daemon.cycle.len(),
+            daemon.sources.len()
+        );
+        daemon.log.info(
+            "CRON",
+            "INFO",
+            &format!(
+                "{} entries loaded from {} files",
+                daemon.cycle.len(),
+                daemon.sources.len()
+            ),
+        );
+        let now = wall_clock();
+        daemon.reboot(reboot, now);
+        daemon.arm(now);
+        // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
+        if let Err(e) = crate::sys::notify::notify(&format!(
+            "READY=1\n{}",
+            crate::sys::notify::status_message(&status)
+        )) {
+            daemon
+                .log
+                .event(Level::Error, "CRON", "ERROR", &format!("sd_notify: {e}"));
+        }
+        Ok(daemon)
+    }
+
+    /// The loop: start what is due, wait, handle what is ready. Returns on SIGTERM or SIGINT.
+    pub(super) fn run(&mut self) -> Result<(), Error> {
+        loop {
+            self.start_due_jobs(wall_clock());
+            // A backlog: look at events and go on starting jobs, without sleeping.
+            let timeout = if self.cycle.has_backlog() {
+                Some(0)
+            } else {
+                None
+            };
+            let ready = self.wait(timeout)?;
+            if ready.signals && matches!(self.on_signals(), AfterSignals::Stop) {
+                return Ok(());
+            }
+            if ready.files {
+                self.on_changes();
+            }
+            if ready.timer {
+                match self.timer.read() {
+                    Ok(Tick::Fired) => self.on_minute(wall_clock(), false),
+                    Ok(Tick::ClockChanged) => self.on_minute(wall_clock(), true),
+                    Ok(Tick::Nothing) => {}
+                    Err(e) => return Err(Error::Io("timerfd read", e)),
+                }
+            }
+        }
+    }
+
+    fn wait(&self, timeout_ms: Option<u32>) -> Result<Ready, Error> {
+        let mut fds = vec![self.signals.fd(), self.timer.fd()];
+        if let Some(w) = &self.watches {
+            fds.push(w.fd());
+        }
+        let ready =
+            crate::sys::poll::wait_readable(&fds, timeout_ms).map_err(|e| Error::Io("poll", e))?;
+        Ok(Ready {
+            signals: ready[0],
+            timer: ready[1],
+            files: ready.get(2).copied().unwrap_or(false),
+        })
+    }
+
+    fn on_signals(&mut self) -> AfterSignals {
+        let arrived = self.signals.drain();
+        if arrived.child {
+            // The job child logs its own end (it knows the command and the shell's status);
+            // the daemon learns here which entry's job ended.
+            for (pid, _exit) in process::reap() {
+                self.running.ended(pid);
+            }
+        }
+        if arrived.terminate || arrived.interrupt {
+            self.log.info("CRON", "INFO", "Shutting down");
+            if self.running.len() > 0 {
+                self.log.info(
+                    "CRON",
+                    "INFO",
+                    &format!(
+                        "{} jobs still running; they finish on their own",
+                        self.running.len()
+                    ),
+                );
+            }
+            let _ = crate::sys::notify::stopping();
+            return AfterSignals::Stop;
+        }
+        if arrived.hangup {
+            self.log.reopen();
+            self.log
+                .info("CRON", "INFO", "SIGHUP: reloading every crontab");
+            self.load_all(true);
+            self.arm(wall_clock());
+        }
+        AfterSignals::Continue
+    }
+
+    fn on_changes(&mut self) {
+        let events = match self.watches.as_ref().map(Watches::read) {
+            Some(Ok(events)) => events,
+            Some(Err(e)) => {
+                self.log
+                    .error("CRON", "ERROR", &format!("inotify read failed: {e}"));
+                return;
+            }
+            None => return,
+        };
+        let changed = watch::sort(events, &self.rules, |key| self.created_complete(key));
+        if changed.zone {
+            self.cycle.set_local_zone(local_zone());
+            self.log.info("CRON", "INFO", "local time zone changed");
+        }
+        if changed.rescan {
+            self.log
+                .info("CRON", "INFO", "lost a watch: checking files every minute");
+            self.watches = None;
+            self.load_all(true);
+        }
+        for key in changed.sources {
+            self.reload(&key, true);
+        }
+        self.arm(wall_clock());
+    }
+}

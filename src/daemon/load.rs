@@ -1,0 +1,168 @@
+//! Loading crontab files into the running daemon: every source at start-up and on SIGHUP, one
+//! source when inotify names it, the changed ones each minute without inotify, and the refused
+//! ones again each minute. The shell half of [`Sources`](super::sources::Sources): this file
+//! opens and reads (through `database`), logs, and hands the entries to the cycle; what to
+//! reload and when to log is decided by the table.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::event_loop::Daemon;
+use super::sources::{Loaded, Problem};
+use crate::crontab::Crontab;
+use crate::database::{self, Outcome, SourceKey};
+use crate::job::JobSpec;
+use crate::log::Level;
+use crate::schedule::When;
+use crate::sys::fs::FileKind;
+
+/// RANDOM_DELAY minutes times the daemon's factor, in whole seconds.
+fn scaled_delay(minutes: u32, factor: f64) -> u32 {
+    (f64::from(minutes) * 60.0 * factor) as u32
+}
+
+impl Daemon {
+    /// Loads every source (and drops the ones that vanished); returns the @reboot jobs found.
+    pub(super) fn load_all(&mut self, announce: bool) -> Vec<Arc<JobSpec>> {
+        let (keys, errors) = database::list_sources(&self.paths, &self.rules);
+        for (dir, e) in errors {
+            self.log.error(
+                "CRON",
+                "ERROR",
+                &format!("can't read {}: {e}", dir.display()),
+            );
+        }
+        let present: BTreeSet<SourceKey> = keys.iter().cloned().collect();
+        let gone = self.sources.gone(&present);
+        let mut reboot = Vec::new();
+        for key in gone.into_iter().chain(keys) {
+            reboot.extend(self.reload(&key, announce));
+        }
+        reboot
+    }
+
+    /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
+    pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<Arc<JobSpec>> {
+        if let Some(old) = self.sources.take(key) {
+            for id in old.entries {
+                self.cycle.remove(id);
+            }
+        }
+        let who = key.who();
+        let tab = key.tab_name(&self.paths);
+        let problem = match database::load(key, &self.paths, &self.rules) {
+            Outcome::Loaded {
+                crontab, mtime_ns, ..
+            } => {
+                if announce {
+                    self.log.info(&who, "RELOAD", &tab);
+                }
+                return self.install(key, crontab, mtime_ns);
+            }
+            Outcome::Missing => {
+                self.sources.missing(key);
+                return Vec::new();
+            }
+            Outcome::Refused(refusal) => Problem {
+                level: Level::Warning,
+                event: refusal.to_string(),
+                detail: tab,
+            },
+            // Rechecked every minute: passwd may come back (LDAP).
+            Outcome::Orphan => Problem {
+                level: Level::Info,
+                event: "ORPHAN".to_string(),
+                detail: "no passwd entry".to_string(),
+            },
+            Outcome::Failed(e) => Problem {
+                level: Level::Error,
+                event: "ERROR".to_string(),
+                detail: format!("can't read {tab}: {e}"),
+            },
+        };
+        if self.sources.refused(key, problem.clone()) {
+            self.log
+                .event(problem.level, &who, &problem.event, &problem.detail);
+        }
+        Vec::new()
+    }
+
+    /// Logs a loaded file's diagnostics and puts its entries in the cycle.
+    fn install(&mut self, key: &SourceKey, crontab: Crontab, mtime_ns: i128) -> Vec<Arc<JobSpec>> {
+        let path = key.path(&self.paths).display().to_string();
+        let who = key.who();
+        for d in &crontab.errors {
+            self.log
+                .event(Level::Error, &who, "ERROR", &d.in_file(&path).to_string());
+        }
+        for d in &crontab.warnings {
+            self.log.event(
+                Level::Warning,
+                &who,
+                "WARNING",
+                &d.in_file(&path).to_string(),
+            );
+        }
+        let mut loaded = Loaded {
+            entries: Vec::new(),
+            mtime_ns,
+        };
+        let mut reboot = Vec::new();
+        for entry in crontab.entries {
+            let user = match (key.owner_name(), &entry.user) {
+                (Some(owner), _) => owner.to_vec(),
+                (None, Some(user)) => user.clone(),
+                (None, None) => continue,
+            };
+            let spec = Arc::new(JobSpec {
+                user,
+                command: entry.command.clone(),
+                env: Arc::clone(&entry.env),
+                delay_seconds: scaled_delay(entry.random_delay, self.delay_factor),
+            });
+            match entry.when {
+                When::Reboot => reboot.push(spec),
+                When::Periodic(schedule) => {
+                    loaded
+                        .entries
+                        .push(self.cycle.add(schedule, entry.zone.clone(), spec));
+                }
+            }
+        }
+        self.sources.loaded(key.clone(), loaded);
+        reboot
+    }
+
+    /// Debian's check without inotify: reloads what appeared, vanished or has a new mtime.
+    pub(super) fn check_mtimes(&mut self) {
+        let (keys, _) = database::list_sources(&self.paths, &self.rules);
+        let changed = self
+            .sources
+            .changed(&keys, |key| database::mtime_ns(key, &self.paths));
+        for key in changed {
+            self.reload(&key, true);
+        }
+    }
+
+    /// Whether the file of a bare inotify create is already whole: a symlink or a hard link
+    /// (no close-write will follow). A file that can't be looked at counts as whole (the
+    /// reload will say what is wrong).
+    pub(super) fn created_complete(&self, key: &SourceKey) -> bool {
+        crate::sys::fs::link_facts(&key.path(&self.paths))
+            .map(|f| f.kind != FileKind::Regular || f.links > 1)
+            .unwrap_or(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_delay_is_scaled_by_the_daemons_factor_in_whole_seconds() {
+        assert_eq!(scaled_delay(0, 0.99), 0);
+        assert_eq!(scaled_delay(10, 0.0), 0);
+        assert_eq!(scaled_delay(10, 0.5), 300);
+        assert_eq!(scaled_delay(1, 0.999_999), 59);
+    }
+}

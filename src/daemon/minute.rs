@@ -1,0 +1,120 @@
+//! The daemon at a minute boundary: what the [`Cycle`](crate::timeline::Cycle) decides, carried
+//! out — files looked at again, the minute's runs queued, jobs forked while the minute lasts,
+//! the timer armed for the next wake-up — and @reboot at start-up. Every decision is the
+//! cycle's (pure, with the wall clock passed in); this file forks, arms and logs.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+
+use super::event_loop::Daemon;
+use crate::job::{self, JobSpec};
+use crate::log::text;
+use crate::timeline::{Movement, UtcMinute};
+
+/// Jobs started between two looks at signals and events.
+const START_BATCH: usize = 64;
+
+impl Daemon {
+    /// @reboot: once per boot, marked by a file under /run (Debian).
+    pub(super) fn reboot(&mut self, jobs: Vec<Arc<JobSpec>>, now: Timestamp) {
+        let marker = self.options.reboot_marker();
+        match crate::sys::fs::create_marker(&marker) {
+            Ok(true) => {
+                self.log.info("CRON", "INFO", "Running @reboot jobs");
+                let minute = UtcMinute::containing(now.as_second());
+                for job in jobs {
+                    self.cycle.queue_now(job, minute);
+                }
+            }
+            Ok(false) => self.log.info(
+                "CRON",
+                "INFO",
+                "Skipping @reboot jobs -- not system startup",
+            ),
+            Err(e) => self.log.error(
+                "CRON",
+                "ERROR",
+                &format!(
+                    "can't create {} ({e}): @reboot jobs not run",
+                    marker.display()
+                ),
+            ),
+        }
+    }
+
+    /// Whether files must be looked at every minute: no inotify, or refused files to recheck.
+    fn files_every_minute(&self) -> bool {
+        self.watches.is_none() || self.sources.any_refused()
+    }
+
+    /// Arms the timer for the cycle's next wake-up.
+    pub(super) fn arm(&mut self, now: Timestamp) {
+        let now_minute = UtcMinute::containing(now.as_second());
+        let target = self.cycle.next_wake(now_minute, self.files_every_minute());
+        if let Err(e) = self.timer.arm_at(target.start_second()) {
+            self.log
+                .error("CRON", "ERROR", &format!("can't arm the timer: {e}"));
+        }
+    }
+
+    /// A minute boundary (or a clock step): files looked at, runs queued, timer re-armed.
+    pub(super) fn on_minute(&mut self, now: Timestamp, clock_changed: bool) {
+        if self.watches.is_none() {
+            self.check_mtimes();
+        }
+        for key in self.sources.to_recheck() {
+            self.reload(&key, true);
+        }
+        let woke = self.cycle.on_wake(UtcMinute::containing(now.as_second()));
+        if woke.postponed > 0 {
+            self.log.info(
+                "CRON",
+                "INFO",
+                &format!(
+                    "{} jobs not started last minute: they start first now",
+                    woke.postponed
+                ),
+            );
+        }
+        match woke.movement {
+            Movement::Normal | Movement::Repeat => {}
+            other => self.log.info(
+                "CRON",
+                "INFO",
+                &format!(
+                    "clock {}: {other:?}",
+                    if clock_changed { "set" } else { "late" }
+                ),
+            ),
+        }
+        self.arm(now);
+    }
+
+    /// Starts queued jobs, a batch at a time (the loop looks at signals and events between
+    /// batches). A job that can't be forked stays first in line for the next minute.
+    pub(super) fn start_due_jobs(&mut self, now: Timestamp) {
+        let now_ms = now.as_millisecond();
+        for _ in 0..START_BATCH {
+            let Some(queued) = self.cycle.next_to_start(now_ms) else {
+                break;
+            };
+            match job::start(&queued.job.job, &self.setup) {
+                Ok(pid) => self.running.started(pid, queued.job.entry),
+                Err(e) => {
+                    self.log.error(
+                        &text(&queued.job.job.user),
+                        "ERROR",
+                        &format!("can't fork: {e}; retrying next minute"),
+                    );
+                    self.cycle.put_back(queued);
+                    break;
+                }
+            }
+        }
+        if self.cycle.has_backlog() {
+            // A backlog at the boundary is carried by the timer, armed for the next minute.
+            self.arm(now);
+        }
+    }
+}

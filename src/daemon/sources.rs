@@ -1,0 +1,200 @@
+//! The daemon's bookkeeping of crontab files (sources): which are loaded, with their entries
+//! and modification times, and which were refused and why. Pure: the shell (`daemon/load.rs`)
+//! opens and reads the files and tells this table what it found; the table answers the
+//! questions the loop asks — which sources vanished, which changed since they were loaded (the
+//! mtime check without inotify), which to look at again every minute, and whether a refusal is
+//! worth a log line (only when its reason is new or changed, so a bad file is logged once, not
+//! every minute).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::database::SourceKey;
+use crate::log::Level;
+use crate::timeline::EntryId;
+
+/// A loaded source.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Loaded {
+    pub(super) entries: Vec<EntryId>,
+    pub(super) mtime_ns: i128,
+}
+
+/// Why a source is not loaded, as logged: `(who) EVENT (detail)` at `level`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Problem {
+    pub(super) level: Level,
+    pub(super) event: String,
+    pub(super) detail: String,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Sources {
+    loaded: BTreeMap<SourceKey, Loaded>,
+    /// Refused, orphaned or unreadable sources: looked at again every minute.
+    refused: BTreeMap<SourceKey, Problem>,
+}
+
+impl Sources {
+    /// Forgets a loaded source, returning what it had (its entries leave the agenda).
+    pub(super) fn take(&mut self, key: &SourceKey) -> Option<Loaded> {
+        self.loaded.remove(key)
+    }
+
+    /// The source loaded; any earlier refusal is over.
+    pub(super) fn loaded(&mut self, key: SourceKey, loaded: Loaded) {
+        self.refused.remove(&key);
+        self.loaded.insert(key, loaded);
+    }
+
+    /// The file is gone; nothing to look at again.
+    pub(super) fn missing(&mut self, key: &SourceKey) {
+        self.refused.remove(key);
+    }
+
+    /// The source was refused for `problem`. Returns whether to log it: yes the first time and
+    /// whenever the reason changes, not while it stays the same.
+    pub(super) fn refused(&mut self, key: &SourceKey, problem: Problem) -> bool {
+        if self.refused.get(key) == Some(&problem) {
+            return false;
+        }
+        self.refused.insert(key.clone(), problem);
+        true
+    }
+
+    /// Sources to look at again this minute (passwd may come back, a mode may be fixed).
+    pub(super) fn to_recheck(&self) -> Vec<SourceKey> {
+        self.refused.keys().cloned().collect()
+    }
+
+    pub(super) fn any_refused(&self) -> bool {
+        !self.refused.is_empty()
+    }
+
+    /// Known sources (loaded or refused) that are not among `present` any more.
+    pub(super) fn gone(&self, present: &BTreeSet<SourceKey>) -> Vec<SourceKey> {
+        self.loaded
+            .keys()
+            .chain(self.refused.keys())
+            .filter(|k| !present.contains(k))
+            .cloned()
+            .collect()
+    }
+
+    /// Debian's check without inotify: of the sources present now, those to reload — a loaded
+    /// one that vanished, a new one, or one whose mtime differs from the one loaded. Refused
+    /// sources are left out (they are looked at every minute anyway). `mtime` reads a file's
+    /// modification time (`None`: it can't be read).
+    pub(super) fn changed(
+        &self,
+        present: &[SourceKey],
+        mtime: impl Fn(&SourceKey) -> Option<i128>,
+    ) -> Vec<SourceKey> {
+        let here: BTreeSet<&SourceKey> = present.iter().collect();
+        let mut changed: Vec<SourceKey> = self
+            .loaded
+            .keys()
+            .filter(|k| !here.contains(k))
+            .cloned()
+            .collect();
+        for key in present {
+            let known = self.loaded.get(key).map(|s| s.mtime_ns);
+            if known.is_none() && self.refused.contains_key(key) {
+                continue;
+            }
+            if known.is_none() || known != mtime(key) {
+                changed.push(key.clone());
+            }
+        }
+        changed
+    }
+
+    /// How many sources are loaded.
+    pub(super) fn len(&self) -> usize {
+        self.loaded.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str) -> SourceKey {
+        SourceKey::User(name.into())
+    }
+
+    fn problem(event: &str, detail: &str) -> Problem {
+        Problem {
+            level: Level::Warning,
+            event: event.into(),
+            detail: detail.into(),
+        }
+    }
+
+    fn loaded(mtime_ns: i128) -> Loaded {
+        Loaded {
+            entries: vec![EntryId(1)],
+            mtime_ns,
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_logged_once_until_its_reason_changes_or_the_file_loads() {
+        let mut s = Sources::default();
+        let key = user("alice");
+        assert!(s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
+        assert!(!s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
+        assert!(s.any_refused() && s.to_recheck() == [key.clone()]);
+        assert!(s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")));
+        s.loaded(key.clone(), loaded(5));
+        assert!(!s.any_refused(), "a loaded file is not rechecked");
+        assert!(
+            s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")),
+            "refused again after it loaded: a new episode, logged"
+        );
+        s.missing(&key);
+        assert!(s.to_recheck().is_empty());
+    }
+
+    #[test]
+    fn sources_loaded_or_refused_that_are_not_present_are_gone() {
+        let mut s = Sources::default();
+        s.loaded(user("a"), loaded(1));
+        s.loaded(user("b"), loaded(1));
+        s.refused(&user("c"), problem("ORPHAN", "no passwd entry"));
+        let present = BTreeSet::from([user("b")]);
+        assert_eq!(s.gone(&present), [user("a"), user("c")]);
+        assert_eq!(s.take(&user("a")), Some(loaded(1)));
+        assert_eq!(s.take(&user("a")), None);
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn the_mtime_check_reloads_new_vanished_and_modified_files_only() {
+        let mut s = Sources::default();
+        s.loaded(user("same"), loaded(10));
+        s.loaded(user("touched"), loaded(10));
+        s.loaded(user("vanished"), loaded(10));
+        s.refused(&user("refused"), problem("BAD FILE MODE", "x"));
+        let present = [
+            user("new"),
+            user("refused"),
+            user("same"),
+            user("touched"),
+            user("unreadable"),
+        ];
+        let mtime = |k: &SourceKey| match k {
+            SourceKey::User(n) if n == "touched" => Some(11),
+            SourceKey::User(n) if n == "unreadable" => None,
+            _ => Some(10),
+        };
+        assert_eq!(
+            s.changed(&present, mtime),
+            [
+                user("vanished"),
+                user("new"),
+                user("touched"),
+                user("unreadable")
+            ]
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! inotify for the daemon: which directories it watches and in which role, and which sources an
+//! event concerns. Setting the watches up is the one part that touches the system
+//! ([`Watches::set_up`]); sorting events into sources ([`sort`]) is pure, with the one fact it
+//! needs about the file system (is a bare create complete?) passed in.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::path::{Path, PathBuf};
+
+use crate::database::{self, Paths, Rules, SourceKey};
+use crate::log::Log;
+use crate::paths;
+use crate::sys::inotify::{WatchId, Watcher};
+
+/// What a watched directory holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Role {
+    Spool,
+    CronD,
+    /// The directory of /etc/crontab; the file's name.
+    SystemCrontab(OsString),
+    /// The directory of /etc/localtime; its name.
+    LocalTime(OsString),
+}
+
+/// One inotify event with the roles of its directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Seen {
+    pub(super) roles: Vec<Role>,
+    /// The file inside the directory; `None` for the directory itself.
+    pub(super) name: Option<OsString>,
+    /// Only created: a file still being written, unless it is a link.
+    pub(super) created_only: bool,
+    /// The watch is gone or the queue overflowed.
+    pub(super) lost: bool,
+}
+
+/// What a batch of events asks the daemon to do.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Changed {
+    /// Sources to reload.
+    pub(super) sources: BTreeSet<SourceKey>,
+    /// A watch was lost: fall back to checking every minute, and reload everything now.
+    pub(super) rescan: bool,
+    /// /etc/localtime changed: re-read the local zone.
+    pub(super) zone: bool,
+}
+
+/// The directories to watch: each with its role and whether the daemon needs it (without the
+/// spool, /etc/cron.d or /etc/crontab's directory it checks every minute instead; the zone's
+/// directory is a bonus).
+pub(super) fn wanted(p: &Paths) -> Vec<(PathBuf, Role, bool)> {
+    let dir_of = |p: &Path| -> (PathBuf, OsString) {
+        (
+            p.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
+            p.file_name().map(OsString::from).unwrap_or_default(),
+        )
+    };
+    let (crontab_dir, crontab_name) = dir_of(&p.system_crontab);
+    let (tz_dir, tz_name) = dir_of(Path::new(paths::LOCALTIME));
+    vec![
+        (p.spool_dir.clone(), Role::Spool, true),
+        (p.cron_d.clone(), Role::CronD, true),
+        (crontab_dir, Role::SystemCrontab(crontab_name), true),
+        (tz_dir, Role::LocalTime(tz_name), false),
+    ]
+}
+
+/// Sorts a batch of events into sources to reload, a rescan and a zone change. `complete`
+/// says whether the file of a bare create is already whole (a symlink or a hard link: no
+/// close-write will follow it).
+pub(super) fn sort(
+    events: Vec<Seen>,
+    rules: &Rules,
+    complete: impl Fn(&SourceKey) -> bool,
+) -> Changed {
+    let mut changed = Changed::default();
+    for event in events {
+        if event.lost {
+            changed.rescan = true;
+            continue;
+        }
+        let Some(name) = event.name else { continue };
+        for role in &event.roles {
+            let key = match role {
+                Role::Spool => database::key_for(name.clone(), true, rules),
+                Role::CronD => database::key_for(name.clone(), false, rules),
+                Role::SystemCrontab(file) if *file == name => Some(SourceKey::System),
+                Role::LocalTime(file) if *file == name => {
+                    changed.zone = true;
+                    None
+                }
+                _ => None,
+            };
+            let Some(key) = key else { continue };
+            if event.created_only && !complete(&key) {
+                continue;
+            }
+            changed.sources.insert(key);
+        }
+    }
+    changed
+}
+
+/// The inotify descriptor and the role of each watch.
+#[derive(Debug)]
+pub(super) struct Watches {
+    watcher: Watcher,
+    roles: HashMap<WatchId, Vec<Role>>,
+}
+
+impl Watches {
+    /// Watches the directories of [`wanted`], or says (in the log) why the daemon falls back
+    /// to checking every minute and returns `None`.
+    pub(super) fn set_up(no_inotify: bool, p: &Paths, log: &Log) -> Option<Watches> {
+        if no_inotify {
+            log.info(
+                "CRON",
+                "INFO",
+                "inotify disabled (-i): checking files every minute",
+            );
+            return None;
+        }
+        let watcher = match Watcher::new() {
+            Ok(w) => w,
+            Err(e) => {
+                log.info(
+                    "CRON",
+                    "INFO",
+                    &format!("inotify unavailable ({e}): checking files every minute"),
+                );
+                return None;
+            }
+        };
+        let mut roles: HashMap<WatchId, Vec<Role>> = HashMap::new();
+        for (dir, role, needed) in wanted(p) {
+            match watcher.watch_dir(&dir) {
+                Ok(id) => roles.entry(id).or_default().push(role),
+                Err(e) if needed => {
+                    log.info(
+                        "CRON",
+                        "INFO",
+                        &format!(
+                            "can't watch {} ({e}): checking files every minute",
+                            dir.display()
+                        ),
+                    );
+                    return None;
+                }
+                Err(_) => {}
+            }
+        }
+        log.info("CRON", "INFO", "running with inotify support");
+        Some(Watches { watcher, roles })
+    }
+
+    pub(super) fn fd(&self) -> BorrowedFd<'_> {
+        self.watcher.fd()
+    }
+
+    /// Every event queued now, with its directory's roles (never blocks).
+    pub(super) fn read(&self) -> io::Result<Vec<Seen>> {
+        Ok(self
+            .watcher
+            .read()?
+            .into_iter()
+            .map(|c| Seen {
+                roles: self.roles.get(&c.watch).cloned().unwrap_or_default(),
+                name: c.name,
+                created_only: c.created_only,
+                lost: c.lost,
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Rules {
+        Rules {
+            permit_any_mode: false,
+            lsb_names: false,
+            seed: 0,
+        }
+    }
+
+    fn seen(roles: &[Role], name: &str, created_only: bool) -> Seen {
+        Seen {
+            roles: roles.to_vec(),
+            name: Some(name.into()),
+            created_only,
+            lost: false,
+        }
+    }
+
+    fn paths() -> Paths {
+        Paths {
+            spool_dir: "/var/spool/cron/crontabs".into(),
+            system_crontab: "/etc/crontab".into(),
+            cron_d: "/etc/cron.d".into(),
+        }
+    }
+
+    #[test]
+    fn events_become_the_sources_they_name() {
+        let system = Role::SystemCrontab("crontab".into());
+        let events = vec![
+            seen(&[Role::Spool], "alice", false),
+            seen(&[Role::CronD], "php", false),
+            seen(&[Role::CronD], "php.dpkg-old", false),
+            seen(&[Role::Spool], "tmp.XXXX1234", false),
+            seen(std::slice::from_ref(&system), "crontab", false),
+            seen(std::slice::from_ref(&system), "passwd", false),
+        ];
+        let changed = sort(events, &rules(), |_| true);
+        assert_eq!(
+            changed.sources,
+            BTreeSet::from([
+                SourceKey::System,
+                SourceKey::CronD("php".into()),
+                SourceKey::User("alice".into()),
+            ])
+        );
+        assert!(!changed.rescan && !changed.zone);
+    }
+
+    #[test]
+    fn a_bare_create_waits_for_its_close_unless_the_file_is_complete() {
+        let events = vec![
+            seen(&[Role::Spool], "writing", true),
+            seen(&[Role::Spool], "linked", true),
+        ];
+        let changed = sort(events, &rules(), |k| *k == SourceKey::User("linked".into()));
+        assert_eq!(
+            changed.sources,
+            BTreeSet::from([SourceKey::User("linked".into())])
+        );
+    }
+
+    #[test]
+    fn the_zone_file_and_a_lost_watch_are_flagged() {
+        // /etc holds both the system crontab and localtime: one watch, two roles.
+        let etc = [
+            Role::SystemCrontab("crontab".into()),
+            Role::LocalTime("localtime".into()),
+        ];
+        let mut lost = seen(&[Role::Spool], "x", false);
+        lost.lost = true;
+        let changed = sort(vec![seen(&etc, "localtime", false), lost], &rules(), |_| {
+            true
+        });
+        assert_eq!(
+            changed,
+            Changed {
+                sources: BTreeSet::new(),
+                rescan: true,
+                zone: true
+            }
+        );
+    }
+
+    #[test]
+    fn the_watched_directories_come_from_the_paths() {
+        let dirs: Vec<(PathBuf, bool)> = wanted(&paths())
+            .into_iter()
+            .map(|(d, _, needed)| (d, needed))
+            .collect();
+        assert_eq!(
+            dirs,
+            [
+                ("/var/spool/cron/crontabs".into(), true),
+                ("/etc/cron.d".into(), true),
+                ("/etc".into(), true),
+                ("/etc".into(), false),
+            ]
+        );
+    }
+}
