@@ -12,6 +12,8 @@
 
 Run as root (jobs run as root from /etc/cron.d-format files), from the repository:
     cargo build --release && sudo python3 benches/daemon/bench.py [--burst N]
+or, for another build:
+    sudo CROND=/path/to/crond python3 benches/daemon/bench.py
 """
 
 import argparse
@@ -23,7 +25,9 @@ import tempfile
 import time
 
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-CROND = os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "crond")
+# $CROND picks another build (e.g. an older commit's, to compare two in one run).
+CROND = os.environ.get("CROND") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "target", "release", "crond")
 
 
 def tree():
