@@ -35,8 +35,8 @@ use std::path::PathBuf;
 
 pub use send::{deliver, mail_output};
 
-/// The MTA Debian runs, and its arguments before the recipients.
-pub const SENDMAIL: &str = "/usr/sbin/sendmail";
+/// The arguments Debian gives sendmail (at [`crate::paths::SENDMAIL`] unless `--sendmail`)
+/// before the recipients.
 pub const SENDMAIL_ARGS: [&str; 4] = ["-FCronDaemon", "-i", "-B8BITMIME", "-oem"];
 
 /// The From: header when MAILFROM is unset or empty.
@@ -52,18 +52,6 @@ pub enum MailCommand {
     Shell(OsString),
     /// `-m off`: never mail.
     Off,
-}
-
-impl MailCommand {
-    /// The command for a `-m` value: `None` → Debian's sendmail, `off` → no mail, anything else
-    /// a shell command line.
-    pub fn from_flag(value: Option<OsString>) -> MailCommand {
-        match value {
-            None => MailCommand::Sendmail(PathBuf::from(SENDMAIL)),
-            Some(v) if v == "off" => MailCommand::Off,
-            Some(v) => MailCommand::Shell(v),
-        }
-    }
 }
 
 /// What the daemon knows for every mail.

@@ -14,7 +14,7 @@ fn config() -> MailConfig {
     MailConfig {
         host: b"vm".to_vec(),
         charset: "US-ASCII".to_string(),
-        command: MailCommand::from_flag(None),
+        command: MailCommand::Sendmail(crate::paths::SENDMAIL.into()),
     }
 }
 
@@ -108,7 +108,7 @@ fn no_mail_for_empty_output_empty_mailto_or_mail_off() {
     let e = env(&[]);
     let j = job(&e, b"true", JobExit::Exited(0));
     let off = MailConfig {
-        command: MailCommand::from_flag(Some("off".into())),
+        command: MailCommand::Off,
         ..config()
     };
     assert_eq!(plan(&j, &off, false, TextKind::Ascii), Plan::Off);

@@ -31,7 +31,7 @@ pub fn require_root() {
 
 /// The real MTA the tests send through.
 pub fn require_exim() -> PathBuf {
-    let p = PathBuf::from(crond::mail::SENDMAIL);
+    let p = PathBuf::from(crond::paths::SENDMAIL);
     let target = std::fs::read_link(&p).unwrap_or_default();
     assert!(
         p.exists() && target.to_string_lossy().contains("exim"),
