@@ -23,15 +23,12 @@ pub mod crontab;
 pub mod daemon;
 pub mod database;
 pub mod job;
-pub mod joblog;
 pub mod log;
 pub mod mail;
-pub mod output;
 pub mod paths;
 pub mod queue;
 pub mod schedule;
 pub mod spool;
-pub mod stdin_feed;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;

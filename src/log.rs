@@ -50,7 +50,7 @@ impl Log {
     }
 
     /// One message built by `joblog` (its bytes need not be UTF-8: a job's output with `-s`).
-    pub fn job_line(&self, level: Priority, line: &crate::joblog::LogLine) {
+    pub fn job_line(&self, level: Priority, line: &crate::job::log_lines::LogLine) {
         self.bytes(level, &line.to_bytes());
     }
 

@@ -9,9 +9,9 @@ mod common_mail;
 use std::process::Stdio;
 
 use common_mail::*;
-use crond::joblog::JobExit;
+use crond::job::log_lines::JobExit;
+use crond::job::output::Output;
 use crond::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
-use crond::output::Output;
 
 fn config() -> MailConfig {
     MailConfig {

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::process::Stdio;
 
 use common_mail::*;
-use crond::joblog::JobExit;
+use crond::job::log_lines::JobExit;
 use crond::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
@@ -222,7 +222,7 @@ fn cmdout_lines_of_a_real_job_are_its_lines() {
     );
     let lines: Vec<String> = out
         .cmdout_lines()
-        .map(|l| crond::joblog::cmdout_line(b"bob", &l.unwrap()).to_string())
+        .map(|l| crond::job::log_lines::cmdout_line(b"bob", &l.unwrap()).to_string())
         .collect();
     assert_eq!(
         lines,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common_mail::*;
 use crond::crontab::split_percent;
-use crond::stdin_feed::JobStdin;
+use crond::job::stdin::JobStdin;
 use crond::sys::pipe::WriterExit;
 
 /// Runs `f` on a thread and fails the test if it takes longer than `secs` (a hang is the bug

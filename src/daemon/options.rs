@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::cli::Action;
 use crate::database::Paths;
+use crate::job::log_lines::LogLevel;
 use crate::job::{ChildSetup, MailSetup, OutputTo};
-use crate::joblog::LogLevel;
 use crate::log::{Destination, Log};
 use crate::mail::{self, MailCommand};
 use crate::paths;

@@ -11,6 +11,10 @@
 //! Everything the job's user could use to act as someone else is created after the privilege
 //! drop: the stdin writer, the spill file, the MTA. Log lines are built by `joblog` only.
 
+pub mod log_lines;
+pub mod output;
+pub mod stdin;
+
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
@@ -20,16 +24,16 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use crate::crontab::{Env, JobInput};
-use crate::joblog::{self, JobExit, LogLevel, LogLine};
 use crate::log::{Level, Log, text};
 use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
-use crate::output::Output;
-use crate::stdin_feed::JobStdin;
 use crate::sys::pipe;
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Forked, Pid};
 use crate::sys::signal;
 use crate::sys::user::User;
+use log_lines::{JobExit, LogLevel, LogLine};
+use output::Output;
+use stdin::JobStdin;
 
 /// Debian's default PATH for jobs (DESIGN §3).
 pub const DEFAULT_PATH: &[u8] = b"/usr/bin:/bin";
@@ -157,7 +161,7 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
     let Some((shell_pid, exit, output)) = run_shell(spec, setup, &env, &input) else {
         return 1;
     };
-    if let Some(line) = joblog::failed_line(setup.log_level, shell_pid, exit) {
+    if let Some(line) = log_lines::failed_line(setup.log_level, shell_pid, exit) {
         log.job_line(Level::Error, &line);
     }
     match &setup.output {
@@ -188,10 +192,10 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
             }
         }
     }
-    let end = joblog::end_line(setup.log_level, &spec.user, shell_pid, &spec.command);
+    let end = log_lines::end_line(setup.log_level, &spec.user, shell_pid, &spec.command);
     for line in end
         .into_iter()
-        .chain([joblog::cmdend_line(&spec.user, &spec.command)])
+        .chain([log_lines::cmdend_line(&spec.user, &spec.command)])
     {
         log.job_line(Level::Info, &line);
     }
@@ -253,7 +257,7 @@ fn run_shell(
         }
     };
     let shell_pid = child.id();
-    if let Some(line) = joblog::cmd_line(setup.log_level, &spec.user, shell_pid, &spec.command) {
+    if let Some(line) = log_lines::cmd_line(setup.log_level, &spec.user, shell_pid, &spec.command) {
         log.job_line(Level::Info, &line);
     }
     let captured = Output::capture(&spill_dir, File::from(read_end));
@@ -315,7 +319,7 @@ fn reap_writer(log: Log, who: &str, stdin: JobStdin) {
 fn log_output(log: Log, user: &[u8], output: &Output) {
     for line in output.cmdout_lines() {
         match line {
-            Ok(line) => log.job_line(Level::Info, &joblog::cmdout_line(user, &line)),
+            Ok(line) => log.job_line(Level::Info, &log_lines::cmdout_line(user, &line)),
             Err(e) => {
                 log.job_line(
                     Level::Error,

@@ -28,8 +28,8 @@
 
 pub mod send;
 
-use crate::joblog::{self, JobExit, LogLine};
-use crate::output::TextKind;
+use crate::job::log_lines::{self, JobExit, LogLine};
+use crate::job::output::TextKind;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -142,10 +142,12 @@ impl MailOutcome {
     pub fn log_line(&self, user: &[u8]) -> Option<LogLine> {
         match self {
             MailOutcome::Sent { .. } | MailOutcome::Empty | MailOutcome::Disabled => None,
-            MailOutcome::UnsafeAddress { value, .. } => Some(joblog::unsafe_mail_line(user, value)),
-            MailOutcome::NoMta => Some(joblog::no_mta_line()),
+            MailOutcome::UnsafeAddress { value, .. } => {
+                Some(log_lines::unsafe_mail_line(user, value))
+            }
+            MailOutcome::NoMta => Some(log_lines::no_mta_line()),
             MailOutcome::MtaFailed { bytes, status } => {
-                Some(joblog::mta_status_line(user, *bytes, *status))
+                Some(log_lines::mta_status_line(user, *bytes, *status))
             }
             MailOutcome::MtaError(e) => Some(LogLine::new(
                 user,

@@ -15,7 +15,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
 use super::{JobMail, MailCommand, MailConfig, MailOutcome, Plan, SENDMAIL_ARGS, plan};
-use crate::output::Output;
+use crate::job::output::Output;
 
 /// Plans and sends the mail for one job: the whole of DESIGN §6 in one call. `mta_env` is the
 /// environment the MTA runs with (nothing of the daemon's leaks into it; the job's environment

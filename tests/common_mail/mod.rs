@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crond::output::Output;
+use crond::job::output::Output;
 
 /// Root tests call this first: it fails loudly rather than skip.
 pub fn require_root() {
