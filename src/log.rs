@@ -49,7 +49,7 @@ impl Log {
         self.bytes(level, message.as_bytes());
     }
 
-    /// One message built by `joblog` (its bytes need not be UTF-8: a job's output with `-s`).
+    /// One message built by `job::log_lines` (its bytes need not be UTF-8: a job's output with `-s`).
     pub fn job_line(&self, level: Priority, line: &crate::job::log_lines::LogLine) {
         self.bytes(level, &line.to_bytes());
     }

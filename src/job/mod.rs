@@ -2,14 +2,14 @@
 //! the daemon's descriptors, starts a session, drops privileges to the entry's user for good,
 //! builds the clean environment, changes to HOME, and runs `$SHELL -c command` through
 //! `std::process::Command` (no `pre_exec`, so std takes its vfork path). The text after `%`
-//! reaches the shell through a writer grandchild (`stdin_feed`); the shell's stdout and stderr
+//! reaches the shell through a writer grandchild (`stdin`); the shell's stdout and stderr
 //! share one pipe, read to end-of-file into `output`. After the shell exits the child reaps the
 //! writer, then mails the output (`mail`) or, with `-s`, logs it as `CMDOUT` lines, logs END
-//! and CMDEND (`joblog`), and exits with `_exit`. It never returns into the daemon's code: a
+//! and CMDEND (`log_lines`), and exits with `_exit`. It never returns into the daemon's code: a
 //! panic aborts the child only.
 //!
 //! Everything the job's user could use to act as someone else is created after the privilege
-//! drop: the stdin writer, the spill file, the MTA. Log lines are built by `joblog` only.
+//! drop: the stdin writer, the spill file, the MTA. Log lines are built by `log_lines` only.
 
 pub mod log_lines;
 pub mod output;

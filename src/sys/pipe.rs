@@ -1,5 +1,5 @@
 //! Pipes, and the one process that writes a byte string into a pipe and exits: the syscall half
-//! of the stdin grandchild (the policy half, what to write and when, is `crate::stdin_feed`).
+//! of the stdin grandchild (the policy half, what to write and when, is `crate::job::stdin`).
 //!
 //! The writer is a plain `fork` with no `exec`: between fork and `_exit` it calls only
 //! async-signal-safe functions (`dup2`, `close_range`/`close`, `write`, `_exit`) and allocates

@@ -9,7 +9,7 @@
 //!
 //! The file belongs to the process's effective uid: the job child calls this after dropping
 //! privileges, so a job's spooled output is owned by, and counted against the quota of, its
-//! user. Nothing here decides *when* to spill; that is `output`'s business.
+//! user. Nothing here decides *when* to spill; that is `job::output`'s business.
 
 use std::fs::{File, OpenOptions};
 use std::io;
