@@ -1,0 +1,146 @@
+//! Running the job's shell in the job child: the stdin writer grandchild (`stdin`), the shell
+//! with stdout and stderr on one pipe, the capture of that pipe (`output`), the wait for the shell
+//! and the reaping of the writer. The shell is started through `std::process::Command` without a
+//! `pre_exec` hook, so std takes its vfork path (DESIGN §5); this file must not add one, and it
+//! must be called only after the privilege drop: everything it creates belongs to the job's
+//! user. It logs CMD and its own failures; what happens to the output is the caller's.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::process::{Command, Stdio};
+
+use super::env::lookup;
+use super::log_lines::{self, JobExit};
+use super::output::Output;
+use super::stdin::JobStdin;
+use super::{ChildSetup, JobSpec};
+use crate::crontab::JobInput;
+use crate::log::{Level, Log, text};
+use crate::sys::pipe;
+
+/// A shell that ran to its end.
+#[derive(Debug)]
+pub(super) struct Finished {
+    pub shell_pid: u32,
+    pub exit: JobExit,
+    pub output: Output,
+}
+
+/// Starts the shell with its stdin (the `%` text through a writer grandchild, or /dev/null) and
+/// its stdout+stderr on one pipe, logs CMD, reads the output to end-of-file, reaps the shell and
+/// then the writer. `None` when the shell could not run (logged).
+pub(super) fn run_shell(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    env: &[(Vec<u8>, Vec<u8>)],
+    input: &JobInput,
+) -> Option<Finished> {
+    let log = setup.log;
+    let who = text(&spec.user);
+    let spill_dir = crate::sys::tmpfile::default_dir();
+    let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            log.error(&who, "ERROR", &format!("can't feed the job's input: {e}"));
+            return None;
+        }
+    };
+    let pipes = pipe::pipe().and_then(|(r, w)| Ok((r, w.try_clone()?, w)));
+    let (read_end, err_end, out_end) = match pipes {
+        Ok(p) => p,
+        Err(e) => {
+            log.error(&who, "ERROR", &format!("can't make the output pipe: {e}"));
+            reap_writer(log, &who, stdin);
+            return None;
+        }
+    };
+    let shell = lookup(env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
+    let mut command = Command::new(OsStr::from_bytes(&shell));
+    command
+        .arg("-c")
+        .arg(OsStr::from_bytes(&input.command))
+        .env_clear()
+        .envs(
+            env.iter()
+                .map(|(n, v)| (OsStr::from_bytes(n), OsStr::from_bytes(v))),
+        )
+        .stdin(stdin.take_for_shell())
+        .stdout(Stdio::from(out_end))
+        .stderr(Stdio::from(err_end));
+    let spawned = command.spawn();
+    // The Command holds the shell's ends of both pipes: drop them, so end-of-file on the output
+    // means the job is done with it, and the stdin writer never waits for us.
+    drop(command);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            log.error(&who, "ERROR", &format!("can't run {}: {e}", text(&shell)));
+            drop(read_end);
+            reap_writer(log, &who, stdin);
+            return None;
+        }
+    };
+    let shell_pid = child.id();
+    if let Some(line) = log_lines::cmd_line(setup.log_level, &spec.user, shell_pid, &spec.command) {
+        log.job_line(Level::Info, &line);
+    }
+    let captured = Output::capture(&spill_dir, File::from(read_end));
+    let status = loop {
+        match child.wait() {
+            Ok(status) => break Some(status),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                log.error(&who, "ERROR", &format!("wait failed: {e}"));
+                break None;
+            }
+        }
+    };
+    reap_writer(log, &who, stdin);
+    let output = match captured {
+        Ok(output) => output,
+        Err(e) => {
+            log.error(&who, "ERROR", &format!("can't read the job's output: {e}"));
+            Output::new(&spill_dir)
+        }
+    };
+    if let Some(e) = output.spill_error() {
+        log.error(
+            &who,
+            "ERROR",
+            &format!(
+                "{} bytes of output lost: can't spool to {}: {e}",
+                output.lost_bytes(),
+                spill_dir.display()
+            ),
+        );
+    }
+    Some(Finished {
+        shell_pid,
+        exit: JobExit::from_status(status?),
+        output,
+    })
+}
+
+/// Reaps the stdin writer; a job that did not read its input is fine, anything else is logged.
+fn reap_writer(log: Log, who: &str, stdin: JobStdin) {
+    use crate::sys::pipe::WriterExit;
+    match stdin.wait() {
+        Ok(None | Some(WriterExit::AllWritten | WriterExit::ReaderGone)) => {}
+        Ok(Some(WriterExit::Failed(errno))) => log.error(
+            who,
+            "ERROR",
+            &format!(
+                "writing the job's input failed: {}",
+                io::Error::from_raw_os_error(errno)
+            ),
+        ),
+        Ok(Some(WriterExit::Killed(signal))) => log.error(
+            who,
+            "ERROR",
+            &format!("the job's input writer was killed by signal {signal}"),
+        ),
+        Err(e) => log.error(who, "ERROR", &format!("can't reap the input writer: {e}")),
+    }
+}
