@@ -7,9 +7,9 @@
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
 //!   fire times), [`queue`] (due jobs and the cycle deadline), [`access`] (cron.allow/deny).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
-//!   (the job child: its stdin writer, output capture and log lines), [`mail`] and [`log`]
-//!   (what a job leaves behind), [`spool`] (crontab(1)), [`cronnext`], and [`sys`], the only
-//!   module that calls libc.
+//!   (the job child: its stdin writer, output capture and log lines), [`mail`] (what a job
+//!   leaves behind), [`log`] (the one `(who) EVENT (detail)` line and its sinks), [`spool`]
+//!   (crontab(1)), [`cronnext`], and [`sys`], the only module that calls libc.
 //! * `src/bin/*` only parse arguments and call into the library.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block

@@ -9,7 +9,6 @@ use jiff::Timestamp;
 
 use super::event_loop::Daemon;
 use crate::job::{self, JobSpec};
-use crate::log::text;
 use crate::timeline::{Movement, UtcMinute};
 
 /// Jobs started between two looks at signals and events.
@@ -103,7 +102,7 @@ impl Daemon {
                 Ok(pid) => self.running.started(pid, queued.job.entry),
                 Err(e) => {
                     self.log.error(
-                        &text(&queued.job.job.user),
+                        &queued.job.job.user,
                         "ERROR",
                         &format!("can't fork: {e}; retrying next minute"),
                     );

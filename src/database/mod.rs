@@ -15,6 +15,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::crontab::{self, Crontab, Format, Limits};
+use crate::log::printable;
 use crate::schedule::Zone;
 use crate::sys::fs::{self, FileKind};
 use crate::sys::user::User;
@@ -59,27 +60,25 @@ impl SourceKey {
         }
     }
 
-    /// The first part of Debian's log lines: `*system*`, `*system*foo`, or the user.
-    pub fn who(&self) -> String {
+    /// The first part of Debian's log lines: `*system*`, `*system*foo`, or the user, as bytes
+    /// (the logger shows them through `log::printable`).
+    pub fn who(&self) -> Vec<u8> {
         match self {
-            SourceKey::System => "*system*".to_string(),
-            SourceKey::CronD(name) => format!("*system*{}", name.to_string_lossy()),
-            SourceKey::User(name) => name.to_string_lossy().into_owned(),
+            SourceKey::System => b"*system*".to_vec(),
+            SourceKey::CronD(name) => [b"*system*", name.as_bytes()].concat(),
+            SourceKey::User(name) => name.as_bytes().to_vec(),
         }
     }
 
-    /// The last part: `/etc/crontab`, `/etc/cron.d/foo`, `crontabs/user` (as Debian).
+    /// The last part: `/etc/crontab`, `/etc/cron.d/foo`, `crontabs/user` (as Debian), shown
+    /// through `log::printable` like the user name beside it.
     pub fn tab_name(&self, paths: &Paths) -> String {
         match self {
             SourceKey::User(name) => {
-                let dir = paths
-                    .spool_dir
-                    .file_name()
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                format!("{dir}/{}", name.to_string_lossy())
+                let dir = paths.spool_dir.file_name().unwrap_or_default();
+                printable(&[dir.as_bytes(), b"/", name.as_bytes()].concat())
             }
-            other => other.path(paths).display().to_string(),
+            other => printable(other.path(paths).as_os_str().as_bytes()),
         }
     }
 
@@ -260,4 +259,25 @@ pub fn mtime_ns(key: &SourceKey, paths: &Paths) -> Option<i128> {
 /// A name from a directory listing or an event, as the owned form keys use.
 pub fn name_of(bytes: &[u8]) -> OsString {
     OsString::from_vec(bytes.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_names_show_a_user_name_through_mkprint() {
+        let paths = Paths {
+            spool_dir: "/var/spool/cron/crontabs".into(),
+            system_crontab: "/etc/crontab".into(),
+            cron_d: "/etc/cron.d".into(),
+        };
+        let user = SourceKey::User(OsString::from_vec(b"jos\xe9".to_vec()));
+        assert_eq!(user.who(), b"jos\xe9");
+        assert_eq!(user.tab_name(&paths), "crontabs/jos\\351");
+        let file = SourceKey::CronD("php".into());
+        assert_eq!(file.who(), b"*system*php");
+        assert_eq!(file.tab_name(&paths), "/etc/cron.d/php");
+        assert_eq!(SourceKey::System.tab_name(&paths), "/etc/crontab");
+    }
 }

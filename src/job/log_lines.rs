@@ -1,16 +1,19 @@
-//! The log lines a job child writes about a job's end, its output and its mail, formatted
-//! exactly as Debian's cron and cronie write them so existing log filters keep working. Pure
-//! formatting: this module builds [`LogLine`] values and never writes them anywhere; the job
-//! child hands them to the daemon's logger.
+//! The log lines a job child writes about a job's start, end, output and mail, worded exactly as
+//! Debian's cron and cronie word them so existing log filters keep working, and Debian's `-L`
+//! mask that chooses among them. Pure: this module builds [`LogLine`] values (the one
+//! `(who) EVENT (detail)` shape, `crate::log::line`) and never writes them anywhere; the job
+//! child hands them to the logger.
 //!
 //! Debian (`do_command.c`, with its `-L` patch): `-L` is a bit mask, 1 logs the start (`CMD`),
 //! 2 the end (`END`), 4 a failed job (`(CRON) error (grandchild #PID failed with exit status
 //! N)`), 8 adds the shell's pid to CMD/END as `[PID] command`. cronie logs `CMDEND` (no
 //! status, no pid) when a job ends, and `CMDOUT` lines with `-s`. Commands are shown through
-//! Vixie's `mkprint` (control bytes as `^X`, DEL as `^?`, bytes above 127 as `\ooo`).
+//! Vixie's `mkprint` ([`printable`]: control bytes as `^X`, DEL as `^?`, bytes above 127 as
+//! `\ooo`).
 
-use std::fmt;
 use std::os::unix::process::ExitStatusExt;
+
+use crate::log::{LogLine, printable};
 
 /// How the shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,62 +79,6 @@ impl Default for LogLevel {
     fn default() -> LogLevel {
         LogLevel(LogLevel::START)
     }
-}
-
-/// One syslog message body, `(who) EVENT (detail)`, as Vixie's `log_it` writes it. `who` is a
-/// user name or `CRON`; the bytes are what goes to syslog (no NUL, no newline).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogLine {
-    pub who: Vec<u8>,
-    pub event: &'static str,
-    pub detail: Vec<u8>,
-}
-
-impl LogLine {
-    pub fn new(who: &[u8], event: &'static str, detail: impl Into<Vec<u8>>) -> LogLine {
-        LogLine {
-            who: printable(who).into_bytes(),
-            event,
-            detail: detail.into(),
-        }
-    }
-
-    /// The message as bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.who.len() + self.event.len() + self.detail.len() + 6);
-        v.push(b'(');
-        v.extend_from_slice(&self.who);
-        v.extend_from_slice(b") ");
-        v.extend_from_slice(self.event.as_bytes());
-        v.extend_from_slice(b" (");
-        v.extend_from_slice(&self.detail);
-        v.push(b')');
-        v
-    }
-}
-
-impl fmt::Display for LogLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&String::from_utf8_lossy(&self.to_bytes()))
-    }
-}
-
-/// Vixie's `mkprint`: printable ASCII as is, control bytes as `^X`, DEL as `^?`, bytes above
-/// 127 as a backslash and three octal digits.
-pub fn printable(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len());
-    for &b in bytes {
-        match b {
-            0..=31 => {
-                s.push('^');
-                s.push((b + b'@') as char);
-            }
-            32..=126 => s.push(b as char),
-            127 => s.push_str("^?"),
-            _ => s.push_str(&format!("\\{b:03o}")),
-        }
-    }
-    s
 }
 
 fn command_detail(level: LogLevel, shell_pid: u32, command: &[u8]) -> Vec<u8> {
@@ -276,7 +223,6 @@ mod tests {
 
     #[test]
     fn commands_are_logged_through_mkprint() {
-        assert_eq!(printable(b"a\tb\x7f\xc3\xa9"), "a^Ib^?\\303\\251");
         assert_eq!(
             cmdend_line(b"alice", b"echo\nx").to_string(),
             "(alice) CMDEND (echo^Jx)"

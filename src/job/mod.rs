@@ -25,14 +25,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::crontab::{Env, JobInput};
-use crate::log::{Level, Log, text};
+use crate::log::{Level, Log, LogLine, printable};
 use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Forked, Pid};
 use crate::sys::signal;
 use crate::sys::user::User;
 use env::{environment, lookup};
-use log_lines::{LogLevel, LogLine};
+use log_lines::LogLevel;
 use output::Output;
 use shell::Finished;
 
@@ -132,9 +132,9 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
         );
         return None;
     }
-    let who = text(&spec.user);
+    let who = &spec.user;
     if let Err(e) = process::setsid() {
-        log.error(&who, "ERROR", &format!("setsid failed: {e}"));
+        log.error(who, "ERROR", &format!("setsid failed: {e}"));
     }
     if spec.delay_seconds > 0 {
         std::thread::sleep(std::time::Duration::from_secs(u64::from(
@@ -144,17 +144,17 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
     let user = match User::resolve_name(&spec.user) {
         Ok(Some(user)) => user,
         Ok(None) => {
-            log.error(&who, "ERROR", "getpwnam() failed - user unknown");
+            log.error(who, "ERROR", "getpwnam() failed - user unknown");
             return None;
         }
         Err(e) => {
-            log.error(&who, "ERROR", &format!("getpwnam() failed: {e}"));
+            log.error(who, "ERROR", &format!("getpwnam() failed: {e}"));
             return None;
         }
     };
     if let Err(e) = irrevocably_drop_privileges(&user) {
         log.error(
-            &who,
+            who,
             "ERROR",
             &format!("can't drop privileges, job not run: {e}"),
         );
@@ -165,12 +165,12 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
     if let Err(e) = process::chdir(Path::new(OsStr::from_bytes(&home))) {
         // Debian runs the job anyway, from /; say so, since the job's relative paths change.
         log.error(
-            &who,
+            who,
             "ERROR",
-            &format!("chdir({}) failed: {e}; running in /", text(&home)),
+            &format!("chdir({}) failed: {e}; running in /", printable(&home)),
         );
         if let Err(e) = process::chdir(Path::new("/")) {
-            log.error(&who, "ERROR", &format!("chdir(/) failed: {e}; job not run"));
+            log.error(who, "ERROR", &format!("chdir(/) failed: {e}; job not run"));
             return None;
         }
     }
@@ -186,7 +186,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     let log = setup.log;
     let (shell_pid, exit, output) = (finished.shell_pid, finished.exit, &finished.output);
     if let Some(line) = log_lines::failed_line(setup.log_level, shell_pid, exit) {
-        log.job_line(Level::Error, &line);
+        log.line(Level::Error, &line);
     }
     match &setup.output {
         OutputTo::Syslog => log_output(log, &spec.user, output),
@@ -208,7 +208,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                     MailOutcome::NoMta => Level::Info,
                     _ => Level::Error,
                 };
-                log.job_line(level, &line);
+                log.line(level, &line);
             }
             // Nothing is lost when the mail could not even start: the output goes to the log.
             if matches!(outcome, MailOutcome::NoMta | MailOutcome::MtaError(_)) {
@@ -221,7 +221,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         .into_iter()
         .chain([log_lines::cmdend_line(&spec.user, &spec.command)])
     {
-        log.job_line(Level::Info, &line);
+        log.line(Level::Info, &line);
     }
 }
 
@@ -229,9 +229,9 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
 fn log_output(log: Log, user: &[u8], output: &Output) {
     for line in output.cmdout_lines() {
         match line {
-            Ok(line) => log.job_line(Level::Info, &log_lines::cmdout_line(user, &line)),
+            Ok(line) => log.line(Level::Info, &log_lines::cmdout_line(user, &line)),
             Err(e) => {
-                log.job_line(
+                log.line(
                     Level::Error,
                     &LogLine::new(user, "ERROR", format!("can't read the spooled output: {e}")),
                 );

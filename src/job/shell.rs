@@ -17,7 +17,7 @@ use super::output::Output;
 use super::stdin::JobStdin;
 use super::{ChildSetup, JobSpec};
 use crate::crontab::JobInput;
-use crate::log::{Level, Log, text};
+use crate::log::{Level, Log, printable};
 use crate::sys::pipe;
 
 /// A shell that ran to its end.
@@ -38,12 +38,12 @@ pub(super) fn run_shell(
     input: &JobInput,
 ) -> Option<Finished> {
     let log = setup.log;
-    let who = text(&spec.user);
+    let who = &spec.user;
     let spill_dir = crate::sys::tmpfile::default_dir();
     let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
         Ok(stdin) => stdin,
         Err(e) => {
-            log.error(&who, "ERROR", &format!("can't feed the job's input: {e}"));
+            log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
             return None;
         }
     };
@@ -51,8 +51,8 @@ pub(super) fn run_shell(
     let (read_end, err_end, out_end) = match pipes {
         Ok(p) => p,
         Err(e) => {
-            log.error(&who, "ERROR", &format!("can't make the output pipe: {e}"));
-            reap_writer(log, &who, stdin);
+            log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
+            reap_writer(log, who, stdin);
             return None;
         }
     };
@@ -76,15 +76,19 @@ pub(super) fn run_shell(
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            log.error(&who, "ERROR", &format!("can't run {}: {e}", text(&shell)));
+            log.error(
+                who,
+                "ERROR",
+                &format!("can't run {}: {e}", printable(&shell)),
+            );
             drop(read_end);
-            reap_writer(log, &who, stdin);
+            reap_writer(log, who, stdin);
             return None;
         }
     };
     let shell_pid = child.id();
     if let Some(line) = log_lines::cmd_line(setup.log_level, &spec.user, shell_pid, &spec.command) {
-        log.job_line(Level::Info, &line);
+        log.line(Level::Info, &line);
     }
     let captured = Output::capture(&spill_dir, File::from(read_end));
     let status = loop {
@@ -92,22 +96,22 @@ pub(super) fn run_shell(
             Ok(status) => break Some(status),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                log.error(&who, "ERROR", &format!("wait failed: {e}"));
+                log.error(who, "ERROR", &format!("wait failed: {e}"));
                 break None;
             }
         }
     };
-    reap_writer(log, &who, stdin);
+    reap_writer(log, who, stdin);
     let output = match captured {
         Ok(output) => output,
         Err(e) => {
-            log.error(&who, "ERROR", &format!("can't read the job's output: {e}"));
+            log.error(who, "ERROR", &format!("can't read the job's output: {e}"));
             Output::new(&spill_dir)
         }
     };
     if let Some(e) = output.spill_error() {
         log.error(
-            &who,
+            who,
             "ERROR",
             &format!(
                 "{} bytes of output lost: can't spool to {}: {e}",
@@ -124,7 +128,7 @@ pub(super) fn run_shell(
 }
 
 /// Reaps the stdin writer; a job that did not read its input is fine, anything else is logged.
-fn reap_writer(log: Log, who: &str, stdin: JobStdin) {
+fn reap_writer(log: Log, who: &[u8], stdin: JobStdin) {
     use crate::sys::pipe::WriterExit;
     match stdin.wait() {
         Ok(None | Some(WriterExit::AllWritten | WriterExit::ReaderGone)) => {}

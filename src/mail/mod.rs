@@ -28,8 +28,9 @@
 
 pub mod send;
 
-use crate::job::log_lines::{self, JobExit, LogLine};
+use crate::job::log_lines::{self, JobExit};
 use crate::job::output::TextKind;
+use crate::log::LogLine;
 use std::ffi::OsString;
 use std::path::PathBuf;
 

@@ -144,16 +144,10 @@ pub fn main(command: &Command) -> u8 {
 /// Logs `(user) EVENT (detail)` to syslog as `crontab[pid]`, facility cron (Debian's lines:
 /// REPLACE, BEGIN EDIT, END EDIT, DELETE, LIST).
 fn log_event(user: &[u8], event: &str, detail: &[u8]) {
-    let mut body = Vec::with_capacity(user.len() + event.len() + detail.len() + 8);
-    body.push(b'(');
-    body.extend_from_slice(user);
-    body.extend_from_slice(b") ");
-    body.extend_from_slice(event.as_bytes());
-    body.extend_from_slice(b" (");
-    body.extend_from_slice(detail);
-    body.push(b')');
+    // The detail is a user name or a fixed text: shown through mkprint like the daemon's names.
+    let line = crate::log::LogLine::new(user, event.to_owned(), crate::log::printable(detail));
     sys::syslog::open_as(c"crontab");
-    sys::syslog::log_bytes(sys::syslog::Priority::Info, &body);
+    sys::syslog::log_bytes(sys::syslog::Priority::Info, &line.to_bytes());
 }
 
 /// A failure already explained to the user; the exit status.

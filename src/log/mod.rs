@@ -1,13 +1,19 @@
-//! The daemon's log: Debian's message shape `(WHO) EVENT (DETAIL)` (research §2.7), sent to
-//! syslog (ident `cron`, facility cron, with the pid) and/or to stderr for journald.
+//! The daemon's log: every message is a [`LogLine`], Debian's shape `(WHO) EVENT (DETAIL)`
+//! (research §2.7) with the one byte rendering, [`printable`] (Vixie's `mkprint`), both in
+//! [`line`]. This file holds the sinks: syslog (ident `cron`, facility cron, with the pid)
+//! and/or stderr for journald, chosen once from `--log`.
 //!
-//! Nothing else in the library prints; the destinations are chosen once from `--log`.
+//! Nothing else in the library prints, and nothing here formats a message of its own: a line
+//! is built by `LogLine` or not at all.
+
+pub mod line;
 
 use std::io::Write;
 
 use crate::sys::syslog::{self, Priority};
 
 pub use crate::sys::syslog::Priority as Level;
+pub use line::{LogLine, printable};
 
 /// Where log lines go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,23 +45,18 @@ impl Log {
         }
     }
 
-    /// `(who) event (detail)` at `level`.
-    pub fn event(&self, level: Priority, who: &str, event: &str, detail: &str) {
-        self.line(level, &format!("({who}) {event} ({detail})"));
+    /// `(who) event (detail)` at `level`; `who` (a user name as bytes, or `CRON`) is shown
+    /// through [`printable`].
+    pub fn event(&self, level: Priority, who: impl AsRef<[u8]>, event: &str, detail: &str) {
+        self.line(level, &LogLine::new(who, event.to_owned(), detail));
     }
 
-    /// One raw message.
-    pub fn line(&self, level: Priority, message: &str) {
-        self.bytes(level, message.as_bytes());
-    }
-
-    /// One message built by `job::log_lines` (its bytes need not be UTF-8: a job's output with `-s`).
-    pub fn job_line(&self, level: Priority, line: &crate::job::log_lines::LogLine) {
+    /// One message already built (its bytes need not be UTF-8: a job's output with `-s`).
+    pub fn line(&self, level: Priority, line: &LogLine) {
         self.bytes(level, &line.to_bytes());
     }
 
-    /// One raw message as bytes.
-    pub fn bytes(&self, level: Priority, message: &[u8]) {
+    fn bytes(&self, level: Priority, message: &[u8]) {
         if self.destination != Destination::Stderr {
             syslog::log_bytes(level, message);
         }
@@ -70,29 +71,11 @@ impl Log {
         }
     }
 
-    pub fn info(&self, who: &str, event: &str, detail: &str) {
+    pub fn info(&self, who: impl AsRef<[u8]>, event: &str, detail: &str) {
         self.event(Priority::Info, who, event, detail);
     }
 
-    pub fn error(&self, who: &str, event: &str, detail: &str) {
+    pub fn error(&self, who: impl AsRef<[u8]>, event: &str, detail: &str) {
         self.event(Priority::Error, who, event, detail);
-    }
-}
-
-/// Bytes (user names, commands) as log text: valid UTF-8 as is, other bytes escaped.
-pub fn text(bytes: &[u8]) -> String {
-    bytes.escape_ascii_unless_utf8()
-}
-
-trait EscapeUnlessUtf8 {
-    fn escape_ascii_unless_utf8(&self) -> String;
-}
-
-impl EscapeUnlessUtf8 for [u8] {
-    fn escape_ascii_unless_utf8(&self) -> String {
-        match std::str::from_utf8(self) {
-            Ok(s) => s.to_string(),
-            Err(_) => self.escape_ascii().to_string(),
-        }
     }
 }
