@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::cli::Action;
 use crate::database::Paths;
-use crate::job::log_lines::LogLevel;
+use crate::job::log_lines::JobLogMask;
 use crate::job::{ChildSetup, MailSetup, OutputTo};
 use crate::log::{Destination, Log};
 use crate::mail::{self, MailCommand};
@@ -117,9 +117,9 @@ impl Options {
         ChildSetup {
             log,
             // Debian's mask is a byte; higher bits mean nothing.
-            log_level: self
+            log_mask: self
                 .log_level
-                .map_or(LogLevel::default(), |l| LogLevel((l & 0xff) as u8)),
+                .map_or(JobLogMask::default(), |l| JobLogMask((l & 0xff) as u8)),
             inherited_path: if self.inherit_path {
                 std::env::var_os("PATH")
             } else {

@@ -59,11 +59,11 @@ impl JobExit {
     }
 }
 
-/// Debian's `-L` mask.
+/// Debian's `-L` mask: which of a job's lines to log (a bit set, not a level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogLevel(pub u8);
+pub struct JobLogMask(pub u8);
 
-impl LogLevel {
+impl JobLogMask {
     pub const START: u8 = 1;
     pub const END: u8 = 2;
     pub const FAILED: u8 = 4;
@@ -74,15 +74,15 @@ impl LogLevel {
     }
 }
 
-impl Default for LogLevel {
+impl Default for JobLogMask {
     /// Debian's default: log job starts only.
-    fn default() -> LogLevel {
-        LogLevel(LogLevel::START)
+    fn default() -> JobLogMask {
+        JobLogMask(JobLogMask::START)
     }
 }
 
-fn command_detail(level: LogLevel, shell_pid: u32, command: &[u8]) -> Vec<u8> {
-    if level.has(LogLevel::PID) {
+fn command_detail(mask: JobLogMask, shell_pid: u32, command: &[u8]) -> Vec<u8> {
+    if mask.has(JobLogMask::PID) {
         format!("[{shell_pid}] {}", printable(command)).into_bytes()
     } else {
         printable(command).into_bytes()
@@ -91,18 +91,17 @@ fn command_detail(level: LogLevel, shell_pid: u32, command: &[u8]) -> Vec<u8> {
 
 /// Debian's start line, `(user) CMD (command)` or with `-L 8` `(user) CMD ([pid] command)`;
 /// `None` when `-L` lacks bit 1.
-pub fn cmd_line(level: LogLevel, user: &[u8], shell_pid: u32, command: &[u8]) -> Option<LogLine> {
-    level
-        .has(LogLevel::START)
-        .then(|| LogLine::new(user, "CMD", command_detail(level, shell_pid, command)))
+pub fn cmd_line(mask: JobLogMask, user: &[u8], shell_pid: u32, command: &[u8]) -> Option<LogLine> {
+    mask.has(JobLogMask::START)
+        .then(|| LogLine::new(user, "CMD", command_detail(mask, shell_pid, command)))
 }
 
 /// Debian's failure line, written as soon as the shell is reaped:
 /// `(CRON) error (grandchild #PID failed with exit status N)` or
 /// `(CRON) error (grandchild #PID terminated by signal N[, dumped core])`; `None` when the job
 /// succeeded or `-L` lacks bit 4.
-pub fn failed_line(level: LogLevel, shell_pid: u32, exit: JobExit) -> Option<LogLine> {
-    if !level.has(LogLevel::FAILED) {
+pub fn failed_line(mask: JobLogMask, shell_pid: u32, exit: JobExit) -> Option<LogLine> {
+    if !mask.has(JobLogMask::FAILED) {
         return None;
     }
     let detail = match exit {
@@ -124,10 +123,9 @@ pub fn failed_line(level: LogLevel, shell_pid: u32, exit: JobExit) -> Option<Log
 /// Debian's end line, written after the mail: `(user) END (command)`, or with `-L 8`
 /// `(user) END ([pid] command)`; `None` when `-L` lacks bit 2. (Debian logs it under the
 /// shell's pid; a syslog with LOG_PID shows the job child's.)
-pub fn end_line(level: LogLevel, user: &[u8], shell_pid: u32, command: &[u8]) -> Option<LogLine> {
-    level
-        .has(LogLevel::END)
-        .then(|| LogLine::new(user, "END", command_detail(level, shell_pid, command)))
+pub fn end_line(mask: JobLogMask, user: &[u8], shell_pid: u32, command: &[u8]) -> Option<LogLine> {
+    mask.has(JobLogMask::END)
+        .then(|| LogLine::new(user, "END", command_detail(mask, shell_pid, command)))
 }
 
 /// cronie's end line, `(user) CMDEND (command)`: no status and no pid, as cronie writes it.
@@ -182,19 +180,21 @@ mod tests {
     #[test]
     fn end_lines_follow_the_debian_log_level_bits() {
         let cmd = b"run-parts /etc/cron.daily";
-        assert_eq!(end_line(LogLevel(1), b"root", 42, cmd), None);
+        assert_eq!(end_line(JobLogMask(1), b"root", 42, cmd), None);
         assert_eq!(
-            end_line(LogLevel(2), b"root", 42, cmd).unwrap().to_string(),
+            end_line(JobLogMask(2), b"root", 42, cmd)
+                .unwrap()
+                .to_string(),
             "(root) END (run-parts /etc/cron.daily)"
         );
         assert_eq!(
-            end_line(LogLevel(15), b"root", 42, cmd)
+            end_line(JobLogMask(15), b"root", 42, cmd)
                 .unwrap()
                 .to_string(),
             "(root) END ([42] run-parts /etc/cron.daily)"
         );
         assert_eq!(
-            cmd_line(LogLevel(9), b"bob", 7, b"date")
+            cmd_line(JobLogMask(9), b"bob", 7, b"date")
                 .unwrap()
                 .to_string(),
             "(bob) CMD ([7] date)"
@@ -203,10 +203,10 @@ mod tests {
 
     #[test]
     fn failed_lines_name_the_exit_status_or_the_signal() {
-        assert_eq!(failed_line(LogLevel(4), 9, JobExit::Exited(0)), None);
-        assert_eq!(failed_line(LogLevel(3), 9, JobExit::Exited(1)), None);
+        assert_eq!(failed_line(JobLogMask(4), 9, JobExit::Exited(0)), None);
+        assert_eq!(failed_line(JobLogMask(3), 9, JobExit::Exited(1)), None);
         assert_eq!(
-            failed_line(LogLevel(4), 9, JobExit::Exited(3))
+            failed_line(JobLogMask(4), 9, JobExit::Exited(3))
                 .unwrap()
                 .to_string(),
             "(CRON) error (grandchild #9 failed with exit status 3)"
@@ -216,7 +216,7 @@ mod tests {
             core_dumped: true,
         };
         assert_eq!(
-            failed_line(LogLevel(4), 9, killed).unwrap().to_string(),
+            failed_line(JobLogMask(4), 9, killed).unwrap().to_string(),
             "(CRON) error (grandchild #9 terminated by signal 11, dumped core)"
         );
     }

@@ -32,7 +32,7 @@ use crate::sys::process::{self, Forked, Pid};
 use crate::sys::signal;
 use crate::sys::user::User;
 use env::{environment, lookup};
-use log_lines::LogLevel;
+use log_lines::JobLogMask;
 use output::Output;
 use shell::Finished;
 
@@ -55,7 +55,7 @@ pub struct JobSpec {
 pub struct ChildSetup {
     pub log: Log,
     /// Debian's `-L` bitmask.
-    pub log_level: LogLevel,
+    pub log_mask: JobLogMask,
     /// cronie's `-P`: the daemon's PATH instead of the default.
     pub inherited_path: Option<OsString>,
     /// Where the job's output goes.
@@ -185,7 +185,7 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
 fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Finished) {
     let log = setup.log;
     let (shell_pid, exit, output) = (finished.shell_pid, finished.exit, &finished.output);
-    if let Some(line) = log_lines::failed_line(setup.log_level, shell_pid, exit) {
+    if let Some(line) = log_lines::failed_line(setup.log_mask, shell_pid, exit) {
         log.line(Level::Error, &line);
     }
     match &setup.output {
@@ -216,7 +216,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             }
         }
     }
-    let end = log_lines::end_line(setup.log_level, &spec.user, shell_pid, &spec.command);
+    let end = log_lines::end_line(setup.log_mask, &spec.user, shell_pid, &spec.command);
     for line in end
         .into_iter()
         .chain([log_lines::cmdend_line(&spec.user, &spec.command)])

@@ -87,7 +87,7 @@ pub(super) fn run_shell(
         }
     };
     let shell_pid = child.id();
-    if let Some(line) = log_lines::cmd_line(setup.log_level, &spec.user, shell_pid, &spec.command) {
+    if let Some(line) = log_lines::cmd_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
         log.line(Level::Info, &line);
     }
     let captured = Output::capture(&spill_dir, File::from(read_end));

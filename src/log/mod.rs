@@ -10,9 +10,9 @@ pub mod line;
 
 use std::io::Write;
 
-use crate::sys::syslog::{self, Priority};
+use crate::sys::syslog;
 
-pub use crate::sys::syslog::Priority as Level;
+pub use crate::sys::syslog::Level;
 pub use line::{LogLine, printable};
 
 /// Where log lines go.
@@ -47,16 +47,16 @@ impl Log {
 
     /// `(who) event (detail)` at `level`; `who` (a user name as bytes, or `CRON`) is shown
     /// through [`printable`].
-    pub fn event(&self, level: Priority, who: impl AsRef<[u8]>, event: &str, detail: &str) {
+    pub fn event(&self, level: Level, who: impl AsRef<[u8]>, event: &str, detail: &str) {
         self.line(level, &LogLine::new(who, event.to_owned(), detail));
     }
 
     /// One message already built (its bytes need not be UTF-8: a job's output with `-s`).
-    pub fn line(&self, level: Priority, line: &LogLine) {
+    pub fn line(&self, level: Level, line: &LogLine) {
         self.bytes(level, &line.to_bytes());
     }
 
-    fn bytes(&self, level: Priority, message: &[u8]) {
+    fn bytes(&self, level: Level, message: &[u8]) {
         if self.destination != Destination::Stderr {
             syslog::log_bytes(level, message);
         }
@@ -72,10 +72,10 @@ impl Log {
     }
 
     pub fn info(&self, who: impl AsRef<[u8]>, event: &str, detail: &str) {
-        self.event(Priority::Info, who, event, detail);
+        self.event(Level::Info, who, event, detail);
     }
 
     pub fn error(&self, who: impl AsRef<[u8]>, event: &str, detail: &str) {
-        self.event(Priority::Error, who, event, detail);
+        self.event(Level::Error, who, event, detail);
     }
 }

@@ -147,7 +147,7 @@ fn log_event(user: &[u8], event: &str, detail: &[u8]) {
     // The detail is a user name or a fixed text: shown through mkprint like the daemon's names.
     let line = crate::log::LogLine::new(user, event.to_owned(), crate::log::printable(detail));
     sys::syslog::open_as(c"crontab");
-    sys::syslog::log_bytes(sys::syslog::Priority::Info, &line.to_bytes());
+    sys::syslog::log_bytes(sys::syslog::Level::Info, &line.to_bytes());
 }
 
 /// A failure already explained to the user; the exit status.

@@ -3,22 +3,23 @@
 
 use std::ffi::{CStr, CString};
 
-/// Message priorities the daemon uses.
+/// The syslog level of a message (syslog(3): the priority is the facility, always cron, and
+/// this level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
+pub enum Level {
     Info,
     Notice,
     Warning,
     Error,
 }
 
-impl Priority {
+impl Level {
     fn raw(self) -> libc::c_int {
         match self {
-            Priority::Info => libc::LOG_INFO,
-            Priority::Notice => libc::LOG_NOTICE,
-            Priority::Warning => libc::LOG_WARNING,
-            Priority::Error => libc::LOG_ERR,
+            Level::Info => libc::LOG_INFO,
+            Level::Notice => libc::LOG_NOTICE,
+            Level::Warning => libc::LOG_WARNING,
+            Level::Error => libc::LOG_ERR,
         }
     }
 }
@@ -42,13 +43,13 @@ pub fn close() {
 }
 
 /// Logs one message; NUL bytes are replaced so the message is never cut short.
-pub fn log(priority: Priority, message: &str) {
-    log_bytes(priority, message.as_bytes());
+pub fn log(level: Level, message: &str) {
+    log_bytes(level, message.as_bytes());
 }
 
 /// [`log`] for a message that need not be UTF-8 (a job's output line with `-s`): the bytes go
 /// to syslog as they are, NUL replaced by `\0`.
-pub fn log_bytes(priority: Priority, message: &[u8]) {
+pub fn log_bytes(level: Level, message: &[u8]) {
     let mut bytes = Vec::with_capacity(message.len());
     for &b in message {
         if b == 0 {
@@ -60,5 +61,5 @@ pub fn log_bytes(priority: Priority, message: &[u8]) {
     let text = CString::new(bytes).expect("NUL bytes were replaced");
     // SAFETY: the format is the literal "%s" and its one argument is a valid C string that
     // lives until the call returns, so syslog reads no more than that string.
-    unsafe { libc::syslog(priority.raw(), c"%s".as_ptr(), text.as_ptr()) };
+    unsafe { libc::syslog(level.raw(), c"%s".as_ptr(), text.as_ptr()) };
 }
