@@ -17,6 +17,8 @@ pub mod log_lines;
 pub mod output;
 mod shell;
 pub mod stdin;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use std::ffi::{OsStr, OsString};
 use std::io;

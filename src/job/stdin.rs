@@ -63,3 +63,6 @@ impl JobStdin {
         self.writer.take().map(WriterProcess::wait).transpose()
     }
 }
+
+#[cfg(test)]
+mod tests;

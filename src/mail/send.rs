@@ -140,3 +140,6 @@ fn write_message(
     }
     to.flush()
 }
+
+#[cfg(test)]
+mod tests;

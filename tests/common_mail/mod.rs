@@ -1,7 +1,7 @@
 //! Helpers shared by the mail tests: real users created with useradd (and removed), their real
 //! mailboxes in /var/mail as exim4 delivers them, jobs run with real `sh -c` processes whose
-//! merged stdout+stderr go through `crond::output`. No mocks: if exim4 or root is missing the
-//! tests fail and say so.
+//! merged stdout+stderr go through `crond::job::output`. No mocks: if exim4 or root is missing
+//! the tests fail and say so.
 #![allow(dead_code)]
 
 use std::fs::File;
@@ -214,7 +214,7 @@ fn parse_message(raw: &[u8]) -> Message {
 }
 
 /// Runs `sh -c script` with stdout and stderr on one pipe (as the job child does) and `stdin`,
-/// capturing the output through `crond::output`. Returns the output and the exit status.
+/// capturing the output through `crond::job::output`. Returns the output and the exit status.
 pub fn run_job(script: &str, stdin: Stdio, spill_dir: &Path) -> (Output, std::process::ExitStatus) {
     let (r, w) = crond::sys::pipe::pipe().unwrap();
     let w2 = w.try_clone().unwrap();

@@ -1,23 +1,31 @@
-//! Output capture and the mail command with real processes: a `sh -c` job's merged
-//! stdout+stderr goes through `crond::output` (spilling to an anonymous file), and a `-m`
-//! command that counts bytes receives every one of them. Sizes are kept to tens of MB here;
-//! the 1 GB memory figure is a benchmark (benches/output/), not a test.
-
-mod common_mail;
+//! `mail_output` with real `sh -c` jobs and cronie's `-m` shell commands standing in for the
+//! MTA: every byte reaches the command, the body arrives unchanged, a failing or early-exiting
+//! MTA is a status, and the MTA gets only the environment it is given. (Delivery through the
+//! real exim4 is tested from outside, in tests/mail_mta.rs.)
 
 use std::io::Read;
 use std::process::Stdio;
 
-use common_mail::*;
-use crond::job::log_lines::JobExit;
-use crond::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
+use super::*;
+use crate::job::log_lines::JobExit;
+use crate::job::test_support::run_job;
+use crate::mail;
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
 
-/// What `yes 'crond output capture 0123456789'` prints, cut to `len` bytes.
-fn yes_bytes(len: u64) -> Vec<u8> {
-    let line = b"crond output capture 0123456789\n";
-    line.iter().copied().cycle().take(len as usize).collect()
+/// The environment of a job as the daemon would build it.
+fn job_env(user: &str, extra: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut env: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b"SHELL".to_vec(), b"/bin/sh".to_vec()),
+        (b"HOME".to_vec(), b"/nonexistent".to_vec()),
+        (b"PATH".to_vec(), b"/usr/bin:/bin".to_vec()),
+        (b"LOGNAME".to_vec(), user.as_bytes().to_vec()),
+        (b"USER".to_vec(), user.as_bytes().to_vec()),
+    ];
+    for (n, v) in extra {
+        env.push((n.as_bytes().to_vec(), v.as_bytes().to_vec()));
+    }
+    env
 }
 
 /// A job of `nobody` that ran `command` and ended with `status`.
@@ -41,54 +49,6 @@ fn shell_mta(line: impl Into<std::ffi::OsString>) -> MailConfig {
         charset: "US-ASCII".into(),
         command: MailCommand::Shell(line.into()),
     }
-}
-
-#[test]
-fn stdout_and_stderr_arrive_merged_and_in_order() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, status) = run_job(
-        "echo one; echo two >&2; echo three; echo four >&2",
-        Stdio::null(),
-        tmp.path(),
-    );
-    assert!(status.success());
-    let mut all = Vec::new();
-    out.reader().read_to_end(&mut all).unwrap();
-    assert_eq!(all, b"one\ntwo\nthree\nfour\n");
-}
-
-#[test]
-fn fifty_megabytes_of_job_output_are_kept_whole_in_a_nameless_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, status) = run_job(
-        &format!("yes 'crond output capture 0123456789' | head -c {FIFTY_MB}"),
-        Stdio::null(),
-        tmp.path(),
-    );
-    assert!(status.success());
-    assert_eq!(out.len(), FIFTY_MB);
-    assert!(out.spilled());
-    assert_eq!(
-        std::fs::read_dir(tmp.path()).unwrap().count(),
-        0,
-        "the spill file has no name"
-    );
-    let mut all = Vec::with_capacity(FIFTY_MB as usize);
-    out.reader().read_to_end(&mut all).unwrap();
-    assert_eq!(checksum(&all), checksum(&yes_bytes(FIFTY_MB)));
-}
-
-#[test]
-fn carriage_returns_from_a_real_job_are_dropped() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, _) = run_job(
-        "printf 'progress 10%%\\rprogress 100%%\\r\\ndone\\r\\n'",
-        Stdio::null(),
-        tmp.path(),
-    );
-    let mut all = Vec::new();
-    out.reader().read_to_end(&mut all).unwrap();
-    assert_eq!(all, b"progress 10%progress 100%\ndone\n");
 }
 
 #[test]
@@ -210,27 +170,4 @@ fn the_mta_gets_only_the_environment_it_is_given() {
         vec!["HOME", "JOBVAR", "LOGNAME", "PATH", "SHELL", "USER"]
     );
     assert!(got.contains("JOBVAR=from the crontab\n"));
-}
-
-#[test]
-fn cmdout_lines_of_a_real_job_are_its_lines() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, _) = run_job(
-        "echo first; echo; echo 'third line' >&2; printf 'no newline'",
-        Stdio::null(),
-        tmp.path(),
-    );
-    let lines: Vec<String> = out
-        .cmdout_lines()
-        .map(|l| crond::job::log_lines::cmdout_line(b"bob", &l.unwrap()).to_string())
-        .collect();
-    assert_eq!(
-        lines,
-        vec![
-            "(bob) CMDOUT (first)",
-            "(bob) CMDOUT ()",
-            "(bob) CMDOUT (third line)",
-            "(bob) CMDOUT (no newline)",
-        ]
-    );
 }

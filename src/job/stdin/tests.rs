@@ -1,17 +1,15 @@
-//! The stdin grandchild with real `sh -c` jobs: a job that never reads its stdin finishes even
-//! with 1 MB waiting after `%` (the writer process blocks, not the job child), a job that reads
-//! it gets every byte, and without `%` stdin is /dev/null.
-
-mod common_mail;
+//! The stdin writer with real `sh -c` jobs: a job that never reads its stdin finishes even with
+//! 1 MB waiting after `%` (the writer process blocks, not the job child), a job that reads it
+//! gets every byte, and without `%` stdin is /dev/null.
 
 use std::io::Read;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common_mail::*;
-use crond::crontab::split_percent;
-use crond::job::stdin::JobStdin;
-use crond::sys::pipe::WriterExit;
+use super::*;
+use crate::crontab::split_percent;
+use crate::job::test_support::{checksum, run_job};
+use crate::sys::pipe::WriterExit;
 
 /// Runs `f` on a thread and fails the test if it takes longer than `secs` (a hang is the bug
 /// these tests look for).
