@@ -13,19 +13,20 @@ use crate::mail;
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
 
-/// The environment of a job as the daemon would build it.
-fn job_env(user: &str, extra: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut env: Vec<(Vec<u8>, Vec<u8>)> = vec![
-        (b"SHELL".to_vec(), b"/bin/sh".to_vec()),
-        (b"HOME".to_vec(), b"/nonexistent".to_vec()),
-        (b"PATH".to_vec(), b"/usr/bin:/bin".to_vec()),
-        (b"LOGNAME".to_vec(), user.as_bytes().to_vec()),
-        (b"USER".to_vec(), user.as_bytes().to_vec()),
+/// The environment the daemon builds for a job of `nobody`, then `extra`.
+fn job_env(extra: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let daemon_set = [
+        ("SHELL", "/bin/sh"),
+        ("HOME", "/nonexistent"),
+        ("PATH", "/usr/bin:/bin"),
+        ("LOGNAME", "nobody"),
+        ("USER", "nobody"),
     ];
-    for (n, v) in extra {
-        env.push((n.as_bytes().to_vec(), v.as_bytes().to_vec()));
-    }
-    env
+    daemon_set
+        .iter()
+        .chain(extra)
+        .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect()
 }
 
 /// A job of `nobody` that ran `command` and ended with `status`.
@@ -59,7 +60,7 @@ fn a_mail_command_that_counts_bytes_receives_every_byte() {
         Stdio::null(),
         tmp.path(),
     );
-    let env = job_env("nobody", &[]);
+    let env = job_env(&[]);
     let job = nobodys_job(b"yes", &env, status);
     let count_file = tmp.path().join("count");
     let script = format!("wc -c > {}", count_file.display());
@@ -93,7 +94,7 @@ fn a_mail_command_receives_the_body_unchanged() {
         Stdio::null(),
         tmp.path(),
     );
-    let env = job_env("nobody", &[]);
+    let env = job_env(&[]);
     let job = nobodys_job(b"yes", &env, status);
     let saved = tmp.path().join("message");
     let cfg = shell_mta(format!("cat > {}", saved.display()));
@@ -111,7 +112,7 @@ fn a_mail_command_receives_the_body_unchanged() {
 fn an_mta_that_fails_is_reported_with_its_wait_status() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo hi", Stdio::null(), tmp.path());
-    let env = job_env("nobody", &[]);
+    let env = job_env(&[]);
     let job = nobodys_job(b"echo hi", &env, status);
     let cfg = shell_mta("cat >/dev/null; exit 3");
     let outcome = mail::mail_output(&job, &cfg, &out, &env);
@@ -135,7 +136,7 @@ fn an_mta_that_fails_is_reported_with_its_wait_status() {
 fn an_mta_that_stops_reading_early_does_not_hang_or_kill_the_sender() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("yes | head -c 5000000", Stdio::null(), tmp.path());
-    let env = job_env("nobody", &[]);
+    let env = job_env(&[]);
     let job = nobodys_job(b"yes", &env, status);
     let cfg = shell_mta("head -c 10 >/dev/null; exit 75");
     let outcome = mail::mail_output(&job, &cfg, &out, &env);
@@ -149,7 +150,7 @@ fn an_mta_that_stops_reading_early_does_not_hang_or_kill_the_sender() {
 fn the_mta_gets_only_the_environment_it_is_given() {
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo hi", Stdio::null(), tmp.path());
-    let env = job_env("nobody", &[("JOBVAR", "from the crontab")]);
+    let env = job_env(&[("JOBVAR", "from the crontab")]);
     let job = nobodys_job(b"echo", &env, status);
     let saved = tmp.path().join("env");
     let cfg = shell_mta(format!(
