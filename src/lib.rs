@@ -5,11 +5,12 @@
 //!
 //! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
-//!   fire times), [`queue`] (due jobs and the cycle deadline), [`access`] (cron.allow/deny).
+//!   fire times), [`queue`] (due jobs and the cycle deadline), [`crontab_cmd::access`]
+//!   (cron.allow/deny).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
 //!   (the job child), [`output`], [`stdin_feed`], [`mail`], [`joblog`] and [`log`] (what a job
-//!   leaves behind), [`spool`] (crontab(1)), [`cronnext`], and [`sys`], the only module that
-//!   calls libc.
+//!   leaves behind), [`crontab_cmd`] (crontab(1)), [`cronnext`], and [`sys`], the only module
+//!   that calls libc.
 //! * `src/bin/*` only parse arguments and call into the library.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
@@ -17,9 +18,9 @@
 
 #![deny(unsafe_code)]
 
-pub mod access;
 pub mod cronnext;
 pub mod crontab;
+pub mod crontab_cmd;
 pub mod daemon;
 pub mod database;
 pub mod job;
@@ -30,7 +31,6 @@ pub mod output;
 pub mod paths;
 pub mod queue;
 pub mod schedule;
-pub mod spool;
 pub mod stdin_feed;
 #[allow(unsafe_code)]
 pub mod sys;

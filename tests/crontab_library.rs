@@ -1,5 +1,5 @@
 //! The `crontab` command through its library entry point, as the binary calls it: argv parsed by
-//! `Command::try_parse_from`, then `spool::run` with in-memory stdio and a log recorder, so the
+//! `Command::try_parse_from`, then `crontab_cmd::run` with in-memory stdio and a log recorder, so the
 //! syslog events (Debian's `REPLACE`, `LIST`, `DELETE`, `BEGIN EDIT`, `END EDIT`) are checked.
 //!
 //! Runs as whoever runs the suite, without privilege, in a temporary spool directory.
@@ -8,7 +8,7 @@ use std::fs;
 use std::io::Cursor;
 use std::path::Path;
 
-use crond::spool::{self, Command, Context, Io, Paths, choose_editor};
+use crond::crontab_cmd::{self, Command, Context, Io, Paths, choose_editor};
 use crond::sys::setgid::Privilege;
 
 struct Outcome {
@@ -52,7 +52,7 @@ fn run(dir: &Path, args: &[&str], editor: &str, stdin: &[u8]) -> Outcome {
             String::from_utf8_lossy(detail)
         ));
     };
-    let code = spool::run(
+    let code = crontab_cmd::run(
         &command,
         &ctx,
         &mut Io {

@@ -1,10 +1,10 @@
-//! `crontab`: argument parsing only; the work is in `crond::spool`. Installed setgid `crontab`
+//! `crontab`: argument parsing only; the work is in `crond::crontab_cmd`. Installed setgid `crontab`
 //! (see docs/crontab-security.md): nothing may happen here before the library lowers the group.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use crond::spool::{self, Command, USAGE};
+use crond::crontab_cmd::{self, Command, USAGE};
 
 fn main() -> ExitCode {
     let command = match Command::try_parse_from(std::env::args_os().skip(1)) {
@@ -19,5 +19,5 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    ExitCode::from(spool::main(&command))
+    ExitCode::from(crontab_cmd::main(&command))
 }

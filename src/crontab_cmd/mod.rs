@@ -10,9 +10,10 @@
 //! This module must not print with `print!` (the library never does): all output goes through
 //! the writers in [`Io`], and syslog lines through its `log` callback.
 
+pub mod access;
 pub mod args;
 mod edit;
-mod ops;
+mod installed;
 pub mod text;
 mod who;
 
@@ -215,7 +216,7 @@ fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
         CrontabAction::Install(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
-            ops::install(ctx, io, &me, &target, &text, input.name().as_bytes())
+            installed::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
         CrontabAction::Check(input) => {
             let text = read_input(input, io)?;
@@ -226,8 +227,8 @@ fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
             );
             Ok(())
         }
-        CrontabAction::List => ops::list(ctx, io, &me, &target),
-        CrontabAction::Remove { ask } => ops::remove(ctx, io, &me, &target, *ask),
+        CrontabAction::List => installed::list(ctx, io, &me, &target),
+        CrontabAction::Remove { ask } => installed::remove(ctx, io, &me, &target, *ask),
         CrontabAction::Edit => edit::edit(ctx, io, &me, &target),
         CrontabAction::Help | CrontabAction::Version => Ok(()),
     }

@@ -6,8 +6,8 @@
 use std::io;
 use std::path::Path;
 
+use super::access::{self, ListFile};
 use super::{Command, Context, Io, Step, describe, fail, lossy};
-use crate::access::{self, ListFile};
 use crate::sys::user::{Uid, User};
 
 /// The invoking user (by real uid) and the user whose crontab is touched.
