@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::crontab::{self, Format, Limits, Options};
+use crate::crontab::{self, Format, Limits, ParseOptions};
 use crate::schedule::{self, Schedule, When, Zone};
 
 /// Most lines printed in crontab mode with `--until`, so that `* * * * *` over a decade ends.
@@ -307,7 +307,7 @@ fn files_mode(
         let text =
             std::fs::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
         let mut zones = |name: &str| Zone::get(name);
-        let mut options = Options {
+        let mut options = ParseOptions {
             format,
             limits: Limits::SYSTEM,
             seed,

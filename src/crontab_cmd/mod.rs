@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 pub use args::{Command, CrontabAction, Input, Overrides, USAGE, UsageError};
 
-use crate::crontab::{self, Crontab, Format, Limits, Options};
+use crate::crontab::{self, Crontab, Format, Limits, ParseOptions};
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
@@ -263,7 +263,7 @@ fn read_input(input: &Input, io: &mut Io<'_>) -> Step<Vec<u8>> {
 pub fn parse_user_crontab(text: &[u8]) -> Crontab {
     crontab::parse(
         text,
-        &mut Options {
+        &mut ParseOptions {
             format: Format::User,
             limits: Limits::USER,
             seed: schedule::host_seed(&sys::hostname()),

@@ -364,7 +364,7 @@ fn lookup(env: &[(Vec<u8>, Vec<u8>)], name: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crontab::{Format, Limits, Options, parse};
+    use crate::crontab::{Format, Limits, ParseOptions, parse};
     use crate::sys::user::{Gid, Uid};
 
     fn alice() -> User {
@@ -381,7 +381,7 @@ mod tests {
         let mut zones = |n: &str| crate::schedule::Zone::get(n);
         let tab = parse(
             text.as_bytes(),
-            &mut Options {
+            &mut ParseOptions {
                 format: Format::User,
                 limits: Limits::USER,
                 seed: 0,
