@@ -4,11 +4,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crond::crontab_cmd::{self, Command, USAGE};
+use crond::crontab_cmd::{self, Options, USAGE};
 
 fn main() -> ExitCode {
-    let command = match Command::try_parse_from(std::env::args_os().skip(1)) {
-        Ok(c) => c,
+    let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(o) => o,
         Err(e) => {
             let mut err = std::io::stderr().lock();
             if let Some(getopt) = &e.1 {
@@ -19,5 +19,5 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    ExitCode::from(crontab_cmd::main(&command))
+    ExitCode::from(crontab_cmd::main(&options))
 }

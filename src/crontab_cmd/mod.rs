@@ -1,7 +1,7 @@
 //! The `crontab` command (crontab(1), Debian's behaviour): install, list, edit and remove a
 //! user's crontab in the spool directory, from a setgid binary.
 //!
-//! The binary parses argv into a [`Command`] and calls [`main`]; everything else is here, so
+//! The binary parses argv into [`Options`] and calls [`main`]; everything else is here, so
 //! tests reach every behaviour. The privilege rules (DESIGN §1, §2, docs/crontab-security.md):
 //! the group privilege is held only around spool operations ([`Privilege::with_group`]); a
 //! privileged process ignores every path override; only VISUAL, EDITOR and TMPDIR are read from
@@ -11,7 +11,7 @@
 //! the writers in [`Io`], and syslog lines through its `log` callback.
 
 pub mod access;
-pub mod args;
+pub mod cli;
 mod edit;
 mod installed;
 pub mod text;
@@ -22,7 +22,7 @@ use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
-pub use args::{Command, CrontabAction, Input, Overrides, USAGE, UsageError};
+pub use cli::{Action, Input, Options, Overrides, USAGE, UsageError};
 
 use crate::crontab::{self, Crontab, Format, Limits, ParseOptions};
 use crate::schedule::{self, Zone};
@@ -112,7 +112,7 @@ pub struct Context {
 
 /// The binary's one call: gathers the facts, lowers the group privilege, runs the command with
 /// the process's stdio and syslog. Returns the exit status.
-pub fn main(command: &Command) -> u8 {
+pub fn main(options: &Options) -> u8 {
     let privilege = Privilege::resolve();
     let stderr = &mut io::stderr().lock();
     if let Err(e) = privilege.lower() {
@@ -122,7 +122,7 @@ pub fn main(command: &Command) -> u8 {
     let env = |name: &str| std::env::var_os(name);
     let ctx = Context {
         privilege,
-        paths: Paths::choose(&command.overrides, privilege.is_privileged()),
+        paths: Paths::choose(&options.overrides, privilege.is_privileged()),
         editor: choose_editor(
             env("VISUAL"),
             env("EDITOR"),
@@ -139,7 +139,7 @@ pub fn main(command: &Command) -> u8 {
         stderr,
         log: &mut log_event,
     };
-    run(command, &ctx, &mut io)
+    run(options, &ctx, &mut io)
 }
 
 /// Logs `(user) EVENT (detail)` to syslog as `crontab[pid]`, facility cron (Debian's lines:
@@ -162,9 +162,9 @@ struct Exit(u8);
 
 type Step<T> = Result<T, Exit>;
 
-/// Runs `command`; returns the exit status (0 done, 1 anything else, as Debian).
-pub fn run(command: &Command, ctx: &Context, io: &mut Io<'_>) -> u8 {
-    match run_inner(command, ctx, io) {
+/// Runs `options.action`; returns the exit status (0 done, 1 anything else, as Debian).
+pub fn run(options: &Options, ctx: &Context, io: &mut Io<'_>) -> u8 {
+    match run_inner(options, ctx, io) {
         Ok(()) => 0,
         Err(Exit(code)) => code,
     }
@@ -192,33 +192,33 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
 
-fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
-    match &command.action {
-        CrontabAction::Help => {
+fn run_inner(options: &Options, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
+    match &options.action {
+        Action::Help => {
             let _ = io.stdout.write_all(USAGE.as_bytes());
             return Ok(());
         }
-        CrontabAction::Version => {
+        Action::Version => {
             let _ = writeln!(io.stdout, "crontab (crond) {}", env!("CARGO_PKG_VERSION"));
             return Ok(());
         }
         _ => {}
     }
-    if ctx.privilege.is_privileged() && command.overrides.any() {
+    if ctx.privilege.is_privileged() && options.overrides.any() {
         say(
             io,
             "crontab: path options ignored: this program runs with its setgid privilege",
         );
     }
-    let (me, target) = who::resolve_users(command, ctx, io)?;
+    let (me, target) = who::resolve_users(options, ctx, io)?;
     who::check_access(ctx, io, &me, &target)?;
-    match &command.action {
-        CrontabAction::Install(input) => {
+    match &options.action {
+        Action::Install(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
             installed::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
-        CrontabAction::Check(input) => {
+        Action::Check(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
             say(
@@ -227,10 +227,10 @@ fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
             );
             Ok(())
         }
-        CrontabAction::List => installed::list(ctx, io, &me, &target),
-        CrontabAction::Remove { ask } => installed::remove(ctx, io, &me, &target, *ask),
-        CrontabAction::Edit => edit::edit(ctx, io, &me, &target),
-        CrontabAction::Help | CrontabAction::Version => Ok(()),
+        Action::List => installed::list(ctx, io, &me, &target),
+        Action::Remove { ask } => installed::remove(ctx, io, &me, &target, *ask),
+        Action::Edit => edit::edit(ctx, io, &me, &target),
+        Action::Help | Action::Version => Ok(()),
     }
 }
 

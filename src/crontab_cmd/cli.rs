@@ -1,4 +1,4 @@
-//! The `crontab` command line, parsed into a [`Command`] (an action, the user, the path
+//! The `crontab` command line, parsed into [`Options`] (an action, the user, the path
 //! overrides). Invalid combinations die here, with Debian's usage messages.
 //!
 //! Pure: no syscalls, no environment. Whether the overrides are honoured is decided later, from
@@ -30,7 +30,7 @@ impl Input {
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CrontabAction {
+pub enum Action {
     /// `crontab [file|-]`: replace the crontab.
     Install(Input),
     /// `-l`
@@ -63,8 +63,8 @@ impl Overrides {
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub action: CrontabAction,
+pub struct Options {
+    pub action: Action,
     /// `-u USER`
     pub user: Option<Vec<u8>>,
     pub overrides: Overrides,
@@ -117,9 +117,9 @@ enum Op {
     Remove,
 }
 
-impl Command {
+impl Options {
     /// Parses argv without the program name.
-    pub fn try_parse_from<I>(args: I) -> Result<Command, UsageError>
+    pub fn try_parse_from<I>(args: I) -> Result<Options, UsageError>
     where
         I: IntoIterator,
         I::Item: Into<OsString>,
@@ -174,17 +174,17 @@ impl Command {
             }
         }
         let action = if help {
-            CrontabAction::Help
+            Action::Help
         } else if version {
-            CrontabAction::Version
+            Action::Version
         } else if let Some(op) = op {
             if !files.is_empty() || check {
                 return Err(usage("no arguments permitted after this option"));
             }
             match op {
-                Op::List => CrontabAction::List,
-                Op::Edit => CrontabAction::Edit,
-                Op::Remove => CrontabAction::Remove { ask },
+                Op::List => Action::List,
+                Op::Edit => Action::Edit,
+                Op::Remove => Action::Remove { ask },
             }
         } else {
             if files.len() > 1 {
@@ -196,12 +196,12 @@ impl Command {
                 Some(f) => Input::File(PathBuf::from(f)),
             };
             if check {
-                CrontabAction::Check(input)
+                Action::Check(input)
             } else {
-                CrontabAction::Install(input)
+                Action::Install(input)
             }
         };
-        Ok(Command {
+        Ok(Options {
             action,
             user,
             overrides,
@@ -213,39 +213,39 @@ impl Command {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Command, UsageError> {
-        Command::try_parse_from(args.iter().copied())
+    fn parse(args: &[&str]) -> Result<Options, UsageError> {
+        Options::try_parse_from(args.iter().copied())
     }
 
-    fn action(args: &[&str]) -> CrontabAction {
+    fn action(args: &[&str]) -> Action {
         parse(args).unwrap().action
     }
 
     #[test]
     fn no_argument_and_a_dash_both_read_stdin() {
-        assert_eq!(action(&[]), CrontabAction::Install(Input::Stdin));
-        assert_eq!(action(&["-"]), CrontabAction::Install(Input::Stdin));
+        assert_eq!(action(&[]), Action::Install(Input::Stdin));
+        assert_eq!(action(&["-"]), Action::Install(Input::Stdin));
     }
 
     #[test]
     fn a_file_is_installed_and_n_or_t_only_checks_it() {
         let f = Input::File(PathBuf::from("tab"));
-        assert_eq!(action(&["tab"]), CrontabAction::Install(f.clone()));
-        assert_eq!(action(&["-n", "tab"]), CrontabAction::Check(f.clone()));
-        assert_eq!(action(&["-T", "tab"]), CrontabAction::Check(f));
+        assert_eq!(action(&["tab"]), Action::Install(f.clone()));
+        assert_eq!(action(&["-n", "tab"]), Action::Check(f.clone()));
+        assert_eq!(action(&["-T", "tab"]), Action::Check(f));
     }
 
     #[test]
     fn the_operations_and_their_user() {
         let c = parse(&["-u", "bob", "-l"]).unwrap();
-        assert_eq!(c.action, CrontabAction::List);
+        assert_eq!(c.action, Action::List);
         assert_eq!(c.user.as_deref(), Some(&b"bob"[..]));
-        assert_eq!(action(&["-e"]), CrontabAction::Edit);
-        assert_eq!(action(&["-r"]), CrontabAction::Remove { ask: false });
-        assert_eq!(action(&["-ri"]), CrontabAction::Remove { ask: true });
-        assert_eq!(action(&["-i", "-r"]), CrontabAction::Remove { ask: true });
-        assert_eq!(action(&["-V"]), CrontabAction::Version);
-        assert_eq!(action(&["-h"]), CrontabAction::Help);
+        assert_eq!(action(&["-e"]), Action::Edit);
+        assert_eq!(action(&["-r"]), Action::Remove { ask: false });
+        assert_eq!(action(&["-ri"]), Action::Remove { ask: true });
+        assert_eq!(action(&["-i", "-r"]), Action::Remove { ask: true });
+        assert_eq!(action(&["-V"]), Action::Version);
+        assert_eq!(action(&["-h"]), Action::Help);
     }
 
     #[test]
