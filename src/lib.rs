@@ -36,4 +36,5 @@ pub mod stdin_feed;
 pub mod sys;
 pub mod timeline;
 
+pub use crontab_cmd::crontab_main;
 pub use daemon::crond_main;

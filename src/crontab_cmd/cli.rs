@@ -70,21 +70,34 @@ pub struct Options {
     pub overrides: Overrides,
 }
 
-/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1. For an
-/// unknown option the second field holds getopt's own line (`invalid option -- 'x'`), which
-/// Debian's crontab prints first.
+/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String, pub Option<String>);
+pub struct UsageError {
+    pub message: String,
+    /// For an unknown option, getopt's own line (`invalid option -- 'x'`), which Debian's
+    /// crontab prints first.
+    pub getopt: Option<String>,
+}
 
 impl UsageError {
     fn new(message: impl Into<String>) -> UsageError {
-        UsageError(message.into(), None)
+        UsageError {
+            message: message.into(),
+            getopt: None,
+        }
+    }
+
+    fn unrecognized(getopt: String) -> UsageError {
+        UsageError {
+            message: "unrecognized option".into(),
+            getopt: Some(getopt),
+        }
     }
 }
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -165,11 +178,11 @@ impl Options {
                 Value(v) => files.push(v),
                 Short(c) => {
                     let line = format!("invalid option -- '{c}'");
-                    return Err(UsageError("unrecognized option".into(), Some(line)));
+                    return Err(UsageError::unrecognized(line));
                 }
                 Long(name) => {
                     let line = format!("unrecognized option '--{name}'");
-                    return Err(UsageError("unrecognized option".into(), Some(line)));
+                    return Err(UsageError::unrecognized(line));
                 }
             }
         }
@@ -251,7 +264,7 @@ mod tests {
     #[test]
     fn two_operations_are_a_usage_error() {
         assert_eq!(
-            parse(&["-l", "-r"]).unwrap_err().0,
+            parse(&["-l", "-r"]).unwrap_err().message,
             "only one operation permitted"
         );
         assert!(parse(&["-l", "file"]).is_err());
@@ -261,7 +274,11 @@ mod tests {
 
     #[test]
     fn an_unknown_option_is_a_usage_error() {
-        assert_eq!(parse(&["-x"]).unwrap_err().0, "unrecognized option");
+        let e = parse(&["-x"]).unwrap_err();
+        assert_eq!(e.message, "unrecognized option");
+        assert_eq!(e.getopt.as_deref(), Some("invalid option -- 'x'"));
+        let e = parse(&["--nope"]).unwrap_err();
+        assert_eq!(e.getopt.as_deref(), Some("unrecognized option '--nope'"));
         assert!(parse(&["-u"]).is_err());
     }
 

@@ -1,11 +1,12 @@
 //! The `crontab` command (crontab(1), Debian's behaviour): install, list, edit and remove a
 //! user's crontab in the spool directory, from a setgid binary.
 //!
-//! The binary parses argv into [`Options`] and calls [`main`]; everything else is here, so
-//! tests reach every behaviour. The privilege rules (DESIGN §1, §2, docs/crontab-security.md):
-//! the group privilege is held only around spool operations ([`Privilege::with_group`]); a
-//! privileged process ignores every path override; only VISUAL, EDITOR and TMPDIR are read from
-//! the environment; a non-root user acts only on their own crontab.
+//! The binary is one call to [`crontab_main`]: argv is parsed into [`Options`] ([`cli`]), and
+//! everything else is here too, so tests reach every behaviour. The privilege rules (DESIGN §1,
+//! §2, docs/crontab-security.md): the group privilege is lowered before anything but parsing
+//! argv, and held only around spool operations ([`Privilege::with_group`]); a privileged process
+//! ignores every path override; only VISUAL, EDITOR and TMPDIR are read from the environment; a
+//! non-root user acts only on their own crontab.
 //!
 //! This module must not print with `print!` (the library never does): all output goes through
 //! the writers in [`Io`], and syslog lines through its `log` callback.
@@ -21,6 +22,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 pub use cli::{Action, Input, Options, Overrides, USAGE, UsageError};
 
@@ -110,36 +112,57 @@ pub struct Context {
     pub tmpdir: PathBuf,
 }
 
-/// The binary's one call: gathers the facts, lowers the group privilege, runs the command with
-/// the process's stdio and syslog. Returns the exit status.
-pub fn main(options: &Options) -> u8 {
+impl Context {
+    /// The facts of this process: `privilege` (already lowered), the paths it may use and the
+    /// editor and TMPDIR from the environment.
+    pub fn resolve(privilege: Privilege, overrides: &Overrides) -> Context {
+        let env = |name: &str| std::env::var_os(name);
+        Context {
+            privilege,
+            paths: Paths::choose(overrides, privilege.is_privileged()),
+            editor: choose_editor(
+                env("VISUAL"),
+                env("EDITOR"),
+                Path::new("/usr/bin/editor").exists(),
+            ),
+            tmpdir: env("TMPDIR")
+                .filter(|t| !t.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/tmp")),
+        }
+    }
+}
+
+/// `crontab`'s `main`: parses argv, lowers the group privilege, gathers the facts and runs the
+/// action with the process's stdio and syslog. Exit status 0 done, 1 anything else (a usage
+/// error included), as Debian.
+pub fn crontab_main() -> ExitCode {
+    let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            let mut err = io::stderr().lock();
+            if let Some(getopt) = &e.getopt {
+                let _ = writeln!(err, "crontab: {getopt}");
+            }
+            let _ = writeln!(err, "crontab: usage error: {e}");
+            let _ = err.write_all(USAGE.as_bytes());
+            return ExitCode::from(1);
+        }
+    };
     let privilege = Privilege::resolve();
     let stderr = &mut io::stderr().lock();
     if let Err(e) = privilege.lower() {
         let _ = writeln!(stderr, "crontab: can't lower the group privilege: {e}");
-        return 1;
+        return ExitCode::from(1);
     }
-    let env = |name: &str| std::env::var_os(name);
-    let ctx = Context {
-        privilege,
-        paths: Paths::choose(&options.overrides, privilege.is_privileged()),
-        editor: choose_editor(
-            env("VISUAL"),
-            env("EDITOR"),
-            Path::new("/usr/bin/editor").exists(),
-        ),
-        tmpdir: env("TMPDIR")
-            .filter(|t| !t.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp")),
-    };
+    let ctx = Context::resolve(privilege, &options.overrides);
     let mut io = Io {
         stdin: &mut io::stdin().lock(),
         stdout: &mut io::stdout().lock(),
         stderr,
         log: &mut log_event,
     };
-    run(options, &ctx, &mut io)
+    ExitCode::from(run(&options, &ctx, &mut io))
 }
 
 /// Logs `(user) EVENT (detail)` to syslog as `crontab[pid]`, facility cron (Debian's lines:
