@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use crond::cronnext::{self, Args, Context, USAGE};
+use crond::cronnext::{self, Context, Options, USAGE};
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse_from(std::env::args_os().skip(1)) {
+    let args = match Options::try_parse_from(std::env::args_os().skip(1)) {
         Ok(args) => args,
         Err(e) => {
             let mut err = std::io::stderr().lock();
