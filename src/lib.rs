@@ -11,7 +11,9 @@
 //!   (the job child), [`output`], [`stdin_feed`], [`mail`], [`joblog`] and [`log`] (what a job
 //!   leaves behind), [`crontab_cmd`] (crontab(1)), [`cronnext`], and [`sys`], the only module
 //!   that calls libc.
-//! * `src/bin/*` only parse arguments and call into the library.
+//! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`]. Argument
+//!   parsing is in the library, with its tests: `daemon::cli`, `crontab_cmd::cli`,
+//!   `cronnext::cli`.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
 //! there says why it is sound.
@@ -36,5 +38,6 @@ pub mod stdin_feed;
 pub mod sys;
 pub mod timeline;
 
+pub use cronnext::cronnext_main;
 pub use crontab_cmd::crontab_main;
 pub use daemon::crond_main;

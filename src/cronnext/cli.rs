@@ -124,3 +124,100 @@ fn looks_like_expression(arg: &OsString) -> bool {
     let bytes = arg.as_encoded_bytes();
     bytes.starts_with(b"@") || bytes.iter().any(|&b| b == b' ' || b == b'\t')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, UsageError> {
+        Options::try_parse_from(args.iter().copied())
+    }
+
+    fn action(args: &[&str]) -> Action {
+        parse(args).unwrap().action
+    }
+
+    fn files(names: &[&str]) -> Action {
+        Action::Files(names.iter().map(PathBuf::from).collect())
+    }
+
+    #[test]
+    fn one_argument_with_a_blank_or_an_at_is_an_expression() {
+        assert_eq!(
+            action(&["0 9 * * *"]),
+            Action::Expression("0 9 * * *".into())
+        );
+        assert_eq!(
+            action(&["0\t9\t*\t*\t*"]),
+            Action::Expression("0\t9\t*\t*\t*".into())
+        );
+        assert_eq!(action(&["@daily"]), Action::Expression("@daily".into()));
+    }
+
+    #[test]
+    fn anything_else_is_crontab_files() {
+        assert_eq!(action(&["alice"]), files(&["alice"]));
+        assert_eq!(
+            action(&["alice", "0 9 * * *"]),
+            files(&["alice", "0 9 * * *"])
+        );
+        // --system means files, even for an argument that looks like an expression.
+        let o = parse(&["--system", "0 9 * * *"]).unwrap();
+        assert!(o.system);
+        assert_eq!(o.action, files(&["0 9 * * *"]));
+    }
+
+    #[test]
+    fn the_options_are_kept_as_given() {
+        let o = parse(&[
+            "--tz",
+            "Asia/Kathmandu",
+            "--after=2026-07-01T08:59",
+            "--until",
+            "2026-07-02T00:00:00Z",
+            "-n",
+            "3",
+            "tab",
+        ])
+        .unwrap();
+        assert_eq!(o.tz.as_deref(), Some("Asia/Kathmandu"));
+        assert_eq!(o.after.as_deref(), Some("2026-07-01T08:59"));
+        assert_eq!(o.until.as_deref(), Some("2026-07-02T00:00:00Z"));
+        assert_eq!(o.count, Some(3));
+        assert!(!o.system);
+        assert_eq!(parse(&["--count", "7", "@hourly"]).unwrap().count, Some(7));
+    }
+
+    #[test]
+    fn help_and_version_need_no_expression_and_help_wins() {
+        assert_eq!(action(&["-h"]), Action::Help);
+        assert_eq!(action(&["--help", "0 9 * * *"]), Action::Help);
+        assert_eq!(action(&["-V"]), Action::Version);
+        assert_eq!(action(&["--version"]), Action::Version);
+        assert_eq!(action(&["-V", "-h"]), Action::Help);
+    }
+
+    #[test]
+    fn usage_errors() {
+        let message = |args: &[&str]| parse(args).unwrap_err().0;
+        assert_eq!(message(&[]), "an expression or a crontab file is needed");
+        assert_eq!(
+            message(&["--count", "many", "* * * * *"]),
+            "--count needs a number, not 'many'"
+        );
+        assert_eq!(
+            message(&["--until", "2027-01-01T00:00:00Z", "* * * * *"]),
+            "--until applies to crontab files only"
+        );
+        assert!(message(&["--bogus", "* * * * *"]).contains("--bogus"));
+        assert!(message(&["--tz"]).contains("--tz"));
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_a_usage_error() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(b"0 9 * * \xff".to_vec());
+        let e = Options::try_parse_from([bad]).unwrap_err();
+        assert!(e.0.starts_with("not valid UTF-8: 0 9 * * "), "{e}");
+    }
+}

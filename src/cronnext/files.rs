@@ -9,35 +9,52 @@ use std::path::PathBuf;
 
 use jiff::Timestamp;
 
-use super::{Failure, Options};
+use super::Failure;
 use crate::crontab::{self, Format, Limits, ParseOptions};
 use crate::schedule::{Schedule, When, Zone};
 
 /// Most lines printed in crontab mode with `--until`, so that `* * * * *` over a decade ends.
 const MAX_LINES: usize = 1_000_000;
 
+/// One line of output: a run of one entry.
 struct Run<'a> {
     at: Timestamp,
     user: &'a [u8],
     command: &'a [u8],
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn files_mode(
-    args: &Options,
-    files: &[PathBuf],
-    zone: &Zone,
-    after: Timestamp,
-    until: Option<Timestamp>,
-    seed: u64,
+/// What crontab mode is asked for, the command line read against the context.
+pub(super) struct Request<'a> {
+    pub files: &'a [PathBuf],
+    /// [`Format::System`] with `--system` (a user field on each line).
+    pub format: Format,
+    /// `--tz` or the local zone: of the printed times, and of the entries without `CRON_TZ`.
+    pub zone: &'a Zone,
+    /// Runs strictly after this instant (`--after`, or now).
+    pub after: Timestamp,
+    /// `--until`: every run up to this instant.
+    pub until: Option<Timestamp>,
+    /// `--count`: runs per entry (default 1, or no limit with `until`).
+    pub count: Option<u64>,
+    /// Seed for cronie's `~` ([`crate::schedule::host_seed`]).
+    pub seed: u64,
+}
+
+/// Prints the runs `request` asks for; returns the exit status (2 if a file has errors).
+pub(super) fn run(
+    request: &Request<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<i32, Failure> {
-    let format = if args.system {
-        Format::System
-    } else {
-        Format::User
-    };
+) -> Result<u8, Failure> {
+    let &Request {
+        files,
+        format,
+        zone,
+        after,
+        until,
+        count,
+        seed,
+    } = request;
     let mut status = 0;
     let mut tabs = Vec::new();
     for path in files {
@@ -65,9 +82,7 @@ pub(super) fn files_mode(
             .unwrap_or_default();
         tabs.push((owner, tab));
     }
-    let per_entry = args
-        .count
-        .unwrap_or(if until.is_some() { u64::MAX } else { 1 });
+    let per_entry = count.unwrap_or(if until.is_some() { u64::MAX } else { 1 });
     let mut runs: Vec<Run<'_>> = Vec::new();
     for (owner, tab) in &tabs {
         for entry in &tab.entries {

@@ -22,15 +22,18 @@ pub mod cli;
 mod files;
 
 use std::io::{self, Write};
+use std::process::ExitCode;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
 pub use cli::{Action, Options, USAGE, UsageError};
 
+use crate::crontab::Format;
 use crate::schedule::{self, When, Zone};
 
-/// Facts from the system that cronnext needs: the clock and the local zone, read by the binary.
+/// Facts from the system that cronnext needs: the clock, the local zone and the host name, read
+/// once by [`cronnext_main`].
 #[derive(Debug, Clone)]
 pub struct Context {
     pub now: Timestamp,
@@ -52,9 +55,31 @@ impl Context {
     }
 }
 
-/// Runs cronnext; returns the exit status.
-pub fn run(args: &Options, ctx: &Context, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match run_inner(args, ctx, out, err) {
+/// `cronnext`'s `main`: parses argv, reads the context and runs with the process's stdout and
+/// stderr. Exit status as [`run`]'s, and 1 for a usage error.
+pub fn cronnext_main() -> ExitCode {
+    let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            let mut err = io::stderr().lock();
+            let _ = writeln!(err, "cronnext: {e}");
+            let _ = err.write_all(USAGE.as_bytes());
+            return ExitCode::from(1);
+        }
+    };
+    let ctx = Context::resolve();
+    let code = run(
+        &options,
+        &ctx,
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+    );
+    ExitCode::from(code)
+}
+
+/// Runs `options.action` in `ctx`; returns the exit status.
+pub fn run(options: &Options, ctx: &Context, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match run_inner(options, ctx, out, err) {
         Ok(code) => code,
         Err(Failure::Usage(message)) => {
             let _ = writeln!(err, "cronnext: {message}");
@@ -79,21 +104,21 @@ impl From<io::Error> for Failure {
 }
 
 fn run_inner(
-    args: &Options,
+    options: &Options,
     ctx: &Context,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<i32, Failure> {
-    let zone = match &args.tz {
+) -> Result<u8, Failure> {
+    let zone = match &options.tz {
         Some(name) => Zone::get(name).map_err(|e| Failure::Usage(e.to_string()))?,
         None => ctx.local.clone(),
     };
-    let after = match &args.after {
+    let after = match &options.after {
         Some(text) => parse_time(text, &zone).map_err(Failure::Usage)?,
         None => ctx.now,
     };
     let seed = schedule::host_seed(&ctx.host);
-    match &args.action {
+    match &options.action {
         Action::Help => {
             out.write_all(USAGE.as_bytes())?;
             Ok(0)
@@ -130,7 +155,7 @@ fn run_inner(
                 return Ok(0);
             }
             let mut at = after;
-            for _ in 0..args.count.unwrap_or(1) {
+            for _ in 0..options.count.unwrap_or(1) {
                 match schedule.next_after(at, &zone) {
                     Some(next) => {
                         writeln!(out, "{}", zone.format_rfc3339(next))?;
@@ -142,11 +167,25 @@ fn run_inner(
             Ok(0)
         }
         Action::Files(files) => {
-            let until = match &args.until {
+            let until = match &options.until {
                 Some(text) => Some(parse_time(text, &zone).map_err(Failure::Usage)?),
                 None => None,
             };
-            files::files_mode(args, files, &zone, after, until, seed, out, err)
+            let format = if options.system {
+                Format::System
+            } else {
+                Format::User
+            };
+            let request = files::Request {
+                files,
+                format,
+                zone: &zone,
+                after,
+                until,
+                count: options.count,
+                seed,
+            };
+            files::run(&request, out, err)
         }
     }
 }
