@@ -27,14 +27,10 @@ use std::process::ExitCode;
 pub use cli::{Action, Input, Options, Overrides, USAGE, UsageError};
 
 use crate::crontab::{self, Crontab, Format, Limits, ParseOptions};
+use crate::paths;
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
-
-/// Debian's paths, compiled in: a setgid process uses nothing else.
-pub const SPOOL_DIR: &str = "/var/spool/cron/crontabs";
-pub const ALLOW_FILE: &str = "/etc/cron.allow";
-pub const DENY_FILE: &str = "/etc/cron.deny";
 
 /// Largest crontab `crontab` installs (1 MiB: ten thousand lines of a hundred bytes). Input is
 /// read up to this bound and no further, so a huge stdin costs nothing and writes nothing.
@@ -53,16 +49,17 @@ pub struct Paths {
 
 impl Paths {
     /// The paths to use: the overrides only when the process holds no privilege, otherwise any
-    /// user could make the setgid binary write wherever the group can.
+    /// user could make the setgid binary write wherever the group can; a setgid process uses
+    /// nothing but Debian's paths, compiled in ([`crate::paths`]).
     pub fn choose(overrides: &Overrides, privileged: bool) -> Paths {
         let pick = |o: &Option<PathBuf>, default: &str| match o {
             Some(p) if !privileged => p.clone(),
             _ => PathBuf::from(default),
         };
         Paths {
-            spool_dir: pick(&overrides.spool_dir, SPOOL_DIR),
-            allow_file: pick(&overrides.allow_file, ALLOW_FILE),
-            deny_file: pick(&overrides.deny_file, DENY_FILE),
+            spool_dir: pick(&overrides.spool_dir, paths::SPOOL_DIR),
+            allow_file: pick(&overrides.allow_file, paths::ALLOW_FILE),
+            deny_file: pick(&overrides.deny_file, paths::DENY_FILE),
         }
     }
 }
@@ -325,10 +322,10 @@ mod tests {
         let free = Paths::choose(&o, false);
         assert_eq!(free.spool_dir, PathBuf::from("/tmp/s"));
         assert_eq!(free.allow_file, PathBuf::from("/tmp/a"));
-        assert_eq!(free.deny_file, PathBuf::from(DENY_FILE));
+        assert_eq!(free.deny_file, PathBuf::from(paths::DENY_FILE));
         let setgid = Paths::choose(&o, true);
         assert_eq!(setgid, Paths::choose(&Overrides::default(), false));
-        assert_eq!(setgid.spool_dir, PathBuf::from(SPOOL_DIR));
+        assert_eq!(setgid.spool_dir, PathBuf::from(paths::SPOOL_DIR));
     }
 
     #[test]
