@@ -1,5 +1,4 @@
-//! `crontab`, installed setgid `crontab` (docs/crontab-security.md): everything, argument parsing
-//! included, is in the library, which lowers the group before anything else happens.
+//! `crontab`, setgid `crontab`: everything is in the library, which first lowers the group.
 
 fn main() -> std::process::ExitCode {
     crond::crontab_main()
