@@ -5,21 +5,24 @@
 //!
 //! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
-//!   fire times), [`queue`] (due jobs and the cycle deadline), [`access`] (cron.allow/deny).
+//!   fire times), [`queue`] (due jobs and the cycle deadline), [`crontab_cmd::access`]
+//!   (cron.allow/deny).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
 //!   (the job child: its stdin writer, output capture and log lines), [`mail`] (what a job
-//!   leaves behind), [`log`] (the one `(who) EVENT (detail)` line and its sinks), [`spool`]
-//!   (crontab(1)), [`cronnext`], and [`sys`], the only module that calls libc.
-//! * `src/bin/*` only parse arguments and call into the library.
+//!   leaves behind), [`log`] (the one `(who) EVENT (detail)` line and its sinks),
+//!   [`crontab_cmd`] (crontab(1)), [`cronnext`], and [`sys`], the only module that calls libc.
+//! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`]. Argument
+//!   parsing is in the library, with its tests: `daemon::cli`, `crontab_cmd::cli`,
+//!   `cronnext::cli`.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
 //! there says why it is sound.
 
 #![deny(unsafe_code)]
 
-pub mod access;
 pub mod cronnext;
 pub mod crontab;
+pub mod crontab_cmd;
 pub mod daemon;
 pub mod database;
 pub mod job;
@@ -28,9 +31,10 @@ pub mod mail;
 pub mod paths;
 pub mod queue;
 pub mod schedule;
-pub mod spool;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
 
+pub use cronnext::cronnext_main;
+pub use crontab_cmd::crontab_main;
 pub use daemon::crond_main;

@@ -1,5 +1,5 @@
 //! The `crontab` command through its library entry point, as the binary calls it: argv parsed by
-//! `Command::try_parse_from`, then `spool::run` with in-memory stdio and a log recorder, so the
+//! `Options::try_parse_from`, then `crontab_cmd::run` with in-memory stdio and a log recorder, so the
 //! syslog events (Debian's `REPLACE`, `LIST`, `DELETE`, `BEGIN EDIT`, `END EDIT`) are checked.
 //!
 //! Runs as whoever runs the suite, without privilege, in a temporary spool directory.
@@ -8,7 +8,7 @@ use std::fs;
 use std::io::Cursor;
 use std::path::Path;
 
-use crond::spool::{self, Command, Context, Io, Paths, choose_editor};
+use crond::crontab_cmd::{self, Context, Io, Options, Paths, choose_editor};
 use crond::sys::setgid::Privilege;
 
 struct Outcome {
@@ -29,7 +29,7 @@ fn run(dir: &Path, args: &[&str], editor: &str, stdin: &[u8]) -> Outcome {
         dir.join("deny").display().to_string(),
     ];
     argv.extend(args.iter().map(|a| a.to_string()));
-    let command = Command::try_parse_from(argv).expect("a valid command line");
+    let options = Options::try_parse_from(argv).expect("a valid command line");
     let privilege = Privilege::resolve();
     assert!(
         !privilege.is_privileged(),
@@ -37,7 +37,7 @@ fn run(dir: &Path, args: &[&str], editor: &str, stdin: &[u8]) -> Outcome {
     );
     let ctx = Context {
         privilege,
-        paths: Paths::choose(&command.overrides, privilege.is_privileged()),
+        paths: Paths::choose(&options.overrides, privilege.is_privileged()),
         editor: choose_editor(Some(editor.into()), None, false),
         tmpdir: dir.to_path_buf(),
     };
@@ -52,8 +52,8 @@ fn run(dir: &Path, args: &[&str], editor: &str, stdin: &[u8]) -> Outcome {
             String::from_utf8_lossy(detail)
         ));
     };
-    let code = spool::run(
-        &command,
+    let code = crontab_cmd::run(
+        &options,
         &ctx,
         &mut Io {
             stdin: &mut stdin,

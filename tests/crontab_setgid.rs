@@ -416,7 +416,7 @@ fn root_attack_a_symlink_planted_at_a_temporary_name_is_never_followed() {
     let planted = s.spool().join("tmp.AAAAAA");
     std::os::unix::fs::symlink(&victim, &planted).unwrap();
     let dir = fs::File::open(s.spool()).unwrap();
-    let err = crond::sys::spool::create_exclusive(&dir, os("tmp.AAAAAA")).unwrap_err();
+    let err = crond::sys::spool_dir::create_exclusive(&dir, os("tmp.AAAAAA")).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
     assert_eq!(fs::read(&victim).unwrap(), b"root's data\n");
     // And the command still installs next to it, through another name.

@@ -18,7 +18,7 @@ use common_schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
 
 use std::collections::HashMap;
 
-use crond::crontab::{self, Format, Limits, Options};
+use crond::crontab::{self, Format, Limits, ParseOptions};
 use crond::schedule::{Class, Schedule, When, Zone, parse_expression};
 use jiff::Timestamp;
 use jiff::civil::DateTime;
@@ -410,7 +410,7 @@ proptest! {
 
 fn load(text: &[u8], format: Format) -> crontab::Crontab {
     let mut zones = |name: &str| Zone::get(name);
-    let mut options = Options {
+    let mut options = ParseOptions {
         format,
         limits: Limits::SYSTEM,
         seed: 7,

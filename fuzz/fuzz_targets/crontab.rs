@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use crond::crontab::{self, Format, Limits, Options};
+use crond::crontab::{self, Format, Limits, ParseOptions};
 use crond::schedule::Zone;
 use libfuzzer_sys::fuzz_target;
 
@@ -21,7 +21,7 @@ fn parse(text: &[u8], format: Format) -> crontab::Crontab {
         max_entries: 1000,
         max_env: 100,
     };
-    let mut options = Options {
+    let mut options = ParseOptions {
         format,
         limits,
         seed: 0x5eed,

@@ -1,23 +1,5 @@
-//! `crontab`: argument parsing only; the work is in `crond::spool`. Installed setgid `crontab`
-//! (see docs/crontab-security.md): nothing may happen here before the library lowers the group.
+//! `crontab`, setgid `crontab`: everything is in the library, which first lowers the group.
 
-use std::io::Write;
-use std::process::ExitCode;
-
-use crond::spool::{self, Command, USAGE};
-
-fn main() -> ExitCode {
-    let command = match Command::try_parse_from(std::env::args_os().skip(1)) {
-        Ok(c) => c,
-        Err(e) => {
-            let mut err = std::io::stderr().lock();
-            if let Some(getopt) = &e.1 {
-                let _ = writeln!(err, "crontab: {getopt}");
-            }
-            let _ = writeln!(err, "crontab: usage error: {e}");
-            let _ = err.write_all(USAGE.as_bytes());
-            return ExitCode::from(1);
-        }
-    };
-    ExitCode::from(spool::main(&command))
+fn main() -> std::process::ExitCode {
+    crond::crontab_main()
 }

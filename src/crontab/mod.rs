@@ -2,7 +2,8 @@
 //! that names line and column.
 //!
 //! Pure: no files, no users, no clock. Zones named by `CRON_TZ` are looked up through the
-//! caller's resolver (see [`Options`]), so tests and the daemon decide where zone data comes from.
+//! caller's resolver (see [`ParseOptions`]), so tests and the daemon decide where zone data comes
+//! from.
 //!
 //! Two formats: a user's crontab (`/var/spool/cron/crontabs/USER`: five time fields or an
 //! `@`-special, then the command) and the system format of `/etc/crontab` and `/etc/cron.d/*`
@@ -71,7 +72,7 @@ impl Limits {
 }
 
 /// How to parse, and where facts come from.
-pub struct Options<'a> {
+pub struct ParseOptions<'a> {
     pub format: Format,
     pub limits: Limits,
     /// Seed for cronie's `~` (a hash of the host name: [`schedule::host_seed`]).
@@ -80,9 +81,9 @@ pub struct Options<'a> {
     pub zones: &'a mut dyn FnMut(&str) -> Result<Zone, ZoneError>,
 }
 
-impl fmt::Debug for Options<'_> {
+impl fmt::Debug for ParseOptions<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Options")
+        f.debug_struct("ParseOptions")
             .field("format", &self.format)
             .field("limits", &self.limits)
             .field("seed", &self.seed)
@@ -165,7 +166,7 @@ fn is_blank(b: u8) -> bool {
 
 /// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
 /// line is in `entries`.
-pub fn parse(text: &[u8], options: &mut Options<'_>) -> Crontab {
+pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
     let mut parser = Parser {
         out: Crontab::default(),
         zone: Ok(None),
@@ -199,7 +200,7 @@ struct Parser<'o, 'z> {
     zone: Result<Option<Zone>, u32>,
     random_delay: u32,
     env_count: usize,
-    options: &'o mut Options<'z>,
+    options: &'o mut ParseOptions<'z>,
 }
 
 impl Parser<'_, '_> {

@@ -6,7 +6,7 @@ use crate::schedule::{Class, Field, Schedule};
 
 fn parse_with(text: &[u8], format: Format, limits: Limits) -> Crontab {
     let mut zones = |name: &str| Zone::get(name);
-    let mut options = Options {
+    let mut options = ParseOptions {
         format,
         limits,
         seed: 7,

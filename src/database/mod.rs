@@ -191,7 +191,7 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
     let mut zones = |name: &str| Zone::get(name);
     let crontab = crontab::parse(
         &text,
-        &mut crontab::Options {
+        &mut crontab::ParseOptions {
             format,
             limits,
             seed: rules.seed,

@@ -52,7 +52,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::crontab::{Format, Limits, Options, parse};
+    use crate::crontab::{Format, Limits, ParseOptions, parse};
     use crate::sys::user::{Gid, Uid};
 
     fn alice() -> User {
@@ -69,7 +69,7 @@ mod tests {
         let mut zones = |n: &str| crate::schedule::Zone::get(n);
         let tab = parse(
             text.as_bytes(),
-            &mut Options {
+            &mut ParseOptions {
                 format: Format::User,
                 limits: Limits::USER,
                 seed: 0,

@@ -5,7 +5,7 @@
 pub mod notify;
 pub mod pipe;
 pub mod setgid;
-pub mod spool;
+pub mod spool_dir;
 pub mod tmpfile;
 pub mod user;
 

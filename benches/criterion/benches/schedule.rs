@@ -17,7 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use crond::crontab::{self, Format, Limits, Options};
+use crond::crontab::{self, Format, Limits, ParseOptions};
 use crond::schedule::{When, Zone, parse_expression};
 use croner::Cron;
 use jiff::Timestamp;
@@ -124,7 +124,7 @@ fn parse(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("100000-lines", |b| {
         b.iter(|| {
-            let mut options = Options {
+            let mut options = ParseOptions {
                 format: Format::User,
                 limits: Limits::SYSTEM,
                 seed: 1,

@@ -1,18 +1,20 @@
 //! The `crontab` command (crontab(1), Debian's behaviour): install, list, edit and remove a
 //! user's crontab in the spool directory, from a setgid binary.
 //!
-//! The binary parses argv into a [`Command`] and calls [`main`]; everything else is here, so
-//! tests reach every behaviour. The privilege rules (DESIGN §1, §2, docs/crontab-security.md):
-//! the group privilege is held only around spool operations ([`Privilege::with_group`]); a
-//! privileged process ignores every path override; only VISUAL, EDITOR and TMPDIR are read from
-//! the environment; a non-root user acts only on their own crontab.
+//! The binary is one call to [`crontab_main`]: argv is parsed into [`Options`] ([`cli`]), and
+//! everything else is here too, so tests reach every behaviour. The privilege rules (DESIGN §1,
+//! §2, docs/crontab-security.md): the group privilege is lowered before anything but parsing
+//! argv, and held only around spool operations ([`Privilege::with_group`]); a privileged process
+//! ignores every path override; only VISUAL, EDITOR and TMPDIR are read from the environment; a
+//! non-root user acts only on their own crontab.
 //!
 //! This module must not print with `print!` (the library never does): all output goes through
 //! the writers in [`Io`], and syslog lines through its `log` callback.
 
-pub mod args;
+pub mod access;
+pub mod cli;
 mod edit;
-mod ops;
+mod installed;
 pub mod text;
 mod who;
 
@@ -20,18 +22,15 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
-pub use args::{Command, CrontabAction, Input, Overrides, USAGE, UsageError};
+pub use cli::{Action, Input, Options, Overrides, USAGE, UsageError};
 
-use crate::crontab::{self, Crontab, Format, Limits, Options};
+use crate::crontab::{self, Crontab, Format, Limits, ParseOptions};
+use crate::paths;
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
-
-/// Debian's paths, compiled in: a setgid process uses nothing else.
-pub const SPOOL_DIR: &str = "/var/spool/cron/crontabs";
-pub const ALLOW_FILE: &str = "/etc/cron.allow";
-pub const DENY_FILE: &str = "/etc/cron.deny";
 
 /// Largest crontab `crontab` installs (1 MiB: ten thousand lines of a hundred bytes). Input is
 /// read up to this bound and no further, so a huge stdin costs nothing and writes nothing.
@@ -50,16 +49,17 @@ pub struct Paths {
 
 impl Paths {
     /// The paths to use: the overrides only when the process holds no privilege, otherwise any
-    /// user could make the setgid binary write wherever the group can.
+    /// user could make the setgid binary write wherever the group can; a setgid process uses
+    /// nothing but Debian's paths, compiled in ([`crate::paths`]).
     pub fn choose(overrides: &Overrides, privileged: bool) -> Paths {
         let pick = |o: &Option<PathBuf>, default: &str| match o {
             Some(p) if !privileged => p.clone(),
             _ => PathBuf::from(default),
         };
         Paths {
-            spool_dir: pick(&overrides.spool_dir, SPOOL_DIR),
-            allow_file: pick(&overrides.allow_file, ALLOW_FILE),
-            deny_file: pick(&overrides.deny_file, DENY_FILE),
+            spool_dir: pick(&overrides.spool_dir, paths::SPOOL_DIR),
+            allow_file: pick(&overrides.allow_file, paths::ALLOW_FILE),
+            deny_file: pick(&overrides.deny_file, paths::DENY_FILE),
         }
     }
 }
@@ -109,36 +109,57 @@ pub struct Context {
     pub tmpdir: PathBuf,
 }
 
-/// The binary's one call: gathers the facts, lowers the group privilege, runs the command with
-/// the process's stdio and syslog. Returns the exit status.
-pub fn main(command: &Command) -> u8 {
+impl Context {
+    /// The facts of this process: `privilege` (already lowered), the paths it may use and the
+    /// editor and TMPDIR from the environment.
+    pub fn resolve(privilege: Privilege, overrides: &Overrides) -> Context {
+        let env = |name: &str| std::env::var_os(name);
+        Context {
+            privilege,
+            paths: Paths::choose(overrides, privilege.is_privileged()),
+            editor: choose_editor(
+                env("VISUAL"),
+                env("EDITOR"),
+                Path::new("/usr/bin/editor").exists(),
+            ),
+            tmpdir: env("TMPDIR")
+                .filter(|t| !t.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/tmp")),
+        }
+    }
+}
+
+/// `crontab`'s `main`: parses argv, lowers the group privilege, gathers the facts and runs the
+/// action with the process's stdio and syslog. Exit status 0 done, 1 anything else (a usage
+/// error included), as Debian.
+pub fn crontab_main() -> ExitCode {
+    let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            let mut err = io::stderr().lock();
+            if let Some(getopt) = &e.getopt {
+                let _ = writeln!(err, "crontab: {getopt}");
+            }
+            let _ = writeln!(err, "crontab: usage error: {e}");
+            let _ = err.write_all(USAGE.as_bytes());
+            return ExitCode::from(1);
+        }
+    };
     let privilege = Privilege::resolve();
     let stderr = &mut io::stderr().lock();
     if let Err(e) = privilege.lower() {
         let _ = writeln!(stderr, "crontab: can't lower the group privilege: {e}");
-        return 1;
+        return ExitCode::from(1);
     }
-    let env = |name: &str| std::env::var_os(name);
-    let ctx = Context {
-        privilege,
-        paths: Paths::choose(&command.overrides, privilege.is_privileged()),
-        editor: choose_editor(
-            env("VISUAL"),
-            env("EDITOR"),
-            Path::new("/usr/bin/editor").exists(),
-        ),
-        tmpdir: env("TMPDIR")
-            .filter(|t| !t.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp")),
-    };
+    let ctx = Context::resolve(privilege, &options.overrides);
     let mut io = Io {
         stdin: &mut io::stdin().lock(),
         stdout: &mut io::stdout().lock(),
         stderr,
         log: &mut log_event,
     };
-    run(command, &ctx, &mut io)
+    ExitCode::from(run(&options, &ctx, &mut io))
 }
 
 /// Logs `(user) EVENT (detail)` to syslog as `crontab[pid]`, facility cron (Debian's lines:
@@ -155,9 +176,9 @@ struct Exit(u8);
 
 type Step<T> = Result<T, Exit>;
 
-/// Runs `command`; returns the exit status (0 done, 1 anything else, as Debian).
-pub fn run(command: &Command, ctx: &Context, io: &mut Io<'_>) -> u8 {
-    match run_inner(command, ctx, io) {
+/// Runs `options.action`; returns the exit status (0 done, 1 anything else, as Debian).
+pub fn run(options: &Options, ctx: &Context, io: &mut Io<'_>) -> u8 {
+    match run_inner(options, ctx, io) {
         Ok(()) => 0,
         Err(Exit(code)) => code,
     }
@@ -185,33 +206,33 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(b)
 }
 
-fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
-    match &command.action {
-        CrontabAction::Help => {
+fn run_inner(options: &Options, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
+    match &options.action {
+        Action::Help => {
             let _ = io.stdout.write_all(USAGE.as_bytes());
             return Ok(());
         }
-        CrontabAction::Version => {
+        Action::Version => {
             let _ = writeln!(io.stdout, "crontab (crond) {}", env!("CARGO_PKG_VERSION"));
             return Ok(());
         }
         _ => {}
     }
-    if ctx.privilege.is_privileged() && command.overrides.any() {
+    if ctx.privilege.is_privileged() && options.overrides.any() {
         say(
             io,
             "crontab: path options ignored: this program runs with its setgid privilege",
         );
     }
-    let (me, target) = who::resolve_users(command, ctx, io)?;
+    let (me, target) = who::resolve_users(options, ctx, io)?;
     who::check_access(ctx, io, &me, &target)?;
-    match &command.action {
-        CrontabAction::Install(input) => {
+    match &options.action {
+        Action::Install(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
-            ops::install(ctx, io, &me, &target, &text, input.name().as_bytes())
+            installed::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
-        CrontabAction::Check(input) => {
+        Action::Check(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
             say(
@@ -220,10 +241,10 @@ fn run_inner(command: &Command, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
             );
             Ok(())
         }
-        CrontabAction::List => ops::list(ctx, io, &me, &target),
-        CrontabAction::Remove { ask } => ops::remove(ctx, io, &me, &target, *ask),
-        CrontabAction::Edit => edit::edit(ctx, io, &me, &target),
-        CrontabAction::Help | CrontabAction::Version => Ok(()),
+        Action::List => installed::list(ctx, io, &me, &target),
+        Action::Remove { ask } => installed::remove(ctx, io, &me, &target, *ask),
+        Action::Edit => edit::edit(ctx, io, &me, &target),
+        Action::Help | Action::Version => Ok(()),
     }
 }
 
@@ -256,7 +277,7 @@ fn read_input(input: &Input, io: &mut Io<'_>) -> Step<Vec<u8>> {
 pub fn parse_user_crontab(text: &[u8]) -> Crontab {
     crontab::parse(
         text,
-        &mut Options {
+        &mut ParseOptions {
             format: Format::User,
             limits: Limits::USER,
             seed: schedule::host_seed(&sys::hostname()),
@@ -295,10 +316,10 @@ mod tests {
         let free = Paths::choose(&o, false);
         assert_eq!(free.spool_dir, PathBuf::from("/tmp/s"));
         assert_eq!(free.allow_file, PathBuf::from("/tmp/a"));
-        assert_eq!(free.deny_file, PathBuf::from(DENY_FILE));
+        assert_eq!(free.deny_file, PathBuf::from(paths::DENY_FILE));
         let setgid = Paths::choose(&o, true);
         assert_eq!(setgid, Paths::choose(&Overrides::default(), false));
-        assert_eq!(setgid.spool_dir, PathBuf::from(SPOOL_DIR));
+        assert_eq!(setgid.spool_dir, PathBuf::from(paths::SPOOL_DIR));
     }
 
     #[test]

@@ -6,13 +6,13 @@
 use std::io;
 use std::path::Path;
 
-use super::{Command, Context, Io, Step, describe, fail, lossy};
-use crate::access::{self, ListFile};
+use super::access::{self, ListFile};
+use super::{Context, Io, Options, Step, describe, fail, lossy};
 use crate::sys::user::{Uid, User};
 
 /// The invoking user (by real uid) and the user whose crontab is touched.
 pub(super) fn resolve_users(
-    command: &Command,
+    options: &Options,
     ctx: &Context,
     io: &mut Io<'_>,
 ) -> Step<(User, User)> {
@@ -26,7 +26,7 @@ pub(super) fn resolve_users(
             );
         }
     };
-    let Some(name) = &command.user else {
+    let Some(name) = &options.user else {
         return Ok((me.clone(), me));
     };
     if real != Uid::ROOT && *name != me.name {

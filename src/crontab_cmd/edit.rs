@@ -10,11 +10,11 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process;
 
 use super::{Context, Exit, Io, MAX_CRONTAB_BYTES, Step, describe, fail, lossy, say, text};
-use crate::sys::spool::{PrivateCopy, ReadError};
+use crate::sys::spool_dir::{PrivateCopy, ReadError};
 use crate::sys::user::User;
 
 pub(super) fn edit(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User) -> Step<()> {
-    let original = match super::ops::read_installed(ctx, io, target)? {
+    let original = match super::installed::read_installed(ctx, io, target)? {
         Some(file) => text::strip_header(&file).to_vec(),
         None => {
             say(
@@ -95,11 +95,11 @@ fn edit_loop(
             }
             say(io, "crontab: installing new crontab");
             if super::validate(&edited, &shown, io).is_ok() {
-                super::ops::install(ctx, io, me, target, &edited, shown.as_bytes())?;
+                super::installed::install(ctx, io, me, target, &edited, shown.as_bytes())?;
                 return Ok(Kept::No);
             }
         }
-        match super::ops::ask(
+        match super::installed::ask(
             io,
             "Do you want to retry the same edit? (y/n) ",
             "Enter Y or N\n",

@@ -1,5 +1,6 @@
-//! The spool operations of the command: install (header + text, through a temporary file and
-//! one rename), list, remove, each with the group privilege held only around the spool calls.
+//! The user's installed crontab, in the spool directory: install it (header + text, through a
+//! temporary file and one rename), read it back, list it, remove it (after a y/n question with
+//! `-i`), each with the group privilege held only around the spool calls.
 //!
 //! Must not install text that was not validated first: callers validate, then call [`install`].
 
@@ -7,7 +8,7 @@ use std::ffi::OsString;
 use std::io;
 
 use super::{Context, Io, MAX_INSTALLED_BYTES, Step, describe, fail, lossy, text};
-use crate::sys::spool::{self as fsops, ReadError, SpoolDir};
+use crate::sys::spool_dir::{self, ReadError, SpoolDir};
 use crate::sys::user::{Uid, User};
 
 /// The spool file name of `user`; refuses names that are not one plain path component.
@@ -19,7 +20,7 @@ fn spool_name(io: &mut Io<'_>, user: &User) -> Step<OsString> {
             format_args!("crontab: the user name `{}' can't name a crontab", lossy(n)),
         );
     }
-    Ok(fsops::os_name(n))
+    Ok(spool_dir::os_name(n))
 }
 
 fn now_for_header() -> String {
@@ -49,8 +50,8 @@ pub(super) fn install(
         // Root writes files that must belong to the user; the group is the spool directory's
         // (`crontab`). A user's own file already has both (uid, and the setgid effective gid).
         let owner = root.then(|| (target.uid, dir.facts().group));
-        let result =
-            fsops::write_durably(&mut file, &data, owner).and_then(|()| dir.rename(&temp, &name));
+        let result = spool_dir::write_durably(&mut file, &data, owner)
+            .and_then(|()| dir.rename(&temp, &name));
         if result.is_err() {
             let _ = dir.remove(&temp);
         }

@@ -1,4 +1,4 @@
-//! The `crontab` command line, parsed into a [`Command`] (an action, the user, the path
+//! The `crontab` command line, parsed into [`Options`] (an action, the user, the path
 //! overrides). Invalid combinations die here, with Debian's usage messages.
 //!
 //! Pure: no syscalls, no environment. Whether the overrides are honoured is decided later, from
@@ -30,7 +30,7 @@ impl Input {
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CrontabAction {
+pub enum Action {
     /// `crontab [file|-]`: replace the crontab.
     Install(Input),
     /// `-l`
@@ -63,28 +63,41 @@ impl Overrides {
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub action: CrontabAction,
+pub struct Options {
+    pub action: Action,
     /// `-u USER`
     pub user: Option<Vec<u8>>,
     pub overrides: Overrides,
 }
 
-/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1. For an
-/// unknown option the second field holds getopt's own line (`invalid option -- 'x'`), which
-/// Debian's crontab prints first.
+/// A usage error: printed as `crontab: usage error: MESSAGE` and the usage text; exit 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String, pub Option<String>);
+pub struct UsageError {
+    pub message: String,
+    /// For an unknown option, getopt's own line (`invalid option -- 'x'`), which Debian's
+    /// crontab prints first.
+    pub getopt: Option<String>,
+}
 
 impl UsageError {
     fn new(message: impl Into<String>) -> UsageError {
-        UsageError(message.into(), None)
+        UsageError {
+            message: message.into(),
+            getopt: None,
+        }
+    }
+
+    fn unrecognized(getopt: String) -> UsageError {
+        UsageError {
+            message: "unrecognized option".into(),
+            getopt: Some(getopt),
+        }
     }
 }
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -117,9 +130,9 @@ enum Op {
     Remove,
 }
 
-impl Command {
+impl Options {
     /// Parses argv without the program name.
-    pub fn try_parse_from<I>(args: I) -> Result<Command, UsageError>
+    pub fn try_parse_from<I>(args: I) -> Result<Options, UsageError>
     where
         I: IntoIterator,
         I::Item: Into<OsString>,
@@ -165,26 +178,26 @@ impl Command {
                 Value(v) => files.push(v),
                 Short(c) => {
                     let line = format!("invalid option -- '{c}'");
-                    return Err(UsageError("unrecognized option".into(), Some(line)));
+                    return Err(UsageError::unrecognized(line));
                 }
                 Long(name) => {
                     let line = format!("unrecognized option '--{name}'");
-                    return Err(UsageError("unrecognized option".into(), Some(line)));
+                    return Err(UsageError::unrecognized(line));
                 }
             }
         }
         let action = if help {
-            CrontabAction::Help
+            Action::Help
         } else if version {
-            CrontabAction::Version
+            Action::Version
         } else if let Some(op) = op {
             if !files.is_empty() || check {
                 return Err(usage("no arguments permitted after this option"));
             }
             match op {
-                Op::List => CrontabAction::List,
-                Op::Edit => CrontabAction::Edit,
-                Op::Remove => CrontabAction::Remove { ask },
+                Op::List => Action::List,
+                Op::Edit => Action::Edit,
+                Op::Remove => Action::Remove { ask },
             }
         } else {
             if files.len() > 1 {
@@ -196,12 +209,12 @@ impl Command {
                 Some(f) => Input::File(PathBuf::from(f)),
             };
             if check {
-                CrontabAction::Check(input)
+                Action::Check(input)
             } else {
-                CrontabAction::Install(input)
+                Action::Install(input)
             }
         };
-        Ok(Command {
+        Ok(Options {
             action,
             user,
             overrides,
@@ -213,45 +226,45 @@ impl Command {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Command, UsageError> {
-        Command::try_parse_from(args.iter().copied())
+    fn parse(args: &[&str]) -> Result<Options, UsageError> {
+        Options::try_parse_from(args.iter().copied())
     }
 
-    fn action(args: &[&str]) -> CrontabAction {
+    fn action(args: &[&str]) -> Action {
         parse(args).unwrap().action
     }
 
     #[test]
     fn no_argument_and_a_dash_both_read_stdin() {
-        assert_eq!(action(&[]), CrontabAction::Install(Input::Stdin));
-        assert_eq!(action(&["-"]), CrontabAction::Install(Input::Stdin));
+        assert_eq!(action(&[]), Action::Install(Input::Stdin));
+        assert_eq!(action(&["-"]), Action::Install(Input::Stdin));
     }
 
     #[test]
     fn a_file_is_installed_and_n_or_t_only_checks_it() {
         let f = Input::File(PathBuf::from("tab"));
-        assert_eq!(action(&["tab"]), CrontabAction::Install(f.clone()));
-        assert_eq!(action(&["-n", "tab"]), CrontabAction::Check(f.clone()));
-        assert_eq!(action(&["-T", "tab"]), CrontabAction::Check(f));
+        assert_eq!(action(&["tab"]), Action::Install(f.clone()));
+        assert_eq!(action(&["-n", "tab"]), Action::Check(f.clone()));
+        assert_eq!(action(&["-T", "tab"]), Action::Check(f));
     }
 
     #[test]
     fn the_operations_and_their_user() {
         let c = parse(&["-u", "bob", "-l"]).unwrap();
-        assert_eq!(c.action, CrontabAction::List);
+        assert_eq!(c.action, Action::List);
         assert_eq!(c.user.as_deref(), Some(&b"bob"[..]));
-        assert_eq!(action(&["-e"]), CrontabAction::Edit);
-        assert_eq!(action(&["-r"]), CrontabAction::Remove { ask: false });
-        assert_eq!(action(&["-ri"]), CrontabAction::Remove { ask: true });
-        assert_eq!(action(&["-i", "-r"]), CrontabAction::Remove { ask: true });
-        assert_eq!(action(&["-V"]), CrontabAction::Version);
-        assert_eq!(action(&["-h"]), CrontabAction::Help);
+        assert_eq!(action(&["-e"]), Action::Edit);
+        assert_eq!(action(&["-r"]), Action::Remove { ask: false });
+        assert_eq!(action(&["-ri"]), Action::Remove { ask: true });
+        assert_eq!(action(&["-i", "-r"]), Action::Remove { ask: true });
+        assert_eq!(action(&["-V"]), Action::Version);
+        assert_eq!(action(&["-h"]), Action::Help);
     }
 
     #[test]
     fn two_operations_are_a_usage_error() {
         assert_eq!(
-            parse(&["-l", "-r"]).unwrap_err().0,
+            parse(&["-l", "-r"]).unwrap_err().message,
             "only one operation permitted"
         );
         assert!(parse(&["-l", "file"]).is_err());
@@ -261,7 +274,11 @@ mod tests {
 
     #[test]
     fn an_unknown_option_is_a_usage_error() {
-        assert_eq!(parse(&["-x"]).unwrap_err().0, "unrecognized option");
+        let e = parse(&["-x"]).unwrap_err();
+        assert_eq!(e.message, "unrecognized option");
+        assert_eq!(e.getopt.as_deref(), Some("invalid option -- 'x'"));
+        let e = parse(&["--nope"]).unwrap_err();
+        assert_eq!(e.getopt.as_deref(), Some("unrecognized option '--nope'"));
         assert!(parse(&["-u"]).is_err());
     }
 

@@ -80,7 +80,7 @@ pub const TEMPLATE: &str = "\
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crontab::{self, Format, Limits, Options};
+    use crate::crontab::{self, Format, Limits, ParseOptions};
     use crate::schedule::Zone;
 
     #[test]
@@ -128,7 +128,7 @@ mod tests {
         text.extend_from_slice(TEMPLATE.as_bytes());
         let tab = crontab::parse(
             &text,
-            &mut Options {
+            &mut ParseOptions {
                 format: Format::User,
                 limits: Limits::USER,
                 seed: 0,

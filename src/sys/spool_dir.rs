@@ -1,6 +1,6 @@
 //! File operations of the `crontab` command: the spool directory (reached through one directory
-//! descriptor, so a path swapped under us changes nothing), the private copy the editor works on,
-//! and crontab(1)'s syslog lines.
+//! descriptor, so a path swapped under us changes nothing) and the private copy the editor works
+//! on. (Its syslog lines go through [`super::syslog::open_as`].)
 //!
 //! Rules every function here keeps: files are created with `O_CREAT|O_EXCL|O_NOFOLLOW` and mode
 //! 0600 (a planted file or symlink makes the call fail, never followed); files are opened with

@@ -1,0 +1,130 @@
+//! Crontab mode: reads each file, parses it with the daemon's parser, and prints `TIME USER
+//! COMMAND` for the next runs of every entry, sorted by time.
+//!
+//! Must not stop at a file's errors (they are printed, the good entries still are, and the exit
+//! status is 2), nor print without bound (at most [`MAX_LINES`] lines).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+
+use super::Failure;
+use crate::crontab::{self, Format, Limits, ParseOptions};
+use crate::schedule::{Schedule, When, Zone};
+
+/// Most lines printed in crontab mode with `--until`, so that `* * * * *` over a decade ends.
+const MAX_LINES: usize = 1_000_000;
+
+/// One line of output: a run of one entry.
+struct Run<'a> {
+    at: Timestamp,
+    user: &'a [u8],
+    command: &'a [u8],
+}
+
+/// What crontab mode is asked for, the command line read against the context.
+pub(super) struct Request<'a> {
+    pub files: &'a [PathBuf],
+    /// [`Format::System`] with `--system` (a user field on each line).
+    pub format: Format,
+    /// `--tz` or the local zone: of the printed times, and of the entries without `CRON_TZ`.
+    pub zone: &'a Zone,
+    /// Runs strictly after this instant (`--after`, or now).
+    pub after: Timestamp,
+    /// `--until`: every run up to this instant.
+    pub until: Option<Timestamp>,
+    /// `--count`: runs per entry (default 1, or no limit with `until`).
+    pub count: Option<u64>,
+    /// Seed for cronie's `~` ([`crate::schedule::host_seed`]).
+    pub seed: u64,
+}
+
+/// Prints the runs `request` asks for; returns the exit status (2 if a file has errors).
+pub(super) fn run(
+    request: &Request<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let &Request {
+        files,
+        format,
+        zone,
+        after,
+        until,
+        count,
+        seed,
+    } = request;
+    let mut status = 0;
+    let mut tabs = Vec::new();
+    for path in files {
+        let text =
+            std::fs::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+        let mut zones = |name: &str| Zone::get(name);
+        let mut options = ParseOptions {
+            format,
+            limits: Limits::SYSTEM,
+            seed,
+            zones: &mut zones,
+        };
+        let tab = crontab::parse(&text, &mut options);
+        let shown = path.display().to_string();
+        for d in &tab.warnings {
+            writeln!(err, "{} (warning)", d.in_file(&shown))?;
+        }
+        for d in &tab.errors {
+            writeln!(err, "{}", d.in_file(&shown))?;
+            status = 2;
+        }
+        let owner = path
+            .file_name()
+            .map(|n| n.as_encoded_bytes().to_vec())
+            .unwrap_or_default();
+        tabs.push((owner, tab));
+    }
+    let per_entry = count.unwrap_or(if until.is_some() { u64::MAX } else { 1 });
+    let mut runs: Vec<Run<'_>> = Vec::new();
+    for (owner, tab) in &tabs {
+        for entry in &tab.entries {
+            let user = entry.user.as_deref().unwrap_or(owner);
+            let schedule: &Schedule = match &entry.when {
+                When::Periodic(s) => s,
+                When::Reboot => {
+                    writeln!(
+                        err,
+                        "cronnext: line {}: @reboot runs once when crond starts at boot",
+                        entry.line
+                    )?;
+                    continue;
+                }
+            };
+            let entry_zone = entry.zone.as_ref().unwrap_or(zone);
+            let mut at = after;
+            let mut n = 0;
+            while n < per_entry && runs.len() < MAX_LINES {
+                let Some(next) = schedule.next_after(at, entry_zone) else {
+                    break;
+                };
+                if until.is_some_and(|u| next > u) {
+                    break;
+                }
+                runs.push(Run {
+                    at: next,
+                    user,
+                    command: &entry.command,
+                });
+                at = next;
+                n += 1;
+            }
+        }
+    }
+    runs.sort_by_key(|r| r.at);
+    for run in &runs {
+        write!(out, "{} ", zone.format_rfc3339(run.at))?;
+        out.write_all(run.user)?;
+        out.write_all(b" ")?;
+        out.write_all(run.command)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(status)
+}

@@ -1,0 +1,207 @@
+//! `cronnext`: prints when entries will next run, with the daemon's own code
+//! ([`Schedule::next_after`](crate::schedule::Schedule::next_after)), so what it prints is what
+//! crond does.
+//!
+//! Two modes, chosen by the positional arguments:
+//! * **expression**: one argument that is an expression (it holds a blank or starts with `@`):
+//!   `cronnext [--tz ZONE] [--after RFC3339] [--count N] 'EXPR'` prints the next N fire times,
+//!   one RFC 3339 timestamp with the zone's offset per line.
+//! * **crontab**: one or more files (`--system` for the format of /etc/crontab and
+//!   /etc/cron.d): prints `TIME USER COMMAND` for the next run of every entry (the next
+//!   `--count` runs, or every run up to `--until`), sorted by time. A user crontab's owner is taken
+//!   from the file name, as in the spool directory.
+//!
+//! Exit status: 0 done; 1 usage error (bad option, unknown zone, unreadable file); 2 the
+//! expression or a crontab has errors (the good entries of a crontab are still printed).
+//!
+//! [`cli`] parses argv; expression mode is here, crontab mode in `files.rs`. Only
+//! [`Context::resolve`] reads the clock, the local zone and the host name; crontab mode reads
+//! the files it is given, and nothing else is read.
+
+pub mod cli;
+mod files;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+pub use cli::{Action, Options, USAGE, UsageError};
+
+use crate::crontab::Format;
+use crate::schedule::{self, When, Zone};
+
+/// Facts from the system that cronnext needs: the clock, the local zone and the host name, read
+/// once by [`cronnext_main`].
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub now: Timestamp,
+    pub local: Zone,
+    pub host: Vec<u8>,
+}
+
+impl Context {
+    /// Reads the clock, the local zone (TZ, /etc/localtime) and the host name.
+    pub fn resolve() -> Context {
+        let tz = TimeZone::system();
+        let name = tz.iana_name().unwrap_or("local").to_string();
+        let host = crate::sys::hostname();
+        Context {
+            now: Timestamp::now(),
+            local: Zone::new(&name, tz),
+            host,
+        }
+    }
+}
+
+/// `cronnext`'s `main`: parses argv, reads the context and runs with the process's stdout and
+/// stderr. Exit status as [`run`]'s, and 1 for a usage error.
+pub fn cronnext_main() -> ExitCode {
+    let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            let mut err = io::stderr().lock();
+            let _ = writeln!(err, "cronnext: {e}");
+            let _ = err.write_all(USAGE.as_bytes());
+            return ExitCode::from(1);
+        }
+    };
+    let ctx = Context::resolve();
+    let code = run(
+        &options,
+        &ctx,
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+    );
+    ExitCode::from(code)
+}
+
+/// Runs `options.action` in `ctx`; returns the exit status.
+pub fn run(options: &Options, ctx: &Context, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match run_inner(options, ctx, out, err) {
+        Ok(code) => code,
+        Err(Failure::Usage(message)) => {
+            let _ = writeln!(err, "cronnext: {message}");
+            1
+        }
+        Err(Failure::Io(e)) => {
+            let _ = writeln!(err, "cronnext: {e}");
+            1
+        }
+    }
+}
+
+enum Failure {
+    Usage(String),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Failure {
+        Failure::Io(e)
+    }
+}
+
+fn run_inner(
+    options: &Options,
+    ctx: &Context,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let zone = match &options.tz {
+        Some(name) => Zone::get(name).map_err(|e| Failure::Usage(e.to_string()))?,
+        None => ctx.local.clone(),
+    };
+    let after = match &options.after {
+        Some(text) => parse_time(text, &zone).map_err(Failure::Usage)?,
+        None => ctx.now,
+    };
+    let seed = schedule::host_seed(&ctx.host);
+    match &options.action {
+        Action::Help => {
+            out.write_all(USAGE.as_bytes())?;
+            Ok(0)
+        }
+        Action::Version => {
+            writeln!(out, "cronnext (crond) {}", env!("CARGO_PKG_VERSION"))?;
+            Ok(0)
+        }
+        Action::Expression(expr) => {
+            let when = match schedule::parse_expression(expr, seed) {
+                Ok(when) => when,
+                Err(e) => {
+                    writeln!(err, "cronnext: {expr}")?;
+                    writeln!(err, "cronnext: {}^", " ".repeat(e.offset))?;
+                    writeln!(err, "cronnext: {e}")?;
+                    return Ok(2);
+                }
+            };
+            let schedule = match when {
+                When::Reboot => {
+                    writeln!(
+                        err,
+                        "cronnext: @reboot runs once when crond starts at boot; it has no next time"
+                    )?;
+                    return Ok(0);
+                }
+                When::Periodic(s) => s,
+            };
+            if !schedule.can_fire() {
+                writeln!(
+                    err,
+                    "cronnext: this expression never runs (no such day in the chosen months)"
+                )?;
+                return Ok(0);
+            }
+            let mut at = after;
+            for _ in 0..options.count.unwrap_or(1) {
+                match schedule.next_after(at, &zone) {
+                    Some(next) => {
+                        writeln!(out, "{}", zone.format_rfc3339(next))?;
+                        at = next;
+                    }
+                    None => break,
+                }
+            }
+            Ok(0)
+        }
+        Action::Files(files) => {
+            let until = match &options.until {
+                Some(text) => Some(parse_time(text, &zone).map_err(Failure::Usage)?),
+                None => None,
+            };
+            let format = if options.system {
+                Format::System
+            } else {
+                Format::User
+            };
+            let request = files::Request {
+                files,
+                format,
+                zone: &zone,
+                after,
+                until,
+                count: options.count,
+                seed,
+            };
+            files::run(&request, out, err)
+        }
+    }
+}
+
+/// An RFC 3339 instant, or a civil date-time read in `zone`.
+fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, String> {
+    if let Ok(ts) = text.parse::<Timestamp>() {
+        return Ok(ts);
+    }
+    match text.parse::<jiff::civil::DateTime>() {
+        Ok(dt) => dt
+            .to_zoned(zone.time_zone().clone())
+            .map(|z| z.timestamp())
+            .map_err(|e| format!("bad time '{text}': {e}")),
+        Err(_) => Err(format!(
+            "bad time '{text}': expected RFC 3339 (2026-03-08T00:00:00-05:00) or a local date and time"
+        )),
+    }
+}
