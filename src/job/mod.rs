@@ -123,17 +123,9 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
     // death); std gives the shell and the MTA the default back.
     signal::ignore_sigpipe();
     let log = setup.log;
-    let closed = process::close_all_above_stderr();
+    process::close_all_above_stderr();
     // The syslog socket was among them: forget it before any new descriptor takes its number.
     log.reopen();
-    if let Err(e) = closed {
-        log.error(
-            "CRON",
-            "ERROR",
-            &format!("can't close the daemon's descriptors: {e}"),
-        );
-        return None;
-    }
     let who = &spec.user;
     if let Err(e) = process::setsid() {
         log.error(who, "ERROR", &format!("setsid failed: {e}"));

@@ -13,6 +13,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork};
 
+use super::process::close_range_or_each;
+
 /// A pipe whose two ends are close-on-exec: `(read end, write end)`. Hand an end to a child
 /// through `std::process::Stdio`, which dups it onto 0/1/2 without the flag.
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -89,13 +91,7 @@ impl WriterProcess {
 /// run the daemon's handlers). SIGPIPE may be ignored or default: both end as `ReaderGone`.
 pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess> {
     // Computed before fork: sysconf is not on the async-signal-safe list.
-    // SAFETY: sysconf has no preconditions; it only reads a limit.
-    let open_max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
-    let open_max = if open_max <= 0 {
-        1024
-    } else {
-        open_max.min(65_536) as i32
-    };
+    let open_max = super::process::open_max();
     let fd = write_end.as_raw_fd();
     let ptr = data.as_ptr();
     let len = data.len();
@@ -128,17 +124,8 @@ unsafe fn writer_child(fd: i32, ptr: *const u8, len: usize, open_max: i32) -> ! 
         if fd != KEPT_FD && libc::dup2(fd, KEPT_FD) < 0 {
             libc::_exit(EXIT_SETUP_FAILED);
         }
-        let closed_low = libc::syscall(libc::SYS_close_range, 0u32, (KEPT_FD - 1) as u32, 0u32);
-        let closed_high =
-            libc::syscall(libc::SYS_close_range, (KEPT_FD + 1) as u32, u32::MAX, 0u32);
-        if closed_low != 0 || closed_high != 0 {
-            // Kernels before 5.9 have no close_range: close one by one.
-            for other in 0..open_max {
-                if other != KEPT_FD {
-                    libc::close(other);
-                }
-            }
-        }
+        close_range_or_each(0, (KEPT_FD - 1) as u32, open_max);
+        close_range_or_each((KEPT_FD + 1) as u32, u32::MAX, open_max);
         let mut done = 0usize;
         while done < len {
             let n = libc::write(KEPT_FD, ptr.add(done).cast(), len - done);

@@ -116,18 +116,48 @@ pub fn chdir(dir: &Path) -> io::Result<()> {
     unistd::chdir(dir).map_err(io::Error::from)
 }
 
+/// The highest descriptor number plus one that this process may have open (`sysconf`'s
+/// `_SC_OPEN_MAX`, 1024 if unknown, at most 65,536): how far [`close_range_or_each`] must go
+/// where it closes one by one. Call it before a fork whose child may only make
+/// async-signal-safe calls (sysconf is not one).
+pub fn open_max() -> i32 {
+    // SAFETY: sysconf has no preconditions; it only reads a limit.
+    let n = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
+    if n <= 0 { 1024 } else { n.min(65_536) as i32 }
+}
+
+/// Closes descriptors `first..=last` with close_range(2), or, where the kernel has none (before
+/// 5.9) or a seccomp filter refuses it, one by one below `open_max`. Async-signal-safe.
+///
+/// # Safety
+/// Only in a forked child that never returns into the code that owns these descriptors: the
+/// Rust values owning them (files, pipes, the daemon's inotify and timer) live on in this
+/// process's copy of memory and must not be used again.
+pub unsafe fn close_range_or_each(first: u32, last: u32, open_max: i32) {
+    // SAFETY: close_range and close take plain integers; the caller guarantees that no Rust
+    // value of this process uses the closed numbers again.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, first, last, 0u32) == 0 {
+            return;
+        }
+        let end = i64::from(last).min(i64::from(open_max) - 1);
+        let mut fd = i64::from(first);
+        while fd <= end {
+            libc::close(fd as i32);
+            fd += 1;
+        }
+    }
+}
+
 /// Closes every descriptor above stderr, in a forked job child: the daemon's signal pipe (and
 /// the handlers' copies of it), inotify, timer, pid-file lock and syslog socket. Their owning
 /// Rust values live on in the parent's memory and must not be used here again.
-pub fn close_all_above_stderr() -> io::Result<()> {
-    // SAFETY: close_range takes plain integers; called only in a forked job child that never
-    // returns into the daemon's code, so no Rust object of this process uses these numbers
-    // again (the caller reopens syslog right after).
-    let r = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+pub fn close_all_above_stderr() {
+    let open_max = open_max();
+    // SAFETY: called only in a forked job child that never returns into the daemon's code, so
+    // no Rust object of this process uses these numbers again (the caller reopens syslog right
+    // after).
+    unsafe { close_range_or_each(3, u32::MAX, open_max) }
 }
 
 /// Sends SIGTERM (tests and benchmarks use it through the binary; the daemon itself never
@@ -138,4 +168,38 @@ pub fn terminate(pid: Pid) -> io::Result<()> {
         nix::sys::signal::Signal::SIGTERM,
     )
     .map_err(io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn is_open(fd: i32) -> bool {
+        // SAFETY: F_GETFD only asks about a descriptor number.
+        unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+    }
+
+    #[test]
+    fn a_range_of_descriptors_is_closed_and_its_neighbours_are_not() {
+        // Three chosen numbers far above anything the test binary opens, so that the range is
+        // known whatever the other test threads hold.
+        let (low, high) = (1000, 1002);
+        let null = std::fs::File::open("/dev/null").unwrap();
+        for fd in low..=high {
+            // SAFETY: dup2 onto a number no other code in this process uses.
+            assert_eq!(unsafe { libc::dup2(null.as_raw_fd(), fd) }, fd);
+        }
+        // SAFETY: the numbers were made by dup2 above and nothing owns them.
+        unsafe { close_range_or_each(low as u32, (low + 1) as u32, open_max()) };
+        assert!(!is_open(low) && !is_open(low + 1));
+        assert!(is_open(high));
+        // The fallback alone: close_range refuses a range whose end is below its start, so
+        // only the loop runs, and it closes nothing.
+        // SAFETY: as above; the range is empty.
+        unsafe { close_range_or_each(high as u32, low as u32, open_max()) };
+        assert!(is_open(high));
+        // SAFETY: `high` is ours (dup2 above) and closed once.
+        unsafe { libc::close(high) };
+    }
 }
