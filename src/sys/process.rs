@@ -1,6 +1,7 @@
 //! Processes: fork, setsid, reaping, `_exit`, the thread count, and the daemon's detachment from
 //! its terminal. Safe functions over `fork(2)` and friends; the one precondition of `fork` (a
-//! single-threaded caller) is what makes the daemon single-threaded (DESIGN §2).
+//! single-threaded caller) is checked at every call, and is what keeps the daemon
+//! single-threaded (DESIGN §2).
 
 use std::fmt;
 use std::fs::OpenOptions;
@@ -49,16 +50,19 @@ pub fn thread_count() -> Option<usize> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-/// Forks. The caller must be single-threaded: the child may then call anything (NSS lookups,
-/// malloc), which a child of a threaded process may not. Debug builds check it.
+/// Forks, if this process has one thread; refuses otherwise, in every build. The child of a
+/// single-threaded process is an exact copy with no lock held by a vanished thread, so it may
+/// call anything (NSS lookups, malloc); a child of a threaded one may not, and the daemon's
+/// children do. Where /proc can't be read the count is unknown and the fork goes ahead: the
+/// daemon starts no threads (DESIGN §2), and this check is what keeps that so.
 pub fn fork_single_threaded() -> io::Result<Forked> {
-    debug_assert_eq!(
-        thread_count(),
-        Some(1),
-        "fork from a multi-threaded process: the child could deadlock in malloc or NSS"
-    );
-    // SAFETY: the daemon starts no threads (checked above in debug builds), so the child is an
-    // exact copy with no lock held by a vanished thread and may run ordinary code.
+    if let Some(n) = thread_count().filter(|&n| n != 1) {
+        return Err(io::Error::other(format!(
+            "refusing to fork a process of {n} threads: the child could deadlock in malloc or NSS"
+        )));
+    }
+    // SAFETY: checked just above that this process has one thread (the daemon starts none), so
+    // no lock can be held by a thread that the child would lack.
     match unsafe { unistd::fork() }.map_err(io::Error::from)? {
         ForkResult::Child => Ok(Forked::Child),
         ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
@@ -174,6 +178,19 @@ pub fn terminate(pid: Pid) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_process_with_threads_is_refused_a_fork() {
+        // The test runs in a thread of the harness; one more makes the count certain.
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || parked.recv());
+        // Were the count unknown, the fork would go ahead and two harnesses would run on.
+        assert!(thread_count().is_some_and(|n| n > 1), "/proc/self/status unreadable");
+        let refused = fork_single_threaded().expect_err("forked with threads running");
+        assert!(refused.to_string().contains("threads"), "{refused}");
+        drop(stop);
+        let _ = other.join();
+    }
 
     fn is_open(fd: i32) -> bool {
         // SAFETY: F_GETFD only asks about a descriptor number.
