@@ -122,10 +122,7 @@ impl Context {
                 env("EDITOR"),
                 Path::new("/usr/bin/editor").exists(),
             ),
-            tmpdir: env("TMPDIR")
-                .filter(|t| !t.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/tmp")),
+            tmpdir: sys::tmpfile::default_dir(),
         }
     }
 }

@@ -54,9 +54,7 @@ fn wall_clock() -> Timestamp {
 /// same RANDOM_DELAY starts the same time after its minute, and different hosts spread out.
 fn random_delay_factor() -> f64 {
     let mut bytes = [0u8; 8];
-    let drawn = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
-    let bits = match drawn {
+    let bits = match crate::sys::random_bytes(&mut bytes) {
         Ok(()) => u64::from_le_bytes(bytes),
         // No /dev/urandom: the clock's nanoseconds still differ between hosts.
         Err(_) => wall_clock().as_nanosecond() as u64 ^ u64::from(std::process::id()),

@@ -90,13 +90,16 @@ pub fn check_symlink(link: &FileFacts) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::user::Gid;
 
     fn file(owner: u32, mode: u32, links: u64) -> FileFacts {
         FileFacts {
             kind: FileKind::Regular,
             owner: Uid(owner),
+            group: Gid(0),
             mode,
             links,
+            size: 0,
             mtime_ns: 0,
         }
     }

@@ -1,14 +1,17 @@
 //! Files the daemon must not be fooled by: opens that refuse symlinks, the facts of an open file
 //! read from its descriptor (not its path, which may have changed), and the pid-file lock.
 
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::{self, Flock, FlockArg, OFlag};
+use nix::sys::stat::{self, FileStat, Mode, SFlag};
 
-use super::user::Uid;
+use super::user::{Gid, Uid};
 
 /// What kind of file a descriptor or a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,63 +22,83 @@ pub enum FileKind {
     Other,
 }
 
-/// The facts the trust rule looks at, read once from `fstat` (or `lstat` for a link).
+/// What `fstat` (or `lstat`, for a link) says about a file: the facts the daemon's trust rule
+/// and crontab(1) check, read once from the descriptor, never again from the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileFacts {
     pub kind: FileKind,
     pub owner: Uid,
+    pub group: Gid,
     /// Permission bits (`st_mode & 0o7777`).
     pub mode: u32,
     pub links: u64,
+    pub size: u64,
     /// Modification time in nanoseconds since the epoch (the fallback change check).
     pub mtime_ns: i128,
 }
 
 impl FileFacts {
-    fn from_metadata(m: &std::fs::Metadata) -> FileFacts {
-        let t = m.file_type();
-        let kind = if t.is_file() {
-            FileKind::Regular
-        } else if t.is_dir() {
-            FileKind::Directory
-        } else if t.is_symlink() {
-            FileKind::Symlink
-        } else {
-            FileKind::Other
+    fn from_stat(st: &FileStat) -> FileFacts {
+        let kind = match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
+            SFlag::S_IFREG => FileKind::Regular,
+            SFlag::S_IFDIR => FileKind::Directory,
+            SFlag::S_IFLNK => FileKind::Symlink,
+            _ => FileKind::Other,
         };
         FileFacts {
             kind,
-            owner: Uid(m.uid()),
-            mode: m.mode() & 0o7777,
-            links: m.nlink(),
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            owner: Uid(st.st_uid),
+            group: Gid(st.st_gid),
+            mode: st.st_mode & 0o7777,
+            #[allow(clippy::useless_conversion)] // nlink_t is u32 on some targets
+            links: u64::from(st.st_nlink),
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime_ns: i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
         }
     }
 }
 
-/// Opens for reading without following a final symlink (`O_NOFOLLOW`: a link gives `ELOOP`) and
-/// without blocking on a FIFO; returns the file and the facts of what was opened.
+/// The facts of an open descriptor (`fstat`; an `O_PATH` descriptor too).
+pub fn facts_of(fd: impl AsFd) -> io::Result<FileFacts> {
+    stat::fstat(fd)
+        .map(|st| FileFacts::from_stat(&st))
+        .map_err(io::Error::from)
+}
+
+/// Opens `name`, relative to `dir` (or the working directory for [`AT_CWD`]), for reading
+/// without following a final symlink (`O_NOFOLLOW`: a link gives `ELOOP`) and without blocking
+/// on a FIFO; returns the file and the facts of what was opened. The one no-follow open of the
+/// crate: the daemon's loader and crontab(1) both come here.
+pub fn open_no_follow_at(dir: impl AsFd, name: &OsStr) -> io::Result<(File, FileFacts)> {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = fcntl::openat(dir, name, flags, Mode::empty()).map_err(io::Error::from)?;
+    let facts = facts_of(&fd)?;
+    Ok((File::from(fd), facts))
+}
+
+/// The working directory, for the `*_at` functions.
+pub const AT_CWD: BorrowedFd<'static> = fcntl::AT_FDCWD;
+
+/// [`open_no_follow_at`] a path.
 pub fn open_no_follow(path: &Path) -> io::Result<(File, FileFacts)> {
-    open_with(path, libc::O_NOFOLLOW)
+    open_no_follow_at(AT_CWD, path.as_os_str())
 }
 
 /// Opens for reading, following symlinks (only after the link itself was checked).
 pub fn open_following(path: &Path) -> io::Result<(File, FileFacts)> {
-    open_with(path, 0)
-}
-
-fn open_with(path: &Path, extra: i32) -> io::Result<(File, FileFacts)> {
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(extra | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)?;
-    let facts = FileFacts::from_metadata(&file.metadata()?);
+    let facts = facts_of(&file)?;
     Ok((file, facts))
 }
 
 /// The facts of a path itself (a symlink is not followed).
 pub fn link_facts(path: &Path) -> io::Result<FileFacts> {
-    std::fs::symlink_metadata(path).map(|m| FileFacts::from_metadata(&m))
+    stat::lstat(path)
+        .map(|st| FileFacts::from_stat(&st))
+        .map_err(io::Error::from)
 }
 
 /// Whether the error is "this was a symlink" from an `O_NOFOLLOW` open.

@@ -9,6 +9,13 @@ pub mod spool_dir;
 pub mod tmpfile;
 pub mod user;
 
+/// Fills `bytes` from the kernel's generator (`/dev/urandom`: never blocks once the system has
+/// booted). The crate's one source of randomness: temporary names and RANDOM_DELAY's draw.
+pub fn random_bytes(bytes: &mut [u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")?.read_exact(bytes)
+}
+
 /// The host name (the node name of `uname`), as bytes; empty if it can't be read.
 pub fn hostname() -> Vec<u8> {
     nix::unistd::gethostname()

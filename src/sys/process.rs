@@ -185,7 +185,10 @@ mod tests {
         let (stop, parked) = std::sync::mpsc::channel::<()>();
         let other = std::thread::spawn(move || parked.recv());
         // Were the count unknown, the fork would go ahead and two harnesses would run on.
-        assert!(thread_count().is_some_and(|n| n > 1), "/proc/self/status unreadable");
+        assert!(
+            thread_count().is_some_and(|n| n > 1),
+            "/proc/self/status unreadable"
+        );
         let refused = fork_single_threaded().expect_err("forked with threads running");
         assert!(refused.to_string().contains("threads"), "{refused}");
         drop(stop);

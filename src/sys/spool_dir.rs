@@ -17,36 +17,12 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{self, AT_FDCWD, OFlag};
-use nix::sys::stat::{self, FileStat, Mode, SFlag, UtimensatFlags};
+use nix::sys::stat::{self, Mode, UtimensatFlags};
 use nix::sys::time::TimeSpec;
 use nix::unistd::{self, UnlinkatFlags};
 
+use super::fs::{self, FileFacts, FileKind};
 use super::user::{Gid, Uid};
-
-/// What `fstat` says about an opened file: the facts the callers check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileFacts {
-    pub regular: bool,
-    pub owner: Uid,
-    pub group: Gid,
-    pub mode: u32,
-    pub links: u64,
-    pub size: u64,
-}
-
-impl FileFacts {
-    fn from_stat(st: &FileStat) -> FileFacts {
-        FileFacts {
-            regular: SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG,
-            owner: Uid(st.st_uid),
-            group: Gid(st.st_gid),
-            mode: st.st_mode & 0o7777,
-            #[allow(clippy::useless_conversion)] // nlink_t is u32 on some targets
-            links: u64::from(st.st_nlink),
-            size: u64::try_from(st.st_size).unwrap_or(0),
-        }
-    }
-}
 
 /// Why a file could not be read back safely.
 #[derive(Debug)]
@@ -86,26 +62,20 @@ fn read_checked(
     owners: &[Uid],
     max: u64,
 ) -> Result<Vec<u8>, ReadError> {
-    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    let fd = match fcntl::openat(dir, name, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::ENOENT) => return Err(ReadError::Missing),
-        // O_NOFOLLOW on a symlink.
-        Err(Errno::ELOOP) => return Err(ReadError::NotRegular),
-        Err(e) => return Err(ReadError::Io(errno(e))),
+    let (file, facts) = match fs::open_no_follow_at(dir, name) {
+        Ok(opened) => opened,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadError::Missing),
+        Err(e) if fs::is_symlink_refusal(&e) => return Err(ReadError::NotRegular),
+        Err(e) => return Err(ReadError::Io(e)),
     };
-    let facts = stat::fstat(&fd)
-        .map(|st| FileFacts::from_stat(&st))
-        .map_err(|e| ReadError::Io(errno(e)))?;
-    if !facts.regular {
+    if facts.kind != FileKind::Regular {
         return Err(ReadError::NotRegular);
     }
     if !owners.contains(&facts.owner) {
         return Err(ReadError::WrongOwner(facts.owner));
     }
     let mut text = Vec::new();
-    File::from(fd)
-        .take(max.saturating_add(1))
+    file.take(max.saturating_add(1))
         .read_to_end(&mut text)
         .map_err(ReadError::Io)?;
     if text.len() as u64 > max {
@@ -129,7 +99,7 @@ pub fn create_exclusive(dir: impl AsFd, name: &OsStr) -> io::Result<File> {
 fn random_suffix() -> io::Result<String> {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut bytes = [0u8; 6];
-    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    super::random_bytes(&mut bytes)?;
     Ok(bytes
         .iter()
         .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
@@ -150,7 +120,7 @@ impl SpoolDir {
     pub fn open(path: &Path) -> io::Result<SpoolDir> {
         let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         let fd = fcntl::openat(AT_FDCWD, path, flags, Mode::empty()).map_err(errno)?;
-        let facts = FileFacts::from_stat(&stat::fstat(&fd).map_err(errno)?);
+        let facts = fs::facts_of(&fd)?;
         Ok(SpoolDir {
             path: path.to_path_buf(),
             fd,

@@ -17,12 +17,20 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The directory temporary files go to: `$TMPDIR` when it is an absolute path, else `/tmp`
-/// (what mkstemp(3) users and Debian's cron, which calls `tmpfile(3)`, do).
+use crate::paths::TMP_DIR;
+
+/// The directory temporary files go to, the one TMPDIR rule of the crate (a job's spilled
+/// output in the daemon, the editor's copy in crontab(1)): `$TMPDIR` when it is an absolute
+/// path, else [`TMP_DIR`] (/tmp). A relative or empty TMPDIR would name a different place in
+/// each working directory, so it is ignored.
 pub fn default_dir() -> PathBuf {
-    match std::env::var_os("TMPDIR") {
+    dir_from(std::env::var_os("TMPDIR"))
+}
+
+fn dir_from(tmpdir: Option<std::ffi::OsString>) -> PathBuf {
+    match tmpdir {
         Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
-        _ => PathBuf::from("/tmp"),
+        _ => PathBuf::from(TMP_DIR),
     }
 }
 
@@ -86,6 +94,14 @@ mod tests {
     use super::*;
     use std::io::{Read, Seek, SeekFrom, Write};
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn only_an_absolute_tmpdir_is_taken() {
+        assert_eq!(dir_from(Some("/var/tmp".into())), Path::new("/var/tmp"));
+        assert_eq!(dir_from(Some("scratch".into())), Path::new("/tmp"));
+        assert_eq!(dir_from(Some("".into())), Path::new("/tmp"));
+        assert_eq!(dir_from(None), Path::new("/tmp"));
+    }
 
     #[test]
     fn an_anonymous_file_has_no_name_and_keeps_what_is_written() {
