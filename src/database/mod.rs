@@ -11,7 +11,7 @@ pub mod trust;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::crontab::{self, Crontab, Format, Limits};
@@ -256,14 +256,10 @@ pub fn mtime_ns(key: &SourceKey, paths: &Paths) -> Option<i128> {
     fs::link_facts(&key.path(paths)).ok().map(|f| f.mtime_ns)
 }
 
-/// A name from a directory listing or an event, as the owned form keys use.
-pub fn name_of(bytes: &[u8]) -> OsString {
-    OsString::from_vec(bytes.to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStringExt;
 
     #[test]
     fn log_names_show_a_user_name_through_mkprint() {

@@ -51,7 +51,8 @@ impl JobStdin {
         self.shell_end.take().unwrap_or_else(Stdio::null)
     }
 
-    /// The writer's process id, if there is one (for a log line or a kill on time-out).
+    /// The writer's process id, if there is one.
+    #[cfg(test)]
     pub fn writer_pid(&self) -> Option<u32> {
         self.writer.as_ref().map(WriterProcess::pid)
     }

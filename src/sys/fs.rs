@@ -151,13 +151,6 @@ impl PidLock {
         writeln!(file, "{pid}")?;
         file.flush()
     }
-
-    /// The descriptor number, so a forked job child can close it (a flock belongs to the open
-    /// file, and a child holding it would keep the lock after the daemon is gone).
-    pub fn raw_fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self._file.as_raw_fd()
-    }
 }
 
 /// Creates a file that must not exist yet (`O_EXCL`); `Ok(false)` if it existed.

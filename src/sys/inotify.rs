@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 use nix::sys::inotify::{AddWatchFlags as W, InitFlags, Inotify};
@@ -83,9 +83,5 @@ impl Watcher {
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.ino.as_fd()
-    }
-
-    pub fn raw_fd(&self) -> i32 {
-        self.ino.as_fd().as_raw_fd()
     }
 }

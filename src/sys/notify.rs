@@ -71,19 +71,9 @@ pub fn notify(message: &str) -> io::Result<bool> {
     }
 }
 
-/// Start-up is complete: the crontabs are loaded and the minute loop is about to run.
-pub fn ready() -> io::Result<bool> {
-    notify("READY=1")
-}
-
 /// The daemon is shutting down (after SIGTERM), so systemd does not read the exit as a crash.
 pub fn stopping() -> io::Result<bool> {
     notify("STOPPING=1")
-}
-
-/// A one-line status for `systemctl status`.
-pub fn status(text: &str) -> io::Result<bool> {
-    notify(&status_message(text))
 }
 
 /// `STATUS=text` with line breaks flattened: a newline would start a new `NAME=value` field

@@ -53,6 +53,7 @@ const EXIT_ERRNO_BASE: i32 = 8;
 const KEPT_FD: i32 = 3;
 
 impl WriterProcess {
+    #[cfg(test)]
     pub fn pid(&self) -> u32 {
         self.pid.as_raw() as u32
     }

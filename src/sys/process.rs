@@ -164,16 +164,6 @@ pub fn close_all_above_stderr() {
     unsafe { close_range_or_each(3, u32::MAX, open_max) }
 }
 
-/// Sends SIGTERM (tests and benchmarks use it through the binary; the daemon itself never
-/// signals its jobs).
-pub fn terminate(pid: Pid) -> io::Result<()> {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid.0),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .map_err(io::Error::from)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,11 +74,6 @@ impl Privilege {
     }
 }
 
-/// The gid this process currently acts with (tests and assertions).
-pub fn current_effective_gid() -> Gid {
-    user::effective_gid()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

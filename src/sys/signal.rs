@@ -3,7 +3,7 @@
 //! its blocked mask would leak into every job (research/crates.md Q1).
 
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,8 +25,8 @@ pub struct Arrived {
 #[derive(Debug)]
 pub struct SignalPipe {
     read: UnixStream,
-    /// The write end the handlers hold a clone of; kept so a job child can close it.
-    write_raw: i32,
+    /// The write end the handlers hold clones of; a job child closes them with every
+    /// descriptor above stderr.
     _write: UnixStream,
     flags: [Arc<AtomicBool>; 4],
 }
@@ -47,7 +47,6 @@ impl SignalPipe {
         }
         Ok(SignalPipe {
             read,
-            write_raw: write.as_raw_fd(),
             _write: write,
             flags,
         })
@@ -55,12 +54,6 @@ impl SignalPipe {
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.read.as_fd()
-    }
-
-    /// Descriptor numbers a job child must close (the handlers' clones of the write end are
-    /// found by the child closing every descriptor above stderr anyway).
-    pub fn raw_fds(&self) -> [i32; 2] {
-        [self.read.as_raw_fd(), self.write_raw]
     }
 
     /// Empties the pipe, then reports and clears the flags.

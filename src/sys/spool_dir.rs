@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -128,10 +128,6 @@ impl SpoolDir {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Owner, group and mode of the directory itself.
     pub fn facts(&self) -> FileFacts {
         self.facts
@@ -241,11 +237,6 @@ impl PrivateCopy {
 /// `name` as an `OsStr` (user names are bytes).
 pub fn os_name(name: &[u8]) -> OsString {
     OsString::from_vec(name.to_vec())
-}
-
-/// Bytes of a path, for messages.
-pub fn path_bytes(p: &Path) -> &[u8] {
-    p.as_os_str().as_bytes()
 }
 
 #[cfg(test)]

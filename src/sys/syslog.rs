@@ -8,7 +8,6 @@ use std::ffi::{CStr, CString};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Info,
-    Notice,
     Warning,
     Error,
 }
@@ -17,7 +16,6 @@ impl Level {
     fn raw(self) -> libc::c_int {
         match self {
             Level::Info => libc::LOG_INFO,
-            Level::Notice => libc::LOG_NOTICE,
             Level::Warning => libc::LOG_WARNING,
             Level::Error => libc::LOG_ERR,
         }
@@ -40,11 +38,6 @@ pub fn open_as(ident: &'static CStr) {
 pub fn close() {
     // SAFETY: closelog takes no arguments and is harmless when nothing is open.
     unsafe { libc::closelog() };
-}
-
-/// Logs one message; NUL bytes are replaced so the message is never cut short.
-pub fn log(level: Level, message: &str) {
-    log_bytes(level, message.as_bytes());
 }
 
 /// [`log`] for a message that need not be UTF-8 (a job's output line with `-s`): the bytes go

@@ -3,7 +3,7 @@
 //! an NTP step, resume) wakes the daemon at once with ECANCELED.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
@@ -57,9 +57,5 @@ impl MinuteTimer {
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
-    }
-
-    pub fn raw_fd(&self) -> i32 {
-        self.fd.as_fd().as_raw_fd()
     }
 }

@@ -70,13 +70,6 @@ impl User {
     }
 }
 
-/// The group with this name, if any.
-pub fn group_id(name: &str) -> std::io::Result<Option<Gid>> {
-    unistd::Group::from_name(name)
-        .map(|g| g.map(|g| Gid(g.gid.as_raw())))
-        .map_err(std::io::Error::from)
-}
-
 pub fn real_uid() -> Uid {
     Uid(unistd::getuid().as_raw())
 }
