@@ -19,21 +19,24 @@
 //! there says why it is sound.
 
 #![deny(unsafe_code)]
+// The library exists for the three binaries and its own tests: most modules are crate-private,
+// and the docs are read with `cargo doc --document-private-items`, where these links resolve.
+#![allow(rustdoc::private_intra_doc_links)]
 
-pub mod cronnext;
+pub(crate) mod cronnext;
 pub mod crontab;
 pub mod crontab_cmd;
-pub mod daemon;
-pub mod database;
+pub(crate) mod daemon;
+pub(crate) mod database;
 pub mod job;
-pub mod log;
+pub(crate) mod log;
 pub mod mail;
 pub mod paths;
-pub mod queue;
+pub(crate) mod queue;
 pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
-pub mod timeline;
+pub(crate) mod timeline;
 
 pub use cronnext::cronnext_main;
 pub use crontab_cmd::crontab_main;

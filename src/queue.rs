@@ -66,10 +66,6 @@ impl<T> Queue<T> {
         self.items.len()
     }
 
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

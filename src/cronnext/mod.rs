@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-pub use cli::{Action, Options, USAGE, UsageError};
+pub use cli::{Action, Options, USAGE};
 
 use crate::crontab::Format;
 use crate::schedule::{self, When, Zone};

@@ -1,7 +1,7 @@
 //! The daemon's state and its `poll` loop: one wait over the signal self-pipe, the minute timer
 //! and inotify, then one handler per descriptor that is ready. The loop reads the wall clock
 //! once per event and passes it down; the decisions are made by pure parts —
-//! [`Cycle`](crate::timeline::Cycle) (what a minute starts, when to wake), [`Sources`] (what
+//! [`Cycle`] (what a minute starts, when to wake), [`Sources`] (what
 //! to reload, when to log a refusal again), [`watch::sort`] (which source an event concerns) —
 //! and the handlers in `load.rs` and `minute.rs` carry them out.
 

@@ -51,9 +51,7 @@ impl Daemon {
         let who = key.who();
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
-            Outcome::Loaded {
-                crontab, mtime_ns, ..
-            } => {
+            Outcome::Loaded { crontab, mtime_ns } => {
                 if announce {
                     self.log.info(&who, "RELOAD", &tab);
                 }

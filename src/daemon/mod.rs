@@ -16,7 +16,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-pub use cli::{Action, USAGE, UsageError};
+pub use cli::{Action, USAGE};
 pub use options::Options;
 
 use crate::log::{Level, Log};

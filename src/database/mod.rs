@@ -103,12 +103,7 @@ impl SourceKey {
 #[derive(Debug)]
 pub enum Outcome {
     /// The file is trusted and parsed (bad lines are in `crontab.errors`).
-    Loaded {
-        crontab: Crontab,
-        /// For a user crontab, the owner from passwd.
-        owner: Option<User>,
-        mtime_ns: i128,
-    },
+    Loaded { crontab: Crontab, mtime_ns: i128 },
     /// There is no such file (any more).
     Missing,
     /// The file failed a trust check.
@@ -167,7 +162,7 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         SourceKey::User(name) => open_user(&path, name, rules),
         _ => open_system(&path, rules),
     };
-    let (mut file, facts, owner) = match opened {
+    let (mut file, facts) = match opened {
         Ok(Ok(found)) => found,
         Ok(Err(outcome)) => return outcome,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Missing,
@@ -200,12 +195,11 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
     );
     Outcome::Loaded {
         crontab,
-        owner,
         mtime_ns: facts.mtime_ns,
     }
 }
 
-type Opened = (std::fs::File, fs::FileFacts, Option<User>);
+type Opened = (std::fs::File, fs::FileFacts);
 
 fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
     let (file, facts) = match fs::open_no_follow(path) {
@@ -225,7 +219,7 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
     ) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
-    Ok(Ok((file, facts, Some(user))))
+    Ok(Ok((file, facts)))
 }
 
 fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
@@ -248,7 +242,7 @@ fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>
     if let Err(refusal) = trust::check(&facts, Kind::System, rules.permit_any_mode) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
-    Ok(Ok((file, facts, None)))
+    Ok(Ok((file, facts)))
 }
 
 /// The modification time of a source (the fallback change check without inotify).

@@ -1,6 +1,6 @@
 //! The daemon's log: every message is a [`LogLine`], Debian's shape `(WHO) EVENT (DETAIL)`
 //! (research §2.7) with the one byte rendering, [`printable`] (Vixie's `mkprint`), both in
-//! [`line`]. This file holds the sinks: syslog (ident `cron`, facility cron, with the pid)
+//! [`line`](mod@line). This file holds the sinks: syslog (ident `cron`, facility cron, with the pid)
 //! and/or stderr for journald, chosen once from `--log`.
 //!
 //! Nothing else in the library prints, and nothing here formats a message of its own: a line

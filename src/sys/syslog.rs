@@ -40,7 +40,7 @@ pub fn close() {
     unsafe { libc::closelog() };
 }
 
-/// [`log`] for a message that need not be UTF-8 (a job's output line with `-s`): the bytes go
+/// Logs one message, which need not be UTF-8 (a job's output line with `-s`): the bytes go
 /// to syslog as they are, NUL replaced by `\0`.
 pub fn log_bytes(level: Level, message: &[u8]) {
     let mut bytes = Vec::with_capacity(message.len());

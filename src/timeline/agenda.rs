@@ -72,14 +72,11 @@ impl Agenda {
         }
     }
 
-    pub fn cursors(&self) -> Cursors {
-        self.cursors
-    }
-
     pub fn len(&self) -> usize {
         self.slots.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }

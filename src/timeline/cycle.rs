@@ -94,6 +94,7 @@ impl<J: Clone> Cycle<J> {
         self.agenda.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.agenda.is_empty()
     }

@@ -30,8 +30,8 @@ mod cycle;
 #[cfg(test)]
 mod tests;
 
-pub use agenda::{Agenda, EntryId, Run};
-pub use cycle::{Cycle, Due, IDLE_WAKE_MINUTES, Woke, next_wake};
+pub use agenda::{Agenda, EntryId};
+pub use cycle::Cycle;
 
 use crate::schedule::Class;
 

@@ -7,6 +7,7 @@ mod steps;
 
 use jiff::Timestamp;
 
+use super::agenda::Run;
 use super::*;
 use crate::schedule::{When, Zone, parse_expression};
 use sim::Sim;
