@@ -390,7 +390,7 @@ proptest! {
             let mut line = entry.to_line();
             line.push(b'\n');
             let again = load(&line, format);
-            prop_assert!(again.errors.is_empty(), "{:?}: {:?}", line, again.errors);
+            prop_assert!(!again.has_errors(), "{:?}: {:?}", line, again.errors);
             prop_assert_eq!(again.entries.len(), 1);
             let back = &again.entries[0];
             prop_assert_eq!(back.when, entry.when);

@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
         line.push(b'\n');
         let again = parse(&line, format);
         assert!(
-            again.errors.is_empty() && again.entries.len() == 1,
+            !again.has_errors() && again.entries.len() == 1,
             "{:?} printed as {:?} does not load as one entry: {:?}",
             entry,
             String::from_utf8_lossy(&line),

@@ -74,6 +74,11 @@ pub(super) fn run(
         }
         for d in &tab.errors {
             writeln!(err, "{}", d.in_file(&shown))?;
+        }
+        if let Some(more) = tab.not_shown_line(&shown) {
+            writeln!(err, "{more}")?;
+        }
+        if tab.has_errors() {
             status = 2;
         }
         let owner = path

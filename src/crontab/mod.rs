@@ -52,12 +52,12 @@ pub struct Limits {
     pub max_line: usize,
     /// Most entries loaded from one file.
     pub max_entries: usize,
-    /// Most variables one file may set.
+    /// Most `NAME=value` lines one file may have (a repeated name counts again).
     pub max_env: usize,
 }
 
 impl Limits {
-    /// cronie's limits for a user's crontab: 10,000 entries, 1,000 variables.
+    /// cronie's limits for a user's crontab: 10,000 entries, 1,000 assignments.
     pub const USER: Limits = Limits {
         max_line: 131_072,
         max_entries: 10_000,
@@ -150,14 +150,61 @@ impl Entry {
     }
 }
 
+/// How many problems of one file are kept and shown (logged at load, printed by `crontab -n`
+/// and install); the rest are counted. One bad file must not flood the log: a million bad lines
+/// made a million log lines and held 180 MB.
+pub const SHOWN_PROBLEMS: usize = 20;
+
+/// The longest diagnostic message, in bytes: a message that echoes what was written (a bad
+/// word, a zone name, a value) is cut there, with `...`, so one line of a file can't make a
+/// 100 KB line of log or of `crontab -n` output.
+pub const MAX_MESSAGE: usize = 200;
+
+fn capped(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE - 3;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("...");
+    }
+    message
+}
+
 /// A parsed file: what loads, and what is wrong.
 #[derive(Debug, Clone, Default)]
 pub struct Crontab {
     /// The variables in force at the end of the file.
     pub env: Arc<Env>,
     pub entries: Vec<Entry>,
+    /// The first problems of the file, [`SHOWN_PROBLEMS`] at most between the two lists.
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    errors_not_shown: usize,
+    warnings_not_shown: usize,
+}
+
+impl Crontab {
+    /// Whether any line is an error, shown or not (an install is refused on any).
+    pub fn has_errors(&self) -> bool {
+        !self.errors.is_empty() || self.errors_not_shown > 0
+    }
+
+    /// How many problems were counted but not kept.
+    pub fn not_shown(&self) -> usize {
+        self.errors_not_shown + self.warnings_not_shown
+    }
+
+    /// `(N more problems in FILE not shown)`, the line that ends a capped list.
+    pub fn not_shown_line(&self, file: &str) -> Option<String> {
+        let n = self.not_shown();
+        (n > 0).then(|| format!("({n} more problems in {file} not shown)"))
+    }
+
+    fn shown(&self) -> usize {
+        self.errors.len() + self.warnings.len()
+    }
 }
 
 fn is_blank(b: u8) -> bool {
@@ -205,18 +252,26 @@ struct Parser<'o, 'z> {
 
 impl Parser<'_, '_> {
     fn error(&mut self, line: u32, column: usize, message: String) {
+        if self.out.shown() >= SHOWN_PROBLEMS {
+            self.out.errors_not_shown += 1;
+            return;
+        }
         self.out.errors.push(Diagnostic {
             line,
             column: column as u32 + 1,
-            message,
+            message: capped(message),
         });
     }
 
     fn warn(&mut self, line: u32, column: usize, message: String) {
+        if self.out.shown() >= SHOWN_PROBLEMS {
+            self.out.warnings_not_shown += 1;
+            return;
+        }
         self.out.warnings.push(Diagnostic {
             line,
             column: column as u32 + 1,
-            message,
+            message: capped(message),
         });
     }
 
@@ -302,14 +357,18 @@ impl Parser<'_, '_> {
             },
             _ => {}
         }
-        if self.out.env.get(name).is_none() {
-            if self.env_count >= self.options.limits.max_env {
-                let max = self.options.limits.max_env;
-                self.error(number, at, format!("more than {max} variables in one file"));
-                return;
-            }
-            self.env_count += 1;
+        // Every assignment counts, a repeated name too: each one is a link in the chain that
+        // the entries below it share.
+        if self.env_count >= self.options.limits.max_env {
+            let max = self.options.limits.max_env;
+            self.error(
+                number,
+                at,
+                format!("more than {max} variable assignments in one file"),
+            );
+            return;
         }
+        self.env_count += 1;
         self.out.env = self.out.env.with(name, value);
     }
 

@@ -292,7 +292,10 @@ fn validate(text: &[u8], name: &str, io: &mut Io<'_>) -> Step<()> {
     for d in &tab.errors {
         say(io, d.in_file(name));
     }
-    if tab.errors.is_empty() {
+    if let Some(more) = tab.not_shown_line(name) {
+        say(io, more);
+    }
+    if !tab.has_errors() {
         Ok(())
     } else {
         fail(io, "errors in crontab file, can't install.")

@@ -101,6 +101,9 @@ impl Daemon {
                 &d.in_file(&path).to_string(),
             );
         }
+        if let Some(more) = crontab.not_shown_line(&path) {
+            self.log.event(Level::Warning, &who, "WARNING", &more);
+        }
         let mut loaded = Loaded {
             entries: Vec::new(),
             mtime_ns,

@@ -2,6 +2,8 @@
 //! block says why it is sound. Everything here exposes a safe function with a typed result;
 //! nothing outside `sys` imports `libc` or `nix`.
 
+#[cfg(test)]
+pub mod alloc_count;
 pub mod notify;
 pub mod pipe;
 pub mod setgid;
