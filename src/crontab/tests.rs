@@ -440,10 +440,6 @@ fn memory_stays_linear_when_entries_sit_between_reassignments_of_large_variables
         assert_eq!(last.env.get(b"G").map(<[u8]>::len), Some(125_000));
         assert_eq!(tab.entries[0].env.get(b"A"), Some(&b"0"[..]));
         assert_eq!(tab.entries[1].env.get(b"A"), Some(&b"1"[..]));
-        eprintln!(
-            "{format:?}: {peak} bytes held for {} bytes, {lines} lines",
-            text.len()
-        );
     }
 }
 
