@@ -258,10 +258,19 @@ fn a_header_from_debians_crontab_is_hidden_by_list() {
 }
 
 #[test]
-fn list_shows_a_line_hidden_behind_a_carriage_return() {
+fn a_line_hidden_behind_a_carriage_return_is_refused_and_listed_escaped() {
     let t = Plain::new();
-    let out = t.run(&["-"], b"0 0 * * * evil #\r0 0 * * * harmless\n");
-    assert!(out.status.success(), "{}", show(&out));
+    let hiding = b"0 0 * * * evil #\r0 0 * * * harmless\n";
+    let out = t.run(&["-"], hiding);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        stderr(&out).contains(":1:17: carriage return inside the line"),
+        "{}",
+        show(&out)
+    );
+    assert!(t.only_file().is_none(), "nothing installed");
+    // A file that holds one anyway (written by another tool) is listed with the CR visible.
+    fs::write(t.p("spool").join(me()), hiding).unwrap();
     assert_eq!(
         t.run(&["-l"], b"").stdout,
         b"0 0 * * * evil #\\r0 0 * * * harmless\n"

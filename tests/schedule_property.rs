@@ -423,12 +423,15 @@ fn load(text: &[u8], format: Format) -> crontab::Crontab {
 /// each time it was printed and loaded again, because only one was stripped from the line.
 #[test]
 fn carriage_returns_at_the_end_of_an_entry_survive_a_print_and_load() {
-    let first = load(b"0 0 * * * cmd\r\r\n", Format::User);
+    let first = load(b"0 0 * * * cmd\r\n", Format::User);
     assert_eq!(first.entries[0].command, b"cmd");
     assert_eq!(first.warnings.len(), 1, "{:?}", first.warnings);
     let mut line = first.entries[0].to_line();
     line.push(b'\n');
     assert_eq!(load(&line, Format::User).entries[0].command, b"cmd");
+    // Two: the first is not at the end of the line, and a CR there hides text.
+    let two = load(b"0 0 * * * cmd\r\r\n", Format::User);
+    assert!(two.entries.is_empty() && two.has_errors());
 }
 
 /// Regression: `7~` in day of week ran its open range up to Saturday, below its start, and

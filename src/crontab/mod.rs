@@ -15,7 +15,8 @@
 //! * a missing final newline is a warning, not a reason to ignore the file;
 //! * an entry without a command, and a command whose first word is a time field (a six-field
 //!   expression with seconds, `0 0 * * * * cmd`), are errors;
-//! * a `\r` before the newline (a file saved on Windows) is dropped with a warning;
+//! * a `\r` just before the newline (a file saved on Windows) is dropped with a warning; a `\r`
+//!   anywhere else makes the line an error, since on a terminal it hides the text before it;
 //! * setting `LOGNAME` or `USER` is a warning: the daemon always sets both to the owner;
 //! * an unknown `CRON_TZ` is an error, and the entries below it are not loaded (each says why)
 //!   until the next valid `CRON_TZ`: running them in another zone would run them at the wrong
@@ -281,16 +282,24 @@ impl Parser<'_, '_> {
             self.error(number, max, format!("line longer than {max} bytes"));
             return;
         }
-        // Every trailing CR goes, not just one: a command kept ending in CR would print
-        // (`Entry::to_line`) as a line that loads back without it.
-        let kept = line.iter().rposition(|&b| b != b'\r').map_or(0, |n| n + 1);
-        if kept < line.len() {
+        if let Some(&b'\r') = line.last() {
+            line = &line[..line.len() - 1];
             self.warn(
                 number,
-                kept,
+                line.len(),
                 "carriage return at the end of the line (DOS line ending) ignored".to_string(),
             );
-            line = &line[..kept];
+        }
+        // Anywhere else a CR hides text: a terminal showing the line (`crontab -l`, `cat`)
+        // returns to its start and overwrites what comes before with what comes after, so
+        // the command that runs would not be the one anyone sees.
+        if let Some(cr) = line.iter().position(|&b| b == b'\r') {
+            self.error(
+                number,
+                cr,
+                "carriage return inside the line (it would hide text on a terminal)".to_string(),
+            );
+            return;
         }
         let Some(first) = line.iter().position(|&b| !is_blank(b)) else {
             return;

@@ -487,3 +487,20 @@ fn a_message_that_echoes_a_long_value_is_cut() {
     let tab = user(&text);
     assert!(tab.errors[0].message.len() <= MAX_MESSAGE);
 }
+
+#[test]
+fn a_carriage_return_inside_a_line_makes_it_an_error() {
+    // What a terminal shows of this line is "0 0 * * * harmless": the CR hides the rest.
+    let tab = user("0 0 * * * evil #\r0 0 * * * harmless\n* * * * * ok\n");
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:1:17: carriage return inside the line (it would hide text on a terminal)"]
+    );
+    assert_eq!(tab.entries.len(), 1);
+    // Lone CRs as line separators (old Mac files) are one line full of CRs: refused too.
+    let tab = user("0 0 * * * a\r0 0 * * * b\r");
+    assert!(tab.entries.is_empty() && tab.has_errors());
+    // In a variable's value just the same.
+    let tab = user("MAILTO=root\rx@evil\n");
+    assert!(tab.has_errors() && tab.env.get(b"MAILTO").is_none());
+}
