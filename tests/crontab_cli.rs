@@ -167,6 +167,50 @@ fn n_and_t_only_check_the_syntax() {
 }
 
 #[test]
+fn n_reports_unsafe_mail_settings_where_they_are_and_install_refuses_them() {
+    let t = Plain::new();
+    fs::write(
+        t.p("tab"),
+        b"MAILTO=me@here\nMAILFROM=-f evil\n0 0 * * * x\n",
+    )
+    .unwrap();
+    let out = t.run(&["-n", t.p("tab").to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "{}:2:10: MAILFROM may hold only",
+            t.p("tab").display()
+        )),
+        "{}",
+        show(&out)
+    );
+    let out = t.run(&["-"], b"MAILTO=a@b, c@d\n0 0 * * * x\n");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr(&out).contains(":1:12: MAILTO may hold only"),
+        "{}",
+        show(&out)
+    );
+    assert!(t.only_file().is_none(), "nothing installed");
+}
+
+#[test]
+fn many_bad_lines_show_twenty_problems_then_a_count() {
+    let t = Plain::new();
+    let out = t.run(&["-"], "bad\n".repeat(20_000).as_bytes());
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 22, "{}", show(&out));
+    assert!(
+        lines[20].starts_with("(19980 more problems in "),
+        "{}",
+        lines[20]
+    );
+    assert!(t.only_file().is_none());
+}
+
+#[test]
 fn a_missing_file_is_reported_with_its_name() {
     let t = Plain::new();
     let out = t.run(&["/nonexistent/tab"], b"");

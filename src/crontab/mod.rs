@@ -21,16 +21,20 @@
 //! * an unknown `CRON_TZ` is an error, and the entries below it are not loaded (each says why)
 //!   until the next valid `CRON_TZ`: running them in another zone would run them at the wrong
 //!   time;
-//! * a NUL byte anywhere in a line makes the line an error (a command can't carry it to exec).
+//! * a NUL byte anywhere in a line makes the line an error (a command can't carry it to exec);
+//! * a MAILTO or MAILFROM that fails Debian's safe-address rule is an error when the file is
+//!   checked (Debian accepts it and then silently never mails).
 
 #![forbid(unsafe_code)]
 
+mod address;
 mod command;
 mod env;
 
 use std::fmt;
 use std::sync::Arc;
 
+pub use address::is_safe_address;
 pub use command::{JobInput, split_percent};
 pub use env::Env;
 
@@ -314,11 +318,11 @@ impl Parser<'_, '_> {
         match parse_env_line(line) {
             EnvLine::NotEnv => self.entry(number, line),
             EnvLine::Bad(at, message) => self.error(number, at, message),
-            EnvLine::Assign { name, value } => self.assign(number, first, name, value),
+            EnvLine::Assign { name, value } => self.assign(number, line, first, name, value),
         }
     }
 
-    fn assign(&mut self, number: u32, at: usize, name: &[u8], value: &[u8]) {
+    fn assign(&mut self, number: u32, line: &[u8], at: usize, name: &[u8], value: &[u8]) {
         match name {
             b"LOGNAME" | b"USER" => {
                 self.warn(
@@ -364,6 +368,19 @@ impl Parser<'_, '_> {
                     return;
                 }
             },
+            b"MAILTO" | b"MAILFROM" if !value.is_empty() => {
+                let check = if name == b"MAILTO" {
+                    address::check_mailto(value)
+                } else {
+                    address::check_mailfrom(value)
+                };
+                if let Err((offset, message)) = check {
+                    // `value` is a slice of the line: its column is its distance from the start.
+                    let column = value.as_ptr() as usize - line.as_ptr() as usize + offset;
+                    self.error(number, column, message);
+                    return;
+                }
+            }
             _ => {}
         }
         // Every assignment counts, a repeated name too: each one is a link in the chain that

@@ -504,3 +504,15 @@ fn a_carriage_return_inside_a_line_makes_it_an_error() {
     let tab = user("MAILTO=root\rx@evil\n");
     assert!(tab.has_errors() && tab.env.get(b"MAILTO").is_none());
 }
+
+#[test]
+fn unsafe_mail_settings_are_errors_at_the_values_column_and_not_in_force() {
+    let tab = user("MAILTO=ok@host\nMAILTO = -oQ/tmp\nMAILFROM=\"a b\"\nMAILTO=\n* * * * * x\n");
+    assert_eq!(tab.errors.len(), 2, "{:?}", tab.errors);
+    assert_eq!((tab.errors[0].line, tab.errors[0].column), (2, 10));
+    assert!(tab.errors[0].message.starts_with("MAILTO may hold only"));
+    assert_eq!((tab.errors[1].line, tab.errors[1].column), (3, 12));
+    // An empty MAILTO (no mail) and MAILFROM (the default sender) are fine.
+    assert_eq!(tab.entries[0].env.get(b"MAILTO"), Some(&b""[..]));
+    assert_eq!(tab.entries[0].env.get(b"MAILFROM"), None);
+}

@@ -6,10 +6,10 @@
 //! - no mail when the output is empty, when MAILTO is set and empty, or with `-m off`;
 //! - To: MAILTO (a comma list; each address becomes one sendmail argument) or the crontab's
 //!   owner; From: MAILFROM or `root (Cron Daemon)`;
-//! - MAILTO and MAILFROM must pass Debian's `safe_p` (first byte alphanumeric, the others
-//!   alphanumeric or one of `@!:%-.,_+=/`), and so must each comma-separated address, so that
-//!   no address can look like a sendmail option; an unsafe value refuses the mail
-//!   (`UNSAFE MAIL`);
+//! - MAILTO and MAILFROM must pass Debian's `safe_p` ([`crate::crontab::is_safe_address`]),
+//!   and so must each comma-separated address, so that no address can look like a sendmail
+//!   option. The crontab parser refuses a line that breaks it; here, an unsafe MAILTO still
+//!   refuses the mail (`UNSAFE MAIL`), and an unsafe MAILFROM falls back to the default sender;
 //! - `Subject: Cron <user@host> command`, plus ` (exit status N)` / ` (killed by signal N)`
 //!   when the job failed; RFC 2047 encoded when it holds non-ASCII bytes;
 //! - `MIME-Version: 1.0`, `Content-Type` (CONTENT_TYPE, else `text/plain; charset=` the daemon
@@ -28,6 +28,7 @@
 
 pub mod send;
 
+use crate::crontab::is_safe_address;
 use crate::job::log_lines::{self, JobExit};
 use crate::job::output::TextKind;
 use crate::log::LogLine;
@@ -88,13 +89,6 @@ impl JobMail<'_> {
     }
 }
 
-/// Which of the two address variables was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddressVar {
-    MailTo,
-    MailFrom,
-}
-
 /// The decision for one job's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
@@ -104,8 +98,8 @@ pub enum Plan {
     MailtoEmpty,
     /// `-m off`.
     Off,
-    /// MAILTO or MAILFROM fails the safe-address rule.
-    Unsafe { var: AddressVar, value: Vec<u8> },
+    /// MAILTO fails the safe-address rule.
+    Unsafe { value: Vec<u8> },
     /// Send `header` and then the output to `recipients` (sendmail arguments).
     Send {
         recipients: Vec<Vec<u8>>,
@@ -123,7 +117,6 @@ pub enum MailOutcome {
     /// MAILTO="" or `-m off`: the user asked for no mail.
     Disabled,
     UnsafeAddress {
-        var: AddressVar,
         value: Vec<u8>,
     },
     /// The sendmail path does not exist. The caller should log the output (CMDOUT lines)
@@ -143,9 +136,7 @@ impl MailOutcome {
     pub fn log_line(&self, user: &[u8]) -> Option<LogLine> {
         match self {
             MailOutcome::Sent { .. } | MailOutcome::Empty | MailOutcome::Disabled => None,
-            MailOutcome::UnsafeAddress { value, .. } => {
-                Some(log_lines::unsafe_mail_line(user, value))
-            }
+            MailOutcome::UnsafeAddress { value } => Some(log_lines::unsafe_mail_line(user, value)),
             MailOutcome::NoMta => Some(log_lines::no_mta_line()),
             MailOutcome::MtaFailed { bytes, status } => {
                 Some(log_lines::mta_status_line(user, *bytes, *status))
@@ -155,21 +146,6 @@ impl MailOutcome {
                 "MAIL",
                 format!("can't run the MTA: {e}"),
             )),
-        }
-    }
-}
-
-/// Debian's `safe_p`: the first byte alphanumeric, every other byte alphanumeric or one of
-/// `@!:%-.,_+=/`, all printable ASCII. Empty is not safe.
-pub fn is_safe_address(value: &[u8]) -> bool {
-    const DELIMS: &[u8] = b"@!:%-.,_+=/";
-    match value.split_first() {
-        None => false,
-        Some((first, rest)) => {
-            first.is_ascii_alphanumeric()
-                && rest
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || DELIMS.contains(b))
         }
     }
 }
@@ -274,20 +250,13 @@ pub fn plan(job: &JobMail<'_>, config: &MailConfig, output_empty: bool, kind: Te
         || recipients.is_empty()
         || !recipients.iter().all(|a| is_safe_address(a))
     {
-        return Plan::Unsafe {
-            var: AddressVar::MailTo,
-            value: to.to_vec(),
-        };
+        return Plan::Unsafe { value: to.to_vec() };
     }
+    // An unsafe MAILFROM costs the sender, not the mail (Debian drops the mail). The parser
+    // refuses such a line already, so this is the second look.
     let from = match job.var(b"MAILFROM") {
-        None | Some([]) => DEFAULT_FROM.as_bytes(),
         Some(v) if is_safe_address(v) => v,
-        Some(v) => {
-            return Plan::Unsafe {
-                var: AddressVar::MailFrom,
-                value: v.to_vec(),
-            };
-        }
+        _ => DEFAULT_FROM.as_bytes(),
     };
     Plan::Send {
         header: header(job, config, from, to, kind),

@@ -32,7 +32,7 @@ pub fn mail_output(
     match plan(job, config, output.is_empty(), output.text_kind()) {
         Plan::Empty => MailOutcome::Empty,
         Plan::MailtoEmpty | Plan::Off => MailOutcome::Disabled,
-        Plan::Unsafe { var, value } => MailOutcome::UnsafeAddress { var, value },
+        Plan::Unsafe { value } => MailOutcome::UnsafeAddress { value },
         Plan::Send { recipients, header } => {
             let note = match (output.lost_bytes(), output.spill_error()) {
                 (0, _) => Vec::new(),
