@@ -34,6 +34,7 @@ impl Plain {
 
     fn run_env(&self, args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
         use std::io::Write;
+        use std::os::unix::process::CommandExt;
         let mut c = Command::new(BIN)
             .arg("--spool-dir")
             .arg(self.p("spool"))
@@ -49,6 +50,9 @@ impl Plain {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A process group of its own, as a shell's job is: `kill -INT 0` in an editor then
+            // reaches crontab and the editor, never the test harness.
+            .process_group(0)
             .spawn()
             .unwrap();
         let _ = c.stdin.take().unwrap().write_all(stdin);
@@ -287,6 +291,51 @@ fn an_editor_that_fails_installs_nothing() {
         show(&out)
     );
     assert!(t.only_file().is_none());
+}
+
+/// Names left in the temporary directory (the editor's copies) and the spool.
+fn leftovers(t: &Plain) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(t.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("crontab."))
+        .collect();
+    names.extend(
+        fs::read_dir(t.p("spool"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("tmp.")),
+    );
+    names
+}
+
+#[test]
+fn a_control_c_during_the_edit_reaches_the_editor_and_crontab_cleans_up() {
+    let t = Plain::new();
+    // ^C as a terminal sends it: to the whole process group. The editor dies of it.
+    let out = t.run_env(&["-e"], &[("EDITOR", "kill -INT 0; sleep 5; :")], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr(&out).contains("killed; signal 2"),
+        "crontab outlived the signal and reported it: {}",
+        show(&out)
+    );
+    assert!(t.only_file().is_none());
+    assert_eq!(leftovers(&t), Vec::<String>::new());
+}
+
+#[test]
+fn signals_that_the_editor_survives_do_not_stop_the_install() {
+    let t = Plain::new();
+    // An editor that ignores ^C and a hang-up, writes a crontab, then has the group signalled:
+    // crontab ignores them too and installs.
+    let editor = "trap '' INT QUIT HUP; printf '5 5 * * * x\\n' > \"$1\"; kill -INT 0; \
+                  kill -QUIT 0; kill -HUP 0; :";
+    let out = t.run_env(&["-e"], &[("EDITOR", editor)], b"");
+    assert!(out.status.success(), "{}", show(&out));
+    let installed = fs::read(t.only_file().expect("installed")).unwrap();
+    assert!(installed.ends_with(b"5 5 * * * x\n"), "{installed:?}");
+    assert_eq!(leftovers(&t), Vec::<String>::new());
 }
 
 #[test]

@@ -4,12 +4,15 @@
 //! valid, else offer the editor again on the same text.
 //!
 //! Must not: read the edited file through a symlink or as the group; run the editor with the
-//! group; install anything the parser refuses.
+//! group; install anything the parser refuses; die of the terminal's signals (SIGINT, SIGQUIT,
+//! SIGHUP are ignored while the edit lasts, and the editor gets them at their defaults), so
+//! nothing is left behind but what the user is told about.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process;
 
 use super::{Context, Exit, Io, MAX_CRONTAB_BYTES, Step, describe, fail, lossy, say, text};
+use crate::sys::signal;
 use crate::sys::spool_dir::{PrivateCopy, ReadError};
 use crate::sys::user::User;
 
@@ -27,6 +30,9 @@ pub(super) fn edit(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User) -> 
             text::TEMPLATE.as_bytes().to_vec()
         }
     };
+    // From here to the end, ^C, ^\ and a hang-up reach the editor, not crontab: it stays to
+    // remove its copy and never stops between the spool's temporary file and the rename.
+    let _interrupts = signal::ignore_interrupts();
     // Created with the caller's own ids (the group privilege is lowered): the editor may write it.
     let copy = match PrivateCopy::create(&ctx.tmpdir, &original) {
         Ok(c) => c,
@@ -119,7 +125,7 @@ fn edit_loop(
 fn run_editor(ctx: &Context, io: &mut Io<'_>, copy: &PrivateCopy) -> Step<()> {
     let editor = ctx.editor.to_string_lossy().into_owned();
     let _ = io.stdout.flush();
-    let status = process::Command::new("/bin/sh")
+    let status = signal::with_default_interrupts(&mut process::Command::new("/bin/sh"))
         .arg("-c")
         .arg(format!("{editor} \"$1\""))
         .arg("sh")

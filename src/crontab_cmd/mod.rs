@@ -227,6 +227,8 @@ fn run_inner(options: &Options, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
         Action::Install(input) => {
             let text = read_input(input, io)?;
             validate(&text, &input.name(), io)?;
+            // From the spool's temporary file to the rename, ^C can't leave half a step.
+            let _interrupts = sys::signal::ignore_interrupts();
             installed::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
         Action::Check(input) => {

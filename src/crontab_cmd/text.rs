@@ -40,15 +40,19 @@ pub fn strip_header(file: &[u8]) -> &[u8] {
     rest
 }
 
-/// What `-l` prints: carriage returns and backspaces spelled `\\r` and `\\b` (Debian's
-/// `protect-list`), so a line can't be hidden behind the next one on a terminal
-/// (`evil #\\r0 0 * * * harmless` shows as written, not as `0 0 * * * harmless`).
+/// What `-l` prints: every control byte but tab and newline spelled out, so nothing in a
+/// crontab can act on the terminal — hide a line behind the next one with a carriage return or
+/// backspaces (`evil #\\r0 0 * * * harmless` shows as written, not as `0 0 * * * harmless`),
+/// or send an escape sequence. `\\r` and `\\b` as Debian's `protect-list` writes them; the
+/// others, ESC and DEL among them, as `\\ooo` octal (Vixie's `mkprint`).
 pub fn protect_list(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len());
     for &b in text {
         match b {
             b'\r' => out.extend_from_slice(b"\\r"),
             0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' | b'\n' => out.push(b),
+            0..0x20 | 0x7f => out.extend_from_slice(format!("\\{b:03o}").as_bytes()),
             _ => out.push(b),
         }
     }
@@ -114,6 +118,15 @@ mod tests {
             b"0 0 * * * evil #\\r0 0 * * * ok\n1 1 * * * a\\bb\n"
         );
         assert_eq!(protect_list(b"* * * * * x\ty\n"), b"* * * * * x\ty\n");
+    }
+
+    #[test]
+    fn list_spells_out_escape_sequences_and_every_other_control_byte() {
+        // ESC [ 2 K clears the line on a terminal; ESC ] is a title or clipboard sequence.
+        assert_eq!(
+            protect_list(b"* * * * * a\x1b[2Kb\x1b]52;c;x\x07\x7f\xc3\xa9\n"),
+            b"* * * * * a\\033[2Kb\\033]52;c;x\\007\\177\xc3\xa9\n"
+        );
     }
 
     #[test]

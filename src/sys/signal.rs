@@ -98,3 +98,51 @@ pub fn ignore_sigpipe() {
     // SAFETY: SIG_IGN installs no Rust code; the job child is single-threaded.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
 }
+
+/// The terminal's signals (^C, ^\, the terminal going away), which crontab(1) ignores while a
+/// user edits: the editor gets them, and crontab itself lives on to clean up.
+const INTERRUPTS: [i32; 3] = [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP];
+
+/// While held, SIGINT, SIGQUIT and SIGHUP are ignored by this process; dropping it puts back
+/// what was there before. Children started with [`Command`](std::process::Command) would
+/// inherit the ignoring through exec: give them [`with_default_interrupts`].
+#[derive(Debug)]
+pub struct InterruptsIgnored {
+    before: [libc::sighandler_t; 3],
+}
+
+pub fn ignore_interrupts() -> InterruptsIgnored {
+    // SAFETY: SIG_IGN installs no Rust code; crontab(1) is single-threaded, so nothing races
+    // the change of disposition.
+    let before = INTERRUPTS.map(|sig| unsafe { libc::signal(sig, libc::SIG_IGN) });
+    InterruptsIgnored { before }
+}
+
+impl Drop for InterruptsIgnored {
+    fn drop(&mut self) {
+        for (sig, before) in INTERRUPTS.iter().zip(self.before) {
+            if before != libc::SIG_ERR {
+                // SAFETY: `before` is what signal(2) returned for this signal: SIG_DFL, SIG_IGN
+                // or a handler that was installed then and still is in this process.
+                unsafe { libc::signal(*sig, before) };
+            }
+        }
+    }
+}
+
+/// Makes `command`'s child start with SIGINT, SIGQUIT and SIGHUP at their default actions
+/// (the editor must die of ^C even while its parent ignores it).
+pub fn with_default_interrupts(command: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: signal(2) with SIG_DFL is one (a sigaction), and the
+    // closure neither allocates nor locks.
+    unsafe {
+        command.pre_exec(|| {
+            for sig in INTERRUPTS {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    }
+}
