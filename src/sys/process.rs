@@ -138,18 +138,25 @@ pub fn open_max() -> i32 {
 /// Rust values owning them (files, pipes, the daemon's inotify and timer) live on in this
 /// process's copy of memory and must not be used again.
 pub unsafe fn close_range_or_each(first: u32, last: u32, open_max: i32) {
-    // SAFETY: close_range and close take plain integers; the caller guarantees that no Rust
-    // value of this process uses the closed numbers again.
-    unsafe {
-        if libc::syscall(libc::SYS_close_range, first, last, 0u32) == 0 {
-            return;
-        }
-        let end = i64::from(last).min(i64::from(open_max) - 1);
-        let mut fd = i64::from(first);
-        while fd <= end {
-            libc::close(fd as i32);
-            fd += 1;
-        }
+    // SAFETY: close_range takes plain integers; the caller guarantees that no Rust value of
+    // this process uses the closed numbers again.
+    if unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) } != 0 {
+        // SAFETY: as above, the caller's guarantee.
+        unsafe { close_one_by_one(first, last, open_max) }
+    }
+}
+
+/// The fallback of [`close_range_or_each`]: `close` on each of `first..=last` below `open_max`.
+///
+/// # Safety
+/// As [`close_range_or_each`].
+unsafe fn close_one_by_one(first: u32, last: u32, open_max: i32) {
+    let end = i64::from(last).min(i64::from(open_max) - 1);
+    let mut fd = i64::from(first);
+    while fd <= end {
+        // SAFETY: close takes a plain integer; the caller guarantees nothing uses it again.
+        unsafe { libc::close(fd as i32) };
+        fd += 1;
     }
 }
 
@@ -204,10 +211,19 @@ mod tests {
         unsafe { close_range_or_each(low as u32, (low + 1) as u32, open_max()) };
         assert!(!is_open(low) && !is_open(low + 1));
         assert!(is_open(high));
-        // The fallback alone: close_range refuses a range whose end is below its start, so
-        // only the loop runs, and it closes nothing.
-        // SAFETY: as above; the range is empty.
-        unsafe { close_range_or_each(high as u32, low as u32, open_max()) };
+        // The fallback alone, as it runs where close_range is missing (kernels before 5.9) or
+        // refused (seccomp): it closes the range and nothing else.
+        for fd in low..=high {
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::dup2(null.as_raw_fd(), fd) }, fd);
+        }
+        // SAFETY: as above.
+        unsafe { close_one_by_one(low as u32, (low + 1) as u32, open_max()) };
+        assert!(!is_open(low) && !is_open(low + 1));
+        assert!(is_open(high));
+        // And it stops below open_max, whatever the range says.
+        // SAFETY: as above.
+        unsafe { close_one_by_one(high as u32, u32::MAX, high) };
         assert!(is_open(high));
         // SAFETY: `high` is ours (dup2 above) and closed once.
         unsafe { libc::close(high) };
