@@ -129,3 +129,20 @@ deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext
 	$(MAKE) --no-print-directory install DESTDIR="$(abspath $(debout)/root)" PREFIX=/usr \
 	    sysconfdir=/etc SETGID=no bins="$(bins)" >/dev/null
 	pkg/deb/build "$(debout)/root" "$(debout)" "$(bins)" "$(debcompress)"
+
+# ---- fuzzing ------------------------------------------------------------------------------
+# CI runs each fuzz target for FUZZ_SECONDS on its corpus in fuzz/corpus (kept in the repo; the
+# run adds to it locally). cargo-fuzz works on stable with `-s none` (no sanitizer); a crash
+# fails the run and leaves its input in fuzz/artifacts/TARGET/, which becomes a unit test.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := crontab expression
+
+.PHONY: fuzz
+fuzz:
+	command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		log=$$(mktemp); \
+		if $(CARGO) fuzz run -s none $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) \
+			>$$log 2>&1; then grep -E '^Done' $$log; rm -f $$log; \
+		else tail -n 60 $$log; rm -f $$log; exit 1; fi; \
+	done
