@@ -25,6 +25,7 @@ check:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	./.ci/core-boundary
+	./.ci/doc-tests-exist
 
 # Benchmarks are not tests: criterion lives in its own crate so `cargo test` never builds it.
 bench:
