@@ -118,3 +118,40 @@ fn root_a_refused_file_loads_once_its_mode_is_fixed() {
     crond.wait_for_log("(root) RELOAD (spool/root)", 10);
     assert_eq!(wait_for_file(&fixed, 20), "fixed\n");
 }
+
+#[test]
+fn root_no_log_line_is_longer_than_a_kibibyte_whatever_the_crontab_holds() {
+    require_root();
+    let tree = Tree::new();
+    let done = tree.out("done");
+    // A 5,000-byte command (logged by CMD and CMDEND), its output logged by -s, and a
+    // 3,000-byte bad line (an ERROR line echoing part of it).
+    let long_arg = "x".repeat(5_000);
+    let bad = format!("@{} root true", "y".repeat(3_000));
+    tree.write_file(
+        &tree.cron_d().join("long"),
+        &format!(
+            "{bad}\n0 10 * * * root echo {long_arg}; echo done > {}\n",
+            done.display()
+        ),
+        0o644,
+    );
+    let crond = Crond::start(&tree, 1, &["-s"]);
+    wait_for_file(&done, 20);
+    crond.wait_for_log("CMDEND", 10);
+    let log = crond.log_text();
+    let mut cut = 0;
+    for line in log.lines() {
+        // The syslog-style prefix ("Nov 21 09:59:50 cron[123]: ") is the sink's, not the line's.
+        let message = line.split_once("]: ").map_or(line, |(_, m)| m);
+        assert!(
+            message.len() <= 1024,
+            "{} bytes: {message:.80}",
+            message.len()
+        );
+        cut += usize::from(message.ends_with("...[cut])"));
+    }
+    // ERROR, CMD, CMDOUT and CMDEND all carry the long line, the command or its output.
+    assert!(log.contains("ERROR ("), "{log}");
+    assert!(cut >= 4, "{log}");
+}

@@ -31,18 +31,62 @@ impl LogLine {
         }
     }
 
-    /// The message as bytes.
+    /// The message as bytes, at most [`MAX_LINE`]: a longer detail is cut and ends with
+    /// [`CUT_MARK`].
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.who.len() + self.event.len() + self.detail.len() + 6);
+        let frame = self.who.len() + self.event.len() + 6;
+        let detail: &[u8] = if frame + self.detail.len() <= MAX_LINE {
+            &self.detail
+        } else {
+            let room = MAX_LINE.saturating_sub(frame + CUT_MARK.len());
+            &self.detail[..cut_point(&self.detail, room)]
+        };
+        let mut v = Vec::with_capacity(frame + detail.len() + CUT_MARK.len());
         v.push(b'(');
         v.extend_from_slice(self.who.as_bytes());
         v.extend_from_slice(b") ");
         v.extend_from_slice(self.event.as_bytes());
         v.extend_from_slice(b" (");
-        v.extend_from_slice(&self.detail);
+        v.extend_from_slice(detail);
+        if detail.len() < self.detail.len() {
+            v.extend_from_slice(CUT_MARK.as_bytes());
+        }
         v.push(b')');
         v
     }
+}
+
+/// The longest log line, in bytes: a job's output line, an echoed command or a long file name
+/// can't make one line of 100 KB (journald's rate limit would then drop other users' lines).
+pub const MAX_LINE: usize = 1024;
+
+/// What ends a detail that was cut.
+pub const CUT_MARK: &str = "...[cut]";
+
+/// Where to cut `detail` to keep at most `room` bytes: not inside a UTF-8 character, nor inside
+/// an escape that [`printable`] wrote (`^X`, `\ooo`), so what is kept reads the same.
+fn cut_point(detail: &[u8], room: usize) -> usize {
+    let mut end = room.min(detail.len());
+    // Back to the start of a UTF-8 character (at most three continuation bytes).
+    let mut steps = 0;
+    while end > 0 && end < detail.len() && (detail[end] & 0xC0) == 0x80 && steps < 3 {
+        end -= 1;
+        steps += 1;
+    }
+    // A `^` or `\` with fewer than all its digits at the end: drop the partial escape.
+    let kept = &detail[..end];
+    if kept.ends_with(b"^") {
+        return end - 1;
+    }
+    for digits in 0..=2 {
+        if kept.len() > digits
+            && kept[kept.len() - digits - 1] == b'\\'
+            && kept[kept.len() - digits..].iter().all(u8::is_ascii_digit)
+        {
+            return end - digits - 1;
+        }
+    }
+    end
 }
 
 impl fmt::Display for LogLine {
@@ -97,6 +141,38 @@ mod tests {
             LogLine::new(b"jos\xe9", String::from("RELOAD"), "crontabs/x").to_bytes(),
             b"(jos\\351) RELOAD (crontabs/x)"
         );
+    }
+
+    #[test]
+    fn a_long_detail_is_cut_to_the_line_limit_with_a_mark() {
+        let line = LogLine::new("bob", "CMDOUT", "x".repeat(100_000)).to_bytes();
+        assert_eq!(line.len(), MAX_LINE);
+        assert!(line.starts_with(b"(bob) CMDOUT (xxx"));
+        assert!(line.ends_with(b"x...[cut])"));
+        // One byte under the limit is kept whole.
+        let fits = "y".repeat(MAX_LINE - "(bob) CMDOUT ()".len());
+        let line = LogLine::new("bob", "CMDOUT", fits.as_str()).to_bytes();
+        assert_eq!(line.len(), MAX_LINE);
+        assert!(!line.ends_with(b"[cut])"));
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character_or_an_escape() {
+        let room = MAX_LINE - "(bob) CMDOUT (".len() - CUT_MARK.len() - 1;
+        for pad in 0..4 {
+            // UTF-8: é is two bytes; the cut lands on each of its positions in turn.
+            let detail = format!("{}{}", "a".repeat(room - pad), "é".repeat(600));
+            let line = LogLine::new("bob", "CMDOUT", detail.as_str()).to_bytes();
+            assert!(line.len() <= MAX_LINE);
+            let body = &line[..line.len() - CUT_MARK.len() - 1];
+            assert!(std::str::from_utf8(body).is_ok(), "pad {pad}");
+            // mkprint escapes: \351 is four bytes.
+            let detail = format!("{}{}", "a".repeat(room - pad), printable(&[0xe9; 600]));
+            let line = LogLine::new("bob", "CMDOUT", detail.as_str()).to_bytes();
+            let body = String::from_utf8(line[..line.len() - CUT_MARK.len() - 1].to_vec()).unwrap();
+            let tail = body.rsplit('a').next().unwrap();
+            assert_eq!(tail.len() % 4, 0, "pad {pad}: {tail:?}");
+        }
     }
 
     #[test]
