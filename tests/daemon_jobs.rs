@@ -228,3 +228,25 @@ fn random_delay_postpones_a_job_by_the_daemons_factor_of_its_minutes() {
         "delayed by {real:.2} s real, expected about {expected:.2} s ({percent}% of a minute at x10)"
     );
 }
+
+#[test]
+fn root_with_minus_s_a_job_logs_at_most_a_thousand_output_lines_then_a_count() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("chatty"),
+        "0 10 * * * root seq 5000\n",
+        0o644,
+    );
+    let crond = Crond::start(&tree, 1, &["-s"]);
+    crond.wait_for_log("(root) CMDEND (seq 5000)", 20);
+    let log = crond.log_text();
+    let outs: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once(") CMDOUT (").map(|(_, m)| m))
+        .collect();
+    assert_eq!(outs.len(), 1_001, "{}", outs.len());
+    assert_eq!(outs[0], "1)");
+    assert_eq!(outs[999], "1000)");
+    assert_eq!(outs[1000], "[4000 more lines of output not logged])");
+}

@@ -13,6 +13,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 
+use crate::log::line::MAX_LINE;
 use crate::log::{LogLine, printable};
 
 /// How the shell ended.
@@ -133,10 +134,11 @@ pub fn cmdend_line(user: &[u8], command: &[u8]) -> LogLine {
     LogLine::new(user, "CMDEND", printable(command))
 }
 
-/// cronie's `-s` line for one line of output (see `Output::cmdout_lines`): `(user) CMDOUT
-/// (line)`. The line's bytes are kept as they are (syslog daemons escape control bytes
+/// cronie's `-s` lines for one line of output (see `Output::cmdout_lines`): `(user) CMDOUT
+/// (line)`, in as many pieces as it takes for each to fit the log's line limit (nothing is cut
+/// off). The line's bytes are kept as they are (syslog daemons escape control bytes
 /// themselves), except NUL, which would end the C string: it becomes `^@`.
-pub fn cmdout_line(user: &[u8], line: &[u8]) -> LogLine {
+pub fn cmdout_lines(user: &[u8], line: &[u8]) -> Vec<LogLine> {
     let mut detail = Vec::with_capacity(line.len());
     for &b in line {
         if b == 0 {
@@ -145,7 +147,34 @@ pub fn cmdout_line(user: &[u8], line: &[u8]) -> LogLine {
             detail.push(b);
         }
     }
-    LogLine::new(user, "CMDOUT", detail)
+    let frame = LogLine::new(user, "CMDOUT", Vec::new()).to_bytes().len();
+    let room = MAX_LINE.saturating_sub(frame).max(16);
+    let mut pieces = Vec::new();
+    let mut rest = &detail[..];
+    loop {
+        let mut take = rest.len().min(room);
+        // Keep a `^@` whole.
+        if take < rest.len() && take > 0 && rest[take - 1] == b'^' && rest[take] == b'@' {
+            take -= 1;
+        }
+        pieces.push(LogLine::new(user, "CMDOUT", rest[..take].to_vec()));
+        rest = &rest[take..];
+        if rest.is_empty() {
+            return pieces;
+        }
+    }
+}
+
+/// How many `CMDOUT` lines one job may log: past them, one line says how many more there were.
+pub const MAX_CMDOUT_LINES: usize = 1_000;
+
+/// The line after the last [`MAX_CMDOUT_LINES`]: `(user) CMDOUT (N more lines not logged)`.
+pub fn cmdout_more_line(user: &[u8], more: u64) -> LogLine {
+    LogLine::new(
+        user,
+        "CMDOUT",
+        format!("[{more} more lines of output not logged]"),
+    )
 }
 
 /// Debian's line when sendmail is missing: `(CRON) info (No MTA installed, discarding output)`.
@@ -248,9 +277,30 @@ mod tests {
             "(bob) UNSAFE MAIL (-oQ^Jx)"
         );
         assert_eq!(
-            cmdout_line(b"bob", b"a\0b").to_bytes(),
+            cmdout_lines(b"bob", b"a\0b")[0].to_bytes(),
             b"(bob) CMDOUT (a^@b)"
         );
+    }
+
+    #[test]
+    fn a_long_output_line_is_logged_in_pieces_that_each_fit_and_lose_nothing() {
+        let line = [b'z'; 1023];
+        let pieces = cmdout_lines(b"bob", &line);
+        assert_eq!(pieces.len(), 2);
+        let mut joined = Vec::new();
+        for piece in &pieces {
+            let bytes = piece.to_bytes();
+            assert!(bytes.len() <= MAX_LINE);
+            assert!(!bytes.ends_with(b"[cut])"));
+            joined.extend_from_slice(&bytes[b"(bob) CMDOUT (".len()..bytes.len() - 1]);
+        }
+        assert_eq!(joined, line);
+        // A NUL's `^@` is never split between two pieces.
+        let room = MAX_LINE - b"(bob) CMDOUT ()".len();
+        let mut line = vec![b'a'; room - 1];
+        line.push(0);
+        let pieces = cmdout_lines(b"bob", &line);
+        assert!(pieces[1].to_bytes().ends_with(b"(^@)"), "{:?}", pieces[1]);
     }
 
     #[test]

@@ -219,11 +219,15 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     }
 }
 
-/// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost).
+/// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),
+/// at most [`log_lines::MAX_CMDOUT_LINES`] of them: `yes` as a job must not fill the log. The
+/// rest is read to count it, and one line says how many lines were not logged.
 fn log_output(log: Log, user: &[u8], output: &Output) {
+    let mut logged = 0usize;
+    let mut more = 0u64;
     for line in output.cmdout_lines() {
-        match line {
-            Ok(line) => log.line(Level::Info, &log_lines::cmdout_line(user, &line)),
+        let line = match line {
+            Ok(line) => line,
             Err(e) => {
                 log.line(
                     Level::Error,
@@ -231,6 +235,21 @@ fn log_output(log: Log, user: &[u8], output: &Output) {
                 );
                 return;
             }
+        };
+        if logged >= log_lines::MAX_CMDOUT_LINES {
+            more += 1;
+            continue;
         }
+        for piece in log_lines::cmdout_lines(user, &line) {
+            if logged < log_lines::MAX_CMDOUT_LINES {
+                log.line(Level::Info, &piece);
+                logged += 1;
+            } else {
+                more += 1;
+            }
+        }
+    }
+    if more > 0 {
+        log.line(Level::Info, &log_lines::cmdout_more_line(user, more));
     }
 }

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use super::*;
-use crate::job::log_lines::cmdout_line;
+use crate::job::log_lines::cmdout_lines;
 use crate::job::test_support::{checksum, run_job};
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
@@ -197,7 +197,8 @@ fn cmdout_lines_of_a_real_job_are_its_lines() {
     );
     let lines: Vec<String> = out
         .cmdout_lines()
-        .map(|l| cmdout_line(b"bob", &l.unwrap()).to_string())
+        .flat_map(|l| cmdout_lines(b"bob", &l.unwrap()))
+        .map(|l| l.to_string())
         .collect();
     assert_eq!(
         lines,
