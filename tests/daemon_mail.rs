@@ -355,6 +355,42 @@ fn root_a_megabyte_of_output_arrives_whole_through_the_real_mta() {
 }
 
 #[test]
+fn root_past_max_output_the_rest_is_dropped_and_the_mail_says_how_much() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let received = tree.out("received");
+    // 5 MiB of output against a 1 MiB limit: the first MiB arrives, then one line saying how
+    // many bytes were dropped (the 5 MiB and "finished\n" less the first MiB); the job itself
+    // runs to its end, never blocked on a full pipe.
+    install(
+        &tree,
+        &user,
+        "0 10 * * * head -c 5242880 /dev/zero | tr '\\0' y; echo finished >&2\n",
+    );
+    let command = format!("cat > {}.part && mv {0}.part {0}", received.display());
+    let crond = Crond::start(&tree, 1, &["-m", &command, "--max-output", "1M"]);
+    crond.wait_for_log(&format!("({}) CMDEND (", user.name), 60);
+    let log = crond.wait_for_log(
+        "4194313 bytes of output dropped past the --max-output limit of 1048576 bytes",
+        10,
+    );
+    assert!(log.contains(&format!("({}) OUTPUT (", user.name)), "{log}");
+    let message = fs::read(&received).expect("the -m command wrote its input");
+    let split = message.windows(2).position(|w| w == b"\n\n").unwrap();
+    let body = &message[split + 2..];
+    let note = b"\n[crond: 4194313 more bytes of output were dropped: past the limit of \
+                 1048576 bytes (crond --max-output)]\n";
+    assert!(
+        body.ends_with(note),
+        "{:?}",
+        String::from_utf8_lossy(&body[body.len() - 200..])
+    );
+    assert_eq!(body.len(), (1 << 20) + note.len());
+    assert!(body[..1 << 20].iter().all(|&b| b == b'y'));
+    user.assert_no_mail();
+}
+
+#[test]
 fn root_the_mail_command_runs_as_the_jobs_user_with_the_jobs_environment() {
     let user = mail_user();
     let tree = Tree::new();

@@ -241,6 +241,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--reboot-marker",
             "--sendmail",
             "--log",
+            "--max-output",
         ])
     );
     assert_eq!(

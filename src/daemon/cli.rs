@@ -4,7 +4,8 @@
 //!
 //! Flags (DESIGN §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`; and
 //! the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
-//! --sendmail`, plus `--log syslog|stderr|both`.
+//! --sendmail`, plus `--log syslog|stderr|both` and `--max-output SIZE` (bytes, or with a K, M
+//! or G suffix, binary; 0: no limit).
 
 use std::ffi::OsString;
 use std::fmt;
@@ -16,7 +17,8 @@ use crate::log::Destination;
 pub const USAGE: &str =
     "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
-             [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]";
+             [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
+             [--max-output SIZE]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,6 +83,16 @@ impl Options {
                 Long("pid-file") => o.pid_file = Some(path(&mut parser)?),
                 Long("reboot-marker") => o.reboot_marker = Some(path(&mut parser)?),
                 Long("sendmail") => o.sendmail = Some(path(&mut parser)?),
+                Long("max-output") => {
+                    let v = parser.value()?;
+                    let size = v.to_str().and_then(parse_size).ok_or_else(|| {
+                        lexopt::Error::UnexpectedValue {
+                            option: "--max-output".into(),
+                            value: v.clone(),
+                        }
+                    })?;
+                    o.max_output = Some(size);
+                }
                 Long("log") => {
                     let v = parser.value()?;
                     o.log = Some(match v.to_str() {
@@ -105,6 +117,27 @@ impl Options {
         }
         Ok(o)
     }
+}
+
+/// A size as `--max-output` takes it: a number of bytes, or with a `K`, `M` or `G` suffix
+/// (binary multiples; either case; a trailing `B` or `iB` allowed). `None` if it isn't one.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let upper = text.to_ascii_uppercase();
+    let number = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
+    let (digits, shift) = match number.as_bytes().last()? {
+        b'K' => (&number[..number.len() - 1], 10),
+        b'M' => (&number[..number.len() - 1], 20),
+        b'G' => (&number[..number.len() - 1], 30),
+        _ => (number, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    n.checked_mul(1 << shift)
 }
 
 #[cfg(test)]
@@ -143,6 +176,8 @@ mod tests {
             "/m",
             "--log",
             "both",
+            "--max-output",
+            "2M",
         ])
         .expect("parses");
         let expected = Options {
@@ -163,6 +198,7 @@ mod tests {
             reboot_marker: Some("/r".into()),
             sendmail: Some("/m".into()),
             log: Some(Destination::Both),
+            max_output: Some(2 << 20),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());
@@ -175,6 +211,20 @@ mod tests {
         assert_eq!(o.mail, Some("/usr/bin/mymail -x".into()));
         assert_eq!(o.log_level, Some(8));
         assert!(!o.all_paths_overridden());
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes_and_nothing_else() {
+        assert_eq!(parse_size("0"), Some(0));
+        assert_eq!(parse_size("1500"), Some(1500));
+        assert_eq!(parse_size("64k"), Some(64 << 10));
+        assert_eq!(parse_size("100M"), Some(100 << 20));
+        assert_eq!(parse_size("100MiB"), Some(100 << 20));
+        assert_eq!(parse_size("2GB"), Some(2 << 30));
+        for bad in ["", "M", "-1", "1.5M", "10T", "1 M", "99999999999999999999G"] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+        assert!(parse(&["--max-output", "lots"]).is_err());
     }
 
     #[test]

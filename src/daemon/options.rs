@@ -42,6 +42,8 @@ pub struct Options {
     pub sendmail: Option<PathBuf>,
     /// `--log`; `None`: syslog when daemonized, both with `-f`.
     pub log: Option<Destination>,
+    /// `--max-output SIZE` in bytes, as given (`None`: the default; `Some(0)`: no limit).
+    pub max_output: Option<u64>,
 }
 
 impl Options {
@@ -124,6 +126,11 @@ impl Options {
                 std::env::var_os("PATH")
             } else {
                 None
+            },
+            max_output: match self.max_output {
+                None => Some(crate::job::output::DEFAULT_LIMIT),
+                Some(0) => None,
+                Some(n) => Some(n),
             },
             output: if self.output_to_syslog {
                 OutputTo::Syslog

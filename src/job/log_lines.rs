@@ -165,6 +165,15 @@ pub fn cmdout_lines(user: &[u8], line: &[u8]) -> Vec<LogLine> {
     }
 }
 
+/// `(user) OUTPUT (N bytes of output dropped past the --max-output limit of M bytes)`.
+pub fn output_dropped_line(user: &[u8], dropped: u64, limit: u64) -> LogLine {
+    LogLine::new(
+        user,
+        "OUTPUT",
+        format!("{dropped} bytes of output dropped past the --max-output limit of {limit} bytes"),
+    )
+}
+
 /// How many `CMDOUT` lines one job may log: past them, one line says how many more there were.
 pub const MAX_CMDOUT_LINES: usize = 1_000;
 

@@ -62,6 +62,8 @@ pub struct ChildSetup {
     pub inherited_path: Option<OsString>,
     /// Where the job's output goes.
     pub output: OutputTo,
+    /// The most output kept per job (`--max-output`); `None`: no limit.
+    pub max_output: Option<u64>,
 }
 
 /// Where a job's output goes once the shell has exited.

@@ -8,8 +8,12 @@
 //! counts as empty. (cronie reads the first byte before its loop and so keeps a `\r` there; we
 //! drop every one, which is what that change meant.)
 //!
+//! Bounded: at most the daemon's `--max-output` (default [`DEFAULT_LIMIT`], 100 MiB) is kept, in
+//! memory and file together; the rest is still read, so the job never blocks on a full pipe, and
+//! dropped, and counted.
+//!
 //! It must not block on anything but the pipe it reads, and it never logs: failures come back as
-//! values (`spill_error`, `lost_bytes`) for the job child to report.
+//! values (`spill_error`, `lost_bytes`, `dropped_bytes`) for the job child to report.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -31,8 +35,15 @@ pub struct Output {
     spill_dir: PathBuf,
     spill_error: Option<io::Error>,
     lost: u64,
+    /// The most bytes kept (`--max-output`); `None`: no limit.
+    limit: Option<u64>,
+    dropped: u64,
     utf8: Utf8Check,
 }
+
+/// The daemon's default `--max-output`: 100 MiB of a job's output is kept (and mailed); the
+/// rest is read and dropped, so `yes` as a job can't fill /tmp (RAM where it is a tmpfs).
+pub const DEFAULT_LIMIT: u64 = 100 << 20;
 
 impl Output {
     /// An empty capture that will spill into `spill_dir` (usually `sys::tmpfile::default_dir()`).
@@ -44,16 +55,30 @@ impl Output {
             spill_dir: spill_dir.to_path_buf(),
             spill_error: None,
             lost: 0,
+            limit: None,
+            dropped: 0,
             utf8: Utf8Check::default(),
         }
+    }
+
+    /// Keeps at most `limit` bytes (`None`: all); what comes after is read and dropped, and
+    /// counted ([`Output::dropped_bytes`]).
+    pub fn with_limit(mut self, limit: Option<u64>) -> Output {
+        self.limit = limit;
+        self
     }
 
     /// Reads `from` to end-of-file (the job's pipe: EOF comes when the shell and everything it
     /// started have closed their stdout/stderr). Only an error reading the pipe itself is
     /// returned; a failure to spill is recorded and the rest of the output is drained and
     /// counted as lost, so the job never blocks on a full pipe.
-    pub fn capture(spill_dir: &Path, mut from: impl Read) -> io::Result<Output> {
-        let mut out = Output::new(spill_dir);
+    pub fn capture(spill_dir: &Path, from: impl Read) -> io::Result<Output> {
+        Output::new(spill_dir).capture_from(from)
+    }
+
+    /// [`Output::capture`] into this (empty) output, keeping its limit.
+    pub fn capture_from(self, mut from: impl Read) -> io::Result<Output> {
+        let mut out = self;
         let mut buf = vec![0u8; CHUNK];
         loop {
             let n = match from.read(&mut buf) {
@@ -81,6 +106,13 @@ impl Output {
     }
 
     fn append(&mut self, mut bytes: &[u8]) {
+        if let Some(limit) = self.limit {
+            let room = limit.saturating_sub(self.len() + self.lost);
+            if (bytes.len() as u64) > room {
+                self.dropped += bytes.len() as u64 - room;
+                bytes = &bytes[..room as usize];
+            }
+        }
         if bytes.is_empty() {
             return;
         }
@@ -131,7 +163,17 @@ impl Output {
 
     /// No output (or only carriage returns, or everything lost): no mail.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0 && self.lost == 0
+        self.len() == 0 && self.lost == 0 && self.dropped == 0
+    }
+
+    /// Bytes the job printed past the limit, read and not kept.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The limit this output was captured with.
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
     }
 
     /// Bytes the job printed that could not be kept because the temporary file could not be

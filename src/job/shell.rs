@@ -90,7 +90,9 @@ pub(super) fn run_shell(
     if let Some(line) = log_lines::cmd_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
         log.line(Level::Info, &line);
     }
-    let captured = Output::capture(&spill_dir, File::from(read_end));
+    let captured = Output::new(&spill_dir)
+        .with_limit(setup.max_output)
+        .capture_from(File::from(read_end));
     let status = loop {
         match child.wait() {
             Ok(status) => break Some(status),
@@ -119,6 +121,14 @@ pub(super) fn run_shell(
                 spill_dir.display()
             ),
         );
+    }
+    if output.dropped_bytes() > 0 {
+        let line = log_lines::output_dropped_line(
+            who,
+            output.dropped_bytes(),
+            output.limit().unwrap_or(0),
+        );
+        log.line(Level::Warning, &line);
     }
     Some(Finished {
         shell_pid,

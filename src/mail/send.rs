@@ -21,8 +21,8 @@ use crate::job::output::Output;
 /// environment the MTA runs with (nothing of the daemon's leaks into it; the job's environment
 /// is the natural choice, as cronie passes it).
 ///
-/// When some output was lost (the spill file failed), the mail ends with a line saying how
-/// many bytes and why, so the reader knows the body is incomplete.
+/// When some output was lost (the spill file failed) or dropped (past `--max-output`), the mail
+/// ends with a line saying how many bytes and why, so the reader knows the body is incomplete.
 pub fn mail_output(
     job: &JobMail<'_>,
     config: &MailConfig,
@@ -34,7 +34,7 @@ pub fn mail_output(
         Plan::MailtoEmpty | Plan::Off => MailOutcome::Disabled,
         Plan::Unsafe { value } => MailOutcome::UnsafeAddress { value },
         Plan::Send { recipients, header } => {
-            let note = match (output.lost_bytes(), output.spill_error()) {
+            let mut note = match (output.lost_bytes(), output.spill_error()) {
                 (0, _) => Vec::new(),
                 (n, e) => format!(
                     "\n[crond: {n} more bytes of output were lost: {}]\n",
@@ -42,6 +42,17 @@ pub fn mail_output(
                 )
                 .into_bytes(),
             };
+            if output.dropped_bytes() > 0 {
+                note.extend_from_slice(
+                    format!(
+                        "\n[crond: {} more bytes of output were dropped: past the limit of {} \
+                         bytes (crond --max-output)]\n",
+                        output.dropped_bytes(),
+                        output.limit().unwrap_or(0)
+                    )
+                    .as_bytes(),
+                );
+            }
             deliver(
                 &config.command,
                 &recipients,

@@ -77,6 +77,42 @@ fn a_missing_spill_directory_loses_the_tail_but_keeps_the_head_and_says_so() {
 }
 
 #[test]
+fn past_the_limit_output_is_read_and_dropped_and_the_spill_file_stops_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 200_000u64;
+    // A pipe the job keeps writing to: everything must be read (or the job would block).
+    let (r, w) = crate::sys::pipe::pipe().unwrap();
+    let mut w = std::fs::File::from(w);
+    let writer = std::thread::spawn(move || {
+        for _ in 0..100 {
+            std::io::Write::write_all(&mut w, &[b'y'; 50_000]).unwrap();
+        }
+    });
+    let o = Output::new(dir.path())
+        .with_limit(Some(limit))
+        .capture_from(std::fs::File::from(r))
+        .unwrap();
+    writer.join().unwrap();
+    assert_eq!(o.len(), limit);
+    assert_eq!(o.dropped_bytes(), 5_000_000 - limit);
+    assert_eq!(all(&o), vec![b'y'; limit as usize]);
+    // The memory part and the file together hold the limit, not more.
+    assert_eq!(o.file_len, limit - MEMORY_LIMIT as u64);
+    // A limit inside the memory part: no file at all.
+    let o = Output::new(dir.path())
+        .with_limit(Some(10))
+        .capture_from(&b"0123456789abc"[..])
+        .unwrap();
+    assert_eq!(
+        (all(&o), o.dropped_bytes(), o.spilled()),
+        (b"0123456789".to_vec(), 3, false)
+    );
+    // No limit: nothing dropped.
+    let o = Output::capture(dir.path(), &[b'z'; 300_000][..]).unwrap();
+    assert_eq!((o.len(), o.dropped_bytes()), (300_000, 0));
+}
+
+#[test]
 fn text_kind_follows_the_bytes_even_across_chunk_boundaries() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = Output::new(dir.path());
