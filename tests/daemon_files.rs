@@ -120,6 +120,33 @@ fn root_a_refused_file_loads_once_its_mode_is_fixed() {
 }
 
 #[test]
+fn root_a_user_crontab_over_a_mebibyte_is_refused_whole_and_a_system_file_may_be_larger() {
+    require_root();
+    let tree = Tree::new();
+    let ran = tree.out("ran");
+    // A valid entry first, then comments up to one byte past 1 MiB: nothing of it loads.
+    let mut big = format!("* * * * * echo user > {}\n", ran.display());
+    while big.len() <= 1 << 20 {
+        big.push_str("# padding padding padding padding padding padding padding\n");
+    }
+    tree.user_crontab("root", &big, 0o600, "root");
+    // A system file of 2 MiB is within its own bound (64 MiB).
+    let sys = tree.out("sys");
+    let mut system = format!("0 10 * * * root echo sys > {}\n", sys.display());
+    while system.len() <= 2 << 20 {
+        system.push_str("# padding padding padding padding padding padding padding\n");
+    }
+    tree.write_file(&tree.cron_d().join("big"), &system, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(
+        "(root) ERROR (can't read spool/root: larger than 1 MiB)",
+        10,
+    );
+    assert_eq!(wait_for_file(&sys, 20), "sys\n");
+    assert!(!ran.exists(), "nothing of the refused file ran");
+}
+
+#[test]
 fn root_no_log_line_is_longer_than_a_kibibyte_whatever_the_crontab_holds() {
     require_root();
     let tree = Tree::new();

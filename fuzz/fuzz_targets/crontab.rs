@@ -17,6 +17,7 @@ fn parse(text: &[u8], format: Format) -> crontab::Crontab {
         _ => Zone::get("Not/A_Zone"),
     };
     let limits = Limits {
+        max_file: 1 << 20,
         max_line: 4096,
         max_entries: 1000,
         max_env: 100,

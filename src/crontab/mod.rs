@@ -53,6 +53,9 @@ pub enum Format {
 /// Bounds against abuse; exceeding one is an error, never a crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Largest file in bytes: a larger one is refused whole, not cut (a cut file would load a
+    /// different crontab). The parser doesn't see files; its readers apply this.
+    pub max_file: u64,
     /// Longest line in bytes (cronie's MAX_COMMAND is 131072).
     pub max_line: usize,
     /// Most entries loaded from one file.
@@ -62,14 +65,17 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// cronie's limits for a user's crontab: 10,000 entries, 1,000 assignments.
+    /// A user's crontab: 1 MiB (what crontab(1) accepts), cronie's 10,000 entries, 1,000
+    /// assignments.
     pub const USER: Limits = Limits {
+        max_file: 1 << 20,
         max_line: 131_072,
         max_entries: 10_000,
         max_env: 1_000,
     };
     /// System files are written by root and packages: generous bounds.
     pub const SYSTEM: Limits = Limits {
+        max_file: 64 << 20,
         max_line: 131_072,
         max_entries: 1_000_000,
         max_env: 10_000,

@@ -306,6 +306,7 @@ fn a_nul_byte_makes_the_line_an_error() {
 #[test]
 fn limits_are_errors_not_crashes() {
     let limits = Limits {
+        max_file: 1 << 20,
         max_line: 40,
         max_entries: 2,
         max_env: 2,

@@ -34,7 +34,7 @@ use crate::sys::setgid::Privilege;
 
 /// Largest crontab `crontab` installs (1 MiB: ten thousand lines of a hundred bytes). Input is
 /// read up to this bound and no further, so a huge stdin costs nothing and writes nothing.
-pub const MAX_CRONTAB_BYTES: u64 = 1 << 20;
+pub const MAX_CRONTAB_BYTES: u64 = Limits::USER.max_file;
 
 /// Largest installed file `-l` and `-e` read back (root may have put a bigger one by hand).
 const MAX_INSTALLED_BYTES: u64 = 16 << 20;

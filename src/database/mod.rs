@@ -114,9 +114,6 @@ pub enum Outcome {
     Failed(io::Error),
 }
 
-/// Most bytes read from one crontab (a bound against a runaway file, far above any real one).
-const MAX_FILE: u64 = 64 << 20;
-
 /// Every source present now: /etc/crontab if it exists, the good names in /etc/cron.d and the
 /// spool directory. A directory that can't be read contributes nothing (the error is returned
 /// for logging).
@@ -168,21 +165,21 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Missing,
         Err(e) => return Outcome::Failed(e),
     };
-    let mut text = Vec::new();
-    if let Err(e) = (&mut file).take(MAX_FILE + 1).read_to_end(&mut text) {
-        return Outcome::Failed(e);
-    }
-    if text.len() as u64 > MAX_FILE {
-        // Refused whole rather than cut: a truncated file would load a different crontab.
-        return Outcome::Failed(io::Error::other(format!(
-            "larger than {} MiB",
-            MAX_FILE >> 20
-        )));
-    }
     let (format, limits) = match key.format() {
         Format::User => (Format::User, Limits::USER),
         Format::System => (Format::System, Limits::SYSTEM),
     };
+    let mut text = Vec::new();
+    if let Err(e) = (&mut file).take(limits.max_file + 1).read_to_end(&mut text) {
+        return Outcome::Failed(e);
+    }
+    if text.len() as u64 > limits.max_file {
+        // Refused whole rather than cut: a truncated file would load a different crontab.
+        return Outcome::Failed(io::Error::other(format!(
+            "larger than {} MiB",
+            limits.max_file >> 20
+        )));
+    }
     let mut zones = |name: &str| Zone::get(name);
     let crontab = crontab::parse(
         &text,
