@@ -250,3 +250,81 @@ fn root_with_minus_s_a_job_logs_at_most_a_thousand_output_lines_then_a_count() {
     assert_eq!(outs[999], "1000)");
     assert_eq!(outs[1000], "[4000 more lines of output not logged])");
 }
+
+#[test]
+fn root_a_name_given_to_another_uid_after_the_load_does_not_run_the_old_file() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let user = TestUser::create("m", &home);
+    let ran = tree.out("ran");
+    tree.user_crontab(
+        &user.name,
+        &format!("0 10 * * * id -u > {}\n", ran.display()),
+        0o600,
+        &user.name,
+    );
+    // A minute of fake time (six real seconds) before the job is due.
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:00", &[]);
+    crond.wait_for_log("entries loaded", 10);
+    let old: u32 = user.uid().parse().unwrap();
+    let mut new = old + 7919;
+    while std::process::Command::new("getent")
+        .args(["passwd", &new.to_string()])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        new += 1;
+    }
+    // The name now means another account (as when a user is deleted and the name reused).
+    let status = std::process::Command::new("usermod")
+        .args(["-u", &new.to_string(), &user.name])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    crond.wait_for_log(
+        &format!(
+            "({0}) ERROR (spool/{0} was loaded for uid {old}, but the name is now uid {new}; \
+             job not run)",
+            user.name
+        ),
+        15,
+    );
+    assert!(!ran.exists(), "the job did not run as the new account");
+}
+
+#[test]
+fn root_a_system_entry_for_an_unknown_user_is_reported_at_load_with_its_file_and_line() {
+    require_root();
+    let tree = Tree::new();
+    let ok = tree.out("ok");
+    let file = tree.cron_d().join("pkg");
+    tree.write_file(
+        &file,
+        &format!(
+            "0 10 * * * root echo ok > {}\n0 10 * * * nosuchuser9 true\n",
+            ok.display()
+        ),
+        0o644,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(
+        &format!(
+            "(*system*pkg) WARNING ({}:2:1: no such user 'nosuchuser9' (the entry runs once it \
+             exists))",
+            file.display()
+        ),
+        10,
+    );
+    // At its time the entry is refused by a line that names the file; the other one runs.
+    crond.wait_for_log(
+        &format!(
+            "(nosuchuser9) ERROR (getpwnam() failed - user unknown; entry of {} not run)",
+            file.display()
+        ),
+        15,
+    );
+    assert_eq!(wait_for_file(&ok, 15), "ok\n");
+}

@@ -216,6 +216,20 @@ impl Crontab {
     fn shown(&self) -> usize {
         self.errors.len() + self.warnings.len()
     }
+
+    /// Adds a warning found by the reader of the file rather than the parser (a system file's
+    /// user that passwd doesn't know), under the same cap.
+    pub fn warn(&mut self, line: u32, column: u32, message: String) {
+        if self.shown() >= SHOWN_PROBLEMS {
+            self.warnings_not_shown += 1;
+        } else {
+            self.warnings.push(Diagnostic {
+                line,
+                column,
+                message: capped(message),
+            });
+        }
+    }
 }
 
 fn is_blank(b: u8) -> bool {

@@ -4,7 +4,7 @@
 //! opens and reads (through `database`), logs, and hands the entries to the cycle; what to
 //! reload and when to log is decided by the table.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::event_loop::Daemon;
@@ -12,9 +12,10 @@ use super::sources::{Loaded, Problem};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, SourceKey};
 use crate::job::JobSpec;
-use crate::log::Level;
+use crate::log::{Level, printable};
 use crate::schedule::When;
 use crate::sys::fs::FileKind;
+use crate::sys::user::{Uid, User};
 
 /// RANDOM_DELAY minutes times the daemon's factor, in whole seconds.
 fn scaled_delay(minutes: u32, factor: f64) -> u32 {
@@ -51,11 +52,15 @@ impl Daemon {
         let who = key.who();
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
-            Outcome::Loaded { crontab, mtime_ns } => {
+            Outcome::Loaded {
+                crontab,
+                owner_uid,
+                mtime_ns,
+            } => {
                 if announce {
                     self.log.info(&who, "RELOAD", &tab);
                 }
-                return self.install(key, crontab, mtime_ns);
+                return self.install(key, crontab, owner_uid, mtime_ns);
             }
             Outcome::Missing => {
                 self.sources.missing(key);
@@ -86,9 +91,19 @@ impl Daemon {
     }
 
     /// Logs a loaded file's diagnostics and puts its entries in the cycle.
-    fn install(&mut self, key: &SourceKey, crontab: Crontab, mtime_ns: i128) -> Vec<Arc<JobSpec>> {
+    fn install(
+        &mut self,
+        key: &SourceKey,
+        mut crontab: Crontab,
+        owner_uid: Option<Uid>,
+        mtime_ns: i128,
+    ) -> Vec<Arc<JobSpec>> {
         let path = key.path(&self.paths).display().to_string();
         let who = key.who();
+        if key.owner_name().is_none() {
+            warn_unknown_users(&mut crontab);
+        }
+        let tab: Arc<str> = key.tab_name(&self.paths).into();
         for d in &crontab.errors {
             self.log
                 .event(Level::Error, &who, "ERROR", &d.in_file(&path).to_string());
@@ -117,6 +132,8 @@ impl Daemon {
             };
             let spec = Arc::new(JobSpec {
                 user,
+                uid: owner_uid,
+                tab: Arc::clone(&tab),
                 command: entry.command.clone(),
                 env: Arc::clone(&entry.env),
                 delay_seconds: scaled_delay(entry.random_delay, self.delay_factor),
@@ -152,6 +169,30 @@ impl Daemon {
         crate::sys::fs::link_facts(&key.path(&self.paths))
             .map(|f| f.kind != FileKind::Regular || f.links > 1)
             .unwrap_or(true)
+    }
+}
+
+/// A system file's entries whose user passwd doesn't know: a warning at load, at the entry's
+/// line (the entry stays: it runs once the user exists, and is refused with a line naming the
+/// file until then). One lookup per name, however many entries share it.
+fn warn_unknown_users(crontab: &mut Crontab) {
+    let mut known: HashMap<Vec<u8>, bool> = HashMap::new();
+    let mut unknown = Vec::new();
+    for entry in &crontab.entries {
+        let Some(user) = &entry.user else { continue };
+        let exists = *known
+            .entry(user.clone())
+            .or_insert_with(|| !matches!(User::resolve_name(user), Ok(None)));
+        if !exists {
+            unknown.push((entry.line, printable(user)));
+        }
+    }
+    for (line, user) in unknown {
+        crontab.warn(
+            line,
+            1,
+            format!("no such user '{user}' (the entry runs once it exists)"),
+        );
     }
 }
 

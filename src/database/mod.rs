@@ -18,7 +18,7 @@ use crate::crontab::{self, Crontab, Format, Limits};
 use crate::log::printable;
 use crate::schedule::Zone;
 use crate::sys::fs::{self, FileKind};
-use crate::sys::user::User;
+use crate::sys::user::{Uid, User};
 use trust::{Kind, Refusal};
 
 /// Where the crontabs are.
@@ -103,7 +103,13 @@ impl SourceKey {
 #[derive(Debug)]
 pub enum Outcome {
     /// The file is trusted and parsed (bad lines are in `crontab.errors`).
-    Loaded { crontab: Crontab, mtime_ns: i128 },
+    Loaded {
+        crontab: Crontab,
+        /// For a user's crontab, the uid its ownership was checked against: the job runs as
+        /// this uid or not at all (a name deleted and created again is another account).
+        owner_uid: Option<Uid>,
+        mtime_ns: i128,
+    },
     /// There is no such file (any more).
     Missing,
     /// The file failed a trust check.
@@ -159,7 +165,7 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         SourceKey::User(name) => open_user(&path, name, rules),
         _ => open_system(&path, rules),
     };
-    let (mut file, facts) = match opened {
+    let (mut file, facts, owner_uid) = match opened {
         Ok(Ok(found)) => found,
         Ok(Err(outcome)) => return outcome,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Missing,
@@ -192,11 +198,12 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
     );
     Outcome::Loaded {
         crontab,
+        owner_uid,
         mtime_ns: facts.mtime_ns,
     }
 }
 
-type Opened = (std::fs::File, fs::FileFacts);
+type Opened = (std::fs::File, fs::FileFacts, Option<Uid>);
 
 fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
     let (file, facts) = match fs::open_no_follow(path) {
@@ -216,7 +223,7 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
     ) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
-    Ok(Ok((file, facts)))
+    Ok(Ok((file, facts, Some(user.uid))))
 }
 
 fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
@@ -239,7 +246,7 @@ fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>
     if let Err(refusal) = trust::check(&facts, Kind::System, rules.permit_any_mode) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
-    Ok(Ok((file, facts)))
+    Ok(Ok((file, facts, None)))
 }
 
 /// The modification time of a source (the fallback change check without inotify).

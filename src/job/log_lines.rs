@@ -15,6 +15,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use crate::log::line::MAX_LINE;
 use crate::log::{LogLine, printable};
+use crate::sys::user::Uid;
 
 /// How the shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +172,26 @@ pub fn output_dropped_line(user: &[u8], dropped: u64, limit: u64) -> LogLine {
         user,
         "OUTPUT",
         format!("{dropped} bytes of output dropped past the --max-output limit of {limit} bytes"),
+    )
+}
+
+/// Debian's `(user) ERROR (getpwnam() failed - user unknown)`, naming the crontab the entry
+/// comes from, so an admin can find a system file that names a user passwd doesn't know.
+pub fn unknown_user_line(user: &[u8], tab: &str) -> LogLine {
+    LogLine::new(
+        user,
+        "ERROR",
+        format!("getpwnam() failed - user unknown; entry of {tab} not run"),
+    )
+}
+
+/// The name of a user's crontab resolves to another uid than the one that owned the file when
+/// it was loaded (the user was deleted and the name given again): the job is not run.
+pub fn uid_changed_line(user: &[u8], checked: Uid, now: Uid, tab: &str) -> LogLine {
+    LogLine::new(
+        user,
+        "ERROR",
+        format!("{tab} was loaded for uid {checked}, but the name is now uid {now}; job not run"),
     )
 }
 

@@ -32,7 +32,7 @@ use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Forked, Pid};
 use crate::sys::signal;
-use crate::sys::user::User;
+use crate::sys::user::{Uid, User};
 use env::{environment, lookup};
 use log_lines::JobLogMask;
 use output::Output;
@@ -43,6 +43,11 @@ use shell::Finished;
 pub struct JobSpec {
     /// The user the job runs as (the crontab's owner, or the user field of a system file).
     pub user: Vec<u8>,
+    /// For a user's crontab, the uid whose ownership of the file was checked at load: the name
+    /// must still resolve to it when the job starts, or the job is not run.
+    pub uid: Option<Uid>,
+    /// The crontab the entry comes from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
+    pub tab: Arc<str>,
     /// The command as written (for the log).
     pub command: Vec<u8>,
     /// The crontab's variables above the entry.
@@ -140,14 +145,24 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
     let user = match User::resolve_name(&spec.user) {
         Ok(Some(user)) => user,
         Ok(None) => {
-            log.error(who, "ERROR", "getpwnam() failed - user unknown");
+            let line = log_lines::unknown_user_line(who, &spec.tab);
+            log.line(Level::Error, &line);
             return None;
         }
         Err(e) => {
-            log.error(who, "ERROR", &format!("getpwnam() failed: {e}"));
+            log.error(
+                who,
+                "ERROR",
+                &format!("getpwnam() failed: {e}; entry of {}", spec.tab),
+            );
             return None;
         }
     };
+    if let Some(checked) = spec.uid.filter(|&checked| checked != user.uid) {
+        let line = log_lines::uid_changed_line(who, checked, user.uid, &spec.tab);
+        log.line(Level::Error, &line);
+        return None;
+    }
     if let Err(e) = irrevocably_drop_privileges(&user) {
         log.error(
             who,
