@@ -211,10 +211,9 @@ fn random_delay_postpones_a_job_by_the_daemons_factor_of_its_minutes() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no factor in {line:?}"));
     assert!((0..100).contains(&percent), "{line}");
-    // The delayed job sleeps in its own process, where libfaketime runs sleeps ten times
-    // faster and fake clocks of forked and exec'd processes drift apart; the kernel's
-    // modification times of the two files are real time, so compare those: 60 s x factor,
-    // slept at x10.
+    // The delayed job waits in the daemon's queue (its clock runs ten times faster under
+    // libfaketime); fake clocks of forked and exec'd processes drift apart, so compare the
+    // kernel's modification times of the two files, which are real time: 60 s x factor, at x10.
     wait_for_file(&base, 10);
     wait_for_file(&late, 15);
     let mtime = |p: &std::path::Path| std::fs::metadata(p).unwrap().modified().unwrap();
@@ -327,4 +326,44 @@ fn root_a_system_entry_for_an_unknown_user_is_reported_at_load_with_its_file_and
         15,
     );
     assert_eq!(wait_for_file(&ok, 15), "ok\n");
+}
+
+#[test]
+fn a_run_waiting_for_its_random_delay_is_cancelled_when_its_crontab_goes() {
+    let tree = Tree::new();
+    let me = current_user();
+    let ran = tree.out("ran");
+    let text = format!(
+        "RANDOM_DELAY=1440\n0 10 * * * echo ran > {}\n",
+        ran.display()
+    );
+    // The delay is the daemon's factor of 1440 minutes: at 1% or more, over 14 minutes. A draw
+    // under 1% is started again (the chance of five in a row is 10^-10).
+    let mut n = 1;
+    let crond = loop {
+        tree.user_crontab(&me, &text, 0o600, &me);
+        let mut crond = Crond::start(&tree, n, &[]);
+        let line = crond.wait_for_log("RANDOM_DELAY will be scaled with factor", 10);
+        if !line.contains("factor 0%") {
+            break crond;
+        }
+        crond.stop();
+        n += 1;
+        assert!(n < 6, "five factors under 1%");
+    };
+    crond.wait_for_log("entries loaded", 10);
+    // Two real seconds are twenty fake ones: 10:00 has passed and the run is waiting.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    std::fs::remove_file(tree.spool().join(&me)).unwrap();
+    crond.wait_for_log(
+        &format!(
+            "({me}) INFO (1 runs waiting for their RANDOM_DELAY cancelled: spool/{me} changed)"
+        ),
+        10,
+    );
+    assert!(!ran.exists());
+    // No process waits on the run's behalf: the daemon has no children.
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", crond.pid())).unwrap();
+    assert_eq!(children.trim(), "", "the daemon's children");
 }

@@ -320,3 +320,96 @@ fn the_daemon_tells_systemd_when_it_is_ready_and_when_it_stops() {
     assert_eq!(String::from_utf8_lossy(&buf[..n]), "STOPPING=1");
     assert_eq!(wait_with_timeout(&mut child.0, 10).code(), Some(0));
 }
+
+/// A pids cgroup of its own (cgroup v1's pids hierarchy, or v2 with the pids controller
+/// enabled): a real limit on processes, as systemd's TasksMax or a container sets it.
+struct PidsCgroup {
+    dir: std::path::PathBuf,
+    root: std::path::PathBuf,
+}
+
+impl PidsCgroup {
+    fn new(tag: &str) -> PidsCgroup {
+        let v1 = std::path::Path::new("/sys/fs/cgroup/pids");
+        let v2 = std::path::Path::new("/sys/fs/cgroup");
+        let root = if v1.join("pids.max").exists() || v1.join("cgroup.procs").exists() {
+            v1.to_path_buf()
+        } else if std::fs::read_to_string(v2.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"))
+        {
+            v2.to_path_buf()
+        } else {
+            panic!("no pids cgroup controller here (cgroup v1 pids, or v2 with pids enabled)");
+        };
+        let dir = root.join(format!("crond-test-{tag}-{}", std::process::id()));
+        std::fs::create_dir(&dir).expect("create the cgroup");
+        PidsCgroup { dir, root }
+    }
+
+    fn limit(&self, max: &str) {
+        std::fs::write(self.dir.join("pids.max"), max).expect("pids.max");
+    }
+
+    fn enter(&self, pid: u32) {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).expect("cgroup.procs");
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // Whatever is left goes back to the root group, then the group can go.
+        if let Ok(procs) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
+            for pid in procs.split_whitespace() {
+                let _ = std::fs::write(self.root.join("cgroup.procs"), pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without_doubling() {
+    require_root();
+    let tree = Tree::new();
+    let runs = tree.out("runs");
+    let lines: String = (0..20)
+        .map(|i| format!("* * * * * root echo {i} >> {}\n", runs.display()))
+        .collect();
+    tree.write_file(&tree.cron_d().join("many"), &lines, 0o644);
+    // Thirty fake seconds (three real) before 10:00.
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &[]);
+    crond.wait_for_log("entries loaded", 10);
+    let cgroup = PidsCgroup::new("fork");
+    cgroup.enter(crond.pid());
+    // The daemon itself is the one process the group may hold: every fork fails (EAGAIN).
+    cgroup.limit("1");
+    // Through 10:00 and 10:01 (fake), where every entry is due twice.
+    crond.wait_for_log("more failed attempts in the last minute", 20);
+    let failing = crond.log_text();
+    cgroup.limit("max");
+    crond.wait_for_log("(CRON) INFO (fork works again after ", 10);
+    // Each entry once: the run of 10:01 merged into the one of 10:00 still waiting.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the jobs did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut ran: Vec<u32> = std::fs::read_to_string(&runs)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    ran.sort();
+    assert_eq!(ran, (0..20).collect::<Vec<u32>>(), "each entry once");
+    // While forks failed: the first failure logged at once, then one line a minute with the
+    // count, never a line per attempt (the old loop wrote 899 lines in 9 s).
+    let fork_lines = failing.lines().filter(|l| l.contains("can't fork")).count();
+    assert!((2..=3).contains(&fork_lines), "{failing}");
+    assert!(
+        failing.contains("jobs wait and are retried every second"),
+        "{failing}"
+    );
+}

@@ -43,11 +43,18 @@ pub(super) struct Daemon {
     pub(super) setup: ChildSetup,
     /// cronie's RANDOM_DELAY scale, in [0, 1), drawn once per daemon start.
     pub(super) delay_factor: f64,
+    pub(super) fork_failures: super::minute::ForkFailures,
 }
 
 /// The one place the daemon reads the wall clock.
 fn wall_clock() -> Timestamp {
     Timestamp::now()
+}
+
+/// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
+/// queued; 0 for a job ready now; at most a minute, so a clock step can't leave it asleep long.
+fn start_timeout_ms(now_ms: i64, next_start_ms: Option<i64>) -> Option<u32> {
+    next_start_ms.map(|at| at.saturating_sub(now_ms).clamp(0, 60_000) as u32)
 }
 
 /// cronie's RANDOM_DELAY factor: one draw per daemon start, so every job of a host with the
@@ -105,6 +112,7 @@ impl Daemon {
             timer,
             watches: None,
             delay_factor: random_delay_factor(),
+            fork_failures: Default::default(),
             options,
         };
         daemon.log.info(
@@ -149,13 +157,12 @@ impl Daemon {
     /// The loop: start what is due, wait, handle what is ready. Returns on SIGTERM or SIGINT.
     pub(super) fn run(&mut self) -> Result<(), Error> {
         loop {
-            self.start_due_jobs(wall_clock());
-            // A backlog: look at events and go on starting jobs, without sleeping.
-            let timeout = if self.cycle.has_backlog() {
-                Some(0)
-            } else {
-                None
-            };
+            let now = wall_clock();
+            self.start_due_jobs(now);
+            // Sleep until the next queued job may start (now, for a backlog; a second after a
+            // failed fork; a RANDOM_DELAY's start time) or until an event; the timer wakes the
+            // loop at the next minute with something due.
+            let timeout = start_timeout_ms(now.as_millisecond(), self.cycle.next_start_ms());
             let ready = self.wait(timeout)?;
             if ready.signals && matches!(self.on_signals(), AfterSignals::Stop) {
                 return Ok(());

@@ -44,12 +44,24 @@ impl Daemon {
 
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<Arc<JobSpec>> {
+        let who = key.who();
         if let Some(old) = self.sources.take(key) {
-            for id in old.entries {
-                self.cycle.remove(id);
+            let cancelled: usize = old
+                .entries
+                .into_iter()
+                .map(|id| self.cycle.remove(id))
+                .sum();
+            if cancelled > 0 {
+                self.log.info(
+                    &who,
+                    "INFO",
+                    &format!(
+                        "{cancelled} runs waiting for their RANDOM_DELAY cancelled: {} changed",
+                        key.tab_name(&self.paths)
+                    ),
+                );
             }
         }
-        let who = key.who();
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
             Outcome::Loaded {
@@ -130,20 +142,20 @@ impl Daemon {
                 (None, Some(user)) => user.clone(),
                 (None, None) => continue,
             };
+            let delay = scaled_delay(entry.random_delay, self.delay_factor);
             let spec = Arc::new(JobSpec {
                 user,
                 uid: owner_uid,
                 tab: Arc::clone(&tab),
                 command: entry.command.clone(),
                 env: Arc::clone(&entry.env),
-                delay_seconds: scaled_delay(entry.random_delay, self.delay_factor),
             });
             match entry.when {
                 When::Reboot => reboot.push(spec),
                 When::Periodic(schedule) => {
                     loaded
                         .entries
-                        .push(self.cycle.add(schedule, entry.zone.clone(), spec));
+                        .push(self.cycle.add(schedule, entry.zone.clone(), spec, delay));
                 }
             }
         }

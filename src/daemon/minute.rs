@@ -65,6 +65,7 @@ impl Daemon {
         for key in self.sources.to_recheck() {
             self.reload(&key, true);
         }
+        self.fork_failures.minute_passed(&self.log);
         let woke = self.cycle.on_wake(UtcMinute::containing(now.as_second()));
         if woke.postponed > 0 {
             self.log.info(
@@ -91,7 +92,7 @@ impl Daemon {
     }
 
     /// Starts queued jobs, a batch at a time (the loop looks at signals and events between
-    /// batches). A job that can't be forked stays first in line for the next minute.
+    /// batches). A job that can't be forked stays first in line, and the line waits a second.
     pub(super) fn start_due_jobs(&mut self, now: Timestamp) {
         let now_ms = now.as_millisecond();
         for _ in 0..START_BATCH {
@@ -99,14 +100,15 @@ impl Daemon {
                 break;
             };
             match job::start(&queued.job.job, &self.setup) {
-                Ok(pid) => self.running.started(pid, queued.job.entry),
+                Ok(pid) => {
+                    self.running.started(pid, queued.job.entry);
+                    self.fork_failures.succeeded(&self.log);
+                }
                 Err(e) => {
-                    self.log.error(
-                        &queued.job.job.user,
-                        "ERROR",
-                        &format!("can't fork: {e}; retrying next minute"),
-                    );
-                    self.cycle.put_back(queued);
+                    // Held for a second, counted, logged once a minute: a fork that fails for
+                    // lack of processes must not turn the loop into a busy retry.
+                    self.fork_failures.failed(&self.log, e);
+                    self.cycle.put_back(queued, now_ms);
                     break;
                 }
             }
@@ -114,6 +116,64 @@ impl Daemon {
         if self.cycle.has_backlog() {
             // A backlog at the boundary is carried by the timer, armed for the next minute.
             self.arm(now);
+        }
+    }
+}
+
+/// Fork failures, counted and logged once a minute rather than once per attempt.
+#[derive(Debug, Default)]
+pub(super) struct ForkFailures {
+    /// Failures since the last line, and the last error.
+    since_logged: u64,
+    last: Option<std::io::Error>,
+    /// Failures since the last success (for the line that says forks work again).
+    in_a_row: u64,
+}
+
+impl ForkFailures {
+    fn failed(&mut self, log: &crate::log::Log, e: std::io::Error) {
+        self.in_a_row += 1;
+        self.since_logged += 1;
+        if self.in_a_row == 1 {
+            // The first failure is logged at once; the rest are counted.
+            log.error(
+                "CRON",
+                "ERROR",
+                &format!("can't fork: {e}; jobs wait and are retried every second"),
+            );
+            self.since_logged = 0;
+        }
+        self.last = Some(e);
+    }
+
+    fn succeeded(&mut self, log: &crate::log::Log) {
+        if self.in_a_row > 0 {
+            log.info(
+                "CRON",
+                "INFO",
+                &format!("fork works again after {} failed attempts", self.in_a_row),
+            );
+            self.in_a_row = 0;
+            self.since_logged = 0;
+        }
+    }
+
+    fn minute_passed(&mut self, log: &crate::log::Log) {
+        if self.since_logged > 0 {
+            let e = self
+                .last
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            log.error(
+                "CRON",
+                "ERROR",
+                &format!(
+                    "can't fork: {e}; {} more failed attempts in the last minute",
+                    self.since_logged
+                ),
+            );
+            self.since_logged = 0;
         }
     }
 }

@@ -52,9 +52,6 @@ pub struct JobSpec {
     pub command: Vec<u8>,
     /// The crontab's variables above the entry.
     pub env: Arc<Env>,
-    /// cronie's `RANDOM_DELAY`, already scaled by the daemon's factor: the child waits this
-    /// long before it looks the user up and starts the shell.
-    pub delay_seconds: u32,
 }
 
 /// What the child inherits from the daemon's configuration.
@@ -136,11 +133,6 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
     let who = &spec.user;
     if let Err(e) = process::setsid() {
         log.error(who, "ERROR", &format!("setsid failed: {e}"));
-    }
-    if spec.delay_seconds > 0 {
-        std::thread::sleep(std::time::Duration::from_secs(u64::from(
-            spec.delay_seconds,
-        )));
     }
     let user = match User::resolve_name(&spec.user) {
         Ok(Some(user)) => user,

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::{Agenda, EntryId, Movement, UtcMinute};
-use crate::queue::{Queue, Queued};
+use crate::queue::{Queue, Queued, RETRY_MS};
 use crate::schedule::{Schedule, Zone};
 
 /// With nothing due at all, the daemon still wakes this often, so that a step of the wall clock
@@ -45,14 +45,21 @@ pub struct Woke {
     pub postponed: usize,
     /// Runs this wake-up added to the queue.
     pub queued: usize,
+    /// Runs not added because a run of the same entry from an earlier wake-up was still in the
+    /// queue (not started, or waiting for its RANDOM_DELAY): a backlog never holds an entry
+    /// twice. (The runs of one wake-up, each minute a forward clock step skipped, all join.)
+    pub merged: usize,
 }
 
 /// The agenda, the jobs and the queue.
 #[derive(Debug)]
 pub struct Cycle<J> {
     agenda: Agenda,
-    jobs: HashMap<EntryId, J>,
+    /// Each entry's job and its start delay in seconds (RANDOM_DELAY, scaled).
+    jobs: HashMap<EntryId, (J, u32)>,
     queue: Queue<Due<J>>,
+    /// How many runs of each entry are in the queue.
+    queued: HashMap<EntryId, usize>,
 }
 
 /// The first millisecond of the minute after the one holding `ms`: a cycle starts jobs until
@@ -68,20 +75,29 @@ impl<J: Clone> Cycle<J> {
             agenda: Agenda::new(handled, local),
             jobs: HashMap::new(),
             queue: Queue::default(),
+            queued: HashMap::new(),
         }
     }
 
-    /// Adds an entry; it first fires after the minute handled last.
-    pub fn add(&mut self, schedule: Schedule, zone: Option<Zone>, job: J) -> EntryId {
+    /// Adds an entry; it first fires after the minute handled last, and each run starts
+    /// `delay_s` seconds into its minute or later (cronie's RANDOM_DELAY, already scaled).
+    pub fn add(&mut self, schedule: Schedule, zone: Option<Zone>, job: J, delay_s: u32) -> EntryId {
         let id = self.agenda.insert(schedule, zone);
-        self.jobs.insert(id, job);
+        self.jobs.insert(id, (job, delay_s));
         id
     }
 
-    /// Removes an entry. A run of it already queued still starts: it was due.
-    pub fn remove(&mut self, id: EntryId) {
+    /// Removes an entry (its file was edited or removed). A run still waiting for its
+    /// RANDOM_DELAY is cancelled; a run that is due and only waits its turn still starts: it
+    /// was due. Returns how many runs were cancelled.
+    pub fn remove(&mut self, id: EntryId) -> usize {
         self.agenda.remove(id);
         self.jobs.remove(&id);
+        let cancelled = self.queue.cancel_waiting(|due| due.entry == Some(id));
+        for _ in 0..cancelled {
+            self.dequeued(id);
+        }
+        cancelled
     }
 
     /// A new local zone: every entry without its own CRON_TZ gets new fire times.
@@ -101,47 +117,89 @@ impl<J: Clone> Cycle<J> {
 
     /// Queues a job that belongs to no entry (@reboot) as due in `minute`.
     pub fn queue_now(&mut self, job: J, minute: UtcMinute) {
-        self.queue.push(Due { entry: None, job }, minute);
+        self.queue
+            .push(Due { entry: None, job }, minute, minute.0 * 60_000);
     }
 
     /// A wake-up at wall minute `now` (the timer fired, the clock was set, the machine resumed):
     /// what is still waiting from before is postponed to this cycle, first in line; then every
-    /// run the plan for `now` produces joins the queue, in time order.
+    /// run the plan for `now` produces joins the queue, in time order, unless its entry is
+    /// still in the queue.
     pub fn on_wake(&mut self, now: UtcMinute) -> Woke {
         let postponed = self.queue.end_cycle();
         let (movement, runs) = self.agenda.advance(now);
-        let mut queued = 0;
+        let (mut queued, mut merged) = (0, 0);
+        let mut this_wake: Vec<EntryId> = Vec::new();
         for run in runs {
-            if let Some(job) = self.jobs.get(&run.entry) {
-                let due = Due {
-                    entry: Some(run.entry),
-                    job: job.clone(),
-                };
-                self.queue.push(due, run.minute);
-                queued += 1;
+            let Some((job, delay_s)) = self.jobs.get(&run.entry) else {
+                continue;
+            };
+            let in_queue = self.queued.get(&run.entry).copied().unwrap_or(0);
+            if in_queue > 0 && !this_wake.contains(&run.entry) {
+                // A run from before this wake-up still waits: this one merges into it.
+                merged += 1;
+                continue;
             }
+            if in_queue == 0 {
+                this_wake.push(run.entry);
+            }
+            *self.queued.entry(run.entry).or_insert(0) += 1;
+            let due = Due {
+                entry: Some(run.entry),
+                job: job.clone(),
+            };
+            let start_ms = run.minute.0 * 60_000 + i64::from(*delay_s) * 1000;
+            self.queue.push(due, run.minute, start_ms);
+            queued += 1;
         }
         Woke {
             movement,
             postponed,
             queued,
+            merged,
         }
     }
 
     /// The next job to start at `now_ms`. A job not started by the next wake-up is counted
     /// there as postponed (it keeps its place at the head of the line).
     pub fn next_to_start(&mut self, now_ms: i64) -> Option<Queued<Due<J>>> {
-        self.queue.next(now_ms, end_of_minute_ms(now_ms))
+        for ready in self.queue.promote(now_ms) {
+            self.queue.push_ready(ready);
+        }
+        let next = self.queue.next(now_ms, end_of_minute_ms(now_ms))?;
+        if let Some(entry) = next.job.entry {
+            self.dequeued(entry);
+        }
+        Some(next)
     }
 
-    /// A job that could not be started after all: back at the head of the line.
-    pub fn put_back(&mut self, queued: Queued<Due<J>>) {
-        self.queue.put_back(queued);
+    fn dequeued(&mut self, entry: EntryId) {
+        if let Some(n) = self.queued.get_mut(&entry) {
+            *n -= 1;
+            if *n == 0 {
+                self.queued.remove(&entry);
+            }
+        }
     }
 
-    /// Jobs are waiting to start.
+    /// A job that could not be started after all (the fork failed at `now_ms`): back at the
+    /// head of the line, which waits [`RETRY_MS`] before the next attempt.
+    pub fn put_back(&mut self, queued: Queued<Due<J>>, now_ms: i64) {
+        if let Some(entry) = queued.job.entry {
+            *self.queued.entry(entry).or_insert(0) += 1;
+        }
+        self.queue.put_back(queued, now_ms + RETRY_MS);
+    }
+
+    /// Jobs are ready to start (their time has come).
     pub fn has_backlog(&self) -> bool {
-        !self.queue.is_empty()
+        self.queue.has_ready()
+    }
+
+    /// When the next queued job could start (epoch milliseconds); `None`: nothing is queued.
+    /// The daemon sleeps until then at most.
+    pub fn next_start_ms(&self) -> Option<i64> {
+        self.queue.next_start_ms()
     }
 
     /// When to wake after `now`; `files_every_minute`: the caller has files to look at every
@@ -180,7 +238,7 @@ mod tests {
     #[test]
     fn a_backlog_or_files_to_check_make_the_cycle_wake_every_minute() {
         let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
-        cycle.add(schedule("0 0 * * *"), None, "daily");
+        cycle.add(schedule("0 0 * * *"), None, "daily", 0);
         let midnight = cycle.next_wake(UtcMinute(1000), false);
         assert!(midnight > UtcMinute(1001));
         assert_eq!(cycle.next_wake(UtcMinute(1000), true), UtcMinute(1001));
@@ -193,8 +251,8 @@ mod tests {
     #[test]
     fn a_wake_queues_the_due_runs_and_postpones_what_the_last_minute_did_not_start() {
         let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
-        let a = cycle.add(schedule("* * * * *"), None, "a");
-        let b = cycle.add(schedule("* * * * *"), None, "b");
+        let a = cycle.add(schedule("* * * * *"), None, "a", 0);
+        let b = cycle.add(schedule("* * * * *"), None, "b", 0);
         let woke = cycle.on_wake(UtcMinute(1001));
         assert_eq!(
             (woke.movement, woke.postponed, woke.queued),
@@ -202,19 +260,16 @@ mod tests {
         );
         let first = cycle.next_to_start(1001 * 60_000).expect("a job");
         assert_eq!((first.job.entry, first.job.job), (Some(a), "a"));
-        // Minute 1002 began before b started: it waits, then starts before minute 1002's runs.
+        // Minute 1002 began before b started: it waits, then starts before minute 1002's runs;
+        // b's run of 1002 merges into it (the queue never holds an entry twice).
         let woke = cycle.on_wake(UtcMinute(1002));
-        assert_eq!((woke.postponed, woke.queued), (1, 2));
+        assert_eq!((woke.postponed, woke.queued, woke.merged), (1, 1, 1));
         let order: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(1002 * 60_000 + 1))
             .map(|q| (q.job.entry, q.due, q.postponed))
             .collect();
         assert_eq!(
             order,
-            [
-                (Some(b), UtcMinute(1001), 1),
-                (Some(a), UtcMinute(1002), 0),
-                (Some(b), UtcMinute(1002), 0),
-            ]
+            [(Some(b), UtcMinute(1001), 1), (Some(a), UtcMinute(1002), 0)]
         );
     }
 
@@ -224,14 +279,20 @@ mod tests {
         cycle.queue_now("x", UtcMinute(0));
         cycle.queue_now("y", UtcMinute(0));
         let x = cycle.next_to_start(10).expect("x");
-        cycle.put_back(x);
-        assert_eq!(cycle.next_to_start(20).map(|q| q.job.job), Some("x"));
+        cycle.put_back(x, 10);
+        assert_eq!(
+            cycle.next_to_start(20),
+            None,
+            "the line waits a second after a failure"
+        );
+        assert_eq!(cycle.next_start_ms(), Some(10 + RETRY_MS));
+        assert_eq!(cycle.next_to_start(1010).map(|q| q.job.job), Some("x"));
     }
 
     #[test]
     fn a_removed_entry_stops_firing_but_its_queued_run_still_starts() {
         let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
-        let gone = cycle.add(schedule("* * * * *"), None, "gone");
+        let gone = cycle.add(schedule("* * * * *"), None, "gone", 0);
         cycle.on_wake(UtcMinute(1001));
         cycle.remove(gone);
         assert_eq!(
@@ -240,5 +301,29 @@ mod tests {
         );
         assert_eq!(cycle.on_wake(UtcMinute(1002)).queued, 0);
         assert!(cycle.is_empty());
+    }
+
+    #[test]
+    fn a_random_delay_is_a_start_time_in_the_queue_and_an_edit_cancels_it() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        let late = cycle.add(schedule("* * * * *"), None, "late", 150);
+        let woke = cycle.on_wake(UtcMinute(1001));
+        assert_eq!(woke.queued, 1);
+        let minute = 1001 * 60_000;
+        assert_eq!(cycle.next_to_start(minute), None);
+        assert!(!cycle.has_backlog(), "a waiting run is not a backlog");
+        assert_eq!(cycle.next_start_ms(), Some(minute + 150_000));
+        // The next two minutes' runs merge into the one still waiting.
+        assert_eq!(cycle.on_wake(UtcMinute(1002)).merged, 1);
+        assert_eq!(cycle.on_wake(UtcMinute(1003)).postponed, 0);
+        let run = cycle
+            .next_to_start(minute + 150_000)
+            .expect("its time came");
+        assert_eq!((run.job.job, run.due), ("late", UtcMinute(1001)));
+        // Minute 1004's run waits; the entry is edited (removed) meanwhile: it never starts.
+        cycle.on_wake(UtcMinute(1004));
+        assert_eq!(cycle.remove(late), 1);
+        assert_eq!(cycle.next_start_ms(), None);
+        assert_eq!(cycle.next_to_start(1004 * 60_000 + 150_000), None);
     }
 }

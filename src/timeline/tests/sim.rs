@@ -51,7 +51,7 @@ impl Sim {
         };
         let zone = zone.map(|z| Zone::get(z).expect("zone"));
         let next = EntryId(self.entries.len() as u64);
-        let id = self.cycle.add(schedule, zone.clone(), next);
+        let id = self.cycle.add(schedule, zone.clone(), next, 0);
         assert_eq!(id, next, "entry ids are handed out in order");
         self.entries
             .push((name, zone.unwrap_or_else(|| self.local.clone())));
