@@ -191,3 +191,60 @@ fn root_no_log_line_is_longer_than_a_kibibyte_whatever_the_crontab_holds() {
         .collect();
     assert_eq!(output, long_arg);
 }
+
+/// /etc/cron.d/linked is a symlink to a file elsewhere (a package's, or an admin's in /srv).
+fn linked_tree() -> (Tree, std::path::PathBuf) {
+    let tree = Tree::new();
+    let pkg = tree.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    let target = pkg.join("job.cron");
+    tree.write_file(
+        &target,
+        &format!("0 10 * * * root echo old > {}\n", tree.out("old").display()),
+        0o644,
+    );
+    std::os::unix::fs::symlink(&target, tree.cron_d().join("linked")).unwrap();
+    (tree, target)
+}
+
+#[test]
+fn root_an_edit_of_a_symlinked_files_target_is_picked_up_with_inotify() {
+    require_root();
+    let (tree, target) = linked_tree();
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &[]);
+    crond.wait_for_log("entries loaded", 10);
+    // Edited in place, as `>>` or a simple editor does.
+    std::fs::write(
+        &target,
+        format!("0 10 * * * root echo new > {}\n", tree.out("new").display()),
+    )
+    .unwrap();
+    crond.wait_for_log(
+        &format!(
+            "(*system*linked) RELOAD ({})",
+            tree.cron_d().join("linked").display()
+        ),
+        10,
+    );
+    assert_eq!(wait_for_file(&tree.out("new"), 20), "new\n");
+    assert!(!tree.out("old").exists());
+}
+
+#[test]
+fn root_a_replaced_target_of_a_symlinked_file_is_picked_up_without_inotify() {
+    require_root();
+    let (tree, target) = linked_tree();
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &["-i"]);
+    crond.wait_for_log("entries loaded", 10);
+    // Replaced by a rename, as most editors save; the link itself does not change.
+    let staged = target.with_extension("new");
+    tree.write_file(
+        &staged,
+        &format!("0 10 * * * root echo new > {}\n", tree.out("new").display()),
+        0o644,
+    );
+    std::fs::rename(&staged, &target).unwrap();
+    assert_eq!(wait_for_file(&tree.out("new"), 20), "new\n");
+    assert!(!tree.out("old").exists());
+    assert!(crond.log_text().contains("(*system*linked) RELOAD ("));
+}

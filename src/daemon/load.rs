@@ -68,7 +68,11 @@ impl Daemon {
                 crontab,
                 owner_uid,
                 mtime_ns,
+                target,
             } => {
+                if let Some(watches) = &mut self.watches {
+                    watches.follow(key, target.as_deref(), &self.log);
+                }
                 if announce {
                     self.log.info(&who, "RELOAD", &tab);
                 }

@@ -23,6 +23,9 @@ pub(super) enum Role {
     SystemCrontab(OsString),
     /// The directory of /etc/localtime; its name.
     LocalTime(OsString),
+    /// The directory of the file a symlinked system crontab leads to: that file's name, and
+    /// the source to reload when it changes.
+    Target(OsString, SourceKey),
 }
 
 /// One inotify event with the roles of its directory.
@@ -94,6 +97,7 @@ pub(super) fn sort(
                     changed.zone = true;
                     None
                 }
+                Role::Target(file, key) if *file == name => Some(key.clone()),
                 _ => None,
             };
             let Some(key) = key else { continue };
@@ -162,6 +166,35 @@ impl Watches {
         self.watcher.fd()
     }
 
+    /// Watches the directory of `target`, the file a symlinked system crontab leads to, so an
+    /// edit there reloads `key`; forgets where `key` led before. (The kernel's watch on a
+    /// directory no source leads to any more stays: its events concern nothing.)
+    pub(super) fn follow(&mut self, key: &SourceKey, target: Option<&Path>, log: &Log) {
+        for roles in self.roles.values_mut() {
+            roles.retain(|r| !matches!(r, Role::Target(_, k) if k == key));
+        }
+        let Some(target) = target else { return };
+        let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+            return;
+        };
+        match self.watcher.watch_dir(dir) {
+            Ok(id) => self
+                .roles
+                .entry(id)
+                .or_default()
+                .push(Role::Target(name.to_os_string(), key.clone())),
+            Err(e) => log.info(
+                "CRON",
+                "INFO",
+                &format!(
+                    "can't watch {} ({e}): an edit of {} is seen when the link changes",
+                    dir.display(),
+                    target.display()
+                ),
+            ),
+        }
+    }
+
     /// Every event queued now, with its directory's roles (never blocks).
     pub(super) fn read(&self) -> io::Result<Vec<Seen>> {
         Ok(self
@@ -228,6 +261,21 @@ mod tests {
             ])
         );
         assert!(!changed.rescan && !changed.zone);
+    }
+
+    #[test]
+    fn an_event_on_the_target_of_a_symlinked_system_file_reloads_that_file() {
+        // /srv/pkg holds the file /etc/cron.d/php leads to, and other files.
+        let target = Role::Target("php.cron".into(), SourceKey::CronD("php".into()));
+        let events = vec![
+            seen(std::slice::from_ref(&target), "php.cron", false),
+            seen(std::slice::from_ref(&target), "unrelated", false),
+        ];
+        let changed = sort(events, &rules(), |_| true);
+        assert_eq!(
+            changed.sources,
+            BTreeSet::from([SourceKey::CronD("php".into())])
+        );
     }
 
     #[test]

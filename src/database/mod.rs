@@ -108,7 +108,12 @@ pub enum Outcome {
         /// For a user's crontab, the uid its ownership was checked against: the job runs as
         /// this uid or not at all (a name deleted and created again is another account).
         owner_uid: Option<Uid>,
+        /// What the change check compares: the file's mtime, and for a symlinked system file
+        /// the link's and the target's together ([`mtime_ns`] computes the same).
         mtime_ns: i128,
+        /// For a symlinked system file, the file it leads to (whose directory the daemon also
+        /// watches, so an edit of the target is seen).
+        target: Option<PathBuf>,
     },
     /// There is no such file (any more).
     Missing,
@@ -165,7 +170,12 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         SourceKey::User(name) => open_user(&path, name, rules),
         _ => open_system(&path, rules),
     };
-    let (mut file, facts, owner_uid) = match opened {
+    let Opened {
+        mut file,
+        owner_uid,
+        stamp,
+        target,
+    } = match opened {
         Ok(Ok(found)) => found,
         Ok(Err(outcome)) => return outcome,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Missing,
@@ -199,11 +209,27 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
     Outcome::Loaded {
         crontab,
         owner_uid,
-        mtime_ns: facts.mtime_ns,
+        mtime_ns: stamp,
+        target,
     }
 }
 
-type Opened = (std::fs::File, fs::FileFacts, Option<Uid>);
+/// A source opened and trusted, not read yet.
+struct Opened {
+    file: std::fs::File,
+    owner_uid: Option<Uid>,
+    stamp: i128,
+    target: Option<PathBuf>,
+}
+
+/// The change check's value: a file's mtime, or for a symlink its own and its target's mixed,
+/// so that a change of either changes it.
+fn change_stamp(link_mtime: i128, target_mtime: Option<i128>) -> i128 {
+    match target_mtime {
+        None => link_mtime,
+        Some(t) => link_mtime.wrapping_mul(1_000_003) ^ t,
+    }
+}
 
 fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
     let (file, facts) = match fs::open_no_follow(path) {
@@ -223,12 +249,18 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
     ) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
-    Ok(Ok((file, facts, Some(user.uid))))
+    Ok(Ok(Opened {
+        file,
+        owner_uid: Some(user.uid),
+        stamp: change_stamp(facts.mtime_ns, None),
+        target: None,
+    }))
 }
 
 fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
     let link = fs::link_facts(path)?;
-    let (file, facts) = if link.kind == FileKind::Symlink {
+    let symlink = link.kind == FileKind::Symlink;
+    let (file, facts) = if symlink {
         if let Err(refusal) = trust::check_symlink(&link) {
             return Ok(Err(Outcome::Refused(refusal)));
         }
@@ -246,12 +278,31 @@ fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>
     if let Err(refusal) = trust::check(&facts, Kind::System, rules.permit_any_mode) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
-    Ok(Ok((file, facts, None)))
+    Ok(Ok(Opened {
+        file,
+        owner_uid: None,
+        stamp: change_stamp(link.mtime_ns, symlink.then_some(facts.mtime_ns)),
+        target: if symlink {
+            std::fs::canonicalize(path).ok()
+        } else {
+            None
+        },
+    }))
 }
 
-/// The modification time of a source (the fallback change check without inotify).
+/// The change check's value for a source as it is now (the fallback without inotify): its
+/// mtime, or for a symlink its own and its target's, as [`load`] recorded them.
 pub fn mtime_ns(key: &SourceKey, paths: &Paths) -> Option<i128> {
-    fs::link_facts(&key.path(paths)).ok().map(|f| f.mtime_ns)
+    let path = key.path(paths);
+    let link = fs::link_facts(&path).ok()?;
+    let target = (link.kind == FileKind::Symlink)
+        .then(|| std::fs::metadata(&path).ok())
+        .flatten()
+        .map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+        });
+    Some(change_stamp(link.mtime_ns, target))
 }
 
 #[cfg(test)]
