@@ -1,7 +1,7 @@
 //! `mail_output` with real `sh -c` jobs and cronie's `-m` shell commands standing in for the
 //! MTA: every byte reaches the command, the body arrives unchanged, a failing or early-exiting
 //! MTA is a status, and the MTA gets only the environment it is given. (Delivery through the
-//! real exim4 is tested from outside, in tests/mail_mta.rs.)
+//! real exim4 is tested from outside, in tests/daemon/mta.rs.)
 
 use std::io::Read;
 use std::process::Stdio;

@@ -1,12 +1,10 @@
 //! The real `crond` refuses untrustworthy crontabs with Debian's log lines and runs the good
 //! lines of a file that has bad ones.
 
-mod common_daemon;
-
 use std::os::unix::fs::symlink;
 use std::process::Command;
 
-use common_daemon::*;
+use crate::support::daemon::*;
 
 #[test]
 fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {

@@ -8,9 +8,7 @@
 //! and a documented class that stops occurring is noticed by the counts asserted at the end.
 //! The cases come from a fixed seed; `CRONER_SEED=N` runs another set.
 
-mod common_schedule;
-
-use common_schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
+use crate::support::schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
 
 use crond::schedule::{Class, Field, Schedule, When, Zone, parse_expression};
 use croner::Cron;

@@ -1,11 +1,9 @@
 //! Changes reach the real `crond` without inotify too: Debian's per-minute mtime check (`-i`)
 //! and SIGHUP, which reloads every file at once.
 
-mod common_daemon;
-
 use std::process::Command;
 
-use common_daemon::*;
+use crate::support::daemon::*;
 
 #[test]
 fn without_inotify_a_new_crontab_is_found_by_the_minute_check() {

@@ -4,11 +4,9 @@
 //! Each test has its own users (created with useradd, removed after), so their mailboxes are
 //! never shared and the tests can run in parallel.
 
-mod common_mail;
-
 use std::process::Stdio;
 
-use common_mail::*;
+use crate::support::mail::*;
 use crond::job::log_lines::JobExit;
 use crond::job::output::Output;
 use crond::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};

@@ -12,9 +12,7 @@
 //! The walk skips days and hours that cannot match, never past a zone transition, so that each
 //! case stays cheap in a debug build; it must not borrow any arithmetic from the crate under test.
 
-mod common_schedule;
-
-use common_schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
+use crate::support::schedule::{SPECIALS, START_MAX, START_MIN, ZONES};
 
 use std::collections::HashMap;
 

@@ -9,13 +9,11 @@
 //! daemon starts five seconds before a minute boundary under faketime: no real minute is waited
 //! for.
 
-mod common_install;
-
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 
-use common_install::*;
+use crate::support::install::*;
 
 /// A user made for this test, removed (with home and mailbox) when dropped.
 struct TestUser {

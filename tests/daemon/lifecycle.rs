@@ -2,12 +2,10 @@
 //! running jobs alone, @reboot once per boot (marker file), detaching without `-f`.
 //! These need no root: every path is overridden and jobs run as the current user.
 
-mod common_daemon;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common_daemon::*;
+use crate::support::daemon::*;
 
 #[test]
 fn a_second_daemon_cannot_start_on_the_same_pid_file() {

@@ -3,12 +3,10 @@
 //! issue and Debian's cron.service require, every [Service] directive has its reason written
 //! above it, and no sandboxing directive that would break jobs has crept in.
 
-mod common_install;
-
 use std::path::Path;
 use std::process::Command;
 
-use common_install::*;
+use crate::support::install::*;
 
 fn unit_text() -> String {
     std::fs::read_to_string(repo().join("systemd/crond.service")).expect("systemd/crond.service")

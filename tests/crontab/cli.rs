@@ -4,13 +4,11 @@
 //! Tests whose name starts with `root_` switch to a real user (`nobody`) and fail without root;
 //! the others run as whoever runs the suite, in a temporary directory, and touch nothing else.
 
-mod common_crontab;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common_crontab::*;
+use crate::support::crontab::*;
 
 /// A spool directory and allow/deny paths in a temporary directory, for the invoking user.
 struct Plain {

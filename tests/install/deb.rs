@@ -4,13 +4,11 @@
 //! remove and purge. Maintainer scripts run chrootless with $DPKG_ROOT, so the host's own
 //! dpkg database, groups and units are never touched.
 
-mod common_install;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common_install::*;
+use crate::support::install::*;
 
 /// Builds the .deb once for all the tests of this file (uncompressed: the debug binaries are
 /// large and xz is slow) and returns its path.

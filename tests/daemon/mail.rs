@@ -10,15 +10,12 @@
 //! No mocks: real users (useradd, removed after), real processes, the real MTA. The tests fail,
 //! never skip, without root or exim.
 
-mod common_daemon;
-mod common_mail;
-
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
-use common_daemon::{Crond, Tree, require_root, wait_for_file};
-use common_mail::{Message, TestUser, require_exim, unqualified};
+use crate::support::daemon::{Crond, Tree, require_root, wait_for_file};
+use crate::support::mail::{Message, TestUser, require_exim, unqualified};
 
 /// A user with home `/` (exim and the job child both chdir there) and an empty mailbox.
 fn mail_user() -> TestUser {

@@ -2,9 +2,7 @@
 //! environment, at the times the files say, including files changed while it runs.
 //! Time is libfaketime's, ten times faster, starting ten seconds before 10:00.
 
-mod common_daemon;
-
-use common_daemon::*;
+use crate::support::daemon::*;
 
 #[test]
 fn root_a_user_job_runs_as_that_user_with_its_groups_and_a_clean_environment() {

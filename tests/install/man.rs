@@ -6,14 +6,12 @@
 //! text; nothing is hard-coded except the flag sets the issues fix for the two binaries that
 //! are not built yet.
 
-mod common_install;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common_install::*;
+use crate::support::install::*;
 
 const PAGES: [&str; 4] = ["crond.8", "crontab.1", "crontab.5", "cronnext.1"];
 

@@ -4,12 +4,10 @@
 //! /etc files load without errors. It must not touch the host: nothing is installed into /,
 //! and the root test that needs the `crontab` group gets it from a private mount namespace.
 
-mod common_install;
-
 use std::path::Path;
 use std::process::Command;
 
-use common_install::*;
+use crate::support::install::*;
 
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -4,11 +4,9 @@
 //! Every test here needs root (a setgid copy, a mount namespace, setpriv) and fails without it.
 //! They must not touch the host's /var/spool: the namespace's bind mount hides it.
 
-mod common_crontab;
-
 use std::fs;
 
-use common_crontab::*;
+use crate::support::crontab::*;
 
 const GOOD: &[u8] = b"0 5 * * 1 echo backup\n";
 

@@ -1,0 +1,12 @@
+//! The `crontab` and `cronnext` commands: the real binaries, as a user and (setgid) as a real
+//! user switched to by root.
+
+#[path = "../support"]
+mod support {
+    pub mod crontab;
+}
+
+mod cli;
+mod cronnext;
+mod library;
+mod setgid;

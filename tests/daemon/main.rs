@@ -1,0 +1,15 @@
+//! The daemon and its jobs end to end: the real `crond`, real users, real files, inotify, the
+//! real MTA (exim4). Time is libfaketime's; no test waits for a real minute.
+
+#[path = "../support"]
+mod support {
+    pub mod daemon;
+    pub mod mail;
+}
+
+mod files;
+mod jobs;
+mod lifecycle;
+mod mail;
+mod mta;
+mod reload;

@@ -1,0 +1,13 @@
+//! Installation: `make install`, the Debian package, the systemd unit, the man pages, and an
+//! installed tree run end to end.
+
+#[path = "../support"]
+mod support {
+    pub mod install;
+}
+
+mod deb;
+mod e2e;
+mod make;
+mod man;
+mod unit;
