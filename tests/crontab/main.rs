@@ -4,6 +4,7 @@
 #[path = "../support"]
 mod support {
     pub mod crontab;
+    pub mod root;
 }
 
 mod cli;

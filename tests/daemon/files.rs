@@ -10,7 +10,7 @@ use crate::support::daemon::*;
 fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
     require_root();
     let tree = Tree::new();
-    let other = TestUser::create("b", &tree.path().join("out"));
+    let other = user_with_home("b", &tree.path().join("out"));
     let out = |n: &str| tree.out(n).display().to_string();
     let job = |n: &str| format!("0 10 * * * echo {n} > {}\n", out(n));
     let sys_job = |n: &str| format!("0 10 * * * root echo {n} > {}\n", out(n));

@@ -9,7 +9,7 @@ fn root_a_user_job_runs_as_that_user_with_its_groups_and_a_clean_environment() {
     require_root();
     let tree = Tree::new();
     let home = tree.path().join("out");
-    let user = TestUser::create("u", &home);
+    let user = user_with_home("u", &home);
     let ids = tree.out("ids");
     let env = tree.out("env");
     tree.user_crontab(
@@ -253,7 +253,7 @@ fn root_a_name_given_to_another_uid_after_the_load_does_not_run_the_old_file() {
     require_root();
     let tree = Tree::new();
     let home = tree.path().join("out");
-    let user = TestUser::create("m", &home);
+    let user = user_with_home("m", &home);
     let ran = tree.out("ran");
     tree.user_crontab(
         &user.name,

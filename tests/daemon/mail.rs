@@ -14,15 +14,8 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
-use crate::support::daemon::{Crond, Tree, require_root, wait_for_file};
-use crate::support::mail::{Message, TestUser, require_exim, unqualified};
-
-/// A user with home `/` (exim and the job child both chdir there) and an empty mailbox.
-fn mail_user() -> TestUser {
-    require_root();
-    require_exim();
-    TestUser::create()
-}
+use crate::support::daemon::{Crond, Tree, wait_for_file};
+use crate::support::mail::{Message, TestUser, mail_user, unqualified};
 
 /// The host as the subject shows it without `-n`.
 fn short_host() -> String {

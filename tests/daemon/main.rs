@@ -5,6 +5,8 @@
 mod support {
     pub mod daemon;
     pub mod mail;
+    pub mod root;
+    pub mod user;
 }
 
 mod files;

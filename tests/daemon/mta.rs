@@ -38,7 +38,7 @@ fn send(
 #[test]
 fn root_a_job_mail_arrives_with_every_header_and_the_body() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job(
         "echo to stdout; echo to stderr >&2; echo again",
@@ -91,7 +91,7 @@ fn root_a_job_mail_arrives_with_every_header_and_the_body() {
 #[test]
 fn root_utf8_output_arrives_unchanged_and_declared_utf8_under_a_c_locale() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("printf 'Grüße, 東京\\n'", Stdio::null(), tmp.path());
     let env = job_env(&u.name, &[]);
@@ -105,7 +105,7 @@ fn root_utf8_output_arrives_unchanged_and_declared_utf8_under_a_c_locale() {
 #[test]
 fn root_8bit_output_that_is_not_utf8_arrives_byte_for_byte() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job(
         "printf 'caf\\351 \\377\\200 end\\n'",
@@ -126,7 +126,7 @@ fn root_8bit_output_that_is_not_utf8_arrives_byte_for_byte() {
 #[test]
 fn root_a_megabyte_of_output_arrives_whole() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     // 1 MiB of numbered lines: every line differs, so a lost or repeated block shows.
     let (out, status) = run_job(
@@ -155,7 +155,7 @@ fn root_a_megabyte_of_output_arrives_whole() {
 #[test]
 fn root_a_failed_job_carries_its_exit_status_in_the_subject() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo oops; exit 3", Stdio::null(), tmp.path());
     let env = job_env(&u.name, &[]);
@@ -176,7 +176,7 @@ fn root_a_failed_job_carries_its_exit_status_in_the_subject() {
 #[test]
 fn root_a_non_ascii_command_gives_an_encoded_subject() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo x", Stdio::null(), tmp.path());
     let env = job_env(&u.name, &[]);
@@ -190,7 +190,7 @@ fn root_a_non_ascii_command_gives_an_encoded_subject() {
 #[test]
 fn root_an_empty_mailto_sends_nothing() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo output nobody wants", Stdio::null(), tmp.path());
     let env = job_env(&u.name, &[("MAILTO", "")]);
@@ -202,7 +202,7 @@ fn root_an_empty_mailto_sends_nothing() {
 #[test]
 fn root_empty_output_sends_nothing() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("true", Stdio::null(), tmp.path());
     let env = job_env(&u.name, &[]);
@@ -214,9 +214,9 @@ fn root_empty_output_sends_nothing() {
 #[test]
 fn root_mailto_with_two_users_reaches_both() {
     require_root();
-    let owner = TestUser::create();
-    let a = TestUser::create();
-    let b = TestUser::create();
+    let owner = mail_user();
+    let a = mail_user();
+    let b = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo for two", Stdio::null(), tmp.path());
     let mailto = format!("{},{}", a.name, b.name);
@@ -240,8 +240,8 @@ fn root_mailto_with_two_users_reaches_both() {
 #[test]
 fn root_an_unsafe_mailto_is_refused_and_nothing_is_sent() {
     require_root();
-    let owner = TestUser::create();
-    let a = TestUser::create();
+    let owner = mail_user();
+    let a = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo secret", Stdio::null(), tmp.path());
     // An address that would be a sendmail option if it reached the command line.
@@ -269,7 +269,7 @@ fn root_an_unsafe_mailto_is_refused_and_nothing_is_sent() {
 #[test]
 fn root_a_missing_sendmail_is_reported_as_no_mta() {
     require_root();
-    let u = TestUser::create();
+    let u = mail_user();
     let tmp = tempfile::tempdir().unwrap();
     let (out, status) = run_job("echo lost?", Stdio::null(), tmp.path());
     let env = job_env(&u.name, &[]);

@@ -14,30 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::install::*;
-
-/// A user made for this test, removed (with home and mailbox) when dropped.
-struct TestUser {
-    name: String,
-}
-
-impl TestUser {
-    fn create() -> TestUser {
-        let name = format!("crone2e{}", std::process::id() % 100_000);
-        run_ok(
-            Command::new("useradd")
-                .args(["-m", "-s", "/bin/sh"])
-                .arg(&name),
-        );
-        TestUser { name }
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("userdel").arg("-r").arg(&self.name).output();
-        let _ = std::fs::remove_file(Path::new("/var/mail").join(&self.name));
-    }
-}
+use crate::support::user::TestUser;
 
 /// Removes /var/spool/cron at the end if this test had to create it as a mount point.
 struct MountPoint(Option<&'static Path>);
@@ -92,7 +69,8 @@ fn root_an_admin_installs_with_make_and_a_users_job_mails_its_output() {
     );
     let root = tempfile::tempdir().expect("tempdir");
     let out = tempfile::tempdir().expect("tempdir");
-    let user = TestUser::create();
+    // Home made and removed with the user: the installed crontab runs the job from there.
+    let user = TestUser::create("e", &["-m", "-s", "/bin/sh"]);
 
     let spool_parent = Path::new("/var/spool/cron");
     let _mount_point = if spool_parent.exists() {

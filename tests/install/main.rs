@@ -4,6 +4,8 @@
 #[path = "../support"]
 mod support {
     pub mod install;
+    pub mod root;
+    pub mod user;
 }
 
 mod deb;

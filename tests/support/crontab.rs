@@ -6,8 +6,6 @@
 //! It must not touch the host's /var/spool, /etc/cron.allow or /etc/cron.deny: the only change
 //! to the host is the `crontab` group, created when missing (as the package would).
 
-#![allow(dead_code)]
-
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Write;
@@ -16,22 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+pub use super::root::require_root;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_crontab");
 
 /// The user the unprivileged tests run as.
 pub const USER: &str = "nobody";
-
-/// Panics unless the tests run as root: a root test that can't run must fail, not pass.
-pub fn require_root() {
-    // Asked of `id -u`: test code stays out of libc.
-    let out = Command::new("id").arg("-u").output().expect("run id -u");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "0",
-        "this test needs root (it creates setgid binaries, mount namespaces and switches users); \
-         run `cargo test -- --skip root_` to leave it out"
-    );
-}
 
 fn id_of(what: &str, name: &str) -> u32 {
     let out = Command::new("id")

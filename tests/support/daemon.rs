@@ -5,8 +5,6 @@
 //! It must not fake what it tests: jobs are real processes, files have real owners and modes,
 //! users are real passwd entries. Root-only helpers panic when not root.
 
-#![allow(dead_code)]
-
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -14,26 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub use super::root::{is_root, require_root};
+pub use super::user::TestUser;
+
 pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 /// Every test starts ten fake seconds (one real second) before this boundary.
 pub const START: &str = "2026-11-21 09:59:50";
-
-/// Fails the test (never skips it) when not root.
-pub fn require_root() {
-    // SAFETY-free: geteuid through `id -u` keeps unsafe out of the tests.
-    let out = Command::new("id").arg("-u").output().expect("run id");
-    let uid = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert_eq!(
-        uid, "0",
-        "this test needs root (it changes users and owners); run the suite as root or skip \
-         it visibly with `cargo test -- --skip root_`"
-    );
-}
-
-pub fn is_root() -> bool {
-    let out = Command::new("id").arg("-u").output().expect("run id");
-    String::from_utf8_lossy(&out.stdout).trim() == "0"
-}
 
 /// The current user's name (the owner of spool files in tests that run without root).
 pub fn current_user() -> String {
@@ -120,10 +104,6 @@ impl Tree {
             .arg(self.pid_file())
             .arg("--reboot-marker")
             .arg(self.reboot_marker())
-    }
-
-    pub fn read_out(&self, name: &str) -> Option<String> {
-        fs::read_to_string(self.out(name)).ok()
     }
 }
 
@@ -304,50 +284,33 @@ pub fn wait_for_file(path: &Path, secs: u64) -> String {
     }
 }
 
-/// A real user created for one test and removed afterwards.
-pub struct TestUser {
-    pub name: String,
-}
-
 impl TestUser {
-    /// `useradd` with its own group and the extra group `users`; home = `home`.
-    pub fn create(tag: &str, home: &Path) -> TestUser {
-        require_root();
-        let name = format!("crt{}{}", tag, std::process::id() % 100_000);
-        let _ = Command::new("userdel")
-            .arg(&name)
-            .stderr(Stdio::null())
-            .status();
-        let status = Command::new("useradd")
-            .args(["-U", "-G", "users", "-s", "/bin/sh", "-M", "-d"])
-            .arg(home)
-            .arg(&name)
-            .status()
-            .expect("useradd");
-        assert!(status.success(), "useradd {name}");
-        TestUser { name }
-    }
-
     fn id(&self, flag: &str) -> String {
         let out = Command::new("id")
             .arg(flag)
             .arg(&self.name)
             .output()
-            .expect("id");
+            .expect("run id");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// The user's uid, as `id -u` prints it.
     pub fn uid(&self) -> String {
         self.id("-u")
     }
 
+    /// The user's groups, as `id -G` prints them.
     pub fn groups(&self) -> String {
         self.id("-G")
     }
 }
 
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("userdel").arg(&self.name).status();
-    }
+/// A real user for a job to run as: its own group and the extra group `users`, home `home`
+/// (not created).
+pub fn user_with_home(tag: &str, home: &Path) -> TestUser {
+    let home = home.to_str().expect("a UTF-8 home");
+    TestUser::create(
+        tag,
+        &["-U", "-G", "users", "-s", "/bin/sh", "-M", "-d", home],
+    )
 }

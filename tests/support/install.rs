@@ -3,12 +3,12 @@
 //! Real commands only (make, install, dpkg, mandoc, systemd-analyze); nothing here fakes a
 //! result, and a helper that can not do its job panics rather than letting a test pass.
 
-#![allow(dead_code)]
-
 use std::ffi::OsStr;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+pub use super::root::require_root;
 
 /// The repository (where the Makefile is).
 pub fn repo() -> PathBuf {
@@ -31,15 +31,6 @@ pub fn bins() -> PathBuf {
         );
     }
     dir
-}
-
-/// Tests whose names start with `root_` call this first: without root they fail, loudly.
-pub fn require_root() {
-    let euid = crond::sys::user::effective_uid();
-    assert!(
-        euid.0 == 0,
-        "this test needs root (run the suite as root, or skip it with --skip root_)"
-    );
 }
 
 /// Fails the test when a command the suite depends on is missing (`make deps` installs it).

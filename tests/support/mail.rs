@@ -2,32 +2,17 @@
 //! mailboxes in /var/mail as exim4 delivers them, jobs run with real `sh -c` processes whose
 //! merged stdout+stderr go through `crond::job::output`. No mocks: if exim4 or root is missing
 //! the tests fail and say so.
-#![allow(dead_code)]
 
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crond::job::output::Output;
 
-/// Root tests call this first: it fails loudly rather than skip.
-pub fn require_root() {
-    // SAFETY-free check: /proc/self/status names the effective uid.
-    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .expect("Uid line");
-    assert_eq!(
-        euid, "0",
-        "this test needs root (it creates users and reads /var/mail); run it as root or skip root_ tests"
-    );
-}
+pub use super::root::require_root;
+pub use super::user::TestUser;
 
 /// The real MTA the tests send through.
 pub fn require_exim() -> PathBuf {
@@ -41,36 +26,15 @@ pub fn require_exim() -> PathBuf {
     p
 }
 
-static USERADD: Mutex<()> = Mutex::new(());
-static SERIAL: AtomicU32 = AtomicU32::new(0);
-
-/// A user that exists for the length of a test, with an empty mailbox.
-pub struct TestUser {
-    pub name: String,
+/// A user whose mail exim4 delivers to /var/mail: home `/` (exim changes to it before it
+/// delivers), no login shell.
+/// Needs root and exim4, and fails without them.
+pub fn mail_user() -> TestUser {
+    require_exim();
+    TestUser::create("m", &["-M", "-N", "-d", "/", "-s", "/usr/sbin/nologin"])
 }
 
 impl TestUser {
-    pub fn create() -> TestUser {
-        let name = format!(
-            "cmt{}x{}",
-            std::process::id() % 100_000,
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        );
-        {
-            // useradd takes /etc/passwd's lock and fails if another holds it.
-            let _g = USERADD.lock().unwrap_or_else(|e| e.into_inner());
-            let st = Command::new("useradd")
-                // exim chdirs to the home before delivering: "/" always exists.
-                .args(["-M", "-N", "-d", "/", "-s", "/usr/sbin/nologin", &name])
-                .status()
-                .expect("run useradd");
-            assert!(st.success(), "useradd {name} failed");
-        }
-        let u = TestUser { name };
-        let _ = std::fs::remove_file(u.mailbox());
-        u
-    }
-
     pub fn mailbox(&self) -> PathBuf {
         Path::new("/var/mail").join(&self.name)
     }
@@ -108,14 +72,6 @@ impl TestUser {
             "unexpected mail for {}",
             self.name
         );
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _g = USERADD.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = Command::new("userdel").arg(&self.name).status();
-        let _ = std::fs::remove_file(self.mailbox());
     }
 }
 
