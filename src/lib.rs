@@ -25,7 +25,7 @@
 
 pub(crate) mod cronnext;
 pub mod crontab;
-pub mod crontab_cmd;
+pub(crate) mod crontab_cmd;
 pub(crate) mod daemon;
 pub(crate) mod database;
 pub mod job;

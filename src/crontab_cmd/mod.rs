@@ -24,7 +24,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub use cli::{Action, Input, Options, Overrides, USAGE, UsageError};
+pub use cli::{Action, Input, Options, Overrides, USAGE};
 
 use crate::crontab::{self, Crontab, Format, Limits, ParseOptions};
 use crate::paths;
@@ -305,37 +305,4 @@ fn validate(text: &[u8], name: &str, io: &mut Io<'_>) -> Step<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overrides_apply_only_without_privilege() {
-        let o = Overrides {
-            spool_dir: Some("/tmp/s".into()),
-            allow_file: Some("/tmp/a".into()),
-            deny_file: None,
-        };
-        let free = Paths::choose(&o, false);
-        assert_eq!(free.spool_dir, PathBuf::from("/tmp/s"));
-        assert_eq!(free.allow_file, PathBuf::from("/tmp/a"));
-        assert_eq!(free.deny_file, PathBuf::from(paths::DENY_FILE));
-        let setgid = Paths::choose(&o, true);
-        assert_eq!(setgid, Paths::choose(&Overrides::default(), false));
-        assert_eq!(setgid.spool_dir, PathBuf::from(paths::SPOOL_DIR));
-    }
-
-    #[test]
-    fn the_editor_is_visual_then_editor_then_the_debian_default() {
-        let s = |v: &str| Some(OsString::from(v));
-        assert_eq!(choose_editor(s("vim"), s("nano"), true), "vim");
-        assert_eq!(choose_editor(s(""), s("nano"), true), "nano");
-        assert_eq!(choose_editor(None, s(""), true), "/usr/bin/editor");
-        assert_eq!(choose_editor(None, None, false), "vi");
-    }
-
-    #[test]
-    fn os_errors_read_like_strerror() {
-        let e = io::Error::from_raw_os_error(2);
-        assert_eq!(describe(&e), "No such file or directory");
-    }
-}
+mod tests;

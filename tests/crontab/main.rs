@@ -9,5 +9,4 @@ mod support {
 
 mod cli;
 mod cronnext;
-mod library;
 mod setgid;

@@ -8,8 +8,8 @@ use std::fs;
 use std::io::Cursor;
 use std::path::Path;
 
-use crond::crontab_cmd::{self, Context, Io, Options, Paths, choose_editor};
-use crond::sys::setgid::Privilege;
+use crate::crontab_cmd::{self, Context, Io, Options, Paths, choose_editor};
+use crate::sys::setgid::Privilege;
 
 struct Outcome {
     code: u8,
