@@ -404,7 +404,7 @@ fn an_entry_prints_as_a_line_that_parses_back_to_the_same_entry() {
 const PER_ENTRY: usize = 512;
 
 fn held_by_parse(text: &[u8], format: Format, limits: Limits) -> (Crontab, usize) {
-    crate::sys::alloc_count::peak_during(|| parse_with(text, format, limits))
+    crate::alloc_count::peak_during(|| parse_with(text, format, limits))
 }
 
 #[test]
