@@ -29,6 +29,7 @@
 
 mod address;
 mod command;
+mod diagnostic;
 mod env;
 
 use std::fmt;
@@ -36,9 +37,11 @@ use std::sync::Arc;
 
 pub use address::is_safe_address;
 pub use command::{JobInput, split_percent};
+pub use diagnostic::{Diagnostic, MAX_MESSAGE, SHOWN_PROBLEMS};
 pub use env::Env;
 
 use crate::schedule::{self, When, Zone, ZoneError};
+use diagnostic::capped;
 use env::{EnvLine, parse_env_line};
 
 /// Which of the two file formats.
@@ -102,28 +105,6 @@ impl fmt::Debug for ParseOptions<'_> {
     }
 }
 
-/// One problem in a file. `line` and `column` count from 1; columns count bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    pub line: u32,
-    pub column: u32,
-    pub message: String,
-}
-
-impl Diagnostic {
-    /// `FILE:LINE:COLUMN: message`, the form every tool and log line uses.
-    pub fn in_file<'a>(&'a self, file: &'a str) -> impl fmt::Display + 'a {
-        struct InFile<'a>(&'a Diagnostic, &'a str);
-        impl fmt::Display for InFile<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let d = self.0;
-                write!(f, "{}:{}:{}: {}", self.1, d.line, d.column, d.message)
-            }
-        }
-        InFile(self, file)
-    }
-}
-
 /// One scheduled command.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -159,28 +140,6 @@ impl Entry {
         line.extend_from_slice(&self.command);
         line
     }
-}
-
-/// How many problems of one file are kept and shown (logged at load, printed by `crontab -n`
-/// and install); the rest are counted. One bad file must not flood the log: a million bad lines
-/// made a million log lines and held 180 MB.
-pub const SHOWN_PROBLEMS: usize = 20;
-
-/// The longest diagnostic message, in bytes: a message that echoes what was written (a bad
-/// word, a zone name, a value) is cut there, with `...`, so one line of a file can't make a
-/// 100 KB line of log or of `crontab -n` output.
-pub const MAX_MESSAGE: usize = 200;
-
-fn capped(mut message: String) -> String {
-    if message.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE - 3;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push_str("...");
-    }
-    message
 }
 
 /// A parsed file: what loads, and what is wrong.

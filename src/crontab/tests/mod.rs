@@ -304,33 +304,6 @@ fn a_nul_byte_makes_the_line_an_error() {
 }
 
 #[test]
-fn limits_are_errors_not_crashes() {
-    let limits = Limits {
-        max_file: 1 << 20,
-        max_line: 40,
-        max_entries: 2,
-        max_env: 2,
-    };
-    let long = format!("0 0 * * * {}\n", "x".repeat(100));
-    let text = format!("A=1\nB=2\nA=3\n{long}* * * * * a\n* * * * * b\n* * * * * c\n");
-    let tab = parse_with(text.as_bytes(), Format::User, limits);
-    assert_eq!(
-        shown(&tab.errors),
-        [
-            "tab:3:1: more than 2 variable assignments in one file",
-            "tab:4:41: line longer than 40 bytes",
-            "tab:7:1: more than 2 entries in one file; entry not loaded",
-        ]
-    );
-    assert_eq!(tab.entries.len(), 2);
-    assert_eq!(
-        tab.entries[0].env.get(b"A"),
-        Some(&b"1"[..]),
-        "a repeated name counts as an assignment: A=3 was refused"
-    );
-}
-
-#[test]
 fn a_repeated_name_keeps_its_first_place_with_its_last_value() {
     let tab = user("A=1\nB=2\n* * * * * one\nA=3\n* * * * * two\n");
     let vars = |i: usize| -> Vec<(String, String)> {
@@ -399,96 +372,6 @@ fn an_entry_prints_as_a_line_that_parses_back_to_the_same_entry() {
     }
 }
 
-/// The bound docs/limits.md states: parsing a file never holds more than `8 × its size +
-/// PER_ENTRY × the entries loaded` bytes.
-const PER_ENTRY: usize = 512;
-
-fn held_by_parse(text: &[u8], format: Format, limits: Limits) -> (Crontab, usize) {
-    crate::alloc_count::peak_during(|| parse_with(text, format, limits))
-}
-
-#[test]
-fn memory_stays_linear_when_entries_sit_between_reassignments_of_large_variables() {
-    // The amplification case: six variables of 125,000 bytes, then A=0 and A=1 in turn between
-    // entries, up to 1 MiB. A copy of the environment per assignment held 3.6 GB for 852 KiB.
-    for (format, limits, entry) in [
-        (Format::User, Limits::USER, "* * * * * true"),
-        (Format::System, Limits::SYSTEM, "* * * * * root true"),
-    ] {
-        let mut text = Vec::new();
-        for name in ["B", "C", "D", "E", "F", "G"] {
-            text.extend_from_slice(format!("{name}={}\n", "v".repeat(125_000)).as_bytes());
-        }
-        let mut i = 0usize;
-        while text.len() < 1 << 20 {
-            text.extend_from_slice(format!("A={}\n{entry}\n", i % 2).as_bytes());
-            i += 1;
-        }
-        let lines = text.iter().filter(|&&b| b == b'\n').count();
-        let (tab, peak) = held_by_parse(&text, format, limits);
-        let bound = 8 * text.len() + PER_ENTRY * tab.entries.len();
-        assert!(
-            peak <= bound,
-            "{format:?}: {peak} bytes held for a {} byte file of {lines} lines, {} entries \
-             (bound {bound})",
-            text.len(),
-            tab.entries.len()
-        );
-        // As much loaded as the limits let through (10,000 entries, or 10,000 assignments),
-        // and each entry sees the large variables and its own A.
-        assert!(tab.entries.len() >= 10_000, "{}", tab.entries.len());
-        let last = tab.entries.last().unwrap();
-        assert_eq!(last.env.get(b"G").map(<[u8]>::len), Some(125_000));
-        assert_eq!(tab.entries[0].env.get(b"A"), Some(&b"0"[..]));
-        assert_eq!(tab.entries[1].env.get(b"A"), Some(&b"1"[..]));
-    }
-}
-
-#[test]
-fn memory_stays_linear_for_a_file_of_one_byte_lines() {
-    // A million bad lines: each is a problem, and the problems kept are bounded.
-    let text = "x\n".repeat(1_000_000);
-    let (tab, peak) = held_by_parse(text.as_bytes(), Format::System, Limits::SYSTEM);
-    let bound = 8 * text.len();
-    assert!(peak <= bound, "{peak} bytes held (bound {bound})");
-    assert!(tab.entries.is_empty());
-}
-
-#[test]
-fn problems_past_the_first_twenty_are_counted_not_kept() {
-    // Twenty-five warnings first (LOGNAME can't be set), then five errors: the errors are past
-    // the cap, and the file still counts as having errors.
-    let mut text = "LOGNAME=x\n".repeat(25);
-    text.push_str(&"bad\n".repeat(5));
-    text.push_str("* * * * * ok\n");
-    let tab = user(&text);
-    assert_eq!(tab.warnings.len(), SHOWN_PROBLEMS);
-    assert!(tab.errors.is_empty());
-    assert!(tab.has_errors());
-    assert_eq!(tab.not_shown(), 10);
-    assert_eq!(
-        tab.not_shown_line("tab").as_deref(),
-        Some("(10 more problems in tab not shown)")
-    );
-    assert_eq!(tab.entries.len(), 1, "the good line still loads");
-    let clean = user("* * * * * ok\n");
-    assert_eq!(clean.not_shown_line("tab"), None);
-    assert!(!clean.has_errors());
-}
-
-#[test]
-fn a_message_that_echoes_a_long_value_is_cut() {
-    let text = format!("RANDOM_DELAY={}\n", "9".repeat(100_000));
-    let tab = user(&text);
-    let message = &tab.errors[0].message;
-    assert_eq!(message.len(), MAX_MESSAGE);
-    assert!(message.starts_with("RANDOM_DELAY must be") && message.ends_with("..."));
-    // Cut at a character boundary, never inside one.
-    let text = format!("@{}\n", "é".repeat(200));
-    let tab = user(&text);
-    assert!(tab.errors[0].message.len() <= MAX_MESSAGE);
-}
-
 #[test]
 fn a_carriage_return_inside_a_line_makes_it_an_error() {
     // What a terminal shows of this line is "0 0 * * * harmless": the CR hides the rest.
@@ -517,3 +400,5 @@ fn unsafe_mail_settings_are_errors_at_the_values_column_and_not_in_force() {
     assert_eq!(tab.entries[0].env.get(b"MAILTO"), Some(&b""[..]));
     assert_eq!(tab.entries[0].env.get(b"MAILFROM"), None);
 }
+
+mod limits;
