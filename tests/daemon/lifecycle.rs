@@ -319,49 +319,113 @@ fn the_daemon_tells_systemd_when_it_is_ready_and_when_it_stops() {
     assert_eq!(wait_with_timeout(&mut child.0, 10).code(), Some(0));
 }
 
-/// A pids cgroup of its own (cgroup v1's pids hierarchy, or v2 with the pids controller
-/// enabled): a real limit on processes, as systemd's TasksMax or a container sets it.
-struct PidsCgroup {
-    dir: std::path::PathBuf,
-    root: std::path::PathBuf,
+/// A real limit on the daemon's processes, as systemd's TasksMax or a container sets it: a pids
+/// cgroup of its own (cgroup v1's pids hierarchy, or v2 with the pids controller enabled), or
+/// where there is none, RLIMIT_NPROC on a daemon run as `nobody` (the kernel never applies
+/// that limit to uid 0), whose jobs are then `nobody`'s.
+enum ForkLimit {
+    Cgroup {
+        dir: std::path::PathBuf,
+        root: std::path::PathBuf,
+    },
+    Rlimit {
+        pid: u32,
+        /// The soft limit the daemon started with, to give back.
+        soft: String,
+    },
 }
 
-impl PidsCgroup {
-    fn new(tag: &str) -> PidsCgroup {
+impl ForkLimit {
+    fn pids_cgroup_root() -> Option<std::path::PathBuf> {
         let v1 = std::path::Path::new("/sys/fs/cgroup/pids");
         let v2 = std::path::Path::new("/sys/fs/cgroup");
-        let root = if v1.join("pids.max").exists() || v1.join("cgroup.procs").exists() {
-            v1.to_path_buf()
+        if v1.join("cgroup.procs").exists() {
+            Some(v1.to_path_buf())
         } else if std::fs::read_to_string(v2.join("cgroup.subtree_control"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"))
         {
-            v2.to_path_buf()
+            Some(v2.to_path_buf())
         } else {
-            panic!("no pids cgroup controller here (cgroup v1 pids, or v2 with pids enabled)");
-        };
-        let dir = root.join(format!("crond-test-{tag}-{}", std::process::id()));
-        std::fs::create_dir(&dir).expect("create the cgroup");
-        PidsCgroup { dir, root }
+            None
+        }
     }
 
-    fn limit(&self, max: &str) {
-        std::fs::write(self.dir.join("pids.max"), max).expect("pids.max");
+    /// How the daemon must be started for the limit to bite, and the user its jobs run as.
+    fn wrapper() -> (&'static [&'static str], &'static str) {
+        if ForkLimit::pids_cgroup_root().is_some() {
+            (&[], "root")
+        } else {
+            (
+                &[
+                    "setpriv",
+                    "--reuid=nobody",
+                    "--regid=nogroup",
+                    "--clear-groups",
+                    "--",
+                ],
+                "nobody",
+            )
+        }
     }
 
-    fn enter(&self, pid: u32) {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).expect("cgroup.procs");
+    /// Takes hold of the daemon `pid` (not limited yet).
+    fn on(pid: u32) -> ForkLimit {
+        match ForkLimit::pids_cgroup_root() {
+            Some(root) => {
+                let dir = root.join(format!("crond-test-fork-{}", std::process::id()));
+                std::fs::create_dir(&dir).expect("create the cgroup");
+                std::fs::write(dir.join("cgroup.procs"), pid.to_string()).expect("cgroup.procs");
+                ForkLimit::Cgroup { dir, root }
+            }
+            None => {
+                let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+                let soft = limits
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Max processes"))
+                    .and_then(|l| l.split_whitespace().next())
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(!soft.is_empty(), "no NPROC limit read");
+                ForkLimit::Rlimit { pid, soft }
+            }
+        }
+    }
+
+    /// Forks fail (`block`) or work again.
+    fn set(&self, block: bool) {
+        match self {
+            // The daemon itself is the one process the group may hold.
+            ForkLimit::Cgroup { dir, .. } => {
+                std::fs::write(dir.join("pids.max"), if block { "1" } else { "max" })
+                    .expect("pids.max")
+            }
+            // The daemon is nobody's one process. Only the soft limit moves, and nobody moves
+            // it: that needs no privilege (root here may lack CAP_SYS_RESOURCE, which changing
+            // another user's limits takes).
+            ForkLimit::Rlimit { pid, soft } => {
+                let limit = format!("--nproc={}:", if block { "1" } else { soft });
+                let status = std::process::Command::new("setpriv")
+                    .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+                    .args(["prlimit", "--pid", &pid.to_string(), &limit])
+                    .status()
+                    .expect("run prlimit");
+                assert!(status.success(), "prlimit {limit}");
+            }
+        }
     }
 }
 
-impl Drop for PidsCgroup {
+impl Drop for ForkLimit {
     fn drop(&mut self) {
-        // Whatever is left goes back to the root group, then the group can go.
-        if let Ok(procs) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
-            for pid in procs.split_whitespace() {
-                let _ = std::fs::write(self.root.join("cgroup.procs"), pid);
+        if let ForkLimit::Cgroup { dir, root } = self {
+            // Whatever is left goes back to the root group, then the group can go.
+            if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                for pid in procs.split_whitespace() {
+                    let _ = std::fs::write(root.join("cgroup.procs"), pid);
+                }
             }
+            let _ = std::fs::remove_dir(&dir);
         }
-        let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
@@ -370,21 +434,21 @@ fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without
     require_root();
     let tree = Tree::new();
     let runs = tree.out("runs");
+    let (wrapper, user) = ForkLimit::wrapper();
     let lines: String = (0..20)
-        .map(|i| format!("* * * * * root echo {i} >> {}\n", runs.display()))
+        .map(|i| format!("* * * * * {user} echo {i} >> {}\n", runs.display()))
         .collect();
     tree.write_file(&tree.cron_d().join("many"), &lines, 0o644);
     // Thirty fake seconds (three real) before 10:00.
-    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &[]);
+    let crond = Crond::start_wrapped(&tree, 1, "2026-11-21 09:59:30", wrapper, &[]);
     crond.wait_for_log("entries loaded", 10);
-    let cgroup = PidsCgroup::new("fork");
-    cgroup.enter(crond.pid());
-    // The daemon itself is the one process the group may hold: every fork fails (EAGAIN).
-    cgroup.limit("1");
+    let limit = ForkLimit::on(crond.pid());
+    // Every fork fails (EAGAIN) from here.
+    limit.set(true);
     // Through 10:00 and 10:01 (fake), where every entry is due twice.
     crond.wait_for_log("more failed attempts in the last minute", 20);
     let failing = crond.log_text();
-    cgroup.limit("max");
+    limit.set(false);
     crond.wait_for_log("(CRON) INFO (fork works again after ", 10);
     // Each entry once: the run of 10:01 merged into the one of 10:00 still waiting.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
