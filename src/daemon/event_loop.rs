@@ -22,7 +22,7 @@ use crate::sys::fs::PidLock;
 use crate::sys::process;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::{MinuteTimer, Tick};
-use crate::timeline::{Cycle, UtcMinute};
+use crate::timeline::{Cycle, UtcMinute, clock_moved};
 
 pub(super) struct Daemon {
     pub(super) options: Options,
@@ -44,6 +44,8 @@ pub(super) struct Daemon {
     /// cronie's RANDOM_DELAY scale, in [0, 1), drawn once per daemon start.
     pub(super) delay_factor: f64,
     pub(super) fork_failures: super::minute::ForkFailures,
+    /// The minute the timer is armed for.
+    pub(super) armed: UtcMinute,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -113,6 +115,7 @@ impl Daemon {
             watches: None,
             delay_factor: random_delay_factor(),
             fork_failures: Default::default(),
+            armed: UtcMinute::containing(now.as_second()).plus(1),
             options,
         };
         daemon.log.info(
@@ -158,6 +161,11 @@ impl Daemon {
     pub(super) fn run(&mut self) -> Result<(), Error> {
         loop {
             let now = wall_clock();
+            if clock_moved(now.as_millisecond(), self.cycle.handled(), self.armed) {
+                // Whatever woke the loop, the clock is not where the timer was left: the same
+                // rules as for the kernel's notice, now.
+                self.on_minute(now, true);
+            }
             self.start_due_jobs(now);
             // Sleep until the next queued job may start (now, for a backlog; a second after a
             // failed fork; a RANDOM_DELAY's start time) or until an event; the timer wakes the
@@ -221,10 +229,15 @@ impl Daemon {
         }
         if arrived.hangup {
             self.log.reopen();
-            self.log
-                .info("CRON", "INFO", "SIGHUP: reloading every crontab");
+            self.log.info(
+                "CRON",
+                "INFO",
+                "SIGHUP: reloading every crontab and reading the clock",
+            );
             self.load_all(true);
-            self.arm(wall_clock());
+            // As a clock change: a step the kernel did not report is acted on now (a minute
+            // already handled is not run again).
+            self.on_minute(wall_clock(), true);
         }
         AfterSignals::Continue
     }

@@ -51,6 +51,7 @@ impl Daemon {
     pub(super) fn arm(&mut self, now: Timestamp) {
         let now_minute = UtcMinute::containing(now.as_second());
         let target = self.cycle.next_wake(now_minute, self.files_every_minute());
+        self.armed = target;
         if let Err(e) = self.timer.arm_at(target.start_second()) {
             self.log
                 .error("CRON", "ERROR", &format!("can't arm the timer: {e}"));

@@ -72,6 +72,12 @@ impl Agenda {
         }
     }
 
+    /// The wall minute handled last (the wildcard cursor: after the clock went back, that is
+    /// the repeated minute, behind the fixed-time cursor).
+    pub fn handled(&self) -> UtcMinute {
+        self.cursors.wildcard
+    }
+
     pub fn len(&self) -> usize {
         self.slots.len()
     }

@@ -51,6 +51,19 @@ pub struct Woke {
     pub merged: usize,
 }
 
+/// How far past the start of the minute it woke for the daemon may find the wall clock before it
+/// takes the clock as stepped forward (a timer fires late under load by milliseconds, not this).
+pub const LATE_WAKE_MS: i64 = 5_000;
+
+/// Whether the wall clock is not where the daemon left it, at any wake-up (a signal, an event,
+/// a job to start, the timer): earlier than the minute it handled last (stepped back), or more
+/// than [`LATE_WAKE_MS`] past the minute its timer was armed for (stepped forward, or the
+/// machine slept). Then the minute rules must run at once, whatever woke the loop: a kernel's
+/// notice of a clock change is one way to learn it, not the only one.
+pub fn clock_moved(now_ms: i64, handled: UtcMinute, armed: UtcMinute) -> bool {
+    now_ms < handled.0 * 60_000 || now_ms > armed.0 * 60_000 + LATE_WAKE_MS
+}
+
 /// The agenda, the jobs and the queue.
 #[derive(Debug)]
 pub struct Cycle<J> {
@@ -103,6 +116,11 @@ impl<J: Clone> Cycle<J> {
     /// A new local zone: every entry without its own CRON_TZ gets new fire times.
     pub fn set_local_zone(&mut self, zone: Zone) {
         self.agenda.set_local_zone(zone);
+    }
+
+    /// The wall minute handled last.
+    pub fn handled(&self) -> UtcMinute {
+        self.agenda.handled()
     }
 
     /// How many entries there are.
@@ -233,6 +251,21 @@ mod tests {
         assert_eq!(next_wake(now, Some(UtcMinute(1001)), true), UtcMinute(1001));
         assert_eq!(next_wake(now, None, true), UtcMinute(1001));
         assert_eq!(next_wake(now, None, false), UtcMinute(1060), "idle: hourly");
+    }
+
+    #[test]
+    fn the_clock_moved_when_it_is_behind_the_handled_minute_or_well_past_the_armed_one() {
+        let (handled, armed) = (UtcMinute(1000), UtcMinute(1001));
+        let at = |m: i64, ms: i64| m * 60_000 + ms;
+        // Anywhere from the handled minute to a little after the armed one: where it should be.
+        assert!(!clock_moved(at(1000, 0), handled, armed));
+        assert!(!clock_moved(at(1000, 59_999), handled, armed));
+        assert!(!clock_moved(at(1001, LATE_WAKE_MS), handled, armed));
+        // Back before the minute handled last, or forward past the armed one.
+        assert!(clock_moved(at(999, 59_999), handled, armed));
+        assert!(clock_moved(at(970, 0), handled, armed));
+        assert!(clock_moved(at(1001, LATE_WAKE_MS + 1), handled, armed));
+        assert!(clock_moved(at(1030, 0), handled, armed));
     }
 
     #[test]

@@ -31,7 +31,7 @@ mod cycle;
 mod tests;
 
 pub use agenda::{Agenda, EntryId};
-pub use cycle::Cycle;
+pub use cycle::{Cycle, clock_moved};
 
 use crate::schedule::Class;
 

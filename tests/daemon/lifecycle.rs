@@ -475,3 +475,88 @@ fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without
         "{failing}"
     );
 }
+
+/// The fake minute (`HH:MM`) of each `CMD` line with `command` in the log: when the job child
+/// started it, by the daemon's clock (jobs themselves get a clean environment and real time).
+fn minutes_run(crond: &Crond, command: &str) -> Vec<String> {
+    let needle = format!("(root) CMD ({command}");
+    crond
+        .log_text()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .filter_map(|l| l.split_whitespace().nth(2).map(|t| t[..5].to_string()))
+        .collect()
+}
+
+fn wait_for_minutes(crond: &Crond, command: &str, count: usize, secs: u64) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let seen = minutes_run(crond, command);
+        if seen.len() >= count {
+            return seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{count} runs of {command:?} expected, saw {seen:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_repeated_minutes() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("step"),
+        "* * * * * root true wildcard\n0 10 * * * root true fixed\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    wait_for_minutes(&crond, "true fixed", 1, 10);
+    // Back 30 minutes, in the middle of the minute (10:00:0x → 09:30:30).
+    crond.set_clock(&tree, "2026-11-21 09:30:30");
+    crond.wait_for_log("clock set: ", 10);
+    // Debian's rule, applied when the change is noticed: the wildcard entry runs for the
+    // current minute at once, then in each repeated minute (09:31...); the fixed-time entry
+    // ran once (it would not run again when 10:00 comes round, not waited for here).
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 3, 20),
+        ["10:00", "09:30", "09:31"]
+    );
+    assert_eq!(minutes_run(&crond, "true fixed"), ["10:00"]);
+    assert!(
+        crond
+            .log_text()
+            .contains("SIGHUP: reloading every crontab and reading the clock")
+    );
+}
+
+#[test]
+fn root_after_the_clock_is_set_forward_three_minutes_every_skipped_minute_runs_at_once() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("step"),
+        "* * * * * root true wildcard\n2 10 * * * root true fixed\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, "2026-11-21 10:03:30");
+    crond.wait_for_log("clock set: ", 10);
+    // 10:01, 10:02 and 10:03 each run once, at once (so all logged at 10:03), and the fixed
+    // entry of 10:02 with them.
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 4, 10),
+        ["10:00", "10:03", "10:03", "10:03"]
+    );
+    assert_eq!(minutes_run(&crond, "true fixed"), ["10:03"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        minutes_run(&crond, "true wildcard").len(),
+        4,
+        "nothing more"
+    );
+}

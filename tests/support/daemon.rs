@@ -141,7 +141,26 @@ impl Crond {
 
     /// Starts at `start` with the fake clock `speed` times faster than real time.
     pub fn start_fast(tree: &Tree, n: usize, start: &str, speed: u32, extra: &[&str]) -> Crond {
-        Crond::start_full(tree, n, start, speed, &[], extra)
+        Crond::start_full(tree, n, start, speed, &[], extra, None)
+    }
+
+    /// Starts at `start`, ten times faster, with a clock that [`Crond::set_clock`] steps.
+    pub fn start_steppable(tree: &Tree, n: usize, start: &str, extra: &[&str]) -> Crond {
+        let clock = tree.path().join("out").join("clock");
+        Crond::start_full(tree, n, start, 10, &[], extra, Some(&clock))
+    }
+
+    /// Steps the clock of a daemon from [`Crond::start_steppable`] to `to` (it goes on at x10
+    /// from there), as settimeofday would, and sends SIGHUP, as the kernel's notice of a clock
+    /// change (which libfaketime can't produce) would wake the daemon.
+    pub fn set_clock(&self, tree: &Tree, to: &str) {
+        let clock = tree.path().join("out").join("clock");
+        fs::write(&clock, format!("@{to} x10\n")).expect("clock file");
+        let status = Command::new("kill")
+            .args(["-HUP", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
     }
 
     /// Starts the daemon through a wrapper command (e.g. `setpriv` to run it as another user).
@@ -152,7 +171,7 @@ impl Crond {
         wrapper: &[&str],
         extra: &[&str],
     ) -> Crond {
-        Crond::start_full(tree, n, start, 10, wrapper, extra)
+        Crond::start_full(tree, n, start, 10, wrapper, extra, None)
     }
 
     fn start_full(
@@ -162,6 +181,7 @@ impl Crond {
         speed: u32,
         wrapper: &[&str],
         extra: &[&str],
+        clock: Option<&Path>,
     ) -> Crond {
         assert!(
             Path::new(FAKETIME_LIB).exists(),
@@ -185,10 +205,21 @@ impl Crond {
         if wrapper.is_empty() {
             command.env("LD_PRELOAD", FAKETIME_LIB);
         }
+        match clock {
+            // The file is read at every clock call: rewriting it steps the clock.
+            Some(file) => {
+                fs::write(file, format!("@{start} x{speed}\n")).expect("clock file");
+                command
+                    .env("FAKETIME_TIMESTAMP_FILE", file)
+                    .env("FAKETIME_NO_CACHE", "1");
+            }
+            None => {
+                command.env("FAKETIME", format!("@{start} x{speed}"));
+            }
+        }
         let child = tree
             .daemon_args(&mut command)
             .args(extra)
-            .env("FAKETIME", format!("@{start} x{speed}"))
             .env("FAKETIME_DONT_RESET", "1")
             .env("TZ", "UTC")
             .stdin(Stdio::null())
