@@ -4,7 +4,7 @@
 //!
 //! Flags (DESIGN §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`; and
 //! the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
-//! --sendmail`, plus `--log syslog|stderr|both` and `--max-output SIZE` (bytes, or with a K, M
+//! --sendmail --localtime`, plus `--log syslog|stderr|both` and `--max-output SIZE` (bytes, or with a K, M
 //! or G suffix, binary; 0: no limit).
 
 use std::ffi::OsString;
@@ -18,7 +18,7 @@ pub const USAGE: &str =
     "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
-             [--max-output SIZE]";
+             [--localtime FILE] [--max-output SIZE]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,6 +83,7 @@ impl Options {
                 Long("pid-file") => o.pid_file = Some(path(&mut parser)?),
                 Long("reboot-marker") => o.reboot_marker = Some(path(&mut parser)?),
                 Long("sendmail") => o.sendmail = Some(path(&mut parser)?),
+                Long("localtime") => o.localtime = Some(path(&mut parser)?),
                 Long("max-output") => {
                     let v = parser.value()?;
                     let size = v.to_str().and_then(parse_size).ok_or_else(|| {
@@ -178,6 +179,8 @@ mod tests {
             "both",
             "--max-output",
             "2M",
+            "--localtime",
+            "/z",
         ])
         .expect("parses");
         let expected = Options {
@@ -199,6 +202,7 @@ mod tests {
             sendmail: Some("/m".into()),
             log: Some(Destination::Both),
             max_output: Some(2 << 20),
+            localtime: Some("/z".into()),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());

@@ -5,10 +5,10 @@
 //! to reload, when to log a refusal again), [`watch::sort`] (which source an event concerns) —
 //! and the handlers in `load.rs` and `minute.rs` carry them out.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
 
 use super::running::Running;
 use super::sources::Sources;
@@ -17,7 +17,7 @@ use super::{Error, Options};
 use crate::database::{Paths, Rules};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log};
-use crate::schedule::{self, Zone};
+use crate::schedule;
 use crate::sys::fs::PidLock;
 use crate::sys::process;
 use crate::sys::signal::SignalPipe;
@@ -46,6 +46,9 @@ pub(super) struct Daemon {
     pub(super) fork_failures: super::minute::ForkFailures,
     /// The minute the timer is armed for.
     pub(super) armed: UtcMinute,
+    /// The local zone's file, and its stamp when it was read last.
+    pub(super) localtime: PathBuf,
+    pub(super) zone_stamp: Option<super::zone::Stamp>,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -69,12 +72,6 @@ fn random_delay_factor() -> f64 {
         Err(_) => wall_clock().as_nanosecond() as u64 ^ u64::from(std::process::id()),
     };
     (bits >> 11) as f64 / (1u64 << 53) as f64
-}
-
-fn local_zone() -> Zone {
-    let tz = TimeZone::system();
-    let name = tz.iana_name().unwrap_or("localtime").to_string();
-    Zone::new(&name, tz)
 }
 
 /// Which of the polled descriptors are readable.
@@ -101,13 +98,19 @@ impl Daemon {
         let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
         let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
         let now = wall_clock();
+        let localtime = options.localtime();
         let mut daemon = Daemon {
             setup: options.child_setup(log),
             paths,
             rules,
             log,
             _lock: lock,
-            cycle: Cycle::new(UtcMinute::containing(now.as_second()), local_zone()),
+            cycle: Cycle::new(
+                UtcMinute::containing(now.as_second()),
+                super::zone::read(&localtime),
+            ),
+            zone_stamp: super::zone::stamp(&localtime),
+            localtime,
             sources: Sources::default(),
             running: Running::default(),
             signals,
@@ -126,7 +129,12 @@ impl Daemon {
                 (daemon.delay_factor * 100.0) as u32
             ),
         );
-        daemon.watches = Watches::set_up(daemon.options.no_inotify, &daemon.paths, &daemon.log);
+        daemon.watches = Watches::set_up(
+            daemon.options.no_inotify,
+            &daemon.paths,
+            &daemon.localtime,
+            &daemon.log,
+        );
         let reboot = daemon.load_all(false);
         let status = format!(
             "{} entries from {} files",
@@ -242,6 +250,22 @@ impl Daemon {
         AfterSignals::Continue
     }
 
+    /// Reads the local zone again if its file changed (every minute, and on inotify's word).
+    pub(super) fn recheck_zone(&mut self) {
+        let stamp = super::zone::stamp(&self.localtime);
+        if stamp == self.zone_stamp {
+            return;
+        }
+        self.zone_stamp = stamp;
+        let zone = super::zone::read(&self.localtime);
+        self.log.info(
+            "CRON",
+            "INFO",
+            &format!("local time zone changed: {}", zone.name()),
+        );
+        self.cycle.set_local_zone(zone);
+    }
+
     fn on_changes(&mut self) {
         let events = match self.watches.as_ref().map(Watches::read) {
             Some(Ok(events)) => events,
@@ -254,8 +278,7 @@ impl Daemon {
         };
         let changed = watch::sort(events, &self.rules, |key| self.created_complete(key));
         if changed.zone {
-            self.cycle.set_local_zone(local_zone());
-            self.log.info("CRON", "INFO", "local time zone changed");
+            self.recheck_zone();
         }
         if changed.rescan {
             self.log

@@ -66,6 +66,7 @@ impl Daemon {
         for key in self.sources.to_recheck() {
             self.reload(&key, true);
         }
+        self.recheck_zone();
         self.fork_failures.minute_passed(&self.log);
         let woke = self.cycle.on_wake(UtcMinute::containing(now.as_second()));
         if woke.postponed > 0 {

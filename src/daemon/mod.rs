@@ -11,6 +11,7 @@ mod options;
 mod running;
 mod sources;
 mod watch;
+mod zone;
 
 use std::fmt;
 use std::io::{self, Write};

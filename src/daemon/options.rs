@@ -42,6 +42,8 @@ pub struct Options {
     pub sendmail: Option<PathBuf>,
     /// `--log`; `None`: syslog when daemonized, both with `-f`.
     pub log: Option<Destination>,
+    /// `--localtime FILE`: the local zone's file (default /etc/localtime).
+    pub localtime: Option<PathBuf>,
     /// `--max-output SIZE` in bytes, as given (`None`: the default; `Some(0)`: no limit).
     pub max_output: Option<u64>,
 }
@@ -66,6 +68,7 @@ impl Options {
             &mut self.pid_file,
             &mut self.reboot_marker,
             &mut self.sendmail,
+            &mut self.localtime,
         ]
         .into_iter()
         .flatten()
@@ -94,6 +97,13 @@ impl Options {
         self.reboot_marker
             .clone()
             .unwrap_or_else(|| PathBuf::from(paths::REBOOT_MARKER))
+    }
+
+    /// The local zone's file (`--localtime`, default /etc/localtime).
+    pub fn localtime(&self) -> PathBuf {
+        self.localtime
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(paths::LOCALTIME))
     }
 
     /// The sendmail path (`--sendmail`, default Debian's).

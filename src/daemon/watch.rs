@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use crate::database::{self, Paths, Rules, SourceKey};
 use crate::log::Log;
-use crate::paths;
 use crate::sys::inotify::{WatchId, Watcher};
 
 /// What a watched directory holds.
@@ -54,7 +53,7 @@ pub(super) struct Changed {
 /// The directories to watch: each with its role and whether the daemon needs it (without the
 /// spool, /etc/cron.d or /etc/crontab's directory it checks every minute instead; the zone's
 /// directory is a bonus).
-pub(super) fn wanted(p: &Paths) -> Vec<(PathBuf, Role, bool)> {
+pub(super) fn wanted(p: &Paths, localtime: &Path) -> Vec<(PathBuf, Role, bool)> {
     let dir_of = |p: &Path| -> (PathBuf, OsString) {
         (
             p.parent()
@@ -64,7 +63,7 @@ pub(super) fn wanted(p: &Paths) -> Vec<(PathBuf, Role, bool)> {
         )
     };
     let (crontab_dir, crontab_name) = dir_of(&p.system_crontab);
-    let (tz_dir, tz_name) = dir_of(Path::new(paths::LOCALTIME));
+    let (tz_dir, tz_name) = dir_of(localtime);
     vec![
         (p.spool_dir.clone(), Role::Spool, true),
         (p.cron_d.clone(), Role::CronD, true),
@@ -120,7 +119,12 @@ pub(super) struct Watches {
 impl Watches {
     /// Watches the directories of [`wanted`], or says (in the log) why the daemon falls back
     /// to checking every minute and returns `None`.
-    pub(super) fn set_up(no_inotify: bool, p: &Paths, log: &Log) -> Option<Watches> {
+    pub(super) fn set_up(
+        no_inotify: bool,
+        p: &Paths,
+        localtime: &Path,
+        log: &Log,
+    ) -> Option<Watches> {
         if no_inotify {
             log.info(
                 "CRON",
@@ -141,7 +145,7 @@ impl Watches {
             }
         };
         let mut roles: HashMap<WatchId, Vec<Role>> = HashMap::new();
-        for (dir, role, needed) in wanted(p) {
+        for (dir, role, needed) in wanted(p, localtime) {
             match watcher.watch_dir(&dir) {
                 Ok(id) => roles.entry(id).or_default().push(role),
                 Err(e) if needed => {
@@ -315,7 +319,7 @@ mod tests {
 
     #[test]
     fn the_watched_directories_come_from_the_paths() {
-        let dirs: Vec<(PathBuf, bool)> = wanted(&paths())
+        let dirs: Vec<(PathBuf, bool)> = wanted(&paths(), Path::new(crate::paths::LOCALTIME))
             .into_iter()
             .map(|(d, _, needed)| (d, needed))
             .collect();

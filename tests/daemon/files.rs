@@ -246,3 +246,53 @@ fn root_a_replaced_target_of_a_symlinked_file_is_picked_up_without_inotify() {
     assert!(!tree.out("old").exists());
     assert!(crond.log_text().contains("(*system*linked) RELOAD ("));
 }
+
+/// A tree whose local zone is `tree/localtime`, UTC at first, and an entry for 05:01 local time:
+/// 10:01 UTC once the zone is New York's (UTC-5 in November), hours away while it is UTC.
+fn zoned_tree() -> (Tree, std::path::PathBuf, String) {
+    let tree = Tree::new();
+    let localtime = tree.path().join("localtime");
+    std::os::unix::fs::symlink("/usr/share/zoneinfo/UTC", &localtime).unwrap();
+    tree.write_file(
+        &tree.cron_d().join("zoned"),
+        "1 5 * * * root true at five past one\n",
+        0o644,
+    );
+    let arg = localtime.to_str().unwrap().to_string();
+    (tree, localtime, arg)
+}
+
+#[test]
+fn root_a_zone_link_pointed_elsewhere_moves_the_local_entries_within_the_minute() {
+    require_root();
+    let (tree, localtime, arg) = zoned_tree();
+    let crond = Crond::start(&tree, 1, &["--localtime", &arg]);
+    crond.wait_for_log("entries loaded", 10);
+    // Re-pointed as timedatectl does: a new link renamed over the old one.
+    let staged = tree.path().join("localtime.new");
+    std::os::unix::fs::symlink("/usr/share/zoneinfo/America/New_York", &staged).unwrap();
+    std::fs::rename(&staged, &localtime).unwrap();
+    crond.wait_for_log("local time zone changed: America/New_York", 10);
+    crond.wait_for_log("(root) CMD (true at five past one)", 20);
+}
+
+#[test]
+fn root_a_zone_file_rewritten_in_place_is_seen_without_inotify() {
+    require_root();
+    let tree = Tree::new();
+    let localtime = tree.path().join("localtime");
+    // A copy, not a link, rewritten in place as a tzdata upgrade rewrites the file it ships.
+    std::fs::copy("/usr/share/zoneinfo/UTC", &localtime).unwrap();
+    tree.write_file(
+        &tree.cron_d().join("zoned"),
+        "1 5 * * * root true at five past one\n",
+        0o644,
+    );
+    let arg = localtime.to_str().unwrap().to_string();
+    let crond = Crond::start(&tree, 1, &["-i", "--localtime", &arg]);
+    crond.wait_for_log("entries loaded", 10);
+    let ny = std::fs::read("/usr/share/zoneinfo/America/New_York").unwrap();
+    std::fs::write(&localtime, ny).unwrap();
+    crond.wait_for_log("local time zone changed: localtime", 15);
+    crond.wait_for_log("(root) CMD (true at five past one)", 20);
+}

@@ -240,6 +240,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--sendmail",
             "--log",
             "--max-output",
+            "--localtime",
         ])
     );
     assert_eq!(

@@ -221,7 +221,15 @@ impl Crond {
             .daemon_args(&mut command)
             .args(extra)
             .env("FAKETIME_DONT_RESET", "1")
-            .env("TZ", "UTC")
+            // With --localtime the zone comes from that file; TZ would override it.
+            .env(
+                "TZ",
+                if extra.contains(&"--localtime") {
+                    ""
+                } else {
+                    "UTC"
+                },
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(err)

@@ -1,0 +1,65 @@
+//! The daemon's local zone: read from /etc/localtime (or `--localtime`) itself, not through a
+//! cache, and looked at again every minute, as Debian's cron does, so that a change is seen
+//! with or without inotify and however it was made — the link pointed elsewhere, the file
+//! replaced by a rename, or rewritten in place by a tzdata upgrade. `TZ` in the daemon's
+//! environment, when set, wins, as for any program (and then the file is not looked at).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use jiff::tz::TimeZone;
+
+use crate::schedule::Zone;
+
+/// What says that the zone file changed: where the link leads and the times and sizes of the
+/// link and of the file. Equal stamps: the same zone, no need to read it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Stamp {
+    target: Option<PathBuf>,
+    link: (i64, i64, u64),
+    file: Option<(i64, i64, u64, u64)>,
+}
+
+/// The stamp of the zone file now; `None` when the zone comes from `TZ`.
+pub(super) fn stamp(path: &Path) -> Option<Stamp> {
+    if from_env() {
+        return None;
+    }
+    let link = std::fs::symlink_metadata(path).ok();
+    let file = std::fs::metadata(path).ok();
+    Some(Stamp {
+        target: std::fs::read_link(path).ok(),
+        link: link.map_or((0, 0, 0), |m| (m.mtime(), m.mtime_nsec(), m.ino())),
+        file: file.map(|m| (m.mtime(), m.mtime_nsec(), m.ino(), m.size())),
+    })
+}
+
+fn from_env() -> bool {
+    std::env::var_os("TZ").is_some_and(|tz| !tz.is_empty())
+}
+
+/// The local zone: `TZ`'s if set, else the zone file's (named for the tz database entry its
+/// link leads to, `localtime` when it is not a link), else UTC.
+pub(super) fn read(path: &Path) -> Zone {
+    if from_env() {
+        let tz = TimeZone::system();
+        let name = tz.iana_name().unwrap_or("localtime").to_string();
+        return Zone::new(&name, tz);
+    }
+    let name = std::fs::read_link(path)
+        .ok()
+        .and_then(|target| {
+            let target = target.to_string_lossy().into_owned();
+            target
+                .split_once("zoneinfo/")
+                .map(|(_, name)| name.to_string())
+        })
+        .unwrap_or_else(|| "localtime".to_string());
+    match std::fs::read(path)
+        .ok()
+        .and_then(|bytes| TimeZone::tzif(&name, &bytes).ok())
+    {
+        Some(tz) => Zone::new(&name, tz),
+        None => Zone::new("UTC", TimeZone::UTC),
+    }
+}
