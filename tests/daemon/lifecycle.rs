@@ -560,3 +560,76 @@ fn root_after_the_clock_is_set_forward_three_minutes_every_skipped_minute_runs_a
         "nothing more"
     );
 }
+
+#[test]
+fn a_daemon_restarted_in_the_minute_it_was_killed_in_does_not_run_that_minute_again() {
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        "0 10 * * * true once\n* * * * * true every\n",
+        0o600,
+        &me,
+    );
+    let mut first = Crond::start(&tree, 1, &[]);
+    first.wait_for_log("CMD (true once)", 10);
+    first.wait_for_log("CMD (true every)", 10);
+    // SIGKILL just after the boundary's jobs started, a new daemon in the same minute (10:00:05).
+    let mut child = first.child.take().expect("running");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let second = Crond::start_at(&tree, 2, "2026-11-21 10:00:05", &[]);
+    second.wait_for_log("entries loaded", 10);
+    // Half a fake minute later, still 10:00: nothing of 10:00 ran again; at 10:01 the
+    // wildcard entry runs (the daemon is alive and on time), the fixed one does not.
+    second.wait_for_log("CMD (true every)", 15);
+    let log = second.log_text();
+    assert!(!log.contains("CMD (true once)"), "{log}");
+    let minutes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CMD (true every)"))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert!(
+        minutes.iter().all(|t| t.starts_with("10:01")),
+        "{minutes:?}"
+    );
+}
+
+#[test]
+fn root_sigterm_with_a_hundred_running_jobs_leaves_them_running_and_releases_the_lock() {
+    require_root();
+    let tree = Tree::new();
+    let done = tree.out("done");
+    let lines: String = (0..100)
+        .map(|i| format!("0 10 * * * root sleep 2; echo {i} >> {}\n", done.display()))
+        .collect();
+    tree.write_file(&tree.cron_d().join("hundred"), &lines, 0o644);
+    let mut crond = Crond::start(&tree, 1, &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while crond.log_text().matches("(root) CMD (sleep 2").count() < 100 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the jobs did not all start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = crond.stop();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        crond
+            .log_text()
+            .contains("100 jobs still running; they finish on their own")
+    );
+    // The lock is free at once: a new daemon starts while the jobs still run.
+    let next = Crond::start(&tree, 2, &[]);
+    next.wait_for_log("entries loaded", 5);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_to_string(&done).map_or(0, |t| t.lines().count()) < 100 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the jobs did not all finish"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
