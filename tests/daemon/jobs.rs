@@ -365,3 +365,30 @@ fn a_run_waiting_for_its_random_delay_is_cancelled_when_its_crontab_goes() {
         std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", crond.pid())).unwrap();
     assert_eq!(children.trim(), "", "the daemon's children");
 }
+
+#[test]
+fn root_a_user_deleted_while_their_job_runs_changes_nothing_for_that_run() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let mut user = Some(user_with_home("d", &home));
+    let name = user.as_ref().unwrap().name.clone();
+    let done = tree.out("done");
+    tree.user_crontab(
+        &name,
+        &format!(
+            "0 10 * * * sleep 1; echo still here; id -u > {}\n",
+            done.display()
+        ),
+        0o600,
+        &name,
+    );
+    let crond = Crond::start(&tree, 1, &["-s"]);
+    crond.wait_for_log(&format!("({name}) CMD (sleep 1"), 15);
+    let uid = user.as_ref().unwrap().uid();
+    drop(user.take()); // userdel while the job sleeps
+    // The run ends as it began: as the uid it started with, its output logged, CMDEND.
+    assert_eq!(wait_for_file(&done, 15).trim(), uid);
+    crond.wait_for_log(&format!("({name}) CMDOUT (still here)"), 10);
+    crond.wait_for_log(&format!("({name}) CMDEND (sleep 1"), 10);
+}
