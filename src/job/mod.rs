@@ -213,8 +213,12 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 };
                 log.line(level, &line);
             }
-            // Nothing is lost when the mail could not even start: the output goes to the log.
-            if matches!(outcome, MailOutcome::NoMta | MailOutcome::MtaError(_)) {
+            // Nothing is lost when the mail could not start or the MTA hung: the output goes to
+            // the log.
+            if matches!(
+                outcome,
+                MailOutcome::NoMta | MailOutcome::MtaError(_) | MailOutcome::MtaTimedOut { .. }
+            ) {
                 log_output(log, &spec.user, output);
             }
         }

@@ -129,6 +129,11 @@ pub enum MailOutcome {
     },
     /// The MTA could not be started, or its stdin failed other than by closing.
     MtaError(std::io::Error),
+    /// The MTA did not take the message and exit within [`send::MTA_TIMEOUT`]: it was killed.
+    /// The caller logs the output (CMDOUT lines), so it is not lost.
+    MtaTimedOut {
+        bytes: u64,
+    },
 }
 
 impl MailOutcome {
@@ -141,6 +146,15 @@ impl MailOutcome {
             MailOutcome::MtaFailed { bytes, status } => {
                 Some(log_lines::mta_status_line(user, *bytes, *status))
             }
+            MailOutcome::MtaTimedOut { bytes } => Some(LogLine::new(
+                user,
+                "MAIL",
+                format!(
+                    "the MTA did not finish within {} s ({bytes} bytes written): killed; the \
+                     output follows in the log",
+                    send::MTA_TIMEOUT.as_secs()
+                ),
+            )),
             MailOutcome::MtaError(e) => Some(LogLine::new(
                 user,
                 "MAIL",

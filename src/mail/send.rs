@@ -10,12 +10,18 @@
 
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use super::{JobMail, MailCommand, MailConfig, MailOutcome, Plan, SENDMAIL_ARGS, plan};
 use crate::job::output::Output;
+
+/// How long the MTA may take to read the message and exit: past it, it is killed (an MTA that
+/// hangs must not keep a job child, and its output, waiting forever).
+pub const MTA_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Plans and sends the mail for one job: the whole of DESIGN §6 in one call. `mta_env` is the
 /// environment the MTA runs with (nothing of the daemon's leaks into it; the job's environment
@@ -59,12 +65,14 @@ pub fn mail_output(
                 &header,
                 output.reader().chain(&note[..]),
                 mta_env,
+                MTA_TIMEOUT,
             )
         }
     }
 }
 
-/// Runs the mail command and writes `header` then `body` to its stdin. Returns how it went;
+/// Runs the mail command and writes `header` then `body` to its stdin, and waits for it to exit,
+/// all within `timeout` (else it is killed: [`MailOutcome::MtaTimedOut`]). Returns how it went;
 /// `bytes` counts the body only.
 pub fn deliver(
     command: &MailCommand,
@@ -72,7 +80,9 @@ pub fn deliver(
     header: &[u8],
     mut body: impl Read,
     mta_env: &[(Vec<u8>, Vec<u8>)],
+    timeout: Duration,
 ) -> MailOutcome {
+    let deadline = Instant::now() + timeout;
     let mut cmd = match command {
         MailCommand::Off => return MailOutcome::Disabled,
         MailCommand::Sendmail(path) => {
@@ -107,11 +117,20 @@ pub fn deliver(
     drop(cmd);
     let mut stdin = child.stdin.take().expect("stdin was piped");
     let mut bytes = 0u64;
-    let written = write_message(&mut stdin, header, &mut body, &mut bytes);
+    let written = write_message(&mut stdin, header, &mut body, &mut bytes, deadline);
     drop(stdin);
     let status = loop {
-        match child.wait() {
-            Ok(s) => break s,
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if Instant::now() < deadline && !timed_out(&written) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // Not reaped yet, so the pid is still this child's: the kill can't hit another.
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return MailOutcome::MtaTimedOut { bytes };
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return MailOutcome::MtaError(e),
         }
@@ -131,13 +150,21 @@ pub fn deliver(
     }
 }
 
+fn timed_out(written: &io::Result<()>) -> bool {
+    matches!(written, Err(e) if e.kind() == io::ErrorKind::TimedOut)
+}
+
+/// Writes the header and the body, without ever blocking past `deadline` (the pipe is made
+/// non-blocking and waited on with poll).
 fn write_message(
-    to: &mut impl Write,
+    to: &mut ChildStdin,
     header: &[u8],
     body: &mut impl Read,
     bytes: &mut u64,
+    deadline: Instant,
 ) -> io::Result<()> {
-    to.write_all(header)?;
+    crate::sys::poll::set_nonblocking(to.as_fd())?;
+    write_all_until(to, header, deadline)?;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match body.read(&mut buf) {
@@ -146,10 +173,29 @@ fn write_message(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        to.write_all(&buf[..n])?;
+        write_all_until(to, &buf[..n], deadline)?;
         *bytes += n as u64;
     }
-    to.flush()
+    Ok(())
+}
+
+fn write_all_until(to: &mut ChildStdin, mut data: &[u8], deadline: Instant) -> io::Result<()> {
+    while !data.is_empty() {
+        match to.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let ms = u32::try_from(left.as_millis()).unwrap_or(u32::MAX);
+                if ms == 0 || !crate::sys::poll::wait_writable(to.as_fd(), ms)? {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -29,3 +29,24 @@ pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout_ms: Option<u32>) -> io::Res
         Err(e) => Err(e.into()),
     }
 }
+
+/// Waits until `fd` can be written to (or its reader is gone) or `timeout_ms` passes. `false` on
+/// a timeout; an interrupting signal counts as ready (the caller's write says what is so).
+pub fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: u32) -> io::Result<bool> {
+    let mut polls = [PollFd::new(fd, PollFlags::POLLOUT)];
+    let timeout =
+        PollTimeout::try_from(timeout_ms.min(i32::MAX as u32)).unwrap_or(PollTimeout::MAX);
+    match nix::poll::poll(&mut polls, timeout) {
+        Ok(0) => Ok(false),
+        Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Makes writes and reads on `fd` return `WouldBlock` instead of waiting.
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}

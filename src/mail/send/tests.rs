@@ -172,3 +172,41 @@ fn the_mta_gets_only_the_environment_it_is_given() {
     );
     assert!(got.contains("JOBVAR=from the crontab\n"));
 }
+
+#[test]
+fn an_mta_that_hangs_is_killed_at_the_deadline_whether_or_not_it_reads() {
+    let header = b"Subject: x\n\n";
+    for line in [
+        // Never reads: the pipe fills and the writes would block for ever.
+        "sleep 30",
+        // Reads everything, then never exits.
+        "cat > /dev/null; sleep 30",
+    ] {
+        let body = vec![b'z'; 1 << 20];
+        let outcome = deliver(
+            &MailCommand::Shell(line.into()),
+            &[],
+            header,
+            &body[..],
+            &job_env(&[]),
+            std::time::Duration::from_millis(300),
+        );
+        assert!(
+            matches!(outcome, MailOutcome::MtaTimedOut { .. }),
+            "{line}: {outcome:?}"
+        );
+    }
+    // One that finishes in time is not touched.
+    let outcome = deliver(
+        &MailCommand::Shell("cat > /dev/null".into()),
+        &[],
+        header,
+        &b"short"[..],
+        &job_env(&[]),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(
+        matches!(outcome, MailOutcome::Sent { bytes: 5 }),
+        "{outcome:?}"
+    );
+}
