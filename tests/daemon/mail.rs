@@ -381,6 +381,55 @@ fn root_past_max_output_the_rest_is_dropped_and_the_mail_says_how_much() {
 }
 
 #[test]
+fn root_a_full_temporary_directory_loses_the_tail_of_the_output_and_the_mail_says_so() {
+    let user = mail_user();
+    let tree = Tree::new();
+    // A 1 MiB tmpfs as the daemon's TMPDIR: a job printing 3 MiB fills it while spilling.
+    let small = tree.path().join("small-tmp");
+    std::fs::create_dir(&small).unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m,mode=1777", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount a tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(small.clone());
+    let received = tree.out("received");
+    install(
+        &tree,
+        &user,
+        "0 10 * * * head -c 3145728 /dev/zero | tr '\\0' y\n",
+    );
+    let command = format!("cat > {}.part && mv {0}.part {0}", received.display());
+    let crond = Crond::start_with_env(
+        &tree,
+        1,
+        &["-m", &command],
+        &[("TMPDIR", small.to_str().unwrap())],
+    );
+    crond.wait_for_log(&format!("({}) CMDEND (", user.name), 30);
+    let log = crond.log_text();
+    assert!(
+        log.contains("bytes of output lost: can't spool to"),
+        "{log}"
+    );
+    let message = fs::read(&received).expect("the mail was still sent");
+    let text = String::from_utf8_lossy(&message);
+    assert!(
+        text.contains("more bytes of output were lost: "),
+        "{:.300}",
+        &text[text.len().saturating_sub(300)..]
+    );
+    user.assert_no_mail();
+}
+
+#[test]
 fn root_the_mail_command_runs_as_the_jobs_user_with_the_jobs_environment() {
     let user = mail_user();
     let tree = Tree::new();

@@ -141,13 +141,18 @@ impl Crond {
 
     /// Starts at `start` with the fake clock `speed` times faster than real time.
     pub fn start_fast(tree: &Tree, n: usize, start: &str, speed: u32, extra: &[&str]) -> Crond {
-        Crond::start_full(tree, n, start, speed, &[], extra, None)
+        Crond::start_full(tree, n, start, speed, &[], extra, None, &[])
+    }
+
+    /// Starts at [`START`] with `env` added to the daemon's environment.
+    pub fn start_with_env(tree: &Tree, n: usize, extra: &[&str], env: &[(&str, &str)]) -> Crond {
+        Crond::start_full(tree, n, START, 10, &[], extra, None, env)
     }
 
     /// Starts at `start`, ten times faster, with a clock that [`Crond::set_clock`] steps.
     pub fn start_steppable(tree: &Tree, n: usize, start: &str, extra: &[&str]) -> Crond {
         let clock = tree.path().join("out").join("clock");
-        Crond::start_full(tree, n, start, 10, &[], extra, Some(&clock))
+        Crond::start_full(tree, n, start, 10, &[], extra, Some(&clock), &[])
     }
 
     /// Steps the clock of a daemon from [`Crond::start_steppable`] to `to` (it goes on at x10
@@ -171,7 +176,7 @@ impl Crond {
         wrapper: &[&str],
         extra: &[&str],
     ) -> Crond {
-        Crond::start_full(tree, n, start, 10, wrapper, extra, None)
+        Crond::start_full(tree, n, start, 10, wrapper, extra, None, &[])
     }
 
     fn start_full(
@@ -182,6 +187,7 @@ impl Crond {
         wrapper: &[&str],
         extra: &[&str],
         clock: Option<&Path>,
+        env: &[(&str, &str)],
     ) -> Crond {
         assert!(
             Path::new(FAKETIME_LIB).exists(),
@@ -217,6 +223,7 @@ impl Crond {
                 command.env("FAKETIME", format!("@{start} x{speed}"));
             }
         }
+        command.envs(env.iter().copied());
         let child = tree
             .daemon_args(&mut command)
             .args(extra)
