@@ -124,6 +124,31 @@ pub fn uid_of(path: &Path) -> u32 {
 }
 
 /// A running `crond -f --log stderr` under libfaketime.
+/// How a test daemon is started: at fake time `start`, `speed` times faster than real time,
+/// through `wrapper` (e.g. `setpriv`), with `extra` arguments, a steppable `clock` file, and
+/// `env` added to its environment.
+struct Launch<'a> {
+    start: &'a str,
+    speed: u32,
+    wrapper: &'a [&'a str],
+    extra: &'a [&'a str],
+    clock: Option<&'a Path>,
+    env: &'a [(&'a str, &'a str)],
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Launch {
+            start: START,
+            speed: 10,
+            wrapper: &[],
+            extra: &[],
+            clock: None,
+            env: &[],
+        }
+    }
+}
+
 pub struct Crond {
     pub child: Option<Child>,
     pub log: PathBuf,
@@ -141,18 +166,44 @@ impl Crond {
 
     /// Starts at `start` with the fake clock `speed` times faster than real time.
     pub fn start_fast(tree: &Tree, n: usize, start: &str, speed: u32, extra: &[&str]) -> Crond {
-        Crond::start_full(tree, n, start, speed, &[], extra, None, &[])
+        Crond::start_full(
+            tree,
+            n,
+            Launch {
+                start,
+                speed,
+                extra,
+                ..Launch::default()
+            },
+        )
     }
 
     /// Starts at [`START`] with `env` added to the daemon's environment.
     pub fn start_with_env(tree: &Tree, n: usize, extra: &[&str], env: &[(&str, &str)]) -> Crond {
-        Crond::start_full(tree, n, START, 10, &[], extra, None, env)
+        Crond::start_full(
+            tree,
+            n,
+            Launch {
+                extra,
+                env,
+                ..Launch::default()
+            },
+        )
     }
 
     /// Starts at `start`, ten times faster, with a clock that [`Crond::set_clock`] steps.
     pub fn start_steppable(tree: &Tree, n: usize, start: &str, extra: &[&str]) -> Crond {
         let clock = tree.path().join("out").join("clock");
-        Crond::start_full(tree, n, start, 10, &[], extra, Some(&clock), &[])
+        Crond::start_full(
+            tree,
+            n,
+            Launch {
+                start,
+                extra,
+                clock: Some(&clock),
+                ..Launch::default()
+            },
+        )
     }
 
     /// Steps the clock of a daemon from [`Crond::start_steppable`] to `to` (it goes on at x10
@@ -176,19 +227,27 @@ impl Crond {
         wrapper: &[&str],
         extra: &[&str],
     ) -> Crond {
-        Crond::start_full(tree, n, start, 10, wrapper, extra, None, &[])
+        Crond::start_full(
+            tree,
+            n,
+            Launch {
+                start,
+                wrapper,
+                extra,
+                ..Launch::default()
+            },
+        )
     }
 
-    fn start_full(
-        tree: &Tree,
-        n: usize,
-        start: &str,
-        speed: u32,
-        wrapper: &[&str],
-        extra: &[&str],
-        clock: Option<&Path>,
-        env: &[(&str, &str)],
-    ) -> Crond {
+    fn start_full(tree: &Tree, n: usize, launch: Launch<'_>) -> Crond {
+        let Launch {
+            start,
+            speed,
+            wrapper,
+            extra,
+            clock,
+            env,
+        } = launch;
         assert!(
             Path::new(FAKETIME_LIB).exists(),
             "libfaketime is missing: run .ci/deps (Debian package faketime)"
