@@ -633,3 +633,54 @@ fn root_sigterm_with_a_hundred_running_jobs_leaves_them_running_and_releases_the
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn root_after_the_clock_is_set_forward_half_an_hour_skipped_fixed_times_run_once_and_wildcards_do_not()
+ {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("step"),
+        "* * * * * root true wildcard\n15 10 * * * root true fixed\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, "2026-11-21 10:30:30");
+    crond.wait_for_log("clock set: ", 10);
+    // 6 to 180 minutes forward: the wildcard entry runs for the current minute only, the
+    // fixed-time entry of 10:15 once, now.
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 2, 10),
+        ["10:00", "10:30"]
+    );
+    assert_eq!(wait_for_minutes(&crond, "true fixed", 1, 10), ["10:30"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        minutes_run(&crond, "true wildcard").len(),
+        2,
+        "nothing more"
+    );
+}
+
+#[test]
+fn root_after_the_clock_is_set_forward_five_hours_the_daemon_starts_afresh() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("step"),
+        "* * * * * root true wildcard\n15 10 * * * root true fixed\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, "2026-11-21 15:00:30");
+    crond.wait_for_log("clock set: ", 10);
+    // More than 3 hours: the current minute runs, nothing skipped is caught up.
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 2, 10),
+        ["10:00", "15:00"]
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(minutes_run(&crond, "true fixed").is_empty());
+}
