@@ -684,3 +684,25 @@ fn root_after_the_clock_is_set_forward_five_hours_the_daemon_starts_afresh() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(minutes_run(&crond, "true fixed").is_empty());
 }
+
+#[test]
+fn root_after_the_clock_is_set_back_five_hours_the_daemon_starts_afresh() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("step"),
+        "* * * * * root true wildcard\n0 5 * * * root true fixed\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, "2026-11-21 05:00:30");
+    crond.wait_for_log("clock set: ", 10);
+    // More than 3 hours back: the current minute runs, wildcard and fixed-time entries alike,
+    // and the day goes on from there.
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 3, 15),
+        ["10:00", "05:00", "05:01"]
+    );
+    assert_eq!(minutes_run(&crond, "true fixed"), ["05:00"]);
+}
