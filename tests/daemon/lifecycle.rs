@@ -706,3 +706,23 @@ fn root_after_the_clock_is_set_back_five_hours_the_daemon_starts_afresh() {
     );
     assert_eq!(minutes_run(&crond, "true fixed"), ["05:00"]);
 }
+
+#[test]
+fn root_a_clock_set_back_onto_a_minute_boundary_runs_that_minute_once() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("step"),
+        "* * * * * root true wildcard\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, "2026-11-21 09:31:00");
+    crond.wait_for_log("clock set: ", 10);
+    // The step's own minute runs once, at once; the next one at its time.
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 3, 15),
+        ["10:00", "09:31", "09:32"]
+    );
+}
