@@ -42,14 +42,6 @@ def text(variables, size, target, entry):
     return "".join(out)
 
 
-def peak_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return -1
-
-
 def load(where, body):
     """Starts the daemon on a tree holding `body` (None: nothing), returns (peak KiB, log)."""
     d = bench.tree()
@@ -65,7 +57,7 @@ def load(where, body):
         os.chmod(path, mode)
     p = bench.start(d)
     bench.wait_log(d, "entries loaded", secs=600)
-    peak = peak_kib(p.pid)
+    peak = bench.rss_kib(p.pid, "VmHWM")
     p.send_signal(signal.SIGTERM)
     p.wait()
     with open(os.path.join(d, "log")) as f:

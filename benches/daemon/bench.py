@@ -77,10 +77,11 @@ def cpu_ns(pid):
         return int(f.read().split()[0])
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
+    """A size from /proc/PID/status in KiB: VmRSS now, or VmHWM (the peak)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return -1
 

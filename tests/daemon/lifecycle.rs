@@ -503,6 +503,20 @@ fn wait_for_minutes(crond: &Crond, command: &str, count: usize, secs: u64) -> Ve
     }
 }
 
+/// A daemon on a steppable clock with the cron.d file `text` (its wildcard entry's command is
+/// `true wildcard`), run until that entry has run at 10:00, then the clock set `to`, and the
+/// daemon's word that it saw the step.
+fn stepped_after_ten_oclock(text: &str, to: &str) -> (Tree, Crond) {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(&tree.cron_d().join("step"), text, 0o644);
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, to);
+    crond.wait_for_log("clock set: ", 10);
+    (tree, crond)
+}
+
 #[test]
 fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_repeated_minutes() {
     require_root();
@@ -535,17 +549,10 @@ fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_rep
 
 #[test]
 fn root_after_the_clock_is_set_forward_three_minutes_every_skipped_minute_runs_at_once() {
-    require_root();
-    let tree = Tree::new();
-    tree.write_file(
-        &tree.cron_d().join("step"),
+    let (_tree, crond) = stepped_after_ten_oclock(
         "* * * * * root true wildcard\n2 10 * * * root true fixed\n",
-        0o644,
+        "2026-11-21 10:03:30",
     );
-    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
-    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
-    crond.set_clock(&tree, "2026-11-21 10:03:30");
-    crond.wait_for_log("clock set: ", 10);
     // 10:01, 10:02 and 10:03 each run once, at once (so all logged at 10:03), and the fixed
     // entry of 10:02 with them.
     assert_eq!(
@@ -637,17 +644,10 @@ fn root_sigterm_with_a_hundred_running_jobs_leaves_them_running_and_releases_the
 #[test]
 fn root_after_the_clock_is_set_forward_half_an_hour_skipped_fixed_times_run_once_and_wildcards_do_not()
  {
-    require_root();
-    let tree = Tree::new();
-    tree.write_file(
-        &tree.cron_d().join("step"),
+    let (_tree, crond) = stepped_after_ten_oclock(
         "* * * * * root true wildcard\n15 10 * * * root true fixed\n",
-        0o644,
+        "2026-11-21 10:30:30",
     );
-    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
-    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
-    crond.set_clock(&tree, "2026-11-21 10:30:30");
-    crond.wait_for_log("clock set: ", 10);
     // 6 to 180 minutes forward: the wildcard entry runs for the current minute only, the
     // fixed-time entry of 10:15 once, now.
     assert_eq!(
@@ -665,17 +665,10 @@ fn root_after_the_clock_is_set_forward_half_an_hour_skipped_fixed_times_run_once
 
 #[test]
 fn root_after_the_clock_is_set_forward_five_hours_the_daemon_starts_afresh() {
-    require_root();
-    let tree = Tree::new();
-    tree.write_file(
-        &tree.cron_d().join("step"),
+    let (_tree, crond) = stepped_after_ten_oclock(
         "* * * * * root true wildcard\n15 10 * * * root true fixed\n",
-        0o644,
+        "2026-11-21 15:00:30",
     );
-    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
-    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
-    crond.set_clock(&tree, "2026-11-21 15:00:30");
-    crond.wait_for_log("clock set: ", 10);
     // More than 3 hours: the current minute runs, nothing skipped is caught up.
     assert_eq!(
         wait_for_minutes(&crond, "true wildcard", 2, 10),
@@ -687,17 +680,10 @@ fn root_after_the_clock_is_set_forward_five_hours_the_daemon_starts_afresh() {
 
 #[test]
 fn root_after_the_clock_is_set_back_five_hours_the_daemon_starts_afresh() {
-    require_root();
-    let tree = Tree::new();
-    tree.write_file(
-        &tree.cron_d().join("step"),
+    let (_tree, crond) = stepped_after_ten_oclock(
         "* * * * * root true wildcard\n0 5 * * * root true fixed\n",
-        0o644,
+        "2026-11-21 05:00:30",
     );
-    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
-    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
-    crond.set_clock(&tree, "2026-11-21 05:00:30");
-    crond.wait_for_log("clock set: ", 10);
     // More than 3 hours back: the current minute runs, wildcard and fixed-time entries alike,
     // and the day goes on from there.
     assert_eq!(
@@ -709,17 +695,8 @@ fn root_after_the_clock_is_set_back_five_hours_the_daemon_starts_afresh() {
 
 #[test]
 fn root_a_clock_set_back_onto_a_minute_boundary_runs_that_minute_once() {
-    require_root();
-    let tree = Tree::new();
-    tree.write_file(
-        &tree.cron_d().join("step"),
-        "* * * * * root true wildcard\n",
-        0o644,
-    );
-    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
-    assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
-    crond.set_clock(&tree, "2026-11-21 09:31:00");
-    crond.wait_for_log("clock set: ", 10);
+    let (_tree, crond) =
+        stepped_after_ten_oclock("* * * * * root true wildcard\n", "2026-11-21 09:31:00");
     // The step's own minute runs once, at once; the next one at its time.
     assert_eq!(
         wait_for_minutes(&crond, "true wildcard", 3, 15),

@@ -306,21 +306,9 @@ fn a_nul_byte_makes_the_line_an_error() {
 #[test]
 fn a_repeated_name_keeps_its_first_place_with_its_last_value() {
     let tab = user("A=1\nB=2\n* * * * * one\nA=3\n* * * * * two\n");
-    let vars = |i: usize| -> Vec<(String, String)> {
-        tab.entries[i]
-            .env
-            .iter()
-            .map(|(n, v)| {
-                (
-                    String::from_utf8_lossy(n).into_owned(),
-                    String::from_utf8_lossy(v).into_owned(),
-                )
-            })
-            .collect()
-    };
     let pair = |n: &str, v: &str| (n.to_string(), v.to_string());
-    assert_eq!(vars(0), [pair("A", "1"), pair("B", "2")]);
-    assert_eq!(vars(1), [pair("A", "3"), pair("B", "2")]);
+    assert_eq!(env_of(&tab.entries[0]), [pair("A", "1"), pair("B", "2")]);
+    assert_eq!(env_of(&tab.entries[1]), [pair("A", "3"), pair("B", "2")]);
 }
 
 #[test]
