@@ -17,7 +17,7 @@ use super::{Error, Options};
 use crate::database::{Paths, Rules};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log};
-use crate::schedule;
+use crate::schedule::{self, Zone};
 use crate::sys::fs::PidLock;
 use crate::sys::process;
 use crate::sys::signal::SignalPipe;
@@ -107,7 +107,10 @@ impl Daemon {
             _lock: lock,
             cycle: Cycle::new(
                 UtcMinute::containing(now.as_second()),
-                super::zone::read(&localtime),
+                super::zone::read(&localtime).unwrap_or_else(|e| {
+                    log.error("CRON", "ERROR", &format!("{e}; using UTC"));
+                    Zone::utc()
+                }),
             ),
             zone_stamp: super::zone::stamp(&localtime),
             localtime,
@@ -257,7 +260,14 @@ impl Daemon {
             return;
         }
         self.zone_stamp = stamp;
-        let zone = super::zone::read(&self.localtime);
+        let zone = match super::zone::read(&self.localtime) {
+            Ok(zone) => zone,
+            Err(e) => {
+                self.log
+                    .error("CRON", "ERROR", &format!("{e}; keeping the zone in use"));
+                return;
+            }
+        };
         self.log.info(
             "CRON",
             "INFO",
