@@ -135,9 +135,9 @@ pub fn cmdend_line(user: &[u8], command: &[u8]) -> LogLine {
     LogLine::new(user, "CMDEND", printable(command))
 }
 
-/// cronie's `-s` lines for one line of output (see `Output::cmdout_lines`): `(user) CMDOUT
-/// (line)`, in as many pieces as it takes for each to fit the log's line limit (nothing is cut
-/// off). The line's bytes are kept as they are (syslog daemons escape control bytes
+/// cronie's `-s` lines for one piece of output (`Output::cmdout_lines_of`, already at most
+/// [`cmdout_room`] long): `(user) CMDOUT (line)`; one line, unless NULs (written `^@`) made it
+/// longer than the room, then as many as it takes (nothing is cut off). The line's bytes are kept as they are (syslog daemons escape control bytes
 /// themselves), except NUL, which would end the C string: it becomes `^@`.
 pub fn cmdout_lines(user: &[u8], line: &[u8]) -> Vec<LogLine> {
     let mut detail = Vec::with_capacity(line.len());
@@ -148,8 +148,7 @@ pub fn cmdout_lines(user: &[u8], line: &[u8]) -> Vec<LogLine> {
             detail.push(b);
         }
     }
-    let frame = LogLine::new(user, "CMDOUT", Vec::new()).to_bytes().len();
-    let room = MAX_LINE.saturating_sub(frame).max(16);
+    let room = cmdout_room(user);
     let mut pieces = Vec::new();
     let mut rest = &detail[..];
     loop {
@@ -193,6 +192,13 @@ pub fn uid_changed_line(user: &[u8], checked: Uid, now: Uid, tab: &str) -> LogLi
         "ERROR",
         format!("{tab} was loaded for uid {checked}, but the name is now uid {now}; job not run"),
     )
+}
+
+/// How many bytes of output one `CMDOUT` line of `user` holds within the log's line limit: the
+/// size of the pieces a long output line is logged in.
+pub fn cmdout_room(user: &[u8]) -> usize {
+    let frame = LogLine::new(user, "CMDOUT", Vec::new()).to_bytes().len();
+    MAX_LINE.saturating_sub(frame).max(16)
 }
 
 /// How many `CMDOUT` lines one job may log: past them, one line says how many more there were.

@@ -238,7 +238,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
 fn log_output(log: Log, user: &[u8], output: &Output) {
     let mut logged = 0usize;
     let mut more = 0u64;
-    for line in output.cmdout_lines() {
+    for line in output.cmdout_lines_of(log_lines::cmdout_room(user)) {
         let line = match line {
             Ok(line) => line,
             Err(e) => {

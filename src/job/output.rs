@@ -210,11 +210,18 @@ impl Output {
     /// line without newline included, and empty lines kept (they separate paragraphs). cronie
     /// also drops a newline that is the very first byte; we keep it as an empty line.
     pub fn cmdout_lines(&self) -> CmdoutLines<'_> {
+        self.cmdout_lines_of(CMDOUT_MAX)
+    }
+
+    /// [`Output::cmdout_lines`] with pieces of at most `max` bytes (at least 1): the daemon
+    /// passes what its log line leaves room for, so a piece fits one line.
+    pub fn cmdout_lines_of(&self, max: usize) -> CmdoutLines<'_> {
         CmdoutLines {
             reader: self.reader(),
             buf: Vec::with_capacity(CHUNK),
             start: 0,
             done: false,
+            max: max.max(1),
         }
     }
 }
@@ -261,6 +268,7 @@ pub struct CmdoutLines<'a> {
     buf: Vec<u8>,
     start: usize,
     done: bool,
+    max: usize,
 }
 
 impl Iterator for CmdoutLines<'_> {
@@ -269,19 +277,19 @@ impl Iterator for CmdoutLines<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let pending = &self.buf[self.start..];
-            let window = &pending[..pending.len().min(CMDOUT_MAX + 1)];
+            let window = &pending[..pending.len().min(self.max + 1)];
             if let Some(i) = window
                 .iter()
                 .position(|&b| b == b'\n')
-                .filter(|&i| i <= CMDOUT_MAX)
+                .filter(|&i| i <= self.max)
             {
                 let line = pending[..i].to_vec();
                 self.start += i + 1;
                 return Some(Ok(line));
             }
-            if pending.len() > CMDOUT_MAX {
-                let line = pending[..CMDOUT_MAX].to_vec();
-                self.start += CMDOUT_MAX;
+            if pending.len() > self.max {
+                let line = pending[..self.max].to_vec();
+                self.start += self.max;
                 return Some(Ok(line));
             }
             if self.done {
