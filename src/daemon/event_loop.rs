@@ -19,6 +19,7 @@ use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log};
 use crate::schedule::{self, Zone};
 use crate::sys::fs::PidLock;
+use crate::sys::inotify::Lost;
 use crate::sys::process;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::{MinuteTimer, Tick};
@@ -290,9 +291,16 @@ impl Daemon {
         if changed.zone {
             self.recheck_zone();
         }
-        if changed.rescan {
-            self.log
-                .info("CRON", "INFO", "lost a watch: checking files every minute");
+        if let Some(lost) = changed.rescan {
+            let why = match lost {
+                Lost::Watch => "lost a watch",
+                Lost::Overflow => "inotify queue overflowed",
+            };
+            self.log.info(
+                "CRON",
+                "INFO",
+                &format!("{why}: reloading everything, then checking files every minute"),
+            );
             self.watches = None;
             self.load_all(true);
         }

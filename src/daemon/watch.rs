@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::database::{self, Paths, Rules, SourceKey};
 use crate::log::Log;
-use crate::sys::inotify::{WatchId, Watcher};
+use crate::sys::inotify::{Lost, WatchId, Watcher};
 
 /// What a watched directory holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub(super) struct Seen {
     /// Only created: a file still being written, unless it is a link.
     pub(super) created_only: bool,
     /// The watch is gone or the queue overflowed.
-    pub(super) lost: bool,
+    pub(super) lost: Option<Lost>,
 }
 
 /// What a batch of events asks the daemon to do.
@@ -44,8 +44,9 @@ pub(super) struct Seen {
 pub(super) struct Changed {
     /// Sources to reload.
     pub(super) sources: BTreeSet<SourceKey>,
-    /// A watch was lost: fall back to checking every minute, and reload everything now.
-    pub(super) rescan: bool,
+    /// Events were lost (and why): fall back to checking every minute, and reload everything
+    /// now.
+    pub(super) rescan: Option<Lost>,
     /// /etc/localtime changed: re-read the local zone.
     pub(super) zone: bool,
 }
@@ -82,8 +83,8 @@ pub(super) fn sort(
 ) -> Changed {
     let mut changed = Changed::default();
     for event in events {
-        if event.lost {
-            changed.rescan = true;
+        if let Some(lost) = event.lost {
+            changed.rescan = changed.rescan.or(Some(lost));
             continue;
         }
         let Some(name) = event.name else { continue };
@@ -232,7 +233,7 @@ mod tests {
             roles: roles.to_vec(),
             name: Some(name.into()),
             created_only,
-            lost: false,
+            lost: None,
         }
     }
 
@@ -264,7 +265,7 @@ mod tests {
                 SourceKey::User("alice".into()),
             ])
         );
-        assert!(!changed.rescan && !changed.zone);
+        assert!(changed.rescan.is_none() && !changed.zone);
     }
 
     #[test]
@@ -303,7 +304,7 @@ mod tests {
             Role::LocalTime("localtime".into()),
         ];
         let mut lost = seen(&[Role::Spool], "x", false);
-        lost.lost = true;
+        lost.lost = Some(Lost::Overflow);
         let changed = sort(vec![seen(&etc, "localtime", false), lost], &rules(), |_| {
             true
         });
@@ -311,7 +312,7 @@ mod tests {
             changed,
             Changed {
                 sources: BTreeSet::new(),
-                rescan: true,
+                rescan: Some(Lost::Overflow),
                 zone: true
             }
         );

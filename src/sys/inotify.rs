@@ -19,8 +19,17 @@ pub struct Change {
     pub name: Option<OsString>,
     /// Only created (a symlink or hard link appears without a close-write).
     pub created_only: bool,
-    /// The watch is gone (directory removed or moved) or the queue overflowed: rescan.
-    pub lost: bool,
+    /// Events were lost: the watch is gone or the queue overflowed. Rescan.
+    pub lost: Option<Lost>,
+}
+
+/// Why events were lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// The watched directory was removed or moved away.
+    Watch,
+    /// More events came than the kernel queues (`fs.inotify.max_queued_events`).
+    Overflow,
 }
 
 #[derive(Debug)]
@@ -61,9 +70,16 @@ impl Watcher {
                 Ok(events) if events.is_empty() => break,
                 Ok(events) => {
                     for e in events {
-                        let lost = e.mask.intersects(
-                            W::IN_DELETE_SELF | W::IN_MOVE_SELF | W::IN_IGNORED | W::IN_Q_OVERFLOW,
-                        );
+                        let lost = if e.mask.contains(W::IN_Q_OVERFLOW) {
+                            Some(Lost::Overflow)
+                        } else if e
+                            .mask
+                            .intersects(W::IN_DELETE_SELF | W::IN_MOVE_SELF | W::IN_IGNORED)
+                        {
+                            Some(Lost::Watch)
+                        } else {
+                            None
+                        };
                         let created_only = e.mask == W::IN_CREATE;
                         out.push(Change {
                             watch: WatchId(e.wd),

@@ -52,3 +52,57 @@ fn minus_l_logs_the_end_and_failures_of_jobs_as_debian_does() {
     let failed = crond.wait_for_log("(CRON) error (grandchild #", 10);
     assert!(failed.ends_with("failed with exit status 3)"), "{failed}");
 }
+
+fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[test]
+fn after_the_inotify_queue_overflows_the_daemon_reloads_and_checks_every_minute() {
+    let tree = Tree::new();
+    let found = tree.out("found");
+    let me = current_user();
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:00", &[]);
+    crond.wait_for_log("running with inotify support", 10);
+    // While the daemon is stopped nothing reads the queue: more events than the kernel keeps
+    // (three per file: create, close-write, delete) pile up.
+    let max: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .expect("read max_queued_events")
+        .trim()
+        .parse()
+        .expect("a number");
+    send_signal(crond.pid(), "-STOP");
+    for i in 0..max / 2 {
+        let file = tree.spool().join(format!("tmp.{i}"));
+        std::fs::write(&file, "").expect("write");
+        std::fs::remove_file(&file).expect("remove");
+    }
+    send_signal(crond.pid(), "-CONT");
+    let line = crond.wait_for_log("inotify queue overflowed", 10);
+    assert!(
+        line.ends_with(
+            "(CRON) INFO (inotify queue overflowed: reloading everything, then checking files \
+             every minute)"
+        ),
+        "{line}"
+    );
+    tree.user_crontab(
+        &me,
+        &format!("1 10 * * * echo found > {}\n", found.display()),
+        0o600,
+        &me,
+    );
+    // No watch any more: the 10:00 check finds the file, and its entry fires at 10:01.
+    let reload = crond.wait_for_log(&format!("({me}) RELOAD (spool/{me})"), 15);
+    assert!(reload.contains(" 10:00:"), "found by the minute check: {reload}");
+    assert_eq!(wait_for_file(&found, 20), "found\n");
+    assert_eq!(
+        crond.log_text().matches("inotify queue overflowed").count(),
+        1,
+        "logged once"
+    );
+}
