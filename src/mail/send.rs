@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -109,7 +109,10 @@ pub fn deliver(
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::null())
+        // Its own group, so a timeout kills whatever it started too (a queue runner, a shell's
+        // children), not only the process we ran.
+        .process_group(0);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return MailOutcome::MtaError(e),
@@ -125,9 +128,12 @@ pub fn deliver(
             Ok(None) if Instant::now() < deadline && !timed_out(&written) => {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            // Not reaped yet, so the pid is still this child's: the kill can't hit another.
+            // Not reaped yet, so the pid (and the group it leads) is still this child's: the
+            // kill can't hit another.
             Ok(None) => {
-                let _ = child.kill();
+                if crate::sys::process::kill_group(child.id()).is_err() {
+                    let _ = child.kill();
+                }
                 let _ = child.wait();
                 return MailOutcome::MtaTimedOut { bytes };
             }

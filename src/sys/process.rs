@@ -41,6 +41,17 @@ pub fn own_pid() -> Pid {
     Pid(std::process::id() as i32)
 }
 
+/// Sends SIGKILL to every process of the group `pgid` (a child that was made a group leader
+/// and is not reaped yet, so the group can't be another's).
+pub fn kill_group(pgid: u32) -> io::Result<()> {
+    let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    nix::sys::signal::killpg(
+        unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .map_err(io::Error::from)
+}
+
 /// The `Threads:` line of /proc/self/status; `None` if it can't be read.
 pub fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

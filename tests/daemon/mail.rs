@@ -4,8 +4,9 @@
 //! nothing for MAILTO="", refused for an unsafe MAILTO; logged as CMDOUT lines with `-s` or
 //! when there is no MTA; every byte of a large output handed to a `-m` command; the `%` text
 //! fed to the job whether it reads it or not; the MTA run as the job's user with the job's
-//! environment; spilled output in a nameless file of the job's user. Time is libfaketime's, ten times faster, starting
-//! ten seconds before 10:00; every job here fires at 10:00.
+//! environment; spilled output in a nameless file of the job's user; an MTA that hangs killed
+//! after ten minutes with the output logged. Time is libfaketime's, ten times faster (a hundred
+//! for the hanging MTA), starting seconds before 10:00; every job here fires at 10:00.
 //!
 //! No mocks: real users (useradd, removed after), real processes, the real MTA. The tests fail,
 //! never skip, without root or exim.
@@ -259,6 +260,39 @@ fn root_without_an_mta_the_output_is_logged_not_lost_and_an_mta_failure_is_logge
         ),
         15,
     );
+    user.assert_no_mail();
+}
+
+#[test]
+fn root_an_mta_that_hangs_is_killed_after_ten_minutes_and_the_output_is_logged() {
+    let user = mail_user();
+    let tree = Tree::new();
+    install(&tree, &user, "0 10 * * * echo kept\n");
+    let hanging = tree.path().join("hanging-mta");
+    fs::write(&hanging, "#!/bin/sh\ncat > /dev/null\nsleep 100000\n").unwrap();
+    fs::set_permissions(&hanging, fs::Permissions::from_mode(0o755)).unwrap();
+    // A hundred times faster than real time: the MTA's ten minutes pass in six seconds.
+    let crond = Crond::start_fast(
+        &tree,
+        1,
+        "2026-11-21 09:59:58",
+        100,
+        &["--sendmail", hanging.to_str().unwrap()],
+    );
+    let line = crond.wait_for_log(
+        &format!(
+            "({}) MAIL (the MTA did not finish within 600 s (5 bytes written): killed; the \
+             output follows in the log)",
+            user.name
+        ),
+        40,
+    );
+    assert!(
+        line.contains(" 10:10:0"),
+        "ten minutes after the job: {line}"
+    );
+    let cmdout = crond.wait_for_log(&format!("({}) CMDOUT (kept)", user.name), 10);
+    assert!(cmdout.contains(" 10:10:0"), "{cmdout}");
     user.assert_no_mail();
 }
 

@@ -98,7 +98,10 @@ fn after_the_inotify_queue_overflows_the_daemon_reloads_and_checks_every_minute(
     );
     // No watch any more: the 10:00 check finds the file, and its entry fires at 10:01.
     let reload = crond.wait_for_log(&format!("({me}) RELOAD (spool/{me})"), 15);
-    assert!(reload.contains(" 10:00:"), "found by the minute check: {reload}");
+    assert!(
+        reload.contains(" 10:00:"),
+        "found by the minute check: {reload}"
+    );
     assert_eq!(wait_for_file(&found, 20), "found\n");
     assert_eq!(
         crond.log_text().matches("inotify queue overflowed").count(),

@@ -196,6 +196,36 @@ fn an_mta_that_hangs_is_killed_at_the_deadline_whether_or_not_it_reads() {
             "{line}: {outcome:?}"
         );
     }
+    // What it started dies with it: its whole process group is killed.
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let line = format!(
+        "cat > /dev/null; sleep 30 & echo $! > {}.part; mv {0}.part {0}; wait",
+        pid_file.display()
+    );
+    let outcome = deliver(
+        &MailCommand::Shell(line.into()),
+        &[],
+        header,
+        &b"x"[..],
+        &job_env(&[]),
+        std::time::Duration::from_millis(500),
+    );
+    assert!(
+        matches!(outcome, MailOutcome::MtaTimedOut { .. }),
+        "{outcome:?}"
+    );
+    let sleeper = std::fs::read_to_string(&pid_file).expect("the MTA started its sleep");
+    let stat = format!("/proc/{}/stat", sleeper.trim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    // Gone, or a zombie its new parent has not reaped yet: either way no longer running.
+    while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z ")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MTA's child outlived the timeout"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // One that finishes in time is not touched.
     let outcome = deliver(
         &MailCommand::Shell("cat > /dev/null".into()),
