@@ -534,7 +534,7 @@ fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_rep
     crond.wait_for_log("clock set: ", 10);
     // Debian's rule, applied when the change is noticed: the wildcard entry runs for the
     // current minute at once, then in each repeated minute (09:31...); the fixed-time entry
-    // ran once (it would not run again when 10:00 comes round, not waited for here).
+    // ran once (that it is not repeated when 10:00 comes round: the two-minute test below).
     assert_eq!(
         wait_for_minutes(&crond, "true wildcard", 3, 20),
         ["10:00", "09:30", "09:31"]
@@ -545,6 +545,21 @@ fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_rep
             .log_text()
             .contains("SIGHUP: reloading every crontab and reading the clock")
     );
+}
+
+#[test]
+fn root_after_the_clock_is_set_back_two_minutes_a_fixed_time_is_not_repeated_when_it_comes_round() {
+    let (_tree, crond) = stepped_after_ten_oclock(
+        "* * * * * root true wildcard\n0 10 * * * root true fixed\n",
+        "2026-11-21 09:58:30",
+    );
+    // The wildcard runs in every repeated minute, 10:00 included, and goes on at 10:01; the
+    // fixed-time entry of 10:00 ran before the step and does not run again.
+    assert_eq!(
+        wait_for_minutes(&crond, "true wildcard", 5, 25),
+        ["10:00", "09:58", "09:59", "10:00", "10:01"]
+    );
+    assert_eq!(minutes_run(&crond, "true fixed"), ["10:00"]);
 }
 
 #[test]
