@@ -42,15 +42,17 @@ impl Daemon {
         }
     }
 
-    /// Whether files must be looked at every minute: no inotify, or refused files to recheck.
-    fn files_every_minute(&self) -> bool {
-        self.watches.is_none() || self.sources.any_refused()
+    /// Whether something must be looked at every minute: the files (no inotify, or refused
+    /// files to recheck) or the zone file (inotify can't see every change of it: a rewrite of
+    /// the file a chain of links leads to, or of one mounted over it).
+    fn looks_every_minute(&self) -> bool {
+        self.watches.is_none() || self.sources.any_refused() || self.zone_stamp.is_some()
     }
 
     /// Arms the timer for the cycle's next wake-up.
     pub(super) fn arm(&mut self, now: Timestamp) {
         let now_minute = UtcMinute::containing(now.as_second());
-        let target = self.cycle.next_wake(now_minute, self.files_every_minute());
+        let target = self.cycle.next_wake(now_minute, self.looks_every_minute());
         self.armed = target;
         if let Err(e) = self.timer.arm_at(target.start_second()) {
             self.log

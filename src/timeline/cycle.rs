@@ -220,10 +220,10 @@ impl<J: Clone> Cycle<J> {
         self.queue.next_start_ms()
     }
 
-    /// When to wake after `now`; `files_every_minute`: the caller has files to look at every
-    /// minute (no inotify, or a refused file to recheck).
-    pub fn next_wake(&mut self, now: UtcMinute, files_every_minute: bool) -> UtcMinute {
-        let every_minute = files_every_minute || self.has_backlog();
+    /// When to wake after `now`; `looks_every_minute`: the caller has something to look at
+    /// every minute (files without inotify, a refused file, the zone file).
+    pub fn next_wake(&mut self, now: UtcMinute, looks_every_minute: bool) -> UtcMinute {
+        let every_minute = looks_every_minute || self.has_backlog();
         next_wake(now, self.agenda.next_due(), every_minute)
     }
 }

@@ -296,3 +296,42 @@ fn root_a_zone_file_rewritten_in_place_is_seen_without_inotify() {
     crond.wait_for_log("local time zone changed: localtime", 15);
     crond.wait_for_log("(root) CMD (true at five past one)", 20);
 }
+
+#[test]
+fn root_the_real_etc_localtime_rewritten_by_a_tzdata_upgrade_is_seen_within_the_minute() {
+    require_root();
+    let tree = Tree::new();
+    tree.write_file(
+        &tree.cron_d().join("zoned"),
+        "1 5 * * * root true at five past one\n",
+        0o644,
+    );
+    // The daemon's own mount namespace, where the file /etc/localtime leads to is this copy of
+    // UTC bind-mounted over it: rewriting the copy is a tzdata upgrade rewriting the file in
+    // place, seen only there. inotify on /etc sees nothing of it; the minute's check must.
+    let zone = tree.path().join("zone");
+    std::fs::copy("/usr/share/zoneinfo/UTC", &zone).unwrap();
+    let zone_arg = zone.to_str().unwrap();
+    let crond = Crond::start_wrapped(
+        &tree,
+        1,
+        "2026-11-21 09:59:50",
+        &[
+            "unshare",
+            "-m",
+            "sh",
+            "-e",
+            "-c",
+            r#"mount --bind "$1" /etc/localtime; shift; exec "$@""#,
+            "sh",
+            zone_arg,
+        ],
+        &["--localtime", "/etc/localtime"],
+    );
+    crond.wait_for_log("running with inotify support", 10);
+    let ny = std::fs::read("/usr/share/zoneinfo/America/New_York").unwrap();
+    std::fs::write(&zone, ny).unwrap();
+    crond.wait_for_log("local time zone changed: ", 15);
+    // 05:01 in New York is 10:01 UTC.
+    crond.wait_for_log("(root) CMD (true at five past one)", 20);
+}

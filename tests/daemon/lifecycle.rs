@@ -517,8 +517,8 @@ fn stepped_after_ten_oclock(text: &str, to: &str) -> (Tree, Crond) {
     (tree, crond)
 }
 
-#[test]
-fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_repeated_minutes() {
+/// A wildcard and a fixed 10:00 entry that both ran at 10:00, then the clock stepped to `to`.
+fn both_ran_at_ten_then_stepped(to: &str) -> (Tree, Crond) {
     require_root();
     let tree = Tree::new();
     tree.write_file(
@@ -528,10 +528,17 @@ fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_rep
     );
     let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
     assert_eq!(wait_for_minutes(&crond, "true wildcard", 1, 10), ["10:00"]);
-    wait_for_minutes(&crond, "true fixed", 1, 10);
-    // Back 30 minutes, in the middle of the minute (10:00:0x → 09:30:30).
-    crond.set_clock(&tree, "2026-11-21 09:30:30");
+    // Its CMD line logged before the step, so it carries the time it ran at.
+    assert_eq!(wait_for_minutes(&crond, "true fixed", 1, 10), ["10:00"]);
+    crond.set_clock(&tree, to);
     crond.wait_for_log("clock set: ", 10);
+    (tree, crond)
+}
+
+#[test]
+fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_repeated_minutes() {
+    // Back 30 minutes, in the middle of the minute (10:00:0x → 09:30:30).
+    let (_tree, crond) = both_ran_at_ten_then_stepped("2026-11-21 09:30:30");
     // Debian's rule, applied when the change is noticed: the wildcard entry runs for the
     // current minute at once, then in each repeated minute (09:31...); the fixed-time entry
     // ran once (that it is not repeated when 10:00 comes round: the two-minute test below).
@@ -549,10 +556,7 @@ fn root_after_the_clock_is_set_back_half_an_hour_wildcard_entries_run_in_the_rep
 
 #[test]
 fn root_after_the_clock_is_set_back_two_minutes_a_fixed_time_is_not_repeated_when_it_comes_round() {
-    let (_tree, crond) = stepped_after_ten_oclock(
-        "* * * * * root true wildcard\n0 10 * * * root true fixed\n",
-        "2026-11-21 09:58:30",
-    );
+    let (_tree, crond) = both_ran_at_ten_then_stepped("2026-11-21 09:58:30");
     // The wildcard runs in every repeated minute, 10:00 included, and goes on at 10:01; the
     // fixed-time entry of 10:00 ran before the step and does not run again.
     assert_eq!(
