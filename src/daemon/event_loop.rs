@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
+use super::minute::Wake;
 use super::running::Running;
 use super::sources::Sources;
 use super::watch::{self, Watches};
@@ -176,7 +177,7 @@ impl Daemon {
             if clock_moved(now.as_millisecond(), self.cycle.handled(), self.armed) {
                 // Whatever woke the loop, the clock is not where the timer was left: the same
                 // rules as for the kernel's notice, now.
-                self.on_minute(now, true);
+                self.on_minute(now, Wake::ClockMoved);
             }
             self.start_due_jobs(now);
             // Sleep until the next queued job may start (now, for a backlog; a second after a
@@ -192,8 +193,8 @@ impl Daemon {
             }
             if ready.timer {
                 match self.timer.read() {
-                    Ok(Tick::Fired) => self.on_minute(wall_clock(), false),
-                    Ok(Tick::ClockChanged) => self.on_minute(wall_clock(), true),
+                    Ok(Tick::Fired) => self.on_minute(wall_clock(), Wake::Timer),
+                    Ok(Tick::ClockChanged) => self.on_minute(wall_clock(), Wake::ClockSet),
                     Ok(Tick::Nothing) => {}
                     Err(e) => return Err(Error::Io("timerfd read", e)),
                 }
@@ -249,7 +250,7 @@ impl Daemon {
             self.load_all(true);
             // As a clock change: a step the kernel did not report is acted on now (a minute
             // already handled is not run again).
-            self.on_minute(wall_clock(), true);
+            self.on_minute(wall_clock(), Wake::ClockMoved);
         }
         AfterSignals::Continue
     }

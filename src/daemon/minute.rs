@@ -11,6 +11,17 @@ use super::event_loop::Daemon;
 use crate::job::{self, JobSpec};
 use crate::timeline::{Movement, UtcMinute};
 
+/// What woke the daemon for a minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wake {
+    /// The timer fired at the minute it was armed for.
+    Timer,
+    /// The kernel said the wall clock was set (the timer's cancel-on-set notice).
+    ClockSet,
+    /// SIGHUP, or a wake-up that found the clock away from where the timer was left.
+    ClockMoved,
+}
+
 /// Jobs started between two looks at signals and events.
 const START_BATCH: usize = 64;
 
@@ -61,7 +72,7 @@ impl Daemon {
     }
 
     /// A minute boundary (or a clock step): files looked at, runs queued, timer re-armed.
-    pub(super) fn on_minute(&mut self, now: Timestamp, clock_changed: bool) {
+    pub(super) fn on_minute(&mut self, now: Timestamp, wake: Wake) {
         if self.watches.is_none() {
             self.check_mtimes();
         }
@@ -81,16 +92,22 @@ impl Daemon {
                 ),
             );
         }
-        match woke.movement {
-            Movement::Normal | Movement::Repeat => {}
-            other => self.log.info(
+        match (woke.movement, wake) {
+            // The kernel's word is logged even for a step too small to matter: it is rare
+            // (settimeofday, an NTP step, a resume), and says the path works.
+            (Movement::Normal | Movement::Repeat, Wake::ClockSet) => self.log.info(
                 "CRON",
                 "INFO",
-                &format!(
-                    "clock {}: {other:?}",
-                    if clock_changed { "set" } else { "late" }
-                ),
+                "the system clock was set: no minute gained or lost",
             ),
+            (Movement::Normal | Movement::Repeat, _) => {}
+            (other, Wake::Timer) => {
+                self.log
+                    .info("CRON", "INFO", &format!("clock late: {other:?}"))
+            }
+            (other, _) => self
+                .log
+                .info("CRON", "INFO", &format!("clock set: {other:?}")),
         }
         self.arm(now);
     }

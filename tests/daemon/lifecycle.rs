@@ -722,3 +722,20 @@ fn root_a_clock_set_back_onto_a_minute_boundary_runs_that_minute_once() {
         ["10:00", "09:31", "09:32"]
     );
 }
+
+#[test]
+fn root_the_kernels_notice_that_the_clock_was_set_wakes_the_daemon_at_once() {
+    // The one path libfaketime can't fake: the real clock is set (to itself, a step of a few
+    // microseconds, harmless to the rest of the machine; it needs CAP_SYS_TIME), and the
+    // kernel cancels the daemon's timer (TFD_TIMER_CANCEL_ON_SET), which wakes it.
+    require_root();
+    let tree = Tree::new();
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:00", &[]);
+    crond.wait_for_log("entries loaded", 10);
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME).expect("read the clock");
+    nix::time::clock_settime(nix::time::ClockId::CLOCK_REALTIME, now)
+        .expect("set the clock (root needs CAP_SYS_TIME)");
+    let line = crond.wait_for_log("the system clock was set: no minute gained or lost", 5);
+    // At once, not at the next minute the timer was armed for.
+    assert!(line.contains(" 09:59:"), "{line}");
+}
