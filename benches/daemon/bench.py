@@ -6,9 +6,10 @@
    start time (date +%s.%N) to one file. Prints the delay from the boundary to the first and
    the last job start, and how many ran.
 2. idle: 1,000 and 100,000 entries with nothing due for days. RSS after loading, and CPU used
-   per (fake) minute over 30 fake minutes with libfaketime at x60; once with inotify (the timer
-   sleeps until the next due minute, so nothing wakes), once with -i (a wake and an mtime check
-   every minute).
+   per (fake) minute over 30 fake minutes with libfaketime at x60; once with inotify and TZ set
+   (the timer sleeps until the next due minute, so nothing wakes), once with inotify and the
+   zone from /etc/localtime (a wake and a stat of the zone file every minute), once with -i (a
+   wake and an mtime check every minute).
 
 Run as root (jobs run as root from /etc/cron.d-format files), from the repository:
     cargo build --release && sudo python3 benches/daemon/bench.py [--burst N]
@@ -127,12 +128,15 @@ def burst(n):
     shutil.rmtree(d)
 
 
-def idle(n, args=()):
+def idle(n, args=(), zone_file=False):
     d = tree()
     # Each entry fires once a year, on January 1st; the fake clock is in November.
     write_cron_d(d, [f"{i % 60} {(i // 60) % 24} 1 1 * root true\n" for i in range(n)])
     fake = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "@2026-11-21 10:00:00 x60",
             "FAKETIME_DONT_RESET": "1"}
+    if zone_file:
+        fake["TZ"] = ""
+        args = [*args, "--localtime", "/etc/localtime"]
     t0 = time.time()
     p = start(d, fake, args)
     wait_log(d, "entries loaded")
@@ -146,7 +150,8 @@ def idle(n, args=()):
     cpu_ms_per_min = (c1 - c0) / 1e6 / fake_minutes
     p.send_signal(signal.SIGTERM)
     p.wait()
-    mode = " ".join(args) or "inotify"
+    mode = "-i" if "-i" in args else "inotify"
+    mode += ", zone file" if zone_file else ", TZ"
     print(f"idle ({mode}): {n} entries: loaded in {load_s:.2f} s; RSS {rss} KiB; "
           f"CPU {cpu_ms_per_min:.3f} ms per minute over {fake_minutes:.0f} fake minutes "
           f"({(c1 - c0) / 1e6:.3f} ms in all)")
@@ -162,6 +167,7 @@ def main():
         burst(args.burst)
     for n in (1_000, 100_000):
         idle(n)
+        idle(n, zone_file=True)
         # Without inotify the daemon wakes every minute to compare mtimes (Debian's check).
         idle(n, ["-i"])
 
