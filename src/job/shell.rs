@@ -7,7 +7,8 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Stdio};
 
@@ -18,7 +19,7 @@ use super::stdin::JobStdin;
 use super::{ChildSetup, JobSpec};
 use crate::crontab::JobInput;
 use crate::log::{Level, Log, printable};
-use crate::sys::pipe;
+use crate::sys::{pipe, poll};
 
 /// A shell that ran to its end.
 #[derive(Debug)]
@@ -90,9 +91,32 @@ pub(super) fn run_shell(
     if let Some(line) = log_lines::cmd_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
         log.line(Level::Info, &line);
     }
-    let captured = Output::new(&spill_dir)
-        .with_limit(setup.max_output)
-        .capture_from(File::from(read_end));
+    let output = Output::new(&spill_dir).with_limit(setup.max_output);
+    // Debian's job ends when its shell exits, not when the last process holding its output
+    // lets go: the exit is watched with the pipe (a pidfd), so a job that leaves a process
+    // behind (`server &`) is reported at once. Without pidfd (Linux < 5.3), end-of-file.
+    let captured = match crate::sys::process::exit_watch(shell_pid) {
+        Ok(exit) => capture_until_exit(output, read_end, &exit),
+        Err(_) => output
+            .capture_from(File::from(read_end))
+            .map(|output| (output, None)),
+    };
+    let captured = captured.map(|(output, left_behind)| {
+        if let Some(pipe) = left_behind {
+            // What the left-behind processes print from now on is read and discarded by a
+            // process of the job's user, which ends when the last of them closes the pipe.
+            if let Err(e) = crate::sys::pipe::spawn_drain(pipe) {
+                log.error(
+                    who,
+                    "ERROR",
+                    &format!(
+                        "can't start a reader for the output of what the job left running: {e}"
+                    ),
+                );
+            }
+        }
+        output
+    });
     let status = loop {
         match child.wait() {
             Ok(status) => break Some(status),
@@ -137,7 +161,56 @@ pub(super) fn run_shell(
     })
 }
 
+/// Reads the job's output until its shell exits (`shell_exit` readable), then what is in the pipe
+/// at that moment, and no more. Returns the pipe too when processes the shell started still
+/// hold it open.
+fn capture_until_exit(
+    mut output: Output,
+    pipe: OwnedFd,
+    shell_exit: &OwnedFd,
+) -> io::Result<(Output, Option<OwnedFd>)> {
+    let mut pipe = File::from(pipe);
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let ready = poll::wait_readable(&[pipe.as_fd(), shell_exit.as_fd()], None)?;
+        if ready[1] {
+            break;
+        }
+        if ready[0] {
+            match pipe.read(&mut buf) {
+                Ok(0) => return Ok((output, None)),
+                Ok(n) => output.push(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    // The shell has exited: take what it left in the pipe (a left-behind process may add to it
+    // meanwhile: that much is taken too, never more than was there when we looked).
+    let mut waiting = pipe::bytes_waiting(pipe.as_fd())?;
+    while waiting > 0 {
+        let want = waiting.min(buf.len());
+        match pipe.read(&mut buf[..want]) {
+            Ok(0) => return Ok((output, None)),
+            Ok(n) => {
+                output.push(&buf[..n]);
+                waiting -= n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // End-of-file now (readable with nothing in it) means nobody else holds the pipe.
+    let ready = poll::wait_readable(&[pipe.as_fd()], Some(0))?;
+    if ready[0] && pipe::bytes_waiting(pipe.as_fd())? == 0 {
+        return Ok((output, None));
+    }
+    Ok((output, Some(OwnedFd::from(pipe))))
+}
+
 /// Reaps the stdin writer; a job that did not read its input is fine, anything else is logged.
+/// A writer still blocked once the shell has exited writes to a left-behind process only: it
+/// is stopped.
 fn reap_writer(log: Log, who: &[u8], stdin: JobStdin) {
     use crate::sys::pipe::WriterExit;
     match stdin.wait() {

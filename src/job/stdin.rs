@@ -57,11 +57,13 @@ impl JobStdin {
         self.writer.as_ref().map(WriterProcess::pid)
     }
 
-    /// Reaps the writer. Call it after the shell has exited: the writer then finishes at once
-    /// (everything written, or EPIPE). `None` when there was no `%` text.
+    /// Reaps the writer. Call it after the shell has exited: the writer has then finished
+    /// (everything written, or EPIPE), unless a process the shell left behind holds the pipe
+    /// without reading it; such a writer is killed, and that reads as `ReaderGone`. `None`
+    /// when there was no `%` text.
     pub fn wait(mut self) -> io::Result<Option<WriterExit>> {
         self.shell_end = None;
-        self.writer.take().map(WriterProcess::wait).transpose()
+        self.writer.take().map(WriterProcess::stop).transpose()
     }
 }
 

@@ -8,7 +8,7 @@
 //! own pipe open (which would make it wait for itself) nor keep any other pipe of the job alive.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork};
@@ -58,28 +58,60 @@ impl WriterProcess {
         self.pid.as_raw() as u32
     }
 
+    /// Reaps the writer if it has ended; else kills it (SIGKILL) and reaps it, which reads as
+    /// [`WriterExit::ReaderGone`]: for a writer still blocked after the shell has exited, the
+    /// only reader left is a process the shell left behind, and its input is not owed to it.
+    pub fn stop(self) -> io::Result<WriterExit> {
+        loop {
+            match waitpid(self.pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(status) => match decode(status) {
+                    Some(exit) => return Ok(exit),
+                    None => continue,
+                },
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(io::Error::from(e)),
+            }
+        }
+        // Not reaped yet, so the pid is still the writer's: the kill can't hit another.
+        let _ = nix::sys::signal::kill(self.pid, nix::sys::signal::Signal::SIGKILL);
+        match self.wait()? {
+            WriterExit::Killed(libc::SIGKILL) => Ok(WriterExit::ReaderGone),
+            other => Ok(other),
+        }
+    }
+
     /// Waits for the writer to exit (it exits as soon as it has written everything or the
     /// reader has gone, so this never waits on the job itself for long).
     pub fn wait(self) -> io::Result<WriterExit> {
         loop {
             match waitpid(self.pid, None) {
-                Ok(WaitStatus::Exited(_, code)) => {
-                    return Ok(match code {
-                        EXIT_ALL_WRITTEN => WriterExit::AllWritten,
-                        EXIT_READER_GONE => WriterExit::ReaderGone,
-                        EXIT_SETUP_FAILED => WriterExit::Failed(0),
-                        n => WriterExit::Failed(n - EXIT_ERRNO_BASE),
-                    });
+                Ok(status) => {
+                    if let Some(exit) = decode(status) {
+                        return Ok(exit);
+                    }
                 }
-                Ok(WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGPIPE, _)) => {
-                    return Ok(WriterExit::ReaderGone);
-                }
-                Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(WriterExit::Killed(sig as i32)),
-                Ok(_) => continue,
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(io::Error::from(e)),
             }
         }
+    }
+}
+
+/// How a reaped writer ended; `None` for a status that is not an end (stopped, continued).
+fn decode(status: WaitStatus) -> Option<WriterExit> {
+    match status {
+        WaitStatus::Exited(_, code) => Some(match code {
+            EXIT_ALL_WRITTEN => WriterExit::AllWritten,
+            EXIT_READER_GONE => WriterExit::ReaderGone,
+            EXIT_SETUP_FAILED => WriterExit::Failed(0),
+            n => WriterExit::Failed(n - EXIT_ERRNO_BASE),
+        }),
+        WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGPIPE, _) => {
+            Some(WriterExit::ReaderGone)
+        }
+        WaitStatus::Signaled(_, sig, _) => Some(WriterExit::Killed(sig as i32)),
+        _ => None,
     }
 }
 
@@ -148,6 +180,70 @@ unsafe fn writer_child(fd: i32, ptr: *const u8, len: usize, open_max: i32) -> ! 
     }
 }
 
+/// How many bytes wait in the pipe `fd` now (FIONREAD).
+pub fn bytes_waiting(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which points at `n`, alive for the
+    // call; the descriptor is borrowed, so open.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// Forks a process that reads `read_end` and discards what it reads until end-of-file, then
+/// exits; nobody waits for it (it is reaped by whoever inherits it). It keeps no other
+/// descriptor. For the output pipe of a job whose shell has exited while processes it left
+/// behind still hold the write end: they can go on writing (never a broken pipe, never a full
+/// one), and the job child is not kept waiting for them.
+///
+/// Preconditions as for [`spawn_writer`]: run as the job's user, default signal handlers.
+pub fn spawn_drain(read_end: OwnedFd) -> io::Result<()> {
+    let open_max = super::process::open_max();
+    let fd = read_end.as_raw_fd();
+    // SAFETY: the child below calls only async-signal-safe functions (dup2, close_range/close,
+    // read, _exit) on descriptors it owns and on a buffer on its own stack, and never returns
+    // or unwinds: every path ends in `_exit`.
+    match unsafe { fork() }.map_err(io::Error::from)? {
+        ForkResult::Parent { .. } => {
+            drop(read_end);
+            Ok(())
+        }
+        ForkResult::Child => {
+            // SAFETY: see the fork above.
+            unsafe { drain_child(fd, open_max) }
+        }
+    }
+}
+
+/// The body of the drain process. Never returns.
+///
+/// # Safety
+/// Must only be called in a freshly forked child.
+unsafe fn drain_child(fd: i32, open_max: i32) -> ! {
+    // SAFETY: async-signal-safe libc calls on plain integers and on a local buffer; every path
+    // ends in _exit.
+    unsafe {
+        if fd != KEPT_FD && libc::dup2(fd, KEPT_FD) < 0 {
+            libc::_exit(EXIT_SETUP_FAILED);
+        }
+        close_range_or_each(0, (KEPT_FD - 1) as u32, open_max);
+        close_range_or_each((KEPT_FD + 1) as u32, u32::MAX, open_max);
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = libc::read(KEPT_FD, buf.as_mut_ptr().cast(), buf.len());
+            if n > 0 {
+                continue;
+            }
+            if n < 0 && *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            libc::_exit(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +268,39 @@ mod tests {
         let writer = spawn_writer(w, &data).unwrap();
         drop(r);
         assert_eq!(writer.wait().unwrap(), WriterExit::ReaderGone);
+    }
+
+    #[test]
+    fn a_writer_whose_reader_holds_on_without_reading_is_stopped() {
+        let (r, w) = pipe().unwrap();
+        let writer = spawn_writer(w, &vec![b'x'; 1 << 20]).unwrap();
+        // `r` stays open and unread: the writer blocks on the full pipe until it is stopped.
+        assert_eq!(writer.stop().unwrap(), WriterExit::ReaderGone);
+        drop(r);
+    }
+
+    #[test]
+    fn a_finished_writer_is_reaped_by_stop_with_its_own_result() {
+        let (r, w) = pipe().unwrap();
+        let writer = spawn_writer(w, b"short").unwrap();
+        let mut back = Vec::new();
+        File::from(r).read_to_end(&mut back).unwrap();
+        assert_eq!(writer.stop().unwrap(), WriterExit::AllWritten);
+    }
+
+    #[test]
+    fn the_drain_reads_everything_until_the_last_writer_closes() {
+        use std::io::Write;
+        let (r, w) = pipe().unwrap();
+        spawn_drain(r).unwrap();
+        // Far more than a pipe holds: the write ends only because the drain reads.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut w = File::from(w);
+            done.send(w.write_all(&vec![b'y'; 4 << 20]).is_ok())
+                .unwrap();
+        });
+        let wrote = finished.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(wrote, Ok(true), "the drain did not read the pipe");
     }
 }

@@ -41,6 +41,27 @@ pub fn own_pid() -> Pid {
     Pid(std::process::id() as i32)
 }
 
+/// A descriptor that becomes readable when the child `pid` exits (pidfd_open, Linux 5.3), so
+/// its end can be waited for in `poll` with other descriptors. The child must not be reaped
+/// yet (then the pid is still its own). `Unsupported` on older kernels.
+pub fn exit_watch(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: pidfd_open takes a pid and flags (0) and returns a new descriptor or -1; no
+    // memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS) => io::Error::from(io::ErrorKind::Unsupported),
+            _ => e,
+        });
+    }
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
 /// Sends SIGKILL to every process of the group `pgid` (a child that was made a group leader
 /// and is not reaped yet, so the group can't be another's).
 pub fn kill_group(pgid: u32) -> io::Result<()> {

@@ -297,6 +297,40 @@ fn root_an_mta_that_hangs_is_killed_after_ten_minutes_and_the_output_is_logged()
 }
 
 #[test]
+fn root_a_job_ends_when_its_shell_exits_even_if_it_left_a_process_running() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let marker = tree.out("left-behind");
+    // The background process holds the output pipe (and writes to it later); Debian's job ends
+    // when the shell exits, and so does ours: the mail and END come at once.
+    install(
+        &tree,
+        &user,
+        &format!(
+            "0 10 * * * sh -c 'echo $$ > {}; sleep 3; echo late; exec sleep 300' & echo started\n",
+            marker.display()
+        ),
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    let end = crond.wait_for_log(&format!("({}) END (", user.name), 20);
+    assert!(end.contains(" 10:00:0"), "at once: {end}");
+    let message = single(&user);
+    assert_eq!(message.body, b"started\n");
+    // The left-behind process lives on, and its later output goes nowhere (no second mail, no
+    // broken pipe to kill it).
+    let pid = wait_for_file(&marker, 10).trim().to_string();
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the left-behind process was killed by its output"
+    );
+    assert_eq!(user.wait_for_mail(1).len(), 1, "one mail only");
+    let _ = std::process::Command::new("pkill")
+        .args(["-KILL", "-u", &user.name])
+        .status();
+}
+
+#[test]
 fn root_a_mail_command_receives_every_byte_of_a_large_output() {
     let user = mail_user();
     let tree = Tree::new();
