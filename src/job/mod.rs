@@ -1,11 +1,11 @@
 //! The job child (DESIGN §5, §6): the daemon forks one per job ([`start`]) and the child lives
-//! in three phases. **Prepare**: reset signals, close the daemon's descriptors, start a session,
-//! wait out RANDOM_DELAY, drop privileges to the entry's user for good, build the clean
+//! in three phases. **Prepare**: reset signals, close the daemon's descriptors, log as `CRON`
+//! from then on, start a session, drop privileges to the entry's user for good, build the clean
 //! environment (`env`), change to HOME. **Run** (`shell`): the text after `%` reaches the shell
-//! through a writer grandchild (`stdin`), the shell's stdout and stderr share one pipe, read to
-//! end-of-file into `output`, then the shell and the writer are reaped. **Report**: mail the
-//! output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END and CMDEND (`log_lines`),
-//! and exit with `_exit`. The child never returns into the daemon's code: a panic aborts the
+//! through a writer grandchild (`stdin`), the shell's stdout and stderr share one pipe, read
+//! into `output` until the shell exits, then the shell and the writer are reaped. **Report**:
+//! mail the output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END (and with `-s`
+//! cronie's CMDEND) (`log_lines`), and exit with `_exit`. The child never returns into the daemon's code: a panic aborts the
 //! child only.
 //!
 //! Everything the job's user could use to act as someone else is created after the privilege
@@ -103,6 +103,18 @@ pub fn start(spec: &JobSpec, setup: &ChildSetup) -> io::Result<Pid> {
 
 /// The child's whole life; returns its exit status (0: the job ran and succeeded).
 fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
+    // The daemon's handlers go first (one must not write into a descriptor number reused
+    // below), then the daemon's descriptors; the syslog socket was among them, and the child
+    // logs as Debian's does, `CRON[pid]`.
+    signal::reset_in_child();
+    // The child itself keeps SIGPIPE ignored (an MTA that exits early is a status, not our
+    // death); std gives the shell and the MTA the default back.
+    signal::ignore_sigpipe();
+    process::close_all_above_stderr();
+    let setup = &ChildSetup {
+        log: setup.log.for_job_child(),
+        ..setup.clone()
+    };
     let Some(prepared) = prepare(spec, setup) else {
         return 1;
     };
@@ -122,14 +134,7 @@ struct Prepared {
 /// Leaves the daemon behind and becomes the job's user, in HOME. `None` when the job must not
 /// run (logged).
 fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
-    signal::reset_in_child();
-    // The child itself keeps SIGPIPE ignored (an MTA that exits early is a status, not our
-    // death); std gives the shell and the MTA the default back.
-    signal::ignore_sigpipe();
     let log = setup.log;
-    process::close_all_above_stderr();
-    // The syslog socket was among them: forget it before any new descriptor takes its number.
-    log.reopen();
     let who = &spec.user;
     if let Err(e) = process::setsid() {
         log.error(who, "ERROR", &format!("setsid failed: {e}"));
@@ -223,12 +228,15 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             }
         }
     }
-    let end = log_lines::end_line(setup.log_mask, &spec.user, shell_pid, &spec.command);
-    for line in end
-        .into_iter()
-        .chain([log_lines::cmdend_line(&spec.user, &spec.command)])
-    {
+    if let Some(line) = log_lines::end_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
         log.line(Level::Info, &line);
+    }
+    // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults.
+    if matches!(setup.output, OutputTo::Syslog) {
+        log.line(
+            Level::Info,
+            &log_lines::cmdend_line(&spec.user, &spec.command),
+        );
     }
 }
 

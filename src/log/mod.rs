@@ -1,6 +1,7 @@
 //! The daemon's log: every message is a [`LogLine`], Debian's shape `(WHO) EVENT (DETAIL)`
 //! (research §2.7) with the one byte rendering, [`printable`] (Vixie's `mkprint`), both in
-//! [`line`](mod@line). This file holds the sinks: syslog (ident `cron`, facility cron, with the pid)
+//! [`line`](mod@line). This file holds the sinks: syslog (ident `cron`, `CRON` in a job child;
+//! facility cron, with the pid)
 //! and/or stderr for journald, chosen once from `--log`.
 //!
 //! Nothing else in the library prints, and nothing here formats a message of its own: a line
@@ -23,26 +24,60 @@ pub enum Destination {
     Both,
 }
 
-/// The log. Copied into each job child (a fork), which then logs under its own pid.
+/// Who logs, as Debian names them: the daemon `cron[PID]`, a job child `CRON[PID]` (Vixie's
+/// child upper-cases its program name), so `journalctl -t CRON` and logcheck rules match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ident {
+    Daemon,
+    JobChild,
+}
+
+impl Ident {
+    fn name(self) -> &'static std::ffi::CStr {
+        match self {
+            Ident::Daemon => c"cron",
+            Ident::JobChild => c"CRON",
+        }
+    }
+}
+
+/// The log. Copied into each job child (a fork), which then logs under its own pid and, after
+/// [`Log::for_job_child`], as `CRON`.
 #[derive(Debug, Clone, Copy)]
 pub struct Log {
     destination: Destination,
+    ident: Ident,
 }
 
 impl Log {
     pub fn open(destination: Destination) -> Log {
+        let log = Log {
+            destination,
+            ident: Ident::Daemon,
+        };
         if destination != Destination::Stderr {
-            syslog::open();
+            syslog::open_as(log.ident.name());
         }
-        Log { destination }
+        log
     }
 
     /// SIGHUP: drop the syslog connection; the next message reconnects.
     pub fn reopen(&self) {
         if self.destination != Destination::Stderr {
             syslog::close();
-            syslog::open();
+            syslog::open_as(self.ident.name());
         }
+    }
+
+    /// In a job child, just after fork: the same log under the ident `CRON`, with the daemon's
+    /// syslog connection (closed with the daemon's descriptors) forgotten.
+    pub fn for_job_child(&self) -> Log {
+        let log = Log {
+            destination: self.destination,
+            ident: Ident::JobChild,
+        };
+        log.reopen();
+        log
     }
 
     /// `(who) event (detail)` at `level`; `who` (a user name as bytes, or `CRON`) is shown
@@ -63,8 +98,12 @@ impl Log {
         if self.destination != Destination::Syslog {
             // The pid says which process logged: the daemon or one of its job children.
             let stamp = jiff::Zoned::now().strftime("%b %e %H:%M:%S");
-            let mut line =
-                format!("{stamp} cron[{}]: ", crate::sys::process::own_pid()).into_bytes();
+            let mut line = format!(
+                "{stamp} {}[{}]: ",
+                self.ident.name().to_string_lossy(),
+                crate::sys::process::own_pid()
+            )
+            .into_bytes();
             line.extend_from_slice(message);
             line.push(b'\n');
             let _ = std::io::stderr().write_all(&line);

@@ -22,12 +22,8 @@ impl Level {
     }
 }
 
-/// Connects (lazily, as glibc does) under the ident `cron`, facility cron.
-pub fn open() {
-    open_as(c"cron");
-}
-
-/// Connects under another ident (`crontab` for crontab(1)), facility cron.
+/// Connects (lazily, as glibc does) under `ident` (`cron`, `CRON` in a job child, `crontab`
+/// for crontab(1)), facility cron.
 pub fn open_as(ident: &'static CStr) {
     // SAFETY: the ident is 'static, as openlog requires (it keeps the pointer); the flags are
     // plain integers.
