@@ -50,7 +50,7 @@ debout     ?= target/deb
 debcompress ?= xz
 INSTALL    ?= install
 
-etc_files := crontab default/cron cron.d/.placeholder cron.hourly/.placeholder \
+etc_files := crontab default/cron pam.d/cron cron.d/.placeholder cron.hourly/.placeholder \
 	cron.daily/.placeholder cron.weekly/.placeholder cron.monthly/.placeholder
 D := $(DESTDIR)
 

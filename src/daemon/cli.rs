@@ -4,8 +4,8 @@
 //!
 //! Flags (DESIGN §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`; and
 //! the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
-//! --sendmail --localtime`, plus `--log syslog|stderr|both` and `--max-output SIZE` (bytes, or with a K, M
-//! or G suffix, binary; 0: no limit).
+//! --sendmail --localtime`, plus `--log syslog|stderr|both`, `--max-output SIZE` (bytes, or with a
+//! K, M or G suffix, binary; 0: no limit), `--no-pam` and `--pam-dir DIR`.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -18,7 +18,7 @@ pub const USAGE: &str =
     "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
-             [--localtime FILE] [--max-output SIZE]";
+             [--localtime FILE] [--max-output SIZE] [--no-pam] [--pam-dir DIR]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,6 +84,8 @@ impl Options {
                 Long("reboot-marker") => o.reboot_marker = Some(path(&mut parser)?),
                 Long("sendmail") => o.sendmail = Some(path(&mut parser)?),
                 Long("localtime") => o.localtime = Some(path(&mut parser)?),
+                Long("no-pam") => o.no_pam = true,
+                Long("pam-dir") => o.pam_dir = Some(path(&mut parser)?),
                 Long("max-output") => {
                     let v = parser.value()?;
                     let size = v.to_str().and_then(parse_size).ok_or_else(|| {
@@ -181,6 +183,9 @@ mod tests {
             "2M",
             "--localtime",
             "/z",
+            "--no-pam",
+            "--pam-dir",
+            "/q",
         ])
         .expect("parses");
         let expected = Options {
@@ -203,6 +208,8 @@ mod tests {
             log: Some(Destination::Both),
             max_output: Some(2 << 20),
             localtime: Some("/z".into()),
+            no_pam: true,
+            pam_dir: Some("/q".into()),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());

@@ -102,7 +102,7 @@ impl Daemon {
         let now = wall_clock();
         let localtime = options.localtime();
         let mut daemon = Daemon {
-            setup: options.child_setup(log),
+            setup: options.child_setup(log, crate::sys::user::effective_uid().0 == 0),
             paths,
             rules,
             log,
@@ -134,6 +134,20 @@ impl Daemon {
                 (daemon.delay_factor * 100.0) as u32
             ),
         );
+        if daemon.setup.pam.is_none() {
+            let why = if !cfg!(feature = "pam") {
+                "built without PAM"
+            } else if daemon.options.no_pam {
+                "--no-pam"
+            } else {
+                "not root"
+            };
+            daemon.log.info(
+                "CRON",
+                "INFO",
+                &format!("jobs run without a PAM session ({why})"),
+            );
+        }
         daemon.watches = Watches::set_up(
             daemon.options.no_inotify,
             &daemon.paths,

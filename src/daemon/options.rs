@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::cli::Action;
 use crate::database::Paths;
 use crate::job::log_lines::JobLogMask;
-use crate::job::{ChildSetup, MailSetup, OutputTo};
+use crate::job::{ChildSetup, MailSetup, OutputTo, PamSetup};
 use crate::log::{Destination, Log};
 use crate::mail::{self, MailCommand};
 use crate::paths;
@@ -46,6 +46,10 @@ pub struct Options {
     pub localtime: Option<PathBuf>,
     /// `--max-output SIZE` in bytes, as given (`None`: the default; `Some(0)`: no limit).
     pub max_output: Option<u64>,
+    /// `--no-pam`: jobs run without a PAM session.
+    pub no_pam: bool,
+    /// `--pam-dir DIR`: read the PAM service `cron` from DIR instead of /etc/pam.d.
+    pub pam_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -124,8 +128,10 @@ impl Options {
     }
 
     /// What every job child inherits: the log, Debian's `-L` mask, `-P`'s PATH (read from
-    /// the daemon's environment now), and where output goes (`-s`, or mail by `-m`, `-n`).
-    pub fn child_setup(&self, log: Log) -> ChildSetup {
+    /// the daemon's environment now), where output goes (`-s`, or mail by `-m`, `-n`), and
+    /// PAM (unless `--no-pam`, a build without it, or `is_root` false: only root can open a
+    /// session for another user, and a daemon that is not root runs only its own user's jobs).
+    pub fn child_setup(&self, log: Log, is_root: bool) -> ChildSetup {
         ChildSetup {
             log,
             // Debian's mask is a byte; higher bits mean nothing.
@@ -142,6 +148,9 @@ impl Options {
                 Some(0) => None,
                 Some(n) => Some(n),
             },
+            pam: (cfg!(feature = "pam") && !self.no_pam && is_root).then(|| PamSetup {
+                confdir: self.pam_dir.clone(),
+            }),
             output: if self.output_to_syslog {
                 OutputTo::Syslog
             } else {

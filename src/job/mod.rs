@@ -15,6 +15,7 @@
 mod env;
 pub mod log_lines;
 pub mod output;
+mod session;
 mod shell;
 pub mod stdin;
 #[cfg(test)]
@@ -66,6 +67,16 @@ pub struct ChildSetup {
     pub output: OutputTo,
     /// The most output kept per job (`--max-output`); `None`: no limit.
     pub max_output: Option<u64>,
+    /// Run each job in a PAM session (Debian's service `cron`); `None`: `--no-pam`, a build
+    /// without PAM, or a daemon that is not root.
+    pub pam: Option<PamSetup>,
+}
+
+/// How jobs go through PAM.
+#[derive(Debug, Clone)]
+pub struct PamSetup {
+    /// Where the service file is read from (`--pam-dir`); `None`: /etc/pam.d.
+    pub confdir: Option<std::path::PathBuf>,
 }
 
 /// Where a job's output goes once the shell has exited.
@@ -115,7 +126,29 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
         log: setup.log.for_job_child(),
         ..setup.clone()
     };
-    let Some(prepared) = prepare(spec, setup) else {
+    if let Err(e) = process::setsid() {
+        setup
+            .log
+            .error(&spec.user, "ERROR", &format!("setsid failed: {e}"));
+    }
+    let Some(user) = resolve_user(spec, setup.log) else {
+        return 1;
+    };
+    match &setup.pam {
+        Some(pam) => session::run_in_session(spec, setup, &user, pam),
+        None => run_as_user(spec, setup, &user, Vec::new()),
+    }
+}
+
+/// The job as its user: becomes the user, runs the shell, reports. `pam_env` is the PAM
+/// environment, under the job's own.
+fn run_as_user(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    user: &User,
+    pam_env: Vec<(Vec<u8>, Vec<u8>)>,
+) -> i32 {
+    let Some(prepared) = prepare(spec, setup, user, pam_env) else {
         return 1;
     };
     let Some(finished) = shell::run_shell(spec, setup, &prepared.env, &prepared.input) else {
@@ -127,18 +160,17 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
 
 /// What the job runs with, once the child is the job's user.
 struct Prepared {
+    /// The whole environment: PAM's, then Debian's defaults and the crontab's over it.
     env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Without PAM's: what the mail's `X-Cron-Env` lines show, as Debian's.
+    cron_env: Vec<(Vec<u8>, Vec<u8>)>,
     input: JobInput,
 }
 
-/// Leaves the daemon behind and becomes the job's user, in HOME. `None` when the job must not
-/// run (logged).
-fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
-    let log = setup.log;
+/// The entry's user as passwd says now; `None` (logged) when unknown or no longer the uid the
+/// crontab was checked for.
+fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
     let who = &spec.user;
-    if let Err(e) = process::setsid() {
-        log.error(who, "ERROR", &format!("setsid failed: {e}"));
-    }
     let user = match User::resolve_name(&spec.user) {
         Ok(Some(user)) => user,
         Ok(None) => {
@@ -160,7 +192,19 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
         log.line(Level::Error, &line);
         return None;
     }
-    if let Err(e) = irrevocably_drop_privileges(&user) {
+    Some(user)
+}
+
+/// Becomes the job's user for good, in HOME. `None` when the job must not run (logged).
+fn prepare(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    user: &User,
+    pam_env: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Option<Prepared> {
+    let log = setup.log;
+    let who = &spec.user;
+    if let Err(e) = irrevocably_drop_privileges(user) {
         log.error(
             who,
             "ERROR",
@@ -168,7 +212,8 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
         );
         return None;
     }
-    let env = environment(&user, &spec.env, setup.inherited_path.as_deref());
+    let cron_env = environment(user, &spec.env, setup.inherited_path.as_deref(), Vec::new());
+    let env = environment(user, &spec.env, setup.inherited_path.as_deref(), pam_env);
     let home = lookup(&env, b"HOME").unwrap_or_default();
     if let Err(e) = process::chdir(Path::new(OsStr::from_bytes(&home))) {
         // Debian runs the job anyway, from /; say so, since the job's relative paths change.
@@ -184,6 +229,7 @@ fn prepare(spec: &JobSpec, setup: &ChildSetup) -> Option<Prepared> {
     }
     Some(Prepared {
         env,
+        cron_env,
         input: crate::crontab::split_percent(&spec.command),
     })
 }
@@ -207,7 +253,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             let job = JobMail {
                 user: &spec.user,
                 command: &prepared.input.command,
-                env: &prepared.env,
+                env: &prepared.cron_env,
                 exit,
             };
             let outcome = mail::mail_output(&job, &config, output, &prepared.env);

@@ -16,6 +16,8 @@ pub struct LogLine {
     who: String,
     event: Cow<'static, str>,
     detail: Vec<u8>,
+    /// Only the detail, without `(who) EVENT (…)`: the few messages Debian logs bare.
+    bare: bool,
 }
 
 impl LogLine {
@@ -28,12 +30,32 @@ impl LogLine {
             who: printable(who.as_ref()),
             event: event.into(),
             detail: detail.into(),
+            bare: false,
+        }
+    }
+
+    /// A message logged as it is, as Debian logs PAM's refusals (`pam_strerror`'s text, e.g.
+    /// `User account has expired`); still at most [`MAX_LINE`].
+    pub fn bare(text: impl Into<Vec<u8>>) -> LogLine {
+        LogLine {
+            who: String::new(),
+            event: Cow::Borrowed(""),
+            detail: text.into(),
+            bare: true,
         }
     }
 
     /// The message as bytes, at most [`MAX_LINE`]: a longer detail is cut and ends with
     /// [`CUT_MARK`].
     pub fn to_bytes(&self) -> Vec<u8> {
+        if self.bare {
+            if self.detail.len() <= MAX_LINE {
+                return self.detail.clone();
+            }
+            let mut v = self.detail[..cut_point(&self.detail, MAX_LINE - CUT_MARK.len())].to_vec();
+            v.extend_from_slice(CUT_MARK.as_bytes());
+            return v;
+        }
         let frame = self.who.len() + self.event.len() + 6;
         let detail: &[u8] = if frame + self.detail.len() <= MAX_LINE {
             &self.detail
@@ -129,6 +151,17 @@ mod tests {
     fn mkprint_twice_is_mkprint_once() {
         let once = printable(b"jos\xe9\n\x7f");
         assert_eq!(printable(once.as_bytes()), once);
+    }
+
+    #[test]
+    fn a_bare_line_is_its_text_alone_and_still_bounded() {
+        assert_eq!(
+            LogLine::bare("User account has expired").to_string(),
+            "User account has expired"
+        );
+        let long = LogLine::bare(vec![b'x'; 5 * MAX_LINE]).to_bytes();
+        assert_eq!(long.len(), MAX_LINE);
+        assert!(long.ends_with(CUT_MARK.as_bytes()));
     }
 
     #[test]

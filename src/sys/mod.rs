@@ -5,6 +5,8 @@
 #[cfg(test)]
 pub mod alloc_count;
 pub mod notify;
+#[cfg(feature = "pam")]
+pub mod pam;
 pub mod pipe;
 pub mod setgid;
 pub mod spool_dir;

@@ -113,6 +113,19 @@ pub fn exit_immediately(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// Waits for the child `pid` to end and reaps it.
+pub fn wait_for(pid: Pid) -> io::Result<Exit> {
+    let pid = unistd::Pid::from_raw(pid.0);
+    loop {
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Exited(_, code)) => return Ok(Exit::Code(code)),
+            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(Exit::Signal(sig as i32)),
+            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Reaps every child that has ended, without blocking.
 pub fn reap() -> Vec<(Pid, Exit)> {
     let mut out = Vec::new();

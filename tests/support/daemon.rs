@@ -25,7 +25,8 @@ pub fn current_user() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// A temporary tree: spool/, cron.d/, crontab, out/ (world-writable, for jobs of any user).
+/// A temporary tree: spool/, cron.d/, crontab, out/ (world-writable, for jobs of any user),
+/// pam.d/ (the shipped service `cron` and the system's common-* files it includes).
 pub struct Tree {
     pub dir: tempfile::TempDir,
 }
@@ -44,7 +45,37 @@ impl Tree {
             .expect("chmod out");
         let tree = Tree { dir };
         tree.write_file(&tree.system_crontab(), "", 0o644);
+        tree.set_pam_service(
+            &fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/pam.d/cron"))
+                .expect("read etc/pam.d/cron"),
+        );
         tree
+    }
+
+    /// The PAM directory the daemon reads (`--pam-dir`): the service `cron` and links to the
+    /// system's common-* files, which a service's `@include` looks for beside it.
+    pub fn pam_dir(&self) -> PathBuf {
+        self.path().join("pam.d")
+    }
+
+    /// Writes the PAM service `cron` the daemon uses (the shipped one, unless a test changes
+    /// it).
+    pub fn set_pam_service(&self, text: &str) {
+        let dir = self.pam_dir();
+        if !dir.exists() {
+            fs::create_dir(&dir).expect("mkdir pam.d");
+            for entry in fs::read_dir("/etc/pam.d").expect("/etc/pam.d") {
+                let name = entry.expect("entry").file_name();
+                if name.to_string_lossy().starts_with("common-") {
+                    std::os::unix::fs::symlink(
+                        Path::new("/etc/pam.d").join(&name),
+                        dir.join(&name),
+                    )
+                    .expect("link a common- file");
+                }
+            }
+        }
+        fs::write(dir.join("cron"), text).expect("write the PAM service");
     }
 
     pub fn path(&self) -> &Path {
@@ -104,6 +135,8 @@ impl Tree {
             .arg(self.pid_file())
             .arg("--reboot-marker")
             .arg(self.reboot_marker())
+            .arg("--pam-dir")
+            .arg(self.pam_dir())
     }
 }
 

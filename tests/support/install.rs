@@ -127,9 +127,10 @@ pub fn gid_in(group_file: &Path, name: &str) -> Option<u32> {
 }
 
 /// The /etc files the package ships, relative to /etc.
-pub const ETC_FILES: [&str; 7] = [
+pub const ETC_FILES: [&str; 8] = [
     "crontab",
     "default/cron",
+    "pam.d/cron",
     "cron.d/.placeholder",
     "cron.hourly/.placeholder",
     "cron.daily/.placeholder",

@@ -1,0 +1,85 @@
+//! The job's PAM session, as Debian's job child opens it (do_command.c): as root, before the
+//! privilege drop, service `cron` for the job's user: the account check (an expired or refused
+//! account's job does not run; the refusal is logged in PAM's words, as Debian logs it), the
+//! credentials, the session (pam_limits' limits, pam_loginuid's audit uid, pam_env's
+//! variables). The job then runs in a child of this process, which drops privileges for good
+//! and does everything the job child does without PAM; this process waits for it, closes the
+//! session and ends. So the per-job cost of PAM is the job child's, never the daemon's.
+
+#[cfg(feature = "pam")]
+use super::run_as_user;
+use super::{ChildSetup, JobSpec, PamSetup};
+#[cfg(feature = "pam")]
+use crate::log::{Level, LogLine};
+use crate::sys::user::User;
+
+/// Runs the job inside a PAM session; returns the job child's exit status.
+#[cfg(feature = "pam")]
+pub(super) fn run_in_session(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    user: &User,
+    pam: &PamSetup,
+) -> i32 {
+    use crate::sys::pam::Pam;
+    use crate::sys::process::{self, Exit, Forked};
+
+    let log = setup.log;
+    let opened = Pam::start(c"cron", &user.name, pam.confdir.as_deref()).and_then(|mut session| {
+        session.account()?;
+        session.establish_credentials()?;
+        session.open_session()?;
+        Ok(session)
+    });
+    let session = match opened {
+        Ok(session) => session,
+        Err(e) => {
+            // Debian logs pam_strerror's text alone (`User account has expired`); pam_unix logs
+            // its own line with the user's name.
+            log.line(Level::Error, &LogLine::bare(e.message));
+            return 1;
+        }
+    };
+    let env = session.environment();
+    let code = match process::fork_single_threaded() {
+        Ok(Forked::Child) => {
+            // The session (its handle, its limits, its loginuid) was made for this: the job
+            // runs here; the handle is the parent's to close, so this process never returns.
+            let code = run_as_user(spec, setup, user, env);
+            process::exit_immediately(code)
+        }
+        Ok(Forked::Parent(pid)) => match process::wait_for(pid) {
+            Ok(Exit::Code(code)) => code,
+            Ok(Exit::Signal(_)) => 1,
+            Err(e) => {
+                log.error(&spec.user, "ERROR", &format!("wait failed: {e}"));
+                1
+            }
+        },
+        Err(e) => {
+            log.error(&spec.user, "ERROR", &format!("can't fork for the job: {e}"));
+            1
+        }
+    };
+    if let Err(e) = session.close() {
+        log.line(Level::Error, &LogLine::bare(e.message));
+    }
+    code
+}
+
+/// Without PAM in the build the daemon never sets [`ChildSetup::pam`]; should it, the job does
+/// not run (a session that was asked for is never skipped silently).
+#[cfg(not(feature = "pam"))]
+pub(super) fn run_in_session(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    _user: &User,
+    _pam: &PamSetup,
+) -> i32 {
+    setup.log.error(
+        &spec.user,
+        "ERROR",
+        "a PAM session was asked for but crond was built without PAM; job not run",
+    );
+    1
+}

@@ -1,0 +1,370 @@
+//! Linux-PAM for the job child, as Debian's cron calls it: `pam_start("cron", user)`, the tty
+//! item `cron`, `pam_acct_mgmt`, `pam_setcred(ESTABLISH)`, `pam_open_session`, all silent; the
+//! PAM environment; and at the end `pam_setcred(DELETE)`, `pam_close_session`, `pam_end`.
+//!
+//! Our own binding of the nine functions used (no crate: the maintained ones wrap far more than
+//! this, and `pam-sys` is generated bindings we would audit anyway; sudo-rs made the same
+//! choice). libpam is linked by its soname, `libpam.so.0`, so building needs no -dev package.
+//!
+//! The conversation never prompts: a module that asks for anything (a password, a token) gets
+//! `PAM_CONV_ERR`, so a stack that would need a person fails instead of hanging; messages for
+//! display only are accepted and dropped (the job child has no one to show them to).
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::path::Path;
+use std::ptr;
+
+/// libpam's opaque handle.
+#[repr(C)]
+struct PamHandle {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+struct PamMessage {
+    msg_style: c_int,
+    msg: *const c_char,
+}
+
+#[repr(C)]
+struct PamResponse {
+    resp: *mut c_char,
+    resp_retcode: c_int,
+}
+
+type ConvFn = unsafe extern "C" fn(
+    num_msg: c_int,
+    msg: *mut *const PamMessage,
+    resp: *mut *mut PamResponse,
+    appdata: *mut c_void,
+) -> c_int;
+
+#[repr(C)]
+struct PamConv {
+    conv: Option<ConvFn>,
+    appdata_ptr: *mut c_void,
+}
+
+// Linux-PAM's values (security/_pam_types.h).
+const PAM_SUCCESS: c_int = 0;
+const PAM_CONV_ERR: c_int = 19;
+const PAM_SILENT: c_int = 0x8000;
+const PAM_ESTABLISH_CRED: c_int = 0x0002;
+const PAM_DELETE_CRED: c_int = 0x0004;
+const PAM_TTY: c_int = 3;
+const PAM_PROMPT_ECHO_OFF: c_int = 1;
+const PAM_PROMPT_ECHO_ON: c_int = 2;
+
+#[link(name = "libpam.so.0", kind = "dylib", modifiers = "+verbatim")]
+unsafe extern "C" {
+    fn pam_start(
+        service: *const c_char,
+        user: *const c_char,
+        conv: *const PamConv,
+        pamh: *mut *mut PamHandle,
+    ) -> c_int;
+    fn pam_start_confdir(
+        service: *const c_char,
+        user: *const c_char,
+        conv: *const PamConv,
+        confdir: *const c_char,
+        pamh: *mut *mut PamHandle,
+    ) -> c_int;
+    fn pam_end(pamh: *mut PamHandle, status: c_int) -> c_int;
+    fn pam_set_item(pamh: *mut PamHandle, item_type: c_int, item: *const c_void) -> c_int;
+    fn pam_acct_mgmt(pamh: *mut PamHandle, flags: c_int) -> c_int;
+    fn pam_setcred(pamh: *mut PamHandle, flags: c_int) -> c_int;
+    fn pam_open_session(pamh: *mut PamHandle, flags: c_int) -> c_int;
+    fn pam_close_session(pamh: *mut PamHandle, flags: c_int) -> c_int;
+    fn pam_getenvlist(pamh: *mut PamHandle) -> *mut *mut c_char;
+    fn pam_strerror(pamh: *mut PamHandle, errnum: c_int) -> *const c_char;
+}
+
+/// The conversation: refuses every prompt, accepts (and drops) every message for display.
+///
+/// # Safety
+/// Called by libpam with `num_msg` messages and a place for the responses.
+unsafe extern "C" fn conversation(
+    num_msg: c_int,
+    msg: *mut *const PamMessage,
+    resp: *mut *mut PamResponse,
+    _appdata: *mut c_void,
+) -> c_int {
+    if num_msg <= 0 || msg.is_null() || resp.is_null() {
+        return PAM_CONV_ERR;
+    }
+    for i in 0..num_msg as usize {
+        // SAFETY: libpam passes `num_msg` valid message pointers (Linux-PAM's layout: an array
+        // of pointers), each to a message it owns for the call.
+        let style = unsafe { (**msg.add(i)).msg_style };
+        if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON {
+            return PAM_CONV_ERR;
+        }
+    }
+    // No answers: libpam accepts a null response array for display-only messages.
+    // SAFETY: `resp` was checked non-null; libpam gave it to be written.
+    unsafe { *resp = ptr::null_mut() };
+    PAM_SUCCESS
+}
+
+static CONVERSATION: PamConv = PamConv {
+    conv: Some(conversation),
+    appdata_ptr: ptr::null_mut(),
+};
+
+// SAFETY: the static holds a function pointer and a null pointer, never written: sharing it
+// between threads can't race.
+unsafe impl Sync for PamConv {}
+
+/// A PAM step that failed: which, libpam's code, and its message (`pam_strerror`), which is what
+/// Debian logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PamError {
+    pub step: &'static str,
+    pub code: i32,
+    pub message: String,
+}
+
+impl std::fmt::Display for PamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.step, self.message)
+    }
+}
+
+/// A started PAM transaction for one job. Dropping it ends it (`pam_end`) without closing a
+/// session; [`Pam::close`] closes what was opened first.
+#[derive(Debug)]
+pub struct Pam {
+    handle: *mut PamHandle,
+    session_open: bool,
+    credentials: bool,
+    last: c_int,
+}
+
+impl Pam {
+    /// `pam_start(service, user)`, reading the service from `confdir` when given (else
+    /// /etc/pam.d), then the tty item Debian sets (`cron`).
+    pub fn start(service: &CStr, user: &[u8], confdir: Option<&Path>) -> Result<Pam, PamError> {
+        let user = CString::new(user).map_err(|_| PamError {
+            step: "pam_start",
+            code: -1,
+            message: "user name with a NUL byte".into(),
+        })?;
+        let confdir = confdir
+            .map(|d| CString::new(d.as_os_str().as_encoded_bytes()))
+            .transpose()
+            .map_err(|_| PamError {
+                step: "pam_start",
+                code: -1,
+                message: "PAM directory with a NUL byte".into(),
+            })?;
+        let mut handle: *mut PamHandle = ptr::null_mut();
+        // SAFETY: every pointer is valid for the call (NUL-terminated strings we own, the
+        // 'static conversation, a place for the handle); libpam copies the strings and the
+        // conversation.
+        let code = unsafe {
+            match &confdir {
+                Some(dir) => pam_start_confdir(
+                    service.as_ptr(),
+                    user.as_ptr(),
+                    &CONVERSATION,
+                    dir.as_ptr(),
+                    &mut handle,
+                ),
+                None => pam_start(service.as_ptr(), user.as_ptr(), &CONVERSATION, &mut handle),
+            }
+        };
+        if code != PAM_SUCCESS || handle.is_null() {
+            let error = PamError {
+                step: "pam_start",
+                code,
+                message: message_of(handle, code),
+            };
+            if !handle.is_null() {
+                // SAFETY: a handle pam_start returned, ended once.
+                unsafe { pam_end(handle, code) };
+            }
+            return Err(error);
+        }
+        let mut pam = Pam {
+            handle,
+            session_open: false,
+            credentials: false,
+            last: PAM_SUCCESS,
+        };
+        // SAFETY: a live handle and a NUL-terminated 'static string, which libpam copies.
+        let code = unsafe { pam_set_item(pam.handle, PAM_TTY, c"cron".as_ptr().cast()) };
+        pam.check("pam_set_item", code)?;
+        Ok(pam)
+    }
+
+    /// `pam_acct_mgmt(PAM_SILENT)`: may this user run something now (expiry, access rules)?
+    pub fn account(&mut self) -> Result<(), PamError> {
+        // SAFETY: a live handle.
+        let code = unsafe { pam_acct_mgmt(self.handle, PAM_SILENT) };
+        self.check("pam_acct_mgmt", code)
+    }
+
+    /// `pam_setcred(PAM_ESTABLISH_CRED | PAM_SILENT)`.
+    pub fn establish_credentials(&mut self) -> Result<(), PamError> {
+        // SAFETY: a live handle.
+        let code = unsafe { pam_setcred(self.handle, PAM_ESTABLISH_CRED | PAM_SILENT) };
+        self.check("pam_setcred", code)?;
+        self.credentials = true;
+        Ok(())
+    }
+
+    /// `pam_open_session(PAM_SILENT)`: limits, loginuid, the environment modules.
+    pub fn open_session(&mut self) -> Result<(), PamError> {
+        // SAFETY: a live handle.
+        let code = unsafe { pam_open_session(self.handle, PAM_SILENT) };
+        self.check("pam_open_session", code)?;
+        self.session_open = true;
+        Ok(())
+    }
+
+    /// The PAM environment (`pam_getenvlist`), as `NAME=value` pairs.
+    pub fn environment(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        // SAFETY: a live handle; the list and its strings are ours to free (pam_getenvlist(3)).
+        let list = unsafe { pam_getenvlist(self.handle) };
+        if list.is_null() {
+            return out;
+        }
+        let mut i = 0;
+        loop {
+            // SAFETY: the list is a NULL-terminated array of pointers; `i` stops at the NULL.
+            let item = unsafe { *list.add(i) };
+            if item.is_null() {
+                break;
+            }
+            // SAFETY: each item is a NUL-terminated string libpam allocated for us.
+            let bytes = unsafe { CStr::from_ptr(item) }.to_bytes();
+            if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
+                out.push((bytes[..eq].to_vec(), bytes[eq + 1..].to_vec()));
+            }
+            // SAFETY: allocated with malloc by libpam, freed once, not used after.
+            unsafe { libc::free(item.cast()) };
+            i += 1;
+        }
+        // SAFETY: the array itself, malloc'ed by libpam, freed once.
+        unsafe { libc::free(list.cast()) };
+        out
+    }
+
+    /// Deletes the credentials, closes the session (each if it was established), ends the
+    /// transaction. Returns the close's error, if any (nothing more can be done about it).
+    pub fn close(mut self) -> Result<(), PamError> {
+        let mut result = Ok(());
+        if self.credentials {
+            // SAFETY: a live handle.
+            unsafe { pam_setcred(self.handle, PAM_DELETE_CRED | PAM_SILENT) };
+            self.credentials = false;
+        }
+        if self.session_open {
+            // SAFETY: a live handle.
+            let code = unsafe { pam_close_session(self.handle, PAM_SILENT) };
+            self.session_open = false;
+            result = self.check("pam_close_session", code);
+        }
+        result
+    }
+
+    fn check(&mut self, step: &'static str, code: c_int) -> Result<(), PamError> {
+        self.last = code;
+        if code == PAM_SUCCESS {
+            return Ok(());
+        }
+        Err(PamError {
+            step,
+            code,
+            message: message_of(self.handle, code),
+        })
+    }
+}
+
+impl Drop for Pam {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live (it is ended only here), and ended once.
+        unsafe { pam_end(self.handle, self.last) };
+    }
+}
+
+/// libpam's text for `code` (what Debian logs), or the number if it has none.
+fn message_of(handle: *mut PamHandle, code: c_int) -> String {
+    // SAFETY: pam_strerror accepts any handle (it ignores it in Linux-PAM) and returns a
+    // static string or NULL.
+    let text = unsafe { pam_strerror(handle, code) };
+    if text.is_null() {
+        return format!("PAM error {code}");
+    }
+    // SAFETY: a NUL-terminated static string from libpam.
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A service file in a directory of its own, so the tests need no /etc/pam.d change.
+    fn service(dir: &Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn a_permitting_stack_opens_and_closes_a_session_and_gives_its_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        service(
+            dir.path(),
+            "cron",
+            "account required pam_permit.so\nauth required pam_permit.so\n\
+             session required pam_permit.so\n",
+        );
+        let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
+        pam.account().unwrap();
+        pam.establish_credentials().unwrap();
+        pam.open_session().unwrap();
+        assert!(pam.environment().is_empty());
+        pam.close().unwrap();
+    }
+
+    #[test]
+    fn a_refusing_account_stack_says_why_in_pams_words() {
+        let dir = tempfile::tempdir().unwrap();
+        service(dir.path(), "cron", "account required pam_deny.so\n");
+        let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
+        let err = pam.account().unwrap_err();
+        assert_eq!(err.step, "pam_acct_mgmt");
+        // pam_deny answers PAM_AUTH_ERR in every stack.
+        assert_eq!(err.message, "Authentication failure");
+    }
+
+    #[test]
+    fn the_environment_modules_variables_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join("environment");
+        std::fs::write(&env, "SITE_PROXY=http://proxy:3128\nLANG=C.UTF-8\n").unwrap();
+        service(
+            dir.path(),
+            "cron",
+            &format!(
+                "session required pam_env.so conffile=/dev/null envfile={}\n",
+                env.display()
+            ),
+        );
+        let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
+        pam.open_session().unwrap();
+        let mut got = pam.environment();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (b"LANG".to_vec(), b"C.UTF-8".to_vec()),
+                (b"SITE_PROXY".to_vec(), b"http://proxy:3128".to_vec()),
+            ]
+        );
+        pam.close().unwrap();
+    }
+}
