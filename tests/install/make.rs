@@ -46,7 +46,7 @@ fn make_install_puts_every_file_in_place_with_its_mode() {
         assert_eq!(mode(&installed), 0o644, "mode of /etc/{file}");
         assert_eq!(read(&installed), read(&repo().join("etc").join(file)));
     }
-    for absent in ["etc/cron.allow", "etc/cron.deny", "etc/pam.d"] {
+    for absent in ["etc/cron.allow", "etc/cron.deny"] {
         assert!(
             !dest.path().join(absent).exists(),
             "{absent} is not shipped"

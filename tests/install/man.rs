@@ -241,6 +241,8 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--log",
             "--max-output",
             "--localtime",
+            "--no-pam",
+            "--pam-dir",
         ])
     );
     assert_eq!(
