@@ -12,6 +12,9 @@ fn root_a_user_job_runs_as_that_user_with_its_groups_and_a_clean_environment() {
     let user = user_with_home("u", &home);
     let ids = tree.out("ids");
     let env = tree.out("env");
+    // Nothing from PAM (the machine's /etc/environment and locale are not read here; the PAM
+    // tests show what PAM adds).
+    tree.use_pam_files("", None);
     tree.user_crontab(
         &user.name,
         &format!(

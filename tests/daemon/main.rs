@@ -14,4 +14,5 @@ mod jobs;
 mod lifecycle;
 mod mail;
 mod mta;
+mod pam;
 mod reload;

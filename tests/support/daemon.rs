@@ -45,10 +45,7 @@ impl Tree {
             .expect("chmod out");
         let tree = Tree { dir };
         tree.write_file(&tree.system_crontab(), "", 0o644);
-        tree.set_pam_service(
-            &fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/pam.d/cron"))
-                .expect("read etc/pam.d/cron"),
-        );
+        tree.set_pam_service(&shipped_pam_service());
         tree
     }
 
@@ -56,6 +53,40 @@ impl Tree {
     /// system's common-* files, which a service's `@include` looks for beside it.
     pub fn pam_dir(&self) -> PathBuf {
         self.path().join("pam.d")
+    }
+
+    /// The shipped PAM service with its pam_env lines reading `environment` (written to
+    /// `pam-environment` in the tree) instead of the machine's /etc/environment and
+    /// /etc/default/locale, and its pam_limits line reading `limits` (likewise) when given; so a
+    /// job's environment and limits don't depend on the machine the tests run on.
+    pub fn use_pam_files(&self, environment: &str, limits: Option<&str>) {
+        let env_file = self.path().join("pam-environment");
+        fs::write(&env_file, environment).expect("write the PAM environment");
+        let mut text = String::new();
+        let mut env_done = false;
+        for line in shipped_pam_service().lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.get(2) == Some(&"pam_env.so") {
+                if !env_done {
+                    text += &format!(
+                        "session required pam_env.so conffile=/dev/null envfile={}\n",
+                        env_file.display()
+                    );
+                    env_done = true;
+                }
+                continue;
+            }
+            if let (Some(&"pam_limits.so"), Some(limits)) = (words.get(2), limits) {
+                let conf = self.path().join("pam-limits.conf");
+                fs::write(&conf, limits).expect("write the PAM limits");
+                text += &format!("session required pam_limits.so conf={}\n", conf.display());
+                continue;
+            }
+            text += line;
+            text.push('\n');
+        }
+        assert!(env_done, "the shipped service reads pam_env");
+        self.set_pam_service(&text);
     }
 
     /// Writes the PAM service `cron` the daemon uses (the shipped one, unless a test changes
@@ -138,6 +169,12 @@ impl Tree {
             .arg("--pam-dir")
             .arg(self.pam_dir())
     }
+}
+
+/// etc/pam.d/cron as shipped.
+pub fn shipped_pam_service() -> String {
+    fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/etc/pam.d/cron"))
+        .expect("read etc/pam.d/cron")
 }
 
 pub fn chown(path: &Path, owner: &str) {

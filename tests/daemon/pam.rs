@@ -1,0 +1,136 @@
+//! Jobs go through the real PAM stack (Debian's libpam-modules) as Debian's cron's do: the
+//! service `cron` (the shipped etc/pam.d/cron, with the system's common-* files) decides whether
+//! an account may run anything, and its session gives the job pam_env's variables (under the
+//! crontab's) and pam_limits' limits. Needs root: only root opens sessions for other users.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::support::daemon::*;
+use crate::support::root::require_root;
+
+fn usermod(args: &[&str], user: &str) {
+    let out = Command::new("usermod")
+        .args(args)
+        .arg(user)
+        .output()
+        .expect("run usermod");
+    assert!(out.status.success(), "usermod {args:?}: {out:?}");
+}
+
+/// A user whose job writes `out/ran` at 10:00, and the tree.
+fn user_with_a_job(tag: &str) -> (Tree, TestUser, std::path::PathBuf) {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home(tag, &tree.path().join("out"));
+    let ran = tree.out("ran");
+    tree.user_crontab(
+        &user.name,
+        &format!("0 10 * * * echo ran > {}\n", ran.display()),
+        0o600,
+        &user.name,
+    );
+    (tree, user, ran)
+}
+
+#[test]
+fn root_an_expired_accounts_job_is_refused_and_logged_in_pams_words() {
+    let (tree, user, ran) = user_with_a_job("x");
+    usermod(&["--expiredate", "1"], &user.name);
+    let crond = Crond::start(&tree, 1, &[]);
+    // Debian's line: PAM's text alone, from the job's process. Debian's common-account sends
+    // pam_unix's "expired" on to pam_deny, whose answer is what the stack returns (pam_unix
+    // logs the reason itself, with the user's name, to auth.log).
+    let line = crond.wait_for_log("]: Authentication failure", 15);
+    assert!(line.contains(" CRON["), "{line}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!ran.exists(), "the job did not run");
+    assert!(!crond.log_text().contains(&format!("({}) CMD (", user.name)));
+    drop(crond);
+
+    // --no-pam: no account check, the job runs.
+    let crond = Crond::start(&tree, 2, &["--no-pam"]);
+    crond.wait_for_log("jobs run without a PAM session (--no-pam)", 10);
+    assert_eq!(wait_for_file(&ran, 15), "ran\n");
+}
+
+#[test]
+fn root_a_locked_accounts_job_runs_as_on_debian() {
+    // `usermod -L` locks the password only; pam_unix's account stack (which Debian's cron runs)
+    // does not look at it, so Debian runs the job, and so do we.
+    let (tree, user, ran) = user_with_a_job("l");
+    usermod(&["-L"], &user.name);
+    let _crond = Crond::start(&tree, 1, &[]);
+    assert_eq!(wait_for_file(&ran, 15), "ran\n");
+}
+
+#[test]
+fn root_pam_environment_variables_reach_the_job_under_the_crontabs() {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home("e", &tree.path().join("out"));
+    let env = tree.out("env");
+    tree.use_pam_files(
+        "SITE_PROXY=http://proxy:3128\nSHARED=from pam\nPATH=/pam/bin\nLANG=C.UTF-8\n",
+        None,
+    );
+    tree.user_crontab(
+        &user.name,
+        &format!(
+            "SHARED=from the crontab\n0 10 * * * env > {}\n",
+            env.display()
+        ),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start(&tree, 1, &[]);
+    let text = wait_for_file(&env, 15);
+    let mut vars: Vec<&str> = text.lines().filter(|l| !l.starts_with("PWD=")).collect();
+    vars.sort();
+    let home = tree.path().join("out");
+    let mut expected = vec![
+        "LANG=C.UTF-8".to_string(),
+        "SITE_PROXY=http://proxy:3128".to_string(),
+        // The crontab's variable wins, and so does cron's default PATH (as Debian's).
+        "SHARED=from the crontab".to_string(),
+        "PATH=/usr/bin:/bin".to_string(),
+        format!("HOME={}", home.display()),
+        format!("LOGNAME={}", user.name),
+        "SHELL=/bin/sh".to_string(),
+        format!("USER={}", user.name),
+    ];
+    expected.sort();
+    assert_eq!(vars, expected);
+}
+
+#[test]
+fn root_a_pam_limits_nofile_limit_reaches_the_job() {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home("n", &tree.path().join("out"));
+    let limit = tree.out("limit");
+    // pam_limits starts from init's limits (/proc/1/limits) and sets soft and hard together: a
+    // hard limit above ours needs CAP_SYS_RESOURCE, which root may lack in a container, so the
+    // hard limit is kept at ours and the soft one lowered.
+    let hard = std::fs::read_to_string("/proc/self/limits")
+        .expect("read /proc/self/limits")
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .expect("the open files line");
+    tree.use_pam_files(
+        "",
+        Some(&format!(
+            "{0} soft nofile 123\n{0} hard nofile {hard}\n",
+            user.name
+        )),
+    );
+    tree.user_crontab(
+        &user.name,
+        &format!("0 10 * * * ulimit -n > {}\n", limit.display()),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start(&tree, 1, &[]);
+    assert_eq!(wait_for_file(&limit, 15), "123\n");
+}
