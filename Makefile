@@ -75,7 +75,7 @@ install: $(bins)/crond $(bins)/crontab $(bins)/cronnext
 	$(INSTALL) -m 0644 man/crontab.5 "$(D)$(mandir)/man5/"
 	$(INSTALL) -m 0644 man/crond.8 "$(D)$(mandir)/man8/"
 	ln -sfn crond.8 "$(D)$(mandir)/man8/cron.8"
-	sed 's#/usr/sbin/crond#$(sbindir)/crond#' systemd/crond.service > "$(D)$(unitdir)/crond.service.tmp"
+	sed 's#/usr/sbin/cron #$(sbindir)/cron #' systemd/crond.service > "$(D)$(unitdir)/crond.service.tmp"
 	chmod 0644 "$(D)$(unitdir)/crond.service.tmp"
 	mv -f "$(D)$(unitdir)/crond.service.tmp" "$(D)$(unitdir)/crond.service"
 	@for f in $(etc_files); do \

@@ -11,6 +11,9 @@
    zone from /etc/localtime (a wake and a stat of the zone file every minute), once with -i (a
    wake and an mtime check every minute).
 
+3. --pam-cost N: only N jobs through the shipped PAM service (etc/pam.d/cron with this machine's
+   common-* files), then N with --no-pam; the job children's CPU per job says what PAM costs.
+
 Run as root (jobs run as root from /etc/cron.d-format files), from the repository:
     cargo build --release && sudo python3 benches/daemon/bench.py [--burst N]
 or, for another build:
@@ -87,8 +90,35 @@ def rss_kib(pid, field="VmRSS"):
     return -1
 
 
-def burst(n):
+def children_cpu_ms(pid):
+    """CPU of the daemon's reaped children (cutime + cstime of /proc/PID/stat), in ms: every job
+    child and what it waited for."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[13]) + int(fields[14])) * 1000 / ticks
+
+
+def pam_dir(d):
+    """The shipped PAM service and links to the system's common-* files, as the tests set up."""
+    pd = os.path.join(d, "pam.d")
+    os.mkdir(pd)
+    shutil.copy(os.path.join(os.path.dirname(__file__), "..", "..", "etc", "pam.d", "cron"), pd)
+    for name in os.listdir("/etc/pam.d"):
+        if name.startswith("common-"):
+            os.symlink(os.path.join("/etc/pam.d", name), os.path.join(pd, name))
+    return pd
+
+
+def burst(n, pam=None):
+    """pam: None (the daemon's default: /etc/pam.d/cron), "shipped" (etc/pam.d/cron through
+    --pam-dir) or "off" (--no-pam)."""
     d = tree()
+    args = []
+    if pam == "shipped":
+        args = ["--pam-dir", pam_dir(d)]
+    elif pam == "off":
+        args = ["--no-pam"]
     starts = os.path.join(d, "out", "starts")
     # Wait so that the daemon starts 5 s before a real minute boundary.
     now = time.time()
@@ -99,7 +129,7 @@ def burst(n):
     minute, hour = time.gmtime(boundary).tm_min, time.gmtime(boundary).tm_hour
     write_cron_d(d, [f"{minute} {hour} * * * root date +\\%s.\\%N >> {starts}\n" for _ in range(n)])
     time.sleep(max(0, boundary - 5 - time.time()))
-    p = start(d)
+    p = start(d, args=args)
     wait_log(d, "entries loaded")
     # Wait for every job to have written its line (or 120 s).
     end = boundary + 120
@@ -117,14 +147,18 @@ def burst(n):
         count = count_now
     with open(starts) as f:
         times = sorted(float(x) for x in f.read().split())
+    time.sleep(2)  # the last job children exit and are reaped
+    child_ms = children_cpu_ms(p.pid)
     p.send_signal(signal.SIGTERM)
     p.wait()
     with open(os.path.join(d, "log")) as f:
         postponed = [l for l in f if "not started last minute" in l]
-    print(f"burst: {n} entries due at {time.strftime('%H:%M', time.gmtime(boundary))} UTC: "
+    label = {None: "", "shipped": " (PAM: etc/pam.d/cron)", "off": " (--no-pam)"}[pam]
+    print(f"burst{label}: {n} entries due at {time.strftime('%H:%M', time.gmtime(boundary))} UTC: "
           f"{len(times)} ran; first start +{(times[0] - boundary) * 1000:.1f} ms, "
           f"last start +{(times[-1] - boundary) * 1000:.1f} ms after the boundary; "
-          f"postponed-log lines: {len(postponed)}")
+          f"postponed-log lines: {len(postponed)}; job children's CPU "
+          f"{child_ms / max(len(times), 1):.2f} ms per job")
     shutil.rmtree(d)
 
 
@@ -162,7 +196,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--burst", type=int, default=10_000)
     ap.add_argument("--skip-burst", action="store_true")
+    ap.add_argument("--pam-cost", type=int, metavar="N",
+                    help="only: N jobs through the shipped PAM service, then with --no-pam")
     args = ap.parse_args()
+    if args.pam_cost:
+        burst(args.pam_cost, "shipped")
+        burst(args.pam_cost, "off")
+        return
     if not args.skip_burst:
         burst(args.burst)
     for n in (1_000, 100_000):

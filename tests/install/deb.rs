@@ -50,6 +50,14 @@ fn list(value: &str) -> Vec<String> {
     value.split(',').map(|s| s.trim().to_string()).collect()
 }
 
+/// The package's conffiles (under /etc) and their modes; /etc/crontab and /etc/cron.* are
+/// cron-daemon-common's.
+const DEB_ETC: [(&str, u32); 3] = [
+    ("default/cron", 0o644),
+    ("init.d/cron", 0o755),
+    ("pam.d/cron", 0o644),
+];
+
 #[test]
 fn the_package_replaces_debians_cron_and_cronie_and_provides_cron_daemon() {
     let deb = deb();
@@ -57,18 +65,30 @@ fn the_package_replaces_debians_cron_and_cronie_and_provides_cron_daemon() {
     assert_eq!(field(&deb, "Version"), env!("CARGO_PKG_VERSION"));
     let arch = run_ok(Command::new("dpkg").arg("--print-architecture"));
     assert_eq!(field(&deb, "Architecture"), arch.trim());
-    assert_eq!(list(&field(&deb, "Provides")), ["cron-daemon"]);
+    // Packages that depend on `cron` keep it; it takes the place of Debian's cron and cronie,
+    // and installs beside cron-daemon-common, which owns /etc/crontab and /etc/cron.*.
+    assert_eq!(list(&field(&deb, "Provides")), ["cron", "cron-daemon"]);
     for rel in ["Conflicts", "Replaces"] {
         let names = list(&field(&deb, rel));
-        for other in ["cron", "cronie", "cron-daemon-common"] {
+        for other in ["cron", "cronie", "systemd-cron", "bcron"] {
             assert!(
                 names.iter().any(|n| n == other),
                 "{rel} lacks {other}: {names:?}"
             );
         }
+        assert!(
+            !names.iter().any(|n| n == "cron-daemon-common"),
+            "{names:?}"
+        );
     }
-    let depends = field(&deb, "Depends");
-    assert!(depends.starts_with("libc6 (>= 2."), "{depends}");
+    let depends = list(&field(&deb, "Depends"));
+    for needed in ["cron-daemon-common", "libpam0g", "libpam-runtime"] {
+        assert!(depends.iter().any(|d| d == needed), "{depends:?}");
+    }
+    assert!(
+        depends.iter().any(|d| d.starts_with("libc6 (>= 2.")),
+        "{depends:?}"
+    );
     let size: u64 = field(&deb, "Installed-Size").parse().expect("a number");
     assert!(size > 0);
     let conffiles = run_ok(
@@ -79,7 +99,7 @@ fn the_package_replaces_debians_cron_and_cronie_and_provides_cron_daemon() {
             .arg(&deb),
     );
     let conffiles: Vec<&str> = conffiles.lines().collect();
-    let expected: Vec<String> = ETC_FILES.iter().map(|f| format!("/etc/{f}")).collect();
+    let expected: Vec<String> = DEB_ETC.iter().map(|(f, _)| format!("/etc/{f}")).collect();
     assert_eq!(conffiles, expected);
 }
 
@@ -115,8 +135,23 @@ fn the_archive_holds_every_file_root_owned_with_the_modes_of_make_install() {
     assert_eq!(find("var/spool/cron/crontabs").0, "drwx-wx--T");
     assert_eq!(find("usr/lib/systemd/system/crond.service").0, "-rw-r--r--");
     assert_eq!(find("usr/share/doc/crond/copyright").0, "-rw-r--r--");
-    for f in ETC_FILES {
-        assert_eq!(find(&format!("etc/{f}")).0, "-rw-r--r--", "{f}");
+    for (f, mode) in DEB_ETC {
+        let want = if mode == 0o755 {
+            "-rwxr-xr-x"
+        } else {
+            "-rw-r--r--"
+        };
+        assert_eq!(find(&format!("etc/{f}")).0, want, "{f}");
+    }
+    // cron-daemon-common's files are not shipped again.
+    for f in ETC_FILES
+        .iter()
+        .filter(|f| !DEB_ETC.iter().any(|(d, _)| d == *f))
+    {
+        assert!(
+            !entries.iter().any(|(_, _, p)| *p == format!("etc/{f}")),
+            "etc/{f} is cron-daemon-common's"
+        );
     }
     for page in [
         "usr/share/man/man1/crontab.1",
@@ -182,9 +217,9 @@ fn root_dpkg_installs_the_package_with_the_crontab_group_and_an_enabled_unit() {
             assert_eq!((mode(&p), owner(&p)), (want, (0, 0)), "{path}");
         }
     }
-    for f in ETC_FILES {
+    for (f, want) in DEB_ETC {
         let p = r.join("etc").join(f);
-        assert_eq!((mode(&p), owner(&p)), (0o644, (0, 0)), "/etc/{f}");
+        assert_eq!((mode(&p), owner(&p)), (want, (0, 0)), "/etc/{f}");
     }
     let wants = r.join("etc/systemd/system/multi-user.target.wants/crond.service");
     let alias = r.join("etc/systemd/system/cron.service");
@@ -216,7 +251,10 @@ fn root_dpkg_installs_the_package_with_the_crontab_group_and_an_enabled_unit() {
         std::fs::symlink_metadata(&alias).is_err(),
         "remove drops the alias"
     );
-    assert!(r.join("etc/crontab").exists(), "conffiles stay until purge");
+    assert!(
+        r.join("etc/default/cron").exists(),
+        "conffiles stay until purge"
+    );
 
     // Installed again after a remove: enabled again.
     dpkg(r, &["-i", deb.to_str().expect("utf-8")]);
@@ -224,7 +262,7 @@ fn root_dpkg_installs_the_package_with_the_crontab_group_and_an_enabled_unit() {
 
     dpkg(r, &["-P", "crond"]);
     assert!(
-        !r.join("etc/crontab").exists(),
+        !r.join("etc/default/cron").exists(),
         "purge removes the conffiles"
     );
     assert!(std::fs::symlink_metadata(&wants).is_err());

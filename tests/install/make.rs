@@ -123,7 +123,7 @@ fn a_prefix_moves_the_programs_and_the_units_exec_start_but_not_etc() {
     .expect("unit installed under the prefix");
     assert!(
         unit.lines()
-            .any(|l| l == "ExecStart=/usr/local/sbin/crond -f --log syslog $EXTRA_OPTS"),
+            .any(|l| l == "ExecStart=/usr/local/sbin/cron -f --log syslog $EXTRA_OPTS"),
         "ExecStart follows sbindir:\n{unit}"
     );
     assert!(

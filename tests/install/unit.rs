@@ -44,7 +44,7 @@ fn verify(unit: &str) -> (bool, String) {
         std::fs::copy(repo().join("man").join(page), d.join(page)).expect("copy page");
     }
     let crond = bins().join("crond");
-    let unit = unit.replace("/usr/sbin/crond", crond.to_str().expect("utf-8 path"));
+    let unit = unit.replace("/usr/sbin/cron ", &format!("{} ", crond.display()));
     let path = dir.path().join("crond.service");
     std::fs::write(&path, unit).expect("write unit");
     let out = run(Command::new("systemd-analyze")
@@ -91,7 +91,7 @@ fn the_unit_runs_crond_in_the_foreground_as_debians_cron_service_does() {
         (
             "Service",
             "ExecStart",
-            "/usr/sbin/crond -f --log syslog $EXTRA_OPTS",
+            "/usr/sbin/cron -f --log syslog $EXTRA_OPTS",
         ),
         ("Service", "ExecReload", "/bin/kill -HUP $MAINPID"),
         ("Service", "KillMode", "process"),
