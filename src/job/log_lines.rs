@@ -218,18 +218,35 @@ pub fn no_mta_line() -> LogLine {
     LogLine::new(b"CRON", "info", "No MTA installed, discarding output")
 }
 
-/// Debian's line when the MTA exits non-zero: `(user) MAIL (mailed N bytes of output but got
-/// status 0x%04x from MTA)`, with the raw wait status as Debian prints pclose's result.
+/// Debian's line when the MTA exits non-zero: `(user) MAIL (mailed N bytes of output; but got
+/// status 0x%04x)`, the status being the MTA's exit code as Debian's `cron_pclose` returns it
+/// (Debian's line also ends in `, ` and a newline, and its count is always 1 byte, a bug: the
+/// count here is the real one). An MTA killed by a signal, which Debian does not report, is
+/// logged with the signal.
 pub fn mta_status_line(user: &[u8], bytes: u64, wait_status: i32) -> LogLine {
-    LogLine::new(
-        user,
-        "MAIL",
+    let plural = if bytes == 1 { "" } else { "s" };
+    let detail = if libc_like::exited(wait_status) {
         format!(
-            "mailed {bytes} byte{} of output but got status 0x{:04x} from MTA",
-            if bytes == 1 { "" } else { "s" },
-            wait_status
-        ),
-    )
+            "mailed {bytes} byte{plural} of output; but got status 0x{:04x}",
+            libc_like::exit_code(wait_status)
+        )
+    } else {
+        format!(
+            "mailed {bytes} byte{plural} of output; but the MTA was killed by signal {}",
+            wait_status & 0x7f
+        )
+    };
+    LogLine::new(user, "MAIL", detail)
+}
+
+/// The parts of a wait status this file reads (as the WIFEXITED/WEXITSTATUS macros do; pure).
+mod libc_like {
+    pub fn exited(status: i32) -> bool {
+        status & 0x7f == 0
+    }
+    pub fn exit_code(status: i32) -> i32 {
+        (status >> 8) & 0xff
+    }
 }
 
 /// Debian's line for a MAILTO or MAILFROM that fails the safe-address rule:
@@ -298,11 +315,15 @@ mod tests {
     fn mail_lines_read_as_debian_writes_them() {
         assert_eq!(
             mta_status_line(b"bob", 12, 0x4b00).to_string(),
-            "(bob) MAIL (mailed 12 bytes of output but got status 0x4b00 from MTA)"
+            "(bob) MAIL (mailed 12 bytes of output; but got status 0x004b)"
         );
         assert_eq!(
             mta_status_line(b"bob", 1, 256).to_string(),
-            "(bob) MAIL (mailed 1 byte of output but got status 0x0100 from MTA)"
+            "(bob) MAIL (mailed 1 byte of output; but got status 0x0001)"
+        );
+        assert_eq!(
+            mta_status_line(b"bob", 3, 9).to_string(),
+            "(bob) MAIL (mailed 3 bytes of output; but the MTA was killed by signal 9)"
         );
         assert_eq!(
             no_mta_line().to_string(),

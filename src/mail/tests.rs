@@ -420,7 +420,7 @@ fn outcomes_map_to_debian_log_lines() {
         .log_line(b"bob")
         .unwrap()
         .to_string(),
-        "(bob) MAIL (mailed 5 bytes of output but got status 0x0100 from MTA)"
+        "(bob) MAIL (mailed 5 bytes of output; but got status 0x0001)"
     );
     let unsafe_to = MailOutcome::UnsafeAddress {
         value: b"-x".to_vec(),
