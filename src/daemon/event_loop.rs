@@ -126,6 +126,12 @@ impl Daemon {
             armed: UtcMinute::containing(now.as_second()).plus(1),
             options,
         };
+        // Debian's first line.
+        daemon.log.info(
+            "CRON",
+            "INFO",
+            &format!("pidfile fd = {}", daemon._lock.fd()),
+        );
         daemon.log.info(
             "CRON",
             "INFO",

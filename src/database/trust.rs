@@ -29,7 +29,7 @@ pub enum Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Refusal::NotRegular => "NOT REGULAR FILE",
+            Refusal::NotRegular => "NOT A REGULAR FILE",
             Refusal::InsecureModeUser => "INSECURE MODE (mode 0600 expected)",
             Refusal::InsecureModeSystem => "INSECURE MODE (group/other writable)",
             Refusal::WrongOwner => "WRONG FILE OWNER",

@@ -39,6 +39,11 @@ fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
         .status()
         .expect("chown -h");
     assert!(status.success());
+    let fifo = Command::new("mkfifo")
+        .arg(tree.cron_d().join("pipe"))
+        .status()
+        .expect("mkfifo");
+    assert!(fifo.success());
     tree.write_file(
         &tree.cron_d().join("mixed"),
         &format!("{}61 10 * * * root echo bad\n", sys_job("good")),
@@ -53,6 +58,10 @@ fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
         10,
     );
     crond.wait_for_log("(nosuchuserzz) ORPHAN (no passwd entry)", 10);
+    crond.wait_for_log(
+        &format!("(*system*pipe) NOT A REGULAR FILE ({})", cron_d("pipe")),
+        10,
+    );
     crond.wait_for_log(
         &format!(
             "(*system*writable) INSECURE MODE (group/other writable) ({})",

@@ -11,7 +11,14 @@ use crate::support::daemon::*;
 fn a_second_daemon_cannot_start_on_the_same_pid_file() {
     let tree = Tree::new();
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("INFO (", 10);
+    // Debian's first line names the pid file's descriptor.
+    let first = crond.wait_for_log("INFO (", 10);
+    let fd = first
+        .split("(CRON) INFO (pidfile fd = ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(fd.is_some_and(|fd| fd > 2), "{first}");
     let second = tree
         .daemon_args(&mut Command::new(env!("CARGO_BIN_EXE_crond")))
         .output()
