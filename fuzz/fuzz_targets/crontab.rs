@@ -27,6 +27,7 @@ fn parse(text: &[u8], format: Format) -> crontab::Crontab {
         limits,
         seed: 0x5eed,
         zones: &mut zones,
+        privileged: true,
     };
     crontab::parse(text, &mut options)
 }

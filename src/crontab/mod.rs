@@ -93,6 +93,9 @@ pub struct ParseOptions<'a> {
     pub seed: u64,
     /// Looks up a `CRON_TZ` value.
     pub zones: &'a mut dyn FnMut(&str) -> Result<Zone, ZoneError>,
+    /// Whether the file is root's crontab: cronie's `-` prefix (no CMD log line) is allowed
+    /// there and in system files, and an error in other users' crontabs.
+    pub privileged: bool,
 }
 
 impl fmt::Debug for ParseOptions<'_> {
@@ -121,6 +124,8 @@ pub struct Entry {
     pub zone: Option<Zone>,
     /// cronie's `RANDOM_DELAY` in minutes (0: none).
     pub random_delay: u32,
+    /// cronie's `-` before the time fields: the job's start and end are not logged.
+    pub quiet: bool,
 }
 
 impl Entry {
@@ -131,7 +136,12 @@ impl Entry {
 
     /// The entry as a crontab line (canonical time fields, original command).
     pub fn to_line(&self) -> Vec<u8> {
-        let mut line = self.when.to_string().into_bytes();
+        let mut line = if self.quiet {
+            b"-".to_vec()
+        } else {
+            Vec::new()
+        };
+        line.extend_from_slice(self.when.to_string().as_bytes());
         if let Some(user) = &self.user {
             line.push(b' ');
             line.extend_from_slice(user);
@@ -378,7 +388,19 @@ impl Parser<'_, '_> {
     }
 
     fn entry(&mut self, number: u32, line: &[u8]) {
-        let (when, mut pos) = match schedule::parse_fields(line, 0, self.options.seed) {
+        let first = skip_blanks(line, 0);
+        let quiet = line.get(first) == Some(&b'-');
+        if quiet && self.options.format == Format::User && !self.options.privileged {
+            // cronie's rule: only root (and system files) may hide a job from the log.
+            self.error(
+                number,
+                first,
+                "only root's crontab and system files may use '-' (no CMD log line)".to_string(),
+            );
+            return;
+        }
+        let fields_at = if quiet { first + 1 } else { 0 };
+        let (when, mut pos) = match schedule::parse_fields(line, fields_at, self.options.seed) {
             Ok(parsed) => parsed,
             Err(e) => {
                 let message = if e.offset == line.iter().position(|&b| !is_blank(b)).unwrap_or(0)
@@ -464,6 +486,7 @@ impl Parser<'_, '_> {
             env: Arc::clone(&self.out.env),
             zone,
             random_delay: self.random_delay,
+            quiet,
         });
     }
 }

@@ -31,6 +31,7 @@ use crate::paths;
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
+use crate::sys::user::Uid;
 
 /// Largest crontab `crontab` installs (1 MiB: ten thousand lines of a hundred bytes). Input is
 /// read up to this bound and no further, so a huge stdin costs nothing and writes nothing.
@@ -226,14 +227,14 @@ fn run_inner(options: &Options, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
     match &options.action {
         Action::Install(input) => {
             let text = read_input(input, io)?;
-            validate(&text, &input.name(), io)?;
+            validate(&text, &input.name(), target.uid, io)?;
             // From the spool's temporary file to the rename, ^C can't leave half a step.
             let _interrupts = sys::signal::ignore_interrupts();
             installed::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
         Action::Check(input) => {
             let text = read_input(input, io)?;
-            validate(&text, &input.name(), io)?;
+            validate(&text, &input.name(), target.uid, io)?;
             say(
                 io,
                 "The syntax of the crontab file was successfully checked.",
@@ -272,8 +273,8 @@ fn read_input(input: &Input, io: &mut Io<'_>) -> Step<Vec<u8>> {
     Ok(text)
 }
 
-/// Parses with the daemon's own parser and options.
-pub fn parse_user_crontab(text: &[u8]) -> Crontab {
+/// Parses with the daemon's own parser and options, as the daemon will for `owner`'s crontab.
+pub fn parse_user_crontab(text: &[u8], owner: Uid) -> Crontab {
     crontab::parse(
         text,
         &mut ParseOptions {
@@ -281,13 +282,14 @@ pub fn parse_user_crontab(text: &[u8]) -> Crontab {
             limits: Limits::USER,
             seed: schedule::host_seed(&sys::hostname()),
             zones: &mut |n| Zone::get(n),
+            privileged: owner == Uid::ROOT,
         },
     )
 }
 
 /// Prints warnings and errors as `FILE:LINE:COLUMN: message`; any error refuses the file.
-fn validate(text: &[u8], name: &str, io: &mut Io<'_>) -> Step<()> {
-    let tab = parse_user_crontab(text);
+fn validate(text: &[u8], name: &str, owner: Uid, io: &mut Io<'_>) -> Step<()> {
+    let tab = parse_user_crontab(text, owner);
     for d in &tab.warnings {
         say(io, format_args!("{} (warning)", d.in_file(name)));
     }

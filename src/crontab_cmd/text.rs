@@ -146,6 +146,7 @@ mod tests {
                 limits: Limits::USER,
                 seed: 0,
                 zones: &mut |n| Zone::get(n),
+                privileged: false,
             },
         );
         assert!(tab.errors.is_empty(), "{:?}", tab.errors);

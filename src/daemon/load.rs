@@ -153,6 +153,7 @@ impl Daemon {
                 tab: Arc::clone(&tab),
                 command: entry.command.clone(),
                 env: Arc::clone(&entry.env),
+                quiet: entry.quiet,
             });
             match entry.when {
                 When::Reboot => reboot.push(spec),

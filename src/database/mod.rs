@@ -204,6 +204,8 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
             limits,
             seed: rules.seed,
             zones: &mut zones,
+            // System files, and root's own crontab, may hide a job from the log (cronie's '-').
+            privileged: owner_uid.is_none_or(|uid| uid == Uid::ROOT),
         },
     );
     Outcome::Loaded {

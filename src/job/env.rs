@@ -85,6 +85,7 @@ mod tests {
                 limits: Limits::USER,
                 seed: 0,
                 zones: &mut zones,
+                privileged: false,
             },
         );
         tab.env

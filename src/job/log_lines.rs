@@ -74,6 +74,11 @@ impl JobLogMask {
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
+
+    /// For an entry written with cronie's `-`: no start or end line (failures still logged).
+    pub fn quiet(self) -> JobLogMask {
+        JobLogMask(self.0 & !(JobLogMask::START | JobLogMask::END))
+    }
 }
 
 impl Default for JobLogMask {

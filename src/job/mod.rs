@@ -53,6 +53,8 @@ pub struct JobSpec {
     pub command: Vec<u8>,
     /// The crontab's variables above the entry.
     pub env: Arc<Env>,
+    /// cronie's `-` before the entry: no CMD, END or CMDEND line.
+    pub quiet: bool,
 }
 
 /// What the child inherits from the daemon's configuration.
@@ -124,6 +126,11 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
     process::close_all_above_stderr();
     let setup = &ChildSetup {
         log: setup.log.for_job_child(),
+        log_mask: if spec.quiet {
+            setup.log_mask.quiet()
+        } else {
+            setup.log_mask
+        },
         ..setup.clone()
     };
     if let Err(e) = process::setsid() {
@@ -277,8 +284,9 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     if let Some(line) = log_lines::end_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
         log.line(Level::Info, &line);
     }
-    // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults.
-    if matches!(setup.output, OutputTo::Syslog) {
+    // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
+    // and not for an entry written with cronie's `-`.
+    if matches!(setup.output, OutputTo::Syslog) && !spec.quiet {
         log.line(
             Level::Info,
             &log_lines::cmdend_line(&spec.user, &spec.command),

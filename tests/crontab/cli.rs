@@ -466,3 +466,23 @@ fn root_u_naming_another_user_is_refused_for_a_non_root_user() {
     assert!(out.status.success(), "{}", show(&out));
     assert!(s.path("home/spool").join(USER).exists());
 }
+
+#[test]
+fn root_cronies_dash_is_accepted_in_roots_crontab_and_refused_for_another_user() {
+    let (s, base) = plain_sandbox();
+    let text = b"-*/5 * * * * date\n";
+    let out = s.run_plain(None, &with(&base, &["-u", "root", "-"]), &[], text);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(s.path("home/spool/root").exists());
+    // Root installing for nobody gets nobody's rule, and nothing is installed for them.
+    let out = s.run_plain(None, &with(&base, &["-u", USER, "-"]), &[], text);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(
+        stderr(&out),
+        "-:1:1: only root's crontab and system files may use '-' (no CMD log line)\n\
+         errors in crontab file, can't install.\n"
+    );
+    assert!(!s.path("home/spool").join(USER).exists());
+    let out = s.run_plain(Some(USER), &with(&base, &["-n", "-"]), &[], text);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+}

@@ -395,3 +395,61 @@ fn root_a_user_deleted_while_their_job_runs_changes_nothing_for_that_run() {
     crond.wait_for_log(&format!("({name}) CMDOUT (still here)"), 10);
     crond.wait_for_log(&format!("({name}) CMDEND (sleep 1"), 10);
 }
+
+#[test]
+fn root_cronies_dash_runs_the_job_without_its_log_lines_and_only_for_root_and_system_files() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let user = user_with_home("q", &home);
+    let (root_quiet, system_quiet, loud) = (tree.out("rq"), tree.out("sq"), tree.out("loud"));
+    let (user_quiet, user_loud) = (tree.out("uq"), tree.out("ul"));
+    tree.user_crontab(
+        "root",
+        &format!(
+            "-0 10 * * * echo ran > {}\n0 10 * * * echo ran > {}\n",
+            root_quiet.display(),
+            loud.display()
+        ),
+        0o600,
+        "root",
+    );
+    tree.write_file(
+        &tree.cron_d().join("quiet"),
+        &format!("-0 10 * * * root echo ran > {}\n", system_quiet.display()),
+        0o644,
+    );
+    tree.user_crontab(
+        &user.name,
+        &format!(
+            "-0 10 * * * echo ran > {}\n0 10 * * * echo ran > {}\n",
+            user_quiet.display(),
+            user_loud.display()
+        ),
+        0o600,
+        &user.name,
+    );
+    // cronie's logging (-s) and Debian's start and end lines (-L 3): every line a job can log.
+    let crond = Crond::start(&tree, 1, &["-s", "-L", "3"]);
+    let error = crond.wait_for_log("may use '-' (no CMD log line)", 10);
+    assert!(error.contains(&user.name), "{error}");
+    for ran in [&root_quiet, &system_quiet, &loud, &user_loud] {
+        wait_for_file(ran, 15);
+    }
+    crond.wait_for_log(
+        &format!("(root) CMDEND (echo ran > {})", loud.display()),
+        10,
+    );
+    crond.wait_for_no_children(10);
+    let log = crond.log_text();
+    for quiet in [&root_quiet, &system_quiet] {
+        let command = format!("(echo ran > {})", quiet.display());
+        assert!(!log.contains(&command), "{command} was logged:\n{log}");
+    }
+    for line in ["CMD", "END", "CMDEND"] {
+        let loud_line = format!("(root) {line} (echo ran > {})", loud.display());
+        assert!(log.contains(&loud_line), "no {loud_line:?} in\n{log}");
+    }
+    // A user's crontab may not hide a job: that line is an error, its neighbour runs.
+    assert!(!user_quiet.exists());
+}

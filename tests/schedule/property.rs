@@ -413,6 +413,7 @@ fn load(text: &[u8], format: Format) -> crontab::Crontab {
         limits: Limits::SYSTEM,
         seed: 7,
         zones: &mut zones,
+        privileged: false,
     };
     crontab::parse(text, &mut options)
 }

@@ -401,6 +401,24 @@ impl Crond {
         }
     }
 
+    /// Waits (real time, at most `secs`) until every job child has exited and been reaped, so
+    /// that whatever the jobs were going to log is in the log.
+    pub fn wait_for_no_children(&self, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let list = format!("/proc/{0}/task/{0}/children", self.pid());
+        loop {
+            let children = fs::read_to_string(&list).expect("the daemon's children");
+            if children.trim().is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the daemon still has children {children:?} after {secs} s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn stop(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("running");

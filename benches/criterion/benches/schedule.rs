@@ -129,6 +129,7 @@ fn parse(c: &mut Criterion) {
                 limits: Limits::SYSTEM,
                 seed: 1,
                 zones: &mut zones,
+                privileged: false,
             };
             let parsed = crontab::parse(black_box(&text), &mut options);
             assert!(parsed.errors.is_empty(), "{:?}", parsed.errors.first());

@@ -8,7 +8,7 @@ use super::*;
 const PER_ENTRY: usize = 512;
 
 fn held_by_parse(text: &[u8], format: Format, limits: Limits) -> (Crontab, usize) {
-    crate::alloc_count::peak_during(|| parse_with(text, format, limits))
+    crate::alloc_count::peak_during(|| parse_with(text, format, limits, false))
 }
 
 #[test]
@@ -21,7 +21,7 @@ fn limits_are_errors_not_crashes() {
     };
     let long = format!("0 0 * * * {}\n", "x".repeat(100));
     let text = format!("A=1\nB=2\nA=3\n{long}* * * * * a\n* * * * * b\n* * * * * c\n");
-    let tab = parse_with(text.as_bytes(), Format::User, limits);
+    let tab = parse_with(text.as_bytes(), Format::User, limits, false);
     assert_eq!(
         shown(&tab.errors),
         [

@@ -4,23 +4,30 @@
 use super::*;
 use crate::schedule::{Class, Field, Schedule};
 
-fn parse_with(text: &[u8], format: Format, limits: Limits) -> Crontab {
+fn parse_with(text: &[u8], format: Format, limits: Limits, privileged: bool) -> Crontab {
     let mut zones = |name: &str| Zone::get(name);
     let mut options = ParseOptions {
         format,
         limits,
         seed: 7,
         zones: &mut zones,
+        privileged,
     };
     parse(text, &mut options)
 }
 
+/// A user's crontab, not root's.
 fn user(text: &str) -> Crontab {
-    parse_with(text.as_bytes(), Format::User, Limits::USER)
+    parse_with(text.as_bytes(), Format::User, Limits::USER, false)
+}
+
+/// Root's crontab.
+fn root(text: &str) -> Crontab {
+    parse_with(text.as_bytes(), Format::User, Limits::USER, true)
 }
 
 fn system(text: &str) -> Crontab {
-    parse_with(text.as_bytes(), Format::System, Limits::SYSTEM)
+    parse_with(text.as_bytes(), Format::System, Limits::SYSTEM, false)
 }
 
 fn shown(diags: &[Diagnostic]) -> Vec<String> {
@@ -76,6 +83,42 @@ fn the_system_format_takes_a_user_between_the_time_fields_and_the_command() {
     );
     assert_eq!(tab.entries[1].user.as_deref(), Some(&b"www-data"[..]));
     assert_eq!(tab.entries[1].command, b"/srv/rotate");
+}
+
+#[test]
+fn cronies_dash_before_the_time_fields_makes_a_quiet_entry_in_roots_crontab_and_system_files() {
+    let tab = root("-*/5 * * * * date\n-@daily backup\n0 0 * * * loud\n");
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    let quiet: Vec<bool> = tab.entries.iter().map(|e| e.quiet).collect();
+    assert_eq!(quiet, [true, true, false]);
+    assert_eq!(schedule(&tab.entries[0]).class(), Class::Wildcard);
+    assert_eq!(tab.entries[0].command, b"date");
+    assert_eq!(tab.entries[0].to_line(), b"-*/5 * * * * date");
+    assert_eq!(tab.entries[1].command, b"backup");
+    assert_eq!(tab.entries[2].to_line(), b"0 0 * * * loud");
+    // The `-` does not change a `~` pick: adding it keeps the entry's minute.
+    let picked = |t: &Crontab| *schedule(&t.entries[0]);
+    assert_eq!(
+        picked(&root("-~ * * * * job\n")),
+        picked(&root("~ * * * * job\n"))
+    );
+
+    let tab = system("-17 * * * * root run-parts /etc/cron.hourly\n");
+    assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
+    assert!(tab.entries[0].quiet);
+    assert_eq!(tab.entries[0].user.as_deref(), Some(&b"root"[..]));
+}
+
+#[test]
+fn a_users_crontab_may_not_hide_a_job_from_the_log_and_the_other_entries_still_load() {
+    let tab = user("0 1 * * * first\n  -0 2 * * * hidden\n0 3 * * * third\n");
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:2:3: only root's crontab and system files may use '-' (no CMD log line)"]
+    );
+    let commands: Vec<&[u8]> = tab.entries.iter().map(|e| &e.command[..]).collect();
+    assert_eq!(commands, [&b"first"[..], b"third"]);
+    assert!(tab.entries.iter().all(|e| !e.quiet));
 }
 
 #[test]
@@ -284,6 +327,7 @@ fn commands_that_are_not_utf8_survive_byte_for_byte() {
         b"0 0 * * * echo caf\xe9 \xff%\xfe\n",
         Format::User,
         Limits::USER,
+        false,
     );
     assert!(tab.errors.is_empty());
     assert_eq!(tab.entries[0].command, b"echo caf\xe9 \xff%\xfe");
@@ -298,6 +342,7 @@ fn a_nul_byte_makes_the_line_an_error() {
         b"0 0 * * * echo a\x00b\n0 0 * * * ok\n",
         Format::User,
         Limits::USER,
+        false,
     );
     assert_eq!(shown(&tab.errors), ["tab:1:17: NUL byte in the line"]);
     assert_eq!(tab.entries.len(), 1);
@@ -350,7 +395,7 @@ fn an_entry_prints_as_a_line_that_parses_back_to_the_same_entry() {
     for entry in &tab.entries {
         let mut line = entry.to_line();
         line.push(b'\n');
-        let again = parse_with(&line, Format::System, Limits::SYSTEM);
+        let again = parse_with(&line, Format::System, Limits::SYSTEM, false);
         assert!(again.errors.is_empty(), "{:?}", shown(&again.errors));
         let e = &again.entries[0];
         assert_eq!(
