@@ -103,9 +103,14 @@ pub(super) fn list(ctx: &Context, io: &mut Io<'_>, me: &User, target: &User) -> 
         return fail(io, format_args!("no crontab for {}", lossy(&target.name)));
     };
     (io.log)(&me.name, "LIST", &target.name);
+    let shown = if ctx.list_header {
+        &text[..]
+    } else {
+        text::strip_header(&text)
+    };
     if let Err(e) = io
         .stdout
-        .write_all(&text::protect_list(text::strip_header(&text)))
+        .write_all(&text::protect_list(shown))
         .and_then(|()| io.stdout.flush())
     {
         return fail(io, format_args!("crontab: {}", describe(&e)));

@@ -5,7 +5,8 @@
 //! everything else is here too, so tests reach every behaviour. The privilege rules (DESIGN §1,
 //! §2, docs/crontab-security.md): the group privilege is lowered before anything but parsing
 //! argv, and held only around spool operations ([`Privilege::with_group`]); a privileged process
-//! ignores every path override; only VISUAL, EDITOR and TMPDIR are read from the environment; a
+//! ignores every path override; only VISUAL, EDITOR, TMPDIR and CRONTAB_NOHEADER are read from
+//! the environment; a
 //! non-root user acts only on their own crontab.
 //!
 //! This module must not print with `print!` (the library never does): all output goes through
@@ -65,22 +66,27 @@ impl Paths {
     }
 }
 
-/// The editor to run: `$VISUAL`, else `$EDITOR` (empty values don't count, as Debian), else
-/// `/usr/bin/editor` when it exists, else `vi`.
+/// The editors tried when neither `VISUAL` nor `EDITOR` names one, in order: Debian's default
+/// (which honours `~/.selected_editor` and `select-editor`), Debian's alternative, then `vi` as
+/// cronie and hosts without either.
+pub const DEFAULT_EDITORS: [&str; 2] = ["/usr/bin/sensible-editor", "/usr/bin/editor"];
+
+/// The editor to run: `$VISUAL`, else `$EDITOR` (empty values don't count, as Debian), else the
+/// first of [`DEFAULT_EDITORS`] that `exists`, else `vi`.
 pub fn choose_editor(
     visual: Option<OsString>,
     editor: Option<OsString>,
-    usr_bin_editor_exists: bool,
+    exists: impl Fn(&str) -> bool,
 ) -> OsString {
     visual
         .filter(|v| !v.is_empty())
         .or(editor.filter(|v| !v.is_empty()))
         .unwrap_or_else(|| {
-            if usr_bin_editor_exists {
-                "/usr/bin/editor".into()
-            } else {
-                "vi".into()
-            }
+            DEFAULT_EDITORS
+                .into_iter()
+                .find(|path| exists(path))
+                .unwrap_or("vi")
+                .into()
         })
 }
 
@@ -107,6 +113,8 @@ pub struct Context {
     pub privilege: Privilege,
     pub paths: Paths,
     pub editor: OsString,
+    /// `CRONTAB_NOHEADER=N`: `-l` prints the file's header too.
+    pub list_header: bool,
     pub tmpdir: PathBuf,
 }
 
@@ -118,11 +126,11 @@ impl Context {
         Context {
             privilege,
             paths: Paths::choose(overrides, privilege.is_privileged()),
-            editor: choose_editor(
-                env("VISUAL"),
-                env("EDITOR"),
-                Path::new("/usr/bin/editor").exists(),
-            ),
+            editor: choose_editor(env("VISUAL"), env("EDITOR"), |path| {
+                Path::new(path).exists()
+            }),
+            // Debian's: `-l` shows the three header lines only when this is `N`.
+            list_header: env("CRONTAB_NOHEADER").is_some_and(|v| v == "N"),
             tmpdir: sys::tmpfile::default_dir(),
         }
     }

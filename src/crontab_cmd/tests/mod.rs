@@ -22,12 +22,17 @@ fn overrides_apply_only_without_privilege() {
 }
 
 #[test]
-fn the_editor_is_visual_then_editor_then_the_debian_default() {
+fn the_editor_is_visual_then_editor_then_the_debian_defaults_then_vi() {
     let s = |v: &str| Some(OsString::from(v));
-    assert_eq!(choose_editor(s("vim"), s("nano"), true), "vim");
-    assert_eq!(choose_editor(s(""), s("nano"), true), "nano");
-    assert_eq!(choose_editor(None, s(""), true), "/usr/bin/editor");
-    assert_eq!(choose_editor(None, None, false), "vi");
+    let all = |_: &str| true;
+    assert_eq!(choose_editor(s("vim"), s("nano"), all), "vim");
+    assert_eq!(choose_editor(s(""), s("nano"), all), "nano");
+    assert_eq!(choose_editor(None, s(""), all), "/usr/bin/sensible-editor");
+    assert_eq!(
+        choose_editor(None, None, |p: &str| p == "/usr/bin/editor"),
+        "/usr/bin/editor"
+    );
+    assert_eq!(choose_editor(None, None, |_: &str| false), "vi");
 }
 
 #[test]

@@ -38,7 +38,8 @@ fn run(dir: &Path, args: &[&str], editor: &str, stdin: &[u8]) -> Outcome {
     let ctx = Context {
         privilege,
         paths: Paths::choose(&options.overrides, privilege.is_privileged()),
-        editor: choose_editor(Some(editor.into()), None, false),
+        editor: choose_editor(Some(editor.into()), None, |_: &str| false),
+        list_header: false,
         tmpdir: dir.to_path_buf(),
     };
     let mut stdin = Cursor::new(stdin.to_vec());
