@@ -12,7 +12,7 @@ use crate::support::install::*;
 
 /// Builds the .deb once for all the tests of this file (uncompressed: the debug binaries are
 /// large and xz is slow) and returns its path.
-fn deb() -> PathBuf {
+pub(crate) fn deb() -> PathBuf {
     static DEB: OnceLock<PathBuf> = OnceLock::new();
     DEB.get_or_init(|| {
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install_deb");

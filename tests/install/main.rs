@@ -9,6 +9,7 @@ mod support {
 }
 
 mod deb;
+mod debian;
 mod e2e;
 mod make;
 mod man;
