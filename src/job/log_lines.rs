@@ -223,21 +223,21 @@ pub fn no_mta_line() -> LogLine {
     LogLine::new(b"CRON", "info", "No MTA installed, discarding output")
 }
 
-/// Debian's line when the MTA exits non-zero: `(user) MAIL (mailed N bytes of output; but got
-/// status 0x%04x)`, the status being the MTA's exit code as Debian's `cron_pclose` returns it
-/// (Debian's line also ends in `, ` and a newline, and its count is always 1 byte, a bug: the
-/// count here is the real one). An MTA killed by a signal, which Debian does not report, is
-/// logged with the signal.
+/// Debian's line when the MTA exits non-zero: `(user) MAIL (mailed N bytes of output but got
+/// status 0x%04x from MTA)`, the status being the MTA's exit code, as Debian 3.0pl1-162's binary
+/// logs it (read from its syslog: `mailed 6 bytes of output but got status 0x004b from MTA`; its
+/// line also ends in a newline, left out here). An MTA killed by a signal, which Debian logs as
+/// status `0xffffffff`, is logged with the signal.
 pub fn mta_status_line(user: &[u8], bytes: u64, wait_status: i32) -> LogLine {
     let plural = if bytes == 1 { "" } else { "s" };
     let detail = if libc_like::exited(wait_status) {
         format!(
-            "mailed {bytes} byte{plural} of output; but got status 0x{:04x}",
+            "mailed {bytes} byte{plural} of output but got status 0x{:04x} from MTA",
             libc_like::exit_code(wait_status)
         )
     } else {
         format!(
-            "mailed {bytes} byte{plural} of output; but the MTA was killed by signal {}",
+            "mailed {bytes} byte{plural} of output but the MTA was killed by signal {}",
             wait_status & 0x7f
         )
     };
@@ -320,15 +320,15 @@ mod tests {
     fn mail_lines_read_as_debian_writes_them() {
         assert_eq!(
             mta_status_line(b"bob", 12, 0x4b00).to_string(),
-            "(bob) MAIL (mailed 12 bytes of output; but got status 0x004b)"
+            "(bob) MAIL (mailed 12 bytes of output but got status 0x004b from MTA)"
         );
         assert_eq!(
             mta_status_line(b"bob", 1, 256).to_string(),
-            "(bob) MAIL (mailed 1 byte of output; but got status 0x0001)"
+            "(bob) MAIL (mailed 1 byte of output but got status 0x0001 from MTA)"
         );
         assert_eq!(
             mta_status_line(b"bob", 3, 9).to_string(),
-            "(bob) MAIL (mailed 3 bytes of output; but the MTA was killed by signal 9)"
+            "(bob) MAIL (mailed 3 bytes of output but the MTA was killed by signal 9)"
         );
         assert_eq!(
             no_mta_line().to_string(),

@@ -420,7 +420,7 @@ fn outcomes_map_to_debian_log_lines() {
         .log_line(b"bob")
         .unwrap()
         .to_string(),
-        "(bob) MAIL (mailed 5 bytes of output; but got status 0x0001)"
+        "(bob) MAIL (mailed 5 bytes of output but got status 0x0001 from MTA)"
     );
     let unsafe_to = MailOutcome::UnsafeAddress {
         value: b"-x".to_vec(),

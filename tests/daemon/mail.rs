@@ -268,7 +268,7 @@ fn root_without_an_mta_the_output_is_logged_not_lost_and_an_mta_failure_is_logge
     let crond = Crond::start(&tree2, 2, &["--sendmail", failing.to_str().unwrap()]);
     crond.wait_for_log(
         &format!(
-            "({}) MAIL (mailed 5 bytes of output; but got status 0x004b)",
+            "({}) MAIL (mailed 5 bytes of output but got status 0x004b from MTA)",
             user.name
         ),
         15,

@@ -128,7 +128,7 @@ fn an_mta_that_fails_is_reported_with_its_wait_status() {
     );
     assert_eq!(
         outcome.log_line(b"nobody").unwrap().to_string(),
-        "(nobody) MAIL (mailed 3 bytes of output; but got status 0x0003)"
+        "(nobody) MAIL (mailed 3 bytes of output but got status 0x0003 from MTA)"
     );
 }
 
