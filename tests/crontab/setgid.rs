@@ -290,7 +290,6 @@ fn root_attack_path_options_and_environment_are_ignored_while_setgid() {
         ("CRONTAB_DIR", elsewhere.to_str().unwrap()),
         ("CRON_ALLOW", allow.to_str().unwrap()),
         ("CRON_DENY", deny.to_str().unwrap()),
-        ("CRONTAB_NOHEADER", "N"),
         ("TZDIR", elsewhere.to_str().unwrap()),
     ];
     let out = s.run(Some(USER), &args, &env, GOOD);
