@@ -140,6 +140,11 @@ impl Daemon {
                 (daemon.delay_factor * 100.0) as u32
             ),
         );
+        // What every job child needs, loaded once here before any fork (docs/daemon.md).
+        crate::sys::user::load_group_sources();
+        if let Some(pam) = &daemon.setup.pam {
+            crate::job::preload_pam(pam, daemon.log);
+        }
         if daemon.setup.pam.is_none() {
             let why = if !cfg!(feature = "pam") {
                 "built without PAM"

@@ -16,6 +16,7 @@ mod env;
 pub mod log_lines;
 pub mod output;
 mod session;
+pub use session::preload_pam;
 mod shell;
 pub mod stdin;
 #[cfg(test)]

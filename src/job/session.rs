@@ -67,6 +67,29 @@ pub(super) fn run_in_session(
     code
 }
 
+/// In the daemon, before any job: loads the modules of service `cron` once (see
+/// [`crate::sys::pam::preload`]), so that a job child's `pam_start` does not load them again.
+/// Logged: how many modules are kept, or why none (the jobs then load them, or fail to start
+/// their session, and say so).
+#[cfg(feature = "pam")]
+pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) {
+    match crate::sys::pam::preload(c"cron", pam.confdir.as_deref()) {
+        Ok(n) => log.info(
+            "CRON",
+            "INFO",
+            &format!("PAM service cron: {n} modules loaded"),
+        ),
+        Err(e) => log.error(
+            "CRON",
+            "WARNING",
+            &format!("PAM service cron not loaded: {e}"),
+        ),
+    }
+}
+
+#[cfg(not(feature = "pam"))]
+pub fn preload_pam(_pam: &PamSetup, _log: crate::log::Log) {}
+
 /// Without PAM in the build the daemon never sets [`ChildSetup::pam`]; should it, the job does
 /// not run (a session that was asked for is never skipped silently).
 #[cfg(not(feature = "pam"))]

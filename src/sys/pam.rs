@@ -290,6 +290,63 @@ impl Drop for Pam {
     }
 }
 
+/// Loads the modules of `service` into this process and keeps them loaded, so that the job
+/// children forked later find them mapped and relocated: their own `pam_start` then costs a
+/// reference count, not an `open`, `mmap` and symbol relocation per module and per library
+/// they need. A transaction is started (which reads the service and `dlopen`s its modules, and
+/// calls none of them), each `pam_*.so` then mapped gets one more reference of ours, and the
+/// transaction ends: no PAM handle outlives this call, so none is shared across a fork.
+/// Returns how many modules are kept. A module replaced on disk later (a package upgrade) is
+/// picked up at the daemon's next start, as any library the daemon has loaded.
+pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
+    let pam = Pam::start(service, b"root", confdir)?;
+    let mut kept = 0;
+    for path in loaded_objects() {
+        let is_module = path
+            .rsplit(|&b| b == b'/')
+            .next()
+            .is_some_and(|name| name.starts_with(b"pam_") && name.ends_with(b".so"));
+        if !is_module {
+            continue;
+        }
+        let Ok(path) = CString::new(path) else {
+            continue;
+        };
+        // SAFETY: a NUL-terminated path; RTLD_NOLOAD only takes a reference to an object that
+        // is already loaded (libpam loaded it), running no initialiser. The handle is never
+        // closed on purpose: that reference is what keeps the module mapped.
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        kept += usize::from(!handle.is_null());
+    }
+    drop(pam);
+    Ok(kept)
+}
+
+/// The paths of the shared objects mapped in this process.
+fn loaded_objects() -> Vec<Vec<u8>> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info for the call, and `data` is the Vec
+        // given below, borrowed mutably for the iteration only.
+        unsafe {
+            let paths = &mut *data.cast::<Vec<Vec<u8>>>();
+            let name = (*info).dlpi_name;
+            if !name.is_null() {
+                paths.push(CStr::from_ptr(name).to_bytes().to_vec());
+            }
+        }
+        0
+    }
+    let mut paths: Vec<Vec<u8>> = Vec::new();
+    // SAFETY: the callback only reads the info it is given and pushes into `paths`, which
+    // outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut paths).cast()) };
+    paths
+}
+
 /// libpam's text for `code` (what Debian logs), or the number if it has none.
 fn message_of(handle: *mut PamHandle, code: c_int) -> String {
     // SAFETY: pam_strerror accepts any handle (it ignores it in Linux-PAM) and returns a
@@ -328,6 +385,31 @@ mod tests {
         pam.open_session().unwrap();
         assert!(pam.environment().is_empty());
         pam.close().unwrap();
+    }
+
+    #[test]
+    fn preloaded_modules_stay_mapped_after_the_transaction_ends() {
+        // pam_warn is used by no other test of this process, so it is mapped only if the
+        // preload keeps it (tests run as threads of one process).
+        let mapped = || {
+            loaded_objects()
+                .iter()
+                .any(|p| p.ends_with(b"/pam_warn.so"))
+        };
+        assert!(!mapped(), "pam_warn.so is already loaded");
+        let dir = tempfile::tempdir().unwrap();
+        service(
+            dir.path(),
+            "cron",
+            "account required pam_warn.so\naccount required pam_permit.so\n",
+        );
+        let kept = preload(c"cron", Some(dir.path())).unwrap();
+        assert!(kept >= 2, "{kept} modules kept");
+        assert!(mapped(), "pam_warn.so was unloaded with the transaction");
+        // No service file: an error the daemon logs (the jobs will say the same), no crash.
+        let none = tempfile::tempdir().unwrap();
+        let err = preload(c"cron", Some(none.path())).unwrap_err();
+        assert_eq!(err.step, "pam_start");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 
@@ -34,6 +34,7 @@ pub struct SignalPipe {
 impl SignalPipe {
     /// Installs the handlers for SIGHUP, SIGTERM, SIGINT and SIGCHLD.
     pub fn install() -> io::Result<SignalPipe> {
+        note_dispositions_not_default();
         // std creates both ends close-on-exec.
         let (read, write) = UnixStream::pair()?;
         read.set_nonblocking(true)?;
@@ -70,11 +71,49 @@ impl SignalPipe {
     }
 }
 
-/// In a freshly forked job child: every signal back to its default action and none blocked, so
-/// the job starts as a login shell would (an ignored or blocked signal survives exec).
-pub fn reset_in_child() {
+/// The signals whose action is not the default in this process: those found so when the
+/// daemon installed its handlers (SIGPIPE, which Rust's runtime ignores; whatever the daemon's
+/// parent left ignored, e.g. SIGHUP under nohup) and the handled ones. Bit n-1 is signal n.
+static NOT_DEFAULT: AtomicU64 = AtomicU64::new(0);
+/// Whether [`NOT_DEFAULT`] was filled in.
+static SCANNED: AtomicBool = AtomicBool::new(false);
+
+/// Reads the action of every signal once (62 `rt_sigaction` calls), so that each job child
+/// resets only the few that need it instead of all of them.
+fn note_dispositions_not_default() {
+    let mut bits = 0u64;
     for sig in 1..=64 {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: a NULL new action only reads the current one into `old`, a local.
+        let found = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
+        };
+        if found {
+            bits |= 1 << (sig - 1);
+        }
+    }
+    for sig in HANDLED {
+        bits |= 1 << (sig - 1);
+    }
+    NOT_DEFAULT.store(bits, Ordering::Relaxed);
+    SCANNED.store(true, Ordering::Relaxed);
+}
+
+/// In a freshly forked job child: every signal back to its default action and none blocked, so
+/// the job starts as a login shell would (an ignored or blocked signal survives exec). Only the
+/// signals the daemon found or made not default are touched (all of them if it never looked).
+pub fn reset_in_child() {
+    let scanned = SCANNED.load(Ordering::Relaxed);
+    let bits = NOT_DEFAULT.load(Ordering::Relaxed);
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        if scanned && bits & (1 << (sig - 1)) == 0 {
             continue;
         }
         // SAFETY: setting a disposition to SIG_DFL installs no Rust code; the child is

@@ -85,3 +85,10 @@ pub fn real_gid() -> Gid {
 pub fn effective_gid() -> Gid {
     Gid(unistd::getegid().as_raw())
 }
+
+/// Loads the name service modules that supplementary groups come from (nsswitch.conf's `group`
+/// sources, e.g. `files systemd`) into this process, by asking root's groups once: children
+/// forked later find them loaded instead of each `dlopen`ing them for its `initgroups`.
+pub fn load_group_sources() {
+    let _ = unistd::getgrouplist(c"root", unistd::Gid::from_raw(0));
+}

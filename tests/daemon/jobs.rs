@@ -453,3 +453,49 @@ fn root_cronies_dash_runs_the_job_without_its_log_lines_and_only_for_root_and_sy
     // A user's crontab may not hide a job: that line is an error, its neighbour runs.
     assert!(!user_quiet.exists());
 }
+
+#[test]
+fn root_a_job_starts_with_every_signal_at_its_default_even_when_the_daemon_inherited_some_ignored()
+{
+    require_root();
+    let tree = Tree::new();
+    let status = tree.out("status");
+    tree.write_file(
+        &tree.cron_d().join("signals"),
+        &format!(
+            "0 10 * * * root grep -E '^Sig(Ign|Blk):' /proc/self/status > {}\n",
+            status.display()
+        ),
+        0o644,
+    );
+    // The daemon's parent ignores SIGUSR1, SIGQUIT and SIGHUP, as nohup or a careless init
+    // script would; ignored signals survive fork and exec.
+    let crond = Crond::start_wrapped(
+        &tree,
+        1,
+        START,
+        &["sh", "-c", "trap '' USR1 QUIT HUP; exec \"$@\"", "sh"],
+        &[],
+    );
+    let ignored = std::fs::read_to_string(format!("/proc/{}/status", crond.pid())).unwrap();
+    assert!(
+        ignored
+            .lines()
+            .any(|l| l.starts_with("SigIgn:") && !l.ends_with("0000000000000000")),
+        "the daemon itself ignores something:\n{ignored}"
+    );
+    let text = wait_for_file(&status, 15);
+    let mask = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).expect(name);
+        u64::from_str_radix(line[name.len()..].trim(), 16).expect("a hex mask")
+    };
+    assert_eq!(mask("SigBlk:"), 0, "blocked in the job: {text}");
+    // Signals 32 and 33 are glibc's own (thread cancellation, set*id broadcast), which no
+    // program can set through glibc; glibc's posix_spawn leaves them ignored in what it starts.
+    let glibc_internal = (1 << 31) | (1 << 32);
+    assert_eq!(
+        mask("SigIgn:") & !glibc_internal,
+        0,
+        "ignored in the job: {text}"
+    );
+}
