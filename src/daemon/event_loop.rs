@@ -51,6 +51,8 @@ pub(super) struct Daemon {
     /// The local zone's file, and its stamp when it was read last.
     pub(super) localtime: PathBuf,
     pub(super) zone_stamp: Option<super::zone::Stamp>,
+    /// A reload freed memory since the loop last gave free memory back.
+    pub(super) freed: bool,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -115,6 +117,7 @@ impl Daemon {
                 }),
             ),
             zone_stamp: super::zone::stamp(&localtime),
+            freed: false,
             localtime,
             sources: Sources::default(),
             running: Running::default(),
@@ -209,6 +212,9 @@ impl Daemon {
             // failed fork; a RANDOM_DELAY's start time) or until an event; the timer wakes the
             // loop at the next minute with something due.
             let timeout = start_timeout_ms(now.as_millisecond(), self.cycle.next_start_ms());
+            if std::mem::take(&mut self.freed) {
+                crate::sys::give_back_free_memory();
+            }
             let ready = self.wait(timeout)?;
             if ready.signals && matches!(self.on_signals(), AfterSignals::Stop) {
                 return Ok(());

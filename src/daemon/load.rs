@@ -45,6 +45,7 @@ impl Daemon {
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<Arc<JobSpec>> {
         let who = key.who();
+        self.freed = true;
         if let Some(old) = self.sources.take(key) {
             let cancelled: usize = old
                 .entries

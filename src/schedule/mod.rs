@@ -118,9 +118,16 @@ pub enum Class {
 ///
 /// Bits are indexed by value: bit 0 of `minute` is minute 0, bit 1 of `dom` is the 1st, bit 1 of
 /// `month` is January, bit 0 of `dow` is Sunday (7 is folded into 0 when parsed).
+///
+/// Each field is kept in the narrowest integer that holds its values (24 bytes in all): the
+/// daemon keeps one per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Schedule {
-    bits: [u64; 5],
+    minute: u64,
+    hour: u32,
+    dom: u32,
+    month: u16,
+    dow: u8,
     stars: u8,
 }
 
@@ -161,12 +168,26 @@ impl Schedule {
                 flags |= star_bit(field);
             }
         }
-        Schedule { bits, stars: flags }
+        // Each field's full bits fit its integer, so the casts drop nothing.
+        Schedule {
+            minute: bits[Field::Minute.index()],
+            hour: bits[Field::Hour.index()] as u32,
+            dom: bits[Field::DayOfMonth.index()] as u32,
+            month: bits[Field::Month.index()] as u16,
+            dow: bits[Field::DayOfWeek.index()] as u8,
+            stars: flags,
+        }
     }
 
     /// The set bits of a field (see the type's documentation for the indexing).
     pub fn bits(&self, field: Field) -> u64 {
-        self.bits[field.index()]
+        match field {
+            Field::Minute => self.minute,
+            Field::Hour => u64::from(self.hour),
+            Field::DayOfMonth => u64::from(self.dom),
+            Field::Month => u64::from(self.month),
+            Field::DayOfWeek => u64::from(self.dow),
+        }
     }
 
     /// Whether the field's text began with `*`.
@@ -213,7 +234,7 @@ impl Schedule {
     }
 
     fn has(&self, field: Field, value: u8) -> bool {
-        self.bits[field.index()] & (1u64 << value) != 0
+        self.bits(field) & (1u64 << value) != 0
     }
 
     /// Whether some calendar day can ever match (`0 0 30 2 *` cannot). Both Debian and cronie

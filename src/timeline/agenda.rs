@@ -21,14 +21,30 @@ pub struct Run {
     pub entry: EntryId,
 }
 
+/// One entry: 40 bytes, as the daemon keeps one per entry (its class is its schedule's).
 #[derive(Debug)]
 struct Slot {
     schedule: Schedule,
-    /// `None`: the daemon's local zone.
-    zone: Option<Zone>,
-    class: Class,
-    /// The fire time queued in the heap, in UTC minutes; `None` if it never fires again.
-    next: Option<i64>,
+    /// `None`: the daemon's local zone (boxed: most entries have none).
+    zone: Option<Box<Zone>>,
+    /// The fire time queued in the heap, in UTC minutes; [`NEVER`] if it never fires again.
+    next: i64,
+}
+
+/// [`Slot::next`] of an entry that never fires again.
+const NEVER: i64 = i64::MAX;
+
+impl Slot {
+    fn next(&self) -> Option<i64> {
+        (self.next != NEVER).then_some(self.next)
+    }
+
+    /// Sets the next fire time after `after`, in its own zone or `local`.
+    fn reschedule(&mut self, local: &Zone, after: i64) -> Option<i64> {
+        let zone = self.zone.as_deref().unwrap_or(local);
+        self.next = next_fire(&self.schedule, zone, after).unwrap_or(NEVER);
+        self.next()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -106,20 +122,15 @@ impl Agenda {
         let id = EntryId(self.next_id);
         self.next_id += 1;
         let class = schedule.class();
-        let zone_ref = zone.as_ref().unwrap_or(&self.local);
-        let next = next_fire(&schedule, zone_ref, self.cursor(class).0);
-        if let Some(minute) = next {
+        let mut slot = Slot {
+            schedule,
+            zone: zone.map(Box::new),
+            next: NEVER,
+        };
+        if let Some(minute) = slot.reschedule(&self.local, self.cursor(class).0) {
             self.heap(class).items.push(Reverse((minute, id)));
         }
-        self.slots.insert(
-            id,
-            Slot {
-                schedule,
-                zone,
-                class,
-                next,
-            },
-        );
+        self.slots.insert(id, slot);
         id
     }
 
@@ -149,10 +160,12 @@ impl Agenda {
     fn rebuild(&mut self, class: Class, at: Option<UtcMinute>) {
         let after = at.unwrap_or(self.cursor(class));
         let mut items = Vec::new();
-        for (id, slot) in self.slots.iter_mut().filter(|(_, s)| s.class == class) {
-            let zone = slot.zone.as_ref().unwrap_or(&self.local);
-            slot.next = next_fire(&slot.schedule, zone, after.0);
-            if let Some(m) = slot.next {
+        let local = &self.local;
+        for (id, slot) in self.slots.iter_mut() {
+            if slot.schedule.class() != class {
+                continue;
+            }
+            if let Some(m) = slot.reschedule(local, after.0) {
                 items.push(Reverse((m, *id)));
             }
         }
@@ -168,7 +181,7 @@ impl Agenda {
         let mut best: Option<i64> = None;
         for class in [Class::FixedTime, Class::Wildcard] {
             while let Some(&Reverse((minute, id))) = self.heap(class).items.peek() {
-                if self.slots.get(&id).is_some_and(|s| s.next == Some(minute)) {
+                if self.slots.get(&id).is_some_and(|s| s.next == minute) {
                     best = Some(best.map_or(minute, |b| b.min(minute)));
                     break;
                 }
@@ -186,7 +199,7 @@ impl Agenda {
                 return None;
             }
             self.heap(class).items.pop();
-            if self.slots.get(&id).is_some_and(|s| s.next == Some(minute)) {
+            if self.slots.get(&id).is_some_and(|s| s.next == minute) {
                 return Some((minute, id));
             }
         }
@@ -198,10 +211,8 @@ impl Agenda {
         let Some(slot) = self.slots.get_mut(&id) else {
             return;
         };
-        let zone = slot.zone.as_ref().unwrap_or(local);
-        slot.next = next_fire(&slot.schedule, zone, after);
-        let (class, next) = (slot.class, slot.next);
-        if let Some(m) = next {
+        let class = slot.schedule.class();
+        if let Some(m) = slot.reschedule(local, after) {
             self.heap(class).items.push(Reverse((m, id)));
         }
     }
@@ -285,5 +296,16 @@ impl Agenda {
         let plan = super::plan(self.cursors, now, quiet);
         let runs = self.carry_out(&plan);
         (plan.movement, runs)
+    }
+}
+
+#[cfg(test)]
+mod size {
+    /// The daemon holds one slot per entry: its size is part of the memory budget
+    /// (docs/daemon.md, "Figures").
+    #[test]
+    fn an_entrys_slot_is_forty_bytes_and_its_schedule_twenty_four() {
+        assert_eq!(std::mem::size_of::<crate::schedule::Schedule>(), 24);
+        assert_eq!(std::mem::size_of::<super::Slot>(), 40);
     }
 }
