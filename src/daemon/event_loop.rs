@@ -6,7 +6,6 @@
 //! and the handlers in `load.rs` and `minute.rs` carry them out.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use jiff::Timestamp;
 
@@ -33,7 +32,7 @@ pub(super) struct Daemon {
     pub(super) log: Log,
     _lock: PidLock,
     /// The entries, their jobs, and the jobs due.
-    pub(super) cycle: Cycle<Arc<JobSpec>>,
+    pub(super) cycle: Cycle<JobSpec>,
     /// Which files are loaded and which were refused.
     pub(super) sources: Sources,
     /// Running job children, by pid and by entry.

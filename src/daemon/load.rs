@@ -11,7 +11,7 @@ use super::event_loop::Daemon;
 use super::sources::{Loaded, Problem};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, SourceKey};
-use crate::job::JobSpec;
+use crate::job::{JobSpec, Owner};
 use crate::log::{Level, printable};
 use crate::schedule::When;
 use crate::sys::fs::FileKind;
@@ -24,7 +24,7 @@ fn scaled_delay(minutes: u32, factor: f64) -> u32 {
 
 impl Daemon {
     /// Loads every source (and drops the ones that vanished); returns the @reboot jobs found.
-    pub(super) fn load_all(&mut self, announce: bool) -> Vec<Arc<JobSpec>> {
+    pub(super) fn load_all(&mut self, announce: bool) -> Vec<JobSpec> {
         let (keys, errors) = database::list_sources(&self.paths, &self.rules);
         for (dir, e) in errors {
             self.log.error(
@@ -43,7 +43,7 @@ impl Daemon {
     }
 
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
-    pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<Arc<JobSpec>> {
+    pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<JobSpec> {
         let who = key.who();
         self.freed = true;
         if let Some(old) = self.sources.take(key) {
@@ -114,7 +114,7 @@ impl Daemon {
         mut crontab: Crontab,
         owner_uid: Option<Uid>,
         mtime_ns: i128,
-    ) -> Vec<Arc<JobSpec>> {
+    ) -> Vec<JobSpec> {
         let path = key.path(&self.paths).display().to_string();
         let who = key.who();
         if key.owner_name().is_none() {
@@ -141,27 +141,39 @@ impl Daemon {
             mtime_ns,
         };
         let mut reboot = Vec::new();
+        // One owner per user named in the file (a user crontab has one): its entries share it.
+        let mut owners: HashMap<Vec<u8>, Arc<Owner>> = HashMap::new();
         for entry in crontab.entries {
             let user = match (key.owner_name(), &entry.user) {
-                (Some(owner), _) => owner.to_vec(),
-                (None, Some(user)) => user.clone(),
+                (Some(owner), _) => owner,
+                (None, Some(user)) => &user[..],
                 (None, None) => continue,
             };
+            let owner = match owners.get(user) {
+                Some(owner) => Arc::clone(owner),
+                None => {
+                    let owner = Arc::new(Owner {
+                        user: user.to_vec(),
+                        uid: owner_uid,
+                        tab: Arc::clone(&tab),
+                    });
+                    owners.insert(user.to_vec(), Arc::clone(&owner));
+                    owner
+                }
+            };
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
-            let spec = Arc::new(JobSpec {
-                user,
-                uid: owner_uid,
-                tab: Arc::clone(&tab),
-                command: entry.command.clone(),
-                env: Arc::clone(&entry.env),
+            let spec = JobSpec {
+                owner,
+                command: entry.command.into_boxed_slice(),
+                env: entry.env,
                 quiet: entry.quiet,
-            });
+            };
             match entry.when {
                 When::Reboot => reboot.push(spec),
                 When::Periodic(schedule) => {
                     loaded
                         .entries
-                        .push(self.cycle.add(schedule, entry.zone.clone(), spec, delay));
+                        .push(self.cycle.add(schedule, entry.zone, spec, delay));
                 }
             }
         }

@@ -3,8 +3,6 @@
 //! the timer armed for the next wake-up — and @reboot at start-up. Every decision is the
 //! cycle's (pure, with the wall clock passed in); this file forks, arms and logs.
 
-use std::sync::Arc;
-
 use jiff::Timestamp;
 
 use super::event_loop::Daemon;
@@ -27,7 +25,7 @@ const START_BATCH: usize = 64;
 
 impl Daemon {
     /// @reboot: once per boot, marked by a file under /run (Debian).
-    pub(super) fn reboot(&mut self, jobs: Vec<Arc<JobSpec>>, now: Timestamp) {
+    pub(super) fn reboot(&mut self, jobs: Vec<JobSpec>, now: Timestamp) {
         let marker = self.options.reboot_marker();
         match crate::sys::fs::create_marker(&marker) {
             Ok(true) => {

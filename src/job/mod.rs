@@ -40,22 +40,36 @@ use log_lines::JobLogMask;
 use output::Output;
 use shell::Finished;
 
-/// One job to start.
-#[derive(Debug, Clone)]
-pub struct JobSpec {
-    /// The user the job runs as (the crontab's owner, or the user field of a system file).
+/// Who runs a crontab's entries and where they come from: one per file (one per user named in a
+/// system file), shared by the file's entries.
+#[derive(Debug)]
+pub struct Owner {
+    /// The user the jobs run as (the crontab's owner, or the user field of a system file).
     pub user: Vec<u8>,
     /// For a user's crontab, the uid whose ownership of the file was checked at load: the name
     /// must still resolve to it when the job starts, or the job is not run.
     pub uid: Option<Uid>,
-    /// The crontab the entry comes from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
+    /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
+}
+
+/// One job to start: 40 bytes and the command's, as the daemon keeps one per entry.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub owner: Arc<Owner>,
     /// The command as written (for the log).
-    pub command: Vec<u8>,
+    pub command: Box<[u8]>,
     /// The crontab's variables above the entry.
     pub env: Arc<Env>,
     /// cronie's `-` before the entry: no CMD, END or CMDEND line.
     pub quiet: bool,
+}
+
+impl JobSpec {
+    /// The user the job runs as.
+    pub fn user(&self) -> &[u8] {
+        &self.owner.user
+    }
 }
 
 /// What the child inherits from the daemon's configuration.
@@ -137,7 +151,7 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
     if let Err(e) = process::setsid() {
         setup
             .log
-            .error(&spec.user, "ERROR", &format!("setsid failed: {e}"));
+            .error(spec.user(), "ERROR", &format!("setsid failed: {e}"));
     }
     let Some(user) = resolve_user(spec, setup.log) else {
         return 1;
@@ -178,11 +192,11 @@ struct Prepared {
 /// The entry's user as passwd says now; `None` (logged) when unknown or no longer the uid the
 /// crontab was checked for.
 fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
-    let who = &spec.user;
-    let user = match User::resolve_name(&spec.user) {
+    let who = spec.user();
+    let user = match User::resolve_name(spec.user()) {
         Ok(Some(user)) => user,
         Ok(None) => {
-            let line = log_lines::unknown_user_line(who, &spec.tab);
+            let line = log_lines::unknown_user_line(who, &spec.owner.tab);
             log.line(Level::Error, &line);
             return None;
         }
@@ -190,13 +204,13 @@ fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
             log.error(
                 who,
                 "ERROR",
-                &format!("getpwnam() failed: {e}; entry of {}", spec.tab),
+                &format!("getpwnam() failed: {e}; entry of {}", spec.owner.tab),
             );
             return None;
         }
     };
-    if let Some(checked) = spec.uid.filter(|&checked| checked != user.uid) {
-        let line = log_lines::uid_changed_line(who, checked, user.uid, &spec.tab);
+    if let Some(checked) = spec.owner.uid.filter(|&checked| checked != user.uid) {
+        let line = log_lines::uid_changed_line(who, checked, user.uid, &spec.owner.tab);
         log.line(Level::Error, &line);
         return None;
     }
@@ -211,7 +225,7 @@ fn prepare(
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
 ) -> Option<Prepared> {
     let log = setup.log;
-    let who = &spec.user;
+    let who = spec.user();
     if let Err(e) = irrevocably_drop_privileges(user) {
         log.error(
             who,
@@ -251,7 +265,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         log.line(Level::Error, &line);
     }
     match &setup.output {
-        OutputTo::Syslog => log_output(log, &spec.user, output),
+        OutputTo::Syslog => log_output(log, spec.user(), output),
         OutputTo::Mail(mail_setup) => {
             let config = MailConfig {
                 host: mail::subject_host(&crate::sys::hostname(), mail_setup.full_host),
@@ -259,13 +273,13 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 command: mail_setup.command.clone(),
             };
             let job = JobMail {
-                user: &spec.user,
+                user: spec.user(),
                 command: &prepared.input.command,
                 env: &prepared.cron_env,
                 exit,
             };
             let outcome = mail::mail_output(&job, &config, output, &prepared.env);
-            if let Some(line) = outcome.log_line(&spec.user) {
+            if let Some(line) = outcome.log_line(spec.user()) {
                 let level = match outcome {
                     MailOutcome::NoMta => Level::Info,
                     _ => Level::Error,
@@ -278,11 +292,11 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 outcome,
                 MailOutcome::NoMta | MailOutcome::MtaError(_) | MailOutcome::MtaTimedOut { .. }
             ) {
-                log_output(log, &spec.user, output);
+                log_output(log, spec.user(), output);
             }
         }
     }
-    if let Some(line) = log_lines::end_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
+    if let Some(line) = log_lines::end_line(setup.log_mask, spec.user(), shell_pid, &spec.command) {
         log.line(Level::Info, &line);
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
@@ -290,7 +304,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     if matches!(setup.output, OutputTo::Syslog) && !spec.quiet {
         log.line(
             Level::Info,
-            &log_lines::cmdend_line(&spec.user, &spec.command),
+            &log_lines::cmdend_line(spec.user(), &spec.command),
         );
     }
 }

@@ -52,12 +52,16 @@ pub(super) fn run_in_session(
             Ok(Exit::Code(code)) => code,
             Ok(Exit::Signal(_)) => 1,
             Err(e) => {
-                log.error(&spec.user, "ERROR", &format!("wait failed: {e}"));
+                log.error(spec.user(), "ERROR", &format!("wait failed: {e}"));
                 1
             }
         },
         Err(e) => {
-            log.error(&spec.user, "ERROR", &format!("can't fork for the job: {e}"));
+            log.error(
+                spec.user(),
+                "ERROR",
+                &format!("can't fork for the job: {e}"),
+            );
             1
         }
     };
@@ -100,7 +104,7 @@ pub(super) fn run_in_session(
     _pam: &PamSetup,
 ) -> i32 {
     setup.log.error(
-        &spec.user,
+        spec.user(),
         "ERROR",
         "a PAM session was asked for but crond was built without PAM; job not run",
     );

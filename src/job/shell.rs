@@ -39,7 +39,7 @@ pub(super) fn run_shell(
     input: &JobInput,
 ) -> Option<Finished> {
     let log = setup.log;
-    let who = &spec.user;
+    let who = spec.user();
     let spill_dir = crate::sys::tmpfile::default_dir();
     let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
         Ok(stdin) => stdin,
@@ -88,7 +88,7 @@ pub(super) fn run_shell(
         }
     };
     let shell_pid = child.id();
-    if let Some(line) = log_lines::cmd_line(setup.log_mask, &spec.user, shell_pid, &spec.command) {
+    if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, &spec.command) {
         log.line(Level::Info, &line);
     }
     let output = Output::new(&spill_dir).with_limit(setup.max_output);
