@@ -71,7 +71,7 @@ impl Env {
 
     /// This environment with one more assignment; `self` and every entry holding it are
     /// unchanged and share everything with the result.
-    pub(super) fn with(self: &Arc<Env>, name: &[u8], value: &[u8]) -> Arc<Env> {
+    pub(crate) fn with(self: &Arc<Env>, name: &[u8], value: &[u8]) -> Arc<Env> {
         Arc::new(Env {
             newest: Some(Arc::new(Link {
                 name: name.into(),

@@ -8,12 +8,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::event_loop::Daemon;
+use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, SourceKey};
 use crate::job::{JobSpec, Owner};
 use crate::log::{Level, printable};
-use crate::schedule::When;
+use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
 use crate::sys::user::{Uid, User};
 
@@ -46,23 +47,11 @@ impl Daemon {
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<JobSpec> {
         let who = key.who();
         self.freed = true;
-        if let Some(old) = self.sources.take(key) {
-            let cancelled: usize = old
-                .entries
-                .into_iter()
-                .map(|id| self.cycle.remove(id))
-                .sum();
-            if cancelled > 0 {
-                self.log.info(
-                    &who,
-                    "INFO",
-                    &format!(
-                        "{cancelled} runs waiting for their RANDOM_DELAY cancelled: {} changed",
-                        key.tab_name(&self.paths)
-                    ),
-                );
-            }
-        }
+        let old = self
+            .sources
+            .take(key)
+            .map_or_else(Vec::new, |old| old.entries);
+        let mut old = Reusable::index(old);
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
             Outcome::Loaded {
@@ -77,9 +66,12 @@ impl Daemon {
                 if announce {
                     self.log.info(&who, "RELOAD", &tab);
                 }
-                return self.install(key, crontab, owner_uid, mtime_ns);
+                let reboot = self.install(key, crontab, owner_uid, mtime_ns, &mut old);
+                self.retire(key, old);
+                return reboot;
             }
             Outcome::Missing => {
+                self.retire(key, old);
                 self.sources.missing(key);
                 return Vec::new();
             }
@@ -100,6 +92,7 @@ impl Daemon {
                 detail: format!("can't read {tab}: {e}"),
             },
         };
+        self.retire(key, old);
         if self.sources.refused(key, problem.clone()) {
             self.log
                 .event(problem.level, &who, &problem.event, &problem.detail);
@@ -107,13 +100,31 @@ impl Daemon {
         Vec::new()
     }
 
-    /// Logs a loaded file's diagnostics and puts its entries in the cycle.
+    /// Removes a file's old entries that its new text no longer has (all of them when the file
+    /// is gone or refused); a run of theirs still waiting for its RANDOM_DELAY is cancelled.
+    fn retire(&mut self, key: &SourceKey, old: Reusable) {
+        let cancelled: usize = old.unclaimed().map(|id| self.cycle.remove(id)).sum();
+        if cancelled > 0 {
+            self.log.info(
+                key.who(),
+                "INFO",
+                &format!(
+                    "{cancelled} runs waiting for their RANDOM_DELAY cancelled: {} changed",
+                    key.tab_name(&self.paths)
+                ),
+            );
+        }
+    }
+
+    /// Logs a loaded file's diagnostics and puts its entries in the cycle, keeping each old
+    /// entry that is still there unchanged (`old`).
     fn install(
         &mut self,
         key: &SourceKey,
         mut crontab: Crontab,
         owner_uid: Option<Uid>,
         mtime_ns: i128,
+        old: &mut Reusable,
     ) -> Vec<JobSpec> {
         let path = key.path(&self.paths).display().to_string();
         let who = key.who();
@@ -149,6 +160,25 @@ impl Daemon {
                 (None, Some(user)) => &user[..],
                 (None, None) => continue,
             };
+            let delay = scaled_delay(entry.random_delay, self.delay_factor);
+            let mut key = 0;
+            if let When::Periodic(schedule) = &entry.when {
+                let same = Same {
+                    schedule,
+                    zone: entry.zone.as_ref().map(Zone::name),
+                    delay,
+                    user,
+                    uid: owner_uid,
+                    command: &entry.command,
+                    quiet: entry.quiet,
+                    env: &entry.env,
+                };
+                key = old.key(&same);
+                if let Some(id) = old.claim(&self.cycle, key, &same) {
+                    loaded.entries.push((id, key));
+                    continue;
+                }
+            }
             let owner = match owners.get(user) {
                 Some(owner) => Arc::clone(owner),
                 None => {
@@ -161,7 +191,6 @@ impl Daemon {
                     owner
                 }
             };
-            let delay = scaled_delay(entry.random_delay, self.delay_factor);
             let spec = JobSpec {
                 owner,
                 command: entry.command.into_boxed_slice(),
@@ -171,9 +200,8 @@ impl Daemon {
             match entry.when {
                 When::Reboot => reboot.push(spec),
                 When::Periodic(schedule) => {
-                    loaded
-                        .entries
-                        .push(self.cycle.add(schedule, entry.zone, spec, delay));
+                    let id = self.cycle.add(schedule, entry.zone, spec, delay);
+                    loaded.entries.push((id, key));
                 }
             }
         }

@@ -8,6 +8,7 @@ mod event_loop;
 mod load;
 mod minute;
 mod options;
+mod reuse;
 mod running;
 mod sources;
 mod watch;

@@ -15,7 +15,8 @@ use crate::timeline::EntryId;
 /// A loaded source.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Loaded {
-    pub(super) entries: Vec<EntryId>,
+    /// Each entry with the key a reload finds it by (`daemon::reuse`).
+    pub(super) entries: Vec<(EntryId, u64)>,
     pub(super) mtime_ns: i128,
 }
 
@@ -132,7 +133,7 @@ mod tests {
 
     fn loaded(mtime_ns: i128) -> Loaded {
         Loaded {
-            entries: vec![EntryId(1)],
+            entries: vec![(EntryId(1), 0)],
             mtime_ns,
         }
     }

@@ -3,7 +3,9 @@
 //! [`Step`]s of a plan. Pure: fire times come from `Schedule::next_after`.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use super::ids::IdMap;
 
 use jiff::Timestamp;
 
@@ -55,7 +57,7 @@ struct Heap {
 /// The scheduler's state: entries, their next fire times, the two cursors, the local zone.
 #[derive(Debug)]
 pub struct Agenda {
-    slots: HashMap<EntryId, Slot>,
+    slots: IdMap<EntryId, Slot>,
     fixed: Heap,
     wildcard: Heap,
     cursors: Cursors,
@@ -76,7 +78,7 @@ impl Agenda {
     /// An empty agenda whose minutes up to `handled` count as handled.
     pub fn new(handled: UtcMinute, local: Zone) -> Agenda {
         Agenda {
-            slots: HashMap::new(),
+            slots: IdMap::default(),
             fixed: Heap::default(),
             wildcard: Heap::default(),
             cursors: Cursors {
@@ -132,6 +134,13 @@ impl Agenda {
         }
         self.slots.insert(id, slot);
         id
+    }
+
+    /// An entry's schedule and its own zone (`None`: the local zone).
+    pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>)> {
+        self.slots
+            .get(&id)
+            .map(|slot| (&slot.schedule, slot.zone.as_deref()))
     }
 
     /// Removes an entry (its queued fire time is dropped lazily).

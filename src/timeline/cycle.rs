@@ -5,7 +5,7 @@
 //! and sleep until [`Cycle::next_wake`]. No clock reads, no syscalls: what a job is (`J`) is
 //! the caller's business.
 
-use std::collections::HashMap;
+use super::ids::IdMap;
 
 use super::{Agenda, EntryId, Movement, UtcMinute};
 use crate::queue::{Queue, Queued, RETRY_MS};
@@ -69,10 +69,10 @@ pub fn clock_moved(now_ms: i64, handled: UtcMinute, armed: UtcMinute) -> bool {
 pub struct Cycle<J> {
     agenda: Agenda,
     /// Each entry's job and its start delay in seconds (RANDOM_DELAY, scaled).
-    jobs: HashMap<EntryId, (J, u32)>,
+    jobs: IdMap<EntryId, (J, u32)>,
     queue: Queue<Due<J>>,
     /// How many runs of each entry are in the queue.
-    queued: HashMap<EntryId, usize>,
+    queued: IdMap<EntryId, usize>,
 }
 
 /// The first millisecond of the minute after the one holding `ms`: a cycle starts jobs until
@@ -86,9 +86,9 @@ impl<J: Clone> Cycle<J> {
     pub fn new(handled: UtcMinute, local: Zone) -> Cycle<J> {
         Cycle {
             agenda: Agenda::new(handled, local),
-            jobs: HashMap::new(),
+            jobs: IdMap::default(),
             queue: Queue::default(),
-            queued: HashMap::new(),
+            queued: IdMap::default(),
         }
     }
 
@@ -98,6 +98,13 @@ impl<J: Clone> Cycle<J> {
         let id = self.agenda.insert(schedule, zone);
         self.jobs.insert(id, (job, delay_s));
         id
+    }
+
+    /// An entry as it was added: its schedule, its own zone, its job and its delay.
+    pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>, &J, u32)> {
+        let (schedule, zone) = self.agenda.get(id)?;
+        let (job, delay) = self.jobs.get(&id)?;
+        Some((schedule, zone, job, *delay))
     }
 
     /// Removes an entry (its file was edited or removed). A run still waiting for its

@@ -27,11 +27,13 @@
 
 mod agenda;
 mod cycle;
+mod ids;
 #[cfg(test)]
 mod tests;
 
 pub use agenda::{Agenda, EntryId};
 pub use cycle::{Cycle, clock_moved};
+pub use ids::IdMap;
 
 use crate::schedule::Class;
 

@@ -330,6 +330,50 @@ fn root_a_system_entry_for_an_unknown_user_is_reported_at_load_with_its_file_and
 }
 
 #[test]
+fn an_edit_keeps_the_entries_it_did_not_change_with_their_waiting_runs() {
+    let tree = Tree::new();
+    let me = current_user();
+    let (a, b) = (tree.out("a"), tree.out("b"));
+    let text = |b_says: &str| {
+        format!(
+            "RANDOM_DELAY=1440\n0 10 * * * echo a > {}\n0 10 * * * echo {b_says} > {}\n",
+            a.display(),
+            b.display()
+        )
+    };
+    // As above: a factor of 1% or more puts both runs over 14 minutes after 10:00.
+    let mut n = 1;
+    let crond = loop {
+        tree.user_crontab(&me, &text("b"), 0o600, &me);
+        let mut crond = Crond::start(&tree, n, &[]);
+        let line = crond.wait_for_log("RANDOM_DELAY will be scaled with factor", 10);
+        if !line.contains("factor 0%") {
+            break crond;
+        }
+        crond.stop();
+        n += 1;
+        assert!(n < 6, "five factors under 1%");
+    };
+    crond.wait_for_log("entries loaded", 10);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // Only the changed line's run is cancelled; the other entry stays, and so does its run.
+    tree.user_crontab(&me, &text("b2"), 0o600, &me);
+    let cancelled = format!("({me}) INFO (1 runs waiting for their RANDOM_DELAY cancelled");
+    crond.wait_for_log(&cancelled, 10);
+    std::fs::remove_file(tree.spool().join(&me)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while crond.log_text().matches(&cancelled).count() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the unchanged entry's run was not waiting any more:\n{}",
+            crond.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!a.exists() && !b.exists());
+}
+
+#[test]
 fn a_run_waiting_for_its_random_delay_is_cancelled_when_its_crontab_goes() {
     let tree = Tree::new();
     let me = current_user();

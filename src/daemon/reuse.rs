@@ -1,0 +1,291 @@
+//! An edited crontab keeps the entries it still has: a reload matches each entry of the new
+//! text with an unchanged entry of the old one and keeps that entry (its place in the agenda,
+//! its runs waiting for RANDOM_DELAY); only what changed is removed and added. Changing one
+//! line of a 100,000-line file then costs the parse, not 100,000 fire-time computations.
+//!
+//! Two entries are the same when everything that decides when and how they run is equal: the
+//! schedule, the zone, the scaled delay, the user and the uid checked for the file, the command,
+//! cronie's `-`, and every variable of the environment. The comparison is exact; a hash only
+//! finds the candidates.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use crate::crontab::Env;
+use crate::job::JobSpec;
+use crate::schedule::{Schedule, Zone};
+use crate::sys::user::Uid;
+use crate::timeline::{Cycle, EntryId, IdMap};
+
+/// An entry, as far as its identity goes.
+pub(super) struct Same<'a> {
+    pub schedule: &'a Schedule,
+    pub zone: Option<&'a str>,
+    pub delay: u32,
+    pub user: &'a [u8],
+    pub uid: Option<Uid>,
+    pub command: &'a [u8],
+    pub quiet: bool,
+    pub env: &'a Env,
+}
+
+impl<'a> Same<'a> {
+    /// The identity of an entry kept in the cycle.
+    fn of(schedule: &'a Schedule, zone: Option<&'a Zone>, job: &'a JobSpec, delay: u32) -> Self {
+        Same {
+            schedule,
+            zone: zone.map(Zone::name),
+            delay,
+            user: job.user(),
+            uid: job.owner.uid,
+            command: &job.command,
+            quiet: job.quiet,
+            env: &job.env,
+        }
+    }
+
+    /// Equal in everything but the environment, which [`Envs::equal`] compares.
+    fn equal_but_env(&self, other: &Same<'_>) -> bool {
+        (self.schedule, self.zone, self.delay, self.user, self.uid)
+            == (
+                other.schedule,
+                other.zone,
+                other.delay,
+                other.user,
+                other.uid,
+            )
+            && (self.command, self.quiet) == (other.command, other.quiet)
+    }
+
+    fn key(&self, envs: &mut Envs) -> u64 {
+        let mut h = DefaultHasher::new();
+        (self.schedule, self.zone, self.delay, self.user).hash(&mut h);
+        (self.uid.map(|u| u.0), self.command, self.quiet).hash(&mut h);
+        envs.hash_of(self.env).hash(&mut h);
+        h.finish()
+    }
+}
+
+/// Hashes of environments, each computed once: a file's entries share a few. Keyed by address,
+/// which is sound for one reload: the old entries (in the cycle) and the new ones (in the parsed
+/// file) hold their environments alive until the matching is done, so two live environments
+/// never share an address.
+#[derive(Default)]
+struct Envs {
+    by_address: HashMap<*const Env, u64>,
+    equal: HashMap<(*const Env, *const Env), bool>,
+    /// The last answers: consecutive entries mostly share their environment.
+    last_hash: Option<(*const Env, u64)>,
+    last_equal: Option<((*const Env, *const Env), bool)>,
+}
+
+impl Envs {
+    /// Whether two environments hold the same variables, compared once per pair.
+    fn equal(&mut self, a: &Env, b: &Env) -> bool {
+        if std::ptr::eq(a, b) {
+            return true;
+        }
+        let pair = (a as *const Env, b as *const Env);
+        if let Some((last, answer)) = self.last_equal
+            && last == pair
+        {
+            return answer;
+        }
+        let answer = *self.equal.entry(pair).or_insert_with(|| a == b);
+        self.last_equal = Some((pair, answer));
+        answer
+    }
+
+    fn hash_of(&mut self, env: &Env) -> u64 {
+        let address = env as *const Env;
+        if let Some((last, hash)) = self.last_hash
+            && last == address
+        {
+            return hash;
+        }
+        let hash = *self.by_address.entry(address).or_insert_with(|| {
+            let mut h = DefaultHasher::new();
+            for pair in env.iter() {
+                pair.hash(&mut h);
+            }
+            h.finish()
+        });
+        self.last_hash = Some((address, hash));
+        hash
+    }
+}
+
+/// A file's old entries, waiting to be claimed by the entries of its new text.
+pub(super) struct Reusable {
+    /// One old entry per key; [`Reusable::more`] holds the others of a key that several
+    /// identical lines share.
+    first: IdMap<u64, EntryId>,
+    more: IdMap<u64, Vec<EntryId>>,
+    envs: Envs,
+}
+
+impl Reusable {
+    /// Indexes the file's entries before the reload, with the keys they were loaded with.
+    pub(super) fn index(entries: Vec<(EntryId, u64)>) -> Reusable {
+        let mut first = IdMap::default();
+        first.reserve(entries.len());
+        let mut more: IdMap<u64, Vec<EntryId>> = IdMap::default();
+        for (id, key) in entries {
+            if let Some(taken) = first.insert(key, id) {
+                more.entry(key).or_default().push(taken);
+            }
+        }
+        Reusable {
+            first,
+            more,
+            envs: Envs::default(),
+        }
+    }
+
+    /// The key an entry is indexed by.
+    pub(super) fn key(&mut self, entry: &Same<'_>) -> u64 {
+        entry.key(&mut self.envs)
+    }
+
+    /// An old entry identical to `new` (whose key is `key`), taken so that no other new entry
+    /// gets it.
+    pub(super) fn claim(
+        &mut self,
+        cycle: &Cycle<JobSpec>,
+        key: u64,
+        new: &Same<'_>,
+    ) -> Option<EntryId> {
+        let envs = &mut self.envs;
+        let mut same = |id: EntryId| {
+            cycle.get(id).is_some_and(|(schedule, zone, job, delay)| {
+                let old = Same::of(schedule, zone, job, delay);
+                old.equal_but_env(new) && envs.equal(old.env, new.env)
+            })
+        };
+        if let Some(&id) = self.first.get(&key)
+            && same(id)
+        {
+            self.first.remove(&key);
+            if let Some(next) = self.more.get_mut(&key).and_then(Vec::pop) {
+                self.first.insert(key, next);
+            }
+            return Some(id);
+        }
+        let others = self.more.get_mut(&key)?;
+        let at = others.iter().position(|&id| same(id))?;
+        Some(others.swap_remove(at))
+    }
+
+    /// The old entries no new entry claimed: they leave the cycle.
+    pub(super) fn unclaimed(self) -> impl Iterator<Item = EntryId> {
+        self.first
+            .into_values()
+            .chain(self.more.into_values().flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Owner;
+    use crate::schedule::{When, parse_expression};
+    use crate::timeline::UtcMinute;
+    use std::sync::Arc;
+
+    fn schedule(text: &str) -> Schedule {
+        match parse_expression(text, 0).unwrap() {
+            When::Periodic(s) => s,
+            When::Reboot => unreachable!(),
+        }
+    }
+
+    /// Adds `(expression, command)` entries as the daemon does, with their keys.
+    fn load(
+        cycle: &mut Cycle<JobSpec>,
+        env: &Arc<Env>,
+        lines: &[(&str, &str)],
+    ) -> Vec<(EntryId, u64)> {
+        let owner = Arc::new(Owner {
+            user: b"alice".to_vec(),
+            uid: Some(Uid(1000)),
+            tab: "crontabs/alice".into(),
+        });
+        let mut keys = Reusable::index(Vec::new());
+        lines
+            .iter()
+            .map(|(expr, command)| {
+                let s = schedule(expr);
+                let key = keys.key(&same(&s, command, env));
+                let job = JobSpec {
+                    owner: Arc::clone(&owner),
+                    command: command.as_bytes().into(),
+                    env: Arc::clone(env),
+                    quiet: false,
+                };
+                (cycle.add(s, None, job, 0), key)
+            })
+            .collect()
+    }
+
+    fn same<'a>(schedule: &'a Schedule, command: &'a str, env: &'a Env) -> Same<'a> {
+        Same {
+            schedule,
+            zone: None,
+            delay: 0,
+            user: b"alice",
+            uid: Some(Uid(1000)),
+            command: command.as_bytes(),
+            quiet: false,
+            env,
+        }
+    }
+
+    #[test]
+    fn each_old_entry_is_claimed_once_by_an_identical_new_one() {
+        let mut cycle = Cycle::new(UtcMinute(0), Zone::utc());
+        let env = Arc::new(Env::default());
+        let old = load(
+            &mut cycle,
+            &env,
+            &[("0 1 * * *", "a"), ("0 1 * * *", "a"), ("0 2 * * *", "b")],
+        );
+        let ids: Vec<EntryId> = old.iter().map(|e| e.0).collect();
+        let mut reusable = Reusable::index(old);
+        // A new text's environment is another allocation with the same variables.
+        let new_env = Env::default();
+        let (one, two) = (schedule("0 1 * * *"), schedule("0 2 * * *"));
+        let mut claim = |s: &Schedule, command: &str| {
+            let entry = same(s, command, &new_env);
+            let key = reusable.key(&entry);
+            reusable.claim(&cycle, key, &entry)
+        };
+        let first = claim(&one, "a").expect("the first 'a'");
+        let second = claim(&one, "a").expect("the second 'a'");
+        assert_ne!(first, second);
+        assert!(ids[..2].contains(&first) && ids[..2].contains(&second));
+        assert_eq!(claim(&one, "a"), None, "only two were there");
+        // A changed line (its command, then its schedule) claims nothing.
+        assert_eq!(claim(&two, "b2"), None);
+        assert_eq!(claim(&one, "b"), None);
+        let left: Vec<EntryId> = reusable.unclaimed().collect();
+        assert_eq!(left, [ids[2]]);
+    }
+
+    #[test]
+    fn a_changed_variable_makes_every_entry_below_it_new() {
+        let mut cycle = Cycle::new(UtcMinute(0), Zone::utc());
+        let env = Arc::new(Env::default()).with(b"MAILTO", b"alice");
+        let old = load(&mut cycle, &env, &[("0 1 * * *", "a")]);
+        let mut reusable = Reusable::index(old);
+        let other = Arc::new(Env::default()).with(b"MAILTO", b"bob");
+        let s = schedule("0 1 * * *");
+        let entry = same(&s, "a", &other);
+        let key = reusable.key(&entry);
+        assert_eq!(reusable.claim(&cycle, key, &entry), None);
+        let same_again = Arc::new(Env::default()).with(b"MAILTO", b"alice");
+        let entry = same(&s, "a", &same_again);
+        let key = reusable.key(&entry);
+        assert!(reusable.claim(&cycle, key, &entry).is_some());
+    }
+}
