@@ -12,7 +12,7 @@ use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, SourceKey};
-use crate::job::{JobSpec, Owner};
+use crate::job::{JobSpec, Owner, Span};
 use crate::log::{Level, printable};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
@@ -152,16 +152,41 @@ impl Daemon {
             mtime_ns,
         };
         let mut reboot = Vec::new();
+        // The file's commands in one allocation; each entry keeps where its own is (a file is at
+        // most 64 MiB, so offsets fit in u32).
+        let mut spans = Vec::with_capacity(crontab.entries.len());
+        let mut all = Vec::new();
+        for entry in &crontab.entries {
+            spans.push(Span {
+                start: all.len() as u32,
+                len: entry.command.len() as u32,
+            });
+            all.extend_from_slice(&entry.command);
+        }
+        let commands: Arc<[u8]> = all.into();
         // One owner per user named in the file (a user crontab has one): its entries share it.
         let mut owners: HashMap<Vec<u8>, Arc<Owner>> = HashMap::new();
-        for entry in crontab.entries {
+        for (entry, span) in crontab.entries.into_iter().zip(spans) {
             let user = match (key.owner_name(), &entry.user) {
                 (Some(owner), _) => owner,
                 (None, Some(user)) => &user[..],
                 (None, None) => continue,
             };
+            let owner = match owners.get(user) {
+                Some(owner) => Arc::clone(owner),
+                None => {
+                    let owner = Arc::new(Owner {
+                        user: user.to_vec(),
+                        uid: owner_uid,
+                        tab: Arc::clone(&tab),
+                        commands: Arc::clone(&commands),
+                    });
+                    owners.insert(user.to_vec(), Arc::clone(&owner));
+                    owner
+                }
+            };
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
-            let mut key = 0;
+            let mut reuse_key = 0;
             if let When::Periodic(schedule) = &entry.when {
                 let same = Same {
                     schedule,
@@ -173,27 +198,22 @@ impl Daemon {
                     quiet: entry.quiet,
                     env: &entry.env,
                 };
-                key = old.key(&same);
-                if let Some(id) = old.claim(&self.cycle, key, &same) {
-                    loaded.entries.push((id, key));
+                reuse_key = old.key(&same);
+                if let Some(id) = old.claim(&self.cycle, reuse_key, &same) {
+                    // The same entry: it keeps its place; its job now points into the new
+                    // text, so the old one's memory goes.
+                    if let Some(job) = self.cycle.job_mut(id) {
+                        job.owner = owner;
+                        job.command = span;
+                        job.env = entry.env;
+                    }
+                    loaded.entries.push((id, reuse_key));
                     continue;
                 }
             }
-            let owner = match owners.get(user) {
-                Some(owner) => Arc::clone(owner),
-                None => {
-                    let owner = Arc::new(Owner {
-                        user: user.to_vec(),
-                        uid: owner_uid,
-                        tab: Arc::clone(&tab),
-                    });
-                    owners.insert(user.to_vec(), Arc::clone(&owner));
-                    owner
-                }
-            };
             let spec = JobSpec {
                 owner,
-                command: entry.command.into_boxed_slice(),
+                command: span,
                 env: entry.env,
                 quiet: entry.quiet,
             };
@@ -201,7 +221,7 @@ impl Daemon {
                 When::Reboot => reboot.push(spec),
                 When::Periodic(schedule) => {
                     let id = self.cycle.add(schedule, entry.zone, spec, delay);
-                    loaded.entries.push((id, key));
+                    loaded.entries.push((id, reuse_key));
                 }
             }
         }

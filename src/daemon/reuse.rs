@@ -39,7 +39,7 @@ impl<'a> Same<'a> {
             delay,
             user: job.user(),
             uid: job.owner.uid,
-            command: &job.command,
+            command: job.command(),
             quiet: job.quiet,
             env: &job.env,
         }
@@ -68,9 +68,9 @@ impl<'a> Same<'a> {
 }
 
 /// Hashes of environments, each computed once: a file's entries share a few. Keyed by address,
-/// which is sound for one reload: the old entries (in the cycle) and the new ones (in the parsed
-/// file) hold their environments alive until the matching is done, so two live environments
-/// never share an address.
+/// which is sound for one reload: every environment looked up is alive at that moment (in the
+/// cycle or in the parsed file), and none is created while the entries are matched (the parser
+/// made the new ones before), so an address never stands for two environments.
 #[derive(Default)]
 struct Envs {
     by_address: HashMap<*const Env, u64>,
@@ -206,23 +206,28 @@ mod tests {
         env: &Arc<Env>,
         lines: &[(&str, &str)],
     ) -> Vec<(EntryId, u64)> {
+        let all: Vec<u8> = lines.iter().flat_map(|(_, c)| c.bytes()).collect();
         let owner = Arc::new(Owner {
             user: b"alice".to_vec(),
             uid: Some(Uid(1000)),
             tab: "crontabs/alice".into(),
+            commands: all.into(),
         });
         let mut keys = Reusable::index(Vec::new());
+        let mut start = 0;
         lines
             .iter()
             .map(|(expr, command)| {
                 let s = schedule(expr);
                 let key = keys.key(&same(&s, command, env));
+                let len = command.len() as u32;
                 let job = JobSpec {
                     owner: Arc::clone(&owner),
-                    command: command.as_bytes().into(),
+                    command: crate::job::Span { start, len },
                     env: Arc::clone(env),
                     quiet: false,
                 };
+                start += len;
                 (cycle.add(s, None, job, 0), key)
             })
             .collect()

@@ -51,14 +51,24 @@ pub struct Owner {
     pub uid: Option<Uid>,
     /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
+    /// The commands of the file's entries, one after the other: an entry holds where its own
+    /// is, not a copy (one allocation per file instead of one per entry).
+    pub commands: Arc<[u8]>,
 }
 
-/// One job to start: 40 bytes and the command's, as the daemon keeps one per entry.
+/// Where an entry's command sits in its owner's [`Owner::commands`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+/// One job to start: 32 bytes, as the daemon keeps one per entry.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     pub owner: Arc<Owner>,
-    /// The command as written (for the log).
-    pub command: Box<[u8]>,
+    /// The command as written (for the log), in the owner's commands.
+    pub command: Span,
     /// The crontab's variables above the entry.
     pub env: Arc<Env>,
     /// cronie's `-` before the entry: no CMD, END or CMDEND line.
@@ -69,6 +79,12 @@ impl JobSpec {
     /// The user the job runs as.
     pub fn user(&self) -> &[u8] {
         &self.owner.user
+    }
+
+    /// The command as written.
+    pub fn command(&self) -> &[u8] {
+        let start = self.command.start as usize;
+        &self.owner.commands[start..start + self.command.len as usize]
     }
 }
 
@@ -252,7 +268,7 @@ fn prepare(
     Some(Prepared {
         env,
         cron_env,
-        input: crate::crontab::split_percent(&spec.command),
+        input: crate::crontab::split_percent(spec.command()),
     })
 }
 
@@ -296,7 +312,8 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             }
         }
     }
-    if let Some(line) = log_lines::end_line(setup.log_mask, spec.user(), shell_pid, &spec.command) {
+    if let Some(line) = log_lines::end_line(setup.log_mask, spec.user(), shell_pid, spec.command())
+    {
         log.line(Level::Info, &line);
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
@@ -304,7 +321,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     if matches!(setup.output, OutputTo::Syslog) && !spec.quiet {
         log.line(
             Level::Info,
-            &log_lines::cmdend_line(spec.user(), &spec.command),
+            &log_lines::cmdend_line(spec.user(), spec.command()),
         );
     }
 }

@@ -88,7 +88,8 @@ pub(super) fn run_shell(
         }
     };
     let shell_pid = child.id();
-    if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, &spec.command) {
+    if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, spec.command())
+    {
         log.line(Level::Info, &line);
     }
     let output = Output::new(&spill_dir).with_limit(setup.max_output);

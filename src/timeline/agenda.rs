@@ -313,8 +313,10 @@ mod size {
     /// The daemon holds one slot per entry: its size is part of the memory budget
     /// (docs/daemon.md, "Figures").
     #[test]
-    fn an_entrys_slot_is_forty_bytes_and_its_schedule_twenty_four() {
+    fn an_entry_is_a_forty_byte_slot_and_a_thirty_two_byte_job() {
         assert_eq!(std::mem::size_of::<crate::schedule::Schedule>(), 24);
         assert_eq!(std::mem::size_of::<super::Slot>(), 40);
+        // And its job, beside it in the cycle.
+        assert_eq!(std::mem::size_of::<crate::job::JobSpec>(), 32);
     }
 }

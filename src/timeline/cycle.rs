@@ -107,6 +107,11 @@ impl<J: Clone> Cycle<J> {
         Some((schedule, zone, job, *delay))
     }
 
+    /// An entry's job, to change what it points to (not when it runs).
+    pub fn job_mut(&mut self, id: EntryId) -> Option<&mut J> {
+        self.jobs.get_mut(&id).map(|(job, _)| job)
+    }
+
     /// Removes an entry (its file was edited or removed). A run still waiting for its
     /// RANDOM_DELAY is cancelled; a run that is due and only waits its turn still starts: it
     /// was due. Returns how many runs were cancelled.
