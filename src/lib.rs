@@ -36,7 +36,7 @@ pub(crate) mod queue;
 pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
-pub(crate) mod timeline;
+pub mod timeline;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts
 /// bytes in the allocator and makes no syscall, so the core may use it (its `unsafe impl` is

@@ -139,11 +139,46 @@ fn parse(c: &mut Criterion) {
     group.finish();
 }
 
+/// The daemon's work at a minute boundary with 10,000 entries due: the cycle pops them, computes
+/// each one's next fire time and queues the runs (`Cycle::on_wake`). The first job can only
+/// start after this.
+fn minute(c: &mut Criterion) {
+    use crond::schedule::{When, parse_expression};
+    use crond::timeline::{Cycle, UtcMinute};
+    const DUE: usize = 10_000;
+    let Ok(When::Periodic(schedule)) = parse_expression("0 10 * * *", 0) else {
+        panic!("a schedule");
+    };
+    // 2026-11-21 10:00 UTC, in minutes since the epoch.
+    let ten = UtcMinute(1_795_255_200 / 60);
+    let mut group = c.benchmark_group("minute");
+    group.throughput(Throughput::Elements(DUE as u64));
+    group.sample_size(20);
+    group.bench_function("10000-due", |b| {
+        b.iter_batched(
+            || {
+                let mut cycle: Cycle<u32> = Cycle::new(UtcMinute(ten.0 - 1), Zone::utc());
+                for i in 0..DUE {
+                    cycle.add(schedule, None, i as u32, 0);
+                }
+                cycle
+            },
+            |mut cycle| {
+                let woke = cycle.on_wake(black_box(ten));
+                assert_eq!(woke.queued, DUE);
+                cycle
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = next_after, parse
+    targets = next_after, parse, minute
 }
 criterion_main!(benches);
