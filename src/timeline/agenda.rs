@@ -100,7 +100,6 @@ impl Agenda {
         self.slots.len()
     }
 
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }

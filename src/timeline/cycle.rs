@@ -140,7 +140,6 @@ impl<J: Clone> Cycle<J> {
         self.agenda.len()
     }
 
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.agenda.is_empty()
     }
