@@ -212,6 +212,7 @@ impl Daemon {
             // loop at the next minute with something due.
             let timeout = start_timeout_ms(now.as_millisecond(), self.cycle.next_start_ms());
             if std::mem::take(&mut self.freed) {
+                self.cycle.shrink();
                 crate::sys::give_back_free_memory();
             }
             let ready = self.wait(timeout)?;

@@ -225,6 +225,7 @@ impl Daemon {
                 }
             }
         }
+        loaded.entries.shrink_to_fit();
         self.sources.loaded(key.clone(), loaded);
         reboot
     }

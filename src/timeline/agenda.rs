@@ -104,6 +104,12 @@ impl Agenda {
         self.slots.is_empty()
     }
 
+    /// Gives back the heaps' spare room (after a reload: a heap doubles as it grows).
+    pub fn shrink(&mut self) {
+        self.fixed.items.shrink_to_fit();
+        self.wildcard.items.shrink_to_fit();
+    }
+
     fn cursor(&self, class: Class) -> UtcMinute {
         match class {
             Class::FixedTime => self.cursors.fixed,

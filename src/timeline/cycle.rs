@@ -144,6 +144,11 @@ impl<J: Clone> Cycle<J> {
         self.agenda.is_empty()
     }
 
+    /// Gives back spare room after entries were added or removed in bulk.
+    pub fn shrink(&mut self) {
+        self.agenda.shrink();
+    }
+
     /// Queues a job that belongs to no entry (@reboot) as due in `minute`.
     pub fn queue_now(&mut self, job: J, minute: UtcMinute) {
         self.queue
