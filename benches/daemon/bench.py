@@ -14,6 +14,11 @@
 3. --pam-cost N: only N jobs through the shipped PAM service (etc/pam.d/cron with this machine's
    common-* files), then N with --no-pam; the job children's CPU per job says what PAM costs.
 
+4. --memory: only the sizes and the load and reload costs, in real time (no waiting): RSS and
+   peak (VmHWM) after loading 1,000 entries (one user crontab) and 100,000 (one /etc/cron.d
+   file), the daemon's CPU to start and load the 100,000, and its CPU to reload after one line
+   of that file changed (from /proc/PID/schedstat, in ns).
+
 Run as root (jobs run as root from /etc/cron.d-format files), from the repository:
     cargo build --release && sudo python3 benches/daemon/bench.py [--burst N]
 or, for another build:
@@ -192,13 +197,62 @@ def idle(n, args=(), zone_file=False):
     shutil.rmtree(d)
 
 
+def schedstat_ms(pid):
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e6
+
+
+def memory():
+    for n in (1_000, 100_000):
+        d = tree()
+        if n == 1_000:
+            path = os.path.join(d, "spool", "root")
+            with open(path, "w") as f:
+                f.writelines(f"{i % 60} {(i // 60) % 24} 1 1 * /usr/bin/true job{i}\n"
+                             for i in range(n))
+            os.chmod(path, 0o600)
+            where = "one user crontab"
+        else:
+            lines = [f"{i % 60} {(i // 60) % 24} 1 1 * root true {i}\n" for i in range(n)]
+            write_cron_d(d, lines)
+            where = "one cron.d file"
+        p = start(d)
+        wait_log(d, "entries loaded")
+        time.sleep(1)
+        load_ms = schedstat_ms(p.pid)
+        rss, hwm = rss_kib(p.pid), rss_kib(p.pid, "VmHWM")
+        line = (f"memory: {n} entries ({where}): RSS {rss} KiB, peak {hwm} KiB; "
+                f"CPU to start and load {load_ms:.0f} ms")
+        if n == 100_000:
+            # One line changed (its minute), the file replaced by a rename, as an editor does.
+            lines[0] = "1" + lines[0][1:]
+            c0 = schedstat_ms(p.pid)
+            new = os.path.join(d, "bench.new")
+            with open(new, "w") as f:
+                f.writelines(lines)
+            os.chmod(new, 0o644)
+            os.rename(new, os.path.join(d, "cron.d", "bench"))
+            wait_log(d, "RELOAD")
+            time.sleep(1.5)
+            line += (f"; one line changed: reload CPU {schedstat_ms(p.pid) - c0:.0f} ms, "
+                     f"RSS after {rss_kib(p.pid)} KiB")
+        print(line)
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+        shutil.rmtree(d)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--burst", type=int, default=10_000)
     ap.add_argument("--skip-burst", action="store_true")
     ap.add_argument("--pam-cost", type=int, metavar="N",
                     help="only: N jobs through the shipped PAM service, then with --no-pam")
+    ap.add_argument("--memory", action="store_true", help="only: sizes, load and reload costs")
     args = ap.parse_args()
+    if args.memory:
+        memory()
+        return
     if args.pam_cost:
         burst(args.pam_cost, "shipped")
         burst(args.pam_cost, "off")
