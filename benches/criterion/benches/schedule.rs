@@ -171,6 +171,32 @@ fn minute(c: &mut Criterion) {
             criterion::BatchSize::LargeInput,
         )
     });
+    // The per-minute cost grows with the entries due, not with the entries: 10 due among
+    // 1,000 and among 100,000 (the others fire once a year).
+    let Ok(When::Periodic(yearly)) = parse_expression("0 0 1 1 *", 0) else {
+        panic!("a schedule");
+    };
+    for total in [1_000usize, 100_000] {
+        group.throughput(Throughput::Elements(10));
+        group.bench_function(format!("10-due-of-{total}"), |b| {
+            b.iter_batched(
+                || {
+                    let mut cycle: Cycle<u32> = Cycle::new(UtcMinute(ten.0 - 1), Zone::utc());
+                    for i in 0..total {
+                        let s = if i < 10 { schedule } else { yearly };
+                        cycle.add(s, None, i as u32, 0);
+                    }
+                    cycle
+                },
+                |mut cycle| {
+                    let woke = cycle.on_wake(black_box(ten));
+                    assert_eq!(woke.queued, 10);
+                    cycle
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
     group.finish();
 }
 
