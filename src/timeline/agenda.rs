@@ -5,16 +5,31 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::ids::IdMap;
-
 use jiff::Timestamp;
 
 use super::{Classes, Cursors, Step, UtcMinute};
 use crate::schedule::{Class, Schedule, Zone};
 
-/// An entry's key in the agenda; never reused.
+/// An entry's key in the agenda: its place in the agenda's table (low 32 bits) and that
+/// place's generation (high 32 bits). A place is reused after its entry is removed, under a new
+/// generation, so an id kept somewhere (a heap, a queued run, a running job) never names the
+/// entry that took the place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EntryId(pub u64);
+
+impl EntryId {
+    fn new(index: u32, generation: u32) -> EntryId {
+        EntryId((u64::from(generation) << 32) | u64::from(index))
+    }
+
+    fn index(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
 
 /// One run: this entry, for this minute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -23,20 +38,22 @@ pub struct Run {
     pub entry: EntryId,
 }
 
-/// One entry: 40 bytes, as the daemon keeps one per entry (its class is its schedule's).
+/// One entry: 40 bytes and what the owner of the agenda keeps with it (`payload`: the cycle's
+/// job and delay). Its class is its schedule's.
 #[derive(Debug)]
-struct Slot {
+struct Slot<P> {
     schedule: Schedule,
     /// `None`: the daemon's local zone (boxed: most entries have none).
     zone: Option<Box<Zone>>,
     /// The fire time queued in the heap, in UTC minutes; [`NEVER`] if it never fires again.
     next: i64,
+    payload: P,
 }
 
 /// [`Slot::next`] of an entry that never fires again.
 const NEVER: i64 = i64::MAX;
 
-impl Slot {
+impl<P> Slot<P> {
     fn next(&self) -> Option<i64> {
         (self.next != NEVER).then_some(self.next)
     }
@@ -55,14 +72,21 @@ struct Heap {
 }
 
 /// The scheduler's state: entries, their next fire times, the two cursors, the local zone.
+///
+/// The entries sit in one table indexed by their id's place: no hashing, no spare buckets, and
+/// a file's entries next to each other (a reload compares them in order).
 #[derive(Debug)]
-pub struct Agenda {
-    slots: IdMap<EntryId, Slot>,
+pub struct Agenda<P = ()> {
+    slots: Vec<Option<Slot<P>>>,
+    /// Each place's generation; never shortened, so an old id stays wrong for good.
+    generations: Vec<u32>,
+    /// Free places, lowest first: a file's new entries take places in line order.
+    free: BinaryHeap<Reverse<u32>>,
+    live: usize,
     fixed: Heap,
     wildcard: Heap,
     cursors: Cursors,
     local: Zone,
-    next_id: u64,
 }
 
 fn minute_of(ts: Timestamp) -> i64 {
@@ -74,11 +98,14 @@ fn next_fire(schedule: &Schedule, zone: &Zone, after: i64) -> Option<i64> {
     schedule.next_after(at, zone).map(minute_of)
 }
 
-impl Agenda {
+impl<P> Agenda<P> {
     /// An empty agenda whose minutes up to `handled` count as handled.
-    pub fn new(handled: UtcMinute, local: Zone) -> Agenda {
+    pub fn new(handled: UtcMinute, local: Zone) -> Agenda<P> {
         Agenda {
-            slots: IdMap::default(),
+            slots: Vec::new(),
+            generations: Vec::new(),
+            free: BinaryHeap::new(),
+            live: 0,
             fixed: Heap::default(),
             wildcard: Heap::default(),
             cursors: Cursors {
@@ -86,8 +113,23 @@ impl Agenda {
                 wildcard: handled,
             },
             local,
-            next_id: 0,
         }
+    }
+
+    fn slot(&self, id: EntryId) -> Option<&Slot<P>> {
+        let i = id.index();
+        if self.generations.get(i) != Some(&id.generation()) {
+            return None;
+        }
+        self.slots.get(i)?.as_ref()
+    }
+
+    fn slot_mut(&mut self, id: EntryId) -> Option<&mut Slot<P>> {
+        let i = id.index();
+        if self.generations.get(i) != Some(&id.generation()) {
+            return None;
+        }
+        self.slots.get_mut(i)?.as_mut()
     }
 
     /// The wall minute handled last (the wildcard cursor: after the clock went back, that is
@@ -97,15 +139,23 @@ impl Agenda {
     }
 
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.live
     }
 
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.live == 0
     }
 
-    /// Gives back the heaps' spare room (after a reload: a heap doubles as it grows).
+    /// Gives back spare room after a reload: the free places at the end of the table, and
+    /// what the table and the heaps reserved as they grew.
     pub fn shrink(&mut self) {
+        while matches!(self.slots.last(), Some(None)) {
+            self.slots.pop();
+        }
+        let len = self.slots.len() as u32;
+        self.free.retain(|&Reverse(i)| i < len);
+        self.slots.shrink_to_fit();
+        self.free.shrink_to_fit();
         self.fixed.items.shrink_to_fit();
         self.wildcard.items.shrink_to_fit();
     }
@@ -125,38 +175,60 @@ impl Agenda {
     }
 
     /// Adds an entry; its first fire time is the first after its class's cursor.
-    pub fn insert(&mut self, schedule: Schedule, zone: Option<Zone>) -> EntryId {
-        let id = EntryId(self.next_id);
-        self.next_id += 1;
+    pub fn insert(&mut self, schedule: Schedule, zone: Option<Zone>, payload: P) -> EntryId {
+        let index = match self.free.pop() {
+            Some(Reverse(i)) => i as usize,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        if self.generations.len() <= index {
+            self.generations.resize(index + 1, 0);
+        }
+        // At most 2^32 places: the table would need 2^32 entries (hundreds of GiB) first.
+        let id = EntryId::new(index as u32, self.generations[index]);
         let class = schedule.class();
         let mut slot = Slot {
             schedule,
             zone: zone.map(Box::new),
             next: NEVER,
+            payload,
         };
         if let Some(minute) = slot.reschedule(&self.local, self.cursor(class).0) {
             self.heap(class).items.push(Reverse((minute, id)));
         }
-        self.slots.insert(id, slot);
+        self.slots[index] = Some(slot);
+        self.live += 1;
         id
     }
 
-    /// An entry's schedule and its own zone (`None`: the local zone).
-    pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>)> {
-        self.slots
-            .get(&id)
-            .map(|slot| (&slot.schedule, slot.zone.as_deref()))
+    /// An entry's schedule, its own zone (`None`: the local zone) and its payload.
+    pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>, &P)> {
+        self.slot(id)
+            .map(|slot| (&slot.schedule, slot.zone.as_deref(), &slot.payload))
     }
 
-    /// Removes an entry (its queued fire time is dropped lazily).
-    pub fn remove(&mut self, id: EntryId) {
-        self.slots.remove(&id);
+    /// An entry's payload, to change.
+    pub fn payload_mut(&mut self, id: EntryId) -> Option<&mut P> {
+        self.slot_mut(id).map(|slot| &mut slot.payload)
+    }
+
+    /// Removes an entry (its queued fire time is dropped lazily); returns its payload.
+    pub fn remove(&mut self, id: EntryId) -> Option<P> {
+        self.slot(id)?;
+        let i = id.index();
+        let slot = self.slots[i].take()?;
+        self.generations[i] = self.generations[i].wrapping_add(1);
+        self.free.push(Reverse(i as u32));
+        self.live -= 1;
         self.compact_if_stale();
+        Some(slot.payload)
     }
 
     fn compact_if_stale(&mut self) {
         for class in [Class::FixedTime, Class::Wildcard] {
-            let live = self.slots.len();
+            let live = self.live;
             if self.heap(class).items.len() > 2 * live + 64 {
                 self.rebuild(class, None);
             }
@@ -175,12 +247,15 @@ impl Agenda {
         let after = at.unwrap_or(self.cursor(class));
         let mut items = Vec::new();
         let local = &self.local;
-        for (id, slot) in self.slots.iter_mut() {
+        for (i, place) in self.slots.iter_mut().enumerate() {
+            let Some(slot) = place else {
+                continue;
+            };
             if slot.schedule.class() != class {
                 continue;
             }
             if let Some(m) = slot.reschedule(local, after.0) {
-                items.push(Reverse((m, *id)));
+                items.push(Reverse((m, EntryId::new(i as u32, self.generations[i]))));
             }
         }
         self.heap(class).items = BinaryHeap::from(items);
@@ -195,7 +270,7 @@ impl Agenda {
         let mut best: Option<i64> = None;
         for class in [Class::FixedTime, Class::Wildcard] {
             while let Some(&Reverse((minute, id))) = self.heap(class).items.peek() {
-                if self.slots.get(&id).is_some_and(|s| s.next == minute) {
+                if self.slot(id).is_some_and(|s| s.next == minute) {
                     best = Some(best.map_or(minute, |b| b.min(minute)));
                     break;
                 }
@@ -213,7 +288,7 @@ impl Agenda {
                 return None;
             }
             self.heap(class).items.pop();
-            if self.slots.get(&id).is_some_and(|s| s.next == minute) {
+            if self.slot(id).is_some_and(|s| s.next == minute) {
                 return Some((minute, id));
             }
         }
@@ -221,13 +296,20 @@ impl Agenda {
 
     /// Queues the entry's fire time after `after`.
     fn requeue(&mut self, id: EntryId, after: i64) {
-        let local = &self.local;
-        let Some(slot) = self.slots.get_mut(&id) else {
+        let i = id.index();
+        if self.generations.get(i) != Some(&id.generation()) {
+            return;
+        }
+        let Some(Some(slot)) = self.slots.get_mut(i) else {
             return;
         };
         let class = slot.schedule.class();
-        if let Some(m) = slot.reschedule(local, after) {
-            self.heap(class).items.push(Reverse((m, id)));
+        if let Some(m) = slot.reschedule(&self.local, after) {
+            let heap = match class {
+                Class::FixedTime => &mut self.fixed,
+                Class::Wildcard => &mut self.wildcard,
+            };
+            heap.items.push(Reverse((m, id)));
         }
     }
 
@@ -318,10 +400,72 @@ mod size {
     /// The daemon holds one slot per entry: its size is part of the memory budget
     /// (docs/daemon.md, "Figures").
     #[test]
-    fn an_entry_is_a_forty_byte_slot_and_a_thirty_two_byte_job() {
+    fn an_entry_is_eighty_bytes_in_the_agendas_table() {
+        use crate::job::JobSpec;
         assert_eq!(std::mem::size_of::<crate::schedule::Schedule>(), 24);
-        assert_eq!(std::mem::size_of::<super::Slot>(), 40);
-        // And its job, beside it in the cycle.
-        assert_eq!(std::mem::size_of::<crate::job::JobSpec>(), 32);
+        assert_eq!(std::mem::size_of::<super::Slot<()>>(), 40);
+        assert_eq!(std::mem::size_of::<JobSpec>(), 32);
+        // The daemon's place: slot, job and delay, and an empty place costs no more.
+        assert_eq!(
+            std::mem::size_of::<Option<super::Slot<(JobSpec, u32)>>>(),
+            80
+        );
+    }
+}
+
+#[cfg(test)]
+mod places {
+    use super::*;
+
+    fn every_minute() -> Schedule {
+        match crate::schedule::parse_expression("* * * * *", 0).unwrap() {
+            crate::schedule::When::Periodic(s) => s,
+            crate::schedule::When::Reboot => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_removed_entrys_id_never_names_the_entry_in_its_place() {
+        let mut agenda: Agenda<&str> = Agenda::new(UtcMinute(0), Zone::utc());
+        let old = agenda.insert(every_minute(), None, "old");
+        assert_eq!(agenda.remove(old), Some("old"));
+        let new = agenda.insert(every_minute(), None, "new");
+        assert_eq!(new.index(), old.index(), "the place is reused");
+        assert_ne!(new, old);
+        assert!(agenda.get(old).is_none());
+        assert_eq!(agenda.remove(old), None);
+        assert_eq!(agenda.get(new).map(|e| *e.2), Some("new"));
+        // The old id's fire time left in the heap is not the new entry's run twice.
+        let (_, runs) = agenda.advance(UtcMinute(1));
+        assert_eq!(runs.iter().map(|r| r.entry).collect::<Vec<_>>(), [new]);
+    }
+
+    #[test]
+    fn free_places_are_taken_lowest_first_and_the_table_shrinks_from_its_end() {
+        let mut agenda: Agenda<u32> = Agenda::new(UtcMinute(0), Zone::utc());
+        let ids: Vec<EntryId> = (0..6)
+            .map(|i| agenda.insert(every_minute(), None, i))
+            .collect();
+        for &id in &ids[1..] {
+            agenda.remove(id);
+        }
+        let (a, b) = (
+            agenda.insert(every_minute(), None, 10),
+            agenda.insert(every_minute(), None, 11),
+        );
+        assert_eq!(
+            (a.index(), b.index()),
+            (1, 2),
+            "a file's entries in line order"
+        );
+        agenda.shrink();
+        assert_eq!(agenda.slots.len(), 3);
+        assert_eq!(agenda.len(), 3);
+        let c = agenda.insert(every_minute(), None, 12);
+        assert_eq!(c.index(), 3);
+        assert_ne!(
+            c, ids[3],
+            "a place past the shrunk end keeps its generation"
+        );
     }
 }

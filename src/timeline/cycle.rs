@@ -67,9 +67,8 @@ pub fn clock_moved(now_ms: i64, handled: UtcMinute, armed: UtcMinute) -> bool {
 /// The agenda, the jobs and the queue.
 #[derive(Debug)]
 pub struct Cycle<J> {
-    agenda: Agenda,
-    /// Each entry's job and its start delay in seconds (RANDOM_DELAY, scaled).
-    jobs: IdMap<EntryId, (J, u32)>,
+    /// The entries, each with its job and its start delay in seconds (RANDOM_DELAY, scaled).
+    agenda: Agenda<(J, u32)>,
     queue: Queue<Due<J>>,
     /// How many runs of each entry are in the queue.
     queued: IdMap<EntryId, usize>,
@@ -86,7 +85,6 @@ impl<J: Clone> Cycle<J> {
     pub fn new(handled: UtcMinute, local: Zone) -> Cycle<J> {
         Cycle {
             agenda: Agenda::new(handled, local),
-            jobs: IdMap::default(),
             queue: Queue::default(),
             queued: IdMap::default(),
         }
@@ -95,21 +93,18 @@ impl<J: Clone> Cycle<J> {
     /// Adds an entry; it first fires after the minute handled last, and each run starts
     /// `delay_s` seconds into its minute or later (cronie's RANDOM_DELAY, already scaled).
     pub fn add(&mut self, schedule: Schedule, zone: Option<Zone>, job: J, delay_s: u32) -> EntryId {
-        let id = self.agenda.insert(schedule, zone);
-        self.jobs.insert(id, (job, delay_s));
-        id
+        self.agenda.insert(schedule, zone, (job, delay_s))
     }
 
     /// An entry as it was added: its schedule, its own zone, its job and its delay.
     pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>, &J, u32)> {
-        let (schedule, zone) = self.agenda.get(id)?;
-        let (job, delay) = self.jobs.get(&id)?;
+        let (schedule, zone, (job, delay)) = self.agenda.get(id)?;
         Some((schedule, zone, job, *delay))
     }
 
     /// An entry's job, to change what it points to (not when it runs).
     pub fn job_mut(&mut self, id: EntryId) -> Option<&mut J> {
-        self.jobs.get_mut(&id).map(|(job, _)| job)
+        self.agenda.payload_mut(id).map(|(job, _)| job)
     }
 
     /// Removes an entry (its file was edited or removed). A run still waiting for its
@@ -117,7 +112,6 @@ impl<J: Clone> Cycle<J> {
     /// was due. Returns how many runs were cancelled.
     pub fn remove(&mut self, id: EntryId) -> usize {
         self.agenda.remove(id);
-        self.jobs.remove(&id);
         let cancelled = self.queue.cancel_waiting(|due| due.entry == Some(id));
         for _ in 0..cancelled {
             self.dequeued(id);
@@ -165,7 +159,7 @@ impl<J: Clone> Cycle<J> {
         let (mut queued, mut merged) = (0, 0);
         let mut this_wake: Vec<EntryId> = Vec::new();
         for run in runs {
-            let Some((job, delay_s)) = self.jobs.get(&run.entry) else {
+            let Some((_, _, (job, delay_s))) = self.agenda.get(run.entry) else {
                 continue;
             };
             let in_queue = self.queued.get(&run.entry).copied().unwrap_or(0);

@@ -87,10 +87,10 @@ fn a_removed_entry_never_fires_and_the_cost_follows_the_due_entries() {
         panic!()
     };
     for _ in 0..10_000 {
-        agenda.insert(daily, None);
+        agenda.insert(daily, None, ());
     }
-    let gone = agenda.insert(every, None);
-    let kept = agenda.insert(every, None);
+    let gone = agenda.insert(every, None, ());
+    let kept = agenda.insert(every, None, ());
     agenda.remove(gone);
     let (_, runs) = agenda.advance(UtcMinute(1_000_001));
     assert_eq!(
@@ -134,7 +134,7 @@ mod agrees_with_matching_minute_by_minute {
             };
             let first = UtcMinute(29_453_760 + start); // 2026-01-01 + start minutes
             let mut agenda = Agenda::new(first, zone.clone());
-            let id = agenda.insert(schedule, None);
+            let id = agenda.insert(schedule, None, ());
             let last = first.plus(3 * 1440);
             let mut runs = Vec::new();
             while let Some(next) = agenda.next_due() {
