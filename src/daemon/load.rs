@@ -166,13 +166,16 @@ impl Daemon {
         let commands: Arc<[u8]> = all.into();
         // One owner per user named in the file (a user crontab has one): its entries share it.
         let mut owners: HashMap<Vec<u8>, Arc<Owner>> = HashMap::new();
+        let mut last_owner: Option<Arc<Owner>> = None;
         for (entry, span) in crontab.entries.into_iter().zip(spans) {
             let user = match (key.owner_name(), &entry.user) {
                 (Some(owner), _) => owner,
                 (None, Some(user)) => &user[..],
                 (None, None) => continue,
             };
-            let owner = match owners.get(user) {
+            // Consecutive entries are mostly the same user's: the last owner first.
+            let last = last_owner.as_ref().filter(|o| o.user == user);
+            let owner = match last.or_else(|| owners.get(user)) {
                 Some(owner) => Arc::clone(owner),
                 None => {
                     let owner = Arc::new(Owner {
@@ -185,6 +188,7 @@ impl Daemon {
                     owner
                 }
             };
+            last_owner = Some(Arc::clone(&owner));
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
             let mut reuse_key = 0;
             if let When::Periodic(schedule) = &entry.when {
