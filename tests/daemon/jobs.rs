@@ -329,6 +329,21 @@ fn root_a_system_entry_for_an_unknown_user_is_reported_at_load_with_its_file_and
     assert_eq!(wait_for_file(&ok, 15), "ok\n");
 }
 
+/// Starts the daemon until its RANDOM_DELAY factor is 1% or more: a delay of 1440 minutes is
+/// then over 14 minutes, so a run due at 10:00 is still waiting well after it. A draw under 1%
+/// is started again (the chance of five in a row is 10^-10).
+fn start_with_a_delay_factor_of_one_percent_or_more(tree: &Tree) -> Crond {
+    for n in 1..6 {
+        let mut crond = Crond::start(tree, n, &[]);
+        let line = crond.wait_for_log("RANDOM_DELAY will be scaled with factor", 10);
+        if !line.contains("factor 0%") {
+            return crond;
+        }
+        crond.stop();
+    }
+    panic!("five factors under 1%");
+}
+
 #[test]
 fn an_edit_keeps_the_entries_it_did_not_change_with_their_waiting_runs() {
     let tree = Tree::new();
@@ -341,19 +356,8 @@ fn an_edit_keeps_the_entries_it_did_not_change_with_their_waiting_runs() {
             b.display()
         )
     };
-    // As above: a factor of 1% or more puts both runs over 14 minutes after 10:00.
-    let mut n = 1;
-    let crond = loop {
-        tree.user_crontab(&me, &text("b"), 0o600, &me);
-        let mut crond = Crond::start(&tree, n, &[]);
-        let line = crond.wait_for_log("RANDOM_DELAY will be scaled with factor", 10);
-        if !line.contains("factor 0%") {
-            break crond;
-        }
-        crond.stop();
-        n += 1;
-        assert!(n < 6, "five factors under 1%");
-    };
+    tree.user_crontab(&me, &text("b"), 0o600, &me);
+    let crond = start_with_a_delay_factor_of_one_percent_or_more(&tree);
     crond.wait_for_log("entries loaded", 10);
     std::thread::sleep(std::time::Duration::from_secs(2));
     // Only the changed line's run is cancelled; the other entry stays, and so does its run.
@@ -382,20 +386,8 @@ fn a_run_waiting_for_its_random_delay_is_cancelled_when_its_crontab_goes() {
         "RANDOM_DELAY=1440\n0 10 * * * echo ran > {}\n",
         ran.display()
     );
-    // The delay is the daemon's factor of 1440 minutes: at 1% or more, over 14 minutes. A draw
-    // under 1% is started again (the chance of five in a row is 10^-10).
-    let mut n = 1;
-    let crond = loop {
-        tree.user_crontab(&me, &text, 0o600, &me);
-        let mut crond = Crond::start(&tree, n, &[]);
-        let line = crond.wait_for_log("RANDOM_DELAY will be scaled with factor", 10);
-        if !line.contains("factor 0%") {
-            break crond;
-        }
-        crond.stop();
-        n += 1;
-        assert!(n < 6, "five factors under 1%");
-    };
+    tree.user_crontab(&me, &text, 0o600, &me);
+    let crond = start_with_a_delay_factor_of_one_percent_or_more(&tree);
     crond.wait_for_log("entries loaded", 10);
     // Two real seconds are twenty fake ones: 10:00 has passed and the run is waiting.
     std::thread::sleep(std::time::Duration::from_secs(2));
