@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""crond side by side with the crons it replaces, in one run, on this machine (not a test: it
+asserts nothing, it prints one Markdown table).
+
+Peers, each when it can be found:
+  crond          $CROND or target/release/crond, as root (PAM through etc/pam.d/cron)
+  crond-nopam    the same with --no-pam
+  busybox        `busybox crond` (Debian's busybox-static)
+  debian         Debian's cron 3.0pl1 in a Debian root ($DEBIAN_ROOT, default the one
+                 tests/install/debian.rs bootstraps under target/tmp; made with debootstrap here if
+                 missing), run with chroot in a private mount namespace
+  floor          benches/compare/floor.c: fork and exec `sh -c` per job and nothing else
+Every job of every peer runs benches/compare/stamp.c (static), which appends its start time and
+its entry's index to one file; both programs are compiled (gcc) into a temporary directory.
+
+Figures:
+  1 due: start          ms after the minute boundary at which the one job due started
+  N due: first / last   ms after the boundary (N = --burst, default 10,000), with how many ran
+                        and how many ran twice (an entry's index seen twice)
+  RSS 1,000 / 100,000   the daemon's VmRSS and VmHWM (peak) once loaded: 1,000 entries in one
+                        user crontab (root's), 100,000 in one system file (busybox: root's crontab)
+  load CPU 100,000      the daemon's CPU (schedstat) from its start until loaded
+  reload CPU            its CPU for a reload after one line of the 100,000 changed (the file is
+                        replaced by a rename; busybox is also told through cron.update; Debian's
+                        cron finds it at its next minute's check)
+
+Bursts use real time: each daemon starts a few seconds before a real minute boundary, so every
+burst waits for one (about 15 minutes in all at the defaults). Run as root, from anywhere:
+    cargo build --release && python3 benches/compare/compare.py [--burst N] [--peers a,b]
+"""
+
+import argparse
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CROND = os.environ.get("CROND") or os.path.join(REPO, "target", "release", "crond")
+MIRROR = "http://deb.debian.org/debian"
+
+
+def codename():
+    with open("/etc/os-release") as f:
+        for line in f:
+            if line.startswith("VERSION_CODENAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return "bookworm"
+
+
+DEBIAN_ROOT = os.environ.get("DEBIAN_ROOT") or os.path.join(
+    REPO, "target", "tmp", f"debian-{codename()}")
+
+
+def build_tools(tmp):
+    stamp, floor = os.path.join(tmp, "stamp"), os.path.join(tmp, "floor")
+    subprocess.run(["gcc", "-O2", "-static", "-o", stamp, os.path.join(HERE, "stamp.c")],
+                   check=True)
+    subprocess.run(["gcc", "-O2", "-o", floor, os.path.join(HERE, "floor.c")], check=True)
+    return stamp, floor
+
+
+def schedstat_ms(pid):
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e6
+
+
+def status_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def settle(pid, quiet_s=1.0, limit_s=60):
+    """Waits until the process has used no CPU for quiet_s (it has loaded); returns its CPU."""
+    end = time.time() + limit_s
+    last = schedstat_ms(pid)
+    still_since = time.time()
+    while time.time() < end:
+        time.sleep(0.1)
+        now = schedstat_ms(pid)
+        if now - last > 0.5:
+            last, still_since = now, time.time()
+        elif time.time() - still_since >= quiet_s:
+            break
+    return schedstat_ms(pid)
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Crond:
+    """Our daemon, on a private tree of paths."""
+    system_user_field = True
+
+    def __init__(self, stamp, pam=True):
+        self.stamp, self.pam = stamp, pam
+        self.name = "crond" if pam else "crond-nopam"
+
+    def available(self):
+        return os.access(CROND, os.X_OK)
+
+    def prepare(self):
+        self.dir = tempfile.mkdtemp(prefix="compare-crond")
+        for sub in ("spool", "cron.d", "pam.d"):
+            os.mkdir(os.path.join(self.dir, sub))
+        open(os.path.join(self.dir, "crontab"), "w").close()
+        shutil.copy(os.path.join(REPO, "etc", "pam.d", "cron"), os.path.join(self.dir, "pam.d"))
+        for name in os.listdir("/etc/pam.d"):
+            if name.startswith("common-"):
+                os.symlink(os.path.join("/etc/pam.d", name),
+                           os.path.join(self.dir, "pam.d", name))
+        self.starts = os.path.join(self.dir, "starts")
+        return self.stamp, self.starts
+
+    def write_system(self, lines):
+        self._write(os.path.join(self.dir, "cron.d", "bench"), lines, 0o644)
+
+    def write_user(self, lines):
+        self._write(os.path.join(self.dir, "spool", "root"), lines, 0o600)
+
+    def _write(self, path, lines, mode):
+        """Writes beside, then renames over: the daemon never sees half a file."""
+        new = os.path.join(self.dir, "new")
+        with open(new, "w") as f:
+            f.writelines(lines)
+        os.chmod(new, mode)
+        os.rename(new, path)
+
+    def start(self):
+        args = [CROND, "-f", "--log", "stderr", "--spool-dir", os.path.join(self.dir, "spool"),
+                "--system-crontab", os.path.join(self.dir, "crontab"),
+                "--cron-d", os.path.join(self.dir, "cron.d"),
+                "--pid-file", os.path.join(self.dir, "pid"),
+                "--reboot-marker", os.path.join(self.dir, "reboot"),
+                "--pam-dir", os.path.join(self.dir, "pam.d")]
+        if not self.pam:
+            args.append("--no-pam")
+        log = open(os.path.join(self.dir, "log"), "w")
+        return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log,
+                                env={"PATH": "/usr/bin:/bin", "TZ": "UTC"})
+
+    def told_of_change(self):
+        pass
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Busybox(Crond):
+    system_user_field = False
+
+    def __init__(self, stamp):
+        self.stamp, self.name = stamp, "busybox"
+
+    def available(self):
+        return shutil.which("busybox") is not None and subprocess.run(
+            ["busybox", "crond", "--help"], capture_output=True).returncode in (0, 1)
+
+    def prepare(self):
+        self.dir = tempfile.mkdtemp(prefix="compare-busybox")
+        os.mkdir(os.path.join(self.dir, "crontabs"))
+        self.starts = os.path.join(self.dir, "starts")
+        return self.stamp, self.starts
+
+    def write_system(self, lines):
+        self.write_user(lines)
+
+    def write_user(self, lines):
+        self._write(os.path.join(self.dir, "crontabs", "root"), lines, 0o600)
+
+    def start(self):
+        return subprocess.Popen(
+            ["busybox", "crond", "-f", "-l", "8", "-L", os.path.join(self.dir, "log"),
+             "-c", os.path.join(self.dir, "crontabs")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "TZ": "UTC", "SHELL": "/bin/sh"})
+
+    def told_of_change(self):
+        with open(os.path.join(self.dir, "crontabs", "cron.update"), "w") as f:
+            f.write("root\n")
+
+
+class Debian(Crond):
+    """Debian's cron in a copy of a Debian root, in a private mount namespace."""
+
+    def __init__(self, stamp):
+        self.stamp, self.name = stamp, "debian"
+
+    def available(self):
+        if os.path.exists(os.path.join(DEBIAN_ROOT, "usr", "sbin", "cron")):
+            return True
+        if not shutil.which("debootstrap"):
+            return False
+        subprocess.run(["debootstrap", "--variant=minbase", "--include=cron", codename(),
+                        DEBIAN_ROOT, MIRROR], check=True, capture_output=True)
+        return True
+
+    def prepare(self):
+        self.dir = tempfile.mkdtemp(prefix="compare-debian", dir="/var/tmp")
+        self.root = os.path.join(self.dir, "root")
+        subprocess.run(["cp", "-a", DEBIAN_ROOT, self.root], check=True)
+        shutil.copy(self.stamp, os.path.join(self.root, "stamp"))
+        self.starts = os.path.join(self.root, "starts")
+        return "/stamp", "/starts"
+
+    def write_system(self, lines):
+        self._write(os.path.join(self.root, "etc", "cron.d", "bench"), lines, 0o644)
+
+    def write_user(self, lines):
+        path = os.path.join(self.root, "var", "spool", "cron", "crontabs", "root")
+        self._write(path, lines, 0o600)
+        gid = next((int(l.split(":")[2]) for l in open(os.path.join(self.root, "etc", "group"))
+                    if l.startswith("crontab:")), 0)
+        os.chown(path, 0, gid)
+
+    def start(self):
+        script = f"mount -t proc proc '{self.root}/proc' && exec chroot '{self.root}' \"$@\""
+        return subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+             "env", "TZ=UTC", "/usr/sbin/cron", "-f", "-L", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def boundary_ahead(lead_s):
+    now = time.time()
+    b = (int(now) // 60 + 1) * 60
+    if b - now < lead_s:
+        b += 60
+    return b
+
+
+def read_starts(path):
+    try:
+        with open(path) as f:
+            rows = [line.split() for line in f if line.strip()]
+    except FileNotFoundError:
+        return [], 0
+    times = sorted(float(r[0]) for r in rows)
+    indexes = [r[1] for r in rows]
+    return times, len(indexes) - len(set(indexes))
+
+
+def burst(peer, n, lead_s=8):
+    """Runs one burst of n jobs due at a real minute boundary; returns the figures."""
+    stamp, starts = peer.prepare()
+    b = boundary_ahead(lead_s + 2)
+    t = time.gmtime(b)
+    user = " root" if peer.system_user_field else ""
+    peer.write_system([f"{t.tm_min} {t.tm_hour} * * *{user} {stamp} {starts} {i}\n"
+                       for i in range(n)])
+    time.sleep(max(0, b - lead_s - time.time()))
+    p = peer.start()
+    wait_starts(peer.starts, n, b)
+    times, twice = read_starts(peer.starts)
+    stop(p)
+    peer.cleanup()
+    return figures(times, twice, b)
+
+
+def floor_burst(floor, stamp, n):
+    d = tempfile.mkdtemp(prefix="compare-floor")
+    starts = os.path.join(d, "starts")
+    b = boundary_ahead(3)
+    subprocess.run([floor, str(b), str(n), stamp, starts], check=True)
+    times, twice = read_starts(starts)
+    shutil.rmtree(d)
+    return figures(times, twice, b)
+
+
+def wait_starts(path, n, boundary):
+    last, last_change = -1, time.time()
+    while time.time() < boundary + 180:
+        time.sleep(0.5)
+        count = len(read_starts(path)[0])
+        if count >= n:
+            return
+        if count != last:
+            last, last_change = count, time.time()
+        elif count > 0 and time.time() - last_change > 15:
+            return
+
+
+def figures(times, twice, b):
+    if not times:
+        return {"ran": 0, "twice": twice, "first": None, "last": None}
+    return {"ran": len(times), "twice": twice, "first": (times[0] - b) * 1000,
+            "last": (times[-1] - b) * 1000}
+
+
+def memory(peer):
+    """RSS with 1,000 and 100,000 entries, load CPU and the reload of one changed line."""
+    out = {}
+    stamp, _ = peer.prepare()
+    peer.write_user([f"{i % 60} {(i // 60) % 24} 1 1 * /bin/true job{i}\n" for i in range(1000)])
+    p = peer.start()
+    time.sleep(1)
+    settle(p.pid)
+    out["rss1k"], out["hwm1k"] = status_kib(p.pid, "VmRSS"), status_kib(p.pid, "VmHWM")
+    stop(p)
+    peer.cleanup()
+
+    stamp, _ = peer.prepare()
+    user = " root" if peer.system_user_field else ""
+    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} /bin/true {i}\n" for i in range(100_000)]
+    peer.write_system(lines)
+    p = peer.start()
+    time.sleep(0.5)
+    out["load"] = settle(p.pid, quiet_s=2.0)
+    out["rss100k"], out["hwm100k"] = status_kib(p.pid, "VmRSS"), status_kib(p.pid, "VmHWM")
+    before = schedstat_ms(p.pid)
+    lines[0] = "1" + lines[0][1:]
+    peer.write_system(lines)
+    peer.told_of_change()
+    # Wait for the reload to start (Debian's and busybox's crons look once a minute), then
+    # for it to end.
+    end = time.time() + 75
+    while time.time() < end and schedstat_ms(p.pid) - before < 5:
+        time.sleep(0.2)
+    out["reload"] = settle(p.pid, quiet_s=2.0) - before
+    stop(p)
+    peer.cleanup()
+    return out
+
+
+def cell(value, fmt="{:.0f}"):
+    return "–" if value is None else fmt.format(value)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--burst", type=int, default=10_000)
+    ap.add_argument("--peers", default="crond,crond-nopam,busybox,debian,floor")
+    ap.add_argument("--only", default="burst,memory")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("run as root: jobs run as root and Debian's cron runs in a chroot")
+    started = time.time()
+    tmp = tempfile.mkdtemp(prefix="compare-tools")
+    stamp, floor = build_tools(tmp)
+    wanted = args.peers.split(",")
+    peers = [Crond(stamp), Crond(stamp, pam=False), Busybox(stamp), Debian(stamp)]
+    peers = [p for p in peers if p.name in wanted]
+    names = [p.name for p in peers]
+    missing = [p.name for p in peers if not p.available()]
+    peers = [p for p in peers if p.name not in missing]
+    results = {p.name: {} for p in peers}
+    if "floor" in wanted:
+        results["floor"] = {}
+        names.append("floor")
+    if "burst" in args.only:
+        for p in peers:
+            results[p.name]["one"] = burst(p, 1)
+            results[p.name]["many"] = burst(p, args.burst)
+        if "floor" in wanted:
+            results["floor"]["one"] = floor_burst(floor, stamp, 1)
+            results["floor"]["many"] = floor_burst(floor, stamp, args.burst)
+    if "memory" in args.only:
+        for p in peers:
+            if p.name != "crond-nopam":
+                results[p.name].update(memory(p))
+    shutil.rmtree(tmp)
+
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
+                         capture_output=True, text=True).stdout.strip()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {os.cpu_count()} cores"
+          f" ({cpu}), Linux {platform.release()}; `python3 benches/compare/compare.py "
+          f"{' '.join(sys.argv[1:])}` took {(time.time() - started) / 60:.0f} min")
+    if missing:
+        print(f"not found: {', '.join(missing)}")
+    print()
+    shown = [n for n in names if n not in missing]
+    print("| figure | " + " | ".join(shown) + " | crond ÷ best peer |")
+    print("|---|" + "---|" * (len(shown) + 1))
+
+    def row(label, get, fmt="{:.0f}", lower_is_better=True, peers_only=True):
+        values = {n: get(results.get(n, {})) for n in shown}
+        others = [v for n, v in values.items()
+                  if v is not None and not n.startswith("crond") and (n != "floor" or not peers_only)]
+        ratio = "–"
+        if values.get("crond") is not None and others:
+            best = min(others) if lower_is_better else max(others)
+            ratio = f"{values['crond'] / best:.2f}" if best else "–"
+        print(f"| {label} | " + " | ".join(cell(values[n], fmt) for n in shown) + f" | {ratio} |")
+
+    g = lambda key, f: (lambda r: r.get(key, {}).get(f) if isinstance(r.get(key), dict) else None)
+    row("1 due: start, ms", g("one", "first"), "{:.1f}")
+    row(f"{args.burst:,} due: first start, ms", g("many", "first"), "{:.1f}")
+    row(f"{args.burst:,} due: last start, ms", g("many", "last"))
+    row(f"{args.burst:,} due: last start ÷ floor's", lambda r: (
+        r["many"]["last"] / results["floor"]["many"]["last"]
+        if r.get("many", {}).get("last") and results.get("floor", {}).get("many", {}).get("last")
+        else None), "{:.2f}")
+    print(f"| {args.burst:,} due: ran / ran twice | " + " | ".join(
+        f"{results.get(n, {}).get('many', {}).get('ran', '–')} / "
+        f"{results.get(n, {}).get('many', {}).get('twice', '–')}" for n in shown) + " | |")
+    row("RSS, 1,000 entries, KiB", lambda r: r.get("rss1k"))
+    row("RSS, 100,000 entries, KiB", lambda r: r.get("rss100k"))
+    row("peak RSS, 100,000 entries, KiB", lambda r: r.get("hwm100k"))
+    row("CPU to start and load 100,000, ms", lambda r: r.get("load"))
+    row("reload CPU, one line of 100,000 changed, ms", lambda r: r.get("reload"))
+
+
+if __name__ == "__main__":
+    main()
