@@ -146,18 +146,30 @@ impl<P> Agenda<P> {
         self.live == 0
     }
 
-    /// Gives back spare room after a reload: the free places at the end of the table, and
-    /// what the table and the heaps reserved as they grew.
+    /// Gives back spare room after a reload: the free places at the end of the table, and the
+    /// room the table and the heaps hold beyond twice what they use (after a file shrank or
+    /// went). Less is left alone: reallocating the table is a copy of all of it, and the
+    /// room a vector reserved but never wrote costs no memory.
     pub fn shrink(&mut self) {
         while matches!(self.slots.last(), Some(None)) {
             self.slots.pop();
         }
         let len = self.slots.len() as u32;
         self.free.retain(|&Reverse(i)| i < len);
-        self.slots.shrink_to_fit();
-        self.free.shrink_to_fit();
-        self.fixed.items.shrink_to_fit();
-        self.wildcard.items.shrink_to_fit();
+        fn roomy(len: usize, capacity: usize) -> bool {
+            capacity > 2 * len + 1024
+        }
+        if roomy(self.slots.len(), self.slots.capacity()) {
+            self.slots.shrink_to_fit();
+        }
+        if roomy(self.free.len(), self.free.capacity()) {
+            self.free.shrink_to_fit();
+        }
+        for heap in [&mut self.fixed, &mut self.wildcard] {
+            if roomy(heap.items.len(), heap.items.capacity()) {
+                heap.items.shrink_to_fit();
+            }
+        }
     }
 
     fn cursor(&self, class: Class) -> UtcMinute {
