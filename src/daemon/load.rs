@@ -46,11 +46,13 @@ impl Daemon {
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<JobSpec> {
         let who = key.who();
-        self.freed = true;
         let old = self
             .sources
             .take(key)
             .map_or_else(Vec::new, |old| old.entries);
+        // Memory is given back after a reload that replaced or dropped entries, not after the
+        // minute's look at a file that stays refused.
+        self.freed |= !old.is_empty();
         let mut old = Reusable::index(old);
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
@@ -66,6 +68,7 @@ impl Daemon {
                 if announce {
                     self.log.info(&who, "RELOAD", &tab);
                 }
+                self.freed = true;
                 let reboot = self.install(key, crontab, owner_uid, mtime_ns, &mut old);
                 self.retire(key, old);
                 return reboot;

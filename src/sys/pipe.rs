@@ -285,6 +285,17 @@ mod tests {
         let writer = spawn_writer(w, b"short").unwrap();
         let mut back = Vec::new();
         File::from(r).read_to_end(&mut back).unwrap();
+        // The end of file comes when the writer closes the pipe, a moment before it exits:
+        // wait until it has (a zombie), or `stop` would find it alive and kill it.
+        let stat = format!("/proc/{}/stat", writer.pid);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !std::fs::read_to_string(&stat).is_ok_and(|s| s.contains(") Z ")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer did not exit"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(writer.stop().unwrap(), WriterExit::AllWritten);
     }
 

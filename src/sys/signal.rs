@@ -73,10 +73,9 @@ impl SignalPipe {
 
 /// The signals whose action is not the default in this process: those found so when the
 /// daemon installed its handlers (SIGPIPE, which Rust's runtime ignores; whatever the daemon's
-/// parent left ignored, e.g. SIGHUP under nohup) and the handled ones. Bit n-1 is signal n.
-static NOT_DEFAULT: AtomicU64 = AtomicU64::new(0);
-/// Whether [`NOT_DEFAULT`] was filled in.
-static SCANNED: AtomicBool = AtomicBool::new(false);
+/// parent left ignored, e.g. SIGHUP under nohup) and the handled ones. Bit n-1 is signal n;
+/// every signal until the daemon has looked.
+static NOT_DEFAULT: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// Reads the action of every signal once (62 `rt_sigaction` calls), so that each job child
 /// resets only the few that need it instead of all of them.
@@ -100,20 +99,18 @@ fn note_dispositions_not_default() {
         bits |= 1 << (sig - 1);
     }
     NOT_DEFAULT.store(bits, Ordering::Relaxed);
-    SCANNED.store(true, Ordering::Relaxed);
 }
 
 /// In a freshly forked job child: every signal back to its default action and none blocked, so
 /// the job starts as a login shell would (an ignored or blocked signal survives exec). Only the
 /// signals the daemon found or made not default are touched (all of them if it never looked).
 pub fn reset_in_child() {
-    let scanned = SCANNED.load(Ordering::Relaxed);
     let bits = NOT_DEFAULT.load(Ordering::Relaxed);
     for sig in 1..=64 {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
-        if scanned && bits & (1 << (sig - 1)) == 0 {
+        if bits & (1 << (sig - 1)) == 0 {
             continue;
         }
         // SAFETY: setting a disposition to SIG_DFL installs no Rust code; the child is
