@@ -53,7 +53,7 @@ impl Daemon {
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
-        let mut old = Reusable::index(old);
+        let mut old = Reusable::index(&self.cycle, old);
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
             Outcome::Loaded {
@@ -167,8 +167,9 @@ impl Daemon {
             all.extend_from_slice(&entry.command);
         }
         let commands: Arc<[u8]> = all.into();
-        // One owner per user named in the file (a user crontab has one): its entries share it.
-        let mut owners: HashMap<Vec<u8>, Arc<Owner>> = HashMap::new();
+        // One owner per user named in the file (a user crontab has one) and cronie's `-`: its
+        // entries share it.
+        let mut owners: HashMap<(Vec<u8>, bool), Arc<Owner>> = HashMap::new();
         let mut last_owner: Option<Arc<Owner>> = None;
         for (entry, span) in crontab.entries.into_iter().zip(spans) {
             let user = match (key.owner_name(), &entry.user) {
@@ -177,8 +178,10 @@ impl Daemon {
                 (None, None) => continue,
             };
             // Consecutive entries are mostly the same user's: the last owner first.
-            let last = last_owner.as_ref().filter(|o| o.user == user);
-            let owner = match last.or_else(|| owners.get(user)) {
+            let last = last_owner
+                .as_ref()
+                .filter(|o| o.user == user && o.quiet == entry.quiet);
+            let owner = match last.or_else(|| owners.get(&(user.to_vec(), entry.quiet))) {
                 Some(owner) => Arc::clone(owner),
                 None => {
                     let owner = Arc::new(Owner {
@@ -186,14 +189,14 @@ impl Daemon {
                         uid: owner_uid,
                         tab: Arc::clone(&tab),
                         commands: Arc::clone(&commands),
+                        quiet: entry.quiet,
                     });
-                    owners.insert(user.to_vec(), Arc::clone(&owner));
+                    owners.insert((user.to_vec(), entry.quiet), Arc::clone(&owner));
                     owner
                 }
             };
             last_owner = Some(Arc::clone(&owner));
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
-            let mut reuse_key = 0;
             if let When::Periodic(schedule) = &entry.when {
                 let same = Same {
                     schedule,
@@ -205,7 +208,7 @@ impl Daemon {
                     quiet: entry.quiet,
                     env: &entry.env,
                 };
-                reuse_key = old.key(&same);
+                let reuse_key = old.key(&same);
                 if let Some(id) = old.claim(&self.cycle, reuse_key, &same) {
                     // The same entry: it keeps its place; its job now points into the new
                     // text, so the old one's memory goes.
@@ -214,7 +217,7 @@ impl Daemon {
                         job.command = span;
                         job.env = entry.env;
                     }
-                    loaded.entries.push((id, reuse_key));
+                    loaded.entries.push(id);
                     continue;
                 }
             }
@@ -222,13 +225,12 @@ impl Daemon {
                 owner,
                 command: span,
                 env: entry.env,
-                quiet: entry.quiet,
             };
             match entry.when {
                 When::Reboot => reboot.push(spec),
                 When::Periodic(schedule) => {
                     let id = self.cycle.add(schedule, entry.zone, spec, delay);
-                    loaded.entries.push((id, reuse_key));
+                    loaded.entries.push(id);
                 }
             }
         }

@@ -40,7 +40,7 @@ impl<'a> Same<'a> {
             user: job.user(),
             uid: job.owner.uid,
             command: job.command(),
-            quiet: job.quiet,
+            quiet: job.quiet(),
             env: &job.env,
         }
     }
@@ -68,9 +68,10 @@ impl<'a> Same<'a> {
 }
 
 /// Hashes of environments, each computed once: a file's entries share a few. Keyed by address,
-/// which is sound for one reload: every environment looked up is alive at that moment (in the
-/// cycle or in the parsed file), and none is created while the entries are matched (the parser
-/// made the new ones before), so an address never stands for two environments.
+/// which is sound for one reload: the old environments are hashed while they are in the cycle,
+/// and stay there while the parser makes the new ones; none is created while the entries are
+/// matched (an old one freed then leaves an address no environment takes), so an address never
+/// stands for two environments.
 #[derive(Default)]
 struct Envs {
     by_address: HashMap<*const Env, u64>,
@@ -126,21 +127,22 @@ pub(super) struct Reusable {
 }
 
 impl Reusable {
-    /// Indexes the file's entries before the reload, with the keys they were loaded with.
-    pub(super) fn index(entries: Vec<(EntryId, u64)>) -> Reusable {
+    /// Indexes the file's entries before the reload (those still in the cycle).
+    pub(super) fn index(cycle: &Cycle<JobSpec>, entries: Vec<EntryId>) -> Reusable {
         let mut first = IdMap::default();
         first.reserve(entries.len());
         let mut more: IdMap<u64, Vec<EntryId>> = IdMap::default();
-        for (id, key) in entries {
+        let mut envs = Envs::default();
+        for id in entries {
+            let Some((schedule, zone, job, delay)) = cycle.get(id) else {
+                continue;
+            };
+            let key = Same::of(schedule, zone, job, delay).key(&mut envs);
             if let Some(taken) = first.insert(key, id) {
                 more.entry(key).or_default().push(taken);
             }
         }
-        Reusable {
-            first,
-            more,
-            envs: Envs::default(),
-        }
+        Reusable { first, more, envs }
     }
 
     /// The key an entry is indexed by.
@@ -200,35 +202,29 @@ mod tests {
         }
     }
 
-    /// Adds `(expression, command)` entries as the daemon does, with their keys.
-    fn load(
-        cycle: &mut Cycle<JobSpec>,
-        env: &Arc<Env>,
-        lines: &[(&str, &str)],
-    ) -> Vec<(EntryId, u64)> {
+    /// Adds `(expression, command)` entries as the daemon does.
+    fn load(cycle: &mut Cycle<JobSpec>, env: &Arc<Env>, lines: &[(&str, &str)]) -> Vec<EntryId> {
         let all: Vec<u8> = lines.iter().flat_map(|(_, c)| c.bytes()).collect();
         let owner = Arc::new(Owner {
             user: b"alice".to_vec(),
             uid: Some(Uid(1000)),
             tab: "crontabs/alice".into(),
             commands: all.into(),
+            quiet: false,
         });
-        let mut keys = Reusable::index(Vec::new());
         let mut start = 0;
         lines
             .iter()
             .map(|(expr, command)| {
                 let s = schedule(expr);
-                let key = keys.key(&same(&s, command, env));
                 let len = command.len() as u32;
                 let job = JobSpec {
                     owner: Arc::clone(&owner),
                     command: crate::job::Span { start, len },
                     env: Arc::clone(env),
-                    quiet: false,
                 };
                 start += len;
-                (cycle.add(s, None, job, 0), key)
+                cycle.add(s, None, job, 0)
             })
             .collect()
     }
@@ -255,8 +251,8 @@ mod tests {
             &env,
             &[("0 1 * * *", "a"), ("0 1 * * *", "a"), ("0 2 * * *", "b")],
         );
-        let ids: Vec<EntryId> = old.iter().map(|e| e.0).collect();
-        let mut reusable = Reusable::index(old);
+        let ids = old.clone();
+        let mut reusable = Reusable::index(&cycle, old);
         // A new text's environment is another allocation with the same variables.
         let new_env = Env::default();
         let (one, two) = (schedule("0 1 * * *"), schedule("0 2 * * *"));
@@ -282,7 +278,7 @@ mod tests {
         let mut cycle = Cycle::new(UtcMinute(0), Zone::utc());
         let env = Arc::new(Env::default()).with(b"MAILTO", b"alice");
         let old = load(&mut cycle, &env, &[("0 1 * * *", "a")]);
-        let mut reusable = Reusable::index(old);
+        let mut reusable = Reusable::index(&cycle, old);
         let other = Arc::new(Env::default()).with(b"MAILTO", b"bob");
         let s = schedule("0 1 * * *");
         let entry = same(&s, "a", &other);

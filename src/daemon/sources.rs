@@ -15,8 +15,9 @@ use crate::timeline::EntryId;
 /// A loaded source.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Loaded {
-    /// Each entry with the key a reload finds it by (`daemon::reuse`).
-    pub(super) entries: Vec<(EntryId, u64)>,
+    /// The file's entries in the cycle (a reload computes the keys it finds them by,
+    /// `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
+    pub(super) entries: Vec<EntryId>,
     pub(super) mtime_ns: i128,
 }
 
@@ -133,7 +134,7 @@ mod tests {
 
     fn loaded(mtime_ns: i128) -> Loaded {
         Loaded {
-            entries: vec![(EntryId(1), 0)],
+            entries: vec![EntryId(1)],
             mtime_ns,
         }
     }

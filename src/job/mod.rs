@@ -54,6 +54,9 @@ pub struct Owner {
     /// The commands of the file's entries, one after the other: an entry holds where its own
     /// is, not a copy (one allocation per file instead of one per entry).
     pub commands: Arc<[u8]>,
+    /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
+    /// without it have an owner each (the flag costs the entry nothing).
+    pub quiet: bool,
 }
 
 /// Where an entry's command sits in its owner's [`Owner::commands`].
@@ -71,14 +74,17 @@ pub struct JobSpec {
     pub command: Span,
     /// The crontab's variables above the entry.
     pub env: Arc<Env>,
-    /// cronie's `-` before the entry: no CMD, END or CMDEND line.
-    pub quiet: bool,
 }
 
 impl JobSpec {
     /// The user the job runs as.
     pub fn user(&self) -> &[u8] {
         &self.owner.user
+    }
+
+    /// cronie's `-` before the entry: no CMD, END or CMDEND line.
+    pub fn quiet(&self) -> bool {
+        self.owner.quiet
     }
 
     /// The command as written.
@@ -157,7 +163,7 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
     process::close_all_above_stderr();
     let setup = &ChildSetup {
         log: setup.log.for_job_child(),
-        log_mask: if spec.quiet {
+        log_mask: if spec.quiet() {
             setup.log_mask.quiet()
         } else {
             setup.log_mask
@@ -318,7 +324,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
     // and not for an entry written with cronie's `-`.
-    if matches!(setup.output, OutputTo::Syslog) && !spec.quiet {
+    if matches!(setup.output, OutputTo::Syslog) && !spec.quiet() {
         log.line(
             Level::Info,
             &log_lines::cmdend_line(spec.user(), spec.command()),

@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 use jiff::Timestamp;
 
-use super::{Classes, Cursors, Step, UtcMinute};
+use super::{Classes, Cursors, IdMap, Step, UtcMinute};
 use crate::schedule::{Class, Schedule, Zone};
 
 /// An entry's key in the agenda: its place in the agenda's table (low 32 bits) and that
@@ -38,13 +38,12 @@ pub struct Run {
     pub entry: EntryId,
 }
 
-/// One entry: 40 bytes and what the owner of the agenda keeps with it (`payload`: the cycle's
-/// job and delay). Its class is its schedule's.
+/// One entry: 32 bytes and what the owner of the agenda keeps with it (`payload`: the cycle's
+/// job and delay). Its class is its schedule's; its zone, when it has one of its own
+/// (`CRON_TZ`), is in [`Agenda::zones`].
 #[derive(Debug)]
 struct Slot<P> {
     schedule: Schedule,
-    /// `None`: the daemon's local zone (boxed: most entries have none).
-    zone: Option<Box<Zone>>,
     /// The fire time queued in the heap, in UTC minutes; [`NEVER`] if it never fires again.
     next: i64,
     payload: P,
@@ -58,9 +57,8 @@ impl<P> Slot<P> {
         (self.next != NEVER).then_some(self.next)
     }
 
-    /// Sets the next fire time after `after`, in its own zone or `local`.
-    fn reschedule(&mut self, local: &Zone, after: i64) -> Option<i64> {
-        let zone = self.zone.as_deref().unwrap_or(local);
+    /// Sets the next fire time after `after`, in the entry's zone.
+    fn reschedule(&mut self, zone: &Zone, after: i64) -> Option<i64> {
         self.next = next_fire(&self.schedule, zone, after).unwrap_or(NEVER);
         self.next()
     }
@@ -87,6 +85,8 @@ pub struct Agenda<P = ()> {
     wildcard: Heap,
     cursors: Cursors,
     local: Zone,
+    /// The entries with a zone of their own: few, so not a field of every slot.
+    zones: IdMap<EntryId, Zone>,
 }
 
 fn minute_of(ts: Timestamp) -> i64 {
@@ -113,6 +113,7 @@ impl<P> Agenda<P> {
                 wildcard: handled,
             },
             local,
+            zones: IdMap::default(),
         }
     }
 
@@ -203,11 +204,15 @@ impl<P> Agenda<P> {
         let class = schedule.class();
         let mut slot = Slot {
             schedule,
-            zone: zone.map(Box::new),
             next: NEVER,
             payload,
         };
-        if let Some(minute) = slot.reschedule(&self.local, self.cursor(class).0) {
+        let after = self.cursor(class).0;
+        let next = slot.reschedule(zone.as_ref().unwrap_or(&self.local), after);
+        if let Some(zone) = zone {
+            self.zones.insert(id, zone);
+        }
+        if let Some(minute) = next {
             self.heap(class).items.push(Reverse((minute, id)));
         }
         self.slots[index] = Some(slot);
@@ -218,7 +223,7 @@ impl<P> Agenda<P> {
     /// An entry's schedule, its own zone (`None`: the local zone) and its payload.
     pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>, &P)> {
         self.slot(id)
-            .map(|slot| (&slot.schedule, slot.zone.as_deref(), &slot.payload))
+            .map(|slot| (&slot.schedule, self.zones.get(&id), &slot.payload))
     }
 
     /// An entry's payload, to change.
@@ -231,6 +236,7 @@ impl<P> Agenda<P> {
         self.slot(id)?;
         let i = id.index();
         let slot = self.slots[i].take()?;
+        self.zones.remove(&id);
         self.generations[i] = self.generations[i].wrapping_add(1);
         self.free.push(Reverse(i as u32));
         self.live -= 1;
@@ -258,7 +264,6 @@ impl<P> Agenda<P> {
     fn rebuild(&mut self, class: Class, at: Option<UtcMinute>) {
         let after = at.unwrap_or(self.cursor(class));
         let mut items = Vec::new();
-        let local = &self.local;
         for (i, place) in self.slots.iter_mut().enumerate() {
             let Some(slot) = place else {
                 continue;
@@ -266,8 +271,10 @@ impl<P> Agenda<P> {
             if slot.schedule.class() != class {
                 continue;
             }
-            if let Some(m) = slot.reschedule(local, after.0) {
-                items.push(Reverse((m, EntryId::new(i as u32, self.generations[i]))));
+            let id = EntryId::new(i as u32, self.generations[i]);
+            let zone = self.zones.get(&id).unwrap_or(&self.local);
+            if let Some(m) = slot.reschedule(zone, after.0) {
+                items.push(Reverse((m, id)));
             }
         }
         self.heap(class).items = BinaryHeap::from(items);
@@ -316,7 +323,8 @@ impl<P> Agenda<P> {
             return;
         };
         let class = slot.schedule.class();
-        if let Some(m) = slot.reschedule(&self.local, after) {
+        let zone = self.zones.get(&id).unwrap_or(&self.local);
+        if let Some(m) = slot.reschedule(zone, after) {
             let heap = match class {
                 Class::FixedTime => &mut self.fixed,
                 Class::Wildcard => &mut self.wildcard,
@@ -412,15 +420,15 @@ mod size {
     /// The daemon holds one slot per entry: its size is part of the memory budget
     /// (docs/daemon.md, "Figures").
     #[test]
-    fn an_entry_is_eighty_bytes_in_the_agendas_table() {
+    fn an_entry_is_sixty_four_bytes_in_the_agendas_table() {
         use crate::job::JobSpec;
         assert_eq!(std::mem::size_of::<crate::schedule::Schedule>(), 24);
-        assert_eq!(std::mem::size_of::<super::Slot<()>>(), 40);
-        assert_eq!(std::mem::size_of::<JobSpec>(), 32);
+        assert_eq!(std::mem::size_of::<super::Slot<()>>(), 32);
+        assert_eq!(std::mem::size_of::<JobSpec>(), 24);
         // The daemon's place: slot, job and delay, and an empty place costs no more.
         assert_eq!(
             std::mem::size_of::<Option<super::Slot<(JobSpec, u32)>>>(),
-            80
+            64
         );
     }
 }
@@ -450,6 +458,29 @@ mod places {
         // The old id's fire time left in the heap is not the new entry's run twice.
         let (_, runs) = agenda.advance(UtcMinute(1));
         assert_eq!(runs.iter().map(|r| r.entry).collect::<Vec<_>>(), [new]);
+    }
+
+    #[test]
+    fn an_entrys_own_zone_goes_with_it_and_not_to_the_entry_in_its_place() {
+        let midnight = match crate::schedule::parse_expression("0 0 * * *", 0).unwrap() {
+            crate::schedule::When::Periodic(s) => s,
+            crate::schedule::When::Reboot => unreachable!(),
+        };
+        let tokyo = Zone::get("Asia/Tokyo").unwrap();
+        let mut agenda: Agenda<&str> = Agenda::new(UtcMinute(0), Zone::utc());
+        let zoned = agenda.insert(midnight, Some(tokyo), "tokyo");
+        assert_eq!(
+            agenda.get(zoned).and_then(|e| e.1).map(Zone::name),
+            Some("Asia/Tokyo")
+        );
+        // Midnight in Tokyo is 15:00 UTC.
+        assert_eq!(agenda.next_due(), Some(UtcMinute(15 * 60)));
+        agenda.remove(zoned);
+        let local = agenda.insert(midnight, None, "utc");
+        assert_eq!(local.index(), zoned.index(), "the place is reused");
+        assert!(agenda.get(local).is_some_and(|e| e.1.is_none()));
+        assert!(agenda.zones.is_empty());
+        assert_eq!(agenda.next_due(), Some(UtcMinute(24 * 60)));
     }
 
     #[test]
