@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::policy::Policy;
+
 /// The environment an entry gets from its crontab: the variables set above it, in the order
 /// they were first set (a later line with the same name replaces the value in place).
 ///
@@ -17,6 +19,9 @@ use std::sync::Arc;
 #[derive(Clone, Default)]
 pub struct Env {
     newest: Option<Arc<Link>>,
+    /// The extensions' variables as they stand here (`CRON_OVERLAP`, ...), read once per
+    /// assignment so that the daemon never walks the chain to find them.
+    policy: Policy,
 }
 
 struct Link {
@@ -51,6 +56,12 @@ impl Env {
             .map(|link| &*link.value)
     }
 
+    /// `CRON_OVERLAP`, `CRON_MISSED` and `CRON_TIMEOUT` as they stand for the entries holding
+    /// this environment.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
     /// Every variable once, in the order first set, with its latest value.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         let mut oldest_first: Vec<&Link> = self.links().collect();
@@ -70,9 +81,11 @@ impl Env {
     }
 
     /// This environment with one more assignment; `self` and every entry holding it are
-    /// unchanged and share everything with the result.
+    /// unchanged and share everything with the result. A policy variable's value was checked
+    /// by the parser (a bad one is never assigned).
     pub(crate) fn with(self: &Arc<Env>, name: &[u8], value: &[u8]) -> Arc<Env> {
         Arc::new(Env {
+            policy: self.policy.with(name, value).unwrap_or(self.policy),
             newest: Some(Arc::new(Link {
                 name: name.into(),
                 value: value.into(),

@@ -31,6 +31,7 @@ mod address;
 mod command;
 mod diagnostic;
 mod env;
+pub mod policy;
 
 use std::fmt;
 use std::sync::Arc;
@@ -357,6 +358,13 @@ impl Parser<'_, '_> {
                     return;
                 }
             },
+            name if policy::is_policy_name(name) => {
+                if let Err(message) = policy::Policy::default().with(name, value) {
+                    let column = value.as_ptr() as usize - line.as_ptr() as usize;
+                    self.error(number, column, message);
+                    return;
+                }
+            }
             b"MAILTO" | b"MAILFROM" if !value.is_empty() => {
                 let check = if name == b"MAILTO" {
                     address::check_mailto(value)

@@ -245,6 +245,45 @@ fn random_delay_is_read_in_minutes_and_a_bad_value_is_an_error() {
 }
 
 #[test]
+fn the_extensions_variables_apply_below_them_and_a_bad_value_is_an_error_at_its_column() {
+    use crate::crontab::policy::{Missed, Overlap};
+    let tab = user(concat!(
+        "0 1 * * * plain\n",
+        "CRON_OVERLAP=skip\nCRON_TIMEOUT = 90s\n0 2 * * * limited\n",
+        "CRON_OVERLAP=sometimes\nCRON_TIMEOUT=\"1 hour\"\nCRON_MISSED=once\n0 3 * * * kept\n",
+        "CRON_OVERLAP=queue\nCRON_TIMEOUT=0\n0 4 * * * queued\n",
+    ));
+    assert_eq!(
+        shown(&tab.errors),
+        [
+            "tab:5:14: CRON_OVERLAP must be allow, skip or queue, not 'sometimes'",
+            "tab:6:15: CRON_TIMEOUT: '1 hour' is not a duration (NUMBER then s, m, h or d, e.g. 90s, 2h, 1h30m)",
+        ]
+    );
+    let policies: Vec<_> = tab.entries.iter().map(|e| e.env.policy()).collect();
+    assert!(policies[0].is_default());
+    assert_eq!(
+        (policies[1].overlap, policies[1].timeout_s),
+        (Overlap::Skip, Some(90))
+    );
+    // The bad lines changed nothing: the entry below keeps skip and 90 s, and gets once.
+    assert_eq!(
+        (
+            policies[2].overlap,
+            policies[2].timeout_s,
+            policies[2].missed
+        ),
+        (Overlap::Skip, Some(90), Missed::Once)
+    );
+    assert_eq!(
+        (policies[3].overlap, policies[3].timeout_s),
+        (Overlap::Queue, None)
+    );
+    // They are variables like the others: the job sees them.
+    assert_eq!(tab.entries[1].env.get(b"CRON_TIMEOUT"), Some(&b"90s"[..]));
+}
+
+#[test]
 fn a_bad_line_is_reported_with_line_and_column_and_the_good_lines_still_load() {
     let tab = user(
         "0 0 * * * good one\n0 0 * * 5#3 bad\n61 * * * * bad too\n@daily good two\nnonsense here\n",

@@ -1,0 +1,264 @@
+//! The extensions' variables (DESIGN §8, crontab.5 "Extensions"): like `CRON_TZ` and
+//! `RANDOM_DELAY`, each applies to the entries below it, and a file without them means what it
+//! means to Debian's cron.
+//!
+//! * `CRON_OVERLAP=allow|skip|queue`: what a run does when the entry's previous run is still
+//!   going (default `allow`, Vixie's behaviour).
+//! * `CRON_MISSED=skip|once`: whether runs missed while the daemon was not running are made up
+//!   once at start-up (default `skip`).
+//! * `CRON_TIMEOUT=DURATION`: the job's process group gets SIGTERM at the limit and SIGKILL
+//!   [`KILL_AFTER_S`] seconds later (empty or `0`: no limit, the default).
+//!
+//! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
+//! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
+//! an error at its column and the line is ignored (the entries below keep what was in force).
+
+use std::fmt;
+
+/// What a run does when the previous run of its entry has not ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Overlap {
+    /// Start anyway (Vixie's behaviour).
+    #[default]
+    Allow,
+    /// Do not start; log `SKIP`.
+    Skip,
+    /// Start once the running one ends; at most one run waits per entry.
+    Queue,
+}
+
+/// Whether runs missed while the daemon was down are made up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Missed {
+    /// As Vixie's cron: a missed minute is gone.
+    #[default]
+    Skip,
+    /// One run at start-up for all that were missed (anacron's promise).
+    Once,
+}
+
+/// The extensions in force for an entry: 8 bytes, held once per assignment (in the
+/// environment), not per entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Policy {
+    pub overlap: Overlap,
+    pub missed: Missed,
+    /// `CRON_TIMEOUT` in seconds; `None`: no limit.
+    pub timeout_s: Option<u32>,
+}
+
+/// Seconds between the SIGTERM of a timed-out job and the SIGKILL of what is left of it.
+pub const KILL_AFTER_S: u32 = 10;
+
+/// The longest duration written in a crontab: 366 days (a longer time limit is a mistake).
+pub const MAX_DURATION_S: u32 = 366 * 86_400;
+
+/// Whether `name` is one of the variables of this module.
+pub fn is_policy_name(name: &[u8]) -> bool {
+    matches!(name, b"CRON_OVERLAP" | b"CRON_MISSED" | b"CRON_TIMEOUT")
+}
+
+impl Policy {
+    /// This policy with `name=value` applied; `Err` with a message when the value is not one
+    /// the variable takes. A name that is not a policy variable changes nothing.
+    pub fn with(self, name: &[u8], value: &[u8]) -> Result<Policy, String> {
+        let mut policy = self;
+        let text = std::str::from_utf8(value).unwrap_or("\u{fffd}");
+        match name {
+            b"CRON_OVERLAP" => {
+                policy.overlap = match text {
+                    "" | "allow" => Overlap::Allow,
+                    "skip" => Overlap::Skip,
+                    "queue" => Overlap::Queue,
+                    _ => {
+                        return Err(format!(
+                            "CRON_OVERLAP must be allow, skip or queue, not '{}'",
+                            text.escape_debug()
+                        ));
+                    }
+                }
+            }
+            b"CRON_MISSED" => {
+                policy.missed = match text {
+                    "" | "skip" => Missed::Skip,
+                    "once" => Missed::Once,
+                    _ => {
+                        return Err(format!(
+                            "CRON_MISSED must be skip or once, not '{}'",
+                            text.escape_debug()
+                        ));
+                    }
+                }
+            }
+            b"CRON_TIMEOUT" => {
+                policy.timeout_s = match text {
+                    "" | "0" => None,
+                    _ => Some(parse_duration(text).map_err(|e| format!("CRON_TIMEOUT: {e}"))?),
+                }
+            }
+            _ => {}
+        }
+        Ok(policy)
+    }
+
+    /// Whether anything differs from a file without the variables.
+    pub fn is_default(&self) -> bool {
+        *self == Policy::default()
+    }
+}
+
+impl fmt::Display for Policy {
+    /// `overlap=skip missed=once timeout=90s`: what differs from the default.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        match self.overlap {
+            Overlap::Allow => {}
+            Overlap::Skip => parts.push("overlap=skip".to_string()),
+            Overlap::Queue => parts.push("overlap=queue".to_string()),
+        }
+        if self.missed == Missed::Once {
+            parts.push("missed=once".to_string());
+        }
+        if let Some(s) = self.timeout_s {
+            parts.push(format!("timeout={}", Duration(s)));
+        }
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// Seconds, shown the way they are written: `90s`, `2h`, `1h30m`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duration(pub u32);
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut left = self.0;
+        if left == 0 {
+            return f.write_str("0s");
+        }
+        for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+            if left >= size {
+                write!(f, "{}{unit}", left / size)?;
+                left %= size;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `90s`, `2h`, `1h30m`, `45` (seconds): from 1 s to [`MAX_DURATION_S`].
+pub fn parse_duration(text: &str) -> Result<u32, String> {
+    let bad = || {
+        format!(
+            "'{}' is not a duration (NUMBER then s, m, h or d, e.g. 90s, 2h, 1h30m)",
+            text.escape_debug()
+        )
+    };
+    if text.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(seconds) = text.parse::<u64>() {
+        return within(seconds, text);
+    }
+    let mut total: u64 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 9 {
+            return Err(bad());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        let size = match rest.as_bytes().get(digits) {
+            Some(b's') => 1,
+            Some(b'm') => 60,
+            Some(b'h') => 3_600,
+            Some(b'd') => 86_400,
+            _ => return Err(bad()),
+        };
+        total = total.saturating_add(number.saturating_mul(size));
+        rest = &rest[digits + 1..];
+    }
+    within(total, text)
+}
+
+fn within(seconds: u64, text: &str) -> Result<u32, String> {
+    match u32::try_from(seconds) {
+        Ok(s @ 1..=MAX_DURATION_S) => Ok(s),
+        Ok(0) => Err(format!("'{}' is zero", text.escape_debug())),
+        _ => Err(format!(
+            "'{}' is longer than {}",
+            text.escape_debug(),
+            Duration(MAX_DURATION_S)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_numbers_with_units_or_bare_seconds() {
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("2h"), Ok(7_200));
+        assert_eq!(parse_duration("1h30m"), Ok(5_400));
+        assert_eq!(parse_duration("1d2h3m4s"), Ok(93_784));
+        assert_eq!(parse_duration("45"), Ok(45));
+        assert_eq!(parse_duration("366d"), Ok(MAX_DURATION_S));
+        for bad in ["", "s", "1x", "1 h", "-5s", "1.5h", "h1", "90S", "1h30"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_duration("0s").unwrap_err().contains("zero"));
+        assert!(
+            parse_duration("367d")
+                .unwrap_err()
+                .contains("longer than 366d")
+        );
+        assert!(parse_duration("99999999999999999999s").is_err());
+    }
+
+    #[test]
+    fn durations_are_shown_as_they_are_written() {
+        assert_eq!(Duration(90).to_string(), "1m30s");
+        assert_eq!(Duration(7_200).to_string(), "2h");
+        assert_eq!(Duration(93_784).to_string(), "1d2h3m4s");
+    }
+
+    #[test]
+    fn each_variable_takes_its_own_values_and_empty_means_the_default() {
+        let p = Policy::default();
+        assert!(p.is_default());
+        let p = p.with(b"CRON_OVERLAP", b"skip").unwrap();
+        let p = p.with(b"CRON_MISSED", b"once").unwrap();
+        let p = p.with(b"CRON_TIMEOUT", b"90s").unwrap();
+        assert_eq!(
+            p,
+            Policy {
+                overlap: Overlap::Skip,
+                missed: Missed::Once,
+                timeout_s: Some(90)
+            }
+        );
+        assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
+        let q = p.with(b"CRON_OVERLAP", b"queue").unwrap();
+        assert_eq!(q.overlap, Overlap::Queue);
+        assert_eq!(
+            p.with(b"PATH", b"/bin"),
+            Ok(p),
+            "other names change nothing"
+        );
+        let back = p
+            .with(b"CRON_OVERLAP", b"")
+            .and_then(|p| p.with(b"CRON_MISSED", b""))
+            .and_then(|p| p.with(b"CRON_TIMEOUT", b"0"))
+            .unwrap();
+        assert!(back.is_default());
+        assert!(p.with(b"CRON_OVERLAP", b"Skip").is_err());
+        assert!(p.with(b"CRON_MISSED", b"always").is_err());
+        assert!(
+            p.with(b"CRON_TIMEOUT", b"soon")
+                .unwrap_err()
+                .starts_with("CRON_TIMEOUT: 'soon' is not a duration")
+        );
+    }
+}
