@@ -13,6 +13,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 
+use super::time_limit::Action;
 use crate::log::line::MAX_LINE;
 use crate::log::{LogLine, printable};
 use crate::sys::user::Uid;
@@ -177,6 +178,21 @@ pub fn output_dropped_line(user: &[u8], dropped: u64, limit: u64) -> LogLine {
         "OUTPUT",
         format!("{dropped} bytes of output dropped past the --max-output limit of {limit} bytes"),
     )
+}
+
+/// `CRON_TIMEOUT`'s lines: `(user) TIMEOUT (command) after 1m30s: SIGTERM to its process
+/// group`, then, if the group outlives the grace, `(user) TIMEOUT (command) 10s after SIGTERM:
+/// SIGKILL to its process group`.
+pub fn timeout_line(user: &[u8], command: &[u8], seconds: u32, action: Action) -> LogLine {
+    use crate::crontab::policy::{Duration, KILL_AFTER_S};
+    let note = match action {
+        Action::Term => format!("after {}: SIGTERM to its process group", Duration(seconds)),
+        Action::Kill => format!(
+            "{} after SIGTERM: SIGKILL to its process group",
+            Duration(KILL_AFTER_S)
+        ),
+    };
+    LogLine::new(user, "TIMEOUT", printable(command)).with_note(note)
 }
 
 /// Debian's `(user) ERROR (getpwnam() failed - user unknown)`, naming the crontab the entry

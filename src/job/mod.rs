@@ -21,6 +21,7 @@ mod shell;
 pub mod stdin;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod time_limit;
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -299,6 +300,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 command: &prepared.input.command,
                 env: &prepared.cron_env,
                 exit,
+                timed_out: finished.timed_out,
             };
             let outcome = mail::mail_output(&job, &config, output, &prepared.env);
             if let Some(line) = outcome.log_line(spec.user()) {

@@ -4,21 +4,29 @@
 //! `pre_exec` hook, so std takes its vfork path (DESIGN §5); this file must not add one, and it
 //! must be called only after the privilege drop: everything it creates belongs to the job's
 //! user. It logs CMD and its own failures; what happens to the output is the caller's.
+//!
+//! With `CRON_TIMEOUT` the shell leads a process group of its own (std's spawn sets it, still
+//! without a hook), which gets SIGTERM at the limit and SIGKILL after the grace
+//! (`time_limit`); the shell is reaped only after that, so the group's id stays the job's.
 
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use super::env::lookup;
 use super::log_lines::{self, JobExit};
 use super::output::Output;
 use super::stdin::JobStdin;
+use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec};
 use crate::crontab::JobInput;
 use crate::log::{Level, Log, printable};
+use crate::sys::process::{self, GroupSignal};
 use crate::sys::{pipe, poll};
 
 /// A shell that ran to its end.
@@ -27,6 +35,8 @@ pub(super) struct Finished {
     pub shell_pid: u32,
     pub exit: JobExit,
     pub output: Output,
+    /// `CRON_TIMEOUT` in seconds, when the job reached it.
+    pub timed_out: Option<u32>,
 }
 
 /// Starts the shell with its stdin (the `%` text through a writer grandchild, or /dev/null) and
@@ -70,6 +80,10 @@ pub(super) fn run_shell(
         .stdin(stdin.take_for_shell())
         .stdout(Stdio::from(out_end))
         .stderr(Stdio::from(err_end));
+    let timeout_s = spec.env.policy().timeout_s;
+    if timeout_s.is_some() {
+        command.process_group(0);
+    }
     let spawned = command.spawn();
     // The Command holds the shell's ends of both pipes: drop them, so end-of-file on the output
     // means the job is done with it, and the stdin writer never waits for us.
@@ -88,6 +102,7 @@ pub(super) fn run_shell(
         }
     };
     let shell_pid = child.id();
+    let mut limit = timeout_s.map(|s| TimeLimit::new(s, Instant::now()));
     if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, spec.command())
     {
         log.line(Level::Info, &line);
@@ -96,11 +111,34 @@ pub(super) fn run_shell(
     // Debian's job ends when its shell exits, not when the last process holding its output
     // lets go: the exit is watched with the pipe (a pidfd), so a job that leaves a process
     // behind (`server &`) is reported at once. Without pidfd (Linux < 5.3), end-of-file.
-    let captured = match crate::sys::process::exit_watch(shell_pid) {
-        Ok(exit) => capture_until_exit(output, read_end, &exit),
-        Err(_) => output
-            .capture_from(File::from(read_end))
-            .map(|output| (output, None)),
+    let mut signal = |action: Action, seconds: u32| {
+        let line = log_lines::timeout_line(who, spec.command(), seconds, action);
+        log.line(Level::Warning, &line);
+        let signal = match action {
+            Action::Term => GroupSignal::Term,
+            Action::Kill => GroupSignal::Kill,
+        };
+        match process::signal_group(shell_pid, signal) {
+            // Nothing left to signal: the group ended between our look and the signal.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => log.error(who, "ERROR", &format!("can't signal the job's group: {e}")),
+            Ok(()) => {}
+        }
+    };
+    let captured = match process::exit_watch(shell_pid) {
+        Ok(exit) => capture_until_exit(output, read_end, &exit, &mut limit, &mut signal),
+        Err(_) => {
+            if limit.take().is_some() {
+                log.error(
+                    who,
+                    "ERROR",
+                    "CRON_TIMEOUT not applied: it needs pidfd_open (Linux 5.3)",
+                );
+            }
+            output
+                .capture_from(File::from(read_end))
+                .map(|output| (output, None))
+        }
     };
     let captured = captured.map(|(output, left_behind)| {
         if let Some(pipe) = left_behind {
@@ -159,47 +197,79 @@ pub(super) fn run_shell(
         shell_pid,
         exit: JobExit::from_status(status?),
         output,
+        timed_out: limit.filter(TimeLimit::reached).map(|l| l.seconds),
     })
 }
 
 /// Reads the job's output until its shell exits (`shell_exit` readable), then what is in the pipe
 /// at that moment, and no more. Returns the pipe too when processes the shell started still
-/// hold it open.
+/// hold it open. With a time limit, signals the group when it is due (`signal`), and after a
+/// SIGTERM keeps reading until the SIGKILL, even once the shell has exited.
 fn capture_until_exit(
     mut output: Output,
     pipe: OwnedFd,
     shell_exit: &OwnedFd,
+    limit: &mut Option<TimeLimit>,
+    signal: &mut dyn FnMut(Action, u32),
 ) -> io::Result<(Output, Option<OwnedFd>)> {
     let mut pipe = File::from(pipe);
     let mut buf = vec![0u8; 16 * 1024];
+    // End-of-file before the shell exits (a job that closed its output): then only the exit
+    // and the time limit are waited for.
+    let mut eof = false;
+    let mut check_limit = |limit: &mut Option<TimeLimit>| {
+        let limit = limit.as_mut()?;
+        if let Some(action) = limit.due(Instant::now()) {
+            signal(action, limit.seconds);
+        }
+        limit.wait_ms(Instant::now())
+    };
+    let mut wait_ms = check_limit(limit);
     loop {
-        let ready = poll::wait_readable(&[pipe.as_fd(), shell_exit.as_fd()], None)?;
+        let ready = if eof {
+            let exited = poll::wait_readable(&[shell_exit.as_fd()], wait_ms)?;
+            [false, exited[0]]
+        } else {
+            let ready = poll::wait_readable(&[pipe.as_fd(), shell_exit.as_fd()], wait_ms)?;
+            [ready[0], ready[1]]
+        };
+        wait_ms = check_limit(limit);
         if ready[1] {
             break;
         }
-        if ready[0] {
-            match pipe.read(&mut buf) {
-                Ok(0) => return Ok((output, None)),
-                Ok(n) => output.push(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        if ready[0] && read_some(&mut pipe, &mut buf, &mut output)? == 0 {
+            eof = true;
         }
     }
     // The shell has exited: take what it left in the pipe (a left-behind process may add to it
     // meanwhile: that much is taken too, never more than was there when we looked).
-    let mut waiting = pipe::bytes_waiting(pipe.as_fd())?;
-    while waiting > 0 {
-        let want = waiting.min(buf.len());
-        match pipe.read(&mut buf[..want]) {
-            Ok(0) => return Ok((output, None)),
-            Ok(n) => {
-                output.push(&buf[..n]);
-                waiting -= n;
+    if !eof {
+        let mut waiting = pipe::bytes_waiting(pipe.as_fd())?;
+        while waiting > 0 {
+            let want = waiting.min(buf.len());
+            match read_some(&mut pipe, &mut buf[..want], &mut output)? {
+                0 => {
+                    eof = true;
+                    break;
+                }
+                n => waiting = waiting.saturating_sub(n),
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
         }
+    }
+    // Timed out and the shell gone after SIGTERM: what is left of the group has until the
+    // SIGKILL; what it prints meanwhile is the job's output.
+    while limit.as_ref().is_some_and(TimeLimit::in_grace) {
+        if eof {
+            poll::wait_readable(&[], wait_ms)?;
+        } else if poll::wait_readable(&[pipe.as_fd()], wait_ms)?[0]
+            && read_some(&mut pipe, &mut buf, &mut output)? == 0
+        {
+            eof = true;
+        }
+        wait_ms = check_limit(limit);
+    }
+    if eof {
+        return Ok((output, None));
     }
     // End-of-file now (readable with nothing in it) means nobody else holds the pipe.
     let ready = poll::wait_readable(&[pipe.as_fd()], Some(0))?;
@@ -207,6 +277,21 @@ fn capture_until_exit(
         return Ok((output, None));
     }
     Ok((output, Some(OwnedFd::from(pipe))))
+}
+
+/// One read from the output pipe into `output` (called when the pipe is readable); the bytes
+/// read, 0 at end-of-file.
+fn read_some(pipe: &mut File, buf: &mut [u8], output: &mut Output) -> io::Result<usize> {
+    loop {
+        match pipe.read(buf) {
+            Ok(n) => {
+                output.push(&buf[..n]);
+                return Ok(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Reaps the stdin writer; a job that did not read its input is fine, anything else is logged.

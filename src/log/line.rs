@@ -18,6 +18,9 @@ pub struct LogLine {
     detail: Vec<u8>,
     /// Only the detail, without `(who) EVENT (…)`: the few messages Debian logs bare.
     bare: bool,
+    /// Our words after the detail, `(who) EVENT (command) note`: the extensions' lines
+    /// (`SKIP`, `TIMEOUT`) keep the command in parentheses, where filters for CMD find it.
+    note: String,
 }
 
 impl LogLine {
@@ -31,7 +34,14 @@ impl LogLine {
             event: event.into(),
             detail: detail.into(),
             bare: false,
+            note: String::new(),
         }
+    }
+
+    /// This line with `note` after the detail (short words of ours, never input).
+    pub fn with_note(mut self, note: impl Into<String>) -> LogLine {
+        self.note = note.into();
+        self
     }
 
     /// A message logged as it is, as Debian logs PAM's refusals (`pam_strerror`'s text, e.g.
@@ -42,6 +52,7 @@ impl LogLine {
             event: Cow::Borrowed(""),
             detail: text.into(),
             bare: true,
+            note: String::new(),
         }
     }
 
@@ -56,7 +67,12 @@ impl LogLine {
             v.extend_from_slice(CUT_MARK.as_bytes());
             return v;
         }
-        let frame = self.who.len() + self.event.len() + 6;
+        let note = if self.note.is_empty() {
+            0
+        } else {
+            self.note.len() + 1
+        };
+        let frame = self.who.len() + self.event.len() + 6 + note;
         let detail: &[u8] = if frame + self.detail.len() <= MAX_LINE {
             &self.detail
         } else {
@@ -74,6 +90,10 @@ impl LogLine {
             v.extend_from_slice(CUT_MARK.as_bytes());
         }
         v.push(b')');
+        if !self.note.is_empty() {
+            v.push(b' ');
+            v.extend_from_slice(self.note.as_bytes());
+        }
         v
     }
 }
@@ -151,6 +171,20 @@ mod tests {
     fn mkprint_twice_is_mkprint_once() {
         let once = printable(b"jos\xe9\n\x7f");
         assert_eq!(printable(once.as_bytes()), once);
+    }
+
+    #[test]
+    fn a_note_follows_the_detail_and_a_long_detail_is_cut_before_it() {
+        let line =
+            LogLine::new("alice", "SKIP", "sleep 100").with_note("still running since 10:00");
+        assert_eq!(
+            line.to_string(),
+            "(alice) SKIP (sleep 100) still running since 10:00"
+        );
+        let long = LogLine::new("alice", "SKIP", "x".repeat(5000)).with_note("still running");
+        let bytes = long.to_bytes();
+        assert_eq!(bytes.len(), MAX_LINE);
+        assert!(bytes.ends_with(b"...[cut]) still running"));
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub struct JobMail<'a> {
     /// CONTENT_TRANSFER_ENCODING are read from it.
     pub env: &'a [(Vec<u8>, Vec<u8>)],
     pub exit: JobExit,
+    /// `CRON_TIMEOUT` in seconds, when the job reached it: the subject says so.
+    pub timed_out: Option<u32>,
 }
 
 impl JobMail<'_> {
@@ -295,6 +297,10 @@ fn header(
     subject.extend_from_slice(&one_line(&config.host));
     subject.extend_from_slice(b"> ");
     subject.extend_from_slice(&one_line(job.command));
+    if let Some(seconds) = job.timed_out {
+        let limit = crate::crontab::policy::Duration(seconds);
+        subject.extend_from_slice(format!(" (timed out after {limit})").as_bytes());
+    }
     if let Some(suffix) = job.exit.subject_suffix() {
         subject.extend_from_slice(suffix.as_bytes());
     }

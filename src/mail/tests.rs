@@ -24,6 +24,7 @@ fn job<'a>(env: &'a [(Vec<u8>, Vec<u8>)], command: &'a [u8], exit: JobExit) -> J
         command,
         env,
         exit,
+        timed_out: None,
     }
 }
 
@@ -62,6 +63,28 @@ fn the_header_has_every_line_in_debian_order_then_a_blank_line() {
          X-Cron-Env: <HOME=/home/alice>\n\
          X-Cron-Env: <LOGNAME=alice>\n\
          \n"
+    );
+}
+
+#[test]
+fn a_job_that_reached_its_time_limit_says_so_in_the_subject() {
+    let e = env(&[]);
+    let killed = JobExit::Signaled {
+        signal: 15,
+        core_dumped: false,
+    };
+    let timed_out = JobMail {
+        timed_out: Some(90),
+        ..job(&e, b"sleep 100", killed)
+    };
+    let (_, h) = sent(plan(&timed_out, &config(), false, TextKind::Ascii));
+    // Unfolded (a fold is a newline before a space).
+    let h = h.replace("\n ", " ");
+    assert!(
+        h.contains(
+            "\nSubject: Cron <alice@vm> sleep 100 (timed out after 1m30s) (killed by signal 15)\n"
+        ),
+        "{h}"
     );
 }
 

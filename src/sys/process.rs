@@ -65,12 +65,25 @@ pub fn exit_watch(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
 /// Sends SIGKILL to every process of the group `pgid` (a child that was made a group leader
 /// and is not reaped yet, so the group can't be another's).
 pub fn kill_group(pgid: u32) -> io::Result<()> {
+    signal_group(pgid, GroupSignal::Kill)
+}
+
+/// The signals a process group is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSignal {
+    Term,
+    Kill,
+}
+
+/// Sends `signal` to every process of the group `pgid`, under the same rule as [`kill_group`].
+pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<()> {
+    use nix::sys::signal::Signal;
     let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    nix::sys::signal::killpg(
-        unistd::Pid::from_raw(pgid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .map_err(io::Error::from)
+    let signal = match signal {
+        GroupSignal::Term => Signal::SIGTERM,
+        GroupSignal::Kill => Signal::SIGKILL,
+    };
+    nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal).map_err(io::Error::from)
 }
 
 /// The `Threads:` line of /proc/self/status; `None` if it can't be read.

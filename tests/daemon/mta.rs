@@ -31,6 +31,7 @@ fn send(
         command: command.as_bytes(),
         env,
         exit,
+        timed_out: None,
     };
     mail::mail_output(&job, &config(), output, env)
 }
@@ -278,6 +279,7 @@ fn root_a_missing_sendmail_is_reported_as_no_mta() {
         command: b"echo",
         env: &env,
         exit: JobExit::from_status(status),
+        timed_out: None,
     };
     let cfg = MailConfig {
         command: MailCommand::Sendmail(tmp.path().join("no-sendmail")),

@@ -40,6 +40,7 @@ fn nobodys_job<'a>(
         command,
         env,
         exit: JobExit::from_status(status),
+        timed_out: None,
     }
 }
 
