@@ -36,7 +36,7 @@ pub(super) struct Daemon {
     /// Which files are loaded and which were refused.
     pub(super) sources: Sources,
     /// Running job children, by pid and by entry.
-    pub(super) running: Running,
+    pub(super) running: Running<JobSpec>,
     signals: SignalPipe,
     pub(super) timer: MinuteTimer,
     /// `None`: no inotify; files are checked every minute.
@@ -253,7 +253,9 @@ impl Daemon {
             // The job child logs its own end (it knows the command and the shell's status);
             // the daemon learns here which entry's job ended.
             for (pid, _exit) in process::reap() {
-                self.running.ended(pid);
+                if let Some((entry, Some(waiting))) = self.running.ended(pid) {
+                    self.start_waiting(entry, waiting, wall_clock());
+                }
             }
         }
         if arrived.terminate || arrived.interrupt {
@@ -265,6 +267,16 @@ impl Daemon {
                     &format!(
                         "{} jobs still running; they finish on their own",
                         self.running.len()
+                    ),
+                );
+            }
+            if self.running.waiting() > 0 {
+                self.log.info(
+                    "CRON",
+                    "INFO",
+                    &format!(
+                        "{} runs waiting for a running one (CRON_OVERLAP=queue) not started",
+                        self.running.waiting()
                     ),
                 );
             }

@@ -6,8 +6,11 @@
 use jiff::Timestamp;
 
 use super::event_loop::Daemon;
-use crate::job::{self, JobSpec};
-use crate::timeline::{Movement, UtcMinute};
+use super::running::Admit;
+use crate::crontab::policy::Overlap;
+use crate::job::{self, JobSpec, log_lines};
+use crate::log::Level;
+use crate::timeline::{EntryId, Movement, UtcMinute};
 
 /// What woke the daemon for a minute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,9 +121,32 @@ impl Daemon {
             let Some(queued) = self.cycle.next_to_start(now_ms) else {
                 break;
             };
+            let overlap = queued.job.job.env.policy().overlap;
+            if overlap != Overlap::Allow {
+                let (entry, job) = (queued.job.entry, &queued.job.job);
+                match self.running.admit(entry, overlap, job.clone()) {
+                    Admit::Start(_) => {}
+                    Admit::Skip {
+                        since_ms,
+                        also_waiting,
+                    } => {
+                        let since = self.clock_time(since_ms);
+                        let line =
+                            log_lines::skip_line(job.user(), job.command(), &since, also_waiting);
+                        self.log.line(Level::Info, &line);
+                        continue;
+                    }
+                    Admit::Wait { since_ms } => {
+                        let since = self.clock_time(since_ms);
+                        let line = log_lines::wait_line(job.user(), job.command(), &since);
+                        self.log.line(Level::Info, &line);
+                        continue;
+                    }
+                }
+            }
             match job::start(&queued.job.job, &self.setup) {
                 Ok(pid) => {
-                    self.running.started(pid, queued.job.entry);
+                    self.running.started(pid, queued.job.entry, now_ms);
                     self.fork_failures.succeeded(&self.log);
                 }
                 Err(e) => {
@@ -136,6 +162,32 @@ impl Daemon {
             // A backlog at the boundary is carried by the timer, armed for the next minute.
             self.arm(now);
         }
+    }
+}
+
+impl Daemon {
+    /// Starts the run that waited for its entry's last run to end (`CRON_OVERLAP=queue`); if
+    /// it can't be forked, it joins the queue, first in line.
+    pub(super) fn start_waiting(&mut self, entry: Option<EntryId>, job: JobSpec, now: Timestamp) {
+        match job::start(&job, &self.setup) {
+            Ok(pid) => {
+                self.running.started(pid, entry, now.as_millisecond());
+                self.fork_failures.succeeded(&self.log);
+            }
+            Err(e) => {
+                self.fork_failures.failed(&self.log, e);
+                let minute = UtcMinute::containing(now.as_second());
+                self.cycle.queue_run(entry, job, minute);
+                self.arm(now);
+            }
+        }
+    }
+
+    /// `HH:MM` of an epoch millisecond in the daemon's zone, as the log shows start times.
+    fn clock_time(&self, ms: i64) -> String {
+        let at = Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH);
+        let civil = self.cycle.local_zone().civil(at);
+        format!("{:02}:{:02}", civil.hour(), civil.minute())
     }
 }
 

@@ -1,56 +1,136 @@
-//! The table of running job children: by pid (to forget a child when it is reaped) and by entry
-//! (how many jobs of an entry are running now — what overlap policies such as
-//! `CRON_OVERLAP=skip` will ask). Pure bookkeeping, no syscalls.
+//! The table of running job children, by pid (to forget a child when it is reaped) and by entry
+//! (whether a run of the entry is going, since when, and the run waiting for it to end), and
+//! what `CRON_OVERLAP` decides from it. Pure bookkeeping, no syscalls: the daemon tells it what
+//! it forked and reaped, with the time.
+//!
+//! `allow` (the default, Vixie's behaviour) starts every run. `skip` does not start a run while
+//! one of its entry is going. `queue` keeps it until that one ends, then starts it: at most one
+//! run waits per entry, a further one is skipped.
 
 use std::collections::HashMap;
 
+use crate::crontab::policy::Overlap;
 use crate::sys::process::Pid;
 use crate::timeline::EntryId;
 
-#[derive(Debug, Default)]
-pub(super) struct Running {
-    /// Each child and the entry it runs (`None`: an @reboot job).
-    by_pid: HashMap<Pid, Option<EntryId>>,
-    /// Entries with at least one running job, and how many.
-    by_entry: HashMap<EntryId, u32>,
+/// An entry with runs going.
+#[derive(Debug)]
+struct Busy<J> {
+    count: u32,
+    /// When the run that made the entry busy started (epoch ms): the one a `SKIP` line names.
+    since_ms: i64,
+    /// The run `CRON_OVERLAP=queue` keeps until the entry is idle.
+    waiting: Option<J>,
 }
 
-impl Running {
-    pub(super) fn started(&mut self, pid: Pid, entry: Option<EntryId>) {
-        if let Some(old) = self.by_pid.insert(pid, entry) {
-            // A pid is reused only after it was reaped; keep the counts right regardless.
-            self.forget_entry(old);
+#[derive(Debug)]
+pub(super) struct Running<J> {
+    /// Each child and the entry it runs (`None`: an @reboot job).
+    by_pid: HashMap<Pid, Option<EntryId>>,
+    by_entry: HashMap<EntryId, Busy<J>>,
+}
+
+impl<J> Default for Running<J> {
+    fn default() -> Self {
+        Running {
+            by_pid: HashMap::new(),
+            by_entry: HashMap::new(),
         }
-        if let Some(entry) = entry {
-            *self.by_entry.entry(entry).or_insert(0) += 1;
+    }
+}
+
+/// What to do with a run that is due to start.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Admit<J> {
+    /// Start it.
+    Start(J),
+    /// Not started: a run of the entry has been going since `since_ms` (`skip`, or `queue`
+    /// with a run already waiting: `also_waiting`).
+    Skip { since_ms: i64, also_waiting: bool },
+    /// Kept until the run going since `since_ms` ends (`queue`).
+    Wait { since_ms: i64 },
+}
+
+impl<J> Running<J> {
+    /// Whether the run of `entry` that is due may start now, under `overlap`.
+    pub(super) fn admit(&mut self, entry: Option<EntryId>, overlap: Overlap, job: J) -> Admit<J> {
+        let Some(busy) = entry.and_then(|e| self.by_entry.get_mut(&e)) else {
+            return Admit::Start(job);
+        };
+        if busy.count == 0 {
+            return Admit::Start(job);
+        }
+        let since_ms = busy.since_ms;
+        match overlap {
+            Overlap::Allow => Admit::Start(job),
+            Overlap::Skip => Admit::Skip {
+                since_ms,
+                also_waiting: false,
+            },
+            Overlap::Queue if busy.waiting.is_some() => Admit::Skip {
+                since_ms,
+                also_waiting: true,
+            },
+            Overlap::Queue => {
+                busy.waiting = Some(job);
+                Admit::Wait { since_ms }
+            }
         }
     }
 
-    /// A child was reaped: returns the entry it ran, if it was one of ours.
-    pub(super) fn ended(&mut self, pid: Pid) -> Option<Option<EntryId>> {
+    /// A job child was forked at `now_ms` for `entry`.
+    pub(super) fn started(&mut self, pid: Pid, entry: Option<EntryId>, now_ms: i64) {
+        if let Some(old) = self.by_pid.insert(pid, entry) {
+            // A pid is reused only after it was reaped; keep the counts right regardless.
+            self.forget(old);
+        }
+        if let Some(entry) = entry {
+            let busy = self.by_entry.entry(entry).or_insert(Busy {
+                count: 0,
+                since_ms: now_ms,
+                waiting: None,
+            });
+            if busy.count == 0 {
+                busy.since_ms = now_ms;
+            }
+            busy.count += 1;
+        }
+    }
+
+    /// A child was reaped: `None` if it was not one of ours; else its entry, and the run that
+    /// waited for the entry to be idle, which is to start now.
+    pub(super) fn ended(&mut self, pid: Pid) -> Option<(Option<EntryId>, Option<J>)> {
         let entry = self.by_pid.remove(&pid)?;
-        self.forget_entry(entry);
-        Some(entry)
+        Some((entry, self.forget(entry)))
     }
 
     /// How many jobs of this entry are running.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn count(&self, entry: EntryId) -> u32 {
-        self.by_entry.get(&entry).copied().unwrap_or(0)
+        self.by_entry.get(&entry).map_or(0, |b| b.count)
     }
 
     pub(super) fn len(&self) -> usize {
         self.by_pid.len()
     }
 
-    fn forget_entry(&mut self, entry: Option<EntryId>) {
-        let Some(entry) = entry else { return };
-        if let Some(n) = self.by_entry.get_mut(&entry) {
-            *n -= 1;
-            if *n == 0 {
-                self.by_entry.remove(&entry);
-            }
+    /// How many runs wait for a running one to end.
+    pub(super) fn waiting(&self) -> usize {
+        self.by_entry
+            .values()
+            .filter(|b| b.waiting.is_some())
+            .count()
+    }
+
+    /// One run of `entry` fewer; the waiting run when the entry became idle.
+    fn forget(&mut self, entry: Option<EntryId>) -> Option<J> {
+        let entry = entry?;
+        let busy = self.by_entry.get_mut(&entry)?;
+        busy.count = busy.count.saturating_sub(1);
+        if busy.count > 0 {
+            return None;
         }
+        self.by_entry.remove(&entry).and_then(|b| b.waiting)
     }
 }
 
@@ -60,28 +140,94 @@ mod tests {
 
     #[test]
     fn the_table_counts_running_jobs_per_entry_until_each_child_is_reaped() {
-        let mut running = Running::default();
+        let mut running: Running<&str> = Running::default();
         let (a, b) = (EntryId(1), EntryId(2));
-        running.started(Pid(100), Some(a));
-        running.started(Pid(101), Some(a));
-        running.started(Pid(102), Some(b));
-        running.started(Pid(103), None);
+        running.started(Pid(100), Some(a), 0);
+        running.started(Pid(101), Some(a), 0);
+        running.started(Pid(102), Some(b), 0);
+        running.started(Pid(103), None, 0);
         assert_eq!(
             (running.count(a), running.count(b), running.len()),
             (2, 1, 4)
         );
-        assert_eq!(running.ended(Pid(100)), Some(Some(a)));
+        assert_eq!(running.ended(Pid(100)), Some((Some(a), None)));
         assert_eq!(running.count(a), 1);
-        assert_eq!(running.ended(Pid(103)), Some(None), "an @reboot job");
+        assert_eq!(
+            running.ended(Pid(103)),
+            Some((None, None)),
+            "an @reboot job"
+        );
         assert_eq!(running.ended(Pid(999)), None, "not a job child");
-        assert_eq!(running.ended(Pid(101)), Some(Some(a)));
+        assert_eq!(running.ended(Pid(101)), Some((Some(a), None)));
         assert_eq!(
             (running.count(a), running.count(b), running.len()),
             (0, 1, 1)
         );
         assert!(
             !running.by_entry.contains_key(&a),
-            "no empty counters are kept"
+            "no empty records are kept"
+        );
+    }
+
+    #[test]
+    fn allow_starts_every_run_and_skip_none_while_one_is_going() {
+        let mut running: Running<&str> = Running::default();
+        let a = EntryId(1);
+        assert_eq!(
+            running.admit(Some(a), Overlap::Skip, "first"),
+            Admit::Start("first")
+        );
+        running.started(Pid(10), Some(a), 60_000);
+        assert_eq!(
+            running.admit(Some(a), Overlap::Allow, "second"),
+            Admit::Start("second")
+        );
+        assert_eq!(
+            running.admit(Some(a), Overlap::Skip, "third"),
+            Admit::Skip {
+                since_ms: 60_000,
+                also_waiting: false
+            }
+        );
+        assert_eq!(running.ended(Pid(10)), Some((Some(a), None)));
+        assert_eq!(
+            running.admit(Some(a), Overlap::Skip, "fourth"),
+            Admit::Start("fourth")
+        );
+        // @reboot jobs have no entry: nothing to overlap with.
+        assert_eq!(
+            running.admit(None, Overlap::Skip, "boot"),
+            Admit::Start("boot")
+        );
+    }
+
+    #[test]
+    fn queue_keeps_one_run_until_the_entry_is_idle_and_skips_the_rest() {
+        let mut running: Running<&str> = Running::default();
+        let a = EntryId(1);
+        running.started(Pid(10), Some(a), 60_000);
+        // An earlier `allow` left two runs going: the queued one waits for both.
+        running.started(Pid(11), Some(a), 120_000);
+        assert_eq!(
+            running.admit(Some(a), Overlap::Queue, "next"),
+            Admit::Wait { since_ms: 60_000 }
+        );
+        assert_eq!(
+            running.admit(Some(a), Overlap::Queue, "later"),
+            Admit::Skip {
+                since_ms: 60_000,
+                also_waiting: true
+            }
+        );
+        assert_eq!(running.waiting(), 1);
+        assert_eq!(running.ended(Pid(10)), Some((Some(a), None)));
+        assert_eq!(running.ended(Pid(11)), Some((Some(a), Some("next"))));
+        assert_eq!(running.waiting(), 0);
+        // The waiting run is started by the caller, and makes the entry busy again from then.
+        running.started(Pid(12), Some(a), 180_000);
+        assert_eq!(
+            running.admit(Some(a), Overlap::Queue, "again"),
+            Admit::Wait { since_ms: 180_000 }
         );
     }
 }

@@ -195,6 +195,24 @@ pub fn timeout_line(user: &[u8], command: &[u8], seconds: u32, action: Action) -
     LogLine::new(user, "TIMEOUT", printable(command)).with_note(note)
 }
 
+/// `CRON_OVERLAP=skip` (or `queue` with a run already waiting): `(user) SKIP (command) still
+/// running since HH:MM`, the time the running one started, in the daemon's zone.
+pub fn skip_line(user: &[u8], command: &[u8], since: &str, also_waiting: bool) -> LogLine {
+    let note = if also_waiting {
+        format!("still running since {since}, and a run already waits for it")
+    } else {
+        format!("still running since {since}")
+    };
+    LogLine::new(user, "SKIP", printable(command)).with_note(note)
+}
+
+/// `CRON_OVERLAP=queue`: `(user) WAIT (command) still running since HH:MM: starts when it
+/// ends`.
+pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {
+    LogLine::new(user, "WAIT", printable(command))
+        .with_note(format!("still running since {since}: starts when it ends"))
+}
+
 /// Debian's `(user) ERROR (getpwnam() failed - user unknown)`, naming the crontab the entry
 /// comes from, so an admin can find a system file that names a user passwd doesn't know.
 pub fn unknown_user_line(user: &[u8], tab: &str) -> LogLine {

@@ -143,6 +143,11 @@ impl<P> Agenda<P> {
         self.live
     }
 
+    /// The daemon's local zone (entries without a `CRON_TZ`).
+    pub fn local_zone(&self) -> &Zone {
+        &self.local
+    }
+
     pub fn is_empty(&self) -> bool {
         self.live == 0
     }

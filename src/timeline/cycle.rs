@@ -145,8 +145,23 @@ impl<J: Clone> Cycle<J> {
 
     /// Queues a job that belongs to no entry (@reboot) as due in `minute`.
     pub fn queue_now(&mut self, job: J, minute: UtcMinute) {
+        self.queue_run(None, job, minute);
+    }
+
+    /// Queues a run of `entry` (`None`: @reboot) as due in `minute`, to start at once: a run
+    /// that waited for its entry's last run to end (`CRON_OVERLAP=queue`) and could not be
+    /// forked then.
+    pub fn queue_run(&mut self, entry: Option<EntryId>, job: J, minute: UtcMinute) {
+        if let Some(entry) = entry {
+            *self.queued.entry(entry).or_insert(0) += 1;
+        }
         self.queue
-            .push(Due { entry: None, job }, minute, minute.0 * 60_000);
+            .push(Due { entry, job }, minute, minute.0 * 60_000);
+    }
+
+    /// The daemon's local zone.
+    pub fn local_zone(&self) -> &Zone {
+        self.agenda.local_zone()
     }
 
     /// A wake-up at wall minute `now` (the timer fired, the clock was set, the machine resumed):

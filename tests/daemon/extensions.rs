@@ -1,11 +1,22 @@
 //! The extensions no cron has (crontab.5 "Extensions"), end to end on the real daemon: a
-//! time limit that ends a whole process group. Time is libfaketime's, ten times faster,
-//! starting seconds before 10:00; every job here fires at 10:00.
+//! time limit that ends a whole process group; runs that skip or wait while the entry's last
+//! run is going. Time is libfaketime's, ten times faster, starting seconds before 10:00 (the
+//! jobs themselves run in real time: a real `sleep 8` spans more than a fake minute).
 
 use std::process::Command;
 
-use crate::support::daemon::{Crond, Tree};
+use crate::support::daemon::{Crond, Tree, current_user, require_root};
 use crate::support::mail::mail_user;
+
+/// The fake `HH:MM:SS` of each log line that contains `needle`.
+fn times_of(crond: &Crond, needle: &str) -> Vec<String> {
+    crond
+        .log_text()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect()
+}
 
 /// Whether a process whose command line is exactly `line` exists.
 fn running(line: &str) -> bool {
@@ -63,4 +74,59 @@ fn root_a_job_past_its_time_limit_gets_sigterm_then_its_whole_group_sigkill_and_
     );
     assert!(!running("sleep 7301"), "the background sleep was killed");
     assert!(!running("sleep 7302"));
+}
+
+#[test]
+fn root_with_overlap_skip_a_run_due_while_the_last_one_runs_is_skipped_and_logged() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(&me, "CRON_OVERLAP=skip\n* * * * * sleep 8\n", 0o600, &me);
+    // 10:00 starts it; it runs until about 10:01:20 (fake), so 10:01 is skipped; 10:02 runs.
+    let crond = Crond::start(&tree, 1, &[]);
+    let skip = crond.wait_for_log(&format!("({me}) SKIP (sleep 8)"), 20);
+    assert!(skip.ends_with("still running since 10:00"), "{skip}");
+    crond.wait_for_log(" 10:02:00 ", 20);
+    crond.wait_for_log(&format!("({me}) CMD (sleep 8)"), 5);
+    let starts = times_of(&crond, &format!("({me}) CMD (sleep 8)"));
+    assert_eq!(starts, ["10:00:00", "10:02:00"], "{}", crond.log_text());
+    assert_eq!(times_of(&crond, "SKIP").len(), 1);
+}
+
+#[test]
+fn root_with_overlap_queue_a_run_due_while_the_last_one_runs_starts_when_it_ends() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    let ends = tree.out("ends");
+    tree.user_crontab(
+        &me,
+        &format!(
+            "CRON_OVERLAP=queue\n* * * * * sleep 8; echo end >> {}\n",
+            ends.display()
+        ),
+        0o600,
+        &me,
+    );
+    let command = format!("sleep 8; echo end >> {}", ends.display());
+    let crond = Crond::start(&tree, 1, &[]);
+    let wait = crond.wait_for_log(&format!("({me}) WAIT ({command})"), 20);
+    assert!(
+        wait.ends_with("still running since 10:00: starts when it ends"),
+        "{wait}"
+    );
+    // The waiting run starts when the first ends (about 10:01:20), not at a minute boundary;
+    // at 10:02 it is still going, so that run waits in turn.
+    let again = crond.wait_for_log("still running since 10:01: starts when it ends", 20);
+    assert!(again.contains(" 10:02:00 "), "{again}");
+    let starts = times_of(&crond, &format!("({me}) CMD ({command})"));
+    assert_eq!(starts.len(), 2, "{}", crond.log_text());
+    assert_eq!(starts[0], "10:00:00");
+    assert!(
+        starts[1].starts_with("10:01:") && starts[1] != "10:01:00",
+        "the second run started when the first ended: {}",
+        crond.log_text()
+    );
+    let first_end = std::fs::read_to_string(&ends).unwrap();
+    assert_eq!(first_end.lines().count(), 1, "the first run had ended");
 }
