@@ -12,7 +12,7 @@ use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
 use crate::crontab::Crontab;
 use crate::database::{self, Outcome, SourceKey};
-use crate::job::{JobSpec, Owner, Span};
+use crate::job::{JobSpec, Owner, pack_commands};
 use crate::log::{Level, printable};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
@@ -155,18 +155,12 @@ impl Daemon {
             mtime_ns,
         };
         let mut reboot = Vec::new();
-        // The file's commands in one allocation; each entry keeps where its own is (a file is at
-        // most 64 MiB, so offsets fit in u32).
-        let mut spans = Vec::with_capacity(crontab.entries.len());
-        let mut all = Vec::new();
-        for entry in &crontab.entries {
-            spans.push(Span {
-                start: all.len() as u32,
-                len: entry.command.len() as u32,
-            });
-            all.extend_from_slice(&entry.command);
-        }
-        let commands: Arc<[u8]> = all.into();
+        let (commands, spans) = pack_commands(
+            crontab
+                .entries
+                .iter()
+                .map(|e| (e.line, e.command.as_slice())),
+        );
         // One owner per user named in the file (a user crontab has one) and cronie's `-`: its
         // entries share it.
         let mut owners: HashMap<(Vec<u8>, bool), Arc<Owner>> = HashMap::new();

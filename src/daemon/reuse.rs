@@ -204,27 +204,29 @@ mod tests {
 
     /// Adds `(expression, command)` entries as the daemon does.
     fn load(cycle: &mut Cycle<JobSpec>, env: &Arc<Env>, lines: &[(&str, &str)]) -> Vec<EntryId> {
-        let all: Vec<u8> = lines.iter().flat_map(|(_, c)| c.bytes()).collect();
+        let (commands, spans) = crate::job::pack_commands(
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, (_, command))| (i as u32 + 1, command.as_bytes())),
+        );
         let owner = Arc::new(Owner {
             user: b"alice".to_vec(),
             uid: Some(Uid(1000)),
             tab: "crontabs/alice".into(),
-            commands: all.into(),
+            commands,
             quiet: false,
         });
-        let mut start = 0;
         lines
             .iter()
-            .map(|(expr, command)| {
-                let s = schedule(expr);
-                let len = command.len() as u32;
+            .zip(spans)
+            .map(|((expr, _), command)| {
                 let job = JobSpec {
                     owner: Arc::clone(&owner),
-                    command: crate::job::Span { start, len },
+                    command,
                     env: Arc::clone(env),
                 };
-                start += len;
-                cycle.add(s, None, job, 0)
+                cycle.add(schedule(expr), None, job, 0)
             })
             .collect()
     }

@@ -52,8 +52,9 @@ pub struct Owner {
     pub uid: Option<Uid>,
     /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
-    /// The commands of the file's entries, one after the other: an entry holds where its own
-    /// is, not a copy (one allocation per file instead of one per entry).
+    /// The commands of the file's entries, one after the other, each after its line number
+    /// (4 bytes, little-endian): an entry holds where its command is, not a copy (one
+    /// allocation per file instead of one per entry), and finds its line just before it.
     pub commands: Arc<[u8]>,
     /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
     /// without it have an owner each (the flag costs the entry nothing).
@@ -68,6 +69,24 @@ pub struct Span {
 }
 
 /// One job to start: 32 bytes, as the daemon keeps one per entry.
+/// A file's commands in one allocation, each after its line number (see [`Owner::commands`]),
+/// and where each is. A file is at most 64 MiB, so offsets fit in u32.
+pub fn pack_commands<'a>(
+    commands: impl ExactSizeIterator<Item = (u32, &'a [u8])>,
+) -> (Arc<[u8]>, Vec<Span>) {
+    let mut spans = Vec::with_capacity(commands.len());
+    let mut all = Vec::new();
+    for (line, command) in commands {
+        all.extend_from_slice(&line.to_le_bytes());
+        spans.push(Span {
+            start: all.len() as u32,
+            len: command.len() as u32,
+        });
+        all.extend_from_slice(command);
+    }
+    (all.into(), spans)
+}
+
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     pub owner: Arc<Owner>,
@@ -86,6 +105,21 @@ impl JobSpec {
     /// cronie's `-` before the entry: no CMD, END or CMDEND line.
     pub fn quiet(&self) -> bool {
         self.owner.quiet
+    }
+
+    /// The entry's line in its file (0 when not known: the line number is missing).
+    pub fn line(&self) -> u32 {
+        let start = self.command.start as usize;
+        start
+            .checked_sub(4)
+            .and_then(|at| self.owner.commands.get(at..start))
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    }
+
+    /// Where the entry is written, `crontabs/alice:3`, as the JSON log's `entry` shows it.
+    pub fn entry(&self) -> String {
+        format!("{}:{}", self.owner.tab, self.line())
     }
 
     /// The command as written.
@@ -366,5 +400,38 @@ fn log_output(log: Log, user: &[u8], output: &Output) {
     }
     if more > 0 {
         log.line(Level::Info, &log_lines::cmdout_more_line(user, more));
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    #[test]
+    fn a_job_finds_its_command_and_its_line_in_its_files_one_allocation() {
+        let (commands, spans) =
+            pack_commands([(3, &b"echo a"[..]), (70_000, b""), (70_001, b"echo %c")].into_iter());
+        assert_eq!(commands.len(), 3 * 4 + 6 + 7);
+        let owner = Arc::new(Owner {
+            user: b"alice".to_vec(),
+            uid: None,
+            tab: "crontabs/alice".into(),
+            commands,
+            quiet: false,
+        });
+        let jobs: Vec<JobSpec> = spans
+            .into_iter()
+            .map(|command| JobSpec {
+                owner: Arc::clone(&owner),
+                command,
+                env: Arc::new(Env::default()),
+            })
+            .collect();
+        let seen: Vec<(&[u8], u32)> = jobs.iter().map(|j| (j.command(), j.line())).collect();
+        assert_eq!(
+            seen,
+            [(&b"echo a"[..], 3), (b"", 70_000), (b"echo %c", 70_001)]
+        );
+        assert_eq!(jobs[2].entry(), "crontabs/alice:70001");
     }
 }
