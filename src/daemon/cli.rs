@@ -12,13 +12,13 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::Options;
-use crate::log::Destination;
+use crate::log::{Destination, Format};
 
 pub const USAGE: &str =
     "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
-             [--localtime FILE] [--max-output SIZE] [--no-pam] [--pam-dir DIR]";
+             [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam] [--pam-dir DIR]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -111,6 +111,20 @@ impl Options {
                         }
                     });
                 }
+                Long("log-format") => {
+                    let v = parser.value()?;
+                    o.log_format = match v.to_str() {
+                        Some("text") => Format::Text,
+                        Some("json") => Format::Json,
+                        _ => {
+                            return Err(lexopt::Error::UnexpectedValue {
+                                option: "--log-format".into(),
+                                value: v,
+                            }
+                            .into());
+                        }
+                    };
+                }
                 _ => return Err(arg.unexpected().into()),
             }
             // -V and -h answer at once, whatever follows (as getopt-based crons do).
@@ -179,6 +193,8 @@ mod tests {
             "/m",
             "--log",
             "both",
+            "--log-format",
+            "json",
             "--max-output",
             "2M",
             "--localtime",
@@ -206,6 +222,7 @@ mod tests {
             reboot_marker: Some("/r".into()),
             sendmail: Some("/m".into()),
             log: Some(Destination::Both),
+            log_format: Format::Json,
             max_output: Some(2 << 20),
             localtime: Some("/z".into()),
             no_pam: true,
@@ -241,6 +258,7 @@ mod tests {
     #[test]
     fn bad_input_is_refused() {
         assert!(parse(&["--log", "journal"]).is_err());
+        assert!(parse(&["--log-format", "yaml"]).is_err());
         assert!(parse(&["-L", "x"]).is_err());
         assert!(parse(&["-q"]).is_err());
         assert!(parse(&["extra"]).is_err());

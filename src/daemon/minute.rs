@@ -132,13 +132,15 @@ impl Daemon {
                     } => {
                         let since = self.clock_time(since_ms);
                         let line =
-                            log_lines::skip_line(job.user(), job.command(), &since, also_waiting);
+                            log_lines::skip_line(job.user(), job.command(), &since, also_waiting)
+                                .with_job(job.log_fields(None));
                         self.log.line(Level::Info, &line);
                         continue;
                     }
                     Admit::Wait { since_ms } => {
                         let since = self.clock_time(since_ms);
-                        let line = log_lines::wait_line(job.user(), job.command(), &since);
+                        let line = log_lines::wait_line(job.user(), job.command(), &since)
+                            .with_job(job.log_fields(None));
                         self.log.line(Level::Info, &line);
                         continue;
                     }

@@ -126,7 +126,7 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         lock.write_pid(process::own_pid().0)
             .map_err(|e| Error::Io("can't write the pid file", e))?;
     }
-    let log = Log::open(options.log_destination());
+    let log = Log::open(options.log_destination(), options.log_format);
     if forked {
         log.info("CRON", "STARTUP", "fork ok");
     }

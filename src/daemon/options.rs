@@ -8,7 +8,7 @@ use super::cli::Action;
 use crate::database::Paths;
 use crate::job::log_lines::JobLogMask;
 use crate::job::{ChildSetup, MailSetup, OutputTo, PamSetup};
-use crate::log::{Destination, Log};
+use crate::log::{Destination, Format, Log};
 use crate::mail::{self, MailCommand};
 use crate::paths;
 
@@ -42,6 +42,8 @@ pub struct Options {
     pub sendmail: Option<PathBuf>,
     /// `--log`; `None`: syslog when daemonized, both with `-f`.
     pub log: Option<Destination>,
+    /// `--log-format text|json`.
+    pub log_format: Format,
     /// `--localtime FILE`: the local zone's file (default /etc/localtime).
     pub localtime: Option<PathBuf>,
     /// `--max-output SIZE` in bytes, as given (`None`: the default; `Some(0)`: no limit).

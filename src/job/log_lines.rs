@@ -38,6 +38,22 @@ impl JobExit {
         }
     }
 
+    /// The exit status, when the shell exited.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            JobExit::Exited(code) => Some(code),
+            JobExit::Signaled { .. } => None,
+        }
+    }
+
+    /// The signal that ended the shell, when one did.
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            JobExit::Exited(_) => None,
+            JobExit::Signaled { signal, .. } => Some(signal),
+        }
+    }
+
     pub fn success(self) -> bool {
         self == JobExit::Exited(0)
     }

@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::crontab::{Env, JobInput};
-use crate::log::{Level, Log, LogLine, printable};
+use crate::log::{JobFields, Level, Log, LogLine, printable};
 use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Forked, Pid};
@@ -120,6 +120,16 @@ impl JobSpec {
     /// Where the entry is written, `crontabs/alice:3`, as the JSON log's `entry` shows it.
     pub fn entry(&self) -> String {
         format!("{}:{}", self.owner.tab, self.line())
+    }
+
+    /// What the JSON log says of this job: its entry and command, and its shell's pid.
+    pub fn log_fields(&self, pid: Option<u32>) -> JobFields {
+        JobFields {
+            entry: Some(self.entry()),
+            command: Some(self.command().to_vec()),
+            pid,
+            ..JobFields::default()
+        }
     }
 
     /// The command as written.
@@ -318,11 +328,21 @@ fn prepare(
 fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Finished) {
     let log = setup.log;
     let (shell_pid, exit, output) = (finished.shell_pid, finished.exit, &finished.output);
+    let ended = JobFields {
+        exit_status: exit.code(),
+        signal: exit.signal(),
+        duration_ms: Some(finished.duration_ms),
+        ..spec.log_fields(Some(shell_pid))
+    };
     if let Some(line) = log_lines::failed_line(setup.log_mask, shell_pid, exit) {
-        log.line(Level::Error, &line);
+        log.line(Level::Error, &line.with_job(ended.clone()));
     }
+    let pid_only = JobFields {
+        pid: Some(shell_pid),
+        ..JobFields::default()
+    };
     match &setup.output {
-        OutputTo::Syslog => log_output(log, spec.user(), output),
+        OutputTo::Syslog => log_output(log, spec.user(), output, &pid_only),
         OutputTo::Mail(mail_setup) => {
             let config = MailConfig {
                 host: mail::subject_host(&crate::sys::hostname(), mail_setup.full_host),
@@ -350,13 +370,19 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 outcome,
                 MailOutcome::NoMta | MailOutcome::MtaError(_) | MailOutcome::MtaTimedOut { .. }
             ) {
-                log_output(log, spec.user(), output);
+                log_output(log, spec.user(), output, &pid_only);
             }
         }
     }
-    if let Some(line) = log_lines::end_line(setup.log_mask, spec.user(), shell_pid, spec.command())
-    {
-        log.line(Level::Info, &line);
+    // The JSON log always has the end, with the status and the duration: one object per run
+    // that a collector can count.
+    let mask = if log.is_json() {
+        JobLogMask(setup.log_mask.0 | JobLogMask::END)
+    } else {
+        setup.log_mask
+    };
+    if let Some(line) = log_lines::end_line(mask, spec.user(), shell_pid, spec.command()) {
+        log.line(Level::Info, &line.with_job(ended));
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
     // and not for an entry written with cronie's `-`.
@@ -371,7 +397,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
 /// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),
 /// at most [`log_lines::MAX_CMDOUT_LINES`] of them: `yes` as a job must not fill the log. The
 /// rest is read to count it, and one line says how many lines were not logged.
-fn log_output(log: Log, user: &[u8], output: &Output) {
+fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
     let mut logged = 0usize;
     let mut more = 0u64;
     for line in output.cmdout_lines_of(log_lines::cmdout_room(user)) {
@@ -391,7 +417,7 @@ fn log_output(log: Log, user: &[u8], output: &Output) {
         }
         for piece in log_lines::cmdout_lines(user, &line) {
             if logged < log_lines::MAX_CMDOUT_LINES {
-                log.line(Level::Info, &piece);
+                log.line(Level::Info, &piece.with_job(job.clone()));
                 logged += 1;
             } else {
                 more += 1;

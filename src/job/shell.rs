@@ -35,6 +35,8 @@ pub(super) struct Finished {
     pub shell_pid: u32,
     pub exit: JobExit,
     pub output: Output,
+    /// From the shell's start to its exit.
+    pub duration_ms: u64,
     /// `CRON_TIMEOUT` in seconds, when the job reached it.
     pub timed_out: Option<u32>,
 }
@@ -102,17 +104,22 @@ pub(super) fn run_shell(
         }
     };
     let shell_pid = child.id();
-    let mut limit = timeout_s.map(|s| TimeLimit::new(s, Instant::now()));
+    let started = Instant::now();
+    let mut limit = timeout_s.map(|s| TimeLimit::new(s, started));
     if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, spec.command())
     {
-        log.line(Level::Info, &line);
+        log.line(
+            Level::Info,
+            &line.with_job(spec.log_fields(Some(shell_pid))),
+        );
     }
     let output = Output::new(&spill_dir).with_limit(setup.max_output);
     // Debian's job ends when its shell exits, not when the last process holding its output
     // lets go: the exit is watched with the pipe (a pidfd), so a job that leaves a process
     // behind (`server &`) is reported at once. Without pidfd (Linux < 5.3), end-of-file.
     let mut signal = |action: Action, seconds: u32| {
-        let line = log_lines::timeout_line(who, spec.command(), seconds, action);
+        let line = log_lines::timeout_line(who, spec.command(), seconds, action)
+            .with_job(spec.log_fields(Some(shell_pid)));
         log.line(Level::Warning, &line);
         let signal = match action {
             Action::Term => GroupSignal::Term,
@@ -158,7 +165,7 @@ pub(super) fn run_shell(
     });
     let status = loop {
         match child.wait() {
-            Ok(status) => break Some(status),
+            Ok(status) => break Some((status, started.elapsed())),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 log.error(who, "ERROR", &format!("wait failed: {e}"));
@@ -195,7 +202,8 @@ pub(super) fn run_shell(
     }
     Some(Finished {
         shell_pid,
-        exit: JobExit::from_status(status?),
+        exit: JobExit::from_status(status?.0),
+        duration_ms: u64::try_from(status?.1.as_millis()).unwrap_or(u64::MAX),
         output,
         timed_out: limit.filter(TimeLimit::reached).map(|l| l.seconds),
     })

@@ -21,6 +21,22 @@ pub struct LogLine {
     /// Our words after the detail, `(who) EVENT (command) note`: the extensions' lines
     /// (`SKIP`, `TIMEOUT`) keep the command in parentheses, where filters for CMD find it.
     note: String,
+    /// What the JSON log adds for a job's line (boxed: most lines have none).
+    job: Option<Box<JobFields>>,
+}
+
+/// A job's facts, for the JSON log (`--log-format json`); the text line does not show them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFields {
+    /// `FILE:LINE` of the entry.
+    pub entry: Option<String>,
+    /// The command as written.
+    pub command: Option<Vec<u8>>,
+    /// The job's shell.
+    pub pid: Option<u32>,
+    pub exit_status: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration_ms: Option<u64>,
 }
 
 impl LogLine {
@@ -35,7 +51,34 @@ impl LogLine {
             detail: detail.into(),
             bare: false,
             note: String::new(),
+            job: None,
         }
+    }
+
+    /// This line with a job's facts for the JSON log.
+    pub fn with_job(mut self, job: JobFields) -> LogLine {
+        self.job = Some(Box::new(job));
+        self
+    }
+
+    /// The job's facts, if any.
+    pub fn job(&self) -> Option<&JobFields> {
+        self.job.as_deref()
+    }
+
+    /// `who` and `EVENT`; `None` for a bare line.
+    pub fn who_and_event(&self) -> Option<(&str, &str)> {
+        (!self.bare).then(|| (self.who.as_str(), &*self.event))
+    }
+
+    /// The detail and the note, as the JSON log's `message` (at most [`MAX_LINE`] bytes).
+    pub fn message(&self) -> Vec<u8> {
+        let mut v = self.detail[..cut_point(&self.detail, MAX_LINE)].to_vec();
+        if !self.note.is_empty() {
+            v.push(b' ');
+            v.extend_from_slice(self.note.as_bytes());
+        }
+        v
     }
 
     /// This line with `note` after the detail (short words of ours, never input).
@@ -53,6 +96,7 @@ impl LogLine {
             detail: text.into(),
             bare: true,
             note: String::new(),
+            job: None,
         }
     }
 

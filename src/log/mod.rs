@@ -2,11 +2,13 @@
 //! (research §2.7) with the one byte rendering, [`printable`] (Vixie's `mkprint`), both in
 //! [`line`](mod@line). This file holds the sinks: syslog (ident `cron`, `CRON` in a job child;
 //! facility cron, with the pid)
-//! and/or stderr for journald, chosen once from `--log`.
+//! and/or stderr for journald, chosen once from `--log`; as text (Debian's lines) or as one
+//! JSON object per line (`--log-format json`, [`json`](mod@json)).
 //!
 //! Nothing else in the library prints, and nothing here formats a message of its own: a line
 //! is built by `LogLine` or not at all.
 
+pub mod json;
 pub mod line;
 
 use std::io::Write;
@@ -14,7 +16,17 @@ use std::io::Write;
 use crate::sys::syslog;
 
 pub use crate::sys::syslog::Level;
-pub use line::{LogLine, printable};
+pub use line::{JobFields, LogLine, printable};
+
+/// How a message is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// `(who) EVENT (detail)`, as Debian's cron writes it.
+    #[default]
+    Text,
+    /// One JSON object per message.
+    Json,
+}
 
 /// Where log lines go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,13 +59,15 @@ impl Ident {
 pub struct Log {
     destination: Destination,
     ident: Ident,
+    format: Format,
 }
 
 impl Log {
-    pub fn open(destination: Destination) -> Log {
+    pub fn open(destination: Destination, format: Format) -> Log {
         let log = Log {
             destination,
             ident: Ident::Daemon,
+            format,
         };
         if destination != Destination::Stderr {
             syslog::open_as(log.ident.name());
@@ -75,6 +89,7 @@ impl Log {
         let log = Log {
             destination: self.destination,
             ident: Ident::JobChild,
+            format: self.format,
         };
         log.reopen();
         log
@@ -88,7 +103,41 @@ impl Log {
 
     /// One message already built (its bytes need not be UTF-8: a job's output with `-s`).
     pub fn line(&self, level: Level, line: &LogLine) {
-        self.bytes(level, &line.to_bytes());
+        match self.format {
+            Format::Text => self.bytes(level, &line.to_bytes()),
+            Format::Json => self.json(level, line),
+        }
+    }
+
+    /// Whether messages are JSON objects (a job's end is then always logged, with its status).
+    pub fn is_json(&self) -> bool {
+        self.format == Format::Json
+    }
+
+    fn json(&self, level: Level, line: &LogLine) {
+        let time = jiff::Zoned::now()
+            .strftime("%Y-%m-%dT%H:%M:%S%.3f%:z")
+            .to_string();
+        let host = String::from_utf8_lossy(&crate::sys::hostname()).into_owned();
+        let source = format!(
+            "{}[{}]",
+            self.ident.name().to_string_lossy(),
+            crate::sys::process::own_pid()
+        );
+        let frame = json::Frame {
+            time: &time,
+            host: &host,
+            source: &source,
+            level,
+        };
+        let mut object = json::render(line, &frame);
+        if self.destination != Destination::Stderr {
+            syslog::log_bytes(level, &object);
+        }
+        if self.destination != Destination::Syslog {
+            object.push(b'\n');
+            let _ = std::io::stderr().write_all(&object);
+        }
     }
 
     fn bytes(&self, level: Level, message: &[u8]) {
