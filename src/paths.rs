@@ -20,6 +20,8 @@ pub const SENDMAIL: &str = "/usr/sbin/sendmail";
 /// Who may use crontab(1): Debian's rule over these two files.
 pub const ALLOW_FILE: &str = "/etc/cron.allow";
 pub const DENY_FILE: &str = "/etc/cron.deny";
+/// The daemon's state between runs (`CRON_MISSED`: the last minute it handled).
+pub const STATE_DIR: &str = "/var/lib/crond";
 /// The system's zone; a change to it re-plans every entry without its own CRON_TZ.
 pub const LOCALTIME: &str = "/etc/localtime";
 /// Where temporary files go when TMPDIR is not an absolute path.

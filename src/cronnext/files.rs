@@ -1,5 +1,6 @@
 //! Crontab mode: reads each file, parses it with the daemon's parser, and prints `TIME USER
-//! COMMAND` for the next runs of every entry, sorted by time.
+//! COMMAND` for the next runs of every entry, sorted by time; an entry under the extensions'
+//! variables shows them between the user and the command, `[overlap=skip timeout=1m30s]`.
 //!
 //! Must not stop at a file's errors (they are printed, the good entries still are, and the exit
 //! status is 2), nor print without bound (at most [`MAX_LINES`] lines).
@@ -10,6 +11,7 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 use super::Failure;
+use crate::crontab::policy::Policy;
 use crate::crontab::{self, Format, Limits, ParseOptions};
 use crate::schedule::{Schedule, When, Zone};
 
@@ -20,6 +22,8 @@ const MAX_LINES: usize = 1_000_000;
 struct Run<'a> {
     at: Timestamp,
     user: &'a [u8],
+    /// `CRON_OVERLAP`, `CRON_MISSED`, `CRON_TIMEOUT` when not the defaults.
+    policy: Policy,
     command: &'a [u8],
 }
 
@@ -118,6 +122,7 @@ pub(super) fn run(
                 runs.push(Run {
                     at: next,
                     user,
+                    policy: entry.env.policy(),
                     command: &entry.command,
                 });
                 at = next;
@@ -130,6 +135,9 @@ pub(super) fn run(
         write!(out, "{} ", zone.format_rfc3339(run.at))?;
         out.write_all(run.user)?;
         out.write_all(b" ")?;
+        if !run.policy.is_default() {
+            write!(out, "[{}] ", run.policy)?;
+        }
         out.write_all(run.command)?;
         out.write_all(b"\n")?;
     }

@@ -18,7 +18,8 @@ pub const USAGE: &str =
     "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
-             [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam] [--pam-dir DIR]";
+             [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
+             [--pam-dir DIR] [--state-dir DIR]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +87,7 @@ impl Options {
                 Long("localtime") => o.localtime = Some(path(&mut parser)?),
                 Long("no-pam") => o.no_pam = true,
                 Long("pam-dir") => o.pam_dir = Some(path(&mut parser)?),
+                Long("state-dir") => o.state_dir = Some(path(&mut parser)?),
                 Long("max-output") => {
                     let v = parser.value()?;
                     let size = v.to_str().and_then(parse_size).ok_or_else(|| {
@@ -202,6 +204,8 @@ mod tests {
             "--no-pam",
             "--pam-dir",
             "/q",
+            "--state-dir",
+            "/t",
         ])
         .expect("parses");
         let expected = Options {
@@ -227,6 +231,7 @@ mod tests {
             localtime: Some("/z".into()),
             no_pam: true,
             pam_dir: Some("/q".into()),
+            state_dir: Some("/t".into()),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());

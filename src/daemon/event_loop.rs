@@ -52,6 +52,8 @@ pub(super) struct Daemon {
     pub(super) zone_stamp: Option<super::zone::Stamp>,
     /// A reload freed memory since the loop last gave free memory back.
     pub(super) freed: bool,
+    /// The minute the state file was last written with (`daemon::missed`).
+    pub(super) written_handled: Option<UtcMinute>,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -117,6 +119,7 @@ impl Daemon {
             ),
             zone_stamp: super::zone::stamp(&localtime),
             freed: false,
+            written_handled: None,
             localtime,
             sources: Sources::default(),
             running: Running::default(),
@@ -184,6 +187,7 @@ impl Daemon {
         );
         let now = wall_clock();
         daemon.reboot(reboot, now);
+        daemon.make_up_after_start(now);
         daemon.arm(now);
         // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
         if let Err(e) = crate::sys::notify::notify(&format!(
@@ -221,6 +225,7 @@ impl Daemon {
             }
             if ready.files {
                 self.on_changes();
+                self.files_loaded();
             }
             if ready.timer {
                 match self.timer.read() {
@@ -280,6 +285,7 @@ impl Daemon {
                     ),
                 );
             }
+            self.stopping();
             let _ = crate::sys::notify::stopping();
             return AfterSignals::Stop;
         }
@@ -291,6 +297,7 @@ impl Daemon {
                 "SIGHUP: reloading every crontab and reading the clock",
             );
             self.load_all(true);
+            self.files_loaded();
             // As a clock change: a step the kernel did not report is acted on now (a minute
             // already handled is not run again).
             self.on_minute(wall_clock(), Wake::ClockMoved);

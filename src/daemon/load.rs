@@ -11,6 +11,7 @@ use super::event_loop::Daemon;
 use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
 use crate::crontab::Crontab;
+use crate::crontab::policy::Missed;
 use crate::database::{self, Outcome, SourceKey};
 use crate::job::{JobSpec, Owner, pack_commands};
 use crate::log::{Level, printable};
@@ -153,6 +154,7 @@ impl Daemon {
         let mut loaded = Loaded {
             entries: Vec::new(),
             mtime_ns,
+            missed_once: 0,
         };
         let mut reboot = Vec::new();
         let (commands, spans) = pack_commands(
@@ -191,6 +193,10 @@ impl Daemon {
             };
             last_owner = Some(Arc::clone(&owner));
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
+            if matches!(entry.when, When::Periodic(_)) && entry.env.policy().missed == Missed::Once
+            {
+                loaded.missed_once += 1;
+            }
             if let When::Periodic(schedule) = &entry.when {
                 let same = Same {
                     schedule,

@@ -82,7 +82,20 @@ impl Daemon {
         }
         self.recheck_zone();
         self.fork_failures.minute_passed(&self.log);
-        let woke = self.cycle.on_wake(UtcMinute::containing(now.as_second()));
+        let before = self.cycle.handled();
+        let now_minute = UtcMinute::containing(now.as_second());
+        let woke = self.cycle.on_wake(now_minute);
+        if matches!(
+            woke.movement,
+            Movement::Late(_) | Movement::Forward(_) | Movement::Afresh(_)
+        ) {
+            // The clock jumped (a resume, a step): `CRON_MISSED=once` entries make up what the
+            // minute rules did not run.
+            self.make_up(before, now_minute, now_minute);
+        }
+        if woke.queued > 0 {
+            self.runs_queued(now_minute);
+        }
         if woke.postponed > 0 {
             self.log.info(
                 "CRON",
@@ -183,6 +196,20 @@ impl Daemon {
                 self.arm(now);
             }
         }
+    }
+
+    /// `YYYY-MM-DD HH:MM` of a minute in the daemon's zone.
+    pub(super) fn clock_date_time(&self, minute: UtcMinute) -> String {
+        let at = Timestamp::from_second(minute.start_second()).unwrap_or(Timestamp::UNIX_EPOCH);
+        let civil = self.cycle.local_zone().civil(at);
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}",
+            civil.year(),
+            civil.month(),
+            civil.day(),
+            civil.hour(),
+            civil.minute()
+        )
     }
 
     /// `HH:MM` of an epoch millisecond in the daemon's zone, as the log shows start times.

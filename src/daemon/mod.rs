@@ -7,6 +7,7 @@ pub mod cli;
 mod event_loop;
 mod load;
 mod minute;
+mod missed;
 mod options;
 mod reuse;
 mod running;

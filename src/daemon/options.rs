@@ -52,6 +52,8 @@ pub struct Options {
     pub no_pam: bool,
     /// `--pam-dir DIR`: read the PAM service `cron` from DIR instead of /etc/pam.d.
     pub pam_dir: Option<PathBuf>,
+    /// `--state-dir DIR`: where the daemon keeps its state (default /var/lib/crond).
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -63,6 +65,7 @@ impl Options {
             && self.cron_d.is_some()
             && self.pid_file.is_some()
             && self.reboot_marker.is_some()
+            && self.state_dir.is_some()
     }
 
     /// Makes every given path absolute: the daemon changes to `/` when it detaches.
@@ -75,6 +78,7 @@ impl Options {
             &mut self.reboot_marker,
             &mut self.sendmail,
             &mut self.localtime,
+            &mut self.state_dir,
         ]
         .into_iter()
         .flatten()
@@ -103,6 +107,13 @@ impl Options {
         self.reboot_marker
             .clone()
             .unwrap_or_else(|| PathBuf::from(paths::REBOOT_MARKER))
+    }
+
+    /// The daemon's state directory (`--state-dir`, default /var/lib/crond).
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(paths::STATE_DIR))
     }
 
     /// The local zone's file (`--localtime`, default /etc/localtime).

@@ -19,6 +19,8 @@ pub(super) struct Loaded {
     /// `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
     pub(super) entries: Vec<EntryId>,
     pub(super) mtime_ns: i128,
+    /// How many of the entries have `CRON_MISSED=once`.
+    pub(super) missed_once: usize,
 }
 
 /// Why a source is not loaded, as logged: `(who) EVENT (detail)` at `level`.
@@ -110,6 +112,16 @@ impl Sources {
         changed
     }
 
+    /// Whether any loaded entry has `CRON_MISSED=once`.
+    pub(super) fn any_missed_once(&self) -> bool {
+        self.loaded.values().any(|l| l.missed_once > 0)
+    }
+
+    /// Every loaded entry, file by file.
+    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.loaded.values().flat_map(|l| l.entries.iter().copied())
+    }
+
     /// How many sources are loaded.
     pub(super) fn len(&self) -> usize {
         self.loaded.len()
@@ -136,6 +148,7 @@ mod tests {
         Loaded {
             entries: vec![EntryId(1)],
             mtime_ns,
+            missed_once: 0,
         }
     }
 

@@ -229,6 +229,13 @@ pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {
         .with_note(format!("still running since {since}: starts when it ends"))
 }
 
+/// `CRON_MISSED=once`: `(user) MISSED (command) due at 2026-11-21 11:00 and not run: runs
+/// once now`, naming the first missed time.
+pub fn missed_line(user: &[u8], command: &[u8], first_missed: &str) -> LogLine {
+    LogLine::new(user, "MISSED", printable(command))
+        .with_note(format!("due at {first_missed} and not run: runs once now"))
+}
+
 /// Debian's `(user) ERROR (getpwnam() failed - user unknown)`, naming the crontab the entry
 /// comes from, so an admin can find a system file that names a user passwd doesn't know.
 pub fn unknown_user_line(user: &[u8], tab: &str) -> LogLine {

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use nix::fcntl::{self, Flock, FlockArg, OFlag};
@@ -104,6 +104,40 @@ pub fn link_facts(path: &Path) -> io::Result<FileFacts> {
 /// Whether the error is "this was a symlink" from an `O_NOFOLLOW` open.
 pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Makes the daemon's own directory if it is missing (mode 0755); returns its facts, which the
+/// caller checks (owner, mode, kind: a symlink is not followed).
+pub fn make_own_dir(path: &Path) -> io::Result<FileFacts> {
+    match std::fs::DirBuilder::new().mode(0o755).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    link_facts(path)
+}
+
+/// Replaces `dir/name` with `bytes` so that a crash or a power loss leaves the old contents or
+/// the new, never a mix: written beside (`name.new`, never following a link), synced, renamed
+/// over, and the directory synced so the rename itself is on disk.
+pub fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let dir_file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)?;
+    let new = format!("{name}.new");
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join(&new))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    fcntl::renameat(&dir_file, new.as_str(), &dir_file, name).map_err(io::Error::from)?;
+    dir_file.sync_all()
 }
 
 /// A held exclusive lock on the pid file; released when the daemon exits.

@@ -231,6 +231,14 @@ impl<P> Agenda<P> {
             .map(|slot| (&slot.schedule, self.zones.get(&id), &slot.payload))
     }
 
+    /// The entry's first fire time after minute `after`, in its zone, without changing what
+    /// is queued (`CRON_MISSED` asks whether a run fell in a span the daemon did not see).
+    pub fn fire_after(&self, id: EntryId, after: UtcMinute) -> Option<UtcMinute> {
+        let slot = self.slot(id)?;
+        let zone = self.zones.get(&id).unwrap_or(&self.local);
+        next_fire(&slot.schedule, zone, after.0).map(UtcMinute)
+    }
+
     /// An entry's payload, to change.
     pub fn payload_mut(&mut self, id: EntryId) -> Option<&mut P> {
         self.slot_mut(id).map(|slot| &mut slot.payload)

@@ -159,6 +159,33 @@ impl<J: Clone> Cycle<J> {
             .push(Due { entry, job }, minute, minute.0 * 60_000);
     }
 
+    /// `CRON_MISSED=once`: if the entry had a fire time after minute `after` and before minute
+    /// `before` (a span the daemon did not handle: it was not running, or the machine slept
+    /// through it), one run joins the queue as due in minute `now`, after the entry's
+    /// RANDOM_DELAY, unless one of its runs is queued already. Returns the first missed minute
+    /// when a run was queued.
+    pub fn catch_up(
+        &mut self,
+        id: EntryId,
+        after: UtcMinute,
+        before: UtcMinute,
+        now: UtcMinute,
+    ) -> Option<UtcMinute> {
+        let missed = self.agenda.fire_after(id, after)?;
+        if missed >= before || self.queued.contains_key(&id) {
+            return None;
+        }
+        let (_, _, (job, delay_s)) = self.agenda.get(id)?;
+        let due = Due {
+            entry: Some(id),
+            job: job.clone(),
+        };
+        let start_ms = now.0 * 60_000 + i64::from(*delay_s) * 1000;
+        self.queue.push(due, now, start_ms);
+        self.queued.insert(id, 1);
+        Some(missed)
+    }
+
     /// The daemon's local zone.
     pub fn local_zone(&self) -> &Zone {
         self.agenda.local_zone()
@@ -263,6 +290,45 @@ mod tests {
             panic!("not periodic")
         };
         s
+    }
+
+    /// Minutes of 2026-11-21 (UTC), as `UtcMinute`.
+    fn at(hour: i64, minute: i64) -> UtcMinute {
+        let day = jiff::civil::date(2026, 11, 21)
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .unwrap()
+            .timestamp()
+            .as_second()
+            / 60;
+        UtcMinute(day + hour * 60 + minute)
+    }
+
+    #[test]
+    fn a_run_missed_while_the_daemon_was_down_is_made_up_once_and_only_once() {
+        // The daemon handled 10:00, was down until 15:30: the hourly entry missed five runs,
+        // the daily one at 23:00 none.
+        let mut cycle: Cycle<&str> = Cycle::new(at(15, 29), Zone::utc());
+        let hourly = cycle.add(schedule("0 * * * *"), None, "hourly", 90);
+        let daily = cycle.add(schedule("0 23 * * *"), None, "daily", 0);
+        let now = at(15, 30);
+        assert_eq!(cycle.catch_up(hourly, at(10, 0), now, now), Some(at(11, 0)));
+        assert_eq!(cycle.catch_up(daily, at(10, 0), now, now), None);
+        assert_eq!(
+            cycle.catch_up(hourly, at(10, 0), now, now),
+            None,
+            "one run, however many were missed"
+        );
+        // It starts after its RANDOM_DELAY, in the minute it is made up in.
+        let start = at(15, 30).0 * 60_000;
+        assert!(cycle.next_to_start(start + 89_000).is_none());
+        let run = cycle.next_to_start(start + 90_000).expect("made up");
+        assert_eq!((run.job.entry, run.job.job), (Some(hourly), "hourly"));
+        // Only fire times before `before` count: the minute being handled runs its own.
+        assert_eq!(cycle.catch_up(hourly, at(14, 0), at(15, 0), now), None);
+        assert_eq!(
+            cycle.catch_up(hourly, at(14, 0), at(15, 1), now),
+            Some(at(15, 0))
+        );
     }
 
     #[test]

@@ -169,6 +169,29 @@ fn n_and_t_only_check_the_syntax() {
 }
 
 #[test]
+fn n_checks_the_extensions_values_and_names_their_column() {
+    let t = Plain::new();
+    fs::write(
+        t.p("tab"),
+        b"CRON_OVERLAP=queue\nCRON_TIMEOUT=2h\nCRON_MISSED=once\n0 0 * * * x\n",
+    )
+    .unwrap();
+    let out = t.run(&["-n", t.p("tab").to_str().unwrap()], b"");
+    assert!(out.status.success(), "{}", show(&out));
+    fs::write(t.p("bad"), b"0 0 * * * x\nCRON_TIMEOUT=forever\n").unwrap();
+    let out = t.run(&["-n", t.p("bad").to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "{}:2:14: CRON_TIMEOUT: 'forever' is not a duration",
+            t.p("bad").display()
+        )),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
 fn n_reports_unsafe_mail_settings_where_they_are_and_install_refuses_them() {
     let t = Plain::new();
     fs::write(

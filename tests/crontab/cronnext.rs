@@ -188,6 +188,32 @@ fn crontab_files_list_the_next_run_of_every_entry_sorted_with_user_and_command()
 }
 
 #[test]
+fn an_entry_under_the_extensions_variables_shows_them_before_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let carol = write(
+        dir.path(),
+        "carol",
+        "0 9 * * * plain\nCRON_OVERLAP=skip\nCRON_TIMEOUT=90m\nCRON_MISSED=once\n0 10 * * * guarded\n\
+         CRON_OVERLAP=sometimes\n0 11 * * * still guarded\n",
+    );
+    let o = cronnext(&["--tz", "UTC", "--after", "2026-07-01T00:00:00Z", &carol]);
+    assert_eq!(o.status.code(), Some(2), "the bad value is an error");
+    assert!(
+        stderr(&o).contains(&format!(
+            "{carol}:6:14: CRON_OVERLAP must be allow, skip or queue, not 'sometimes'"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        stdout(&o),
+        "2026-07-01T09:00:00+00:00 carol plain\n\
+         2026-07-01T10:00:00+00:00 carol [overlap=skip missed=once timeout=1h30m] guarded\n\
+         2026-07-01T11:00:00+00:00 carol [overlap=skip missed=once timeout=1h30m] still guarded\n"
+    );
+}
+
+#[test]
 fn the_system_format_takes_the_user_from_each_line() {
     let dir = tempfile::tempdir().unwrap();
     let tab = write(

@@ -1,6 +1,7 @@
 //! The extensions no cron has (crontab.5 "Extensions"), end to end on the real daemon: a
 //! time limit that ends a whole process group; runs that skip or wait while the entry's last
-//! run is going. Time is libfaketime's, ten times faster, starting seconds before 10:00 (the
+//! run is going; runs missed while the daemon was down or the machine slept, made up once; the
+//! JSON log. Time is libfaketime's, ten times faster, starting seconds before 10:00 (the
 //! jobs themselves run in real time: a real `sleep 8` spans more than a fake minute).
 
 use std::process::Command;
@@ -186,5 +187,112 @@ fn root_with_log_format_json_every_message_is_one_object_and_a_job_carries_its_f
         objects
             .iter()
             .any(|o| o["source"].as_str().unwrap().starts_with("cron[") && o["event"] == "INFO")
+    );
+}
+
+#[test]
+fn root_with_missed_once_a_run_missed_while_the_daemon_was_down_runs_once_at_start_up() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    let (once, skipped) = (tree.out("once"), tree.out("skipped"));
+    tree.user_crontab(
+        &me,
+        &format!(
+            "0 * * * * echo ran >> {}\nCRON_MISSED=once\n0 * * * * echo ran >> {}\n",
+            skipped.display(),
+            once.display()
+        ),
+        0o600,
+        &me,
+    );
+    let mut crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(&format!("({me}) CMD (echo ran >> {})", once.display()), 15);
+    crond.wait_for_no_children(10);
+    crond.stop();
+    let state = std::fs::read_to_string(tree.state_dir().join("handled")).unwrap();
+    assert!(state.starts_with("crond-handled 1\n"), "{state}");
+
+    // Down from 10:00 to 13:30: 11:00, 12:00 and 13:00 were missed.
+    let crond = Crond::start_at(&tree, 2, "2026-11-21 13:30:00", &[]);
+    let missed = crond.wait_for_log(&format!("({me}) MISSED ("), 15);
+    assert!(
+        missed.ends_with(&format!(
+            "(echo ran >> {}) due at 2026-11-21 11:00 and not run: runs once now",
+            once.display()
+        )),
+        "{missed}"
+    );
+    crond.wait_for_log(&format!("({me}) CMD (echo ran >> {})", once.display()), 15);
+    crond.wait_for_no_children(10);
+    assert_eq!(std::fs::read_to_string(&once).unwrap(), "ran\nran\n");
+    assert_eq!(
+        std::fs::read_to_string(&skipped).unwrap(),
+        "ran\n",
+        "without CRON_MISSED=once a missed run stays missed"
+    );
+    assert_eq!(
+        times_of(&crond, "MISSED").len(),
+        1,
+        "one run for three missed"
+    );
+}
+
+#[test]
+fn root_a_state_file_the_daemon_did_not_write_is_ignored_and_logged() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    let once = tree.out("once");
+    tree.user_crontab(
+        &me,
+        &format!(
+            "CRON_MISSED=once\n0 * * * * echo ran >> {}\n",
+            once.display()
+        ),
+        0o600,
+        &me,
+    );
+    std::fs::create_dir(tree.state_dir()).unwrap();
+    let file = tree.state_dir().join("handled");
+    // What the daemon would write for 08:00, but writable by everyone.
+    std::fs::write(&file, "crond-handled 1\n29920800\n").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:30:00", &[]);
+    let warning = crond.wait_for_log("handled ignored", 15);
+    assert!(
+        warning.contains("writable by others (mode 666)"),
+        "{warning}"
+    );
+    crond.wait_for_log("entries loaded", 5);
+    assert!(!crond.log_text().contains("MISSED"), "{}", crond.log_text());
+}
+
+#[test]
+fn root_with_missed_once_a_resume_after_hours_makes_up_a_run_the_clock_rules_skip() {
+    require_root();
+    let tree = Tree::new();
+    // A jump of more than three hours starts afresh: without `once` nothing runs for the
+    // hours the machine slept.
+    tree.write_file(
+        &tree.cron_d().join("resume"),
+        "30 * * * * root true plain\nCRON_MISSED=once\n30 * * * * root true once\n",
+        0o644,
+    );
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    crond.wait_for_log("entries loaded", 10);
+    crond.set_clock(&tree, "2026-11-21 15:00:10");
+    crond.wait_for_log("clock set: Afresh", 10);
+    let missed = crond.wait_for_log("(root) MISSED (true once)", 10);
+    assert!(
+        missed.ends_with("due at 2026-11-21 10:30 and not run: runs once now"),
+        "{missed}"
+    );
+    crond.wait_for_log("(root) CMD (true once)", 10);
+    crond.wait_for_no_children(10);
+    assert!(
+        !crond.log_text().contains("CMD (true plain)"),
+        "{}",
+        crond.log_text()
     );
 }

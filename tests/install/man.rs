@@ -239,10 +239,12 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--reboot-marker",
             "--sendmail",
             "--log",
+            "--log-format",
             "--max-output",
             "--localtime",
             "--no-pam",
             "--pam-dir",
+            "--state-dir",
         ])
     );
     assert_eq!(

@@ -168,6 +168,13 @@ impl Tree {
             .arg(self.reboot_marker())
             .arg("--pam-dir")
             .arg(self.pam_dir())
+            .arg("--state-dir")
+            .arg(self.state_dir())
+    }
+
+    /// The daemon's `--state-dir` (it makes the directory itself).
+    pub fn state_dir(&self) -> PathBuf {
+        self.path().join("state")
     }
 }
 

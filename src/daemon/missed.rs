@@ -1,0 +1,222 @@
+//! `CRON_MISSED=once` (crontab.5 "Extensions"): runs an entry missed while the daemon was not
+//! running, or while the machine slept, are made up by one run.
+//!
+//! The daemon remembers one fact across restarts: the last minute it handled, in
+//! `STATE_DIR/handled` (`--state-dir`, default /var/lib/crond), rewritten atomically (written
+//! beside, synced, renamed over) whenever it starts runs and while entries with `once` exist,
+//! and when it stops. Every fire time after that minute and before the one it starts in went
+//! unhandled: at start-up each `once` entry with such a time runs once; the same check follows a
+//! forward step of the clock (a resume from suspend). The file is trusted only if it is a
+//! regular file of the daemon's user, not writable by others, small, and says what it should;
+//! anything else is logged and ignored (then nothing is made up: no run is invented from a
+//! file the daemon did not write).
+
+use std::io::Read;
+use std::path::Path;
+
+use jiff::Timestamp;
+
+use super::event_loop::Daemon;
+use crate::crontab::policy::Missed;
+use crate::job::log_lines;
+use crate::log::Level;
+use crate::sys::fs::{self, FileKind};
+use crate::timeline::{EntryId, UtcMinute};
+
+/// The file's name in the state directory.
+const FILE: &str = "handled";
+
+/// What the file starts with: a foreign or older file is not read as ours.
+const MAGIC: &str = "crond-handled 1";
+
+/// The largest file read (it holds two short lines).
+const MAX_BYTES: u64 = 4096;
+
+/// The file's text for minute `handled`: the magic line, the minute (Unix minutes), and the
+/// time for a reader.
+pub(super) fn format(handled: UtcMinute) -> String {
+    let when = Timestamp::from_second(handled.start_second())
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    format!("{MAGIC}\n{}\n{when}\n", handled.0)
+}
+
+/// The minute a file's text holds; `None` when it is not such a text.
+pub(super) fn parse(text: &str) -> Option<UtcMinute> {
+    let mut lines = text.lines();
+    if lines.next()? != MAGIC {
+        return None;
+    }
+    let minute: i64 = lines.next()?.trim().parse().ok()?;
+    Timestamp::from_second(minute.checked_mul(60)?).ok()?;
+    Some(UtcMinute(minute))
+}
+
+impl Daemon {
+    fn missed_policy(&self, id: EntryId) -> Option<Missed> {
+        self.cycle
+            .get(id)
+            .map(|(_, _, job, _)| job.env.policy().missed)
+    }
+
+    /// At start-up: the runs of `once` entries missed since the minute the state file holds,
+    /// up to this minute (which the daemon does not run: it starts in it, as Vixie's does).
+    pub(super) fn make_up_after_start(&mut self, now: Timestamp) {
+        if let Some(handled) = self.read_handled() {
+            let now = UtcMinute::containing(now.as_second());
+            self.make_up(handled, now.plus(1), now);
+        }
+        self.files_loaded();
+    }
+
+    /// Queues, for minute `now`, one run of each `once` entry with a fire time after `after`
+    /// and before `before`.
+    pub(super) fn make_up(&mut self, after: UtcMinute, before: UtcMinute, now: UtcMinute) {
+        let once: Vec<EntryId> = self
+            .sources
+            .entries()
+            .filter(|&id| self.missed_policy(id) == Some(Missed::Once))
+            .collect();
+        for id in once {
+            let Some(missed) = self.cycle.catch_up(id, after, before, now) else {
+                continue;
+            };
+            if let Some((_, _, job, _)) = self.cycle.get(id) {
+                let when = self.clock_date_time(missed);
+                let line = log_lines::missed_line(job.user(), job.command(), &when)
+                    .with_job(job.log_fields(None));
+                self.log.line(Level::Info, &line);
+            }
+        }
+        self.write_handled_if_needed(self.cycle.handled());
+    }
+
+    /// After runs were queued for minute `now`: the file says `now` was handled, if any entry
+    /// needs to know.
+    pub(super) fn runs_queued(&mut self, now: UtcMinute) {
+        self.write_handled_if_needed(now);
+    }
+
+    /// When the daemon stops: the last minute it handled.
+    pub(super) fn stopping(&mut self) {
+        let handled = self.cycle.handled();
+        self.write_handled_if_needed(handled);
+    }
+
+    /// Once files are loaded (start-up is over): an entry with `once` that appeared has a
+    /// minute to count its missed runs from, before any of its runs came.
+    pub(super) fn files_loaded(&mut self) {
+        if self.written_handled.is_none() {
+            let handled = self.cycle.handled();
+            self.write_handled_if_needed(handled);
+        }
+    }
+
+    fn write_handled_if_needed(&mut self, handled: UtcMinute) {
+        if self.written_handled == Some(handled) || !self.sources.any_missed_once() {
+            return;
+        }
+        let dir = self.options.state_dir();
+        let result = fs::make_own_dir(&dir).and_then(|facts| {
+            if facts.kind != FileKind::Directory
+                || facts.owner != crate::sys::user::effective_uid()
+                || facts.mode & 0o022 != 0
+            {
+                return Err(std::io::Error::other(
+                    "not a directory of the daemon's user that only it may write",
+                ));
+            }
+            fs::replace_file(&dir, FILE, format(handled).as_bytes())
+        });
+        match result {
+            Ok(()) => self.written_handled = Some(handled),
+            Err(e) => self.log.error(
+                "CRON",
+                "ERROR",
+                &format!(
+                    "can't write {}: {e}; CRON_MISSED=once can't make up runs missed from now",
+                    dir.join(FILE).display()
+                ),
+            ),
+        }
+    }
+
+    /// The minute the state file holds; `None` (logged, unless there is no file) when there is
+    /// none the daemon can trust.
+    fn read_handled(&self) -> Option<UtcMinute> {
+        let path = self.options.state_dir().join(FILE);
+        match read_trusted(&path) {
+            Ok(Some(minute)) => Some(minute),
+            Ok(None) => None,
+            Err(why) => {
+                self.log.event(
+                    Level::Warning,
+                    "CRON",
+                    "WARNING",
+                    &format!(
+                        "{} ignored: {why}; runs missed while the daemon was down are not made up",
+                        path.display()
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// The minute in the file at `path`: `Ok(None)` when there is no file, `Err` with the reason
+/// when there is one the daemon must not trust.
+fn read_trusted(path: &Path) -> Result<Option<UtcMinute>, String> {
+    let (file, facts) = match fs::open_no_follow(path) {
+        Ok(opened) => opened,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if fs::is_symlink_refusal(&e) => return Err("a symlink".to_string()),
+        Err(e) => return Err(e.to_string()),
+    };
+    if facts.kind != FileKind::Regular {
+        return Err("not a regular file".to_string());
+    }
+    if facts.owner != crate::sys::user::effective_uid() {
+        return Err(format!("owned by uid {}", facts.owner.0));
+    }
+    if facts.mode & 0o022 != 0 {
+        return Err(format!("writable by others (mode {:o})", facts.mode));
+    }
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(format!("larger than {MAX_BYTES} bytes"));
+    }
+    parse(&text)
+        .map(Some)
+        .ok_or_else(|| "not what the daemon writes there".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_says_the_minute_and_reads_back() {
+        let text = format(UtcMinute(29_410_260));
+        assert_eq!(text, "crond-handled 1\n29410260\n2025-12-01T19:00:00Z\n");
+        assert_eq!(parse(&text), Some(UtcMinute(29_410_260)));
+    }
+
+    #[test]
+    fn a_file_that_is_not_ours_or_is_damaged_says_nothing() {
+        for bad in [
+            "",
+            "crond-handled 1\n",
+            "crond-handled 2\n29410260\n",
+            "crond-handled 1\nsoon\n",
+            "crond-handled 1\n99999999999999999\n",
+            "anacron 1\n29410260\n",
+            "crond-handled 1\x00\n29410260\n",
+        ] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
+    }
+}
