@@ -12,6 +12,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::Options;
+use super::options::MetricsAt;
 use crate::log::{Destination, Format};
 
 pub const USAGE: &str =
@@ -19,7 +20,8 @@ pub const USAGE: &str =
              [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
              [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
-             [--pam-dir DIR] [--state-dir DIR]";
+             [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
+             [--metrics-group NAME]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,6 +90,24 @@ impl Options {
                 Long("no-pam") => o.no_pam = true,
                 Long("pam-dir") => o.pam_dir = Some(path(&mut parser)?),
                 Long("state-dir") => o.state_dir = Some(path(&mut parser)?),
+                Long("metrics") => {
+                    let v = parser.value()?;
+                    o.metrics = Some(v.to_str().and_then(parse_metrics_at).ok_or_else(|| {
+                        lexopt::Error::UnexpectedValue {
+                            option: "--metrics (unix:PATH, or a loopback ADDRESS:PORT)".into(),
+                            value: v.clone(),
+                        }
+                    })?);
+                }
+                Long("metrics-group") => {
+                    let v = parser.value()?;
+                    o.metrics_group = Some(v.to_str().map(str::to_string).ok_or_else(|| {
+                        lexopt::Error::UnexpectedValue {
+                            option: "--metrics-group".into(),
+                            value: v.clone(),
+                        }
+                    })?);
+                }
                 Long("max-output") => {
                     let v = parser.value()?;
                     let size = v.to_str().and_then(parse_size).ok_or_else(|| {
@@ -136,6 +156,17 @@ impl Options {
         }
         Ok(o)
     }
+}
+
+/// `unix:/run/crond.metrics` (an absolute path) or `127.0.0.1:9100` / `[::1]:9100` (loopback
+/// only: a TCP port can't be limited to a group).
+fn parse_metrics_at(text: &str) -> Option<MetricsAt> {
+    if let Some(path) = text.strip_prefix("unix:") {
+        let path = std::path::PathBuf::from(path);
+        return path.is_absolute().then_some(MetricsAt::Unix(path));
+    }
+    let addr: std::net::SocketAddr = text.parse().ok()?;
+    addr.ip().is_loopback().then_some(MetricsAt::Tcp(addr))
 }
 
 /// A size as `--max-output` takes it: a number of bytes, or with a `K`, `M` or `G` suffix
@@ -206,6 +237,10 @@ mod tests {
             "/q",
             "--state-dir",
             "/t",
+            "--metrics",
+            "unix:/run/m",
+            "--metrics-group",
+            "adm",
         ])
         .expect("parses");
         let expected = Options {
@@ -232,6 +267,8 @@ mod tests {
             no_pam: true,
             pam_dir: Some("/q".into()),
             state_dir: Some("/t".into()),
+            metrics: Some(MetricsAt::Unix("/run/m".into())),
+            metrics_group: Some("adm".into()),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());
@@ -264,6 +301,15 @@ mod tests {
     fn bad_input_is_refused() {
         assert!(parse(&["--log", "journal"]).is_err());
         assert!(parse(&["--log-format", "yaml"]).is_err());
+        assert!(
+            parse(&["--metrics", "0.0.0.0:9100"]).is_err(),
+            "not loopback"
+        );
+        assert!(parse(&["--metrics", "unix:relative"]).is_err());
+        assert_eq!(
+            parse(&["--metrics", "[::1]:9100"]).unwrap().metrics,
+            Some(MetricsAt::Tcp("[::1]:9100".parse().unwrap()))
+        );
         assert!(parse(&["-L", "x"]).is_err());
         assert!(parse(&["-q"]).is_err());
         assert!(parse(&["extra"]).is_err());

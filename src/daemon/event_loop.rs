@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use jiff::Timestamp;
 
+use super::metrics_serve::MetricsServer;
 use super::minute::Wake;
+use super::options::MetricsAt;
 use super::running::Running;
 use super::sources::Sources;
 use super::watch::{self, Watches};
@@ -17,6 +19,7 @@ use super::{Error, Options};
 use crate::database::{Paths, Rules};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log};
+use crate::metrics::{Metrics, Outcome};
 use crate::schedule::{self, Zone};
 use crate::sys::fs::PidLock;
 use crate::sys::inotify::Lost;
@@ -54,6 +57,9 @@ pub(super) struct Daemon {
     pub(super) freed: bool,
     /// The minute the state file was last written with (`daemon::missed`).
     pub(super) written_handled: Option<UtcMinute>,
+    /// What happened to jobs, for `--metrics`.
+    pub(super) metrics: Metrics,
+    metrics_server: Option<MetricsServer>,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -120,6 +126,8 @@ impl Daemon {
             zone_stamp: super::zone::stamp(&localtime),
             freed: false,
             written_handled: None,
+            metrics: Metrics::default(),
+            metrics_server: None,
             localtime,
             sources: Sources::default(),
             running: Running::default(),
@@ -163,6 +171,9 @@ impl Daemon {
                 "INFO",
                 &format!("jobs run without a PAM session ({why})"),
             );
+        }
+        if let Some(at) = daemon.options.metrics.clone() {
+            daemon.metrics_server = Some(daemon.listen_for_metrics(&at)?);
         }
         daemon.watches = Watches::set_up(
             daemon.options.no_inotify,
@@ -238,18 +249,77 @@ impl Daemon {
         }
     }
 
-    fn wait(&self, timeout_ms: Option<u32>) -> Result<Ready, Error> {
-        let mut fds = vec![self.signals.fd(), self.timer.fd()];
+    fn wait(&mut self, timeout_ms: Option<u32>) -> Result<Ready, Error> {
+        let mut fds = vec![(self.signals.fd(), false), (self.timer.fd(), false)];
         if let Some(w) = &self.watches {
-            fds.push(w.fd());
+            fds.push((w.fd(), false));
+        }
+        let own = fds.len();
+        let now_ms = wall_clock().as_millisecond();
+        let mut timeout_ms = timeout_ms;
+        if let Some(server) = &self.metrics_server {
+            fds.extend(server.fds());
+            if let Some(ms) = server.timeout_ms(now_ms) {
+                timeout_ms = Some(timeout_ms.map_or(ms, |t| t.min(ms)));
+            }
         }
         let ready =
-            crate::sys::poll::wait_readable(&fds, timeout_ms).map_err(|e| Error::Io("poll", e))?;
+            crate::sys::poll::wait_ready(&fds, timeout_ms).map_err(|e| Error::Io("poll", e))?;
+        drop(fds);
+        if self.metrics_server.is_some() {
+            self.serve_metrics(&ready[own..]);
+        }
         Ok(Ready {
             signals: ready[0],
             timer: ready[1],
-            files: ready.get(2).copied().unwrap_or(false),
+            files: self.watches.is_some() && ready[2],
         })
+    }
+
+    /// Answers the metrics endpoint's connections that `ready` says can go on.
+    fn serve_metrics(&mut self, ready: &[bool]) {
+        let now_ms = wall_clock().as_millisecond();
+        let Some(mut server) = self.metrics_server.take() else {
+            return;
+        };
+        let render = || {
+            self.metrics.render(self.running.len(), |id| {
+                self.cycle.get(id).map(|(_, _, job, _)| job.entry())
+            })
+        };
+        server.serve(ready, now_ms, &render);
+        self.metrics_server = Some(server);
+    }
+
+    /// The metrics endpoint's socket (`--metrics`).
+    fn listen_for_metrics(&self, at: &MetricsAt) -> Result<MetricsServer, Error> {
+        let listener = match at {
+            MetricsAt::Unix(path) => {
+                let group = match &self.options.metrics_group {
+                    None => None,
+                    Some(name) => Some(
+                        crate::sys::user::group_id(name)
+                            .map_err(|e| Error::Io("--metrics-group", e))?
+                            .ok_or_else(|| {
+                                Error::Io(
+                                    "--metrics-group",
+                                    std::io::Error::other(format!("no group named {name}")),
+                                )
+                            })?,
+                    ),
+                };
+                crate::sys::listen::listen_unix(path, group)
+            }
+            MetricsAt::Tcp(addr) => crate::sys::listen::listen_tcp(*addr),
+        }
+        .map_err(|e| Error::Io("--metrics", e))?;
+        let shown = match at {
+            MetricsAt::Unix(path) => format!("unix:{}", path.display()),
+            MetricsAt::Tcp(addr) => addr.to_string(),
+        };
+        self.log
+            .info("CRON", "INFO", &format!("metrics served at {shown}"));
+        Ok(MetricsServer::new(listener))
     }
 
     fn on_signals(&mut self) -> AfterSignals {
@@ -257,9 +327,24 @@ impl Daemon {
         if arrived.child {
             // The job child logs its own end (it knows the command and the shell's status);
             // the daemon learns here which entry's job ended.
-            for (pid, _exit) in process::reap() {
-                if let Some((entry, Some(waiting))) = self.running.ended(pid) {
-                    self.start_waiting(entry, waiting, wall_clock());
+            let now = wall_clock();
+            for (pid, exit) in process::reap() {
+                let Some(ended) = self.running.ended(pid) else {
+                    continue;
+                };
+                let outcome = match exit {
+                    process::Exit::Code(0) => Outcome::Succeeded,
+                    process::Exit::Code(2) => Outcome::TimedOut,
+                    _ => Outcome::Failed,
+                };
+                self.metrics.ended(
+                    ended.entry,
+                    outcome,
+                    now.as_millisecond() - ended.started_ms,
+                    now.as_second(),
+                );
+                if let Some(waiting) = ended.waiting {
+                    self.start_waiting(ended.entry, waiting, now);
                 }
             }
         }

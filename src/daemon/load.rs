@@ -107,7 +107,13 @@ impl Daemon {
     /// Removes a file's old entries that its new text no longer has (all of them when the file
     /// is gone or refused); a run of theirs still waiting for its RANDOM_DELAY is cancelled.
     fn retire(&mut self, key: &SourceKey, old: Reusable) {
-        let cancelled: usize = old.unclaimed().map(|id| self.cycle.remove(id)).sum();
+        let cancelled: usize = old
+            .unclaimed()
+            .map(|id| {
+                self.metrics.forget(id);
+                self.cycle.remove(id)
+            })
+            .sum();
         if cancelled > 0 {
             self.log.info(
                 key.who(),

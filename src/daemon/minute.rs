@@ -143,6 +143,7 @@ impl Daemon {
                         since_ms,
                         also_waiting,
                     } => {
+                        self.metrics.skipped();
                         let since = self.clock_time(since_ms);
                         let line =
                             log_lines::skip_line(job.user(), job.command(), &since, also_waiting)
@@ -161,6 +162,7 @@ impl Daemon {
             }
             match job::start(&queued.job.job, &self.setup) {
                 Ok(pid) => {
+                    self.metrics.started();
                     self.running.started(pid, queued.job.entry, now_ms);
                     self.fork_failures.succeeded(&self.log);
                 }
@@ -186,6 +188,7 @@ impl Daemon {
     pub(super) fn start_waiting(&mut self, entry: Option<EntryId>, job: JobSpec, now: Timestamp) {
         match job::start(&job, &self.setup) {
             Ok(pid) => {
+                self.metrics.started();
                 self.running.started(pid, entry, now.as_millisecond());
                 self.fork_failures.succeeded(&self.log);
             }

@@ -81,6 +81,7 @@ impl Daemon {
             let Some(missed) = self.cycle.catch_up(id, after, before, now) else {
                 continue;
             };
+            self.metrics.missed();
             if let Some((_, _, job, _)) = self.cycle.get(id) {
                 let when = self.clock_date_time(missed);
                 let line = log_lines::missed_line(job.user(), job.command(), &when)

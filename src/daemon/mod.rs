@@ -6,6 +6,7 @@
 pub mod cli;
 mod event_loop;
 mod load;
+mod metrics_serve;
 mod minute;
 mod missed;
 mod options;

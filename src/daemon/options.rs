@@ -54,6 +54,19 @@ pub struct Options {
     pub pam_dir: Option<PathBuf>,
     /// `--state-dir DIR`: where the daemon keeps its state (default /var/lib/crond).
     pub state_dir: Option<PathBuf>,
+    /// `--metrics unix:PATH|ADDRESS:PORT`: where to serve the metrics.
+    pub metrics: Option<MetricsAt>,
+    /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
+    pub metrics_group: Option<String>,
+}
+
+/// Where the metrics are served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsAt {
+    /// A Unix socket: mode 0600, or 0660 with `--metrics-group`.
+    Unix(PathBuf),
+    /// A TCP port on a loopback address (any local user can read it).
+    Tcp(std::net::SocketAddr),
 }
 
 impl Options {

@@ -25,8 +25,8 @@ struct Busy<J> {
 
 #[derive(Debug)]
 pub(super) struct Running<J> {
-    /// Each child and the entry it runs (`None`: an @reboot job).
-    by_pid: HashMap<Pid, Option<EntryId>>,
+    /// Each child, the entry it runs (`None`: an @reboot job) and when it started (epoch ms).
+    by_pid: HashMap<Pid, (Option<EntryId>, i64)>,
     by_entry: HashMap<EntryId, Busy<J>>,
 }
 
@@ -37,6 +37,15 @@ impl<J> Default for Running<J> {
             by_entry: HashMap::new(),
         }
     }
+}
+
+/// A job child that was reaped.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Ended<J> {
+    pub(super) entry: Option<EntryId>,
+    pub(super) started_ms: i64,
+    /// The run of the entry that waited for it (`CRON_OVERLAP=queue`): to start now.
+    pub(super) waiting: Option<J>,
 }
 
 /// What to do with a run that is due to start.
@@ -80,7 +89,7 @@ impl<J> Running<J> {
 
     /// A job child was forked at `now_ms` for `entry`.
     pub(super) fn started(&mut self, pid: Pid, entry: Option<EntryId>, now_ms: i64) {
-        if let Some(old) = self.by_pid.insert(pid, entry) {
+        if let Some((old, _)) = self.by_pid.insert(pid, (entry, now_ms)) {
             // A pid is reused only after it was reaped; keep the counts right regardless.
             self.forget(old);
         }
@@ -97,11 +106,15 @@ impl<J> Running<J> {
         }
     }
 
-    /// A child was reaped: `None` if it was not one of ours; else its entry, and the run that
-    /// waited for the entry to be idle, which is to start now.
-    pub(super) fn ended(&mut self, pid: Pid) -> Option<(Option<EntryId>, Option<J>)> {
-        let entry = self.by_pid.remove(&pid)?;
-        Some((entry, self.forget(entry)))
+    /// A child was reaped: `None` if it was not one of ours; else its entry, when it started,
+    /// and the run that waited for the entry to be idle, which is to start now.
+    pub(super) fn ended(&mut self, pid: Pid) -> Option<Ended<J>> {
+        let (entry, started_ms) = self.by_pid.remove(&pid)?;
+        Some(Ended {
+            entry,
+            started_ms,
+            waiting: self.forget(entry),
+        })
     }
 
     /// How many jobs of this entry are running.
@@ -138,6 +151,14 @@ impl<J> Running<J> {
 mod tests {
     use super::*;
 
+    /// `ended` without the start time: (entry, waiting run).
+    fn ended(
+        running: &mut Running<&'static str>,
+        pid: i32,
+    ) -> Option<(Option<EntryId>, Option<&'static str>)> {
+        running.ended(Pid(pid)).map(|e| (e.entry, e.waiting))
+    }
+
     #[test]
     fn the_table_counts_running_jobs_per_entry_until_each_child_is_reaped() {
         let mut running: Running<&str> = Running::default();
@@ -150,15 +171,15 @@ mod tests {
             (running.count(a), running.count(b), running.len()),
             (2, 1, 4)
         );
-        assert_eq!(running.ended(Pid(100)), Some((Some(a), None)));
+        assert_eq!(ended(&mut running, 100), Some((Some(a), None)));
         assert_eq!(running.count(a), 1);
         assert_eq!(
-            running.ended(Pid(103)),
+            ended(&mut running, 103),
             Some((None, None)),
             "an @reboot job"
         );
-        assert_eq!(running.ended(Pid(999)), None, "not a job child");
-        assert_eq!(running.ended(Pid(101)), Some((Some(a), None)));
+        assert_eq!(ended(&mut running, 999), None, "not a job child");
+        assert_eq!(ended(&mut running, 101), Some((Some(a), None)));
         assert_eq!(
             (running.count(a), running.count(b), running.len()),
             (0, 1, 1)
@@ -189,7 +210,7 @@ mod tests {
                 also_waiting: false
             }
         );
-        assert_eq!(running.ended(Pid(10)), Some((Some(a), None)));
+        assert_eq!(ended(&mut running, 10), Some((Some(a), None)));
         assert_eq!(
             running.admit(Some(a), Overlap::Skip, "fourth"),
             Admit::Start("fourth")
@@ -220,8 +241,8 @@ mod tests {
             }
         );
         assert_eq!(running.waiting(), 1);
-        assert_eq!(running.ended(Pid(10)), Some((Some(a), None)));
-        assert_eq!(running.ended(Pid(11)), Some((Some(a), Some("next"))));
+        assert_eq!(ended(&mut running, 10), Some((Some(a), None)));
+        assert_eq!(ended(&mut running, 11), Some((Some(a), Some("next"))));
         assert_eq!(running.waiting(), 0);
         // The waiting run is started by the caller, and makes the entry busy again from then.
         running.started(Pid(12), Some(a), 180_000);

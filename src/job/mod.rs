@@ -244,7 +244,17 @@ fn run_as_user(
         return 1;
     };
     report(spec, setup, &prepared, &finished);
-    i32::from(!finished.exit.success())
+    child_exit_code(finished.exit.success(), finished.timed_out.is_some())
+}
+
+/// The job child's exit status, which the daemon counts (`--metrics`): 0 the job ran and
+/// succeeded, 1 it failed or did not run, 2 it reached `CRON_TIMEOUT`.
+pub fn child_exit_code(succeeded: bool, timed_out: bool) -> i32 {
+    match (succeeded, timed_out) {
+        (_, true) => 2,
+        (true, false) => 0,
+        (false, false) => 1,
+    }
 }
 
 /// What the job runs with, once the child is the job's user.

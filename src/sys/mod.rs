@@ -38,6 +38,7 @@ pub fn hostname() -> Vec<u8> {
 }
 pub mod fs;
 pub mod inotify;
+pub mod listen;
 pub mod poll;
 pub mod privs;
 pub mod process;

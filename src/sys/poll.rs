@@ -8,9 +8,29 @@ use nix::poll::{PollFd, PollFlags, PollTimeout};
 /// Waits until one descriptor is readable or `timeout_ms` passes (`None`: no limit). Returns
 /// one flag per descriptor; all false on a timeout or an interrupting signal.
 pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout_ms: Option<u32>) -> io::Result<Vec<bool>> {
+    let fds: Vec<(BorrowedFd<'_>, bool)> = fds.iter().map(|&fd| (fd, false)).collect();
+    wait_ready(&fds, timeout_ms)
+}
+
+/// Waits until one descriptor is ready (readable, or writable for those given with `true`) or
+/// `timeout_ms` passes (`None`: no limit). One flag per descriptor; all false on a timeout or an
+/// interrupting signal. An error or hang-up counts as ready (the read or write says what).
+pub fn wait_ready(
+    fds: &[(BorrowedFd<'_>, bool)],
+    timeout_ms: Option<u32>,
+) -> io::Result<Vec<bool>> {
     let mut polls: Vec<PollFd<'_>> = fds
         .iter()
-        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .map(|&(fd, write)| {
+            PollFd::new(
+                fd,
+                if write {
+                    PollFlags::POLLOUT
+                } else {
+                    PollFlags::POLLIN
+                },
+            )
+        })
         .collect();
     let timeout = match timeout_ms {
         None => PollTimeout::NONE,
@@ -21,7 +41,12 @@ pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout_ms: Option<u32>) -> io::Res
             .iter()
             .map(|p| {
                 p.revents().is_some_and(|r| {
-                    r.intersects(PollFlags::POLLIN | PollFlags::POLLERR | PollFlags::POLLHUP)
+                    r.intersects(
+                        PollFlags::POLLIN
+                            | PollFlags::POLLOUT
+                            | PollFlags::POLLERR
+                            | PollFlags::POLLHUP,
+                    )
                 })
             })
             .collect()),

@@ -86,6 +86,13 @@ pub fn effective_gid() -> Gid {
     Gid(unistd::getegid().as_raw())
 }
 
+/// The id of the group `name`; `None` if there is no such group.
+pub fn group_id(name: &str) -> std::io::Result<Option<Gid>> {
+    nix::unistd::Group::from_name(name)
+        .map(|g| g.map(|g| Gid(g.gid.as_raw())))
+        .map_err(std::io::Error::from)
+}
+
 /// Loads the name service modules that supplementary groups come from (nsswitch.conf's `group`
 /// sources, e.g. `files systemd`) into this process, by asking root's groups once: children
 /// forked later find them loaded instead of each `dlopen`ing them for its `initgroups`.

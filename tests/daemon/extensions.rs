@@ -296,3 +296,118 @@ fn root_with_missed_once_a_resume_after_hours_makes_up_a_run_the_clock_rules_ski
         crond.log_text()
     );
 }
+
+/// `curl` fetching `url`, through the Unix socket `unix` when given.
+fn curl(unix: Option<&std::path::Path>, url: &str) -> String {
+    let mut c = Command::new("curl");
+    c.args(["--silent", "--show-error", "--fail", "--max-time", "10"]);
+    if let Some(path) = unix {
+        c.arg("--unix-socket").arg(path);
+    }
+    let out = c.arg(url).output().expect("run curl (Debian package curl)");
+    assert!(
+        out.status.success(),
+        "curl {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The value of the sample named exactly `series` in an exposition.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn root_the_metrics_endpoint_counts_runs_failures_timeouts_and_skips_for_a_real_http_client() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        "0 10 * * * true\n0 10 * * * exit 3\nCRON_TIMEOUT=1s\n0 10 * * * sleep 30\n\
+         CRON_OVERLAP=skip\nCRON_TIMEOUT=\n0-1 10 * * * sleep 8\n",
+        0o600,
+        &me,
+    );
+    let socket = tree.path().join("metrics.sock");
+    let crond = Crond::start(
+        &tree,
+        1,
+        &["--metrics", &format!("unix:{}", socket.display())],
+    );
+    crond.wait_for_log("metrics served at unix:", 10);
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&socket).unwrap().permissions());
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "only root may read it without --metrics-group"
+    );
+    // 10:00 starts four jobs; at 10:01 the sleeper still runs and its second run is skipped.
+    crond.wait_for_log(&format!("({me}) SKIP (sleep 8)"), 20);
+    crond.wait_for_log(&format!("({me}) TIMEOUT (sleep 30) 10s after SIGTERM"), 20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let text = loop {
+        let text = curl(Some(&socket), "http://localhost/metrics");
+        if sample(&text, "crond_jobs_running") == Some(0.0) || std::time::Instant::now() > deadline
+        {
+            break text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(sample(&text, "crond_runs_total"), Some(4.0), "{text}");
+    assert_eq!(sample(&text, "crond_failures_total"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "crond_timeouts_total"), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "crond_skipped_total"), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "crond_jobs_running"), Some(0.0), "{text}");
+    assert_eq!(
+        sample(&text, "crond_run_duration_seconds_count"),
+        Some(4.0),
+        "{text}"
+    );
+    let spool = tree.spool();
+    let tab = spool.file_name().unwrap().to_string_lossy();
+    for line in [1, 7] {
+        let series = format!("crond_last_success_timestamp_seconds{{entry=\"{tab}/{me}:{line}\"}}");
+        assert!(sample(&text, &series).is_some(), "{series} in {text}");
+    }
+    assert!(
+        !text.contains(&format!("{me}:2\"")),
+        "exit 3 never succeeded"
+    );
+    assert!(curl(Some(&socket), "http://localhost/").contains("crond_runs_total"));
+}
+
+#[test]
+fn root_the_metrics_endpoint_on_a_loopback_port_answers_http_and_refuses_other_paths() {
+    require_root();
+    let tree = Tree::new();
+    // A free port: bind one, let it go, give it to the daemon.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let crond = Crond::start(&tree, 1, &["--metrics", &format!("127.0.0.1:{port}")]);
+    crond.wait_for_log("metrics served at 127.0.0.1:", 10);
+    let text = curl(None, &format!("http://127.0.0.1:{port}/metrics"));
+    assert_eq!(sample(&text, "crond_runs_total"), Some(0.0), "{text}");
+    let status = Command::new("curl")
+        .args([
+            "--silent",
+            "--output",
+            "/dev/null",
+            "--write-out",
+            "%{http_code}",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/other"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "404");
+    // A client that connects and says nothing does not hold the daemon: others are served.
+    let _silent = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let text = curl(None, &format!("http://127.0.0.1:{port}/metrics"));
+    assert!(text.contains("crond_jobs_running 0"), "{text}");
+}

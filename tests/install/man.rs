@@ -245,6 +245,8 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--no-pam",
             "--pam-dir",
             "--state-dir",
+            "--metrics",
+            "--metrics-group",
         ])
     );
     assert_eq!(

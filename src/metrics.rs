@@ -1,0 +1,327 @@
+//! The daemon's counters and their Prometheus text exposition (`--metrics`). Pure: the daemon
+//! tells it what happened, with the time; rendering takes a function that names an entry.
+//!
+//! ```text
+//! crond_runs_total 12                      jobs started
+//! crond_failures_total 1                   jobs that ran and failed (or could not run)
+//! crond_timeouts_total 0                   jobs that reached CRON_TIMEOUT
+//! crond_skipped_total 3                    runs CRON_OVERLAP did not start
+//! crond_missed_total 1                     runs CRON_MISSED=once made up
+//! crond_jobs_running 2
+//! crond_run_duration_seconds_bucket{le="1"} 10 ... (a histogram of job durations)
+//! crond_last_success_timestamp_seconds{entry="crontabs/alice:3"} 1795600800
+//! ```
+//!
+//! Bounded: one last-success series per entry that succeeded, at most [`MAX_ENTRY_SERIES`]
+//! (the most recent); a scrape of a daemon with 100,000 entries stays small.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::timeline::EntryId;
+
+/// Upper bounds of the duration histogram's buckets, in seconds.
+pub const BUCKETS: [f64; 9] = [0.1, 1.0, 5.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 14400.0];
+
+/// The most per-entry series a scrape shows.
+pub const MAX_ENTRY_SERIES: usize = 10_000;
+
+/// How a job child ended, as its exit code tells the daemon (`job::child_exit_code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+    TimedOut,
+}
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    runs: u64,
+    failures: u64,
+    timeouts: u64,
+    skipped: u64,
+    missed: u64,
+    /// Counts per bucket (not cumulative), then the count above the last bound.
+    buckets: [u64; BUCKETS.len() + 1],
+    duration_sum_s: f64,
+    last_success: HashMap<EntryId, i64>,
+}
+
+impl Metrics {
+    pub fn started(&mut self) {
+        self.runs += 1;
+    }
+
+    pub fn skipped(&mut self) {
+        self.skipped += 1;
+    }
+
+    pub fn missed(&mut self) {
+        self.missed += 1;
+    }
+
+    /// A job child ended after `duration_ms`, at `now_s` (epoch seconds).
+    pub fn ended(
+        &mut self,
+        entry: Option<EntryId>,
+        outcome: Outcome,
+        duration_ms: i64,
+        now_s: i64,
+    ) {
+        let seconds = duration_ms.max(0) as f64 / 1000.0;
+        let bucket = BUCKETS
+            .iter()
+            .position(|&bound| seconds <= bound)
+            .unwrap_or(BUCKETS.len());
+        self.buckets[bucket] += 1;
+        self.duration_sum_s += seconds;
+        match outcome {
+            Outcome::Succeeded => {
+                if let Some(entry) = entry {
+                    self.last_success.insert(entry, now_s);
+                    self.keep_bounded();
+                }
+            }
+            Outcome::Failed => self.failures += 1,
+            Outcome::TimedOut => {
+                self.failures += 1;
+                self.timeouts += 1;
+            }
+        }
+    }
+
+    /// An entry is gone (its file changed or went): its series goes too.
+    pub fn forget(&mut self, entry: EntryId) {
+        self.last_success.remove(&entry);
+    }
+
+    fn keep_bounded(&mut self) {
+        if self.last_success.len() <= MAX_ENTRY_SERIES {
+            return;
+        }
+        // Drop the oldest tenth at once, so the cost is paid rarely.
+        let mut times: Vec<i64> = self.last_success.values().copied().collect();
+        let cut = times.len() - MAX_ENTRY_SERIES * 9 / 10;
+        let (_, &mut threshold, _) = times.select_nth_unstable(cut);
+        self.last_success.retain(|_, &mut t| t >= threshold);
+        while self.last_success.len() > MAX_ENTRY_SERIES * 9 / 10 {
+            // Ties at the threshold: drop any of them.
+            let Some(&id) = self.last_success.keys().next() else {
+                break;
+            };
+            self.last_success.remove(&id);
+        }
+    }
+
+    /// The exposition, with `running` jobs now; `entry_name` names an entry
+    /// (`crontabs/alice:3`; `None`: gone, not shown).
+    pub fn render(&self, running: usize, entry_name: impl Fn(EntryId) -> Option<String>) -> String {
+        let mut out = String::with_capacity(2048);
+        let counters = [
+            ("crond_runs_total", "Jobs started.", self.runs),
+            (
+                "crond_failures_total",
+                "Jobs that failed: a non-zero exit, a signal, a time limit, or not run at all.",
+                self.failures,
+            ),
+            (
+                "crond_timeouts_total",
+                "Jobs ended by CRON_TIMEOUT.",
+                self.timeouts,
+            ),
+            (
+                "crond_skipped_total",
+                "Runs not started by CRON_OVERLAP (skip, or queue with one waiting).",
+                self.skipped,
+            ),
+            (
+                "crond_missed_total",
+                "Runs made up by CRON_MISSED=once.",
+                self.missed,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+            );
+        }
+        let _ = write!(
+            out,
+            "# HELP crond_jobs_running Job children running now.\n\
+             # TYPE crond_jobs_running gauge\ncrond_jobs_running {running}\n"
+        );
+        out.push_str(
+            "# HELP crond_run_duration_seconds How long jobs ran.\n\
+             # TYPE crond_run_duration_seconds histogram\n",
+        );
+        let mut cumulative = 0;
+        for (bound, count) in BUCKETS.iter().zip(self.buckets) {
+            cumulative += count;
+            let _ = writeln!(
+                out,
+                "crond_run_duration_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        cumulative += self.buckets[BUCKETS.len()];
+        let _ = write!(
+            out,
+            "crond_run_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}\n\
+             crond_run_duration_seconds_sum {}\n\
+             crond_run_duration_seconds_count {cumulative}\n",
+            self.duration_sum_s
+        );
+        out.push_str(
+            "# HELP crond_last_success_timestamp_seconds When each entry's job last succeeded.\n\
+             # TYPE crond_last_success_timestamp_seconds gauge\n",
+        );
+        let mut series: Vec<(String, i64)> = self
+            .last_success
+            .iter()
+            .filter_map(|(&id, &at)| entry_name(id).map(|name| (name, at)))
+            .collect();
+        series.sort();
+        for (name, at) in series {
+            let _ = writeln!(
+                out,
+                "crond_last_success_timestamp_seconds{{entry=\"{}\"}} {at}",
+                label_value(&name)
+            );
+        }
+        out
+    }
+}
+
+/// The longest request head read; a longer one is answered 431 and closed.
+pub const MAX_REQUEST: usize = 8192;
+
+/// The answer to an HTTP request whose bytes so far are `request`: `None` while its head is
+/// incomplete. `GET /metrics` (or `/`) gets the exposition from `render`; anything else an
+/// error status. Every answer closes the connection.
+pub fn answer(request: &[u8], render: impl FnOnce() -> String) -> Option<Vec<u8>> {
+    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return (request.len() >= MAX_REQUEST)
+            .then(|| response("431 Request Header Fields Too Large", "text/plain", ""));
+    };
+    let head = String::from_utf8_lossy(&request[..end]);
+    let mut first = head.lines().next().unwrap_or("").split(' ');
+    let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    Some(match (method, path) {
+        ("GET" | "HEAD", "/metrics" | "/") => {
+            let body = render();
+            let mut r = response("200 OK", "text/plain; version=0.0.4; charset=utf-8", &body);
+            if method == "HEAD" {
+                r.truncate(r.len() - body.len());
+            }
+            r
+        }
+        ("GET" | "HEAD", _) => response("404 Not Found", "text/plain", "only /metrics\n"),
+        _ => response("405 Method Not Allowed", "text/plain", "GET only\n"),
+    })
+}
+
+fn response(status: &str, content_type: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A label value as the text format wants it: backslash, quote and newline escaped.
+fn label_value(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_histogram_and_last_success_render_in_the_text_format() {
+        let mut m = Metrics::default();
+        let (a, b) = (EntryId(1), EntryId(2));
+        for _ in 0..3 {
+            m.started();
+        }
+        m.ended(Some(a), Outcome::Succeeded, 50, 1_000);
+        m.ended(Some(b), Outcome::Failed, 2_500, 1_001);
+        m.ended(Some(a), Outcome::TimedOut, 90_000, 1_090);
+        m.skipped();
+        m.missed();
+        let text = m.render(1, |id| (id == a).then(|| "crontabs/a\"b:3".to_string()));
+        for line in [
+            "crond_runs_total 3\n",
+            "crond_failures_total 2\n",
+            "crond_timeouts_total 1\n",
+            "crond_skipped_total 1\n",
+            "crond_missed_total 1\n",
+            "crond_jobs_running 1\n",
+            "crond_run_duration_seconds_bucket{le=\"0.1\"} 1\n",
+            "crond_run_duration_seconds_bucket{le=\"1\"} 1\n",
+            "crond_run_duration_seconds_bucket{le=\"5\"} 2\n",
+            "crond_run_duration_seconds_bucket{le=\"60\"} 2\n",
+            "crond_run_duration_seconds_bucket{le=\"300\"} 3\n",
+            "crond_run_duration_seconds_bucket{le=\"+Inf\"} 3\n",
+            "crond_run_duration_seconds_sum 92.55\n",
+            "crond_run_duration_seconds_count 3\n",
+            "crond_last_success_timestamp_seconds{entry=\"crontabs/a\\\"b:3\"} 1000\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+        assert_eq!(
+            text.matches("crond_last_success_timestamp_seconds{")
+                .count(),
+            1,
+            "b never succeeded"
+        );
+        m.forget(a);
+        assert!(!m.render(0, |_| Some("x".into())).contains("entry="));
+    }
+
+    #[test]
+    fn a_get_of_metrics_gets_the_text_and_anything_else_an_error_status() {
+        let body = || "crond_runs_total 1\n".to_string();
+        assert_eq!(answer(b"GET /metrics HTTP/1.1\r\nHost: x\r\n", body), None);
+        let ok = answer(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", body).unwrap();
+        let ok = String::from_utf8(ok).unwrap();
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        assert!(ok.contains("Content-Length: 19\r\n"));
+        assert!(ok.ends_with("\r\n\r\ncrond_runs_total 1\n"));
+        let head = answer(b"HEAD / HTTP/1.0\r\n\r\n", body).unwrap();
+        assert!(
+            String::from_utf8(head)
+                .unwrap()
+                .ends_with("Connection: close\r\n\r\n")
+        );
+        let missing = answer(b"GET /x HTTP/1.1\r\n\r\n", body).unwrap();
+        assert!(missing.starts_with(b"HTTP/1.1 404 "));
+        let post = answer(b"POST /metrics HTTP/1.1\r\n\r\n", body).unwrap();
+        assert!(post.starts_with(b"HTTP/1.1 405 "));
+        let endless = vec![b'a'; MAX_REQUEST];
+        assert!(
+            answer(&endless, body)
+                .unwrap()
+                .starts_with(b"HTTP/1.1 431 ")
+        );
+    }
+
+    #[test]
+    fn the_last_success_series_stay_bounded_and_keep_the_most_recent() {
+        let mut m = Metrics::default();
+        for i in 0..(MAX_ENTRY_SERIES as u64 + 1) {
+            m.ended(Some(EntryId(i)), Outcome::Succeeded, 1, i as i64);
+        }
+        assert!(m.last_success.len() <= MAX_ENTRY_SERIES);
+        assert!(
+            m.last_success
+                .contains_key(&EntryId(MAX_ENTRY_SERIES as u64))
+        );
+        assert!(!m.last_success.contains_key(&EntryId(0)));
+    }
+}
