@@ -108,6 +108,14 @@ pub(super) fn run(
                     )?;
                     continue;
                 }
+                When::Every(_) => {
+                    writeln!(
+                        err,
+                        "cronnext: line {}: {} runs at crond's start plus each interval",
+                        entry.line, entry.when
+                    )?;
+                    continue;
+                }
             };
             let entry_zone = entry.zone.as_ref().unwrap_or(zone);
             let mut at = after;

@@ -146,6 +146,13 @@ fn run_inner(
                     return Ok(0);
                 }
                 When::Periodic(s) => s,
+                When::Every(_) => {
+                    writeln!(
+                        err,
+                        "cronnext: {when} runs at crond's start plus each interval; it has no fixed times"
+                    )?;
+                    return Ok(0);
+                }
             };
             if !schedule.can_fire() {
                 writeln!(

@@ -66,6 +66,8 @@ pub struct Limits {
     pub max_entries: usize,
     /// Most `NAME=value` lines one file may have (a repeated name counts again).
     pub max_env: usize,
+    /// Most `@every` entries one file may have: each may start a job every second.
+    pub max_every: usize,
 }
 
 impl Limits {
@@ -76,6 +78,7 @@ impl Limits {
         max_line: 131_072,
         max_entries: 10_000,
         max_env: 1_000,
+        max_every: 100,
     };
     /// System files are written by root and packages: generous bounds.
     pub const SYSTEM: Limits = Limits {
@@ -83,6 +86,7 @@ impl Limits {
         max_line: 131_072,
         max_entries: 1_000_000,
         max_env: 10_000,
+        max_every: 100,
     };
 }
 
@@ -214,6 +218,7 @@ pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
         zone: Ok(None),
         random_delay: 0,
         env_count: 0,
+        every_count: 0,
         options,
     };
     let mut lines = text.split(|&b| b == b'\n').peekable();
@@ -242,6 +247,7 @@ struct Parser<'o, 'z> {
     zone: Result<Option<Zone>, u32>,
     random_delay: u32,
     env_count: usize,
+    every_count: usize,
     options: &'o mut ParseOptions<'z>,
 }
 
@@ -485,6 +491,18 @@ impl Parser<'_, '_> {
                 format!("more than {max} entries in one file; entry not loaded"),
             );
             return;
+        }
+        if matches!(when, When::Every(_)) {
+            if self.every_count >= self.options.limits.max_every {
+                let max = self.options.limits.max_every;
+                self.error(
+                    number,
+                    0,
+                    format!("more than {max} @every entries in one file; entry not loaded"),
+                );
+                return;
+            }
+            self.every_count += 1;
         }
         self.out.entries.push(Entry {
             line: number,

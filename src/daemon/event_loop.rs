@@ -63,7 +63,7 @@ pub(super) struct Daemon {
 }
 
 /// The one place the daemon reads the wall clock.
-fn wall_clock() -> Timestamp {
+pub(super) fn wall_clock() -> Timestamp {
     Timestamp::now()
 }
 
@@ -181,6 +181,8 @@ impl Daemon {
             &daemon.localtime,
             &daemon.log,
         );
+        // `@every` intervals count from now.
+        daemon.cycle.set_every_base(now.as_millisecond());
         let reboot = daemon.load_all(false);
         let status = format!(
             "{} entries from {} files",
@@ -221,11 +223,16 @@ impl Daemon {
                 // rules as for the kernel's notice, now.
                 self.on_minute(now, Wake::ClockMoved);
             }
+            self.cycle.every_due(now.as_millisecond());
             self.start_due_jobs(now);
             // Sleep until the next queued job may start (now, for a backlog; a second after a
-            // failed fork; a RANDOM_DELAY's start time) or until an event; the timer wakes the
-            // loop at the next minute with something due.
-            let timeout = start_timeout_ms(now.as_millisecond(), self.cycle.next_start_ms());
+            // failed fork; a RANDOM_DELAY's start time; an `@every` run) or until an event; the
+            // timer wakes the loop at the next minute with something due.
+            let next_start = match (self.cycle.next_start_ms(), self.cycle.next_every_ms()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let timeout = start_timeout_ms(now.as_millisecond(), next_start);
             if std::mem::take(&mut self.freed) {
                 self.cycle.shrink();
                 crate::sys::give_back_free_memory();

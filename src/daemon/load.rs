@@ -234,6 +234,11 @@ impl Daemon {
             };
             match entry.when {
                 When::Reboot => reboot.push(spec),
+                When::Every(seconds) => {
+                    let now_ms = super::event_loop::wall_clock().as_millisecond();
+                    let id = self.cycle.add_every(seconds, spec, now_ms);
+                    loaded.entries.push(id);
+                }
                 When::Periodic(schedule) => {
                     let id = self.cycle.add(schedule, entry.zone, spec, delay);
                     loaded.entries.push(id);

@@ -198,7 +198,7 @@ mod tests {
     fn schedule(text: &str) -> Schedule {
         match parse_expression(text, 0).unwrap() {
             When::Periodic(s) => s,
-            When::Reboot => unreachable!(),
+            other => unreachable!("{other}"),
         }
     }
 

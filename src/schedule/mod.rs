@@ -51,6 +51,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod duration;
 mod next;
 mod parse;
 mod zone;
@@ -131,11 +132,13 @@ pub struct Schedule {
     stars: u8,
 }
 
-/// What an entry's time specification says: a schedule, or "once when the daemon starts at boot".
+/// What an entry's time specification says: a schedule, "once when the daemon starts at boot",
+/// or `@every DURATION` (seconds; runs at the daemon's start plus each multiple).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum When {
     Reboot,
     Periodic(Schedule),
+    Every(u32),
 }
 
 const fn star_bit(field: Field) -> u8 {
@@ -239,6 +242,16 @@ impl Schedule {
 
     /// Whether some calendar day can ever match (`0 0 30 2 *` cannot). Both Debian and cronie
     /// accept such entries; crontab(1) and the daemon warn about them.
+    /// A schedule with no time at all: the place in the agenda of an `@every` entry, which
+    /// the cycle starts by its interval instead.
+    pub fn never() -> Schedule {
+        // The 30th of February: a valid schedule that [`Schedule::can_fire`] knows never runs.
+        match parse::parse_expression("0 0 30 2 *", 0) {
+            Ok(When::Periodic(s)) => s,
+            _ => unreachable!("a fixed, valid expression"),
+        }
+    }
+
     pub fn can_fire(&self) -> bool {
         // With either day field starred the day rule is AND. A starred day of month always
         // contains the 1st, and every (month, day) pair that exists falls on every weekday in
@@ -332,6 +345,7 @@ impl fmt::Display for When {
         match self {
             When::Reboot => f.write_str("@reboot"),
             When::Periodic(s) => s.fmt(f),
+            When::Every(seconds) => write!(f, "@every {}", duration::Duration(*seconds)),
         }
     }
 }

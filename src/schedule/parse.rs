@@ -123,6 +123,7 @@ fn parse_special(line: &[u8], at: usize) -> Result<(When, usize), ParseError> {
     // Star flags as Vixie sets them: @hourly is a wildcard entry (HR_STAR); @yearly and @monthly
     // set DOW_STAR, @weekly DOM_STAR, @daily both.
     let when = match word {
+        b"every" => return parse_every(line, end),
         b"reboot" => When::Reboot,
         b"yearly" | b"annually" => periodic("0 0 1 1 *", [false, false, false, false, true]),
         b"monthly" => periodic("0 0 1 * *", [false, false, false, true, true]),
@@ -134,13 +135,36 @@ fn parse_special(line: &[u8], at: usize) -> Result<(When, usize), ParseError> {
                 offset: at,
                 message: format!(
                     "unknown special '@{}' (known: @reboot @yearly @annually @monthly @weekly \
-                     @daily @midnight @hourly)",
+                     @daily @midnight @hourly @every)",
                     String::from_utf8_lossy(word)
                 ),
             });
         }
     };
     Ok((when, end))
+}
+
+/// `@every DURATION`: the duration is the next word.
+fn parse_every(line: &[u8], after: usize) -> Result<(When, usize), ParseError> {
+    let start = skip_blanks(line, after);
+    let end = line[start..]
+        .iter()
+        .position(|&b| is_blank(b))
+        .map_or(line.len(), |n| start + n);
+    if start == end {
+        return Err(ParseError {
+            offset: start,
+            message: "@every needs a duration (e.g. @every 5s, @every 1h30m)".to_string(),
+        });
+    }
+    let text = String::from_utf8_lossy(&line[start..end]);
+    match super::duration::parse_duration(&text) {
+        Ok(seconds) => Ok((When::Every(seconds), end)),
+        Err(message) => Err(ParseError {
+            offset: start,
+            message: format!("@every: {message}"),
+        }),
+    }
 }
 
 fn skip_blanks(line: &[u8], mut pos: usize) -> usize {

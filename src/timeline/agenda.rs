@@ -453,7 +453,7 @@ mod places {
     fn every_minute() -> Schedule {
         match crate::schedule::parse_expression("* * * * *", 0).unwrap() {
             crate::schedule::When::Periodic(s) => s,
-            crate::schedule::When::Reboot => unreachable!(),
+            other => unreachable!("{other}"),
         }
     }
 
@@ -477,7 +477,7 @@ mod places {
     fn an_entrys_own_zone_goes_with_it_and_not_to_the_entry_in_its_place() {
         let midnight = match crate::schedule::parse_expression("0 0 * * *", 0).unwrap() {
             crate::schedule::When::Periodic(s) => s,
-            crate::schedule::When::Reboot => unreachable!(),
+            other => unreachable!("{other}"),
         };
         let tokyo = Zone::get("Asia/Tokyo").unwrap();
         let mut agenda: Agenda<&str> = Agenda::new(UtcMinute(0), Zone::utc());

@@ -72,6 +72,23 @@ pub struct Cycle<J> {
     queue: Queue<Due<J>>,
     /// How many runs of each entry are in the queue.
     queued: IdMap<EntryId, usize>,
+    /// The `@every` entries (few: their places in the agenda never fire by the minute).
+    every: IdMap<EntryId, Every>,
+    /// The instant `@every` intervals count from (the daemon's start), epoch ms.
+    every_base_ms: i64,
+}
+
+/// An `@every` entry's interval and next run, epoch milliseconds.
+#[derive(Debug, Clone, Copy)]
+struct Every {
+    period_ms: i64,
+    next_ms: i64,
+}
+
+/// The first instant after `now_ms` that is `base_ms` plus a multiple of `period_ms`: the runs
+/// of an interval never drift, however late each was noticed.
+fn aligned_after(base_ms: i64, period_ms: i64, now_ms: i64) -> i64 {
+    base_ms + ((now_ms - base_ms).div_euclid(period_ms) + 1) * period_ms
 }
 
 /// The first millisecond of the minute after the one holding `ms`: a cycle starts jobs until
@@ -87,7 +104,74 @@ impl<J: Clone> Cycle<J> {
             agenda: Agenda::new(handled, local),
             queue: Queue::default(),
             queued: IdMap::default(),
+            every: IdMap::default(),
+            every_base_ms: handled.0 * 60_000,
         }
+    }
+
+    /// Where `@every` intervals count from: the daemon's start (epoch ms).
+    pub fn set_every_base(&mut self, base_ms: i64) {
+        self.every_base_ms = base_ms;
+    }
+
+    /// Adds an `@every` entry: it runs at the base plus each multiple of `seconds`, the first
+    /// after `now_ms`.
+    pub fn add_every(&mut self, seconds: u32, job: J, now_ms: i64) -> EntryId {
+        let id = self.agenda.insert(Schedule::never(), None, (job, 0));
+        let period_ms = i64::from(seconds.max(1)) * 1000;
+        let next_ms = aligned_after(self.every_base_ms, period_ms, now_ms);
+        self.every.insert(id, Every { period_ms, next_ms });
+        id
+    }
+
+    /// An `@every` entry's interval in seconds; `None` for the others.
+    pub fn every_seconds(&self, id: EntryId) -> Option<u32> {
+        self.every
+            .get(&id)
+            .map(|e| u32::try_from(e.period_ms / 1000).unwrap_or(u32::MAX))
+    }
+
+    /// When the next `@every` run is due (epoch ms); `None` without such entries, so the
+    /// daemon wakes within a minute only while they exist.
+    pub fn next_every_ms(&self) -> Option<i64> {
+        self.every.values().map(|e| e.next_ms).min()
+    }
+
+    /// Queues the `@every` runs due at `now_ms` (one per entry, however many intervals passed:
+    /// a clock step or a suspend runs it once) unless the entry's last run is still queued,
+    /// and sets each next run on the grid; a clock set back far re-aligns. Returns how many
+    /// runs were queued.
+    pub fn every_due(&mut self, now_ms: i64) -> usize {
+        let base = self.every_base_ms;
+        let mut due = Vec::new();
+        for (&id, every) in &mut self.every {
+            if every.next_ms <= now_ms {
+                due.push(id);
+                every.next_ms = aligned_after(base, every.period_ms, now_ms);
+            } else if every.next_ms - now_ms > every.period_ms {
+                // The clock went back: the next run is one interval away at most.
+                every.next_ms = aligned_after(base, every.period_ms, now_ms);
+            }
+        }
+        due.sort();
+        let minute = UtcMinute(now_ms.div_euclid(60_000));
+        let mut queued = 0;
+        for id in due {
+            if self.queued.contains_key(&id) {
+                continue;
+            }
+            let Some((_, _, (job, _))) = self.agenda.get(id) else {
+                continue;
+            };
+            let due = Due {
+                entry: Some(id),
+                job: job.clone(),
+            };
+            self.queue.push(due, minute, now_ms);
+            self.queued.insert(id, 1);
+            queued += 1;
+        }
+        queued
     }
 
     /// Adds an entry; it first fires after the minute handled last, and each run starts
@@ -112,6 +196,7 @@ impl<J: Clone> Cycle<J> {
     /// was due. Returns how many runs were cancelled.
     pub fn remove(&mut self, id: EntryId) -> usize {
         self.agenda.remove(id);
+        self.every.remove(&id);
         let cancelled = self.queue.cancel_waiting(|due| due.entry == Some(id));
         for _ in 0..cancelled {
             self.dequeued(id);
@@ -301,6 +386,54 @@ mod tests {
             .as_second()
             / 60;
         UtcMinute(day + hour * 60 + minute)
+    }
+
+    #[test]
+    fn every_runs_on_a_grid_from_the_base_without_drift_and_once_after_a_jump() {
+        let base = at(10, 0).0 * 60_000 + 7_000; // the daemon started at 10:00:07
+        let mut cycle: Cycle<&str> = Cycle::new(at(10, 0), Zone::utc());
+        cycle.set_every_base(base);
+        let fast = cycle.add_every(5, "fast", base + 1_200);
+        assert_eq!(cycle.every_seconds(fast), Some(5));
+        assert_eq!(cycle.next_every_ms(), Some(base + 5_000));
+        // Simulate 60 s, waking 1.3 s late each time: still one run per 5 s, on the grid.
+        let mut starts = Vec::new();
+        let mut now = base;
+        while now < base + 60_000 {
+            now = cycle.next_every_ms().unwrap() + 1_300;
+            cycle.every_due(now);
+            while let Some(run) = cycle.next_to_start(now) {
+                starts.push(now);
+                assert_eq!(run.job.entry, Some(fast));
+            }
+        }
+        assert_eq!(starts.len(), 12, "{starts:?}");
+        assert_eq!(cycle.next_every_ms(), Some(base + 65_000), "no drift");
+        // A step forward of an hour: one run, then the grid again.
+        let later = base + 3_600_000 + 2_500;
+        assert_eq!(cycle.every_due(later), 1);
+        assert_eq!(cycle.every_due(later), 0);
+        assert_eq!(cycle.next_every_ms(), Some(base + 3_605_000));
+        assert!(cycle.next_to_start(later).is_some());
+        // A step back of an hour: the next run is within one interval, not an hour away.
+        let back = base + 1_000;
+        assert_eq!(cycle.every_due(back), 0);
+        assert_eq!(cycle.next_every_ms(), Some(base + 5_000));
+        // A run still queued is not queued twice.
+        assert_eq!(cycle.every_due(base + 5_000), 1);
+        assert_eq!(cycle.every_due(base + 10_000), 0);
+        // Removed: no more wake-ups for it.
+        cycle.remove(fast);
+        assert_eq!(cycle.next_every_ms(), None);
+    }
+
+    #[test]
+    fn an_every_entry_never_fires_by_the_minute() {
+        let mut cycle: Cycle<&str> = Cycle::new(at(10, 0), Zone::utc());
+        cycle.add_every(60, "every minute", at(10, 0).0 * 60_000);
+        let woke = cycle.on_wake(at(10, 1));
+        assert_eq!(woke.queued, 0);
+        assert_eq!(cycle.next_wake(at(10, 1), false), at(11, 1), "an idle hour");
     }
 
     #[test]

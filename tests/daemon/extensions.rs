@@ -411,3 +411,40 @@ fn root_the_metrics_endpoint_on_a_loopback_port_answers_http_and_refuses_other_p
     let text = curl(None, &format!("http://127.0.0.1:{port}/metrics"));
     assert!(text.contains("crond_jobs_running 0"), "{text}");
 }
+
+#[test]
+fn root_every_five_seconds_runs_six_times_in_thirty_seconds_beside_a_minute_entry() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(
+        &me,
+        "@every 5s echo tick\n* * * * * echo minute\n",
+        0o600,
+        &me,
+    );
+    // The daemon starts at 09:59:50 (fake, ten times faster): ticks at :55, :00, :05, ...
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" 10:00:3", 20);
+    crond.wait_for_log(&format!("({me}) CMD (echo tick)"), 5);
+    let seconds = |needle: &str| -> Vec<i64> {
+        times_of(&crond, needle)
+            .iter()
+            .map(|t| {
+                let p: Vec<i64> = t.split(':').map(|x| x.parse().unwrap()).collect();
+                p[0] * 3600 + p[1] * 60 + p[2] - (9 * 3600 + 59 * 60 + 50)
+            })
+            .collect()
+    };
+    let ticks = seconds(&format!("({me}) CMD (echo tick)"));
+    let within_30: Vec<i64> = ticks.iter().copied().filter(|&t| t <= 30).collect();
+    assert_eq!(within_30.len(), 6, "ticks at {ticks:?} s after the start");
+    for pair in ticks.windows(2) {
+        assert!((4..=6).contains(&(pair[1] - pair[0])), "{ticks:?}");
+    }
+    // The minute entry keeps its rule: 10:00 only, once.
+    assert_eq!(
+        times_of(&crond, &format!("({me}) CMD (echo minute)")),
+        ["10:00:00"]
+    );
+}

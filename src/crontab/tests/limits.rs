@@ -18,6 +18,7 @@ fn limits_are_errors_not_crashes() {
         max_line: 40,
         max_entries: 2,
         max_env: 2,
+        max_every: 100,
     };
     let long = format!("0 0 * * * {}\n", "x".repeat(100));
     let text = format!("A=1\nB=2\nA=3\n{long}* * * * * a\n* * * * * b\n* * * * * c\n");
@@ -118,4 +119,19 @@ fn a_message_that_echoes_a_long_value_is_cut() {
     let text = format!("@{}\n", "é".repeat(200));
     let tab = user(&text);
     assert!(tab.errors[0].message.len() <= MAX_MESSAGE);
+}
+
+#[test]
+fn a_file_may_hold_a_hundred_every_entries_and_the_next_is_an_error() {
+    let mut text = String::new();
+    for i in 0..101 {
+        text.push_str(&format!("@every {}s job {i}\n", i + 1));
+    }
+    let tab = parse_with(text.as_bytes(), Format::User, Limits::USER, false);
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:101:1: more than 100 @every entries in one file; entry not loaded"]
+    );
+    assert_eq!(tab.entries.len(), 100);
+    assert_eq!(tab.entries[99].when.to_string(), "@every 1m40s");
 }

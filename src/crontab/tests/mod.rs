@@ -37,7 +37,7 @@ fn shown(diags: &[Diagnostic]) -> Vec<String> {
 fn schedule(entry: &Entry) -> &Schedule {
     match &entry.when {
         When::Periodic(s) => s,
-        When::Reboot => panic!("expected a periodic entry"),
+        other => panic!("expected a periodic entry, not {other}"),
     }
 }
 

@@ -256,7 +256,18 @@ fn the_wrong_number_of_fields_is_an_error_that_counts_them() {
 
 #[test]
 fn unknown_and_upper_case_specials_are_errors() {
-    assert_error("@every", 1, "unknown special '@every'");
+    assert_error("@often", 1, "unknown special '@often'");
     assert_error("@Daily", 1, "unknown special '@Daily'");
     assert_error("@", 1, "unknown special");
+}
+
+#[test]
+fn every_takes_a_duration_and_a_bad_one_is_an_error_at_it() {
+    assert_eq!(parse_expression("@every 5s", 0), Ok(When::Every(5)));
+    assert_eq!(parse_expression("@every 1h30m", 0), Ok(When::Every(5400)));
+    assert_eq!(When::Every(5400).to_string(), "@every 1h30m");
+    assert_error("@every", 7, "@every needs a duration");
+    assert_error("@every soon", 8, "@every: 'soon' is not a duration");
+    assert_error("@every 0s", 8, "is zero");
+    assert_error("@every 5s 6s", 11, "unexpected text after the @-special");
 }
