@@ -448,3 +448,29 @@ fn root_every_five_seconds_runs_six_times_in_thirty_seconds_beside_a_minute_entr
         ["10:00:00"]
     );
 }
+
+#[test]
+fn root_with_metrics_group_the_socket_is_readable_by_that_group_only() {
+    require_root();
+    let tree = Tree::new();
+    let socket = tree.path().join("metrics.sock");
+    let crond = Crond::start(
+        &tree,
+        1,
+        &[
+            "--metrics",
+            &format!("unix:{}", socket.display()),
+            "--metrics-group",
+            "nogroup",
+        ],
+    );
+    crond.wait_for_log("metrics served at unix:", 10);
+    let meta = std::fs::metadata(&socket).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(meta.mode() & 0o777, 0o660);
+    let nogroup = crond::sys::user::group_id("nogroup")
+        .unwrap()
+        .expect("Debian's nogroup");
+    assert_eq!((meta.uid(), meta.gid()), (0, nogroup.0));
+    assert!(curl(Some(&socket), "http://localhost/metrics").contains("crond_jobs_running 0"));
+}
