@@ -54,7 +54,7 @@ impl Daemon {
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
-        let mut old = Reusable::index(&self.cycle, old);
+        let mut old = Reusable::index(old);
         let tab = key.tab_name(&self.paths);
         let problem = match database::load(key, &self.paths, &self.rules) {
             Outcome::Loaded {
@@ -214,8 +214,7 @@ impl Daemon {
                     quiet: entry.quiet,
                     env: &entry.env,
                 };
-                let reuse_key = old.key(&same);
-                if let Some(id) = old.claim(&self.cycle, reuse_key, &same) {
+                if let Some(id) = old.claim(&self.cycle, &same) {
                     // The same entry: it keeps its place; its job now points into the new
                     // text, so the old one's memory goes.
                     if let Some(job) = self.cycle.job_mut(id) {

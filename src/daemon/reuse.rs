@@ -118,72 +118,95 @@ impl Envs {
 }
 
 /// A file's old entries, waiting to be claimed by the entries of its new text.
+///
+/// An edit keeps most lines where they were, so a new entry is looked for first in order: at
+/// the old entry after the last one claimed, or a few further on (lines removed). One that is
+/// not there (a new, changed or moved line) is looked for among all the old entries: by a
+/// plain scan for the first few, then through an index of their keys, built once. Changing one
+/// line of a 100,000-line file then hashes nothing.
 pub(super) struct Reusable {
-    /// One old entry per key; [`Reusable::more`] holds the others of a key that several
-    /// identical lines share.
-    first: IdMap<u64, EntryId>,
-    more: IdMap<u64, Vec<EntryId>>,
+    /// The old entries in their file's order; `None` once claimed.
+    order: Vec<Option<EntryId>>,
+    /// Where the next new entry is looked for first.
+    cursor: usize,
+    /// Entries looked for beyond the window so far.
+    scans: usize,
+    /// The unclaimed old entries by key (positions in `order`), built at the first need.
+    index: Option<IdMap<u64, Vec<usize>>>,
     envs: Envs,
 }
 
+/// How far past the cursor an entry is looked for in order (lines removed before it).
+const WINDOW: usize = 8;
+
+/// How many entries are looked for by scanning every old entry before the index is built.
+const SCANS: usize = 8;
+
 impl Reusable {
-    /// Indexes the file's entries before the reload (those still in the cycle).
-    pub(super) fn index(cycle: &Cycle<JobSpec>, entries: Vec<EntryId>) -> Reusable {
-        let mut first = IdMap::default();
-        first.reserve(entries.len());
-        let mut more: IdMap<u64, Vec<EntryId>> = IdMap::default();
-        let mut envs = Envs::default();
-        for id in entries {
-            let Some((schedule, zone, job, delay)) = cycle.get(id) else {
-                continue;
-            };
-            let key = Same::of(schedule, zone, job, delay).key(&mut envs);
-            if let Some(taken) = first.insert(key, id) {
-                more.entry(key).or_default().push(taken);
-            }
+    /// The file's entries before the reload, in its order.
+    pub(super) fn index(entries: Vec<EntryId>) -> Reusable {
+        Reusable {
+            order: entries.into_iter().map(Some).collect(),
+            cursor: 0,
+            scans: 0,
+            index: None,
+            envs: Envs::default(),
         }
-        Reusable { first, more, envs }
     }
 
-    /// The key an entry is indexed by.
-    pub(super) fn key(&mut self, entry: &Same<'_>) -> u64 {
-        entry.key(&mut self.envs)
+    /// An old entry identical to `new`, taken so that no other new entry gets it.
+    pub(super) fn claim(&mut self, cycle: &Cycle<JobSpec>, new: &Same<'_>) -> Option<EntryId> {
+        let found = self
+            .in_order(cycle, new)
+            .or_else(|| self.anywhere(cycle, new))?;
+        self.cursor = found + 1;
+        self.order[found].take()
     }
 
-    /// An old entry identical to `new` (whose key is `key`), taken so that no other new entry
-    /// gets it.
-    pub(super) fn claim(
-        &mut self,
-        cycle: &Cycle<JobSpec>,
-        key: u64,
-        new: &Same<'_>,
-    ) -> Option<EntryId> {
-        let envs = &mut self.envs;
-        let mut same = |id: EntryId| {
-            cycle.get(id).is_some_and(|(schedule, zone, job, delay)| {
-                let old = Same::of(schedule, zone, job, delay);
-                old.equal_but_env(new) && envs.equal(old.env, new.env)
-            })
+    /// Whether the old entry at `at` is unclaimed and identical to `new`.
+    fn same_at(&mut self, cycle: &Cycle<JobSpec>, at: usize, new: &Same<'_>) -> bool {
+        let Some(id) = self.order[at] else {
+            return false;
         };
-        if let Some(&id) = self.first.get(&key)
-            && same(id)
-        {
-            self.first.remove(&key);
-            if let Some(next) = self.more.get_mut(&key).and_then(Vec::pop) {
-                self.first.insert(key, next);
-            }
-            return Some(id);
+        cycle.get(id).is_some_and(|(schedule, zone, job, delay)| {
+            let old = Same::of(schedule, zone, job, delay);
+            old.equal_but_env(new) && self.envs.equal(old.env, new.env)
+        })
+    }
+
+    /// At the cursor, or a few places on.
+    fn in_order(&mut self, cycle: &Cycle<JobSpec>, new: &Same<'_>) -> Option<usize> {
+        let end = (self.cursor + WINDOW).min(self.order.len());
+        (self.cursor..end).find(|&at| self.same_at(cycle, at, new))
+    }
+
+    /// Anywhere: a scan for the first few, then the index.
+    fn anywhere(&mut self, cycle: &Cycle<JobSpec>, new: &Same<'_>) -> Option<usize> {
+        if self.scans < SCANS {
+            self.scans += 1;
+            return (0..self.order.len()).find(|&at| self.same_at(cycle, at, new));
         }
-        let others = self.more.get_mut(&key)?;
-        let at = others.iter().position(|&id| same(id))?;
-        Some(others.swap_remove(at))
+        if self.index.is_none() {
+            let mut index: IdMap<u64, Vec<usize>> = IdMap::default();
+            for (at, id) in self.order.iter().enumerate() {
+                let Some((schedule, zone, job, delay)) = id.and_then(|id| cycle.get(id)) else {
+                    continue;
+                };
+                let key = Same::of(schedule, zone, job, delay).key(&mut self.envs);
+                index.entry(key).or_default().push(at);
+            }
+            self.index = Some(index);
+        }
+        let key = new.key(&mut self.envs);
+        let candidates = self.index.as_ref()?.get(&key)?.clone();
+        candidates
+            .into_iter()
+            .find(|&at| self.same_at(cycle, at, new))
     }
 
     /// The old entries no new entry claimed: they leave the cycle.
     pub(super) fn unclaimed(self) -> impl Iterator<Item = EntryId> {
-        self.first
-            .into_values()
-            .chain(self.more.into_values().flatten())
+        self.order.into_iter().flatten()
     }
 }
 
@@ -254,14 +277,13 @@ mod tests {
             &[("0 1 * * *", "a"), ("0 1 * * *", "a"), ("0 2 * * *", "b")],
         );
         let ids = old.clone();
-        let mut reusable = Reusable::index(&cycle, old);
+        let mut reusable = Reusable::index(old);
         // A new text's environment is another allocation with the same variables.
         let new_env = Env::default();
         let (one, two) = (schedule("0 1 * * *"), schedule("0 2 * * *"));
         let mut claim = |s: &Schedule, command: &str| {
             let entry = same(s, command, &new_env);
-            let key = reusable.key(&entry);
-            reusable.claim(&cycle, key, &entry)
+            reusable.claim(&cycle, &entry)
         };
         let first = claim(&one, "a").expect("the first 'a'");
         let second = claim(&one, "a").expect("the second 'a'");
@@ -276,19 +298,67 @@ mod tests {
     }
 
     #[test]
+    fn lines_moved_removed_or_repeated_are_still_found_once_each() {
+        let mut cycle = Cycle::new(UtcMinute(0), Zone::utc());
+        let env = Arc::new(Env::default());
+        let exprs: Vec<String> = (0..20).map(|h| format!("0 {h} * * *")).collect();
+        let mut lines: Vec<(&str, &str)> = exprs.iter().map(|e| (e.as_str(), "job")).collect();
+        lines.push(("0 1 * * *", "job")); // a second line like the second one
+        let old = load(&mut cycle, &env, &lines);
+        // The new text: reversed (every line moved: past the scans, the index finds them),
+        // without the lines of hours 5 to 7.
+        let schedules: Vec<Schedule> = lines.iter().map(|(e, _)| schedule(e)).collect();
+        let mut reusable = Reusable::index(old.clone());
+        let mut claimed = Vec::new();
+        for (i, s) in schedules.iter().enumerate().rev() {
+            if (5..8).contains(&i) {
+                continue;
+            }
+            let id = reusable.claim(&cycle, &same(s, "job", &env));
+            claimed.push(id.expect("an identical old entry"));
+        }
+        claimed.sort();
+        claimed.dedup();
+        assert_eq!(claimed.len(), 18, "each old entry claimed once");
+        let left: Vec<EntryId> = reusable.unclaimed().collect();
+        assert_eq!(left, old[5..8]);
+
+        // In order, with lines removed between: up to seven at a time are within the window;
+        // a longer jump is one scan, and the window follows from there.
+        let mut reusable = Reusable::index(old.clone());
+        for i in [0, 1, 2, 6, 7, 8, 15, 16] {
+            assert_eq!(
+                reusable.claim(&cycle, &same(&schedules[i], "job", &env)),
+                Some(old[i])
+            );
+        }
+        assert_eq!(reusable.scans, 0);
+        let mut reusable = Reusable::index(old.clone());
+        for i in [0, 1, 12, 13, 14] {
+            assert_eq!(
+                reusable.claim(&cycle, &same(&schedules[i], "job", &env)),
+                Some(old[i])
+            );
+        }
+        assert_eq!(
+            reusable.scans, 1,
+            "only the jump of ten lines was scanned for"
+        );
+        assert!(reusable.index.is_none());
+    }
+
+    #[test]
     fn a_changed_variable_makes_every_entry_below_it_new() {
         let mut cycle = Cycle::new(UtcMinute(0), Zone::utc());
         let env = Arc::new(Env::default()).with(b"MAILTO", b"alice");
         let old = load(&mut cycle, &env, &[("0 1 * * *", "a")]);
-        let mut reusable = Reusable::index(&cycle, old);
+        let mut reusable = Reusable::index(old);
         let other = Arc::new(Env::default()).with(b"MAILTO", b"bob");
         let s = schedule("0 1 * * *");
         let entry = same(&s, "a", &other);
-        let key = reusable.key(&entry);
-        assert_eq!(reusable.claim(&cycle, key, &entry), None);
+        assert_eq!(reusable.claim(&cycle, &entry), None);
         let same_again = Arc::new(Env::default()).with(b"MAILTO", b"alice");
         let entry = same(&s, "a", &same_again);
-        let key = reusable.key(&entry);
-        assert!(reusable.claim(&cycle, key, &entry).is_some());
+        assert!(reusable.claim(&cycle, &entry).is_some());
     }
 }
