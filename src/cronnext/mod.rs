@@ -68,12 +68,18 @@ pub fn cronnext_main() -> ExitCode {
         }
     };
     let ctx = Context::resolve();
-    let code = run(
-        &options,
-        &ctx,
-        &mut io::stdout().lock(),
-        &mut io::stderr().lock(),
-    );
+    // Buffered: a 100,000-line crontab's runs are one write per 8 KiB, not one per line.
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut err = io::stderr().lock();
+    let mut code = run(&options, &ctx, &mut out, &mut err);
+    // A reader that stopped early (`| head`) is not an error worth a message.
+    if let Err(e) = out.flush()
+        && code != 1
+        && e.kind() != io::ErrorKind::BrokenPipe
+    {
+        let _ = writeln!(err, "cronnext: {e}");
+        code = 1;
+    }
     ExitCode::from(code)
 }
 
@@ -85,6 +91,7 @@ pub fn run(options: &Options, ctx: &Context, out: &mut dyn Write, err: &mut dyn 
             let _ = writeln!(err, "cronnext: {message}");
             1
         }
+        Err(Failure::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 1,
         Err(Failure::Io(e)) => {
             let _ = writeln!(err, "cronnext: {e}");
             1
