@@ -276,11 +276,22 @@ impl Daemon {
 fn warn_unknown_users(crontab: &mut Crontab) {
     let mut known: HashMap<Vec<u8>, bool> = HashMap::new();
     let mut unknown = Vec::new();
+    // Consecutive entries are mostly the same user's: the last answer first.
+    let mut last: Option<(&[u8], bool)> = None;
     for entry in &crontab.entries {
         let Some(user) = &entry.user else { continue };
-        let exists = *known
-            .entry(user.clone())
-            .or_insert_with(|| !matches!(User::resolve_name(user), Ok(None)));
+        let exists = match last {
+            Some((name, exists)) if name == user.as_slice() => exists,
+            _ => match known.get(user.as_slice()) {
+                Some(&exists) => exists,
+                None => {
+                    let exists = !matches!(User::resolve_name(user), Ok(None));
+                    known.insert(user.clone(), exists);
+                    exists
+                }
+            },
+        };
+        last = Some((user, exists));
         if !exists {
             unknown.push((entry.line, printable(user)));
         }

@@ -131,6 +131,8 @@ pub(super) struct Reusable {
     cursor: usize,
     /// Entries looked for beyond the window so far.
     scans: usize,
+    /// Old entries not claimed yet.
+    unclaimed: usize,
     /// The unclaimed old entries by key (positions in `order`), built at the first need.
     index: Option<IdMap<u64, Vec<usize>>>,
     envs: Envs,
@@ -146,6 +148,7 @@ impl Reusable {
     /// The file's entries before the reload, in its order.
     pub(super) fn index(entries: Vec<EntryId>) -> Reusable {
         Reusable {
+            unclaimed: entries.len(),
             order: entries.into_iter().map(Some).collect(),
             cursor: 0,
             scans: 0,
@@ -160,6 +163,7 @@ impl Reusable {
             .in_order(cycle, new)
             .or_else(|| self.anywhere(cycle, new))?;
         self.cursor = found + 1;
+        self.unclaimed -= 1;
         self.order[found].take()
     }
 
@@ -182,6 +186,10 @@ impl Reusable {
 
     /// Anywhere: a scan for the first few, then the index.
     fn anywhere(&mut self, cycle: &Cycle<JobSpec>, new: &Same<'_>) -> Option<usize> {
+        if self.unclaimed == 0 {
+            // A new file, or every old entry taken: nothing to look for.
+            return None;
+        }
         if self.scans < SCANS {
             self.scans += 1;
             return (0..self.order.len()).find(|&at| self.same_at(cycle, at, new));
