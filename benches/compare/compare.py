@@ -9,6 +9,11 @@ Peers, each when it can be found:
   debian         Debian's cron 3.0pl1 in a Debian root ($DEBIAN_ROOT, default the one
                  tests/install/debian.rs bootstraps under target/tmp; made with debootstrap here if
                  missing), run with chroot in a private mount namespace
+  cronie         cronie built from source by benches/compare/build-cronie.sh ($CRONIE, default
+                 /var/tmp/cronie-build/src/crond), in a private mount namespace where its
+                 compiled-in paths (/etc/crontab, /etc/cron.d, /var/spool/cron, /var/run, and
+                 /etc/pam.d for its PAM service `crond`, Debian's `cron` service under that
+                 name) are this run's directories
   floor          benches/compare/floor.c: fork and exec `sh -c` per job and nothing else
 Every job of every peer runs benches/compare/stamp.c (static), which appends its start time and
 its entry's index to one file; both programs are compiled (gcc) into a temporary directory.
@@ -54,6 +59,8 @@ def codename():
                 return line.split("=", 1)[1].strip().strip('"')
     return "bookworm"
 
+
+CRONIE = os.environ.get("CRONIE") or "/var/tmp/cronie-build/src/crond"
 
 DEBIAN_ROOT = os.environ.get("DEBIAN_ROOT") or os.path.join(
     REPO, "target", "tmp", f"debian-{codename()}")
@@ -251,6 +258,44 @@ class Debian(Crond):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Cronie(Crond):
+    """cronie built from source, its compiled-in paths bound to private ones."""
+    system_user_field = True
+
+    def __init__(self, stamp):
+        self.stamp, self.name = stamp, "cronie"
+
+    def available(self):
+        return os.access(CRONIE, os.X_OK)
+
+    def prepare(self):
+        self.dir = tempfile.mkdtemp(prefix="compare-cronie")
+        for sub in ("spool", "cron.d", "run"):
+            os.mkdir(os.path.join(self.dir, sub))
+        open(os.path.join(self.dir, "crontab"), "w").close()
+        # Its PAM service is `crond`: Debian's `cron` service under that name, beside the rest.
+        pam = os.path.join(self.dir, "pam.d")
+        shutil.copytree("/etc/pam.d", pam, symlinks=True)
+        shutil.copy(os.path.join(REPO, "etc", "pam.d", "cron"), os.path.join(pam, "crond"))
+        self.starts = os.path.join(self.dir, "starts")
+        return self.stamp, self.starts
+
+    def write_user(self, lines):
+        self._write(os.path.join(self.dir, "spool", "root"), lines, 0o600)
+
+    def start(self):
+        os.makedirs("/var/spool/cron", exist_ok=True)
+        binds = [("spool", "/var/spool/cron"), ("cron.d", "/etc/cron.d"),
+                 ("crontab", "/etc/crontab"), ("run", "/run"), ("pam.d", "/etc/pam.d")]
+        script = " && ".join(f"mount --bind '{os.path.join(self.dir, mine)}' '{theirs}'"
+                             for mine, theirs in binds) + ' && exec "$@"'
+        return subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+             "env", "TZ=UTC", CRONIE, "-n", "-m", "off"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+
+
 # Debian's cron ignores a crontab of more than 10,000 lines ("crontab must not be longer than
 # 10000 lines, this crontab file will be ignored"): system entries go in files of 10,000.
 FILE_LINES = 10_000
@@ -361,6 +406,7 @@ def memory(peer):
     stop(p)
     peer.cleanup()
     if isinstance(peer, Crond) and not isinstance(peer, (Busybox, Debian)):
+        # crond and cronie: one system file of 100,000 lines.
         out["reload1"] = single_file_reload(peer, lines)
     elif isinstance(peer, Busybox):
         # Busybox's crontab is one file already: its reload above is of a single file.
@@ -380,13 +426,15 @@ def single_file_reload(peer, lines):
     lines = list(lines)
     lines[0] = "2" + lines[0][1:]
     peer._write(os.path.join(peer.dir, "cron.d", "single"), lines, 0o644)
-    end = time.time() + 30
+    # cronie, like Debian's cron, rereads at its next minute's check.
+    end = time.time() + 75
     while time.time() < end and schedstat_ms(p.pid) - before < 5:
         time.sleep(0.2)
     used = settle(p.pid, quiet_s=2.0) - before
     stop(p)
     peer.cleanup()
-    return used
+    # No CPU spent: it did not reload (or refused the file).
+    return used if used >= 5 else None
 
 
 def cell(value, fmt="{:.0f}"):
@@ -396,7 +444,7 @@ def cell(value, fmt="{:.0f}"):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--burst", type=int, default=10_000)
-    ap.add_argument("--peers", default="crond,crond-nopam,busybox,debian,floor")
+    ap.add_argument("--peers", default="crond,crond-nopam,busybox,debian,cronie,floor")
     ap.add_argument("--only", default="burst,memory")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -405,7 +453,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="compare-tools")
     stamp, floor = build_tools(tmp)
     wanted = args.peers.split(",")
-    peers = [Crond(stamp), Crond(stamp, pam=False), Busybox(stamp), Debian(stamp)]
+    peers = [Crond(stamp), Crond(stamp, pam=False), Busybox(stamp), Debian(stamp),
+             Cronie(stamp)]
     peers = [p for p in peers if p.name in wanted]
     names = [p.name for p in peers]
     missing = [p.name for p in peers if not p.available()]

@@ -11,7 +11,6 @@ use jiff::Timestamp;
 
 use super::metrics_serve::MetricsServer;
 use super::minute::Wake;
-use super::options::MetricsAt;
 use super::running::Running;
 use super::sources::Sources;
 use super::watch::{self, Watches};
@@ -59,7 +58,7 @@ pub(super) struct Daemon {
     pub(super) written_handled: Option<UtcMinute>,
     /// What happened to jobs, for `--metrics`.
     pub(super) metrics: Metrics,
-    metrics_server: Option<MetricsServer>,
+    pub(super) metrics_server: Option<MetricsServer>,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -281,52 +280,6 @@ impl Daemon {
             timer: ready[1],
             files: self.watches.is_some() && ready[2],
         })
-    }
-
-    /// Answers the metrics endpoint's connections that `ready` says can go on.
-    fn serve_metrics(&mut self, ready: &[bool]) {
-        let now_ms = wall_clock().as_millisecond();
-        let Some(mut server) = self.metrics_server.take() else {
-            return;
-        };
-        let render = || {
-            self.metrics.render(self.running.len(), |id| {
-                self.cycle.get(id).map(|(_, _, job, _)| job.entry())
-            })
-        };
-        server.serve(ready, now_ms, &render);
-        self.metrics_server = Some(server);
-    }
-
-    /// The metrics endpoint's socket (`--metrics`).
-    fn listen_for_metrics(&self, at: &MetricsAt) -> Result<MetricsServer, Error> {
-        let listener = match at {
-            MetricsAt::Unix(path) => {
-                let group = match &self.options.metrics_group {
-                    None => None,
-                    Some(name) => Some(
-                        crate::sys::user::group_id(name)
-                            .map_err(|e| Error::Io("--metrics-group", e))?
-                            .ok_or_else(|| {
-                                Error::Io(
-                                    "--metrics-group",
-                                    std::io::Error::other(format!("no group named {name}")),
-                                )
-                            })?,
-                    ),
-                };
-                crate::sys::listen::listen_unix(path, group)
-            }
-            MetricsAt::Tcp(addr) => crate::sys::listen::listen_tcp(*addr),
-        }
-        .map_err(|e| Error::Io("--metrics", e))?;
-        let shown = match at {
-            MetricsAt::Unix(path) => format!("unix:{}", path.display()),
-            MetricsAt::Tcp(addr) => addr.to_string(),
-        };
-        self.log
-            .info("CRON", "INFO", &format!("metrics served at {shown}"));
-        Ok(MetricsServer::new(listener))
     }
 
     fn on_signals(&mut self) -> AfterSignals {

@@ -10,6 +10,9 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
+use super::Error;
+use super::event_loop::{Daemon, wall_clock};
+use super::options::MetricsAt;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
 
@@ -98,6 +101,54 @@ impl MetricsServer {
                 });
             }
         }
+    }
+}
+
+impl Daemon {
+    /// Answers the metrics endpoint's connections that `ready` says can go on.
+    pub(super) fn serve_metrics(&mut self, ready: &[bool]) {
+        let now_ms = wall_clock().as_millisecond();
+        let Some(mut server) = self.metrics_server.take() else {
+            return;
+        };
+        let render = || {
+            self.metrics.render(self.running.len(), |id| {
+                self.cycle.get(id).map(|(_, _, job, _)| job.entry())
+            })
+        };
+        server.serve(ready, now_ms, &render);
+        self.metrics_server = Some(server);
+    }
+
+    /// The metrics endpoint's socket (`--metrics`).
+    pub(super) fn listen_for_metrics(&self, at: &MetricsAt) -> Result<MetricsServer, Error> {
+        let listener = match at {
+            MetricsAt::Unix(path) => {
+                let group = match &self.options.metrics_group {
+                    None => None,
+                    Some(name) => Some(
+                        crate::sys::user::group_id(name)
+                            .map_err(|e| Error::Io("--metrics-group", e))?
+                            .ok_or_else(|| {
+                                Error::Io(
+                                    "--metrics-group",
+                                    std::io::Error::other(format!("no group named {name}")),
+                                )
+                            })?,
+                    ),
+                };
+                crate::sys::listen::listen_unix(path, group)
+            }
+            MetricsAt::Tcp(addr) => crate::sys::listen::listen_tcp(*addr),
+        }
+        .map_err(|e| Error::Io("--metrics", e))?;
+        let shown = match at {
+            MetricsAt::Unix(path) => format!("unix:{}", path.display()),
+            MetricsAt::Tcp(addr) => addr.to_string(),
+        };
+        self.log
+            .info("CRON", "INFO", &format!("metrics served at {shown}"));
+        Ok(MetricsServer::new(listener))
     }
 }
 
