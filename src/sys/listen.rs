@@ -39,15 +39,27 @@ pub fn listen_unix(path: &Path, group: Option<Gid>) -> io::Result<Listener> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    // Made with no permission for anyone, then opened to the group: no moment when another
-    // user could connect.
+    // The mode comes from the umask at creation (0600, or 0660 for a group): never a chmod by
+    // path afterwards, which a swapped-in symlink would aim at another file. The group is set
+    // on the path without following a link, and the socket must still be root's own then.
     let listener = {
-        let _mask = UmaskGuard::set(0o177);
+        let _mask = UmaskGuard::set(if group.is_some() { 0o117 } else { 0o177 });
         UnixListener::bind(path)?
     };
     if let Some(group) = group {
-        nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(group.0)))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            path,
+            None,
+            Some(nix::unistd::Gid::from_raw(group.0)),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?;
+        let m = std::fs::symlink_metadata(path)?;
+        if !m.file_type().is_socket() || m.permissions().mode() & 0o777 != 0o660 {
+            return Err(io::Error::other(
+                "the socket was replaced while it was set up",
+            ));
+        }
     }
     listener.set_nonblocking(true)?;
     Ok(Listener::Unix(listener))
