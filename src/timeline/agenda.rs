@@ -64,9 +64,38 @@ impl<P> Slot<P> {
     }
 }
 
+/// A min-heap of (fire minute, place), 8 bytes an item: the minute as 32 bits (UTC minutes
+/// reach 2^31 in the year 6053) above the place's index. An item names a place, not an id: it
+/// counts only while the place's entry has that very fire time queued (`Slot::next`), and a
+/// popped item marks its entry taken until it is queued again, so two items for one place and
+/// minute (one left by a removed entry) can't run the entry twice.
 #[derive(Debug, Default)]
 struct Heap {
-    items: BinaryHeap<Reverse<(i64, EntryId)>>,
+    items: BinaryHeap<Reverse<u64>>,
+}
+
+impl Heap {
+    fn push(&mut self, minute: i64, index: usize) {
+        // Beyond the year 6053: never (as a schedule that can't fire).
+        let (Ok(minute), Ok(index)) = (i32::try_from(minute), u32::try_from(index)) else {
+            return;
+        };
+        let biased = u64::from((minute as u32) ^ 0x8000_0000);
+        self.items.push(Reverse((biased << 32) | u64::from(index)));
+    }
+
+    fn peek(&self) -> Option<(i64, usize)> {
+        self.items.peek().map(|&Reverse(item)| unpack(item))
+    }
+
+    fn pop(&mut self) {
+        self.items.pop();
+    }
+}
+
+fn unpack(item: u64) -> (i64, usize) {
+    let minute = ((item >> 32) as u32 ^ 0x8000_0000) as i32;
+    (i64::from(minute), (item & 0xffff_ffff) as usize)
 }
 
 /// The scheduler's state: entries, their next fire times, the two cursors, the local zone.
@@ -218,7 +247,7 @@ impl<P> Agenda<P> {
             self.zones.insert(id, zone);
         }
         if let Some(minute) = next {
-            self.heap(class).items.push(Reverse((minute, id)));
+            self.heap(class).push(minute, index);
         }
         self.slots[index] = Some(slot);
         self.live += 1;
@@ -287,41 +316,56 @@ impl<P> Agenda<P> {
             let id = EntryId::new(i as u32, self.generations[i]);
             let zone = self.zones.get(&id).unwrap_or(&self.local);
             if let Some(m) = slot.reschedule(zone, after.0) {
-                items.push(Reverse((m, id)));
+                items.push((m, i));
             }
         }
-        self.heap(class).items = BinaryHeap::from(items);
+        let mut heap = Heap {
+            items: BinaryHeap::with_capacity(items.len()),
+        };
+        for (m, i) in items {
+            heap.push(m, i);
+        }
+        *self.heap(class) = heap;
         match class {
             Class::FixedTime => self.cursors.fixed = after,
             Class::Wildcard => self.cursors.wildcard = after,
         }
     }
 
+    /// Whether the place `index` holds an entry whose queued fire time is `minute`.
+    fn live(&self, index: usize, minute: i64) -> bool {
+        matches!(self.slots.get(index), Some(Some(s)) if s.next == minute)
+    }
+
     /// The earliest fire time queued, if any (drops stale heap tops on the way).
     pub fn next_due(&mut self) -> Option<UtcMinute> {
         let mut best: Option<i64> = None;
         for class in [Class::FixedTime, Class::Wildcard] {
-            while let Some(&Reverse((minute, id))) = self.heap(class).items.peek() {
-                if self.slot(id).is_some_and(|s| s.next == minute) {
+            while let Some((minute, index)) = self.heap(class).peek() {
+                if self.live(index, minute) {
                     best = Some(best.map_or(minute, |b| b.min(minute)));
                     break;
                 }
-                self.heap(class).items.pop();
+                self.heap(class).pop();
             }
         }
         best.map(UtcMinute)
     }
 
-    /// Pops the next live fire time of a class at or before `to`.
+    /// Pops the next live fire time of a class at or before `to`; its entry is taken (no fire
+    /// time queued) until [`Agenda::requeue`].
     fn pop_due(&mut self, class: Class, to: UtcMinute) -> Option<(i64, EntryId)> {
         loop {
-            let Reverse((minute, id)) = *self.heap(class).items.peek()?;
+            let (minute, index) = self.heap(class).peek()?;
             if minute > to.0 {
                 return None;
             }
-            self.heap(class).items.pop();
-            if self.slot(id).is_some_and(|s| s.next == minute) {
-                return Some((minute, id));
+            self.heap(class).pop();
+            if self.live(index, minute) {
+                if let Some(Some(slot)) = self.slots.get_mut(index) {
+                    slot.next = NEVER;
+                }
+                return Some((minute, EntryId::new(index as u32, self.generations[index])));
             }
         }
     }
@@ -342,7 +386,7 @@ impl<P> Agenda<P> {
                 Class::FixedTime => &mut self.fixed,
                 Class::Wildcard => &mut self.wildcard,
             };
-            heap.items.push(Reverse((m, id)));
+            heap.push(m, i);
         }
     }
 
@@ -471,6 +515,44 @@ mod places {
         // The old id's fire time left in the heap is not the new entry's run twice.
         let (_, runs) = agenda.advance(UtcMinute(1));
         assert_eq!(runs.iter().map(|r| r.entry).collect::<Vec<_>>(), [new]);
+    }
+
+    #[test]
+    fn heap_items_order_by_minute_then_place_before_and_after_1970() {
+        let mut heap = Heap::default();
+        for (minute, index) in [(5, 2), (-3, 9), (5, 1), (i64::from(i32::MAX), 0), (0, 7)] {
+            heap.push(minute, index);
+        }
+        heap.push(i64::from(i32::MAX) + 1, 3); // past the year 6053: never
+        let mut order = Vec::new();
+        while let Some(item) = heap.peek() {
+            order.push(item);
+            heap.pop();
+        }
+        assert_eq!(
+            order,
+            [(-3, 9), (0, 7), (5, 1), (5, 2), (i64::from(i32::MAX), 0)]
+        );
+    }
+
+    #[test]
+    fn a_stale_item_for_a_reused_place_never_runs_its_new_entry_twice_even_run_once() {
+        let daily = match crate::schedule::parse_expression("0 1 * * *", 0).unwrap() {
+            crate::schedule::When::Periodic(s) => s,
+            other => unreachable!("{other}"),
+        };
+        let mut agenda: Agenda<&str> = Agenda::new(UtcMinute(0), Zone::utc());
+        let old = agenda.insert(daily, None, "old");
+        agenda.remove(old);
+        // The new entry takes the place and the same next fire time: two items, one place.
+        let new = agenda.insert(daily, None, "new");
+        assert_eq!(agenda.fixed.items.len(), 2);
+        let runs = agenda.apply(Step::RunOnce {
+            class: Class::FixedTime,
+            to: UtcMinute(180),
+        });
+        assert_eq!(runs.iter().map(|r| r.entry).collect::<Vec<_>>(), [new]);
+        assert_eq!(agenda.next_due(), Some(UtcMinute(60 + 1440)));
     }
 
     #[test]
