@@ -21,6 +21,7 @@ fn parse(text: &[u8], format: Format) -> crontab::Crontab {
         max_line: 4096,
         max_entries: 1000,
         max_env: 100,
+        max_every: 10,
     };
     let mut options = ParseOptions {
         format,
