@@ -61,6 +61,10 @@ impl Policy {
     /// This policy with `name=value` applied; `Err` with a message when the value is not one
     /// the variable takes. A name that is not a policy variable changes nothing.
     pub fn with(self, name: &[u8], value: &[u8]) -> Result<Policy, String> {
+        if !is_policy_name(name) {
+            // Every assignment of a file comes here: any other variable costs one compare.
+            return Ok(self);
+        }
         let mut policy = self;
         let text = std::str::from_utf8(value).unwrap_or("\u{fffd}");
         match name {

@@ -261,11 +261,10 @@ impl Daemon {
             fds.push((w.fd(), false));
         }
         let own = fds.len();
-        let now_ms = wall_clock().as_millisecond();
         let mut timeout_ms = timeout_ms;
         if let Some(server) = &self.metrics_server {
             fds.extend(server.fds());
-            if let Some(ms) = server.timeout_ms(now_ms) {
+            if let Some(ms) = server.timeout_ms(wall_clock().as_millisecond()) {
                 timeout_ms = Some(timeout_ms.map_or(ms, |t| t.min(ms)));
             }
         }

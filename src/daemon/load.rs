@@ -199,11 +199,10 @@ impl Daemon {
             };
             last_owner = Some(Arc::clone(&owner));
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
-            if matches!(entry.when, When::Periodic(_)) && entry.env.policy().missed == Missed::Once
-            {
-                loaded.missed_once += 1;
-            }
             if let When::Periodic(schedule) = &entry.when {
+                if entry.env.policy().missed == Missed::Once {
+                    loaded.missed_once += 1;
+                }
                 let same = Same {
                     schedule,
                     zone: entry.zone.as_ref().map(Zone::name),
