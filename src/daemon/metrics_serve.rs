@@ -19,6 +19,9 @@ use crate::sys::listen::{Listener, Stream};
 /// Connections served at once.
 pub(super) const MAX_CONNECTIONS: usize = 16;
 
+/// Connections taken from the listener's backlog per wake-up of the loop.
+const ACCEPTS_PER_WAKE: usize = 64;
+
 /// How long a connection may take from accept to the last byte of the answer.
 pub(super) const DEADLINE_MS: i64 = 5_000;
 
@@ -88,8 +91,13 @@ impl MetricsServer {
         }
         self.connections = keep;
         if ready.first().copied().unwrap_or(false) {
-            // Take every waiting connection; past the bound they are closed at once.
-            while let Ok(Some(stream)) = self.listener.accept() {
+            // Take the waiting connections, at most a backlog's worth per wake-up (a client
+            // that connects without end can't keep the loop here); past the bound they are
+            // closed at once.
+            for _ in 0..ACCEPTS_PER_WAKE {
+                let Ok(Some(stream)) = self.listener.accept() else {
+                    break;
+                };
                 if self.connections.len() >= MAX_CONNECTIONS {
                     continue;
                 }
