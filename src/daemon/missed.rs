@@ -207,6 +207,22 @@ mod tests {
     }
 
     #[test]
+    fn a_state_file_past_four_kibibytes_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut text = format(UtcMinute(29_410_260));
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(read_trusted(&path), Ok(Some(UtcMinute(29_410_260))));
+        text.push_str(&"x".repeat(MAX_BYTES as usize));
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(
+            read_trusted(&path),
+            Err("larger than 4096 bytes".to_string())
+        );
+        assert_eq!(read_trusted(&dir.path().join("none")), Ok(None));
+    }
+
+    #[test]
     fn a_file_that_is_not_ours_or_is_damaged_says_nothing() {
         for bad in [
             "",

@@ -410,6 +410,29 @@ fn root_the_metrics_endpoint_on_a_loopback_port_answers_http_and_refuses_other_p
     let _silent = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let text = curl(None, &format!("http://127.0.0.1:{port}/metrics"));
     assert!(text.contains("crond_jobs_running 0"), "{text}");
+    // Sixteen connections at once at most: the seventeenth is closed at once, and the silent
+    // ones are dropped at their five-second deadline.
+    let silent: Vec<_> = (0..15)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut extra = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    extra
+        .set_read_timeout(Some(std::time::Duration::from_secs(3)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let read = std::io::Read::read(&mut extra, &mut byte);
+    assert!(
+        matches!(read, Ok(0))
+            || read
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the 17th connection is closed, not served: {read:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let text = curl(None, &format!("http://127.0.0.1:{port}/metrics"));
+    assert!(text.contains("crond_jobs_running 0"), "{text}");
+    drop(silent);
 }
 
 #[test]
