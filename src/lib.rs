@@ -23,6 +23,7 @@
 // and the docs are read with `cargo doc --document-private-items`, where these links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
+pub mod cluster;
 pub(crate) mod cronnext;
 pub mod crontab;
 pub(crate) mod crontab_cmd;

@@ -8,6 +8,10 @@
 //!   once at start-up (default `skip`).
 //! * `CRON_TIMEOUT=DURATION`: the job's process group gets SIGTERM at the limit and SIGKILL
 //!   [`KILL_AFTER_S`] seconds later (empty or `0`: no limit, the default).
+//! * `CRON_CLUSTER=NAME`: the entries below are cluster entries (docs/cluster.md): on a daemon
+//!   with a cluster database each run is claimed there first and runs on one host only; on a
+//!   daemon without one they run as any other entry. `NAME` is 1 to 63 letters, digits, `.`,
+//!   `_` or `-`; empty: local again (the default).
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
@@ -47,6 +51,19 @@ pub struct Policy {
     pub missed: Missed,
     /// `CRON_TIMEOUT` in seconds; `None`: no limit.
     pub timeout_s: Option<u32>,
+    /// `CRON_CLUSTER` is set (its name is the environment's value): runs are claimed first.
+    pub clustered: bool,
+}
+
+/// The longest cluster name, in bytes.
+pub const MAX_CLUSTER_NAME: usize = 63;
+
+/// Whether `name` may name a cluster: 1 to [`MAX_CLUSTER_NAME`] of `A-Z a-z 0-9 . _ -`.
+pub fn is_cluster_name(name: &[u8]) -> bool {
+    (1..=MAX_CLUSTER_NAME).contains(&name.len())
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// Seconds between the SIGTERM of a timed-out job and the SIGKILL of what is left of it.
@@ -54,7 +71,10 @@ pub const KILL_AFTER_S: u32 = 10;
 
 /// Whether `name` is one of the variables of this module.
 pub fn is_policy_name(name: &[u8]) -> bool {
-    matches!(name, b"CRON_OVERLAP" | b"CRON_MISSED" | b"CRON_TIMEOUT")
+    matches!(
+        name,
+        b"CRON_OVERLAP" | b"CRON_MISSED" | b"CRON_TIMEOUT" | b"CRON_CLUSTER"
+    )
 }
 
 impl Policy {
@@ -99,6 +119,16 @@ impl Policy {
                     _ => Some(parse_duration(text).map_err(|e| format!("CRON_TIMEOUT: {e}"))?),
                 }
             }
+            b"CRON_CLUSTER" => {
+                if !value.is_empty() && !is_cluster_name(value) {
+                    return Err(format!(
+                        "CRON_CLUSTER must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' \
+                         or '-', not '{}'",
+                        text.escape_debug()
+                    ));
+                }
+                policy.clustered = !value.is_empty();
+            }
             _ => {}
         }
         Ok(policy)
@@ -125,6 +155,9 @@ impl fmt::Display for Policy {
         if let Some(s) = self.timeout_s {
             parts.push(format!("timeout={}", Duration(s)));
         }
+        if self.clustered {
+            parts.push("cluster".to_string());
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -145,7 +178,8 @@ mod tests {
             Policy {
                 overlap: Overlap::Skip,
                 missed: Missed::Once,
-                timeout_s: Some(90)
+                timeout_s: Some(90),
+                clustered: false,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -163,6 +197,13 @@ mod tests {
             .unwrap();
         assert!(back.is_default());
         assert!(p.with(b"CRON_OVERLAP", b"Skip").is_err());
+        let c = p.with(b"CRON_CLUSTER", b"nightly-1.eu_west").unwrap();
+        assert!(c.clustered);
+        assert_eq!(c.to_string(), "overlap=skip missed=once timeout=1m30s cluster");
+        assert!(!c.with(b"CRON_CLUSTER", b"").unwrap().clustered);
+        assert!(p.with(b"CRON_CLUSTER", b"two words").is_err());
+        assert!(p.with(b"CRON_CLUSTER", &[b'a'; 64]).is_err());
+        assert!(p.with(b"CRON_CLUSTER", &[b'a'; 63]).unwrap().clustered);
         assert!(p.with(b"CRON_MISSED", b"always").is_err());
         assert!(
             p.with(b"CRON_TIMEOUT", b"soon")

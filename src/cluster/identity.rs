@@ -1,0 +1,132 @@
+//! An entry's identity across hosts (docs/cluster.md "Entry identity"): a 64-bit FNV-1a hash of
+//! what makes the entry the entry — its schedule as parsed (the five fields' bits and which
+//! began with `*`), its `CRON_TZ`, its user and its command as written (with the text after
+//! `%`). Comments, blank lines, the order of lines, other entries and the spelling of a schedule
+//! (`0-59/15` for `*/15`, `mon` for `1`) change nothing; a change of any of the four makes a new
+//! entry with a history of its own.
+//!
+//! FNV is not collision-resistant, and needs not be: a claim is keyed by the cluster, the owner
+//! (the user) and this hash together, so a user who crafts a collision can only collide with
+//! their own entries.
+
+use std::fmt;
+
+use crate::schedule::{Field, Schedule};
+
+/// An entry's identity: shown and stored as 16 lower-case hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryKey(pub u64);
+
+/// FNV-1a, 64 bits.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn eat(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// A length before the bytes, so that no two different sequences of parts hash the same
+    /// input (`ab` + `c` and `a` + `bc`).
+    fn part(&mut self, bytes: &[u8]) {
+        self.eat(&(bytes.len() as u64).to_le_bytes());
+        self.eat(bytes);
+    }
+}
+
+/// The identity of the entry with `schedule` in `zone` (its `CRON_TZ`, `None` for the daemon's
+/// zone) run as `user` with `command`.
+pub fn entry_key(schedule: &Schedule, zone: Option<&str>, user: &[u8], command: &[u8]) -> EntryKey {
+    let mut h = Fnv::new();
+    h.part(b"crond-entry-1");
+    for field in Field::ALL {
+        h.eat(&schedule.bits(field).to_le_bytes());
+        h.eat(&[u8::from(schedule.is_starred(field))]);
+    }
+    h.part(zone.unwrap_or("").as_bytes());
+    h.part(user);
+    h.part(command);
+    EntryKey(h.0)
+}
+
+impl fmt::Display for EntryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl std::str::FromStr for EntryKey {
+    type Err = String;
+
+    /// 16 hex digits, as [`Display`](fmt::Display) writes them.
+    fn from_str(s: &str) -> Result<EntryKey, String> {
+        if s.len() != 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("'{}' is not an entry id (16 hex digits)", s.escape_debug()));
+        }
+        u64::from_str_radix(s, 16)
+            .map(EntryKey)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{When, parse_expression};
+
+    fn schedule(text: &str) -> Schedule {
+        match parse_expression(text, 0).unwrap() {
+            When::Periodic(s) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_spelling_of_a_schedule_does_not_change_the_entry() {
+        let a = entry_key(&schedule("*/15 9-17 * * mon-fri"), None, b"alice", b"backup");
+        let b = entry_key(
+            &schedule("0,15,30,45 9-17 * * 1-5"),
+            None,
+            b"alice",
+            b"backup",
+        );
+        // `*/15` began with `*`, `0,15,30,45` did not: the DST rules treat them differently,
+        // so they are different entries.
+        assert_ne!(a, b);
+        let c = entry_key(&schedule("*/15 9-17 * * 1-5"), None, b"alice", b"backup");
+        assert_eq!(a, c);
+    }
+
+    #[test]
+    fn schedule_zone_user_and_command_each_make_a_new_entry() {
+        let base = entry_key(&schedule("0 5 * * *"), None, b"alice", b"backup");
+        assert_ne!(base, entry_key(&schedule("0 6 * * *"), None, b"alice", b"backup"));
+        assert_ne!(
+            base,
+            entry_key(&schedule("0 5 * * *"), Some("Europe/Paris"), b"alice", b"backup")
+        );
+        assert_ne!(base, entry_key(&schedule("0 5 * * *"), None, b"bob", b"backup"));
+        assert_ne!(base, entry_key(&schedule("0 5 * * *"), None, b"alice", b"backup "));
+        // The parts are length-prefixed: moving a byte from the user to the command changes it.
+        assert_ne!(
+            entry_key(&schedule("0 5 * * *"), None, b"ab", b"c"),
+            entry_key(&schedule("0 5 * * *"), None, b"a", b"bc")
+        );
+    }
+
+    #[test]
+    fn the_hex_form_reads_back_and_nothing_else_does() {
+        let key = entry_key(&schedule("0 5 * * *"), None, b"alice", b"backup");
+        let text = key.to_string();
+        assert_eq!(text.len(), 16);
+        assert_eq!(text.parse::<EntryKey>(), Ok(key));
+        assert!("123".parse::<EntryKey>().is_err());
+        assert!("0123456789abcdeg".parse::<EntryKey>().is_err());
+        assert!("+123456789abcdef".parse::<EntryKey>().is_err());
+    }
+}

@@ -1,0 +1,301 @@
+//! The daemon's side of a cluster run between its due time and its start (docs/cluster.md): the
+//! run waits here for the helper's answer to its `RUN` request, and, when another host claimed
+//! it, a while longer in case that host dies before starting it and the helper takes the claim
+//! over. Pure: the caller passes the time and carries out what comes back.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::wire::{Denied, RunKey};
+
+/// How long a run waits for the helper's answer before it is given up (not run, logged): the
+/// helper's own bound on a database round trip is 5 s.
+pub const ANSWER_WAIT_MS: i64 = 10_000;
+
+/// How long a run another host claimed is kept for a takeover: that host's lease (30 s) plus
+/// the helper's takeover check (every 5 s) plus a margin.
+pub const TAKEOVER_WAIT_MS: i64 = 90_000;
+
+/// At most this many runs wait here; a run beyond it is not run (logged). The oldest watched
+/// (taken) runs make room first.
+pub const MAX_PARKED: usize = 20_000;
+
+#[derive(Debug)]
+struct Park<T> {
+    job: T,
+    key: RunKey,
+    until_ms: i64,
+    /// Another host has it; kept only for a takeover.
+    taken: bool,
+}
+
+/// Runs waiting on the cluster helper, by request number.
+#[derive(Debug)]
+pub struct Parked<T> {
+    next_seq: u64,
+    runs: BTreeMap<u64, Park<T>>,
+    /// (deadline, seq) of every run, soonest first.
+    deadlines: BTreeSet<(i64, u64)>,
+}
+
+impl<T> Default for Parked<T> {
+    fn default() -> Self {
+        Parked {
+            next_seq: 1,
+            runs: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+        }
+    }
+}
+
+/// What an answer means for the daemon.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answered<T> {
+    /// Start it now; `taken_over`: it was another host's claim first.
+    Go {
+        job: T,
+        key: RunKey,
+        taken_over: bool,
+    },
+    /// Not here (log why); a run another host has stays parked for a takeover.
+    No { job: T, key: RunKey, why: Denied },
+    /// Another host has it: still watched, for a takeover (log it; `T` stays here).
+    Taken { host: String },
+    /// No such request (given up already, or a second answer): nothing to do.
+    Unknown,
+}
+
+impl<T: Clone> Parked<T> {
+    /// Parks `job` until its answer comes; returns the request number for its `RUN`, or the
+    /// job back when [`MAX_PARKED`] runs wait for answers already.
+    pub fn park(&mut self, job: T, key: RunKey, now_ms: i64) -> Result<u64, T> {
+        if self.runs.len() >= MAX_PARKED && !self.drop_oldest_taken() {
+            return Err(job);
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let until_ms = now_ms + ANSWER_WAIT_MS;
+        self.deadlines.insert((until_ms, seq));
+        self.runs.insert(
+            seq,
+            Park {
+                job,
+                key,
+                until_ms,
+                taken: false,
+            },
+        );
+        Ok(seq)
+    }
+
+    fn drop_oldest_taken(&mut self) -> bool {
+        let oldest = self
+            .runs
+            .iter()
+            .find(|(_, park)| park.taken)
+            .map(|(&seq, _)| seq);
+        match oldest {
+            Some(seq) => {
+                self.remove(seq);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove(&mut self, seq: u64) -> Option<Park<T>> {
+        let park = self.runs.remove(&seq)?;
+        self.deadlines.remove(&(park.until_ms, seq));
+        Some(park)
+    }
+
+    /// The helper said `GO seq`.
+    pub fn go(&mut self, seq: u64) -> Answered<T> {
+        match self.remove(seq) {
+            Some(park) => Answered::Go {
+                job: park.job,
+                key: park.key,
+                taken_over: park.taken,
+            },
+            None => Answered::Unknown,
+        }
+    }
+
+    /// The helper said `NO seq why` at `now_ms`.
+    pub fn no(&mut self, seq: u64, why: Denied, now_ms: i64) -> Answered<T> {
+        if let Denied::Taken(host) = why {
+            let Some(park) = self.runs.get_mut(&seq) else {
+                return Answered::Unknown;
+            };
+            if park.taken {
+                return Answered::Unknown;
+            }
+            self.deadlines.remove(&(park.until_ms, seq));
+            park.taken = true;
+            park.until_ms = now_ms + TAKEOVER_WAIT_MS;
+            self.deadlines.insert((park.until_ms, seq));
+            return Answered::Taken { host };
+        }
+        match self.remove(seq) {
+            Some(park) => Answered::No {
+                job: park.job,
+                key: park.key,
+                why,
+            },
+            None => Answered::Unknown,
+        }
+    }
+
+    /// Runs whose time is up at `now_ms`: those still waiting for an answer come back (not run:
+    /// the caller logs them); watched ones are forgotten (the other host ran them).
+    pub fn expire(&mut self, now_ms: i64) -> Vec<(T, RunKey)> {
+        let mut unanswered = Vec::new();
+        while let Some(&(until, seq)) = self.deadlines.first() {
+            if until > now_ms {
+                break;
+            }
+            if let Some(park) = self.remove(seq)
+                && !park.taken
+            {
+                unanswered.push((park.job, park.key));
+            }
+        }
+        unanswered
+    }
+
+    /// The helper is gone: every run waiting for an answer comes back (not run); watched ones
+    /// are forgotten (a new helper knows nothing of their requests).
+    pub fn abandon(&mut self) -> Vec<(T, RunKey)> {
+        let runs = std::mem::take(&mut self.runs);
+        self.deadlines.clear();
+        runs.into_values()
+            .filter(|park| !park.taken)
+            .map(|park| (park.job, park.key))
+            .collect()
+    }
+
+    /// The soonest deadline, for the loop's sleep.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        self.deadlines.first().map(|&(until, _)| until)
+    }
+
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::identity::EntryKey;
+
+    fn key(entry: u64) -> RunKey {
+        RunKey {
+            cluster: "c".into(),
+            owner: b"alice".to_vec(),
+            entry: EntryKey(entry),
+            minute: 600,
+        }
+    }
+
+    #[test]
+    fn go_starts_the_run_once() {
+        let mut p = Parked::default();
+        let seq = p.park("job", key(1), 0).unwrap();
+        assert_eq!(
+            p.go(seq),
+            Answered::Go {
+                job: "job",
+                key: key(1),
+                taken_over: false
+            }
+        );
+        assert_eq!(p.go(seq), Answered::Unknown, "a second answer does nothing");
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn a_run_taken_elsewhere_is_watched_then_taken_over_or_forgotten() {
+        let mut p = Parked::default();
+        let a = p.park("a", key(1), 0).unwrap();
+        let b = p.park("b", key(2), 0).unwrap();
+        assert_eq!(
+            p.no(a, Denied::Taken("host-b".into()), 100),
+            Answered::Taken {
+                host: "host-b".into()
+            }
+        );
+        assert_eq!(
+            p.no(b, Denied::Taken("host-b".into()), 100),
+            Answered::Taken {
+                host: "host-b".into()
+            }
+        );
+        assert_eq!(p.next_deadline_ms(), Some(100 + TAKEOVER_WAIT_MS));
+        // The helper took `a` over: it starts here.
+        assert_eq!(
+            p.go(a),
+            Answered::Go {
+                job: "a",
+                key: key(1),
+                taken_over: true
+            }
+        );
+        // `b` ran on host-b: forgotten at its deadline, without a line.
+        assert!(p.expire(100 + TAKEOVER_WAIT_MS - 1).is_empty());
+        assert_eq!(p.len(), 1);
+        assert!(p.expire(100 + TAKEOVER_WAIT_MS).is_empty());
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn an_unanswered_run_is_given_up_at_its_deadline() {
+        let mut p = Parked::default();
+        p.park("late", key(1), 1_000).unwrap();
+        assert!(p.expire(1_000 + ANSWER_WAIT_MS - 1).is_empty());
+        assert_eq!(
+            p.expire(1_000 + ANSWER_WAIT_MS),
+            vec![("late", key(1))],
+            "not run, for the caller to log"
+        );
+        let seq = p.park("paused", key(2), 0).unwrap();
+        assert_eq!(
+            p.no(seq, Denied::Paused, 5),
+            Answered::No {
+                job: "paused",
+                key: key(2),
+                why: Denied::Paused
+            }
+        );
+    }
+
+    #[test]
+    fn a_lost_helper_gives_back_what_waited_for_answers() {
+        let mut p = Parked::default();
+        let a = p.park("a", key(1), 0).unwrap();
+        p.park("b", key(2), 0).unwrap();
+        p.no(a, Denied::Taken("h".into()), 0);
+        assert_eq!(p.abandon(), vec![("b", key(2))]);
+        assert!(p.is_empty() && p.next_deadline_ms().is_none());
+    }
+
+    #[test]
+    fn the_bound_holds_and_watched_runs_make_room_first() {
+        let mut p = Parked::default();
+        let first = p.park(0usize, key(0), 0).unwrap();
+        p.no(first, Denied::Taken("h".into()), 0);
+        for i in 1..MAX_PARKED {
+            p.park(i, key(i as u64), 0).unwrap();
+        }
+        assert_eq!(p.len(), MAX_PARKED);
+        // Full: the watched one goes to make room...
+        assert!(p.park(MAX_PARKED, key(0), 0).is_ok());
+        assert_eq!(p.go(first), Answered::Unknown);
+        // ...and with only unanswered runs left, a new one is refused.
+        assert_eq!(p.park(MAX_PARKED + 1, key(0), 0), Err(MAX_PARKED + 1));
+        assert_eq!(p.len(), MAX_PARKED);
+    }
+}

@@ -1,0 +1,333 @@
+//! What the daemon and its cluster helper (`cronctl helper`, docs/cluster.md "The helper") say to
+//! each other over their socket: one line per message, words separated by one space, free text
+//! and user names %-escaped so that no field holds a space, a newline or a byte outside
+//! printable ASCII. A line is at most [`MAX_LINE`] bytes; a longer one, or one that does not
+//! parse, is a protocol error and the daemon restarts the helper.
+//!
+//! Daemon to helper:
+//! * `RUN SEQ MINUTE CLUSTER OWNER ENTRY`: claim the run of entry `ENTRY` (16 hex digits) of
+//!   `OWNER` in `CLUSTER` due in the minute starting at unix second `MINUTE`, and mark it
+//!   started; `SEQ` names the request in the answer.
+//! * `END MINUTE CLUSTER OWNER ENTRY STATUS`: the run ended with exit code `STATUS` (a signal
+//!   `N` is `-N`).
+//!
+//! Helper to daemon:
+//! * `GO SEQ`: the run is this host's and marked started: start it now.
+//! * `NO SEQ taken HOST` | `NO SEQ paused` | `NO SEQ lease` | `NO SEQ unreachable REASON`: not
+//!   here. After `taken`, a `GO SEQ` may still come (the other host died before it started the
+//!   run, and this one took the claim over).
+//! * `LOG info|error TEXT`: a line for the daemon's log.
+
+use std::fmt::Write as _;
+
+use super::identity::EntryKey;
+use crate::crontab::policy::is_cluster_name;
+
+/// The longest line either side sends, newline included.
+pub const MAX_LINE: usize = 4096;
+
+/// One run of a cluster entry: the claim's key in the database.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RunKey {
+    pub cluster: String,
+    /// The user the entry runs as.
+    pub owner: Vec<u8>,
+    pub entry: EntryKey,
+    /// The unix second at which the run's minute starts (UTC).
+    pub minute: i64,
+}
+
+/// A message from the daemon to the helper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToHelper {
+    Run { seq: u64, key: RunKey },
+    End { key: RunKey, status: i32 },
+}
+
+/// Why a run does not start on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// Another host claimed it (named).
+    Taken(String),
+    /// `cronctl pause`: no host runs it.
+    Paused,
+    /// This host's lease in the database has expired: it may not claim (fencing).
+    Lease,
+    /// No answer from the database in time, or no connection (why).
+    Unreachable(String),
+}
+
+/// A message from the helper to the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FromHelper {
+    Go { seq: u64 },
+    No { seq: u64, why: Denied },
+    Log { error: bool, text: String },
+}
+
+/// `%XX` for `%`, and for every byte that is not printable ASCII or is a space.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_graphic() && b != b'%' {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The bytes [`escape`] wrote; `None` for a `%` not followed by two hex digits.
+pub fn unescape(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+fn key_words(key: &RunKey) -> String {
+    format!(
+        "{} {} {} {}",
+        key.minute,
+        key.cluster,
+        escape(&key.owner),
+        key.entry
+    )
+}
+
+impl ToHelper {
+    /// The line, newline included.
+    pub fn encode(&self) -> String {
+        match self {
+            ToHelper::Run { seq, key } => format!("RUN {seq} {}\n", key_words(key)),
+            ToHelper::End { key, status } => format!("END {} {status}\n", key_words(key)),
+        }
+    }
+
+    /// Reads one line (without its newline).
+    pub fn decode(line: &str) -> Result<ToHelper, String> {
+        let words: Vec<&str> = line.split(' ').collect();
+        let bad = || format!("bad request '{}'", line.escape_debug());
+        match words.as_slice() {
+            ["RUN", seq, rest @ ..] if rest.len() == 4 => Ok(ToHelper::Run {
+                seq: seq.parse().map_err(|_| bad())?,
+                key: decode_key(rest).ok_or_else(bad)?,
+            }),
+            ["END", rest @ ..] if rest.len() == 5 => Ok(ToHelper::End {
+                key: decode_key(&rest[..4]).ok_or_else(bad)?,
+                status: rest[4].parse().map_err(|_| bad())?,
+            }),
+            _ => Err(bad()),
+        }
+    }
+}
+
+fn decode_key(words: &[&str]) -> Option<RunKey> {
+    let [minute, cluster, owner, entry] = words else {
+        return None;
+    };
+    if !is_cluster_name(cluster.as_bytes()) {
+        return None;
+    }
+    let owner = unescape(owner)?;
+    if owner.is_empty() {
+        return None;
+    }
+    Some(RunKey {
+        minute: minute.parse().ok()?,
+        cluster: (*cluster).to_string(),
+        owner,
+        entry: entry.parse().ok()?,
+    })
+}
+
+impl FromHelper {
+    /// The line, newline included; a log text is cut to fit [`MAX_LINE`].
+    pub fn encode(&self) -> String {
+        match self {
+            FromHelper::Go { seq } => format!("GO {seq}\n"),
+            FromHelper::No { seq, why } => match why {
+                Denied::Taken(host) => format!("NO {seq} taken {}\n", escape(host.as_bytes())),
+                Denied::Paused => format!("NO {seq} paused\n"),
+                Denied::Lease => format!("NO {seq} lease\n"),
+                Denied::Unreachable(why) => {
+                    format!("NO {seq} unreachable {}\n", escape(cut(why).as_bytes()))
+                }
+            },
+            FromHelper::Log { error, text } => format!(
+                "LOG {} {}\n",
+                if *error { "error" } else { "info" },
+                escape(cut(text).as_bytes())
+            ),
+        }
+    }
+
+    /// Reads one line (without its newline).
+    pub fn decode(line: &str) -> Result<FromHelper, String> {
+        let words: Vec<&str> = line.split(' ').collect();
+        let bad = || format!("bad answer '{}'", line.escape_debug());
+        let text = |w: &str| unescape(w).map(|b| String::from_utf8_lossy(&b).into_owned());
+        match words.as_slice() {
+            ["GO", seq] => Ok(FromHelper::Go {
+                seq: seq.parse().map_err(|_| bad())?,
+            }),
+            ["NO", seq, why @ ..] => {
+                let seq = seq.parse().map_err(|_| bad())?;
+                let why = match why {
+                    ["taken", host] => Denied::Taken(text(host).ok_or_else(bad)?),
+                    ["paused"] => Denied::Paused,
+                    ["lease"] => Denied::Lease,
+                    ["unreachable", why] => Denied::Unreachable(text(why).ok_or_else(bad)?),
+                    _ => return Err(bad()),
+                };
+                Ok(FromHelper::No { seq, why })
+            }
+            ["LOG", level @ ("info" | "error"), message] => Ok(FromHelper::Log {
+                error: *level == "error",
+                text: text(message).ok_or_else(bad)?,
+            }),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// At most 1,000 characters of a free text: escaped, it stays under [`MAX_LINE`].
+fn cut(text: &str) -> String {
+    text.chars().take(1000).collect()
+}
+
+/// Splits complete lines off the front of `buf` (what was read so far), leaving a partial last
+/// line in it. `Err` when a line, or the partial rest, is longer than [`MAX_LINE`] or not UTF-8.
+pub fn take_lines(buf: &mut Vec<u8>) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while let Some(end) = buf[start..].iter().position(|&b| b == b'\n') {
+        let line = &buf[start..start + end];
+        if line.len() >= MAX_LINE {
+            return Err(format!("a line of {} bytes", line.len()));
+        }
+        lines.push(
+            String::from_utf8(line.to_vec()).map_err(|_| "a line that is not UTF-8".to_string())?,
+        );
+        start += end + 1;
+    }
+    buf.drain(..start);
+    if buf.len() >= MAX_LINE {
+        return Err(format!("a line of over {} bytes", buf.len()));
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> RunKey {
+        RunKey {
+            cluster: "nightly".into(),
+            owner: b"al ice%\xff".to_vec(),
+            entry: EntryKey(0x0123_4567_89ab_cdef),
+            minute: 1_795_000_020,
+        }
+    }
+
+    #[test]
+    fn every_message_reads_back_as_written() {
+        for m in [
+            ToHelper::Run { seq: 7, key: key() },
+            ToHelper::End {
+                key: key(),
+                status: -9,
+            },
+        ] {
+            let line = m.encode();
+            assert!(line.ends_with('\n') && !line[..line.len() - 1].contains(['\n', '\r']));
+            assert_eq!(ToHelper::decode(line.trim_end_matches('\n')), Ok(m));
+        }
+        assert_eq!(
+            ToHelper::Run { seq: 7, key: key() }.encode(),
+            "RUN 7 1795000020 nightly al%20ice%25%FF 0123456789abcdef\n"
+        );
+        for m in [
+            FromHelper::Go { seq: 1 },
+            FromHelper::No {
+                seq: 2,
+                why: Denied::Taken("host-b".into()),
+            },
+            FromHelper::No {
+                seq: 3,
+                why: Denied::Paused,
+            },
+            FromHelper::No {
+                seq: 4,
+                why: Denied::Lease,
+            },
+            FromHelper::No {
+                seq: 5,
+                why: Denied::Unreachable("connection refused: is it up?".into()),
+            },
+            FromHelper::Log {
+                error: true,
+                text: "line one\nline two".into(),
+            },
+        ] {
+            let line = m.encode();
+            assert_eq!(line.matches('\n').count(), 1);
+            assert_eq!(FromHelper::decode(line.trim_end_matches('\n')), Ok(m));
+        }
+    }
+
+    #[test]
+    fn what_does_not_parse_is_an_error() {
+        for bad in [
+            "",
+            "RUN",
+            "RUN x 1 c o 0123456789abcdef",
+            "RUN 1 1 bad/name o 0123456789abcdef",
+            "RUN 1 1 c o 0123",
+            "RUN 1 1 c %4 0123456789abcdef",
+            "RUN 1 1 c  0123456789abcdef",
+            "RUN 1 1 c o 0123456789abcdef extra",
+            "END 1 c o 0123456789abcdef",
+            "END 1 c o 0123456789abcdef nine",
+        ] {
+            assert!(ToHelper::decode(bad).is_err(), "{bad:?}");
+        }
+        for bad in ["GO", "GO -1", "NO 1", "NO 1 maybe", "LOG debug x", "HELLO"] {
+            assert!(FromHelper::decode(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lines_are_split_as_they_come_and_bounded() {
+        let mut buf = b"GO 1\nGO".to_vec();
+        assert_eq!(take_lines(&mut buf).unwrap(), vec!["GO 1".to_string()]);
+        assert_eq!(buf, b"GO");
+        buf.extend_from_slice(b" 2\n");
+        assert_eq!(take_lines(&mut buf).unwrap(), vec!["GO 2".to_string()]);
+        assert!(buf.is_empty());
+        let mut long = vec![b'x'; MAX_LINE];
+        assert!(take_lines(&mut long).is_err(), "a partial line at the bound");
+        let mut long = vec![b'x'; MAX_LINE];
+        long.push(b'\n');
+        assert!(take_lines(&mut long).is_err());
+        // A long log text is cut, so it always fits.
+        let line = FromHelper::Log {
+            error: false,
+            text: "\u{7f}".repeat(5000),
+        }
+        .encode();
+        assert!(line.len() < MAX_LINE);
+    }
+}
