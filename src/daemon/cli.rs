@@ -21,7 +21,8 @@ pub const USAGE: &str =
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
              [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
              [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
-             [--metrics-group NAME]";
+             [--metrics-group NAME] [--cluster-db CONNINFO] [--cluster-host NAME]
+             [--cluster-helper PATH] [--cluster-keep DAYS]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -108,6 +109,32 @@ impl Options {
                         }
                     })?);
                 }
+                Long("cluster-db") => o.cluster_db = Some(text(&mut parser, "--cluster-db")?),
+                Long("cluster-host") => {
+                    let v = parser.value()?;
+                    o.cluster_host = Some(
+                        v.to_str()
+                            .filter(|h| is_cluster_host(h))
+                            .map(str::to_string)
+                            .ok_or_else(|| lexopt::Error::UnexpectedValue {
+                                option: "--cluster-host (1 to 253 letters, digits, '.', '_', '-')"
+                                    .into(),
+                                value: v.clone(),
+                            })?,
+                    );
+                }
+                Long("cluster-helper") => o.cluster_helper = Some(path(&mut parser)?),
+                Long("cluster-keep") => {
+                    let days: u32 = parser.value()?.parse()?;
+                    if !(1..=3650).contains(&days) {
+                        return Err(lexopt::Error::UnexpectedValue {
+                            option: "--cluster-keep (days, 1 to 3650)".into(),
+                            value: days.to_string().into(),
+                        }
+                        .into());
+                    }
+                    o.cluster_keep_days = Some(days);
+                }
                 Long("max-output") => {
                     let v = parser.value()?;
                     let size = v.to_str().and_then(parse_size).ok_or_else(|| {
@@ -156,6 +183,25 @@ impl Options {
         }
         Ok(o)
     }
+}
+
+/// A UTF-8 option value.
+fn text(parser: &mut lexopt::Parser, option: &str) -> Result<String, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: option.into(),
+            value: v.clone(),
+        })
+}
+
+/// A host name as the cluster's tables hold it.
+pub fn is_cluster_host(name: &str) -> bool {
+    (1..=253).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// `unix:/run/crond.metrics` (an absolute path) or `127.0.0.1:9100` / `[::1]:9100` (loopback
@@ -241,6 +287,14 @@ mod tests {
             "unix:/run/m",
             "--metrics-group",
             "adm",
+            "--cluster-db",
+            "host=/run/postgresql dbname=cron",
+            "--cluster-host",
+            "node-1.example",
+            "--cluster-helper",
+            "/h",
+            "--cluster-keep",
+            "7",
         ])
         .expect("parses");
         let expected = Options {
@@ -269,6 +323,10 @@ mod tests {
             state_dir: Some("/t".into()),
             metrics: Some(MetricsAt::Unix("/run/m".into())),
             metrics_group: Some("adm".into()),
+            cluster_db: Some("host=/run/postgresql dbname=cron".into()),
+            cluster_host: Some("node-1.example".into()),
+            cluster_helper: Some("/h".into()),
+            cluster_keep_days: Some(7),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());
@@ -306,6 +364,10 @@ mod tests {
             "not loopback"
         );
         assert!(parse(&["--metrics", "unix:relative"]).is_err());
+        assert!(parse(&["--cluster-host", "a b"]).is_err());
+        assert!(parse(&["--cluster-host", ""]).is_err());
+        assert!(parse(&["--cluster-keep", "0"]).is_err());
+        assert!(parse(&["--cluster-keep", "3651"]).is_err());
         assert_eq!(
             parse(&["--metrics", "[::1]:9100"]).unwrap().metrics,
             Some(MetricsAt::Tcp("[::1]:9100".parse().unwrap()))

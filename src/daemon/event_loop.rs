@@ -59,6 +59,8 @@ pub(super) struct Daemon {
     /// What happened to jobs, for `--metrics`.
     pub(super) metrics: Metrics,
     pub(super) metrics_server: Option<MetricsServer>,
+    /// Cluster mode (`--cluster-db`): the helper and the runs waiting on it.
+    pub(super) cluster: Option<super::cluster::ClusterLink>,
 }
 
 /// The one place the daemon reads the wall clock.
@@ -89,6 +91,8 @@ struct Ready {
     signals: bool,
     timer: bool,
     files: bool,
+    /// The cluster helper's socket.
+    helper: bool,
 }
 
 /// What the signals that arrived ask for.
@@ -127,6 +131,7 @@ impl Daemon {
             written_handled: None,
             metrics: Metrics::default(),
             metrics_server: None,
+            cluster: None,
             localtime,
             sources: Sources::default(),
             running: Running::default(),
@@ -173,6 +178,29 @@ impl Daemon {
         }
         if let Some(at) = daemon.options.metrics.clone() {
             daemon.metrics_server = Some(daemon.listen_for_metrics(&at)?);
+        }
+        if let Some(conninfo) = daemon.options.cluster_db.clone() {
+            // Started before the crontabs are loaded: the helper is small when it forks.
+            let host = daemon.options.cluster_host.clone().unwrap_or_else(|| {
+                String::from_utf8_lossy(&crate::sys::hostname()).into_owned()
+            });
+            let program = daemon
+                .options
+                .cluster_helper
+                .clone()
+                .unwrap_or_else(super::cluster::default_helper);
+            daemon.log.info(
+                "CRON",
+                "INFO",
+                &format!("cluster mode: host {host}, helper {}", program.display()),
+            );
+            daemon.cluster = Some(super::cluster::ClusterLink::new(
+                program,
+                &conninfo,
+                &host,
+                daemon.options.cluster_keep_days,
+            ));
+            daemon.start_helper(now.as_millisecond());
         }
         daemon.watches = Watches::set_up(
             daemon.options.no_inotify,
@@ -227,10 +255,14 @@ impl Daemon {
             // Sleep until the next queued job may start (now, for a backlog; a second after a
             // failed fork; a RANDOM_DELAY's start time; an `@every` run) or until an event; the
             // timer wakes the loop at the next minute with something due.
-            let next_start = match (self.cycle.next_start_ms(), self.cycle.next_every_ms()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let next_start = [
+                self.cycle.next_start_ms(),
+                self.cycle.next_every_ms(),
+                self.cluster.as_ref().and_then(|c| c.next_deadline_ms()),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let timeout = start_timeout_ms(now.as_millisecond(), next_start);
             if std::mem::take(&mut self.freed) {
                 self.cycle.shrink();
@@ -243,6 +275,12 @@ impl Daemon {
             if ready.files {
                 self.on_changes();
                 self.files_loaded();
+            }
+            if ready.helper {
+                self.on_helper(wall_clock());
+            }
+            if self.cluster.is_some() {
+                self.cluster_timers(wall_clock());
             }
             if ready.timer {
                 match self.timer.read() {
@@ -259,6 +297,10 @@ impl Daemon {
         let mut fds = vec![(self.signals.fd(), false), (self.timer.fd(), false)];
         if let Some(w) = &self.watches {
             fds.push((w.fd(), false));
+        }
+        let watched = fds.len();
+        if let Some(link) = &self.cluster {
+            fds.extend(link.fds());
         }
         let own = fds.len();
         let mut timeout_ms = timeout_ms;
@@ -278,6 +320,7 @@ impl Daemon {
             signals: ready[0],
             timer: ready[1],
             files: self.watches.is_some() && ready[2],
+            helper: ready[watched..own].iter().any(|&r| r),
         })
     }
 
@@ -288,6 +331,7 @@ impl Daemon {
             // the daemon learns here which entry's job ended.
             let now = wall_clock();
             for (pid, exit) in process::reap() {
+                self.cluster_reaped(pid.0, exit, now);
                 let Some(ended) = self.running.ended(pid) else {
                     continue;
                 };

@@ -10,7 +10,8 @@ use super::running::Admit;
 use crate::crontab::policy::Overlap;
 use crate::job::{self, JobSpec, log_lines};
 use crate::log::Level;
-use crate::timeline::{EntryId, Movement, UtcMinute};
+use crate::queue::Queued;
+use crate::timeline::{Due, EntryId, Movement, UtcMinute};
 
 /// What woke the daemon for a minute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,50 +135,65 @@ impl Daemon {
             let Some(queued) = self.cycle.next_to_start(now_ms) else {
                 break;
             };
-            let overlap = queued.job.job.env.policy().overlap;
-            if overlap != Overlap::Allow {
-                let (entry, job) = (queued.job.entry, &queued.job.job);
-                match self.running.admit(entry, overlap, job.clone()) {
-                    Admit::Start(_) => {}
-                    Admit::Skip {
-                        since_ms,
-                        also_waiting,
-                    } => {
-                        self.metrics.skipped();
-                        let since = self.clock_time(since_ms);
-                        let line =
-                            log_lines::skip_line(job.user(), job.command(), &since, also_waiting)
-                                .with_job(job.log_fields(None));
-                        self.log.line(Level::Info, &line);
-                        continue;
-                    }
-                    Admit::Wait { since_ms } => {
-                        let since = self.clock_time(since_ms);
-                        let line = log_lines::wait_line(job.user(), job.command(), &since)
-                            .with_job(job.log_fields(None));
-                        self.log.line(Level::Info, &line);
-                        continue;
-                    }
-                }
-            }
-            match job::start(&queued.job.job, &self.setup) {
-                Ok(pid) => {
-                    self.metrics.started();
-                    self.running.started(pid, queued.job.entry, now_ms);
-                    self.fork_failures.succeeded(&self.log);
-                }
-                Err(e) => {
-                    // Held for a second, counted, logged once a minute: a fork that fails for
-                    // lack of processes must not turn the loop into a busy retry.
-                    self.fork_failures.failed(&self.log, e);
-                    self.cycle.put_back(queued, now_ms);
-                    break;
-                }
+            let Some(queued) = self.claim_if_clustered(queued, now) else {
+                continue;
+            };
+            if let Err(queued) = self.launch(queued, now_ms) {
+                self.cycle.put_back(queued, now_ms);
+                break;
             }
         }
         if self.cycle.has_backlog() {
             // A backlog at the boundary is carried by the timer, armed for the next minute.
             self.arm(now);
+        }
+    }
+    /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: `Ok(Some(pid))`
+    /// started, `Ok(None)` skipped or left waiting (logged), `Err` when the fork failed (the run
+    /// comes back, to be put back in line; the failure is counted and logged once a minute, so
+    /// that a fork failing for lack of processes does not turn the loop into a busy retry).
+    pub(super) fn launch(
+        &mut self,
+        queued: Queued<Due<JobSpec>>,
+        now_ms: i64,
+    ) -> Result<Option<i32>, Queued<Due<JobSpec>>> {
+        let overlap = queued.job.job.env.policy().overlap;
+        if overlap != Overlap::Allow {
+            let (entry, job) = (queued.job.entry, &queued.job.job);
+            match self.running.admit(entry, overlap, job.clone()) {
+                Admit::Start(_) => {}
+                Admit::Skip {
+                    since_ms,
+                    also_waiting,
+                } => {
+                    self.metrics.skipped();
+                    let since = self.clock_time(since_ms);
+                    let line =
+                        log_lines::skip_line(job.user(), job.command(), &since, also_waiting)
+                            .with_job(job.log_fields(None));
+                    self.log.line(Level::Info, &line);
+                    return Ok(None);
+                }
+                Admit::Wait { since_ms } => {
+                    let since = self.clock_time(since_ms);
+                    let line = log_lines::wait_line(job.user(), job.command(), &since)
+                        .with_job(job.log_fields(None));
+                    self.log.line(Level::Info, &line);
+                    return Ok(None);
+                }
+            }
+        }
+        match job::start(&queued.job.job, &self.setup) {
+            Ok(pid) => {
+                self.metrics.started();
+                self.running.started(pid, queued.job.entry, now_ms);
+                self.fork_failures.succeeded(&self.log);
+                Ok(Some(pid.0))
+            }
+            Err(e) => {
+                self.fork_failures.failed(&self.log, e);
+                Err(queued)
+            }
         }
     }
 }
@@ -216,7 +232,7 @@ impl Daemon {
     }
 
     /// `HH:MM` of an epoch millisecond in the daemon's zone, as the log shows start times.
-    fn clock_time(&self, ms: i64) -> String {
+    pub(super) fn clock_time(&self, ms: i64) -> String {
         let at = Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH);
         let civil = self.cycle.local_zone().civil(at);
         format!("{:02}:{:02}", civil.hour(), civil.minute())

@@ -4,6 +4,7 @@
 //! this module reads the clock, carries the decisions out and logs.
 
 pub mod cli;
+mod cluster;
 mod event_loop;
 mod load;
 mod metrics_serve;
@@ -106,6 +107,12 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         },
         LockError::Io(e) => Error::Io("can't open the pid file", e),
     })?;
+    if options.cluster_db.is_none() {
+        // /etc/default/cron, through the unit's EnvironmentFile (docs/cluster.md).
+        options.cluster_db = std::env::var("CRON_CLUSTER_DB")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+    }
     let forked = !options.foreground;
     if forked {
         match process::fork_single_threaded().map_err(|e| Error::Io("fork", e))? {

@@ -58,6 +58,15 @@ pub struct Options {
     pub metrics: Option<MetricsAt>,
     /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
     pub metrics_group: Option<String>,
+    /// `--cluster-db CONNINFO` (or `CRON_CLUSTER_DB` in the environment): cluster mode's
+    /// database, in libpq's syntax. `None`: cluster entries run as local ones.
+    pub cluster_db: Option<String>,
+    /// `--cluster-host NAME`: this host's name in the cluster (default: the host name).
+    pub cluster_host: Option<String>,
+    /// `--cluster-helper PATH`: the `cronctl` that runs as the helper (default: beside crond).
+    pub cluster_helper: Option<PathBuf>,
+    /// `--cluster-keep DAYS`: how long the history is kept (default 30).
+    pub cluster_keep_days: Option<u32>,
 }
 
 /// Where the metrics are served.
@@ -92,6 +101,7 @@ impl Options {
             &mut self.sendmail,
             &mut self.localtime,
             &mut self.state_dir,
+            &mut self.cluster_helper,
         ]
         .into_iter()
         .flatten()

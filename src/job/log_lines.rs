@@ -229,6 +229,12 @@ pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {
         .with_note(format!("still running since {since}: starts when it ends"))
 }
 
+/// Cluster mode: `(user) CLUSTER (command) NOTE`, what became of a run on this host
+/// (`10:05 runs on host-b`, `10:05 not run: paused`).
+pub fn cluster_line(user: &[u8], command: &[u8], note: String) -> LogLine {
+    LogLine::new(user, "CLUSTER", printable(command)).with_note(note)
+}
+
 /// `CRON_MISSED=once`: `(user) MISSED (command) due at 2026-11-21 11:00 and not run: runs
 /// once now`, naming the first missed time.
 pub fn missed_line(user: &[u8], command: &[u8], first_missed: &str) -> LogLine {

@@ -32,7 +32,7 @@ mod ids;
 mod tests;
 
 pub use agenda::{Agenda, EntryId};
-pub use cycle::{Cycle, clock_moved};
+pub use cycle::{Cycle, Due, clock_moved};
 pub use ids::IdMap;
 
 use crate::schedule::Class;

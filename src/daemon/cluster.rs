@@ -1,0 +1,437 @@
+//! The daemon's side of cluster mode (docs/cluster.md): with `--cluster-db`, a run of an entry
+//! under `CRON_CLUSTER=NAME` is not started when it comes up; it is parked
+//! ([`Parked`](crate::cluster::parked::Parked)) and a `RUN` request goes to the helper process
+//! (`cronctl helper`), which claims the run in PostgreSQL and answers `GO` or `NO`. The daemon
+//! never waits: the answer comes through the poll loop like any other event, and a run without
+//! an answer in 10 s is not run. The helper is a child of the daemon, started before the
+//! crontabs are loaded and again 5 s after it is lost; the daemon holds no database code and
+//! starts no thread.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use jiff::Timestamp;
+
+use super::event_loop::Daemon;
+use crate::cluster::identity::entry_key;
+use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, Parked};
+use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
+use crate::job::{JobSpec, log_lines};
+use crate::log::Level;
+use crate::queue::Queued;
+use crate::sys::process::Exit;
+use crate::timeline::{Due, EntryId, UtcMinute};
+
+/// How long the daemon waits before it starts a lost helper again.
+const RESTART_AFTER_MS: i64 = 5_000;
+
+/// What the daemon writes to a helper that does not read is dropped with the helper beyond this.
+const MAX_UNSENT: usize = 1 << 20;
+
+type Run = Queued<Due<JobSpec>>;
+
+/// The helper process and the socket to it.
+#[derive(Debug)]
+struct Helper {
+    pid: u32,
+    socket: UnixStream,
+    read: Vec<u8>,
+    unsent: Vec<u8>,
+}
+
+/// Cluster mode's state in the daemon.
+#[derive(Debug)]
+pub(super) struct ClusterLink {
+    program: PathBuf,
+    args: Vec<OsString>,
+    helper: Option<Helper>,
+    /// When a lost helper is started again.
+    restart_at_ms: Option<i64>,
+    parked: Parked<Run>,
+    /// Cluster runs started here, by job child pid, for their `END`.
+    started: HashMap<i32, RunKey>,
+    /// Runs the helper said `GO` to whose fork failed: back in the queue, not claimed again.
+    granted: HashSet<(EntryId, UtcMinute)>,
+}
+
+impl ClusterLink {
+    /// The link for `--cluster-db CONNINFO`; the helper starts with [`Daemon::start_helper`].
+    pub(super) fn new(
+        program: PathBuf,
+        conninfo: &str,
+        host: &str,
+        keep_days: Option<u32>,
+    ) -> ClusterLink {
+        let mut args: Vec<OsString> = vec![
+            "helper".into(),
+            "--db".into(),
+            conninfo.into(),
+            "--host".into(),
+            host.into(),
+        ];
+        if let Some(days) = keep_days {
+            args.extend(["--keep-days".into(), days.to_string().into()]);
+        }
+        ClusterLink {
+            program,
+            args,
+            helper: None,
+            restart_at_ms: Some(0),
+            parked: Parked::default(),
+            started: HashMap::new(),
+            granted: HashSet::new(),
+        }
+    }
+
+    /// The descriptors to poll: the socket (readable; writable too while something waits to
+    /// be sent).
+    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+        match &self.helper {
+            None => Vec::new(),
+            Some(h) if h.unsent.is_empty() => vec![(h.socket.as_fd(), false)],
+            Some(h) => vec![(h.socket.as_fd(), false), (h.socket.as_fd(), true)],
+        }
+    }
+
+    /// When the loop must wake for the link: an answer's deadline or the helper's restart.
+    pub(super) fn next_deadline_ms(&self) -> Option<i64> {
+        match (self.parked.next_deadline_ms(), self.restart_at_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether `pid` is the helper's.
+    pub(super) fn is_helper(&self, pid: i32) -> bool {
+        self.helper.as_ref().is_some_and(|h| h.pid as i32 == pid)
+    }
+
+    fn send(&mut self, message: &ToHelper) -> Result<(), String> {
+        let Some(helper) = self.helper.as_mut() else {
+            return Err("the cluster helper is not running".into());
+        };
+        helper.unsent.extend_from_slice(message.encode().as_bytes());
+        flush(helper)
+    }
+}
+
+/// Writes what the socket takes now.
+fn flush(helper: &mut Helper) -> Result<(), String> {
+    while !helper.unsent.is_empty() {
+        match helper.socket.write(&helper.unsent) {
+            Ok(0) => return Err("the cluster helper closed its socket".into()),
+            Ok(n) => {
+                helper.unsent.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("can't write to the cluster helper: {e}")),
+        }
+    }
+    if helper.unsent.len() > MAX_UNSENT {
+        return Err(format!(
+            "the cluster helper has not read {} bytes",
+            helper.unsent.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The helper program by default: `cronctl` beside the running crond, else /usr/sbin/cronctl.
+pub(super) fn default_helper() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("cronctl")))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/cronctl"))
+}
+
+impl Daemon {
+    /// Starts the helper if it is time to (at start-up, and [`RESTART_AFTER_MS`] after a loss).
+    pub(super) fn start_helper(&mut self, now_ms: i64) {
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        if link.helper.is_some() || link.restart_at_ms.is_none_or(|at| at > now_ms) {
+            return;
+        }
+        link.restart_at_ms = None;
+        let spawned = UnixStream::pair().and_then(|(ours, theirs)| {
+            ours.set_nonblocking(true)?;
+            let theirs = OwnedFd::from(theirs);
+            let child = Command::new(&link.program)
+                .args(&link.args)
+                .stdin(Stdio::from(theirs.try_clone()?))
+                .stdout(Stdio::from(theirs))
+                .spawn()?;
+            Ok(Helper {
+                pid: child.id(),
+                socket: ours,
+                read: Vec::new(),
+                unsent: Vec::new(),
+            })
+        });
+        match spawned {
+            Ok(helper) => {
+                self.log.info(
+                    "CRON",
+                    "INFO",
+                    &format!("cluster helper started (pid {})", helper.pid),
+                );
+                link.helper = Some(helper);
+            }
+            Err(e) => {
+                link.restart_at_ms = Some(now_ms + RESTART_AFTER_MS);
+                self.log.error(
+                    "CRON",
+                    "ERROR",
+                    &format!(
+                        "can't start the cluster helper {}: {e}; cluster runs do not start \
+                         until it runs",
+                        link.program.display()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The helper is gone (`why`): every run waiting for its answer is not run, and it is
+    /// started again in [`RESTART_AFTER_MS`].
+    fn helper_lost(&mut self, why: &str, now: Timestamp) {
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        if let Some(helper) = link.helper.take()
+            && helper.pid != 0
+        {
+            let _ = crate::sys::process::kill_child(helper.pid);
+        }
+        link.restart_at_ms = Some(now.as_millisecond() + RESTART_AFTER_MS);
+        let abandoned = link.parked.abandon();
+        self.log.error(
+            "CRON",
+            "ERROR",
+            &format!("cluster helper lost: {why}; starting it again in 5 s"),
+        );
+        for (run, _) in abandoned {
+            self.cluster_refused(&run, "not run: the cluster helper was lost");
+        }
+    }
+
+    /// A run that comes up: `Some` to start it as any other; `None` when it went to the
+    /// cluster (parked for the helper's answer, or refused and logged).
+    pub(super) fn claim_if_clustered(&mut self, run: Run, now: Timestamp) -> Option<Run> {
+        let link = self.cluster.as_mut()?;
+        let job = &run.job.job;
+        // @reboot (no entry) and @every runs are local: their times are the host's own.
+        let Some(entry) = run.job.entry else {
+            return Some(run);
+        };
+        if !job.env.policy().clustered || self.cycle.every_seconds(entry).is_some() {
+            return Some(run);
+        }
+        if link.granted.remove(&(entry, run.due)) {
+            return Some(run);
+        }
+        let (schedule, zone, _, _) = self.cycle.get(entry)?;
+        let key = RunKey {
+            cluster: String::from_utf8_lossy(job.env.get(b"CRON_CLUSTER").unwrap_or_default())
+                .into_owned(),
+            owner: job.user().to_vec(),
+            entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),
+            minute: run.due.start_second(),
+        };
+        let seq = match link.parked.park(run, key.clone(), now.as_millisecond()) {
+            Ok(seq) => seq,
+            Err(run) => {
+                self.cluster_refused(
+                    &run,
+                    &format!("not run: {MAX_PARKED} runs wait for the cluster database already"),
+                );
+                return None;
+            }
+        };
+        if let Err(e) = link.send(&ToHelper::Run { seq, key }) {
+            self.helper_lost(&e, now);
+        }
+        None
+    }
+
+    /// Logs `(user) CLUSTER (command) HH:MM NOTE` for `run`.
+    fn cluster_refused(&self, run: &Run, note: &str) {
+        let job = &run.job.job;
+        let when = self.clock_time(run.due.start_second() * 1000);
+        let line = log_lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
+            .with_job(job.log_fields(None));
+        self.log.line(Level::Info, &line);
+    }
+
+    /// Reads what the helper said and acts on each answer.
+    pub(super) fn on_helper(&mut self, now: Timestamp) {
+        let Some(helper) = self.cluster.as_mut().and_then(|l| l.helper.as_mut()) else {
+            return;
+        };
+        if let Err(e) = flush(helper) {
+            self.helper_lost(&e, now);
+            return;
+        }
+        let mut buf = [0u8; 16 * 1024];
+        let mut closed = None;
+        loop {
+            match helper.socket.read(&mut buf) {
+                Ok(0) => {
+                    closed = Some("it closed its socket".to_string());
+                    break;
+                }
+                Ok(n) => {
+                    helper.read.extend_from_slice(&buf[..n]);
+                    if helper.read.len() > 64 * wire::MAX_LINE {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    closed = Some(format!("read: {e}"));
+                    break;
+                }
+            }
+        }
+        let lines = wire::take_lines(&mut helper.read);
+        let messages: Result<Vec<FromHelper>, String> = lines.and_then(|lines| {
+            lines
+                .iter()
+                .map(|line| FromHelper::decode(line))
+                .collect()
+        });
+        match messages {
+            Ok(messages) => {
+                for message in messages {
+                    self.helper_said(message, now);
+                }
+            }
+            Err(e) => {
+                self.helper_lost(&format!("protocol error: {e}"), now);
+                return;
+            }
+        }
+        if let Some(why) = closed {
+            self.helper_lost(&why, now);
+        }
+    }
+
+    fn helper_said(&mut self, message: FromHelper, now: Timestamp) {
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        let now_ms = now.as_millisecond();
+        let answered = match message {
+            FromHelper::Log { error, text } => {
+                let text = format!("cluster: {text}");
+                match error {
+                    true => self.log.error("CRON", "ERROR", &text),
+                    false => self.log.info("CRON", "INFO", &text),
+                }
+                return;
+            }
+            FromHelper::Go { seq } => link.parked.go(seq),
+            FromHelper::No { seq, why } => link.parked.no(seq, why, now_ms),
+        };
+        match answered {
+            Answered::Go {
+                job,
+                key,
+                taken_over,
+            } => {
+                if taken_over {
+                    self.cluster_refused(
+                        &job,
+                        "was claimed by a host that stopped before starting it: runs here",
+                    );
+                }
+                let entry = job.job.entry;
+                let due = job.due;
+                match self.launch(job, now_ms) {
+                    Ok(Some(pid)) => {
+                        if let Some(link) = self.cluster.as_mut() {
+                            link.started.insert(pid, key);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(job) => {
+                        if let (Some(link), Some(entry)) = (self.cluster.as_mut(), entry) {
+                            link.granted.insert((entry, due));
+                        }
+                        self.cycle.put_back(job, now_ms);
+                    }
+                }
+            }
+            Answered::Taken { host } => {
+                // Logged when the run is given up, not here: a takeover may still come.
+                let _ = host;
+            }
+            Answered::No { job, why, .. } => {
+                let note = match why {
+                    Denied::Taken(host) => format!("runs on {host}"),
+                    Denied::Paused => "not run: paused in the cluster (cronctl resume)".into(),
+                    Denied::Lease => {
+                        "not run: this host's lease in the cluster database has expired".into()
+                    }
+                    Denied::Unreachable(why) => {
+                        format!("not run: the cluster database is unreachable ({why})")
+                    }
+                };
+                self.cluster_refused(&job, &note);
+            }
+            Answered::Unknown => {}
+        }
+    }
+
+    /// Deadlines: runs without an answer in time are not run; a lost helper starts again.
+    pub(super) fn cluster_timers(&mut self, now: Timestamp) {
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        let late = link.parked.expire(now.as_millisecond());
+        for (run, _) in late {
+            self.cluster_refused(
+                &run,
+                &format!(
+                    "not run: no answer from the cluster database in {} s",
+                    ANSWER_WAIT_MS / 1000
+                ),
+            );
+        }
+        self.start_helper(now.as_millisecond());
+    }
+
+    /// A reaped child: the helper (lost), or a cluster run's job child (its `END`).
+    pub(super) fn cluster_reaped(&mut self, pid: i32, exit: Exit, now: Timestamp) {
+        let Some(link) = self.cluster.as_mut() else {
+            return;
+        };
+        if link.is_helper(pid) {
+            // Its pid is gone: not to be killed.
+            if let Some(helper) = link.helper.as_mut() {
+                helper.pid = 0;
+            }
+            self.helper_lost(&format!("it exited ({exit:?})"), now);
+            return;
+        }
+        let Some(key) = link.started.remove(&pid) else {
+            return;
+        };
+        let status = match exit {
+            Exit::Code(code) => code,
+            Exit::Signal(signal) => -signal,
+        };
+        if let Err(e) = link.send(&ToHelper::End { key, status }) {
+            self.helper_lost(&e, now);
+        }
+    }
+}
