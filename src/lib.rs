@@ -24,6 +24,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cluster;
+pub(crate) mod cronctl;
 pub(crate) mod cronnext;
 pub mod crontab;
 pub(crate) mod crontab_cmd;
@@ -46,6 +47,7 @@ pub mod timeline;
 #[cfg(test)]
 pub(crate) use sys::alloc_count;
 
+pub use cronctl::cronctl_main;
 pub use cronnext::cronnext_main;
 pub use crontab_cmd::crontab_main;
 pub use daemon::crond_main;

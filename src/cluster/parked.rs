@@ -11,9 +11,10 @@ use super::wire::{Denied, RunKey};
 /// helper's own bound on a database round trip is 5 s.
 pub const ANSWER_WAIT_MS: i64 = 10_000;
 
-/// How long a run another host claimed is kept for a takeover: that host's lease (30 s) plus
-/// the helper's takeover check (every 5 s) plus a margin.
-pub const TAKEOVER_WAIT_MS: i64 = 90_000;
+/// How long a run another host claimed is watched at most: the helper answers again when it
+/// started there or was taken over (within a lease, 30 s by default); this bounds the wait
+/// should that answer never come.
+pub const TAKEOVER_WAIT_MS: i64 = 3_600_000;
 
 /// At most this many runs wait here; a run beyond it is not run (logged). The oldest watched
 /// (taken) runs make room first.

@@ -13,9 +13,11 @@
 //!
 //! Helper to daemon:
 //! * `GO SEQ`: the run is this host's and marked started: start it now.
-//! * `NO SEQ taken HOST` | `NO SEQ paused` | `NO SEQ lease` | `NO SEQ unreachable REASON`: not
-//!   here. After `taken`, a `GO SEQ` may still come (the other host died before it started the
-//!   run, and this one took the claim over).
+//! * `NO SEQ taken HOST`: another host claimed it and has not started it yet; the helper
+//!   watches it and answers again: `NO SEQ ran HOST` once it started there, or `GO SEQ` when
+//!   that host's lease ended before it started the run and this host took the claim over.
+//! * `NO SEQ ran HOST` | `NO SEQ paused` | `NO SEQ lease` | `NO SEQ unreachable REASON`: not
+//!   here, for good.
 //! * `LOG info|error TEXT`: a line for the daemon's log.
 
 use std::fmt::Write as _;
@@ -47,8 +49,10 @@ pub enum ToHelper {
 /// Why a run does not start on this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Denied {
-    /// Another host claimed it (named).
+    /// Another host claimed it (named) and has not started it: watched, not final.
     Taken(String),
+    /// It started on the host named.
+    Ran(String),
     /// `cronctl pause`: no host runs it.
     Paused,
     /// This host's lease in the database has expired: it may not claim (fencing).
@@ -159,6 +163,7 @@ impl FromHelper {
             FromHelper::Go { seq } => format!("GO {seq}\n"),
             FromHelper::No { seq, why } => match why {
                 Denied::Taken(host) => format!("NO {seq} taken {}\n", escape(host.as_bytes())),
+                Denied::Ran(host) => format!("NO {seq} ran {}\n", escape(host.as_bytes())),
                 Denied::Paused => format!("NO {seq} paused\n"),
                 Denied::Lease => format!("NO {seq} lease\n"),
                 Denied::Unreachable(why) => {
@@ -186,6 +191,7 @@ impl FromHelper {
                 let seq = seq.parse().map_err(|_| bad())?;
                 let why = match why {
                     ["taken", host] => Denied::Taken(text(host).ok_or_else(bad)?),
+                    ["ran", host] => Denied::Ran(text(host).ok_or_else(bad)?),
                     ["paused"] => Denied::Paused,
                     ["lease"] => Denied::Lease,
                     ["unreachable", why] => Denied::Unreachable(text(why).ok_or_else(bad)?),
@@ -268,6 +274,10 @@ mod tests {
             FromHelper::No {
                 seq: 3,
                 why: Denied::Paused,
+            },
+            FromHelper::No {
+                seq: 6,
+                why: Denied::Ran("host-c".into()),
             },
             FromHelper::No {
                 seq: 4,

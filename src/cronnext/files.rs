@@ -1,6 +1,7 @@
 //! Crontab mode: reads each file, parses it with the daemon's parser, and prints `TIME USER
 //! COMMAND` for the next runs of every entry, sorted by time; an entry under the extensions'
-//! variables shows them between the user and the command, `[overlap=skip timeout=1m30s]`.
+//! variables shows them between the user and the command, `[overlap=skip timeout=1m30s]`, and a
+//! cluster entry its cluster and id, `[cluster=nightly id=0123456789abcdef]`.
 //!
 //! Must not stop at a file's errors (they are printed, the good entries still are, and the exit
 //! status is 2), nor print without bound (at most [`MAX_LINES`] lines).
@@ -11,6 +12,7 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 use super::Failure;
+use crate::cluster::identity::{EntryKey, entry_key};
 use crate::crontab::policy::Policy;
 use crate::crontab::{self, Format, Limits, ParseOptions};
 use crate::schedule::{Schedule, When, Zone};
@@ -24,6 +26,8 @@ struct Run<'a> {
     user: &'a [u8],
     /// `CRON_OVERLAP`, `CRON_MISSED`, `CRON_TIMEOUT` when not the defaults.
     policy: Policy,
+    /// `CRON_CLUSTER`'s name and the entry's id in the cluster (`cronctl pause` takes it).
+    cluster: Option<(&'a [u8], EntryKey)>,
     command: &'a [u8],
 }
 
@@ -118,6 +122,16 @@ pub(super) fn run(
                 }
             };
             let entry_zone = entry.zone.as_ref().unwrap_or(zone);
+            let cluster = entry.env.get(b"CRON_CLUSTER").filter(|_| entry.env.policy().clustered);
+            let cluster = cluster.map(|name| {
+                let id = entry_key(
+                    schedule,
+                    entry.zone.as_ref().map(Zone::name),
+                    user,
+                    &entry.command,
+                );
+                (name, id)
+            });
             let mut at = after;
             let mut n = 0;
             while n < per_entry && runs.len() < MAX_LINES {
@@ -131,6 +145,7 @@ pub(super) fn run(
                     at: next,
                     user,
                     policy: entry.env.policy(),
+                    cluster,
                     command: &entry.command,
                 });
                 at = next;
@@ -143,8 +158,20 @@ pub(super) fn run(
         write!(out, "{} ", zone.format_rfc3339(run.at))?;
         out.write_all(run.user)?;
         out.write_all(b" ")?;
-        if !run.policy.is_default() {
-            write!(out, "[{}] ", run.policy)?;
+        match run.cluster {
+            Some((name, id)) => {
+                let mut policy = run.policy;
+                policy.clustered = false;
+                out.write_all(b"[cluster=")?;
+                out.write_all(name)?;
+                write!(out, " id={id}")?;
+                if !policy.is_default() {
+                    write!(out, " {policy}")?;
+                }
+                out.write_all(b"] ")?;
+            }
+            None if !run.policy.is_default() => write!(out, "[{}] ", run.policy)?,
+            None => {}
         }
         out.write_all(run.command)?;
         out.write_all(b"\n")?;

@@ -377,7 +377,7 @@ impl Daemon {
             }
             Answered::No { job, why, .. } => {
                 let note = match why {
-                    Denied::Taken(host) => format!("runs on {host}"),
+                    Denied::Taken(host) | Denied::Ran(host) => format!("runs on {host}"),
                     Denied::Paused => "not run: paused in the cluster (cronctl resume)".into(),
                     Denied::Lease => {
                         "not run: this host's lease in the cluster database has expired".into()

@@ -1,0 +1,219 @@
+//! The `cronctl` command line: argv → [`Command`], or a usage error. Pure.
+
+use std::ffi::OsString;
+
+use super::helper::HelperArgs;
+use crate::cluster::identity::EntryKey;
+use crate::crontab::policy::is_cluster_name;
+
+pub const USAGE: &str = "usage: cronctl [--db CONNINFO] hosts
+       cronctl [--db CONNINFO] claims [--cluster NAME]
+       cronctl [--db CONNINFO] history [--cluster NAME] [--entry ID] [--limit N]
+       cronctl [--db CONNINFO] paused
+       cronctl [--db CONNINFO] pause|resume CLUSTER USER ENTRY
+       cronctl -V | -h";
+
+/// What `cronctl` is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Help,
+    Version,
+    Hosts,
+    Claims { cluster: Option<String> },
+    History {
+        cluster: Option<String>,
+        entry: Option<EntryKey>,
+        limit: u32,
+    },
+    Paused,
+    Pause { target: Target, pause: bool },
+    /// The daemon's helper (started by crond, not by hand).
+    Helper(HelperArgs),
+}
+
+/// One entry of one user in one cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub cluster: String,
+    pub user: String,
+    pub entry: EntryKey,
+}
+
+/// The parsed command line: the command and `--db` if given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub db: Option<String>,
+    pub command: Command,
+}
+
+/// The most history rows one call prints.
+pub const MAX_LIMIT: u32 = 100_000;
+
+/// Parses argv without the program name.
+pub fn parse<I>(args: I) -> Result<Invocation, String>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_args(args);
+    let mut db = None;
+    let mut words: Vec<String> = Vec::new();
+    let mut cluster = None;
+    let mut entry = None;
+    let mut limit = 50;
+    let mut host = None;
+    let mut keep_days = 30;
+    let mut lease_s = 30;
+    let text = |v: OsString| v.into_string().map_err(|_| "an argument is not UTF-8".to_string());
+    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+        match arg {
+            Short('h') | Long("help") => return Ok(Invocation { db, command: Command::Help }),
+            Short('V') | Long("version") => {
+                return Ok(Invocation {
+                    db,
+                    command: Command::Version,
+                });
+            }
+            Long("db") => db = Some(text(parser.value().map_err(|e| e.to_string())?)?),
+            Long("cluster") => {
+                let name = text(parser.value().map_err(|e| e.to_string())?)?;
+                if !is_cluster_name(name.as_bytes()) {
+                    return Err(format!("'{name}' is not a cluster name"));
+                }
+                cluster = Some(name);
+            }
+            Long("entry") => {
+                entry = Some(text(parser.value().map_err(|e| e.to_string())?)?.parse()?)
+            }
+            Long("limit") => {
+                let v = text(parser.value().map_err(|e| e.to_string())?)?;
+                limit = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                    .ok_or_else(|| format!("--limit: 1 to {MAX_LIMIT}, not '{v}'"))?;
+            }
+            Long("host") => host = Some(text(parser.value().map_err(|e| e.to_string())?)?),
+            Long("keep-days") => {
+                let v = text(parser.value().map_err(|e| e.to_string())?)?;
+                keep_days = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=3650).contains(n))
+                    .ok_or_else(|| format!("--keep-days: 1 to 3650, not '{v}'"))?;
+            }
+            Long("lease") => {
+                let v = text(parser.value().map_err(|e| e.to_string())?)?;
+                lease_s = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (3..=300).contains(n))
+                    .ok_or_else(|| format!("--lease: 3 to 300 seconds, not '{v}'"))?;
+            }
+            Value(v) => words.push(text(v)?),
+            _ => return Err(arg.unexpected().to_string()),
+        }
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let command = match words.as_slice() {
+        ["hosts"] => Command::Hosts,
+        ["claims"] => Command::Claims { cluster },
+        ["history"] => Command::History {
+            cluster,
+            entry,
+            limit,
+        },
+        ["paused"] => Command::Paused,
+        [verb @ ("pause" | "resume"), c, user, id] => {
+            if !is_cluster_name(c.as_bytes()) {
+                return Err(format!("'{c}' is not a cluster name"));
+            }
+            Command::Pause {
+                target: Target {
+                    cluster: (*c).to_string(),
+                    user: (*user).to_string(),
+                    entry: id.parse()?,
+                },
+                pause: *verb == "pause",
+            }
+        }
+        ["helper"] => Command::Helper(HelperArgs {
+            db: db.clone().ok_or("helper: --db is required")?,
+            host: host.ok_or("helper: --host is required")?,
+            keep_days,
+            lease_s,
+        }),
+        [] => return Err("a command is required".into()),
+        other => return Err(format!("unknown command '{}'", other.join(" "))),
+    };
+    Ok(Invocation { db, command })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(args: &[&str]) -> Invocation {
+        parse(args.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn each_command_parses_with_its_options() {
+        assert_eq!(parse_ok(&["hosts"]).command, Command::Hosts);
+        assert_eq!(
+            parse_ok(&["--db", "dbname=c", "claims", "--cluster", "n"]),
+            Invocation {
+                db: Some("dbname=c".into()),
+                command: Command::Claims {
+                    cluster: Some("n".into())
+                }
+            }
+        );
+        assert_eq!(
+            parse_ok(&["history", "--entry", "0123456789abcdef", "--limit", "5"]).command,
+            Command::History {
+                cluster: None,
+                entry: Some(EntryKey(0x0123_4567_89ab_cdef)),
+                limit: 5
+            }
+        );
+        assert_eq!(
+            parse_ok(&["pause", "nightly", "alice", "0123456789abcdef"]).command,
+            Command::Pause {
+                target: Target {
+                    cluster: "nightly".into(),
+                    user: "alice".into(),
+                    entry: EntryKey(0x0123_4567_89ab_cdef)
+                },
+                pause: true
+            }
+        );
+        assert_eq!(
+            parse_ok(&["--db", "x", "helper", "--host", "h1", "--lease", "5"]).command,
+            Command::Helper(HelperArgs {
+                db: "x".into(),
+                host: "h1".into(),
+                keep_days: 30,
+                lease_s: 5
+            })
+        );
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_with_a_reason() {
+        for bad in [
+            &[][..],
+            &["frobnicate"],
+            &["history", "--limit", "0"],
+            &["history", "--entry", "xyz"],
+            &["claims", "--cluster", "a b"],
+            &["pause", "nightly", "alice"],
+            &["resume", "bad/name", "alice", "0123456789abcdef"],
+            &["helper", "--host", "h"],
+            &["--db", "x", "helper", "--host", "h", "--lease", "1"],
+        ] {
+            assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");
+        }
+    }
+}

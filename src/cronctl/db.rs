@@ -1,0 +1,161 @@
+//! Reaching the cluster database from `cronctl` and its helper: the connection settings
+//! (`--db`, `CRON_CLUSTER_DB`, or /etc/default/cron), the password from a `passfile` that only
+//! the caller's user can read, and the bounds every connection gets.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cluster::conninfo::{self, ConnInfo};
+use crate::cluster::pg::Client;
+use crate::sys::fs::{FileKind, open_no_follow};
+use crate::sys::user::{User, effective_uid};
+
+/// How long one statement may take, on the server and on the client's socket.
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest passfile read.
+const MAX_PASSFILE: u64 = 64 * 1024;
+
+/// Where the daemon's settings live on Debian (`CRON_CLUSTER_DB=...`).
+pub const DEFAULTS_FILE: &str = "/etc/default/cron";
+
+/// The connection settings: `--db`, else `CRON_CLUSTER_DB` from the environment, else from
+/// /etc/default/cron.
+pub fn settings(given: Option<String>) -> Result<String, String> {
+    if let Some(db) = given {
+        return Ok(db);
+    }
+    if let Ok(db) = std::env::var("CRON_CLUSTER_DB")
+        && !db.trim().is_empty()
+    {
+        return Ok(db);
+    }
+    let text = std::fs::read_to_string(DEFAULTS_FILE).unwrap_or_default();
+    defaults_value(&text, "CRON_CLUSTER_DB").ok_or_else(|| {
+        format!("no cluster database: give --db CONNINFO, or set CRON_CLUSTER_DB in {DEFAULTS_FILE}")
+    })
+}
+
+/// `NAME=value`, `NAME="value"` or `NAME='value'` in a shell-style defaults file (the last one
+/// set wins; comments and other lines are skipped).
+pub fn defaults_value(text: &str, name: &str) -> Option<String> {
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        let Some(rest) = line
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix('='))
+        else {
+            continue;
+        };
+        let value = match rest.as_bytes().first() {
+            Some(&q @ (b'"' | b'\'')) => rest[1..].split(q as char).next().unwrap_or(""),
+            _ => rest.split_whitespace().next().unwrap_or(""),
+        };
+        found = Some(value.to_string()).filter(|v| !v.is_empty());
+    }
+    found
+}
+
+/// Parses the settings with the caller's user name as the default user.
+pub fn conninfo(text: &str) -> Result<ConnInfo, String> {
+    let user = User::resolve_uid(effective_uid())
+        .ok()
+        .flatten()
+        .map(|u| String::from_utf8_lossy(&u.name).into_owned())
+        .unwrap_or_else(|| "root".to_string());
+    conninfo::parse(text, &user).map_err(|e| format!("--cluster-db: {e}"))
+}
+
+/// The password for `info` from its passfile, which must be a regular file of the caller's
+/// own that no one else can read or write (as libpq demands of ~/.pgpass).
+fn password(info: &ConnInfo) -> Result<Option<String>, String> {
+    let Some(path) = &info.passfile else {
+        return Ok(None);
+    };
+    let text = read_passfile(path)?;
+    Ok(conninfo::pgpass_lookup(
+        &text,
+        &info.host,
+        info.port,
+        &info.dbname,
+        &info.user,
+    ))
+}
+
+fn read_passfile(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let (file, facts) =
+        open_no_follow(path).map_err(|e| format!("passfile {shown}: {e}"))?;
+    if facts.kind != FileKind::Regular {
+        return Err(format!("passfile {shown}: not a regular file"));
+    }
+    if facts.owner != effective_uid() || facts.mode & 0o077 != 0 {
+        return Err(format!(
+            "passfile {shown}: must be owned by the user reading it (uid {}) with mode 0600 \
+             (it is uid {}, mode {:04o})",
+            effective_uid().0,
+            facts.owner.0,
+            facts.mode
+        ));
+    }
+    if facts.size > MAX_PASSFILE {
+        return Err(format!("passfile {shown}: larger than {MAX_PASSFILE} bytes"));
+    }
+    let mut text = String::new();
+    file.take(MAX_PASSFILE)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("passfile {shown}: {e}"))?;
+    Ok(text)
+}
+
+/// Connects with the statement bound set on both sides.
+pub fn connect(info: &ConnInfo) -> Result<Client, String> {
+    let password = password(info)?;
+    let mut client = Client::connect(info, password.as_deref()).map_err(|e| e.to_string())?;
+    client.set_timeout(STATEMENT_TIMEOUT);
+    client
+        .batch(&format!(
+            "SET statement_timeout = {}",
+            STATEMENT_TIMEOUT.as_millis()
+        ))
+        .map_err(|e| e.to_string())?;
+    Ok(client)
+}
+
+/// A random session number for this helper: claims made under another session of the same
+/// host name (a crashed helper's) are no longer this host's.
+pub fn new_session() -> i64 {
+    let mut bytes = [0u8; 8];
+    if crate::sys::random_bytes(&mut bytes).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        bytes = (t.as_nanos() as u64 ^ u64::from(std::process::id())).to_le_bytes();
+    }
+    (u64::from_le_bytes(bytes) >> 1) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_file_gives_the_last_setting_quoted_or_not() {
+        let text = "# crond\nEXTRA_OPTS=\"-L 15\"\nCRON_CLUSTER_DB=\"host=/run/postgresql dbname=cron\"\n";
+        assert_eq!(
+            defaults_value(text, "CRON_CLUSTER_DB").as_deref(),
+            Some("host=/run/postgresql dbname=cron")
+        );
+        assert_eq!(
+            defaults_value("CRON_CLUSTER_DB=postgresql:///cron\n", "CRON_CLUSTER_DB").as_deref(),
+            Some("postgresql:///cron")
+        );
+        assert_eq!(
+            defaults_value("#CRON_CLUSTER_DB=x\nCRON_CLUSTER_DB_X=y\n", "CRON_CLUSTER_DB"),
+            None
+        );
+        assert_eq!(defaults_value("CRON_CLUSTER_DB=''\n", "CRON_CLUSTER_DB"), None);
+    }
+}

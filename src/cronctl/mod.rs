@@ -1,0 +1,212 @@
+//! `cronctl` (docs/cluster.md, cronctl(8)): what the cluster database says — hosts and their
+//! leases, claims, history, paused entries — and pause/resume of an entry on every host; and
+//! `cronctl helper`, the process through which crond reaches the database ([`helper`]).
+
+mod cli;
+mod db;
+pub mod helper;
+mod sql;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+pub use cli::USAGE;
+use cli::{Command, Target};
+
+use crate::cluster::pg::{Client, Rows};
+
+/// `cronctl`'s `main`. Exit status 0; 1 for a database error; 2 for a usage error.
+pub fn cronctl_main() -> ExitCode {
+    let invocation = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let command = match invocation.command {
+        Command::Help => return print(USAGE),
+        Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
+        Command::Helper(args) => return ExitCode::from(helper::run(args)),
+        other => other,
+    };
+    match report(invocation.db, &command) {
+        Ok(text) => print(text.trim_end_matches('\n')),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print(text: &str) -> ExitCode {
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    }
+}
+
+/// A time column as UTC RFC 3339, or empty.
+fn ts(column: &str) -> String {
+    format!(
+        "coalesce(to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
+    )
+}
+
+fn report(db: Option<String>, command: &Command) -> Result<String, String> {
+    let info = db::conninfo(&db::settings(db)?)?;
+    let mut client = db::connect(&info)?;
+    client.batch(sql::SCHEMA).map_err(|e| e.to_string())?;
+    let out = run_command(&mut client, command).map_err(|e| e.to_string());
+    client.close();
+    out
+}
+
+fn run_command(client: &mut Client, command: &Command) -> Result<String, crate::cluster::pg::Error> {
+    match command {
+        Command::Hosts => {
+            let rows = client.query(
+                &format!(
+                    "SELECT host, CASE WHEN lease_until > now() THEN 'live' ELSE 'expired' END,
+                            {}, {}, {}, session::text
+                     FROM crond_hosts ORDER BY host",
+                    ts("lease_until"),
+                    ts("started"),
+                    ts("seen")
+                ),
+                &[],
+            )?;
+            Ok(table(
+                &["HOST", "LEASE", "LEASE UNTIL", "SESSION START", "SEEN", "SESSION"],
+                &rows,
+            ))
+        }
+        Command::Claims { cluster } => {
+            let rows = client.query(
+                &format!(
+                    "SELECT cluster, owner, entry, {}, host,
+                            CASE WHEN started IS NULL THEN 'claimed' ELSE 'running' END, {}
+                     FROM crond_runs
+                     WHERE ended IS NULL AND ($1::text IS NULL OR cluster = $1)
+                     ORDER BY minute, cluster, owner, entry LIMIT {}",
+                    ts("minute"),
+                    ts("claimed"),
+                    cli::MAX_LIMIT
+                ),
+                &[cluster.as_deref()],
+            )?;
+            Ok(table(
+                &["CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED"],
+                &rows,
+            ))
+        }
+        Command::History {
+            cluster,
+            entry,
+            limit,
+        } => {
+            let entry = entry.map(|e| e.to_string());
+            let rows = client.query(
+                &format!(
+                    "SELECT cluster, owner, entry, {}, host, {}, {}, {},
+                            coalesce(status::text, ''), coalesce(taken_from, '')
+                     FROM crond_runs
+                     WHERE ($1::text IS NULL OR cluster = $1) AND ($2::text IS NULL OR entry = $2)
+                     ORDER BY minute DESC, cluster, owner, entry LIMIT $3::int",
+                    ts("minute"),
+                    ts("claimed"),
+                    ts("started"),
+                    ts("ended")
+                ),
+                &[cluster.as_deref(), entry.as_deref(), Some(&limit.to_string())],
+            )?;
+            Ok(table(
+                &[
+                    "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "CLAIMED", "STARTED", "ENDED",
+                    "STATUS", "TAKEN FROM",
+                ],
+                &rows,
+            ))
+        }
+        Command::Paused => {
+            let rows = client.query(
+                &format!(
+                    "SELECT cluster, owner, entry, {} FROM crond_paused
+                     ORDER BY cluster, owner, entry",
+                    ts("since")
+                ),
+                &[],
+            )?;
+            Ok(table(&["CLUSTER", "USER", "ENTRY", "SINCE"], &rows))
+        }
+        Command::Pause { target, pause } => pause_entry(client, target, *pause),
+        Command::Help | Command::Version | Command::Helper(_) => Ok(String::new()),
+    }
+}
+
+fn pause_entry(
+    client: &mut Client,
+    target: &Target,
+    pause: bool,
+) -> Result<String, crate::cluster::pg::Error> {
+    let entry = target.entry.to_string();
+    let params = [
+        Some(target.cluster.as_str()),
+        Some(target.user.as_str()),
+        Some(entry.as_str()),
+    ];
+    let name = format!("{} {} {}", target.cluster, target.user, entry);
+    if pause {
+        let rows = client.query(
+            "INSERT INTO crond_paused (cluster, owner, entry) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+            &params,
+        )?;
+        Ok(match rows.affected {
+            0 => format!("{name}: paused already"),
+            _ => format!("{name}: paused: no host claims its runs from now on"),
+        })
+    } else {
+        let rows = client.query(
+            "DELETE FROM crond_paused WHERE (cluster, owner, entry) = ($1, $2, $3)",
+            &params,
+        )?;
+        Ok(match rows.affected {
+            0 => format!("{name}: was not paused"),
+            _ => format!("{name}: resumed"),
+        })
+    }
+}
+
+/// Rows under a header, each column as wide as its widest cell.
+fn table(header: &[&str], rows: &Rows) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.clone().unwrap_or_default()).collect())
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cols: Vec<&str>| {
+        let mut text = String::new();
+        for (i, (c, w)) in cols.iter().zip(&widths).enumerate() {
+            if i + 1 == cols.len() {
+                text.push_str(c);
+            } else {
+                text.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in &cells {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}

@@ -1,0 +1,184 @@
+//! Cluster mode's tables and statements (docs/cluster.md "Tables" and "Protocol"). Every time
+//! that decides (leases, claims, takeovers) is the database's `now()`, never a host's clock: the
+//! hosts' clocks only name the minute a run is due.
+//!
+//! Parameters are text (the client sends them so); arrays are PostgreSQL array literals made by
+//! [`array`], so a batch of runs is one statement.
+
+/// The tables, created by the first helper that connects (an advisory lock keeps two helpers
+/// from racing on `CREATE TABLE IF NOT EXISTS`).
+pub const SCHEMA: &str = "
+SELECT pg_advisory_xact_lock(7243);
+CREATE TABLE IF NOT EXISTS crond_hosts (
+    host        text PRIMARY KEY,
+    session     bigint NOT NULL,
+    lease_until timestamptz NOT NULL,
+    started     timestamptz NOT NULL DEFAULT now(),
+    seen        timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS crond_runs (
+    cluster    text NOT NULL,
+    owner      text NOT NULL,
+    entry      text NOT NULL,
+    minute     timestamptz NOT NULL,
+    host       text NOT NULL,
+    session    bigint NOT NULL,
+    claimed    timestamptz NOT NULL DEFAULT now(),
+    started    timestamptz,
+    ended      timestamptz,
+    status     integer,
+    taken_from text,
+    PRIMARY KEY (cluster, owner, entry, minute)
+);
+CREATE INDEX IF NOT EXISTS crond_runs_by_minute ON crond_runs (minute);
+CREATE TABLE IF NOT EXISTS crond_paused (
+    cluster text NOT NULL,
+    owner   text NOT NULL,
+    entry   text NOT NULL,
+    since   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (cluster, owner, entry)
+);
+";
+
+/// Takes or renews this host's lease: $1 host, $2 session, $3 lease seconds. Returns a row
+/// only when the name is this session's, or free (no live lease of another session): two
+/// daemons given the same host name can't both hold it.
+pub const LEASE: &str = "
+INSERT INTO crond_hosts AS h (host, session, lease_until)
+VALUES ($1, $2::bigint, now() + make_interval(secs => $3::int))
+ON CONFLICT (host) DO UPDATE
+    SET session = EXCLUDED.session, lease_until = EXCLUDED.lease_until, seen = now(),
+        started = CASE WHEN h.session = EXCLUDED.session THEN h.started ELSE now() END
+    WHERE h.session = EXCLUDED.session OR h.lease_until <= now()
+RETURNING host";
+
+/// Gives the lease up (the daemon is gone): $1 host, $2 session.
+pub const RELEASE: &str =
+    "UPDATE crond_hosts SET lease_until = now() WHERE host = $1 AND session = $2::bigint";
+
+/// The rows of a batch of runs: $1 clusters, $2 owners, $3 entries, $4 minutes (unix seconds).
+const BATCH: &str = "unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) \
+     AS q(cluster, owner, entry, minute)";
+
+/// This host holds a live lease: $5 host, $6 session.
+const LIVE: &str = "EXISTS (SELECT 1 FROM crond_hosts me \
+     WHERE me.host = $5 AND me.session = $6::bigint AND me.lease_until > now())";
+
+/// Claims a batch; one row per run asked for: cluster, owner, entry, minute, and what became
+/// of it: `claimed`, `lease` (this host's lease is not live: no claim), `paused`, or `taken`
+/// with the host that has it.
+pub fn claim() -> String {
+    format!(
+        "WITH q AS (SELECT * FROM {BATCH}),
+         ins AS (
+            INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
+            SELECT q.cluster, q.owner, q.entry, to_timestamp(q.minute), $5, $6::bigint FROM q
+            WHERE {LIVE}
+              AND NOT EXISTS (SELECT 1 FROM crond_paused p
+                  WHERE (p.cluster, p.owner, p.entry) = (q.cluster, q.owner, q.entry))
+            ON CONFLICT DO NOTHING
+            RETURNING cluster, owner, entry, minute)
+         SELECT q.cluster, q.owner, q.entry, q.minute::text,
+            CASE WHEN NOT {LIVE} THEN 'lease'
+                 WHEN EXISTS (SELECT 1 FROM crond_paused p
+                     WHERE (p.cluster, p.owner, p.entry) = (q.cluster, q.owner, q.entry))
+                     THEN 'paused'
+                 WHEN EXISTS (SELECT 1 FROM ins i
+                     WHERE (i.cluster, i.owner, i.entry, i.minute)
+                         = (q.cluster, q.owner, q.entry, to_timestamp(q.minute)))
+                     THEN 'claimed'
+                 ELSE 'taken' END,
+            (SELECT r.host FROM crond_runs r
+                 WHERE (r.cluster, r.owner, r.entry, r.minute)
+                     = (q.cluster, q.owner, q.entry, to_timestamp(q.minute)))
+         FROM q"
+    )
+}
+
+/// Marks this host's claimed runs of a batch started; returns the runs marked (a run not
+/// returned is no longer this host's: its lease ended and another took it over).
+pub fn start() -> String {
+    format!(
+        "UPDATE crond_runs r SET started = now() FROM {BATCH}
+         WHERE (r.cluster, r.owner, r.entry, r.minute)
+               = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
+           AND r.host = $5 AND r.session = $6::bigint AND r.started IS NULL AND {LIVE}
+         RETURNING r.cluster, r.owner, r.entry, q.minute::text"
+    )
+}
+
+/// Looks at runs claimed elsewhere: takes over each that is not started and whose host's
+/// session holds no live lease, and reports the rest. One row per run: cluster, owner, entry,
+/// minute, `mine` (taken over: start it), `ran` (started there), `waiting` or `gone` (the claim
+/// was deleted), and the host.
+pub fn take_over() -> String {
+    format!(
+        "WITH q AS (SELECT * FROM {BATCH}),
+         took AS (
+            UPDATE crond_runs r SET host = $5, session = $6::bigint, claimed = now(),
+                   taken_from = r.host
+            FROM q
+            WHERE (r.cluster, r.owner, r.entry, r.minute)
+                  = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
+              AND r.started IS NULL AND {LIVE}
+              AND NOT EXISTS (SELECT 1 FROM crond_hosts h
+                  WHERE h.host = r.host AND h.session = r.session AND h.lease_until > now())
+            RETURNING r.cluster, r.owner, r.entry, r.minute)
+         SELECT q.cluster, q.owner, q.entry, q.minute::text,
+            CASE WHEN r.cluster IS NULL THEN 'gone'
+                 WHEN EXISTS (SELECT 1 FROM took t
+                     WHERE (t.cluster, t.owner, t.entry, t.minute)
+                         = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))) THEN 'mine'
+                 WHEN r.started IS NOT NULL THEN 'ran'
+                 ELSE 'waiting' END,
+            coalesce(r.host, '')
+         FROM q LEFT JOIN crond_runs r
+              ON (r.cluster, r.owner, r.entry, r.minute)
+                 = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))"
+    )
+}
+
+/// A run ended: $1 cluster, $2 owner, $3 entry, $4 minute, $5 host, $6 session, $7 status.
+pub const END: &str = "UPDATE crond_runs SET ended = now(), status = $7::int
+     WHERE (cluster, owner, entry, minute) = ($1, $2, $3, to_timestamp($4::bigint))
+       AND host = $5 AND session = $6::bigint";
+
+/// History older than $1 days goes, and hosts not seen for as long.
+pub const PRUNE: &str = "
+WITH runs AS (DELETE FROM crond_runs WHERE minute < now() - make_interval(days => $1::int)
+              RETURNING 1),
+     hosts AS (DELETE FROM crond_hosts WHERE lease_until < now() - make_interval(days => $1::int)
+               RETURNING 1)
+SELECT (SELECT count(*) FROM runs)::text, (SELECT count(*) FROM hosts)::text";
+
+/// A PostgreSQL array literal of `items` (`{"a","b"}`), each quoted, `"` and `\` escaped.
+pub fn array<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("{");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        for c in item.chars() {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_literals_quote_every_item() {
+        assert_eq!(array([]), "{}");
+        assert_eq!(array(["a", "b c"]), r#"{"a","b c"}"#);
+        assert_eq!(array([r#"x"y\z"#, "NULL", ""]), r#"{"x\"y\\z","NULL",""}"#);
+    }
+}
