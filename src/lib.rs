@@ -10,7 +10,8 @@
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
 //!   (the job child: its stdin writer, output capture and log lines), [`mail`] (what a job
 //!   leaves behind), [`log`] (the one `(who) EVENT (detail)` line and its sinks),
-//!   [`crontab_cmd`] (crontab(1)), [`cronnext`], and [`sys`], the only module that calls libc.
+//!   [`crontab_cmd`] (crontab(1)), [`cronnext`], [`cluster`] (cluster mode's PostgreSQL client),
+//!   and [`sys`], the only module that calls libc.
 //! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`]. Argument
 //!   parsing is in the library, with its tests: `daemon::cli`, `crontab_cmd::cli`,
 //!   `cronnext::cli`.
@@ -23,6 +24,7 @@
 // and the docs are read with `cargo doc --document-private-items`, where these links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
+pub mod cluster;
 pub(crate) mod cronnext;
 pub mod crontab;
 pub(crate) mod crontab_cmd;
