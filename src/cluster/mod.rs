@@ -4,8 +4,12 @@
 //! speak [`wire`] lines over a socket.
 //!
 //! Pure: [`identity`] (an entry's id across hosts), [`wire`] (the daemon–helper lines),
-//! [`parked`] (runs waiting for an answer). The helper and `cronctl` are in `crate::cronctl`.
+//! [`parked`] (runs waiting for an answer), [`conninfo`] (libpq's connection settings and
+//! pgpass). The database side: [`pg`], a small synchronous PostgreSQL client, used only by
+//! `cronctl` and its helper (crond never links to a socket of the database).
 
+pub mod conninfo;
 pub mod identity;
 pub mod parked;
+pub mod pg;
 pub mod wire;

@@ -328,7 +328,10 @@ mod tests {
         assert_eq!(take_lines(&mut buf).unwrap(), vec!["GO 2".to_string()]);
         assert!(buf.is_empty());
         let mut long = vec![b'x'; MAX_LINE];
-        assert!(take_lines(&mut long).is_err(), "a partial line at the bound");
+        assert!(
+            take_lines(&mut long).is_err(),
+            "a partial line at the bound"
+        );
         let mut long = vec![b'x'; MAX_LINE];
         long.push(b'\n');
         assert!(take_lines(&mut long).is_err());

@@ -19,14 +19,19 @@ pub enum Command {
     Help,
     Version,
     Hosts,
-    Claims { cluster: Option<String> },
+    Claims {
+        cluster: Option<String>,
+    },
     History {
         cluster: Option<String>,
         entry: Option<EntryKey>,
         limit: u32,
     },
     Paused,
-    Pause { target: Target, pause: bool },
+    Pause {
+        target: Target,
+        pause: bool,
+    },
     /// The daemon's helper (started by crond, not by hand).
     Helper(HelperArgs),
 }
@@ -65,10 +70,18 @@ where
     let mut host = None;
     let mut keep_days = 30;
     let mut lease_s = 30;
-    let text = |v: OsString| v.into_string().map_err(|_| "an argument is not UTF-8".to_string());
+    let text = |v: OsString| {
+        v.into_string()
+            .map_err(|_| "an argument is not UTF-8".to_string())
+    };
     while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
         match arg {
-            Short('h') | Long("help") => return Ok(Invocation { db, command: Command::Help }),
+            Short('h') | Long("help") => {
+                return Ok(Invocation {
+                    db,
+                    command: Command::Help,
+                });
+            }
             Short('V') | Long("version") => {
                 return Ok(Invocation {
                     db,

@@ -33,7 +33,9 @@ pub fn settings(given: Option<String>) -> Result<String, String> {
     }
     let text = std::fs::read_to_string(DEFAULTS_FILE).unwrap_or_default();
     defaults_value(&text, "CRON_CLUSTER_DB").ok_or_else(|| {
-        format!("no cluster database: give --db CONNINFO, or set CRON_CLUSTER_DB in {DEFAULTS_FILE}")
+        format!(
+            "no cluster database: give --db CONNINFO, or set CRON_CLUSTER_DB in {DEFAULTS_FILE}"
+        )
     })
 }
 
@@ -43,10 +45,7 @@ pub fn defaults_value(text: &str, name: &str) -> Option<String> {
     let mut found = None;
     for line in text.lines() {
         let line = line.trim();
-        let Some(rest) = line
-            .strip_prefix(name)
-            .and_then(|r| r.strip_prefix('='))
-        else {
+        let Some(rest) = line.strip_prefix(name).and_then(|r| r.strip_prefix('=')) else {
             continue;
         };
         let value = match rest.as_bytes().first() {
@@ -86,8 +85,7 @@ fn password(info: &ConnInfo) -> Result<Option<String>, String> {
 
 fn read_passfile(path: &Path) -> Result<String, String> {
     let shown = path.display();
-    let (file, facts) =
-        open_no_follow(path).map_err(|e| format!("passfile {shown}: {e}"))?;
+    let (file, facts) = open_no_follow(path).map_err(|e| format!("passfile {shown}: {e}"))?;
     if facts.kind != FileKind::Regular {
         return Err(format!("passfile {shown}: not a regular file"));
     }
@@ -101,7 +99,9 @@ fn read_passfile(path: &Path) -> Result<String, String> {
         ));
     }
     if facts.size > MAX_PASSFILE {
-        return Err(format!("passfile {shown}: larger than {MAX_PASSFILE} bytes"));
+        return Err(format!(
+            "passfile {shown}: larger than {MAX_PASSFILE} bytes"
+        ));
     }
     let mut text = String::new();
     file.take(MAX_PASSFILE)
@@ -143,7 +143,8 @@ mod tests {
 
     #[test]
     fn the_defaults_file_gives_the_last_setting_quoted_or_not() {
-        let text = "# crond\nEXTRA_OPTS=\"-L 15\"\nCRON_CLUSTER_DB=\"host=/run/postgresql dbname=cron\"\n";
+        let text =
+            "# crond\nEXTRA_OPTS=\"-L 15\"\nCRON_CLUSTER_DB=\"host=/run/postgresql dbname=cron\"\n";
         assert_eq!(
             defaults_value(text, "CRON_CLUSTER_DB").as_deref(),
             Some("host=/run/postgresql dbname=cron")
@@ -153,9 +154,15 @@ mod tests {
             Some("postgresql:///cron")
         );
         assert_eq!(
-            defaults_value("#CRON_CLUSTER_DB=x\nCRON_CLUSTER_DB_X=y\n", "CRON_CLUSTER_DB"),
+            defaults_value(
+                "#CRON_CLUSTER_DB=x\nCRON_CLUSTER_DB_X=y\n",
+                "CRON_CLUSTER_DB"
+            ),
             None
         );
-        assert_eq!(defaults_value("CRON_CLUSTER_DB=''\n", "CRON_CLUSTER_DB"), None);
+        assert_eq!(
+            defaults_value("CRON_CLUSTER_DB=''\n", "CRON_CLUSTER_DB"),
+            None
+        );
     }
 }

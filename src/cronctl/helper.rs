@@ -169,13 +169,15 @@ impl Helper {
 
     /// Takeover checks run twice per lease renewal.
     fn takeover_every(&self) -> Duration {
-        Duration::from_millis(u64::from(self.args.lease_s) * 1000 / 6).max(Duration::from_millis(200))
+        Duration::from_millis(u64::from(self.args.lease_s) * 1000 / 6)
+            .max(Duration::from_millis(200))
     }
 
     fn periodic(&mut self) {
         let now = Instant::now();
         if now >= self.next_lease {
-            self.next_lease = now + Duration::from_secs(u64::from(self.args.lease_s) / 3).max(Duration::from_secs(1));
+            self.next_lease = now
+                + Duration::from_secs(u64::from(self.args.lease_s) / 3).max(Duration::from_secs(1));
             self.renew_lease();
         }
         if now >= self.next_prune && self.client.is_some() {
@@ -212,7 +214,10 @@ impl Helper {
                     if let Some(why) = self.down.take() {
                         self.log(false, format!("database reachable again (was: {why})"));
                     } else {
-                        self.log(false, format!("connected to the database as host {}", self.args.host));
+                        self.log(
+                            false,
+                            format!("connected to the database as host {}", self.args.host),
+                        );
                     }
                     self.client = Some(client);
                 }
@@ -348,9 +353,26 @@ impl Helper {
     fn batch_params<'a>(&self, keys: impl Iterator<Item = &'a RunKey> + Clone) -> [String; 6] {
         [
             sql::array(keys.clone().map(|k| k.cluster.as_str())),
-            sql::array(keys.clone().map(|k| owner_text(k)).collect::<Vec<_>>().iter().map(String::as_str)),
-            sql::array(keys.clone().map(|k| k.entry.to_string()).collect::<Vec<_>>().iter().map(String::as_str)),
-            sql::array(keys.map(|k| k.minute.to_string()).collect::<Vec<_>>().iter().map(String::as_str)),
+            sql::array(
+                keys.clone()
+                    .map(owner_text)
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
+            ),
+            sql::array(
+                keys.clone()
+                    .map(|k| k.entry.to_string())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
+            ),
+            sql::array(
+                keys.map(|k| k.minute.to_string())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str),
+            ),
             self.args.host.clone(),
             self.session.to_string(),
         ]

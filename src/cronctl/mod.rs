@@ -48,9 +48,7 @@ fn print(text: &str) -> ExitCode {
 
 /// A time column as UTC RFC 3339, or empty.
 fn ts(column: &str) -> String {
-    format!(
-        "coalesce(to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
-    )
+    format!("coalesce(to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')")
 }
 
 fn report(db: Option<String>, command: &Command) -> Result<String, String> {
@@ -62,7 +60,10 @@ fn report(db: Option<String>, command: &Command) -> Result<String, String> {
     out
 }
 
-fn run_command(client: &mut Client, command: &Command) -> Result<String, crate::cluster::pg::Error> {
+fn run_command(
+    client: &mut Client,
+    command: &Command,
+) -> Result<String, crate::cluster::pg::Error> {
     match command {
         Command::Hosts => {
             let rows = client.query(
@@ -77,7 +78,14 @@ fn run_command(client: &mut Client, command: &Command) -> Result<String, crate::
                 &[],
             )?;
             Ok(table(
-                &["HOST", "LEASE", "LEASE UNTIL", "SESSION START", "SEEN", "SESSION"],
+                &[
+                    "HOST",
+                    "LEASE",
+                    "LEASE UNTIL",
+                    "SESSION START",
+                    "SEEN",
+                    "SESSION",
+                ],
                 &rows,
             ))
         }
@@ -96,7 +104,9 @@ fn run_command(client: &mut Client, command: &Command) -> Result<String, crate::
                 &[cluster.as_deref()],
             )?;
             Ok(table(
-                &["CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED"],
+                &[
+                    "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED",
+                ],
                 &rows,
             ))
         }
@@ -118,12 +128,24 @@ fn run_command(client: &mut Client, command: &Command) -> Result<String, crate::
                     ts("started"),
                     ts("ended")
                 ),
-                &[cluster.as_deref(), entry.as_deref(), Some(&limit.to_string())],
+                &[
+                    cluster.as_deref(),
+                    entry.as_deref(),
+                    Some(&limit.to_string()),
+                ],
             )?;
             Ok(table(
                 &[
-                    "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "CLAIMED", "STARTED", "ENDED",
-                    "STATUS", "TAKEN FROM",
+                    "CLUSTER",
+                    "USER",
+                    "ENTRY",
+                    "DUE",
+                    "HOST",
+                    "CLAIMED",
+                    "STARTED",
+                    "ENDED",
+                    "STATUS",
+                    "TAKEN FROM",
                 ],
                 &rows,
             ))

@@ -122,7 +122,10 @@ pub(super) fn run(
                 }
             };
             let entry_zone = entry.zone.as_ref().unwrap_or(zone);
-            let cluster = entry.env.get(b"CRON_CLUSTER").filter(|_| entry.env.policy().clustered);
+            let cluster = entry
+                .env
+                .get(b"CRON_CLUSTER")
+                .filter(|_| entry.env.policy().clustered);
             let cluster = cluster.map(|name| {
                 let id = entry_key(
                     schedule,

@@ -199,7 +199,10 @@ mod tests {
         assert!(p.with(b"CRON_OVERLAP", b"Skip").is_err());
         let c = p.with(b"CRON_CLUSTER", b"nightly-1.eu_west").unwrap();
         assert!(c.clustered);
-        assert_eq!(c.to_string(), "overlap=skip missed=once timeout=1m30s cluster");
+        assert_eq!(
+            c.to_string(),
+            "overlap=skip missed=once timeout=1m30s cluster"
+        );
         assert!(!c.with(b"CRON_CLUSTER", b"").unwrap().clustered);
         assert!(p.with(b"CRON_CLUSTER", b"two words").is_err());
         assert!(p.with(b"CRON_CLUSTER", &[b'a'; 64]).is_err());

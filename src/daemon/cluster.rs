@@ -303,12 +303,8 @@ impl Daemon {
             }
         }
         let lines = wire::take_lines(&mut helper.read);
-        let messages: Result<Vec<FromHelper>, String> = lines.and_then(|lines| {
-            lines
-                .iter()
-                .map(|line| FromHelper::decode(line))
-                .collect()
-        });
+        let messages: Result<Vec<FromHelper>, String> =
+            lines.and_then(|lines| lines.iter().map(|line| FromHelper::decode(line)).collect());
         match messages {
             Ok(messages) => {
                 for message in messages {

@@ -181,9 +181,10 @@ impl Daemon {
         }
         if let Some(conninfo) = daemon.options.cluster_db.clone() {
             // Started before the crontabs are loaded: the helper is small when it forks.
-            let host = daemon.options.cluster_host.clone().unwrap_or_else(|| {
-                String::from_utf8_lossy(&crate::sys::hostname()).into_owned()
-            });
+            let host =
+                daemon.options.cluster_host.clone().unwrap_or_else(|| {
+                    String::from_utf8_lossy(&crate::sys::hostname()).into_owned()
+                });
             let program = daemon
                 .options
                 .cluster_helper

@@ -71,8 +71,11 @@ pub fn kill_group(pgid: u32) -> io::Result<()> {
 /// Sends SIGKILL to the child `pid` (one not reaped yet, so the pid can't be another's).
 pub fn kill_child(pid: u32) -> io::Result<()> {
     let pid = i32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    nix::sys::signal::kill(unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
-        .map_err(io::Error::from)
+    nix::sys::signal::kill(
+        unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .map_err(io::Error::from)
 }
 
 /// The signals a process group is sent.

@@ -1,0 +1,779 @@
+//! The connection string and the password file, both in libpq's formats, parsed without touching
+//! a file or the network.
+//!
+//! Two syntaxes are read, as libpq reads them: `key=value` pairs (`host=/run/x port=5433`,
+//! values optionally in single quotes with `\'` and `\\` escapes) and URIs
+//! (`postgresql://user@host:port/dbname?param=value`). Only the settings crond uses are known;
+//! anything else is an error that names it, so a typo is not silently ignored. A password is
+//! never taken from the string: it belongs in a passfile only root can read.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    /// A Unix socket directory; the socket in it is `.s.PGSQL.<port>`.
+    Unix(PathBuf),
+    /// A host name or an IP address literal (without brackets).
+    Tcp(String),
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Host::Unix(dir) => write!(f, "{}", dir.display()),
+            Host::Tcp(name) => f.write_str(name),
+        }
+    }
+}
+
+/// The settings of one connection, all filled in (defaults applied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnInfo {
+    /// The server's socket directory or network address.
+    pub host: Host,
+    /// The TCP port, or the number in the Unix socket's name.
+    pub port: u16,
+    /// The database; the user name unless given.
+    pub dbname: String,
+    /// The role to log in as; the caller's default (the OS user) unless given.
+    pub user: String,
+    /// The password file to look the password up in (`passfile=`), if one was named.
+    pub passfile: Option<PathBuf>,
+    /// Seconds allowed for connecting and logging in (1 to [`MAX_CONNECT_TIMEOUT_S`]).
+    pub connect_timeout_s: u32,
+    /// The name the server shows in `pg_stat_activity`.
+    pub application_name: String,
+}
+
+/// The socket directory used when no host is given (Debian's, as its libpq).
+pub const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
+/// The port used when none is given.
+pub const DEFAULT_PORT: u16 = 5432;
+/// The connect timeout used when none is given, or 0.
+pub const DEFAULT_CONNECT_TIMEOUT_S: u32 = 5;
+/// The largest connect timeout accepted.
+pub const MAX_CONNECT_TIMEOUT_S: u32 = 60;
+/// The application name used when none is given.
+pub const DEFAULT_APPLICATION_NAME: &str = "crond";
+
+const PASSWORD_REFUSED: &str = "a password may not be given in the connection string: put it in \
+                                a passfile readable only by root (passfile=PATH)";
+const TLS_REFUSED: &str = "TLS is not supported: use a Unix socket or a trusted network";
+
+/// The settings as given, before defaults.
+#[derive(Default)]
+struct Given {
+    host: Option<String>,
+    port: Option<String>,
+    dbname: Option<String>,
+    user: Option<String>,
+    passfile: Option<String>,
+    connect_timeout: Option<String>,
+    application_name: Option<String>,
+}
+
+/// Parses a connection string in either of libpq's syntaxes. `default_user` is the user when
+/// none is given (libpq takes the OS user's name; this module reads no system state).
+pub fn parse(text: &str, default_user: &str) -> Result<ConnInfo, String> {
+    let trimmed = text.trim();
+    let mut given = Given::default();
+    if let Some(rest) = trimmed
+        .strip_prefix("postgresql://")
+        .or_else(|| trimmed.strip_prefix("postgres://"))
+    {
+        parse_uri(rest, &mut given)?;
+    } else {
+        for (key, value) in split_pairs(trimmed)? {
+            set(&mut given, &key, value)?;
+        }
+    }
+    finish(given, default_user)
+}
+
+/// Records one setting; later ones override earlier ones, as in libpq.
+fn set(given: &mut Given, key: &str, value: String) -> Result<(), String> {
+    let slot = match key {
+        "host" => &mut given.host,
+        "port" => &mut given.port,
+        "dbname" => &mut given.dbname,
+        "user" => &mut given.user,
+        "passfile" => &mut given.passfile,
+        "connect_timeout" => &mut given.connect_timeout,
+        "application_name" => &mut given.application_name,
+        "password" => return Err(PASSWORD_REFUSED.to_string()),
+        "sslmode" => {
+            return match value.as_str() {
+                "disable" | "allow" | "prefer" => Ok(()),
+                "require" | "verify-ca" | "verify-full" => Err(TLS_REFUSED.to_string()),
+                _ => Err(format!("invalid sslmode value '{value}'")),
+            };
+        }
+        _ => return Err(format!("unknown connection setting '{key}'")),
+    };
+    *slot = Some(value);
+    Ok(())
+}
+
+/// Applies the defaults and checks every value.
+fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
+    let host = match given.host.as_deref() {
+        None | Some("") => Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR)),
+        Some(h) if h.contains(',') => {
+            return Err(format!(
+                "host '{h}': several hosts are not supported, give one"
+            ));
+        }
+        Some(h) if h.starts_with('/') => Host::Unix(PathBuf::from(h)),
+        Some(h) => {
+            if h.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+            {
+                return Err(format!(
+                    "host '{}' is not a host name or address",
+                    h.escape_debug()
+                ));
+            }
+            Host::Tcp(h.to_string())
+        }
+    };
+    let port = match given.port.as_deref() {
+        None | Some("") => DEFAULT_PORT,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => {
+                return Err(format!(
+                    "port '{}' is not a number from 1 to 65535",
+                    p.escape_debug()
+                ));
+            }
+        },
+    };
+    let user = match given.user {
+        Some(u) if !u.is_empty() => u,
+        _ => default_user.to_string(),
+    };
+    if user.is_empty() {
+        return Err("no user given, and no default user".to_string());
+    }
+    let dbname = match given.dbname {
+        Some(d) if !d.is_empty() => d,
+        _ => user.clone(),
+    };
+    let connect_timeout_s = match given.connect_timeout.as_deref() {
+        None | Some("") => DEFAULT_CONNECT_TIMEOUT_S,
+        Some(t) => match t.parse::<u32>() {
+            Ok(0) if t.bytes().all(|b| b.is_ascii_digit()) => DEFAULT_CONNECT_TIMEOUT_S,
+            Ok(n) if n <= MAX_CONNECT_TIMEOUT_S && t.bytes().all(|b| b.is_ascii_digit()) => n,
+            Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(format!(
+                    "connect_timeout {n} is over the maximum of {MAX_CONNECT_TIMEOUT_S} seconds"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "connect_timeout '{}' is not a number of seconds",
+                    t.escape_debug()
+                ));
+            }
+        },
+    };
+    let application_name = match given.application_name {
+        Some(a) => a,
+        None => DEFAULT_APPLICATION_NAME.to_string(),
+    };
+    for (what, value) in [
+        ("user", &user),
+        ("dbname", &dbname),
+        ("application_name", &application_name),
+    ] {
+        if value.contains('\0') {
+            return Err(format!("{what} contains a NUL byte"));
+        }
+    }
+    let passfile = match given.passfile {
+        Some(p) if p.contains('\0') => return Err("passfile contains a NUL byte".to_string()),
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => None,
+    };
+    if let Host::Unix(dir) = &host
+        && dir.as_os_str().as_encoded_bytes().contains(&0)
+    {
+        return Err("host contains a NUL byte".to_string());
+    }
+    Ok(ConnInfo {
+        host,
+        port,
+        dbname,
+        user,
+        passfile,
+        connect_timeout_s,
+        application_name,
+    })
+}
+
+/// Splits `key=value key2 = 'quoted \' value'` into pairs, unescaping values.
+fn split_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            return Ok(pairs);
+        }
+        let mut key = String::new();
+        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+            key.push(c);
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.next() != Some('=') {
+            return Err(format!(
+                "missing '=' after '{key}' in the connection string"
+            ));
+        }
+        if key.is_empty() {
+            return Err("a connection setting has no name before '='".to_string());
+        }
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        if chars.next_if_eq(&'\'').is_some() {
+            loop {
+                match chars.next() {
+                    None => {
+                        return Err(format!("unterminated quoted value of '{key}'"));
+                    }
+                    Some('\'') => break,
+                    Some('\\') => match chars.next() {
+                        Some(c) => value.push(c),
+                        None => return Err(format!("unterminated quoted value of '{key}'")),
+                    },
+                    Some(c) => value.push(c),
+                }
+            }
+            if chars.peek().is_some_and(|c| !c.is_whitespace()) {
+                return Err(format!("text right after the quoted value of '{key}'"));
+            }
+        } else {
+            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+                if c == '\\' {
+                    if let Some(escaped) = chars.next() {
+                        value.push(escaped);
+                    }
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        pairs.push((key, value));
+    }
+}
+
+/// Parses what follows `postgresql://`.
+fn parse_uri(rest: &str, given: &mut Given) -> Result<(), String> {
+    let (main, query) = match rest.split_once('?') {
+        Some((m, q)) => (m, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match main.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (main, None),
+    };
+    let hostport = match authority.rsplit_once('@') {
+        Some((userinfo, hostport)) => {
+            if userinfo.contains(':') {
+                return Err(PASSWORD_REFUSED.to_string());
+            }
+            let user = percent_decode(userinfo, "user")?;
+            if !user.is_empty() {
+                given.user = Some(user);
+            }
+            hostport
+        }
+        None => authority,
+    };
+    if hostport.contains(',') {
+        return Err(format!(
+            "host '{hostport}': several hosts are not supported, give one"
+        ));
+    }
+    let (host, port) = if let Some(bracketed) = hostport.strip_prefix('[') {
+        let Some((inside, after)) = bracketed.split_once(']') else {
+            return Err(format!("host '{hostport}': '[' without ']'"));
+        };
+        let port = match after {
+            "" => None,
+            p => match p.strip_prefix(':') {
+                Some(p) => Some(p),
+                None => return Err(format!("host '{hostport}': text after ']'")),
+            },
+        };
+        (inside.to_string(), port)
+    } else {
+        match hostport.split_once(':') {
+            Some((h, p)) => (percent_decode(h, "host")?, Some(p)),
+            None => (percent_decode(hostport, "host")?, None),
+        }
+    };
+    if !host.is_empty() {
+        given.host = Some(host);
+    }
+    if let Some(p) = port {
+        given.port = Some(percent_decode(p, "port")?);
+    }
+    if let Some(path) = path {
+        let dbname = percent_decode(path, "dbname")?;
+        if !dbname.is_empty() {
+            given.dbname = Some(dbname);
+        }
+    }
+    if let Some(query) = query {
+        for param in query.split('&').filter(|p| !p.is_empty()) {
+            let Some((key, value)) = param.split_once('=') else {
+                return Err(format!("URI parameter '{param}' has no '='"));
+            };
+            let key = percent_decode(key, "parameter name")?;
+            let value = percent_decode(value, &key)?;
+            set(given, &key, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Decodes `%XX` escapes; the result must be UTF-8. `what` names the part in errors.
+fn percent_decode(text: &str, what: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(b) => out.push(b),
+                None => return Err(format!("invalid percent escape in the URI's {what}")),
+            }
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("the URI's {what} is not UTF-8 once decoded"))
+}
+
+/// The password for a connection from a `.pgpass`-format text: the first line whose
+/// `hostname:port:database:username` fields match (each may be `*`; `\:` and `\\` escape), as
+/// libpq looks it up. For a Unix socket, the hostname field is matched against `localhost` when
+/// the socket directory is the default one ([`DEFAULT_SOCKET_DIR`]), else against the directory's
+/// path, as libpq does.
+pub fn pgpass_lookup(
+    text: &str,
+    host: &Host,
+    port: u16,
+    dbname: &str,
+    user: &str,
+) -> Option<String> {
+    let hostname = match host {
+        Host::Unix(dir) if dir == Path::new(DEFAULT_SOCKET_DIR) => "localhost".to_string(),
+        Host::Unix(dir) => dir.to_string_lossy().into_owned(),
+        Host::Tcp(name) => name.clone(),
+    };
+    let port = port.to_string();
+    for line in text.lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut rest = line;
+        let mut matched = true;
+        for token in [hostname.as_str(), port.as_str(), dbname, user] {
+            match match_field(rest, token) {
+                Some(after) => rest = after,
+                None => {
+                    matched = false;
+                    break;
+                }
+            }
+        }
+        if matched {
+            return Some(unescape_password(rest));
+        }
+    }
+    None
+}
+
+/// Matches one `:`-terminated field at the start of `line` against `token`; returns what follows
+/// the colon.
+fn match_field<'a>(line: &'a str, token: &str) -> Option<&'a str> {
+    if let Some(after) = line.strip_prefix("*:") {
+        return Some(after);
+    }
+    let mut chars = line.char_indices();
+    let mut want = token.chars();
+    while let Some((i, c)) = chars.next() {
+        let literal = match c {
+            ':' => {
+                return want.next().is_none().then(|| &line[i + 1..]);
+            }
+            '\\' => match chars.next() {
+                Some((_, escaped)) => escaped,
+                None => return None,
+            },
+            c => c,
+        };
+        if want.next() != Some(literal) {
+            return None;
+        }
+    }
+    None
+}
+
+/// The password field: up to an unescaped `:` or the end, with escapes removed.
+fn unescape_password(field: &str) -> String {
+    let mut out = String::new();
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ':' => break,
+            '\\' => match chars.next() {
+                Some(escaped) => out.push(escaped),
+                None => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> ConnInfo {
+        parse(text, "cron").unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    }
+
+    fn err(text: &str) -> String {
+        match parse(text, "cron") {
+            Ok(info) => panic!("{text:?} parsed as {info:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn an_empty_string_gives_every_default() {
+        let info = ok("");
+        assert_eq!(
+            info,
+            ConnInfo {
+                host: Host::Unix(PathBuf::from("/var/run/postgresql")),
+                port: 5432,
+                dbname: "cron".into(),
+                user: "cron".into(),
+                passfile: None,
+                connect_timeout_s: 5,
+                application_name: "crond".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn key_value_pairs_set_every_field() {
+        let info = ok(
+            "host=db.example port=6543 dbname=jobs user=alice passfile=/etc/crond/pgpass \
+             connect_timeout=12 application_name=crond-a",
+        );
+        assert_eq!(info.host, Host::Tcp("db.example".into()));
+        assert_eq!(info.port, 6543);
+        assert_eq!(info.dbname, "jobs");
+        assert_eq!(info.user, "alice");
+        assert_eq!(info.passfile, Some(PathBuf::from("/etc/crond/pgpass")));
+        assert_eq!(info.connect_timeout_s, 12);
+        assert_eq!(info.application_name, "crond-a");
+    }
+
+    #[test]
+    fn the_database_defaults_to_the_user_given() {
+        assert_eq!(ok("user=alice").dbname, "alice");
+        assert_eq!(ok("postgresql://bob@h").dbname, "bob");
+    }
+
+    #[test]
+    fn spaces_around_the_equals_sign_are_allowed() {
+        let info = ok("  host = 10.0.0.1   port= 5433 ");
+        assert_eq!(info.host, Host::Tcp("10.0.0.1".into()));
+        assert_eq!(info.port, 5433);
+    }
+
+    #[test]
+    fn quoted_values_keep_spaces_and_unescape_quotes_and_backslashes() {
+        let info = ok(r"application_name='cron job\'s \\ host' dbname=''");
+        assert_eq!(info.application_name, r"cron job's \ host");
+        assert_eq!(info.dbname, "cron", "an empty dbname is the default");
+    }
+
+    #[test]
+    fn an_unquoted_value_may_escape_characters() {
+        assert_eq!(ok(r"application_name=a\ b").application_name, "a b");
+    }
+
+    #[test]
+    fn a_later_setting_overrides_an_earlier_one() {
+        assert_eq!(ok("port=1 port=2").port, 2);
+    }
+
+    #[test]
+    fn a_host_starting_with_a_slash_is_a_socket_directory() {
+        assert_eq!(
+            ok("host=/tmp/pg").host,
+            Host::Unix(PathBuf::from("/tmp/pg"))
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name() {
+        assert_eq!(
+            err("hostaddr=1.2.3.4"),
+            "unknown connection setting 'hostaddr'"
+        );
+        assert_eq!(
+            err("postgresql://h/db?options=-c"),
+            "unknown connection setting 'options'"
+        );
+    }
+
+    #[test]
+    fn sslmode_without_tls_is_accepted_and_with_tls_refused() {
+        for mode in ["disable", "allow", "prefer"] {
+            ok(&format!("sslmode={mode}"));
+        }
+        for mode in ["require", "verify-ca", "verify-full"] {
+            assert_eq!(err(&format!("sslmode={mode}")), TLS_REFUSED);
+            assert_eq!(err(&format!("postgres://h?sslmode={mode}")), TLS_REFUSED);
+        }
+        assert_eq!(err("sslmode=maybe"), "invalid sslmode value 'maybe'");
+    }
+
+    #[test]
+    fn a_password_in_the_key_value_string_is_refused() {
+        assert_eq!(err("user=a password=secret"), PASSWORD_REFUSED);
+        assert!(err("password=x").contains("passfile=PATH"));
+    }
+
+    #[test]
+    fn a_password_in_the_url_is_refused() {
+        assert_eq!(err("postgresql://alice:secret@db/jobs"), PASSWORD_REFUSED);
+        assert_eq!(err("postgresql://alice:@db"), PASSWORD_REFUSED);
+        assert_eq!(err("postgresql://db?password=secret"), PASSWORD_REFUSED);
+    }
+
+    #[test]
+    fn a_uri_sets_user_host_port_and_database() {
+        let info = ok("postgresql://alice@db.example:6543/jobs?connect_timeout=9");
+        assert_eq!(info.user, "alice");
+        assert_eq!(info.host, Host::Tcp("db.example".into()));
+        assert_eq!(info.port, 6543);
+        assert_eq!(info.dbname, "jobs");
+        assert_eq!(info.connect_timeout_s, 9);
+    }
+
+    #[test]
+    fn the_short_scheme_postgres_is_accepted() {
+        assert_eq!(ok("postgres://h").host, Host::Tcp("h".into()));
+    }
+
+    #[test]
+    fn a_bare_uri_gives_the_defaults() {
+        assert_eq!(ok("postgresql://"), ok(""));
+        assert_eq!(ok("postgresql:///"), ok(""));
+    }
+
+    #[test]
+    fn a_uri_is_percent_decoded() {
+        let info = ok("postgresql://al%69ce@h/my%20db?application_name=a%26b");
+        assert_eq!(info.user, "alice");
+        assert_eq!(info.dbname, "my db");
+        assert_eq!(info.application_name, "a&b");
+    }
+
+    #[test]
+    fn an_encoded_slash_host_in_a_uri_is_a_socket_directory() {
+        let info = ok("postgresql://%2Fvar%2Flib%2Fpg:5433/jobs");
+        assert_eq!(info.host, Host::Unix(PathBuf::from("/var/lib/pg")));
+        assert_eq!(info.port, 5433);
+    }
+
+    #[test]
+    fn a_host_parameter_in_a_uri_may_name_a_socket_directory() {
+        let info = ok("postgresql:///jobs?host=/run/pg&port=5499");
+        assert_eq!(info.host, Host::Unix(PathBuf::from("/run/pg")));
+        assert_eq!(info.port, 5499);
+        assert_eq!(info.dbname, "jobs");
+    }
+
+    #[test]
+    fn a_bracketed_ipv6_address_in_a_uri_is_a_tcp_host() {
+        let info = ok("postgresql://[::1]:7000/x");
+        assert_eq!(info.host, Host::Tcp("::1".into()));
+        assert_eq!(info.port, 7000);
+        assert_eq!(ok("postgresql://[fe80::1]").port, 5432);
+        assert!(err("postgresql://[::1").contains("'[' without ']'"));
+    }
+
+    #[test]
+    fn a_bad_percent_escape_is_refused() {
+        assert_eq!(
+            err("postgresql://h/%zz"),
+            "invalid percent escape in the URI's dbname"
+        );
+        assert_eq!(
+            err("postgresql://h/%4"),
+            "invalid percent escape in the URI's dbname"
+        );
+        assert_eq!(
+            err("postgresql://h/%ff"),
+            "the URI's dbname is not UTF-8 once decoded"
+        );
+    }
+
+    #[test]
+    fn bad_ports_are_refused_with_the_value() {
+        for bad in ["0", "65536", "-1", "+5", "abc"] {
+            assert_eq!(
+                err(&format!("port={bad}")),
+                format!("port '{bad}' is not a number from 1 to 65535")
+            );
+        }
+        assert!(err("postgresql://h:x/db").contains("port 'x'"));
+    }
+
+    #[test]
+    fn connect_timeout_zero_means_the_default_and_over_sixty_is_refused() {
+        assert_eq!(ok("connect_timeout=0").connect_timeout_s, 5);
+        assert_eq!(ok("connect_timeout=60").connect_timeout_s, 60);
+        assert_eq!(
+            err("connect_timeout=61"),
+            "connect_timeout 61 is over the maximum of 60 seconds"
+        );
+        assert_eq!(
+            err("connect_timeout=-1"),
+            "connect_timeout '-1' is not a number of seconds"
+        );
+    }
+
+    #[test]
+    fn several_hosts_are_refused() {
+        assert!(err("host=a,b").contains("several hosts"));
+        assert!(err("postgresql://a:1,b:2/db").contains("several hosts"));
+    }
+
+    #[test]
+    fn malformed_key_value_text_is_refused_naming_the_part() {
+        assert_eq!(
+            err("host"),
+            "missing '=' after 'host' in the connection string"
+        );
+        assert_eq!(err("=x"), "a connection setting has no name before '='");
+        assert_eq!(err("dbname='abc"), "unterminated quoted value of 'dbname'");
+        assert_eq!(
+            err("dbname='a'b"),
+            "text right after the quoted value of 'dbname'"
+        );
+        assert!(err("host='a b'").contains("not a host name"));
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_name_is_refused() {
+        assert_eq!(err("postgresql://h/a%00b"), "dbname contains a NUL byte");
+    }
+
+    #[test]
+    fn no_user_and_no_default_is_refused() {
+        assert!(parse("", "").is_err());
+    }
+
+    const PGPASS: &str = "\
+# a comment: *:*:*:*:never
+db.example:5432:jobs:alice:alice-pw
+db.example:*:*:bob:bob\\:pw\\\\x
+/run/pg:5499:*:*:socket-pw
+localhost:5432:*:carol:local-pw
+*:*:*:*:fallback
+";
+
+    #[test]
+    fn pgpass_finds_the_first_matching_line() {
+        let h = Host::Tcp("db.example".into());
+        assert_eq!(
+            pgpass_lookup(PGPASS, &h, 5432, "jobs", "alice").as_deref(),
+            Some("alice-pw")
+        );
+        assert_eq!(
+            pgpass_lookup(PGPASS, &h, 5433, "jobs", "alice").as_deref(),
+            Some("fallback")
+        );
+    }
+
+    #[test]
+    fn pgpass_unescapes_colons_and_backslashes() {
+        let h = Host::Tcp("db.example".into());
+        assert_eq!(
+            pgpass_lookup(PGPASS, &h, 1, "x", "bob").as_deref(),
+            Some(r"bob:pw\x")
+        );
+    }
+
+    #[test]
+    fn pgpass_escapes_in_a_matched_field_match_the_literal_character() {
+        let text = "a\\:b:*:*:*:pw\n";
+        assert_eq!(
+            pgpass_lookup(text, &Host::Tcp("a:b".into()), 1, "d", "u").as_deref(),
+            Some("pw")
+        );
+        assert_eq!(
+            pgpass_lookup(text, &Host::Tcp("a".into()), 1, "d", "u"),
+            None
+        );
+    }
+
+    #[test]
+    fn pgpass_matches_a_socket_directory_by_its_path() {
+        let h = Host::Unix(PathBuf::from("/run/pg"));
+        assert_eq!(
+            pgpass_lookup(PGPASS, &h, 5499, "d", "u").as_deref(),
+            Some("socket-pw")
+        );
+    }
+
+    #[test]
+    fn pgpass_matches_the_default_socket_directory_as_localhost() {
+        let h = Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR));
+        assert_eq!(
+            pgpass_lookup(PGPASS, &h, 5432, "d", "carol").as_deref(),
+            Some("local-pw")
+        );
+    }
+
+    #[test]
+    fn pgpass_skips_comments_and_short_lines_and_may_find_nothing() {
+        let text = "# *:*:*:*:commented\n\nh:1:d\n*:*:*:u:found\r\n";
+        let h = Host::Tcp("h".into());
+        assert_eq!(pgpass_lookup(text, &h, 1, "d", "x"), None);
+        assert_eq!(
+            pgpass_lookup(text, &h, 1, "d", "u").as_deref(),
+            Some("found")
+        );
+    }
+
+    #[test]
+    fn pgpass_password_ends_at_an_unescaped_colon() {
+        let text = "*:*:*:*:pw:extra\n";
+        assert_eq!(
+            pgpass_lookup(text, &Host::Tcp("h".into()), 1, "d", "u").as_deref(),
+            Some("pw")
+        );
+    }
+}

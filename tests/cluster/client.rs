@@ -1,0 +1,403 @@
+//! The client's calls and errors, each against a real server.
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use crond::cluster::conninfo::{self, ConnInfo};
+use crond::cluster::pg::{Client, Error};
+
+use crate::support::postgres::{MD5_PASSWORD, PASSWORD, PgServer};
+
+fn info(text: &str) -> ConnInfo {
+    conninfo::parse(text, "root").unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The password for `info` from its passfile, as the helper will look it up.
+fn password(info: &ConnInfo) -> Option<String> {
+    let path = info
+        .passfile
+        .as_ref()
+        .expect("a passfile in the connection string");
+    let text = std::fs::read_to_string(path).expect("read the passfile");
+    conninfo::pgpass_lookup(&text, &info.host, info.port, &info.dbname, &info.user)
+}
+
+fn connect(text: &str) -> Client {
+    let info = info(text);
+    let pw = info.passfile.as_ref().and_then(|_| password(&info));
+    Client::connect(&info, pw.as_deref()).unwrap_or_else(|e| panic!("connect {text}: {e}"))
+}
+
+/// The one value of a one-row, one-column result.
+fn scalar(client: &mut Client, sql: &str) -> Option<String> {
+    let rows = client
+        .query(sql, &[])
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    assert_eq!(rows.rows.len(), 1, "{sql}: {rows:?}");
+    assert_eq!(rows.rows[0].len(), 1, "{sql}: {rows:?}");
+    rows.rows[0][0].clone()
+}
+
+#[test]
+fn the_unix_socket_with_trust_logs_in_and_sends_the_startup_settings() {
+    let pg = PgServer::start();
+    let mut client = connect(&format!("{} application_name=crond-test", pg.conninfo()));
+    let rows = client
+        .query(
+            "SELECT current_user, current_database(), current_setting('client_encoding'), \
+                    current_setting('application_name'), $1::int + 1 AS answer",
+            &[Some("41")],
+        )
+        .expect("query");
+    assert_eq!(
+        rows.columns,
+        [
+            "current_user",
+            "current_database",
+            "current_setting",
+            "current_setting",
+            "answer"
+        ]
+    );
+    assert_eq!(
+        rows.rows,
+        [vec![
+            Some("postgres".to_string()),
+            Some("crond".to_string()),
+            Some("UTF8".to_string()),
+            Some("crond-test".to_string()),
+            Some("42".to_string()),
+        ]]
+    );
+    assert_eq!(rows.affected, 1);
+    client.close();
+    // The server saw the session end (Terminate): only psql's own session is left.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left =
+            pg.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'crond-test'");
+        if left.trim() == "0" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session is still there: {left}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn tcp_logs_in_with_scram_sha_256_and_the_passfile_password() {
+    let pg = PgServer::start();
+    let stored = pg.psql("SELECT rolpassword FROM pg_authid WHERE rolname = 'crond_test'");
+    assert!(stored.starts_with("SCRAM-SHA-256$"), "{stored}");
+    let info = info(&pg.tcp_conninfo());
+    assert_eq!(password(&info).as_deref(), Some(PASSWORD));
+    let mut client = connect(&pg.tcp_conninfo());
+    assert_eq!(
+        scalar(&mut client, "SELECT current_user").as_deref(),
+        Some("crond_test")
+    );
+    assert_eq!(
+        scalar(
+            &mut client,
+            "SELECT client_addr FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        )
+        .as_deref(),
+        Some("127.0.0.1")
+    );
+}
+
+#[test]
+fn tcp_logs_in_with_md5() {
+    let pg = PgServer::start();
+    let stored = pg.psql("SELECT rolpassword FROM pg_authid WHERE rolname = 'crond_md5'");
+    assert!(stored.starts_with("md5"), "{stored}");
+    let text = format!(
+        "postgresql://crond_md5@127.0.0.1:{}/crond?passfile={}",
+        pg.port(),
+        pg.passfile().display()
+    );
+    assert_eq!(password(&info(&text)).as_deref(), Some(MD5_PASSWORD));
+    let mut client = connect(&text);
+    assert_eq!(
+        scalar(&mut client, "SELECT current_user").as_deref(),
+        Some("crond_md5")
+    );
+}
+
+#[test]
+fn a_wrong_or_missing_password_is_an_auth_error() {
+    let pg = PgServer::start();
+    let scram = info(&pg.tcp_conninfo());
+    match Client::connect(&scram, Some("not-the-password")) {
+        Err(Error::Auth(m)) => {
+            assert!(
+                m.contains("password authentication failed for user \"crond_test\""),
+                "{m}"
+            );
+            assert!(m.contains("28P01"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let md5 = info(&format!(
+        "host=127.0.0.1 port={} dbname=crond user=crond_md5",
+        pg.port()
+    ));
+    match Client::connect(&md5, Some("not-the-password")) {
+        Err(e @ Error::Auth(_)) => {
+            assert!(!e.is_connection_lost());
+            assert!(
+                e.to_string().contains("password authentication failed"),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match Client::connect(&scram, None) {
+        Err(Error::Auth(m)) => assert!(m.contains("none was found"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_database_is_a_fatal_server_error() {
+    let pg = PgServer::start();
+    let info = info(&format!(
+        "host={} port={} dbname=nosuch user=postgres",
+        pg.socket_dir().display(),
+        pg.port()
+    ));
+    match Client::connect(&info, None) {
+        Err(e @ Error::Server { .. }) => {
+            assert_eq!(e.code(), Some("3D000"));
+            assert!(e.is_connection_lost());
+            assert!(
+                e.to_string()
+                    .starts_with("FATAL 3D000: database \"nosuch\""),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn parameters_carry_text_nulls_and_arrays() {
+    let pg = PgServer::start();
+    let mut client = connect(&pg.conninfo());
+    let rows = client
+        .query(
+            "SELECT $1::text IS NULL AS was_null, $2::text AS echo, x \
+             FROM unnest($3::text[]) AS x ORDER BY x",
+            &[None, Some("héllo, 'world'"), Some(r#"{b,a,"c d",NULL}"#)],
+        )
+        .expect("query");
+    assert_eq!(rows.columns, ["was_null", "echo", "x"]);
+    let echo = Some("héllo, 'world'".to_string());
+    let t = Some("t".to_string());
+    assert_eq!(
+        rows.rows,
+        [
+            vec![t.clone(), echo.clone(), Some("a".to_string())],
+            vec![t.clone(), echo.clone(), Some("b".to_string())],
+            vec![t.clone(), echo.clone(), Some("c d".to_string())],
+            vec![t, echo, None],
+        ]
+    );
+    assert_eq!(rows.affected, 4);
+    let ids = client
+        .query(
+            "SELECT sum(x) FROM unnest($1::bigint[]) AS x",
+            &[Some("{9000000000,1}")],
+        )
+        .expect("bigint array");
+    assert_eq!(ids.rows, [vec![Some("9000000001".to_string())]]);
+    let empty = client.query("SELECT 1 WHERE false", &[]).expect("no rows");
+    assert!(empty.rows.is_empty());
+    assert_eq!(empty.columns, ["?column?"]);
+}
+
+#[test]
+fn a_unique_violation_is_23505_and_the_same_client_goes_on() {
+    let pg = PgServer::start();
+    let mut client = connect(&pg.conninfo());
+    client
+        .batch(
+            "CREATE TABLE claims (entry text, minute bigint, host text, PRIMARY KEY (entry, minute));\n\
+             CREATE INDEX claims_host ON claims (host);",
+        )
+        .expect("schema");
+    let inserted = client
+        .query(
+            "INSERT INTO claims SELECT e, $2::bigint, $3 FROM unnest($1::text[]) AS e",
+            &[Some("{a,b,c}"), Some("100"), Some("h1")],
+        )
+        .expect("insert");
+    assert_eq!(inserted.affected, 3);
+    assert!(inserted.columns.is_empty());
+    let duplicate = client
+        .query(
+            "INSERT INTO claims VALUES ($1, $2::bigint, $3)",
+            &[Some("a"), Some("100"), Some("h2")],
+        )
+        .expect_err("a duplicate claim");
+    match &duplicate {
+        Error::Server {
+            severity,
+            code,
+            message,
+        } => {
+            assert_eq!(severity, "ERROR");
+            assert_eq!(code, "23505");
+            assert!(message.contains("duplicate key"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!duplicate.is_connection_lost());
+    assert!(
+        duplicate
+            .to_string()
+            .starts_with("ERROR 23505: duplicate key"),
+        "{duplicate}"
+    );
+    // The session goes on: the claim can be taken the other way, and counts are right.
+    let skipped = client
+        .query(
+            "INSERT INTO claims VALUES ($1, $2::bigint, $3) ON CONFLICT DO NOTHING",
+            &[Some("a"), Some("100"), Some("h2")],
+        )
+        .expect("insert on conflict");
+    assert_eq!(skipped.affected, 0);
+    let updated = client
+        .query(
+            "UPDATE claims SET host = $1 WHERE entry <> $2",
+            &[Some("h3"), Some("a")],
+        )
+        .expect("update");
+    assert_eq!(updated.affected, 2);
+    let deleted = client
+        .query("DELETE FROM claims WHERE host = 'h3' RETURNING entry", &[])
+        .expect("delete");
+    assert_eq!(deleted.affected, 2);
+    assert_eq!(deleted.rows.len(), 2);
+    assert_eq!(
+        pg.psql("SELECT entry || ':' || host FROM claims").trim(),
+        "a:h1"
+    );
+}
+
+#[test]
+fn a_batch_stops_at_its_first_error_and_the_client_goes_on() {
+    let pg = PgServer::start();
+    let mut client = connect(&pg.conninfo());
+    let e = client
+        .batch("CREATE TABLE t (x int); INSERT INTO t VALUES (1); SELECT nosuch; INSERT INTO t VALUES (2);")
+        .expect_err("an undefined column");
+    assert_eq!(e.code(), Some("42703"));
+    // A simple-query batch is one implicit transaction: all of it is rolled back.
+    assert_eq!(
+        scalar(
+            &mut client,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 't'"
+        )
+        .as_deref(),
+        Some("0")
+    );
+    client.batch("").expect("an empty batch");
+    client.query("", &[]).expect("an empty query");
+}
+
+#[test]
+fn a_statement_past_the_timeout_is_an_io_timeout_and_the_connection_is_lost() {
+    let pg = PgServer::start();
+    let mut client = connect(&pg.conninfo());
+    client.set_timeout(Duration::from_millis(500));
+    let start = Instant::now();
+    let e = client
+        .query("SELECT pg_sleep(3)", &[])
+        .expect_err("a timeout");
+    let took = start.elapsed();
+    match &e {
+        Error::Io(io) => assert_eq!(io.kind(), ErrorKind::TimedOut, "{io}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.is_connection_lost());
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+    let again = client.query("SELECT 1", &[]).expect_err("a lost client");
+    assert!(again.is_connection_lost());
+    let mut fresh = connect(&pg.conninfo());
+    assert_eq!(scalar(&mut fresh, "SELECT 1").as_deref(), Some("1"));
+}
+
+#[test]
+fn a_session_the_server_ends_is_lost() {
+    let pg = PgServer::start();
+    let mut client = connect(&format!("{} application_name=victim", pg.conninfo()));
+    assert_eq!(
+        pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim'")
+            .trim(),
+        "t"
+    );
+    let e = client
+        .query("SELECT 1", &[])
+        .expect_err("a terminated session");
+    assert!(e.is_connection_lost(), "{e:?}");
+}
+
+#[test]
+fn a_stopped_server_refuses_within_the_connect_timeout_and_a_restarted_one_accepts() {
+    let pg = PgServer::start();
+    let mut before = connect(&pg.conninfo());
+    pg.stop();
+    let e = before
+        .query("SELECT 1", &[])
+        .expect_err("the server is gone");
+    assert!(e.is_connection_lost(), "{e:?}");
+    for text in [
+        format!("{} connect_timeout=2", pg.conninfo()),
+        format!("{} connect_timeout=2", pg.tcp_conninfo()),
+    ] {
+        let info = info(&text);
+        let start = Instant::now();
+        match Client::connect(&info, Some(PASSWORD)) {
+            Err(e @ Error::Io(_)) => assert!(e.is_connection_lost()),
+            other => panic!("{text}: {other:?}"),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    pg.start_again();
+    let mut after = connect(&pg.conninfo());
+    assert_eq!(scalar(&mut after, "SELECT 2").as_deref(), Some("2"));
+    let mut tcp = connect(&pg.tcp_conninfo());
+    assert_eq!(scalar(&mut tcp, "SELECT 3").as_deref(), Some("3"));
+}
+
+#[test]
+fn a_server_that_never_answers_the_login_times_out() {
+    // Accepted by the kernel, never read: the client waits for the server's first message.
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("address").port();
+    let info = info(&format!(
+        "host=127.0.0.1 port={port} user=x connect_timeout=1"
+    ));
+    let start = Instant::now();
+    match Client::connect(&info, None) {
+        Err(Error::Io(io)) => assert_eq!(io.kind(), ErrorKind::TimedOut, "{io}"),
+        other => panic!("{other:?}"),
+    }
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+}

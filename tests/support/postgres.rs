@@ -1,0 +1,268 @@
+//! A real, private PostgreSQL server for one test: initdb into a fresh directory under /tmp, its
+//! own Unix socket directory and a free port on 127.0.0.1, stopped and removed when dropped.
+//!
+//! initdb and postgres refuse to run as root: as root (the suite's usual user) they run as the
+//! `postgres` system user, which Debian's package creates, through `runuser`; as anyone else
+//! they run as that user. Authentication: trust on the socket, SCRAM-SHA-256 on TCP (role
+//! `crond_test`, password [`PASSWORD`]), md5 on TCP for role `crond_md5` ([`MD5_PASSWORD`]).
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The password of the role `crond_test` (SCRAM-SHA-256 over TCP).
+pub const PASSWORD: &str = "secret-pw";
+/// The password of the role `crond_md5` (md5 over TCP).
+pub const MD5_PASSWORD: &str = "md5-pw";
+
+const MISSING: &str = "PostgreSQL is missing: run .ci/deps (Debian package postgresql)";
+
+/// A running private server; dropping it stops it (immediate mode) and removes its files.
+pub struct PgServer {
+    /// Removed when dropped, after the server is stopped.
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    data: PathBuf,
+    socket_dir: PathBuf,
+    port: u16,
+    as_root: bool,
+}
+
+impl PgServer {
+    /// initdb, configure, start with `pg_ctl -w`, create the roles and the database `crond`.
+    pub fn start() -> PgServer {
+        let bin = bin_dir();
+        let as_root = super::root::is_root();
+        let dir = tempfile::Builder::new()
+            .prefix("crond-pg-")
+            .tempdir_in("/tmp")
+            .expect("create the server's directory");
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
+            .expect("chmod the server's directory");
+        let socket_dir = dir.path().join("socket");
+        fs::create_dir(&socket_dir).expect("create the socket directory");
+        fs::set_permissions(&socket_dir, fs::Permissions::from_mode(0o755))
+            .expect("chmod the socket directory");
+        if as_root {
+            run(Command::new("chown")
+                .arg("-R")
+                .arg("postgres:postgres")
+                .arg(dir.path()));
+        }
+        let port = free_port();
+        let server = PgServer {
+            data: dir.path().join("data"),
+            dir,
+            bin,
+            socket_dir,
+            port,
+            as_root,
+        };
+        let mut initdb = server.tool("initdb");
+        initdb.arg("-D").arg(&server.data).args([
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]);
+        run(&mut initdb);
+        fs::write(
+            server.data.join("pg_hba.conf"),
+            "local all all trust\n\
+             host all crond_md5 127.0.0.1/32 md5\n\
+             host all all 127.0.0.1/32 scram-sha-256\n",
+        )
+        .expect("write pg_hba.conf");
+        let conf = format!(
+            "\n# crond's test fixture\n\
+             listen_addresses = '127.0.0.1'\n\
+             port = {port}\n\
+             unix_socket_directories = '{}'\n\
+             fsync = off\n\
+             synchronous_commit = off\n\
+             full_page_writes = off\n\
+             shared_buffers = 16MB\n\
+             max_connections = 20\n",
+            server.socket_dir.display()
+        );
+        let conf_path = server.data.join("postgresql.conf");
+        let mut text = fs::read_to_string(&conf_path).expect("read postgresql.conf");
+        text.push_str(&conf);
+        fs::write(&conf_path, text).expect("write postgresql.conf");
+        fs::write(
+            server.passfile(),
+            format!(
+                "# the fixture's roles\n\
+                 127.0.0.1:{port}:*:crond_test:{PASSWORD}\n\
+                 127.0.0.1:{port}:*:crond_md5:{MD5_PASSWORD}\n"
+            ),
+        )
+        .expect("write the passfile");
+        server.start_again();
+        server.psql_in(
+            "postgres",
+            &format!(
+                "CREATE ROLE crond_test LOGIN PASSWORD '{PASSWORD}';\n\
+                 SET password_encryption = 'md5';\n\
+                 CREATE ROLE crond_md5 LOGIN PASSWORD '{MD5_PASSWORD}';"
+            ),
+        );
+        // Not with the rest: psql -c runs its statements as one transaction.
+        server.psql_in("postgres", "CREATE DATABASE crond OWNER crond_test");
+        server
+    }
+
+    /// The directory holding the server's socket (`.s.PGSQL.<port>`), mode 0755.
+    pub fn socket_dir(&self) -> &Path {
+        &self.socket_dir
+    }
+
+    /// The TCP port on 127.0.0.1, also the number in the socket's name.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A password file with the TCP roles' passwords (`crond_test`, `crond_md5`).
+    pub fn passfile(&self) -> PathBuf {
+        self.dir.path().join("pgpass")
+    }
+
+    /// The connection string for the socket, as the superuser `postgres` (trust).
+    pub fn conninfo(&self) -> String {
+        format!(
+            "host={} port={} dbname=crond user=postgres",
+            self.socket_dir.display(),
+            self.port
+        )
+    }
+
+    /// The connection string for TCP as `crond_test` (SCRAM-SHA-256), naming the passfile.
+    pub fn tcp_conninfo(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} dbname=crond user=crond_test passfile={}",
+            self.port,
+            self.passfile().display()
+        )
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`); its files stay.
+    pub fn stop(&self) {
+        let mut pg_ctl = self.tool("pg_ctl");
+        pg_ctl
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"]);
+        run(&mut pg_ctl);
+    }
+
+    /// Starts the server (again) on the same directory and port, waiting until it accepts
+    /// connections.
+    pub fn start_again(&self) {
+        let mut pg_ctl = self.tool("pg_ctl");
+        pg_ctl
+            .arg("-D")
+            .arg(&self.data)
+            .arg("-l")
+            .arg(self.log_path())
+            .args(["-w", "-t", "60", "start"]);
+        let out = pg_ctl.output().expect("run pg_ctl start");
+        if !out.status.success() {
+            panic!(
+                "pg_ctl start failed: {}{}\nserver log:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                fs::read_to_string(self.log_path()).unwrap_or_default()
+            );
+        }
+    }
+
+    /// Runs `sql` with `psql -At` over the socket as `postgres` in the database `crond`; returns
+    /// its standard output and panics if psql fails.
+    pub fn psql(&self, sql: &str) -> String {
+        self.psql_in("crond", sql)
+    }
+
+    fn psql_in(&self, db: &str, sql: &str) -> String {
+        let mut psql = self.tool("psql");
+        psql.args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-h"])
+            .arg(&self.socket_dir)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", db, "-c", sql]);
+        let out = run(&mut psql);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// A command for one of the server's programs, as `postgres` when we are root.
+    fn tool(&self, name: &str) -> Command {
+        let program = self.bin.join(name);
+        let mut cmd = if self.as_root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        // The test's working directory may be closed to `postgres`.
+        cmd.current_dir(self.dir.path()).env("LC_ALL", "C");
+        cmd
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let mut pg_ctl = self.tool("pg_ctl");
+        pg_ctl
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"]);
+        // Already stopped by the test, or never started: nothing to do.
+        let _ = pg_ctl.output();
+    }
+}
+
+/// The newest installed PostgreSQL's bin directory.
+fn bin_dir() -> PathBuf {
+    let versions = fs::read_dir("/usr/lib/postgresql").expect(MISSING);
+    let newest = versions
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let version: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .max_by_key(|(version, _)| *version);
+    match newest {
+        Some((_, bin)) => bin,
+        None => panic!("{MISSING}"),
+    }
+}
+
+/// A port free on 127.0.0.1 now (the kernel's choice for port 0).
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("the bound address").port()
+}
+
+/// Runs a command and panics with its output if it fails.
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
