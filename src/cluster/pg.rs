@@ -170,7 +170,6 @@ impl Stream {
 }
 
 /// A logged-in session with one server. Not for sharing between threads; one call at a time.
-#[derive(Debug)]
 pub struct Client {
     stream: Stream,
     /// Bytes received and not yet taken as messages.
@@ -183,6 +182,17 @@ pub struct Client {
     deadline: Instant,
     /// A lost connection: every later call fails at once.
     broken: bool,
+}
+
+/// The buffers stay out: the output may hold a password message or its md5 hash.
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("stream", &self.stream)
+            .field("timeout", &self.timeout)
+            .field("broken", &self.broken)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Client {
@@ -881,6 +891,15 @@ mod tests {
             out.extend_from_slice(p);
         }
         out
+    }
+
+    #[test]
+    fn debug_shows_no_buffer() {
+        let (mut client, _server) = fake(b"");
+        client.output.extend_from_slice(b"p\0\0\0\x0dsecret-pw\0");
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("broken: false"), "{shown}");
     }
 
     #[test]
