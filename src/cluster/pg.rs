@@ -170,7 +170,6 @@ impl Stream {
 }
 
 /// A logged-in session with one server. Not for sharing between threads; one call at a time.
-#[derive(Debug)]
 pub struct Client {
     stream: Stream,
     /// Bytes received and not yet taken as messages.
@@ -183,6 +182,17 @@ pub struct Client {
     deadline: Instant,
     /// A lost connection: every later call fails at once.
     broken: bool,
+}
+
+/// The buffers stay out: the output may hold a password message or its md5 hash.
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("stream", &self.stream)
+            .field("timeout", &self.timeout)
+            .field("broken", &self.broken)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Client {
@@ -220,8 +230,17 @@ impl Client {
 
     /// Runs one statement with the extended query protocol (unnamed statement and portal).
     /// Parameters are sent as text (`None` is NULL) with their types left for the server to
-    /// infer; every result column comes back as text.
+    /// infer; every result column comes back as text. SQL with a NUL byte, or more than 32767
+    /// parameters, is refused with an `Io` error of kind `InvalidInput` before anything is sent,
+    /// and the client stays usable.
     pub fn query(&mut self, sql: &str, params: &[Option<&str>]) -> Result<Rows, Error> {
+        check_sql(sql)?;
+        if params.len() > usize::from(u16::MAX >> 1) {
+            return Err(invalid_input(format!(
+                "{} parameters are more than the protocol allows",
+                params.len()
+            )));
+        }
         self.begin_call()?;
         let result = self.query_inner(sql, params);
         self.end_call(result)
@@ -230,6 +249,7 @@ impl Client {
     /// Runs one or more statements without parameters with the simple query protocol (schema
     /// creation). The first failing statement ends the batch with its error.
     pub fn batch(&mut self, sql: &str) -> Result<(), Error> {
+        check_sql(sql)?;
         self.begin_call()?;
         let result = self.batch_inner(sql);
         self.end_call(result)
@@ -266,7 +286,7 @@ impl Client {
     }
 
     fn query_inner(&mut self, sql: &str, params: &[Option<&str>]) -> Result<Rows, Error> {
-        frontend::parse("", sql, std::iter::empty(), &mut self.output).map_err(nul_in_sql)?;
+        frontend::parse("", sql, std::iter::empty(), &mut self.output)?;
         let bound = frontend::bind(
             "",
             "",
@@ -283,13 +303,9 @@ impl Client {
             &mut self.output,
         );
         if bound.is_err() {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{} parameters are more than the protocol allows",
-                    params.len()
-                ),
-            )));
+            return Err(Error::Protocol(
+                "the parameters could not be encoded".into(),
+            ));
         }
         frontend::describe(b'P', "", &mut self.output)?;
         frontend::execute("", 0, &mut self.output)?;
@@ -299,7 +315,7 @@ impl Client {
     }
 
     fn batch_inner(&mut self, sql: &str) -> Result<(), Error> {
-        frontend::query(sql, &mut self.output).map_err(nul_in_sql)?;
+        frontend::query(sql, &mut self.output)?;
         self.send()?;
         self.collect().map(|_| ())
     }
@@ -689,11 +705,16 @@ fn server_error(mut fields: ErrorFields<'_>) -> Result<Error, Error> {
     })
 }
 
-fn nul_in_sql(_: io::Error) -> Error {
-    Error::Io(io::Error::new(
-        io::ErrorKind::InvalidInput,
-        "the SQL contains a NUL byte",
-    ))
+/// SQL the protocol cannot carry, refused before anything is sent (the client stays usable).
+fn check_sql(sql: &str) -> Result<(), Error> {
+    if sql.contains('\0') {
+        return Err(invalid_input("the SQL contains a NUL byte".into()));
+    }
+    Ok(())
+}
+
+fn invalid_input(message: String) -> Error {
+    Error::Io(io::Error::new(io::ErrorKind::InvalidInput, message))
 }
 
 fn malformed(what: &str, e: &io::Error) -> Error {
@@ -881,6 +902,27 @@ mod tests {
             out.extend_from_slice(p);
         }
         out
+    }
+
+    #[test]
+    fn debug_shows_no_buffer() {
+        let (mut client, _server) = fake(b"");
+        client.output.extend_from_slice(b"p\0\0\0\x0dsecret-pw\0");
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("broken: false"), "{shown}");
+    }
+
+    #[test]
+    fn sql_the_protocol_cannot_carry_is_refused_and_the_client_stays_usable() {
+        let reply = answer(&[msg(b'n', b""), msg(b'C', b"SELECT 0\0"), msg(b'Z', b"I")]);
+        let (mut client, _server) = fake(&reply);
+        let nul = client.query("SELECT 1\0", &[]).expect_err("a NUL");
+        assert!(matches!(&nul, Error::Io(e) if e.kind() == io::ErrorKind::InvalidInput));
+        assert!(client.batch("\0").is_err());
+        let many = vec![None; 40_000];
+        assert!(client.query("SELECT", &many).is_err());
+        assert!(client.query("SELECT", &[]).is_ok());
     }
 
     #[test]

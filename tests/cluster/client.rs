@@ -72,7 +72,7 @@ fn the_unix_socket_with_trust_logs_in_and_sends_the_startup_settings() {
     );
     assert_eq!(rows.affected, 1);
     client.close();
-    // The server saw the session end (Terminate): only psql's own session is left.
+    // The server saw the session end (Terminate).
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left =

@@ -11,6 +11,7 @@ use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Mutex;
 
 /// The password of the role `crond_test` (SCRAM-SHA-256 over TCP).
 pub const PASSWORD: &str = "secret-pw";
@@ -248,10 +249,19 @@ fn bin_dir() -> PathBuf {
     }
 }
 
-/// A port free on 127.0.0.1 now (the kernel's choice for port 0).
+/// A port free on 127.0.0.1 now (the kernel's choice for port 0), never one already handed to
+/// another server of this test binary (whose postmaster may not be listening yet).
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("the bound address").port()
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+        let port = listener.local_addr().expect("the bound address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Runs a command and panics with its output if it fails.
