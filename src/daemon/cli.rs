@@ -22,7 +22,7 @@ pub const USAGE: &str =
              [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
              [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
              [--metrics-group NAME] [--cluster-db CONNINFO] [--cluster-host NAME]
-             [--cluster-helper PATH] [--cluster-keep DAYS]";
+             [--cluster-helper PATH] [--cluster-keep DAYS] [--cluster-lease SECONDS]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -134,6 +134,17 @@ impl Options {
                         .into());
                     }
                     o.cluster_keep_days = Some(days);
+                }
+                Long("cluster-lease") => {
+                    let seconds: u32 = parser.value()?.parse()?;
+                    if !(3..=300).contains(&seconds) {
+                        return Err(lexopt::Error::UnexpectedValue {
+                            option: "--cluster-lease (seconds, 3 to 300)".into(),
+                            value: seconds.to_string().into(),
+                        }
+                        .into());
+                    }
+                    o.cluster_lease_s = Some(seconds);
                 }
                 Long("max-output") => {
                     let v = parser.value()?;
@@ -295,6 +306,8 @@ mod tests {
             "/h",
             "--cluster-keep",
             "7",
+            "--cluster-lease",
+            "10",
         ])
         .expect("parses");
         let expected = Options {
@@ -327,6 +340,7 @@ mod tests {
             cluster_host: Some("node-1.example".into()),
             cluster_helper: Some("/h".into()),
             cluster_keep_days: Some(7),
+            cluster_lease_s: Some(10),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());

@@ -66,6 +66,7 @@ impl ClusterLink {
         conninfo: &str,
         host: &str,
         keep_days: Option<u32>,
+        lease_s: Option<u32>,
     ) -> ClusterLink {
         let mut args: Vec<OsString> = vec![
             "helper".into(),
@@ -76,6 +77,9 @@ impl ClusterLink {
         ];
         if let Some(days) = keep_days {
             args.extend(["--keep-days".into(), days.to_string().into()]);
+        }
+        if let Some(seconds) = lease_s {
+            args.extend(["--lease".into(), seconds.to_string().into()]);
         }
         ClusterLink {
             program,
@@ -226,7 +230,9 @@ impl Daemon {
     /// A run that comes up: `Some` to start it as any other; `None` when it went to the
     /// cluster (parked for the helper's answer, or refused and logged).
     pub(super) fn claim_if_clustered(&mut self, run: Run, now: Timestamp) -> Option<Run> {
-        let link = self.cluster.as_mut()?;
+        let Some(link) = self.cluster.as_mut() else {
+            return Some(run);
+        };
         let job = &run.job.job;
         // @reboot (no entry) and @every runs are local: their times are the host's own.
         let Some(entry) = run.job.entry else {
@@ -238,7 +244,9 @@ impl Daemon {
         if link.granted.remove(&(entry, run.due)) {
             return Some(run);
         }
-        let (schedule, zone, _, _) = self.cycle.get(entry)?;
+        let Some((schedule, zone, _, _)) = self.cycle.get(entry) else {
+            return Some(run);
+        };
         let key = RunKey {
             cluster: String::from_utf8_lossy(job.env.get(b"CRON_CLUSTER").unwrap_or_default())
                 .into_owned(),

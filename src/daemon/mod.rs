@@ -39,6 +39,8 @@ pub enum Error {
         other: Option<i32>,
     },
     Io(&'static str, io::Error),
+    /// A setting that can't be used (named in the message).
+    Config(String),
 }
 
 impl fmt::Display for Error {
@@ -54,6 +56,7 @@ impl fmt::Display for Error {
                 None => write!(f, "can't lock {path}, otherpid may be unknown"),
             },
             Error::Io(what, e) => write!(f, "{what}: {e}"),
+            Error::Config(message) => f.write_str(message),
         }
     }
 }
@@ -112,6 +115,11 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         options.cluster_db = std::env::var("CRON_CLUSTER_DB")
             .ok()
             .filter(|v| !v.trim().is_empty());
+    }
+    if let Some(db) = &options.cluster_db {
+        // Checked here, where the admin sees it, rather than by the helper in the log.
+        crate::cluster::conninfo::parse(db, "root")
+            .map_err(|e| Error::Config(format!("--cluster-db: {e}")))?;
     }
     let forked = !options.foreground;
     if forked {

@@ -1,0 +1,398 @@
+//! Cluster mode end to end: real `crond` daemons (each with its own tree, pid file and host
+//! name, as separate machines would have) sharing one private PostgreSQL, under libfaketime ten
+//! times faster than real time, each with its `cronctl helper`. Runs are counted from what the
+//! jobs themselves wrote and from the history table.
+//! Needs root: the daemons run root's crontab.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::support::daemon::{Crond, Tree, require_root};
+use crate::support::postgres::PgServer;
+
+/// The fake time the daemons start at: 10 s (1 s real) before 10:01.
+const START: &str = "2026-11-21 10:00:50";
+
+/// The fake clock of a daemon started at [`START`] when `base` was now.
+fn fake_now(base: Instant) -> String {
+    let start = jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", START).expect("start");
+    let elapsed = base.elapsed().as_millis() as i64 * 10;
+    let now = start
+        .checked_add(jiff::Span::new().milliseconds(elapsed))
+        .expect("fake now");
+    now.strftime("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// A host: its tree and its daemon (restarted with a new log number).
+struct Host {
+    name: String,
+    tree: Tree,
+    crond: Option<Crond>,
+    starts: usize,
+}
+
+impl Host {
+    fn new(name: &str, crontab: &str) -> Host {
+        let tree = Tree::new();
+        tree.user_crontab("root", crontab, 0o600, "root");
+        Host {
+            name: name.into(),
+            tree,
+            crond: None,
+            starts: 0,
+        }
+    }
+
+    fn start(&mut self, pg: &PgServer, at: &str) {
+        self.starts += 1;
+        let conninfo = pg.conninfo();
+        let extra = [
+            "--no-pam",
+            "--cluster-db",
+            conninfo.as_str(),
+            "--cluster-host",
+            self.name.as_str(),
+            "--cluster-lease",
+            "5",
+            "--cluster-helper",
+            env!("CARGO_BIN_EXE_cronctl"),
+        ];
+        let crond = Crond::start_at(&self.tree, self.starts, at, &extra);
+        crond.wait_for_log("connected to the database", 20);
+        self.crond = Some(crond);
+    }
+
+    fn crond(&self) -> &Crond {
+        self.crond.as_ref().expect("running")
+    }
+
+    /// The helper's pid, from the daemon's log.
+    fn helper_pid(&self) -> u32 {
+        let line = self.crond().wait_for_log("cluster helper started (pid ", 10);
+        let pid = line.split("(pid ").nth(1).expect("pid").trim_end_matches(')');
+        pid.parse().expect("a pid")
+    }
+
+    /// SIGKILL to the daemon (and with `host_dies`, to its helper too: no lease given back).
+    fn kill(&mut self, host_dies: bool) {
+        let helper = self.helper_pid();
+        let mut crond = self.crond.take().expect("running");
+        let mut child = crond.child.take().expect("child");
+        if host_dies {
+            kill9(helper);
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        if !host_dies {
+            // The helper sees its input end, gives the lease back and exits.
+            wait_gone(helper);
+        }
+    }
+}
+
+fn kill9(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -9 {pid}");
+}
+
+fn wait_gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        // A zombie (not reaped by its dead parent yet) has gone too.
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.contains(") Z ") || stat.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} still there");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sleeps until `t` seconds (real) after `base`.
+fn sleep_until(base: Instant, t: f64) {
+    let at = base + Duration::from_secs_f64(t);
+    if let Some(left) = at.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left);
+    }
+}
+
+/// A small xorshift generator, seeded from the clock (the seed is printed, so a failing run can
+/// be repeated with CLUSTER_TEST_SEED).
+struct Rng(u64);
+
+impl Rng {
+    fn new() -> Rng {
+        let seed = std::env::var("CLUSTER_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
+        eprintln!("cluster test seed: CLUSTER_TEST_SEED={seed}");
+        Rng(seed)
+    }
+
+    /// Uniform in [lo, hi).
+    fn between(&mut self, lo: f64, hi: f64) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        lo + (hi - lo) * ((self.0 >> 11) as f64 / (1u64 << 53) as f64)
+    }
+}
+
+/// A world-writable directory for the jobs' record, shared by all hosts.
+fn shared_out() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("crond-cluster-")
+        .tempdir()
+        .expect("tempdir");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).expect("chmod");
+    dir
+}
+
+#[test]
+fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_restart() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    // 1,000 slots: entry k runs at 10:0m, m = 1 + k / 100 (100 runs in each of 10 minutes).
+    let mut crontab = String::from("CRON_CLUSTER=batch\n");
+    for k in 0..1000 {
+        let minute = 1 + k / 100;
+        crontab.push_str(&format!(
+            "{minute} 10 * * * echo {k} >> {}\n",
+            ran.display()
+        ));
+    }
+    let mut hosts: Vec<Host> = ["host-a", "host-b", "host-c"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let mut rng = Rng::new();
+    let base = Instant::now();
+    for host in &mut hosts {
+        let at = fake_now(base);
+        host.start(&pg, &at);
+    }
+    // Real second t is fake 10:00:50 + 10 t: the boundary of 10:0m comes at t = 6 m - 5.
+    // Each host is killed once at a random time, each kill inside a different window, and
+    // comes back a few seconds later; host-c dies with its helper (its lease is not given
+    // back: the others wait for it to run out); the database restarts between two minutes.
+    let mut kills: Vec<(usize, f64, f64, bool)> = vec![
+        (1, rng.between(4.0, 12.0), rng.between(3.0, 6.0), false),
+        (0, rng.between(32.0, 40.0), rng.between(3.0, 6.0), false),
+        (2, rng.between(44.0, 50.0), rng.between(3.0, 6.0), true),
+    ];
+    kills.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut killed_at: Vec<(String, SystemTime)> = Vec::new();
+    let mut db_restarted = false;
+    for (host, at, down_for, dies) in kills {
+        if !db_restarted && at > 26.0 {
+            // Between 10:05 (t = 25) and 10:06 (t = 31).
+            sleep_until(base, 26.5);
+            pg.stop();
+            pg.start_again();
+            db_restarted = true;
+        }
+        sleep_until(base, at);
+        killed_at.push((hosts[host].name.clone(), SystemTime::now()));
+        hosts[host].kill(dies);
+        sleep_until(base, at + down_for);
+        let now = fake_now(base);
+        hosts[host].start(&pg, &now);
+    }
+    assert!(db_restarted);
+    // 10:10 is at t = 55; a takeover needs a lease (5 s) after the kill at most.
+    sleep_until(base, 62.0);
+    for host in &hosts {
+        host.crond().wait_for_no_children(30);
+    }
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    for line in fs::read_to_string(&ran).unwrap_or_default().lines() {
+        *counts.entry(line.trim().parse().expect("a slot number")).or_default() += 1;
+    }
+    let twice: Vec<_> = counts.iter().filter(|&(_, &n)| n > 1).collect();
+    assert!(twice.is_empty(), "slots run more than once: {twice:?}");
+    // The history: one row per slot, each started by one host.
+    let history = pg.psql(
+        "SELECT count(*), count(started), count(DISTINCT (entry, minute)) FROM crond_runs",
+    );
+    assert_eq!(history.trim(), "1000|1000|1000", "claims, starts, distinct slots");
+    // A slot not in the record may only be one the database marked started on a host that was
+    // killed right then, before its daemon forked the job (at most once: docs/cluster.md).
+    let missing: Vec<u32> = (0..1000).filter(|k| !counts.contains_key(k)).collect();
+    if !missing.is_empty() {
+        let rows = pg.psql(
+            "SELECT host, extract(epoch from started)::float8 FROM crond_runs ORDER BY started",
+        );
+        let mut started_by: HashMap<String, Vec<f64>> = HashMap::new();
+        for row in rows.lines() {
+            let (host, at) = row.split_once('|').expect("host|started");
+            started_by
+                .entry(host.to_string())
+                .or_default()
+                .push(at.parse().expect("epoch"));
+        }
+        let near_a_kill = |host: &str| {
+            killed_at.iter().any(|(h, at)| {
+                let kill = at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+                h == host
+                    && started_by
+                        .get(host)
+                        .is_some_and(|s| s.iter().any(|&t| t <= kill && kill - t < 2.0))
+            })
+        };
+        assert!(
+            missing.len() <= 100 && killed_at.iter().any(|(h, _)| near_a_kill(h)),
+            "{} slots never ran and no host was killed right after starting them: {missing:?}",
+            missing.len()
+        );
+    }
+    // Every host ran some of them, and the restarted ones registered again.
+    let per_host = pg.psql("SELECT host, count(*) FROM crond_runs GROUP BY host ORDER BY host");
+    assert_eq!(per_host.lines().count(), 3, "{per_host}");
+    let hosts_table = pg.psql("SELECT host FROM crond_hosts ORDER BY host");
+    assert_eq!(hosts_table.trim(), "host-a\nhost-b\nhost-c");
+}
+
+/// The entry's id as cronnext prints it: `[cluster=NAME id=HEX]`.
+fn entry_id(crontab: &Path, command: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_cronnext"))
+        .arg(crontab)
+        .output()
+        .expect("cronnext");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.ends_with(command))
+        .unwrap_or_else(|| panic!("no line for {command} in {text}"));
+    line.split(" id=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("an id")
+        .to_string()
+}
+
+fn cronctl(pg: &PgServer, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_cronctl"))
+        .arg("--db")
+        .arg(pg.conninfo())
+        .args(args)
+        .output()
+        .expect("cronctl");
+    assert!(
+        output.status.success(),
+        "cronctl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let (a, b) = (out.path().join("a"), out.path().join("b"));
+    let (cmd_a, cmd_b) = (
+        format!("echo a >> {}", a.display()),
+        format!("echo b >> {}", b.display()),
+    );
+    let crontab = format!("CRON_CLUSTER=web\n* * * * * {cmd_a}\n* * * * * {cmd_b}\n");
+    let mut hosts: Vec<Host> = ["node-1", "node-2"]
+        .iter()
+        .map(|n| Host::new(n, &crontab))
+        .collect();
+    let id_a = entry_id(&hosts[0].tree.spool().join("root"), &cmd_a);
+    // Tables made by cronctl itself (the daemons are not up yet).
+    let said = cronctl(&pg, &["pause", "web", "root", &id_a]);
+    assert!(said.contains("paused"), "{said}");
+    assert_eq!(cronctl(&pg, &["paused"]).lines().count(), 2, "header + the entry");
+    let base = Instant::now();
+    for host in &mut hosts {
+        let at = fake_now(base);
+        host.start(&pg, &at);
+    }
+    // 10:01 and 10:02 (t = 1, 7): b runs once a minute on one host; a on none.
+    sleep_until(base, 9.0);
+    let b_runs = fs::read_to_string(&b).unwrap_or_default();
+    assert_eq!(b_runs.lines().count(), 2, "b once per minute: {b_runs:?}");
+    assert!(!a.exists(), "a paused entry ran");
+    let paused_line = hosts
+        .iter()
+        .map(|h| h.crond().wait_for_log("not run: paused in the cluster", 5))
+        .next()
+        .unwrap();
+    assert!(paused_line.contains("CLUSTER"), "{paused_line}");
+    // Resumed: it runs at the next minute (10:03 at t = 13), on one host.
+    let said = cronctl(&pg, &["resume", "web", "root", &id_a]);
+    assert!(said.contains("resumed"), "{said}");
+    sleep_until(base, 15.0);
+    let a_runs = fs::read_to_string(&a).unwrap_or_default();
+    assert_eq!(a_runs.lines().count(), 1, "{a_runs:?}");
+    // What cronctl shows.
+    let listed = cronctl(&pg, &["hosts"]);
+    assert!(
+        listed.contains("node-1") && listed.contains("node-2") && listed.matches("live").count() == 2,
+        "{listed}"
+    );
+    let history = cronctl(&pg, &["history", "--entry", &id_a]);
+    assert_eq!(history.lines().count(), 2, "header + one run: {history}");
+    assert!(history.contains("2026-11-21T10:03:00Z"), "{history}");
+}
+
+#[test]
+fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
+    require_root();
+    let out = shared_out();
+    let (c, l) = (out.path().join("clustered"), out.path().join("local"));
+    let crontab = format!(
+        "* * * * * echo local >> {}\nCRON_CLUSTER=web\n* * * * * echo c >> {}\n",
+        l.display(),
+        c.display()
+    );
+    let tree = Tree::new();
+    tree.user_crontab("root", &crontab, 0o600, "root");
+    // A socket directory with no server in it.
+    let nowhere = out.path().join("no-server");
+    fs::create_dir(&nowhere).unwrap();
+    let conninfo = format!("host={} dbname=crond user=postgres connect_timeout=1", nowhere.display());
+    let crond = Crond::start_at(
+        &tree,
+        1,
+        START,
+        &[
+            "--no-pam",
+            "--cluster-db",
+            &conninfo,
+            "--cluster-helper",
+            env!("CARGO_BIN_EXE_cronctl"),
+        ],
+    );
+    let line = crond.wait_for_log("not run: the cluster database is unreachable", 15);
+    assert!(line.contains("CLUSTER (echo c"), "{line}");
+    crond.wait_for_log("database unreachable", 5);
+    crate::support::daemon::wait_for_file(&l, 10);
+    assert!(!c.exists(), "a cluster run started with no claim");
+    drop(crond);
+
+    // The same crontab on a daemon without --cluster-db: the entry is an ordinary one.
+    let tree = Tree::new();
+    tree.user_crontab("root", &crontab, 0o600, "root");
+    let local = Crond::start_at(&tree, 1, START, &["--no-pam"]);
+    local.wait_for_log("CMD (echo c", 15);
+    crate::support::daemon::wait_for_file(&c, 15);
+}
