@@ -77,6 +77,22 @@ impl Host {
         pid.parse().expect("a pid")
     }
 
+    /// Waits (real time) until the daemon's only child is its helper: every job has ended.
+    fn wait_for_jobs(&self, secs: u64) {
+        let helper = self.helper_pid().to_string();
+        let pid = self.crond().pid();
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let list = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .expect("the daemon's children");
+            if list.split_whitespace().all(|c| c == helper) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "jobs still running: {list}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGKILL to the daemon (and with `host_dies`, to its helper too: no lease given back).
     fn kill(&mut self, host_dies: bool) {
         let helper = self.helper_pid();
@@ -218,7 +234,7 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
     // 10:10 is at t = 55; a takeover needs a lease (5 s) after the kill at most.
     sleep_until(base, 62.0);
     for host in &hosts {
-        host.crond().wait_for_no_children(30);
+        host.wait_for_jobs(30);
     }
     let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
     for line in fs::read_to_string(&ran).unwrap_or_default().lines() {
@@ -261,9 +277,10 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
             missing.len()
         );
     }
-    // Every host ran some of them, and the restarted ones registered again.
+    // The first host to ask claims a minute's batch; when it was down, another one ran them.
     let per_host = pg.psql("SELECT host, count(*) FROM crond_runs GROUP BY host ORDER BY host");
-    assert_eq!(per_host.lines().count(), 3, "{per_host}");
+    assert!(per_host.lines().count() >= 2, "one host ran everything: {per_host}");
+    // Every host registered again after its restart.
     let hosts_table = pg.psql("SELECT host FROM crond_hosts ORDER BY host");
     assert_eq!(hosts_table.trim(), "host-a\nhost-b\nhost-c");
 }
