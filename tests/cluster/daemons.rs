@@ -413,3 +413,31 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
     local.wait_for_log("CMD (echo c", 15);
     crate::support::daemon::wait_for_file(&c, 15);
 }
+
+#[test]
+fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let command = format!("echo ran >> {}", ran.display());
+    let crontab = format!("CRON_CLUSTER=ops\n1 10 * * * {command}\n");
+    let mut host = Host::new("node-1", &crontab);
+    let id = entry_id(&host.tree.spool().join("root"), &command);
+    // A host that claimed the 10:01 run and died before starting it: its lease ran out.
+    cronctl(&pg, &["paused"]);
+    pg.psql(&format!(
+        "INSERT INTO crond_hosts (host, session, lease_until) VALUES ('ghost', 1, now() - interval '1 s');
+         INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
+         VALUES ('ops', 'root', '{id}', '2026-11-21 10:01:00+00', 'ghost', 1);"
+    ));
+    let base = Instant::now();
+    host.start(&pg, &fake_now(base));
+    let line = host
+        .crond()
+        .wait_for_log("claimed by a host that stopped before starting it", 20);
+    assert!(line.contains("10:01"), "{line}");
+    crate::support::daemon::wait_for_file(&ran, 10);
+    let row = pg.psql("SELECT host, taken_from, started IS NOT NULL FROM crond_runs");
+    assert_eq!(row.trim(), "node-1|ghost|t");
+}
