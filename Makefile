@@ -56,10 +56,10 @@ D := $(DESTDIR)
 
 .PHONY: install uninstall deb
 
-$(bins)/crond $(bins)/crontab $(bins)/cronnext:
+$(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl:
 	$(CARGO) build --release --locked
 
-install: $(bins)/crond $(bins)/crontab $(bins)/cronnext
+install: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
 	@if [ -e "$(D)$(sbindir)/cron" ] && [ "$$(readlink "$(D)$(sbindir)/cron")" != crond ]; then \
 	    echo "install: $(D)$(sbindir)/cron belongs to another cron (Debian's cron or cronie?):" \
 	         "remove that package first, or install with another PREFIX" >&2; exit 1; fi
@@ -69,11 +69,12 @@ install: $(bins)/crond $(bins)/crontab $(bins)/cronnext
 	    "$(D)$(mandir)/man1" "$(D)$(mandir)/man5" "$(D)$(mandir)/man8"
 	$(INSTALL) -m 0755 "$(bins)/crond" "$(D)$(sbindir)/crond"
 	ln -sfn crond "$(D)$(sbindir)/cron"
+	$(INSTALL) -m 0755 "$(bins)/cronctl" "$(D)$(sbindir)/cronctl"
 	$(INSTALL) -m 0755 "$(bins)/cronnext" "$(D)$(bindir)/cronnext"
 	$(INSTALL) -m 0755 "$(bins)/crontab" "$(D)$(bindir)/crontab"
 	$(INSTALL) -m 0644 man/crontab.1 man/cronnext.1 "$(D)$(mandir)/man1/"
 	$(INSTALL) -m 0644 man/crontab.5 "$(D)$(mandir)/man5/"
-	$(INSTALL) -m 0644 man/crond.8 "$(D)$(mandir)/man8/"
+	$(INSTALL) -m 0644 man/crond.8 man/cronctl.8 "$(D)$(mandir)/man8/"
 	ln -sfn crond.8 "$(D)$(mandir)/man8/cron.8"
 	sed 's#/usr/sbin/cron #$(sbindir)/cron #' systemd/crond.service > "$(D)$(unitdir)/crond.service.tmp"
 	chmod 0644 "$(D)$(unitdir)/crond.service.tmp"
@@ -106,6 +107,7 @@ install: $(bins)/crond $(bins)/crontab $(bins)/cronnext
 
 uninstall:
 	rm -f "$(D)$(sbindir)/crond" "$(D)$(bindir)/crontab" "$(D)$(bindir)/cronnext" \
+	    "$(D)$(sbindir)/cronctl" "$(D)$(mandir)/man8/cronctl.8" \
 	    "$(D)$(mandir)/man1/crontab.1" "$(D)$(mandir)/man1/cronnext.1" \
 	    "$(D)$(mandir)/man5/crontab.5" "$(D)$(mandir)/man8/crond.8" "$(D)$(unitdir)/crond.service"
 	@for l in "$(D)$(sbindir)/cron:crond" "$(D)$(mandir)/man8/cron.8:crond.8"; do \
@@ -125,7 +127,7 @@ uninstall:
 # A .deb for Debian and derivatives (dpkg-deb, no debhelper): the tree `make install` builds
 # with SETGID=no, plus pkg/deb/ (control template, maintainer scripts, conffiles). Every file
 # is root:root in the archive; postinst sets the crontab group through dpkg-statoverride.
-deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext
+deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
 	rm -rf "$(debout)/root"
 	$(MAKE) --no-print-directory install DESTDIR="$(abspath $(debout)/root)" PREFIX=/usr \
 	    sysconfdir=/etc SETGID=no bins="$(bins)" >/dev/null

@@ -140,6 +140,22 @@ pub fn new_session() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_passfile_others_can_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pgpass");
+        std::fs::write(&path, "*:*:*:cron:secret\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_passfile(&path).unwrap_err();
+        assert!(e.contains("mode 0600") && e.contains("0644"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_passfile(&path).unwrap(), "*:*:*:cron:secret\n");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(read_passfile(&link).is_err(), "a symlink is not followed");
+    }
 
     #[test]
     fn the_defaults_file_gives_the_last_setting_quoted_or_not() {

@@ -72,8 +72,14 @@ impl Host {
 
     /// The helper's pid, from the daemon's log.
     fn helper_pid(&self) -> u32 {
-        let line = self.crond().wait_for_log("cluster helper started (pid ", 10);
-        let pid = line.split("(pid ").nth(1).expect("pid").trim_end_matches(')');
+        let line = self
+            .crond()
+            .wait_for_log("cluster helper started (pid ", 10);
+        let pid = line
+            .split("(pid ")
+            .nth(1)
+            .expect("pid")
+            .trim_end_matches(')');
         pid.parse().expect("a pid")
     }
 
@@ -238,15 +244,20 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
     }
     let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
     for line in fs::read_to_string(&ran).unwrap_or_default().lines() {
-        *counts.entry(line.trim().parse().expect("a slot number")).or_default() += 1;
+        *counts
+            .entry(line.trim().parse().expect("a slot number"))
+            .or_default() += 1;
     }
     let twice: Vec<_> = counts.iter().filter(|&(_, &n)| n > 1).collect();
     assert!(twice.is_empty(), "slots run more than once: {twice:?}");
     // The history: one row per slot, each started by one host.
-    let history = pg.psql(
-        "SELECT count(*), count(started), count(DISTINCT (entry, minute)) FROM crond_runs",
+    let history =
+        pg.psql("SELECT count(*), count(started), count(DISTINCT (entry, minute)) FROM crond_runs");
+    assert_eq!(
+        history.trim(),
+        "1000|1000|1000",
+        "claims, starts, distinct slots"
     );
-    assert_eq!(history.trim(), "1000|1000|1000", "claims, starts, distinct slots");
     // A slot not in the record may only be one the database marked started on a host that was
     // killed right then, before its daemon forked the job (at most once: docs/cluster.md).
     let missing: Vec<u32> = (0..1000).filter(|k| !counts.contains_key(k)).collect();
@@ -264,7 +275,10 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
         }
         let near_a_kill = |host: &str| {
             killed_at.iter().any(|(h, at)| {
-                let kill = at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+                let kill = at
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs_f64();
                 h == host
                     && started_by
                         .get(host)
@@ -279,7 +293,10 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
     }
     // The first host to ask claims a minute's batch; when it was down, another one ran them.
     let per_host = pg.psql("SELECT host, count(*) FROM crond_runs GROUP BY host ORDER BY host");
-    assert!(per_host.lines().count() >= 2, "one host ran everything: {per_host}");
+    assert!(
+        per_host.lines().count() >= 2,
+        "one host ran everything: {per_host}"
+    );
     // Every host registered again after its restart.
     let hosts_table = pg.psql("SELECT host FROM crond_hosts ORDER BY host");
     assert_eq!(hosts_table.trim(), "host-a\nhost-b\nhost-c");
@@ -337,7 +354,11 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
     // Tables made by cronctl itself (the daemons are not up yet).
     let said = cronctl(&pg, &["pause", "web", "root", &id_a]);
     assert!(said.contains("paused"), "{said}");
-    assert_eq!(cronctl(&pg, &["paused"]).lines().count(), 2, "header + the entry");
+    assert_eq!(
+        cronctl(&pg, &["paused"]).lines().count(),
+        2,
+        "header + the entry"
+    );
     let base = Instant::now();
     for host in &mut hosts {
         let at = fake_now(base);
@@ -363,7 +384,9 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
     // What cronctl shows.
     let listed = cronctl(&pg, &["hosts"]);
     assert!(
-        listed.contains("node-1") && listed.contains("node-2") && listed.matches("live").count() == 2,
+        listed.contains("node-1")
+            && listed.contains("node-2")
+            && listed.matches("live").count() == 2,
         "{listed}"
     );
     let history = cronctl(&pg, &["history", "--entry", &id_a]);
@@ -386,7 +409,10 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
     // A socket directory with no server in it.
     let nowhere = out.path().join("no-server");
     fs::create_dir(&nowhere).unwrap();
-    let conninfo = format!("host={} dbname=crond user=postgres connect_timeout=1", nowhere.display());
+    let conninfo = format!(
+        "host={} dbname=crond user=postgres connect_timeout=1",
+        nowhere.display()
+    );
     let crond = Crond::start_at(
         &tree,
         1,

@@ -13,7 +13,13 @@ use std::time::{Duration, Instant};
 
 use crate::support::install::*;
 
-const PAGES: [&str; 4] = ["crond.8", "crontab.1", "crontab.5", "cronnext.1"];
+const PAGES: [&str; 5] = [
+    "crond.8",
+    "crontab.1",
+    "crontab.5",
+    "cronnext.1",
+    "cronctl.8",
+];
 
 fn page(name: &str) -> String {
     std::fs::read_to_string(repo().join("man").join(name)).expect("man page")
@@ -197,7 +203,13 @@ fn mandoc_lint_would_notice_a_broken_page() {
 
 #[test]
 fn cross_references_to_our_pages_name_pages_we_ship() {
-    let ours = ["crond 8", "crontab 1", "crontab 5", "cronnext 1"];
+    let ours = [
+        "crond 8",
+        "crontab 1",
+        "crontab 5",
+        "cronnext 1",
+        "cronctl 8",
+    ];
     for name in PAGES {
         for line in page(name).lines() {
             if let Some(rest) = line.strip_prefix(".Xr ") {
@@ -247,6 +259,11 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--state-dir",
             "--metrics",
             "--metrics-group",
+            "--cluster-db",
+            "--cluster-host",
+            "--cluster-helper",
+            "--cluster-keep",
+            "--cluster-lease",
         ])
     );
     assert_eq!(
