@@ -150,6 +150,8 @@ fn sleep_until(base: Instant, t: f64) {
 struct Rng(u64);
 
 impl Rng {
+    // The seed goes to the test's captured output, shown when it fails.
+    #[allow(clippy::print_stderr)]
     fn new() -> Rng {
         let seed = std::env::var("CLUSTER_TEST_SEED")
             .ok()
