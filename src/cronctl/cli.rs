@@ -99,31 +99,10 @@ where
             Long("entry") => {
                 entry = Some(text(parser.value().map_err(|e| e.to_string())?)?.parse()?)
             }
-            Long("limit") => {
-                let v = text(parser.value().map_err(|e| e.to_string())?)?;
-                limit = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=MAX_LIMIT).contains(n))
-                    .ok_or_else(|| format!("--limit: 1 to {MAX_LIMIT}, not '{v}'"))?;
-            }
+            Long("limit") => limit = in_range(&mut parser, "--limit", 1, MAX_LIMIT)?,
             Long("host") => host = Some(text(parser.value().map_err(|e| e.to_string())?)?),
-            Long("keep-days") => {
-                let v = text(parser.value().map_err(|e| e.to_string())?)?;
-                keep_days = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=3650).contains(n))
-                    .ok_or_else(|| format!("--keep-days: 1 to 3650, not '{v}'"))?;
-            }
-            Long("lease") => {
-                let v = text(parser.value().map_err(|e| e.to_string())?)?;
-                lease_s = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (3..=300).contains(n))
-                    .ok_or_else(|| format!("--lease: 3 to 300 seconds, not '{v}'"))?;
-            }
+            Long("keep-days") => keep_days = in_range(&mut parser, "--keep-days", 1, 3650)?,
+            Long("lease") => lease_s = in_range(&mut parser, "--lease (seconds)", 3, 300)?,
             Value(v) => words.push(text(v)?),
             _ => return Err(arg.unexpected().to_string()),
         }
@@ -161,6 +140,16 @@ where
         other => return Err(format!("unknown command '{}'", other.join(" "))),
     };
     Ok(Invocation { db, command })
+}
+
+/// A number from `low` to `high` (both included).
+fn in_range(parser: &mut lexopt::Parser, option: &str, low: u32, high: u32) -> Result<u32, String> {
+    let v = parser.value().map_err(|e| e.to_string())?;
+    let v = v.to_string_lossy();
+    v.parse()
+        .ok()
+        .filter(|n| (low..=high).contains(n))
+        .ok_or_else(|| format!("{option}: {low} to {high}, not '{v}'"))
 }
 
 #[cfg(test)]

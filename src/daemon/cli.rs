@@ -125,26 +125,12 @@ impl Options {
                 }
                 Long("cluster-helper") => o.cluster_helper = Some(path(&mut parser)?),
                 Long("cluster-keep") => {
-                    let days: u32 = parser.value()?.parse()?;
-                    if !(1..=3650).contains(&days) {
-                        return Err(lexopt::Error::UnexpectedValue {
-                            option: "--cluster-keep (days, 1 to 3650)".into(),
-                            value: days.to_string().into(),
-                        }
-                        .into());
-                    }
-                    o.cluster_keep_days = Some(days);
+                    o.cluster_keep_days =
+                        Some(in_range(&mut parser, "--cluster-keep (days)", 1, 3650)?)
                 }
                 Long("cluster-lease") => {
-                    let seconds: u32 = parser.value()?.parse()?;
-                    if !(3..=300).contains(&seconds) {
-                        return Err(lexopt::Error::UnexpectedValue {
-                            option: "--cluster-lease (seconds, 3 to 300)".into(),
-                            value: seconds.to_string().into(),
-                        }
-                        .into());
-                    }
-                    o.cluster_lease_s = Some(seconds);
+                    o.cluster_lease_s =
+                        Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
                 }
                 Long("max-output") => {
                     let v = parser.value()?;
@@ -194,6 +180,23 @@ impl Options {
         }
         Ok(o)
     }
+}
+
+/// A number from `low` to `high` (both included).
+fn in_range(
+    parser: &mut lexopt::Parser,
+    option: &str,
+    low: u32,
+    high: u32,
+) -> Result<u32, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .and_then(|t| t.parse().ok())
+        .filter(|n| (low..=high).contains(n))
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: format!("{option}, {low} to {high}"),
+            value: v.clone(),
+        })
 }
 
 /// A UTF-8 option value.

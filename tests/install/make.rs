@@ -270,11 +270,11 @@ fn etc_default_cron_sets_an_empty_extra_opts_for_the_unit() {
     let out = run_ok(
         Command::new("sh")
             .arg("-c")
-            .arg(r#"set -eu; . "$1"; printf '[%s]' "$EXTRA_OPTS""#)
+            .arg(r#"set -eu; . "$1"; printf '[%s][%s]' "$EXTRA_OPTS" "$CRON_CLUSTER_DB""#)
             .arg("sh")
             .arg(repo().join("etc/default/cron")),
     );
-    assert_eq!(out, "[]");
+    assert_eq!(out, "[][]");
     let text = std::fs::read_to_string(repo().join("etc/default/cron")).expect("read");
     let assignments: Vec<&str> = text
         .lines()
@@ -282,8 +282,9 @@ fn etc_default_cron_sets_an_empty_extra_opts_for_the_unit() {
         .collect();
     assert_eq!(
         assignments,
-        ["EXTRA_OPTS=\"\""],
-        "only EXTRA_OPTS is read by the unit"
+        ["EXTRA_OPTS=\"\"", "CRON_CLUSTER_DB=\"\""],
+        "EXTRA_OPTS for the unit's command line, CRON_CLUSTER_DB for crond's environment \
+         (empty: no cluster database)"
     );
 }
 
