@@ -54,6 +54,8 @@ struct Helper {
     schema_ready: bool,
     next_lease: Instant,
     next_prune: Instant,
+    /// When the watched runs are looked at next.
+    next_takeover: Instant,
     watched: Vec<Watched>,
     out: File,
 }
@@ -90,6 +92,7 @@ pub fn run(args: HelperArgs) -> u8 {
         schema_ready: false,
         next_lease: now,
         next_prune: now,
+        next_takeover: now,
         watched: Vec::new(),
         out,
     };
@@ -162,7 +165,7 @@ impl Helper {
     fn next_wake(&self) -> Instant {
         let mut at = self.next_lease.min(self.next_prune);
         if !self.watched.is_empty() {
-            at = at.min(Instant::now() + self.takeover_every());
+            at = at.min(self.next_takeover);
         }
         at
     }
@@ -184,7 +187,8 @@ impl Helper {
             self.next_prune = now + PRUNE_EVERY;
             self.prune();
         }
-        if !self.watched.is_empty() {
+        if !self.watched.is_empty() && now >= self.next_takeover {
+            self.next_takeover = now + self.takeover_every();
             self.take_over();
         }
     }
