@@ -14,8 +14,8 @@ use crate::sys::user::{User, effective_uid};
 /// How long one statement may take, on the server and on the client's socket.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The largest passfile read.
-const MAX_PASSFILE: u64 = 64 * 1024;
+/// The most read of a passfile or of /etc/default/cron (64 KiB).
+const MAX_READ: u64 = 64 * 1024;
 
 /// Where the daemon's settings live on Debian (`CRON_CLUSTER_DB=...`).
 pub const DEFAULTS_FILE: &str = "/etc/default/cron";
@@ -31,7 +31,11 @@ pub fn settings(given: Option<String>) -> Result<String, String> {
     {
         return Ok(db);
     }
-    let text = std::fs::read_to_string(DEFAULTS_FILE).unwrap_or_default();
+    let mut text = String::new();
+    if let Ok(file) = std::fs::File::open(DEFAULTS_FILE) {
+        // A shell fragment of a few lines: what lies past 64 KiB is not read.
+        let _ = file.take(MAX_READ).read_to_string(&mut text);
+    }
     defaults_value(&text, "CRON_CLUSTER_DB").ok_or_else(|| {
         format!(
             "no cluster database: give --db CONNINFO, or set CRON_CLUSTER_DB in {DEFAULTS_FILE}"
@@ -98,13 +102,13 @@ fn read_passfile(path: &Path) -> Result<String, String> {
             facts.mode
         ));
     }
-    if facts.size > MAX_PASSFILE {
+    if facts.size > MAX_READ {
         return Err(format!(
-            "passfile {shown}: larger than {MAX_PASSFILE} bytes"
+            "passfile {shown}: larger than {MAX_READ} bytes"
         ));
     }
     let mut text = String::new();
-    file.take(MAX_PASSFILE)
+    file.take(MAX_READ)
         .read_to_string(&mut text)
         .map_err(|e| format!("passfile {shown}: {e}"))?;
     Ok(text)

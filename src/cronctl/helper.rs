@@ -307,12 +307,7 @@ impl Helper {
             self.session.to_string(),
             self.args.lease_s.to_string(),
         ];
-        let renewed = self.with_client(|c| {
-            c.query(
-                sql::LEASE,
-                &[Some(&params[0]), Some(&params[1]), Some(&params[2])],
-            )
-        });
+        let renewed = self.query_texts(sql::LEASE, &params);
         if let Ok(rows) = renewed
             && rows.rows.is_empty()
         {
@@ -332,8 +327,8 @@ impl Helper {
     }
 
     fn prune(&mut self) {
-        let days = self.args.keep_days.to_string();
-        if let Ok(rows) = self.with_client(|c| c.query(sql::PRUNE, &[Some(&days)])) {
+        let days = [self.args.keep_days.to_string()];
+        if let Ok(rows) = self.query_texts(sql::PRUNE, &days) {
             let count = |i: usize| {
                 rows.rows
                     .first()
@@ -353,45 +348,30 @@ impl Helper {
         }
     }
 
-    /// The batch parameters ($1..$6) for `keys`.
-    fn batch_params<'a>(&self, keys: impl Iterator<Item = &'a RunKey> + Clone) -> [String; 6] {
-        [
-            sql::array(keys.clone().map(|k| k.cluster.as_str())),
-            sql::array(
-                keys.clone()
-                    .map(owner_text)
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str),
-            ),
-            sql::array(
-                keys.clone()
-                    .map(|k| k.entry.to_string())
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str),
-            ),
-            sql::array(
-                keys.map(|k| k.minute.to_string())
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str),
-            ),
-            self.args.host.clone(),
-            self.session.to_string(),
-        ]
-    }
-
-    fn query_batch<'a>(
-        &mut self,
-        statement: &str,
-        keys: impl Iterator<Item = &'a RunKey> + Clone,
-    ) -> Result<pg::Rows, String> {
-        let params = self.batch_params(keys);
+    /// Runs `statement` with every parameter given (as text).
+    fn query_texts(&mut self, statement: &str, params: &[String]) -> Result<pg::Rows, String> {
         self.with_client(|c| {
             let p: Vec<Option<&str>> = params.iter().map(|s| Some(s.as_str())).collect();
             c.query(statement, &p)
         })
+    }
+
+    /// Runs a batch statement: $1..$4 the arrays of the runs' key parts, $5 host, $6 session.
+    fn query_batch<'a>(
+        &mut self,
+        statement: &str,
+        keys: impl Iterator<Item = &'a RunKey>,
+    ) -> Result<pg::Rows, String> {
+        let rows: Vec<RowKey> = keys.map(row_key).collect();
+        let params = [
+            sql::array(rows.iter().map(|r| &r.0)),
+            sql::array(rows.iter().map(|r| &r.1)),
+            sql::array(rows.iter().map(|r| &r.2)),
+            sql::array(rows.iter().map(|r| &r.3)),
+            self.args.host.clone(),
+            self.session.to_string(),
+        ];
+        self.query_texts(statement, &params)
     }
 
     /// `RUN` requests: one claim statement, one start statement, an answer each.
@@ -526,19 +506,17 @@ impl Helper {
     }
 
     fn end(&mut self, key: &RunKey, status: i32) {
+        let (cluster, owner, entry, minute) = row_key(key);
         let params = [
-            key.cluster.clone(),
-            owner_text(key),
-            key.entry.to_string(),
-            key.minute.to_string(),
+            cluster,
+            owner,
+            entry,
+            minute,
             self.args.host.clone(),
             self.session.to_string(),
             status.to_string(),
         ];
-        let _ = self.with_client(|c| {
-            let p: Vec<Option<&str>> = params.iter().map(|s| Some(s.as_str())).collect();
-            c.query(sql::END, &p)
-        });
+        let _ = self.query_texts(sql::END, &params);
     }
 }
 

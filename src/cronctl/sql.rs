@@ -152,14 +152,14 @@ WITH runs AS (DELETE FROM crond_runs WHERE minute < now() - make_interval(days =
 SELECT (SELECT count(*) FROM runs)::text, (SELECT count(*) FROM hosts)::text";
 
 /// A PostgreSQL array literal of `items` (`{"a","b"}`), each quoted, `"` and `\` escaped.
-pub fn array<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+pub fn array<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
     let mut out = String::from("{");
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push('"');
-        for c in item.chars() {
+        for c in item.as_ref().chars() {
             if c == '"' || c == '\\' {
                 out.push('\\');
             }
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn array_literals_quote_every_item() {
-        assert_eq!(array([]), "{}");
+        assert_eq!(array::<&str>([]), "{}");
         assert_eq!(array(["a", "b c"]), r#"{"a","b c"}"#);
         assert_eq!(array([r#"x"y\z"#, "NULL", ""]), r#"{"x\"y\\z","NULL",""}"#);
     }

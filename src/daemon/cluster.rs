@@ -223,7 +223,7 @@ impl Daemon {
             &format!("cluster helper lost: {why}; starting it again in 5 s"),
         );
         for (run, _) in abandoned {
-            self.cluster_refused(&run, "not run: the cluster helper was lost");
+            self.log_cluster_run(&run, "not run: the cluster helper was lost");
         }
     }
 
@@ -257,7 +257,7 @@ impl Daemon {
         let seq = match link.parked.park(run, key.clone(), now.as_millisecond()) {
             Ok(seq) => seq,
             Err(run) => {
-                self.cluster_refused(
+                self.log_cluster_run(
                     &run,
                     &format!("not run: {MAX_PARKED} runs wait for the cluster database already"),
                 );
@@ -270,8 +270,8 @@ impl Daemon {
         None
     }
 
-    /// Logs `(user) CLUSTER (command) HH:MM NOTE` for `run`.
-    fn cluster_refused(&self, run: &Run, note: &str) {
+    /// Logs `(user) CLUSTER (command) HH:MM NOTE`: what became of `run` on this host.
+    fn log_cluster_run(&self, run: &Run, note: &str) {
         let job = &run.job.job;
         let when = self.clock_time(run.due.start_second() * 1000);
         let line = log_lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
@@ -353,7 +353,7 @@ impl Daemon {
                 taken_over,
             } => {
                 if taken_over {
-                    self.cluster_refused(
+                    self.log_cluster_run(
                         &job,
                         "was claimed by a host that stopped before starting it: runs here",
                     );
@@ -375,10 +375,8 @@ impl Daemon {
                     }
                 }
             }
-            Answered::Taken { host } => {
-                // Logged when the run is given up, not here: a takeover may still come.
-                let _ = host;
-            }
+            // Logged at the final answer (`ran` or a takeover's `GO`), not here.
+            Answered::Taken { .. } => {}
             Answered::No { job, why, .. } => {
                 let note = match why {
                     Denied::Taken(host) | Denied::Ran(host) => format!("runs on {host}"),
@@ -390,7 +388,7 @@ impl Daemon {
                         format!("not run: the cluster database is unreachable ({why})")
                     }
                 };
-                self.cluster_refused(&job, &note);
+                self.log_cluster_run(&job, &note);
             }
             Answered::Unknown => {}
         }
@@ -403,7 +401,7 @@ impl Daemon {
         };
         let late = link.parked.expire(now.as_millisecond());
         for (run, _) in late {
-            self.cluster_refused(
+            self.log_cluster_run(
                 &run,
                 &format!(
                     "not run: no answer from the cluster database in {} s",
