@@ -103,9 +103,7 @@ fn read_passfile(path: &Path) -> Result<String, String> {
         ));
     }
     if facts.size > MAX_READ {
-        return Err(format!(
-            "passfile {shown}: larger than {MAX_READ} bytes"
-        ));
+        return Err(format!("passfile {shown}: larger than {MAX_READ} bytes"));
     }
     let mut text = String::new();
     file.take(MAX_READ)

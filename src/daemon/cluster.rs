@@ -7,7 +7,7 @@
 //! crontabs are loaded and again 5 s after it is lost; the daemon holds no database code and
 //! starts no thread.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -56,7 +56,7 @@ pub(super) struct ClusterLink {
     /// Cluster runs started here, by job child pid, for their `END`.
     started: HashMap<i32, RunKey>,
     /// Runs the helper said `GO` to whose fork failed: back in the queue, not claimed again.
-    granted: HashSet<(EntryId, UtcMinute)>,
+    granted: HashMap<(EntryId, UtcMinute), RunKey>,
 }
 
 impl ClusterLink {
@@ -88,7 +88,7 @@ impl ClusterLink {
             restart_at_ms: Some(0),
             parked: Parked::default(),
             started: HashMap::new(),
-            granted: HashSet::new(),
+            granted: HashMap::new(),
         }
     }
 
@@ -241,8 +241,9 @@ impl Daemon {
         if !job.env.policy().clustered || self.cycle.every_seconds(entry).is_some() {
             return Some(run);
         }
-        if link.granted.remove(&(entry, run.due)) {
-            return Some(run);
+        if let Some(key) = link.granted.remove(&(entry, run.due)) {
+            self.launch_granted(run, key, now.as_millisecond());
+            return None;
         }
         let Some((schedule, zone, _, _)) = self.cycle.get(entry) else {
             return Some(run);
@@ -268,6 +269,26 @@ impl Daemon {
             self.helper_lost(&e, now);
         }
         None
+    }
+
+    /// Starts a run the database marked started here; its `END` goes back when it is reaped.
+    /// If the fork fails it waits in the queue, marked so that it is not claimed again.
+    fn launch_granted(&mut self, run: Run, key: RunKey, now_ms: i64) {
+        let (entry, due) = (run.job.entry, run.due);
+        match self.launch(run, now_ms) {
+            Ok(Some(pid)) => {
+                if let Some(link) = self.cluster.as_mut() {
+                    link.started.insert(pid, key);
+                }
+            }
+            Ok(None) => {}
+            Err(run) => {
+                if let (Some(link), Some(entry)) = (self.cluster.as_mut(), entry) {
+                    link.granted.insert((entry, due), key);
+                }
+                self.cycle.put_back(run, now_ms);
+            }
+        }
     }
 
     /// Logs `(user) CLUSTER (command) HH:MM NOTE`: what became of `run` on this host.
@@ -358,22 +379,7 @@ impl Daemon {
                         "was claimed by a host that stopped before starting it: runs here",
                     );
                 }
-                let entry = job.job.entry;
-                let due = job.due;
-                match self.launch(job, now_ms) {
-                    Ok(Some(pid)) => {
-                        if let Some(link) = self.cluster.as_mut() {
-                            link.started.insert(pid, key);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(job) => {
-                        if let (Some(link), Some(entry)) = (self.cluster.as_mut(), entry) {
-                            link.granted.insert((entry, due));
-                        }
-                        self.cycle.put_back(job, now_ms);
-                    }
-                }
+                self.launch_granted(job, key, now_ms);
             }
             // Logged at the final answer (`ran` or a takeover's `GO`), not here.
             Answered::Taken { .. } => {}

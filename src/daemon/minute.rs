@@ -148,6 +148,7 @@ impl Daemon {
             self.arm(now);
         }
     }
+
     /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: `Ok(Some(pid))`
     /// started, `Ok(None)` skipped or left waiting (logged), `Err` when the fork failed (the run
     /// comes back, to be put back in line; the failure is counted and logged once a minute, so
