@@ -443,3 +443,39 @@ impl Daemon {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn helper_on(socket: UnixStream, unsent: usize) -> Helper {
+        socket.set_nonblocking(true).unwrap();
+        Helper {
+            pid: 0,
+            socket,
+            read: Vec::new(),
+            unsent: vec![b'x'; unsent],
+        }
+    }
+
+    #[test]
+    fn a_helper_that_does_not_read_is_given_up_past_a_mebibyte_unsent() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let mut small = helper_on(ours.try_clone().unwrap(), 1024);
+        assert!(flush(&mut small).is_ok());
+        assert!(small.unsent.is_empty(), "the socket took it all");
+        // The peer reads nothing: what the socket can't take stays, up to the bound.
+        let mut big = helper_on(ours, MAX_UNSENT * 2);
+        let e = flush(&mut big).unwrap_err();
+        assert!(e.contains("has not read"), "{e}");
+        assert!(big.unsent.len() > MAX_UNSENT);
+    }
+
+    #[test]
+    fn a_helper_that_closed_its_socket_is_an_error() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        drop(theirs);
+        let mut helper = helper_on(ours, 10);
+        assert!(flush(&mut helper).is_err());
+    }
+}
