@@ -238,7 +238,7 @@ impl Daemon {
         let Some(entry) = run.job.entry else {
             return Some(run);
         };
-        if !job.env.policy().clustered || self.cycle.every_seconds(entry).is_some() {
+        if !job.env().policy().clustered || self.cycle.every_seconds(entry).is_some() {
             return Some(run);
         }
         if let Some(key) = link.granted.remove(&(entry, run.due)) {
@@ -249,7 +249,7 @@ impl Daemon {
             return Some(run);
         };
         let key = RunKey {
-            cluster: String::from_utf8_lossy(job.env.get(b"CRON_CLUSTER").unwrap_or_default())
+            cluster: String::from_utf8_lossy(job.env().get(b"CRON_CLUSTER").unwrap_or_default())
                 .into_owned(),
             owner: job.user().to_vec(),
             entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::event_loop::Daemon;
 use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
-use crate::crontab::Crontab;
 use crate::crontab::policy::Missed;
+use crate::crontab::{Crontab, Env};
 use crate::database::{self, Outcome, SourceKey};
 use crate::job::{JobSpec, Owner, pack_commands};
 use crate::log::{Level, printable};
@@ -50,7 +50,7 @@ impl Daemon {
         let old = self
             .sources
             .take(key)
-            .map_or_else(Vec::new, |old| old.entries);
+            .map_or_else(Vec::new, |old| old.entries.iter().collect());
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
@@ -158,7 +158,7 @@ impl Daemon {
             self.log.event(Level::Warning, &who, "WARNING", &more);
         }
         let mut loaded = Loaded {
-            entries: Vec::new(),
+            entries: Default::default(),
             mtime_ns,
             missed_once: 0,
         };
@@ -169,9 +169,10 @@ impl Daemon {
                 .iter()
                 .map(|e| (e.line, e.command.as_slice())),
         );
-        // One owner per user named in the file (a user crontab has one) and cronie's `-`: its
-        // entries share it.
-        let mut owners: HashMap<(Vec<u8>, bool), Arc<Owner>> = HashMap::new();
+        // One owner per user named in the file (a user crontab has one), cronie's `-` and run of
+        // entries under the same variables: its entries share it. The environment is told by
+        // its allocation (the parser gives a run of entries one), which the owner keeps alive.
+        let mut owners: HashMap<(Vec<u8>, bool, *const Env), Arc<Owner>> = HashMap::new();
         let mut last_owner: Option<Arc<Owner>> = None;
         for (entry, span) in crontab.entries.into_iter().zip(spans) {
             let user = match (key.owner_name(), &entry.user) {
@@ -180,10 +181,11 @@ impl Daemon {
                 (None, None) => continue,
             };
             // Consecutive entries are mostly the same user's: the last owner first.
-            let last = last_owner
-                .as_ref()
-                .filter(|o| o.user == user && o.quiet == entry.quiet);
-            let owner = match last.or_else(|| owners.get(&(user.to_vec(), entry.quiet))) {
+            let key = (user.to_vec(), entry.quiet, Arc::as_ptr(&entry.env));
+            let last = last_owner.as_ref().filter(|o| {
+                o.user == user && o.quiet == entry.quiet && Arc::ptr_eq(&o.env, &entry.env)
+            });
+            let owner = match last.or_else(|| owners.get(&key)) {
                 Some(owner) => Arc::clone(owner),
                 None => {
                     let owner = Arc::new(Owner {
@@ -192,8 +194,9 @@ impl Daemon {
                         tab: Arc::clone(&tab),
                         commands: Arc::clone(&commands),
                         quiet: entry.quiet,
+                        env: Arc::clone(&entry.env),
                     });
-                    owners.insert((user.to_vec(), entry.quiet), Arc::clone(&owner));
+                    owners.insert(key, Arc::clone(&owner));
                     owner
                 }
             };
@@ -219,7 +222,6 @@ impl Daemon {
                     if let Some(job) = self.cycle.job_mut(id) {
                         job.owner = owner;
                         job.command = span;
-                        job.env = entry.env;
                     }
                     loaded.entries.push(id);
                     continue;
@@ -228,7 +230,6 @@ impl Daemon {
             let spec = JobSpec {
                 owner,
                 command: span,
-                env: entry.env,
             };
             match entry.when {
                 When::Reboot => reboot.push(spec),

@@ -158,7 +158,7 @@ impl Daemon {
         queued: Queued<Due<JobSpec>>,
         now_ms: i64,
     ) -> Result<Option<i32>, Queued<Due<JobSpec>>> {
-        let overlap = queued.job.job.env.policy().overlap;
+        let overlap = queued.job.job.env().policy().overlap;
         if overlap != Overlap::Allow {
             let (entry, job) = (queued.job.entry, &queued.job.job);
             match self.running.admit(entry, overlap, job.clone()) {

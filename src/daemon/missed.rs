@@ -56,7 +56,7 @@ impl Daemon {
     fn missed_policy(&self, id: EntryId) -> Option<Missed> {
         self.cycle
             .get(id)
-            .map(|(_, _, job, _)| job.env.policy().missed)
+            .map(|(_, _, job, _)| job.env().policy().missed)
     }
 
     /// At start-up: the runs of `once` entries missed since the minute the state file holds,

@@ -41,7 +41,7 @@ impl<'a> Same<'a> {
             uid: job.owner.uid,
             command: job.command(),
             quiet: job.quiet(),
-            env: &job.env,
+            env: job.env(),
         }
     }
 
@@ -247,6 +247,7 @@ mod tests {
             tab: "crontabs/alice".into(),
             commands,
             quiet: false,
+            env: Arc::clone(env),
         });
         lines
             .iter()
@@ -255,7 +256,6 @@ mod tests {
                 let job = JobSpec {
                     owner: Arc::clone(&owner),
                     command,
-                    env: Arc::clone(env),
                 };
                 cycle.add(schedule(expr), None, job, 0)
             })

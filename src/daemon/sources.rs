@@ -15,12 +15,49 @@ use crate::timeline::EntryId;
 /// A loaded source.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Loaded {
-    /// The file's entries in the cycle (a reload computes the keys it finds them by,
-    /// `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
-    pub(super) entries: Vec<EntryId>,
+    /// The file's entries in the cycle, in its order (a reload computes the keys it finds them
+    /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
+    pub(super) entries: EntryList,
     pub(super) mtime_ns: i128,
     /// How many of the entries have `CRON_MISSED=once`.
     pub(super) missed_once: usize,
+}
+
+/// A file's entries in order, as runs of consecutive ids: a file's new entries take the
+/// agenda's free places lowest first, in line order, so a file loaded whole is one run and an
+/// edit adds a few (16 bytes each), instead of 8 bytes an entry.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct EntryList {
+    /// (first id, how many): the run is `first`, `first + 1`, … (same generation, next place).
+    runs: Vec<(EntryId, u32)>,
+}
+
+impl EntryList {
+    pub(super) fn push(&mut self, id: EntryId) {
+        if let Some((first, len)) = self.runs.last_mut() {
+            if first.0.checked_add(u64::from(*len)) == Some(id.0) && *len < u32::MAX {
+                *len += 1;
+                return;
+            }
+        }
+        self.runs.push((id, 1));
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|&(first, len)| (0..u64::from(len)).map(move |i| EntryId(first.0 + i)))
+    }
+
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.runs.shrink_to_fit();
+    }
+
+    /// How many runs (what the list costs: 16 bytes each).
+    #[cfg(test)]
+    fn runs(&self) -> usize {
+        self.runs.len()
+    }
 }
 
 /// Why a source is not loaded, as logged: `(who) EVENT (detail)` at `level`.
@@ -119,7 +156,7 @@ impl Sources {
 
     /// Every loaded entry, file by file.
     pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
-        self.loaded.values().flat_map(|l| l.entries.iter().copied())
+        self.loaded.values().flat_map(|l| l.entries.iter())
     }
 
     /// How many sources are loaded.
@@ -131,6 +168,29 @@ impl Sources {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_files_entries_are_kept_in_order_as_runs_of_consecutive_ids() {
+        let generation = |g: u64, place: u64| EntryId((g << 32) | place);
+        let ids = [
+            generation(0, 0),
+            generation(0, 1),
+            generation(0, 2),
+            // A place reused under a new generation: a run of its own.
+            generation(1, 3),
+            generation(0, 4),
+            generation(0, 5),
+            // Out of order (an old entry kept by an edit).
+            generation(0, 1_000),
+            generation(0, 7),
+        ];
+        let mut list = EntryList::default();
+        for id in ids {
+            list.push(id);
+        }
+        assert_eq!(list.iter().collect::<Vec<_>>(), ids);
+        assert_eq!(list.runs(), 5);
+    }
 
     fn user(name: &str) -> SourceKey {
         SourceKey::User(name.into())
@@ -145,8 +205,10 @@ mod tests {
     }
 
     fn loaded(mtime_ns: i128) -> Loaded {
+        let mut entries = EntryList::default();
+        entries.push(EntryId(1));
         Loaded {
-            entries: vec![EntryId(1)],
+            entries,
             mtime_ns,
             missed_once: 0,
         }

@@ -59,6 +59,10 @@ pub struct Owner {
     /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
     /// without it have an owner each (the flag costs the entry nothing).
     pub quiet: bool,
+    /// The crontab's variables above the entries: the entries between two variable lines share
+    /// an owner (a file with no variables between its entries has one owner per user), so the
+    /// entry itself holds no pointer to them.
+    pub env: Arc<Env>,
 }
 
 /// Where an entry's command sits in its owner's [`Owner::commands`].
@@ -68,7 +72,6 @@ pub struct Span {
     pub len: u32,
 }
 
-/// One job to start: 32 bytes, as the daemon keeps one per entry.
 /// A file's commands in one allocation, each after its line number (see [`Owner::commands`]),
 /// and where each is. A file is at most 64 MiB, so offsets fit in u32.
 pub fn pack_commands<'a>(
@@ -87,16 +90,20 @@ pub fn pack_commands<'a>(
     (all.into(), spans)
 }
 
+/// One job to start: 16 bytes, as the daemon keeps one per entry.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     pub owner: Arc<Owner>,
     /// The command as written (for the log), in the owner's commands.
     pub command: Span,
-    /// The crontab's variables above the entry.
-    pub env: Arc<Env>,
 }
 
 impl JobSpec {
+    /// The crontab's variables above the entry.
+    pub fn env(&self) -> &Arc<Env> {
+        &self.owner.env
+    }
+
     /// The user the job runs as.
     pub fn user(&self) -> &[u8] {
         &self.owner.user
@@ -311,8 +318,13 @@ fn prepare(
         );
         return None;
     }
-    let cron_env = environment(user, &spec.env, setup.inherited_path.as_deref(), Vec::new());
-    let env = environment(user, &spec.env, setup.inherited_path.as_deref(), pam_env);
+    let cron_env = environment(
+        user,
+        spec.env(),
+        setup.inherited_path.as_deref(),
+        Vec::new(),
+    );
+    let env = environment(user, spec.env(), setup.inherited_path.as_deref(), pam_env);
     let home = lookup(&env, b"HOME").unwrap_or_default();
     if let Err(e) = process::chdir(Path::new(OsStr::from_bytes(&home))) {
         // Debian runs the job anyway, from /; say so, since the job's relative paths change.
@@ -454,13 +466,13 @@ mod spec_tests {
             tab: "crontabs/alice".into(),
             commands,
             quiet: false,
+            env: Arc::new(Env::default()),
         });
         let jobs: Vec<JobSpec> = spans
             .into_iter()
             .map(|command| JobSpec {
                 owner: Arc::clone(&owner),
                 command,
-                env: Arc::new(Env::default()),
             })
             .collect();
         let seen: Vec<(&[u8], u32)> = jobs.iter().map(|j| (j.command(), j.line())).collect();

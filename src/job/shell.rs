@@ -82,7 +82,7 @@ pub(super) fn run_shell(
         .stdin(stdin.take_for_shell())
         .stdout(Stdio::from(out_end))
         .stderr(Stdio::from(err_end));
-    let timeout_s = spec.env.policy().timeout_s;
+    let timeout_s = spec.env().policy().timeout_s;
     if timeout_s.is_some() {
         command.process_group(0);
     }

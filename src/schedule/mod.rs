@@ -120,11 +120,13 @@ pub enum Class {
 /// Bits are indexed by value: bit 0 of `minute` is minute 0, bit 1 of `dom` is the 1st, bit 1 of
 /// `month` is January, bit 0 of `dow` is Sunday (7 is folded into 0 when parsed).
 ///
-/// Each field is kept in the narrowest integer that holds its values (24 bytes in all): the
-/// daemon keeps one per entry.
+/// Each field is kept in the narrowest integer that holds its values, the minutes' 60 bits as
+/// two halves (20 bytes in all, aligned to 4, so a struct that holds one wastes nothing on
+/// padding): the daemon keeps one per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Schedule {
-    minute: u64,
+    /// Minutes 0–31, then 32–59.
+    minute: [u32; 2],
     hour: u32,
     dom: u32,
     month: u16,
@@ -173,7 +175,10 @@ impl Schedule {
         }
         // Each field's full bits fit its integer, so the casts drop nothing.
         Schedule {
-            minute: bits[Field::Minute.index()],
+            minute: [
+                bits[Field::Minute.index()] as u32,
+                (bits[Field::Minute.index()] >> 32) as u32,
+            ],
             hour: bits[Field::Hour.index()] as u32,
             dom: bits[Field::DayOfMonth.index()] as u32,
             month: bits[Field::Month.index()] as u16,
@@ -185,7 +190,7 @@ impl Schedule {
     /// The set bits of a field (see the type's documentation for the indexing).
     pub fn bits(&self, field: Field) -> u64 {
         match field {
-            Field::Minute => self.minute,
+            Field::Minute => u64::from(self.minute[0]) | (u64::from(self.minute[1]) << 32),
             Field::Hour => u64::from(self.hour),
             Field::DayOfMonth => u64::from(self.dom),
             Field::Month => u64::from(self.month),

@@ -38,28 +38,31 @@ pub struct Run {
     pub entry: EntryId,
 }
 
-/// One entry: 32 bytes and what the owner of the agenda keeps with it (`payload`: the cycle's
+/// One entry: 24 bytes and what the owner of the agenda keeps with it (`payload`: the cycle's
 /// job and delay). Its class is its schedule's; its zone, when it has one of its own
 /// (`CRON_TZ`), is in [`Agenda::zones`].
 #[derive(Debug)]
 struct Slot<P> {
     schedule: Schedule,
-    /// The fire time queued in the heap, in UTC minutes; [`NEVER`] if it never fires again.
-    next: i64,
+    /// The fire time queued in the heap, in UTC minutes (32 bits, as the heap keeps it);
+    /// [`NEVER`] if it never fires again, or not before the year 6053.
+    next: i32,
     payload: P,
 }
 
 /// [`Slot::next`] of an entry that never fires again.
-const NEVER: i64 = i64::MAX;
+const NEVER: i32 = i32::MAX;
 
 impl<P> Slot<P> {
     fn next(&self) -> Option<i64> {
-        (self.next != NEVER).then_some(self.next)
+        (self.next != NEVER).then_some(i64::from(self.next))
     }
 
     /// Sets the next fire time after `after`, in the entry's zone.
     fn reschedule(&mut self, zone: &Zone, after: i64) -> Option<i64> {
-        self.next = next_fire(&self.schedule, zone, after).unwrap_or(NEVER);
+        self.next = next_fire(&self.schedule, zone, after)
+            .and_then(|minute| i32::try_from(minute).ok())
+            .unwrap_or(NEVER);
         self.next()
     }
 }
@@ -334,7 +337,7 @@ impl<P> Agenda<P> {
 
     /// Whether the place `index` holds an entry whose queued fire time is `minute`.
     fn live(&self, index: usize, minute: i64) -> bool {
-        matches!(self.slots.get(index), Some(Some(s)) if s.next == minute)
+        matches!(self.slots.get(index), Some(Some(s)) if i64::from(s.next) == minute)
     }
 
     /// The earliest fire time queued, if any (drops stale heap tops on the way).
@@ -477,15 +480,15 @@ mod size {
     /// The daemon holds one slot per entry: its size is part of the memory budget
     /// (docs/daemon.md, "Figures").
     #[test]
-    fn an_entry_is_sixty_four_bytes_in_the_agendas_table() {
+    fn an_entry_is_forty_eight_bytes_in_the_agendas_table() {
         use crate::job::JobSpec;
-        assert_eq!(std::mem::size_of::<crate::schedule::Schedule>(), 24);
-        assert_eq!(std::mem::size_of::<super::Slot<()>>(), 32);
-        assert_eq!(std::mem::size_of::<JobSpec>(), 24);
+        assert_eq!(std::mem::size_of::<crate::schedule::Schedule>(), 20);
+        assert_eq!(std::mem::size_of::<super::Slot<()>>(), 24);
+        assert_eq!(std::mem::size_of::<JobSpec>(), 16);
         // The daemon's place: slot, job and delay, and an empty place costs no more.
         assert_eq!(
             std::mem::size_of::<Option<super::Slot<(JobSpec, u32)>>>(),
-            64
+            48
         );
     }
 }
