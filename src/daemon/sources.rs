@@ -34,11 +34,12 @@ pub(super) struct EntryList {
 
 impl EntryList {
     pub(super) fn push(&mut self, id: EntryId) {
-        if let Some((first, len)) = self.runs.last_mut() {
-            if first.0.checked_add(u64::from(*len)) == Some(id.0) && *len < u32::MAX {
-                *len += 1;
-                return;
-            }
+        if let Some((first, len)) = self.runs.last_mut()
+            && first.0.checked_add(u64::from(*len)) == Some(id.0)
+            && *len < u32::MAX
+        {
+            *len += 1;
+            return;
         }
         self.runs.push((id, 1));
     }
