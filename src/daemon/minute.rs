@@ -124,6 +124,9 @@ impl Daemon {
                 .log
                 .info("CRON", "INFO", &format!("clock set: {other:?}")),
         }
+        // The first jobs start before the next fire times of the minute's entries are worked
+        // out (arming the timer needs them: `Agenda::settle`).
+        self.start_due_jobs(now);
         self.arm(now);
     }
 

@@ -119,6 +119,11 @@ pub struct Agenda<P = ()> {
     local: Zone,
     /// The entries with a zone of their own: few, so not a field of every slot.
     zones: IdMap<EntryId, Zone>,
+    /// Entries the last step ran for the minute it ended at, whose next fire time is not
+    /// computed yet (the entry, the minute to look after): a minute's first job can start
+    /// before 10,000 next fire times are worked out. [`Agenda::settle`] queues them; every
+    /// method that reads the heaps or the cursors settles first.
+    taken: Vec<(EntryId, i64)>,
 }
 
 fn minute_of(ts: Timestamp) -> i64 {
@@ -146,6 +151,14 @@ impl<P> Agenda<P> {
             },
             local,
             zones: IdMap::default(),
+            taken: Vec::new(),
+        }
+    }
+
+    /// Queues the next fire time of each entry taken by the last step and not queued since.
+    pub fn settle(&mut self) {
+        for (id, after) in std::mem::take(&mut self.taken) {
+            self.requeue(id, after);
         }
     }
 
@@ -307,6 +320,7 @@ impl<P> Agenda<P> {
 
     /// Recomputes every fire time of a class after `at` (or its cursor).
     fn rebuild(&mut self, class: Class, at: Option<UtcMinute>) {
+        self.settle();
         let after = at.unwrap_or(self.cursor(class));
         let mut items = Vec::new();
         for (i, place) in self.slots.iter_mut().enumerate() {
@@ -342,6 +356,7 @@ impl<P> Agenda<P> {
 
     /// The earliest fire time queued, if any (drops stale heap tops on the way).
     pub fn next_due(&mut self) -> Option<UtcMinute> {
+        self.settle();
         let mut best: Option<i64> = None;
         for class in [Class::FixedTime, Class::Wildcard] {
             while let Some((minute, index)) = self.heap(class).peek() {
@@ -407,7 +422,10 @@ impl<P> Agenda<P> {
     }
 
     /// Carries out one step; returns the runs it produces in time order (then entry order).
+    /// Entries run for the step's last minute are left taken (see [`Agenda::taken`]): their
+    /// next fire time is after that minute, so this step would not pop them again.
     pub fn apply(&mut self, step: Step) -> Vec<Run> {
+        self.settle();
         let mut runs = Vec::new();
         match step {
             Step::RunEach { classes, to } => {
@@ -417,7 +435,12 @@ impl<P> Agenda<P> {
                             minute: UtcMinute(minute),
                             entry: id,
                         });
-                        self.requeue(id, minute);
+                        if minute == to.0 {
+                            self.taken.push((id, minute));
+                        } else {
+                            // An earlier minute of a span: the entry may be due again in it.
+                            self.requeue(id, minute);
+                        }
                     }
                     self.set_cursor(class, to.max(self.cursor(class)));
                 }
@@ -432,7 +455,7 @@ impl<P> Agenda<P> {
                         minute: to,
                         entry: id,
                     });
-                    self.requeue(id, to.0);
+                    self.taken.push((id, to.0));
                 }
                 self.set_cursor(class, to.max(self.cursor(class)));
             }
@@ -442,9 +465,7 @@ impl<P> Agenda<P> {
                     while let Some((_, id)) = self.pop_due(class, to) {
                         due.push(id);
                     }
-                    for id in due {
-                        self.requeue(id, to.0);
-                    }
+                    self.taken.extend(due.into_iter().map(|id| (id, to.0)));
                     self.set_cursor(class, to.max(self.cursor(class)));
                 }
             }
@@ -518,6 +539,41 @@ mod places {
         // The old id's fire time left in the heap is not the new entry's run twice.
         let (_, runs) = agenda.advance(UtcMinute(1));
         assert_eq!(runs.iter().map(|r| r.entry).collect::<Vec<_>>(), [new]);
+    }
+
+    #[test]
+    fn a_minutes_entries_get_their_next_fire_time_after_its_runs_are_out_and_before_any_look() {
+        let mut agenda: Agenda<u32> = Agenda::new(UtcMinute(0), Zone::utc());
+        let ids: Vec<EntryId> = (0..3)
+            .map(|i| agenda.insert(every_minute(), None, i))
+            .collect();
+        let (_, runs) = agenda.advance(UtcMinute(1));
+        assert_eq!(runs.len(), 3);
+        // Out, and not queued again yet: the heap holds nothing live.
+        assert_eq!(agenda.taken.len(), 3);
+        assert!(
+            ids.iter()
+                .all(|&id| agenda.slot(id).unwrap().next().is_none())
+        );
+        // Removing one of them meanwhile: it is not queued again.
+        agenda.remove(ids[1]);
+        // The next look settles them first.
+        assert_eq!(agenda.next_due(), Some(UtcMinute(2)));
+        assert!(agenda.taken.is_empty());
+        assert_eq!(agenda.slot(ids[0]).unwrap().next(), Some(2));
+        // A wake without a look in between runs them again, once each.
+        agenda.advance(UtcMinute(2));
+        let (_, runs) = agenda.advance(UtcMinute(3));
+        assert_eq!(
+            runs.iter().map(|r| r.entry).collect::<Vec<_>>(),
+            [ids[0], ids[2]]
+        );
+        // A span of minutes (a late wake): each minute's runs, as before.
+        let (_, runs) = agenda.advance(UtcMinute(6));
+        assert_eq!(
+            runs.iter().map(|r| r.minute.0).collect::<Vec<_>>(),
+            [4, 4, 5, 5, 6, 6]
+        );
     }
 
     #[test]
