@@ -31,6 +31,7 @@ mod address;
 mod command;
 mod diagnostic;
 mod env;
+pub mod incremental;
 pub mod policy;
 
 use std::fmt;
@@ -213,14 +214,7 @@ fn is_blank(b: u8) -> bool {
 /// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
 /// line is in `entries`.
 pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
-    let mut parser = Parser {
-        out: Crontab::default(),
-        zone: Ok(None),
-        random_delay: 0,
-        env_count: 0,
-        every_count: 0,
-        options,
-    };
+    let mut parser = Parser::resume(options, incremental::State::initial());
     let mut lines = text.split(|&b| b == b'\n').peekable();
     let mut number = 0u32;
     while let Some(line) = lines.next() {
@@ -248,10 +242,40 @@ struct Parser<'o, 'z> {
     random_delay: u32,
     env_count: usize,
     every_count: usize,
+    /// Entries loaded above the first line this parser saw (a parse resumed mid-file).
+    entries_before: usize,
     options: &'o mut ParseOptions<'z>,
 }
 
-impl Parser<'_, '_> {
+impl<'o, 'z> Parser<'o, 'z> {
+    /// A parser that goes on from `state` (the file's start: [`incremental::State::initial`]).
+    fn resume(options: &'o mut ParseOptions<'z>, state: incremental::State) -> Parser<'o, 'z> {
+        Parser {
+            out: Crontab {
+                env: state.env,
+                ..Crontab::default()
+            },
+            zone: state.zone,
+            random_delay: state.random_delay,
+            env_count: state.env_count,
+            every_count: state.every_count,
+            entries_before: state.entries,
+            options,
+        }
+    }
+
+    /// Where the parser stands between two lines.
+    fn state(&self) -> incremental::State {
+        incremental::State {
+            env: Arc::clone(&self.out.env),
+            zone: self.zone.clone(),
+            random_delay: self.random_delay,
+            env_count: self.env_count,
+            every_count: self.every_count,
+            entries: self.entries_before + self.out.entries.len(),
+        }
+    }
+
     fn error(&mut self, line: u32, column: usize, message: String) {
         if self.out.shown() >= SHOWN_PROBLEMS {
             self.out.errors_not_shown += 1;
@@ -483,7 +507,7 @@ impl Parser<'_, '_> {
                 return;
             }
         };
-        if self.out.entries.len() >= self.options.limits.max_entries {
+        if self.entries_before + self.out.entries.len() >= self.options.limits.max_entries {
             let max = self.options.limits.max_entries;
             self.error(
                 number,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::event_loop::Daemon;
 use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
+use crate::crontab::incremental::Fingerprint;
 use crate::crontab::policy::Missed;
 use crate::crontab::{Crontab, Env};
 use crate::database::{self, Outcome, SourceKey};
@@ -18,6 +19,7 @@ use crate::log::{Level, printable};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
 use crate::sys::user::{Uid, User};
+use crate::timeline::EntryId;
 
 /// RANDOM_DELAY minutes times the daemon's factor, in whole seconds.
 fn scaled_delay(minutes: u32, factor: f64) -> u32 {
@@ -47,18 +49,46 @@ impl Daemon {
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<JobSpec> {
         let who = key.who();
-        let old = self
-            .sources
-            .take(key)
-            .map_or_else(Vec::new, |old| old.entries.iter().collect());
+        let (old, previous) = match self.sources.take(key) {
+            Some(old) => (old.entries.iter().collect::<Vec<_>>(), old.fingerprint),
+            None => (Vec::new(), None),
+        };
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
-        let mut old = Reusable::index(old);
         let tab = key.tab_name(&self.paths);
-        let problem = match database::load(key, &self.paths, &self.rules) {
+        let previous = previous
+            .as_ref()
+            .map(|(fingerprint, uid)| (&**fingerprint, *uid));
+        let mut outcome = database::load(key, &self.paths, &self.rules, previous);
+        if let Outcome::Loaded {
+            kept: Some((front, back)),
+            ..
+        } = &outcome
+            && front + back > old.len()
+        {
+            // The fingerprint counts entries this file no longer has in the cycle: never
+            // expected, and a whole parse is always right.
+            outcome = database::load(key, &self.paths, &self.rules, None);
+        }
+        // The old entries of the lines not parsed again stay as they are; the others wait to be
+        // claimed by an identical new entry.
+        let (mut old, kept) = match &outcome {
+            Outcome::Loaded {
+                kept: Some((front, back)),
+                ..
+            } => {
+                let back_starts = old.len() - back;
+                let kept = (old[..*front].to_vec(), old[back_starts..].to_vec());
+                (Reusable::index(old[*front..back_starts].to_vec()), kept)
+            }
+            _ => (Reusable::index(old), (Vec::new(), Vec::new())),
+        };
+        let problem = match outcome {
             Outcome::Loaded {
                 crontab,
+                kept: _,
+                fingerprint,
                 owner_uid,
                 mtime_ns,
                 target,
@@ -70,7 +100,12 @@ impl Daemon {
                     self.log.info(&who, "RELOAD", &tab);
                 }
                 self.freed = true;
-                let reboot = self.install(key, crontab, owner_uid, mtime_ns, &mut old);
+                let kept = Kept {
+                    front: kept.0,
+                    back: kept.1,
+                    fingerprint,
+                };
+                let reboot = self.install(key, crontab, owner_uid, mtime_ns, &mut old, kept);
                 self.retire(key, old);
                 return reboot;
             }
@@ -135,6 +170,7 @@ impl Daemon {
         owner_uid: Option<Uid>,
         mtime_ns: i128,
         old: &mut Reusable,
+        kept: Kept,
     ) -> Vec<JobSpec> {
         let path = key.path(&self.paths).display().to_string();
         let who = key.who();
@@ -160,8 +196,12 @@ impl Daemon {
         let mut loaded = Loaded {
             entries: Default::default(),
             mtime_ns,
-            missed_once: 0,
+            missed_once: self.missed_once_among(kept.front.iter().chain(&kept.back)),
+            fingerprint: kept.fingerprint.map(|f| (f, owner_uid)),
         };
+        for &id in &kept.front {
+            loaded.entries.push(id);
+        }
         let mut reboot = Vec::new();
         let (commands, spans) = pack_commands(
             crontab
@@ -181,11 +221,11 @@ impl Daemon {
                 (None, None) => continue,
             };
             // Consecutive entries are mostly the same user's: the last owner first.
-            let key = (user.to_vec(), entry.quiet, Arc::as_ptr(&entry.env));
             let last = last_owner.as_ref().filter(|o| {
                 o.user == user && o.quiet == entry.quiet && Arc::ptr_eq(&o.env, &entry.env)
             });
-            let owner = match last.or_else(|| owners.get(&key)) {
+            let key = || (user.to_vec(), entry.quiet, Arc::as_ptr(&entry.env));
+            let owner = match last.or_else(|| owners.get(&key())) {
                 Some(owner) => Arc::clone(owner),
                 None => {
                     let owner = Arc::new(Owner {
@@ -196,7 +236,7 @@ impl Daemon {
                         quiet: entry.quiet,
                         env: Arc::clone(&entry.env),
                     });
-                    owners.insert(key, Arc::clone(&owner));
+                    owners.insert(key(), Arc::clone(&owner));
                     owner
                 }
             };
@@ -244,9 +284,22 @@ impl Daemon {
                 }
             }
         }
+        for &id in &kept.back {
+            loaded.entries.push(id);
+        }
         loaded.entries.shrink_to_fit();
         self.sources.loaded(key.clone(), loaded);
         reboot
+    }
+
+    /// How many of these entries have `CRON_MISSED=once`.
+    fn missed_once_among<'a>(&self, ids: impl Iterator<Item = &'a EntryId>) -> usize {
+        ids.filter(|&&id| {
+            self.cycle
+                .get(id)
+                .is_some_and(|(_, _, job, _)| job.env().policy().missed == Missed::Once)
+        })
+        .count()
     }
 
     /// Debian's check without inotify: reloads what appeared, vanished or has a new mtime.
@@ -268,6 +321,15 @@ impl Daemon {
             .map(|f| f.kind != FileKind::Regular || f.links > 1)
             .unwrap_or(true)
     }
+}
+
+/// What a reload keeps of a file's old entries without parsing their lines again
+/// (`crontab::incremental`): the first and the last ones, in order; and what the next reload
+/// parses against.
+pub(super) struct Kept {
+    front: Vec<EntryId>,
+    back: Vec<EntryId>,
+    fingerprint: Option<Box<Fingerprint>>,
 }
 
 /// A system file's entries whose user passwd doesn't know: a warning at load, at the entry's

@@ -8,12 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::crontab::incremental::Fingerprint;
 use crate::database::SourceKey;
 use crate::log::Level;
+use crate::sys::user::Uid;
 use crate::timeline::EntryId;
 
 /// A loaded source.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Loaded {
     /// The file's entries in the cycle, in its order (a reload computes the keys it finds them
     /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
@@ -21,6 +23,9 @@ pub(super) struct Loaded {
     pub(super) mtime_ns: i128,
     /// How many of the entries have `CRON_MISSED=once`.
     pub(super) missed_once: usize,
+    /// What the next reload parses the file's new text against, with the owner it was loaded
+    /// for (`crontab::incremental`; none for a small or unclean file).
+    pub(super) fingerprint: Option<(Box<Fingerprint>, Option<Uid>)>,
 }
 
 /// A file's entries in order, as runs of consecutive ids: a file's new entries take the
@@ -212,6 +217,7 @@ mod tests {
             entries,
             mtime_ns,
             missed_once: 0,
+            fingerprint: None,
         }
     }
 
@@ -241,8 +247,9 @@ mod tests {
         s.refused(&user("c"), problem("ORPHAN", "no passwd entry"));
         let present = BTreeSet::from([user("b")]);
         assert_eq!(s.gone(&present), [user("a"), user("c")]);
-        assert_eq!(s.take(&user("a")), Some(loaded(1)));
-        assert_eq!(s.take(&user("a")), None);
+        let taken = s.take(&user("a")).expect("a was loaded");
+        assert_eq!((taken.entries, taken.mtime_ns), (loaded(1).entries, 1));
+        assert!(s.take(&user("a")).is_none());
         assert_eq!(s.len(), 1);
     }
 

@@ -114,3 +114,49 @@ fn after_the_inotify_queue_overflows_the_daemon_reloads_and_checks_every_minute(
         "logged once"
     );
 }
+
+/// A one-line edit of a large system file (1,500 lines: the reload parses only the lines near
+/// the change and keeps the other entries as they were, `crontab::incremental`): the changed
+/// entry fires at its new time, the unchanged ones before and after it fire at theirs, each once.
+#[test]
+fn root_a_one_line_edit_of_a_large_system_file_fires_the_changed_entry_and_keeps_the_rest() {
+    require_root();
+    let tree = Tree::new();
+    let (a, b, c) = (tree.out("a"), tree.out("b"), tree.out("c"));
+    let file = |c_minute: &str| {
+        let mut text = String::new();
+        for i in 0..1_500 {
+            let line = match i {
+                100 => format!("1 10 * * * root echo a >> {}\n", a.display()),
+                700 => format!("{c_minute} * * * root echo c >> {}\n", c.display()),
+                1_400 => format!("3 10 * * * root echo b >> {}\n", b.display()),
+                _ if i % 250 == 0 => format!("V{i}=x\n"),
+                _ => format!("0 0 1 1 * root true {i}\n"),
+            };
+            text.push_str(&line);
+        }
+        text
+    };
+    let path = tree.cron_d().join("big");
+    tree.write_file(&path, &file("0 12"), 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("entries loaded", 10);
+    // Replaced by a rename, as an editor does.
+    let new = tree.path().join("big.new");
+    tree.write_file(&new, &file("2 10"), 0o644);
+    std::fs::rename(&new, &path).expect("rename");
+    crond.wait_for_log(&format!("(*system*big) RELOAD ({})", path.display()), 10);
+    assert_eq!(wait_for_file(&a, 30), "a\n");
+    assert_eq!(wait_for_file(&c, 30), "c\n");
+    assert_eq!(wait_for_file(&b, 30), "b\n");
+    let log = crond.log_text();
+    for (minute, what) in [("10:01", "a"), ("10:02", "c"), ("10:03", "b")] {
+        let cmd = format!("CMD (echo {what} >> ");
+        let at: Vec<&str> = log.lines().filter(|l| l.contains(&cmd)).collect();
+        assert_eq!(at.len(), 1, "{what} ran once: {log}");
+        assert!(
+            at[0].contains(&format!("{minute}:00")),
+            "{what} at {minute}: {log}"
+        );
+    }
+}
