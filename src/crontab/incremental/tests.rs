@@ -253,3 +253,61 @@ fn small_unclean_or_unterminated_files_have_no_fingerprint() {
             .is_none()
     );
 }
+
+mod any_edits {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A line of kind `kind` (0..12 for a clean file; 12 and 13 are problems) for line index `i`.
+    fn line(kind: u8, i: usize) -> String {
+        match kind {
+            0..=5 => format!("{} {} * * * root job{i}", i % 60, i % 24),
+            6 => format!("V{}=v{i}", i % 3),
+            7 => "CRON_TZ=Europe/Paris".to_string(),
+            8 => "CRON_TZ=".to_string(),
+            9 => format!("RANDOM_DELAY={}", i % 5),
+            10 => "# a comment".to_string(),
+            11 => format!("@reboot root boot{i}"),
+            12 => format!("bad line {i}"),
+            _ => "CRON_TZ=Nowhere/Nothing".to_string(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Whatever the file and whatever a few edits do to it (a line replaced, inserted or
+        /// removed, problems among them), the reparse gives what a whole parse gives, and so
+        /// does a second edit parsed against the fingerprint the first left.
+        #[test]
+        fn give_what_a_whole_parse_gives(
+            kinds in prop::collection::vec(0u8..12, 1_024..1_400),
+            edits in prop::collection::vec((0u8..3, any::<prop::sample::Index>(), 0u8..14), 1..4),
+            second in (any::<prop::sample::Index>(), 0u8..12),
+        ) {
+            let lines: Vec<String> = kinds.iter().enumerate().map(|(i, &k)| line(k, i)).collect();
+            let old = text(&lines);
+            let mut zones = zone;
+            let Some(fp) = parse_tracked(&old, &mut options_with(&mut zones, Limits::SYSTEM)).1
+            else {
+                return Ok(());
+            };
+            let mut new_lines = lines.clone();
+            for (op, at, kind) in edits {
+                let i = at.index(new_lines.len());
+                match op {
+                    0 => new_lines[i] = line(kind, i),
+                    1 => new_lines.insert(i, line(kind, i)),
+                    _ => drop(new_lines.remove(i)),
+                }
+            }
+            let new = text(&new_lines);
+            let (next, _) = check(&old, &new, &fp, Limits::SYSTEM);
+            if let Some(next) = next {
+                let mut again = new_lines.clone();
+                let i = second.0.index(again.len());
+                again[i] = line(second.1, i + 1);
+                check(&new, &text(&again), &next, Limits::SYSTEM);
+            }
+        }
+    }
+}
