@@ -138,7 +138,7 @@ deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
 # run adds to it locally). cargo-fuzz works on stable with `-s none` (no sanitizer); a crash
 # fails the run and leaves its input in fuzz/artifacts/TARGET/, which becomes a unit test.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := crontab expression
+FUZZ_TARGETS := crontab expression reparse
 
 .PHONY: fuzz
 fuzz:
