@@ -49,9 +49,13 @@ impl Daemon {
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<JobSpec> {
         let who = key.who();
-        let (old, previous) = match self.sources.take(key) {
-            Some(old) => (old.entries.iter().collect::<Vec<_>>(), old.fingerprint),
-            None => (Vec::new(), None),
+        let (old, previous, old_missed_once) = match self.sources.take(key) {
+            Some(old) => (
+                old.entries.iter().collect::<Vec<_>>(),
+                old.fingerprint,
+                old.missed_once,
+            ),
+            None => (Vec::new(), None, 0),
         };
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
@@ -73,16 +77,25 @@ impl Daemon {
         }
         // The old entries of the lines not parsed again stay as they are; the others wait to be
         // claimed by an identical new entry.
-        let (mut old, kept) = match &outcome {
+        let (mut old, mut kept) = match &outcome {
             Outcome::Loaded {
                 kept: Some((front, back)),
                 ..
             } => {
-                let back_starts = old.len() - back;
-                let kept = (old[..*front].to_vec(), old[back_starts..].to_vec());
-                (Reusable::index(old[*front..back_starts].to_vec()), kept)
+                let (front, middle) = old.split_at(*front);
+                let (middle, back) = middle.split_at(middle.len() - back);
+                // The kept entries' CRON_MISSED=once count: the file's, less the middle's.
+                let missed_once =
+                    old_missed_once.saturating_sub(self.missed_once_among(middle.iter()));
+                let kept = Kept {
+                    front: front.to_vec(),
+                    back: back.to_vec(),
+                    missed_once,
+                    fingerprint: None,
+                };
+                (Reusable::index(middle.to_vec()), kept)
             }
-            _ => (Reusable::index(old), (Vec::new(), Vec::new())),
+            _ => (Reusable::index(old), Kept::default()),
         };
         let problem = match outcome {
             Outcome::Loaded {
@@ -100,11 +113,7 @@ impl Daemon {
                     self.log.info(&who, "RELOAD", &tab);
                 }
                 self.freed = true;
-                let kept = Kept {
-                    front: kept.0,
-                    back: kept.1,
-                    fingerprint,
-                };
+                kept.fingerprint = fingerprint;
                 let reboot = self.install(key, crontab, owner_uid, mtime_ns, &mut old, kept);
                 self.retire(key, old);
                 return reboot;
@@ -196,7 +205,7 @@ impl Daemon {
         let mut loaded = Loaded {
             entries: Default::default(),
             mtime_ns,
-            missed_once: self.missed_once_among(kept.front.iter().chain(&kept.back)),
+            missed_once: kept.missed_once,
             fingerprint: kept.fingerprint.map(|f| (f, owner_uid)),
         };
         for &id in &kept.front {
@@ -292,12 +301,15 @@ impl Daemon {
         reboot
     }
 
-    /// How many of these entries have `CRON_MISSED=once`.
+    /// How many of these entries are scheduled ones (not `@every`) with `CRON_MISSED=once`,
+    /// as `install` counts them.
     fn missed_once_among<'a>(&self, ids: impl Iterator<Item = &'a EntryId>) -> usize {
         ids.filter(|&&id| {
-            self.cycle
-                .get(id)
-                .is_some_and(|(_, _, job, _)| job.env().policy().missed == Missed::Once)
+            self.cycle.every_seconds(id).is_none()
+                && self
+                    .cycle
+                    .get(id)
+                    .is_some_and(|(_, _, job, _)| job.env().policy().missed == Missed::Once)
         })
         .count()
     }
@@ -326,9 +338,12 @@ impl Daemon {
 /// What a reload keeps of a file's old entries without parsing their lines again
 /// (`crontab::incremental`): the first and the last ones, in order; and what the next reload
 /// parses against.
+#[derive(Default)]
 pub(super) struct Kept {
     front: Vec<EntryId>,
     back: Vec<EntryId>,
+    /// How many of `front` and `back` have `CRON_MISSED=once`.
+    missed_once: usize,
     fingerprint: Option<Box<Fingerprint>>,
 }
 
