@@ -27,7 +27,7 @@
 #![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cluster;
-pub(crate) mod cronctl;
+pub mod cronctl;
 pub(crate) mod cronnext;
 pub mod crontab;
 pub(crate) mod crontab_cmd;

@@ -1,5 +1,5 @@
 //! `cronctl`: everything, argument parsing included, is in the library.
 
 fn main() -> std::process::ExitCode {
-    crond::cronctl_main()
+    crond::cronctl_main(&crond::cluster::pg::PgConnect)
 }

@@ -121,16 +121,7 @@ fn one_line(text: &str) -> String {
     text.replace(['\n', '\r'], " ")
 }
 
-/// What a query returned.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rows {
-    /// The result columns' names (empty for a statement that returns no rows).
-    pub columns: Vec<String>,
-    /// Each row's values as text, `None` for NULL; as many per row as there are columns.
-    pub rows: Vec<Vec<Option<String>>>,
-    /// The count in the command tag: rows inserted, updated, deleted or selected.
-    pub affected: u64,
-}
+pub use crate::cronctl::conn::Rows;
 
 /// The socket to the server.
 #[derive(Debug)]
@@ -1070,5 +1061,47 @@ mod tests {
         let e = client.query("SELECT", &[]).expect_err("fatal");
         assert!(e.is_connection_lost());
         assert_eq!(e.code(), Some("57P01"));
+    }
+}
+
+/// [`Client`] as the helper's [`Connection`](crate::cronctl::conn::Connection).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PgConnect;
+
+impl crate::cronctl::conn::Connect for PgConnect {
+    fn connect(
+        &self,
+        info: &ConnInfo,
+        password: Option<&str>,
+    ) -> Result<Box<dyn crate::cronctl::conn::Connection>, String> {
+        let mut client = Client::connect(info, password).map_err(|e| e.to_string())?;
+        client.set_timeout(DEFAULT_TIMEOUT);
+        Ok(Box::new(client))
+    }
+}
+
+fn db_error(e: Error) -> crate::cronctl::conn::DbError {
+    crate::cronctl::conn::DbError {
+        lost: e.is_connection_lost(),
+        code: e.code().map(str::to_string),
+        text: e.to_string(),
+    }
+}
+
+impl crate::cronctl::conn::Connection for Client {
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Option<&str>],
+    ) -> Result<Rows, crate::cronctl::conn::DbError> {
+        Client::query(self, sql, params).map_err(db_error)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), crate::cronctl::conn::DbError> {
+        Client::batch(self, sql).map_err(db_error)
+    }
+
+    fn close(self: Box<Self>) {
+        Client::close(*self)
     }
 }

@@ -6,8 +6,8 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+use super::conn::{Connect, Connection};
 use crate::cluster::conninfo::{self, ConnInfo};
-use crate::cluster::pg::Client;
 use crate::sys::fs::{FileKind, open_no_follow};
 use crate::sys::user::{User, effective_uid};
 
@@ -113,10 +113,9 @@ fn read_passfile(path: &Path) -> Result<String, String> {
 }
 
 /// Connects with the statement bound set on both sides.
-pub fn connect(info: &ConnInfo) -> Result<Client, String> {
+pub fn connect(connector: &dyn Connect, info: &ConnInfo) -> Result<Box<dyn Connection>, String> {
     let password = password(info)?;
-    let mut client = Client::connect(info, password.as_deref()).map_err(|e| e.to_string())?;
-    client.set_timeout(STATEMENT_TIMEOUT);
+    let mut client = connector.connect(info, password.as_deref())?;
     client
         .batch(&format!(
             "SET statement_timeout = {}",

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use crate::cluster::conninfo::ConnInfo;
 use crate::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
-use crate::cluster::pg::{self, Client};
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 
+use super::conn::{Connect, Connection, DbError, Rows};
 use super::db;
 use super::sql;
 
@@ -43,11 +43,12 @@ struct Watched {
     since: Instant,
 }
 
-struct Helper {
+struct Helper<'c> {
+    connector: &'c dyn Connect,
     args: HelperArgs,
     info: ConnInfo,
     session: i64,
-    client: Option<Client>,
+    client: Option<Box<dyn Connection>>,
     next_connect: Instant,
     /// Why the database is out of reach, while it is (logged once per outage).
     down: Option<String>,
@@ -61,7 +62,7 @@ struct Helper {
 }
 
 /// Runs the helper until its input ends. Exit status 0, or 1 when the daemon's socket breaks.
-pub fn run(args: HelperArgs) -> u8 {
+pub fn run(args: HelperArgs, connector: &dyn Connect) -> u8 {
     let (input, out) = match (stdio_file(0), stdio_file(1)) {
         (Ok(i), Ok(o)) => (i, o),
         _ => return 1,
@@ -83,6 +84,7 @@ pub fn run(args: HelperArgs) -> u8 {
     };
     let now = Instant::now();
     let mut helper = Helper {
+        connector,
         session: db::new_session(),
         args,
         info,
@@ -108,7 +110,7 @@ fn stdio_file(fd: i32) -> std::io::Result<File> {
     Ok(File::from(owned))
 }
 
-impl Helper {
+impl Helper<'_> {
     fn serve(&mut self, mut input: File) -> u8 {
         let mut buf = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
@@ -203,7 +205,7 @@ impl Helper {
     }
 
     /// The connection, made (schema, lease) if there is none and it is time to try.
-    fn client(&mut self) -> Result<&mut Client, String> {
+    fn client(&mut self) -> Result<&mut Box<dyn Connection>, String> {
         if self.client.is_none() {
             let now = Instant::now();
             if now < self.next_connect {
@@ -246,8 +248,8 @@ impl Helper {
             .ok_or_else(|| "not connected".to_string())
     }
 
-    fn connect(&mut self) -> Result<Client, String> {
-        let mut client = db::connect(&self.info)?;
+    fn connect(&mut self) -> Result<Box<dyn Connection>, String> {
+        let mut client = db::connect(self.connector, &self.info)?;
         if !self.schema_ready {
             client.batch(sql::SCHEMA).map_err(|e| e.to_string())?;
             self.schema_ready = true;
@@ -279,10 +281,10 @@ impl Helper {
     /// Runs `f` on the connection; a lost connection is dropped (the next call reconnects).
     fn with_client<T>(
         &mut self,
-        f: impl FnOnce(&mut Client) -> Result<T, pg::Error>,
+        f: impl FnOnce(&mut dyn Connection) -> Result<T, DbError>,
     ) -> Result<T, String> {
         let client = self.client()?;
-        match f(client) {
+        match f(client.as_mut()) {
             Ok(t) => Ok(t),
             Err(e) => {
                 let text = e.to_string();
@@ -349,7 +351,7 @@ impl Helper {
     }
 
     /// Runs `statement` with every parameter given (as text).
-    fn query_texts(&mut self, statement: &str, params: &[String]) -> Result<pg::Rows, String> {
+    fn query_texts(&mut self, statement: &str, params: &[String]) -> Result<Rows, String> {
         self.with_client(|c| {
             let p: Vec<Option<&str>> = params.iter().map(|s| Some(s.as_str())).collect();
             c.query(statement, &p)
@@ -361,7 +363,7 @@ impl Helper {
         &mut self,
         statement: &str,
         keys: impl Iterator<Item = &'a RunKey>,
-    ) -> Result<pg::Rows, String> {
+    ) -> Result<Rows, String> {
         let rows: Vec<RowKey> = keys.map(row_key).collect();
         let params = [
             sql::array(rows.iter().map(|r| &r.0)),
@@ -538,7 +540,7 @@ fn row_key(key: &RunKey) -> RowKey {
 }
 
 /// Rows of (cluster, owner, entry, minute[, what, host]) by their key.
-fn by_key(rows: &pg::Rows) -> HashMap<RowKey, (String, String)> {
+fn by_key(rows: &Rows) -> HashMap<RowKey, (String, String)> {
     rows.rows
         .iter()
         .filter_map(|r| {

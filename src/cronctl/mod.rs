@@ -3,6 +3,7 @@
 //! `cronctl helper`, the process through which crond reaches the database ([`helper`]).
 
 mod cli;
+pub mod conn;
 mod db;
 pub mod helper;
 mod sql;
@@ -13,10 +14,10 @@ use std::process::ExitCode;
 pub use cli::USAGE;
 use cli::{Command, Target};
 
-use crate::cluster::pg::{Client, Rows};
+use conn::{Connect, Connection, DbError, Rows};
 
 /// `cronctl`'s `main`. Exit status 0; 1 for a database error; 2 for a usage error.
-pub fn cronctl_main() -> ExitCode {
+pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
     let invocation = match cli::parse(std::env::args_os().skip(1)) {
         Ok(i) => i,
         Err(e) => {
@@ -27,10 +28,10 @@ pub fn cronctl_main() -> ExitCode {
     let command = match invocation.command {
         Command::Help => return print(USAGE),
         Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
-        Command::Helper(args) => return ExitCode::from(helper::run(args)),
+        Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
         other => other,
     };
-    match report(invocation.db, &command) {
+    match report(connector, invocation.db, &command) {
         Ok(text) => print(text.trim_end_matches('\n')),
         Err(e) => {
             let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
@@ -51,19 +52,20 @@ fn ts(column: &str) -> String {
     format!("coalesce(to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')")
 }
 
-fn report(db: Option<String>, command: &Command) -> Result<String, String> {
+fn report(
+    connector: &dyn Connect,
+    db: Option<String>,
+    command: &Command,
+) -> Result<String, String> {
     let info = db::conninfo(&db::settings(db)?)?;
-    let mut client = db::connect(&info)?;
+    let mut client = db::connect(connector, &info)?;
     client.batch(sql::SCHEMA).map_err(|e| e.to_string())?;
-    let out = run_command(&mut client, command).map_err(|e| e.to_string());
+    let out = run_command(client.as_mut(), command).map_err(|e| e.to_string());
     client.close();
     out
 }
 
-fn run_command(
-    client: &mut Client,
-    command: &Command,
-) -> Result<String, crate::cluster::pg::Error> {
+fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String, DbError> {
     match command {
         Command::Hosts => {
             let rows = client.query(
@@ -167,10 +169,10 @@ fn run_command(
 }
 
 fn pause_entry(
-    client: &mut Client,
+    client: &mut dyn Connection,
     target: &Target,
     pause: bool,
-) -> Result<String, crate::cluster::pg::Error> {
+) -> Result<String, DbError> {
     let entry = target.entry.to_string();
     let params = [
         Some(target.cluster.as_str()),
