@@ -157,23 +157,30 @@ fn decode_key(words: &[&str]) -> Option<RunKey> {
 }
 
 impl FromHelper {
-    /// The line, newline included; a log text is cut to fit [`MAX_LINE`].
+    /// The line, newline included; texts and host names are cut so that it fits [`MAX_LINE`].
     pub fn encode(&self) -> String {
         match self {
             FromHelper::Go { seq } => format!("GO {seq}\n"),
             FromHelper::No { seq, why } => match why {
-                Denied::Taken(host) => format!("NO {seq} taken {}\n", escape(host.as_bytes())),
-                Denied::Ran(host) => format!("NO {seq} ran {}\n", escape(host.as_bytes())),
+                Denied::Taken(host) => {
+                    format!("NO {seq} taken {}\n", escape_cut(host.as_bytes(), MAX_HOST))
+                }
+                Denied::Ran(host) => {
+                    format!("NO {seq} ran {}\n", escape_cut(host.as_bytes(), MAX_HOST))
+                }
                 Denied::Paused => format!("NO {seq} paused\n"),
                 Denied::Lease => format!("NO {seq} lease\n"),
                 Denied::Unreachable(why) => {
-                    format!("NO {seq} unreachable {}\n", escape(cut(why).as_bytes()))
+                    format!(
+                        "NO {seq} unreachable {}\n",
+                        escape_cut(why.as_bytes(), MAX_TEXT)
+                    )
                 }
             },
             FromHelper::Log { error, text } => format!(
                 "LOG {} {}\n",
                 if *error { "error" } else { "info" },
-                escape(cut(text).as_bytes())
+                escape_cut(text.as_bytes(), MAX_TEXT)
             ),
         }
     }
@@ -208,31 +215,82 @@ impl FromHelper {
     }
 }
 
-/// At most 1,000 characters of a free text: escaped, it stays under [`MAX_LINE`].
-fn cut(text: &str) -> String {
-    text.chars().take(1000).collect()
+/// The most bytes a free text (a log line, a reason) takes on a line once escaped.
+pub const MAX_TEXT: usize = 1000;
+
+/// The most bytes a host name takes on a line once escaped (PostgreSQL text may be of any
+/// length; a host name past this is shown cut).
+pub const MAX_HOST: usize = 255;
+
+/// [`escape`] of `bytes`, cut so that it takes at most `max` bytes; a cut text ends in `...`.
+/// The cut never splits an escape, so the result always reads back.
+pub fn escape_cut(bytes: &[u8], max: usize) -> String {
+    let full = escape(bytes);
+    if full.len() <= max {
+        return full;
+    }
+    let mut end = max.saturating_sub(3);
+    // An escape is `%XX`: back off so that none is split.
+    while end > 0
+        && full.as_bytes()[..end]
+            .iter()
+            .rev()
+            .take(2)
+            .any(|&b| b == b'%')
+    {
+        end -= 1;
+    }
+    let mut out = full[..end].to_string();
+    out.push_str("...");
+    out
 }
 
-/// Splits complete lines off the front of `buf` (what was read so far), leaving a partial last
-/// line in it. `Err` when a line, or the partial rest, is longer than [`MAX_LINE`] or not UTF-8.
-pub fn take_lines(buf: &mut Vec<u8>) -> Result<Vec<String>, String> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    while let Some(end) = buf[start..].iter().position(|&b| b == b'\n') {
-        let line = &buf[start..start + end];
-        if line.len() >= MAX_LINE {
-            return Err(format!("a line of {} bytes", line.len()));
+/// Reads lines off a byte stream, each bounded by [`MAX_LINE`]: a line that is too long, or
+/// not UTF-8, comes out as an `Err` naming it, and the lines after it are read as usual. What
+/// is kept between reads is less than [`MAX_LINE`] bytes.
+#[derive(Debug, Default)]
+pub struct LineReader {
+    buf: Vec<u8>,
+    /// The bytes of an over-long line are being skipped until its newline; how many so far.
+    skipping: Option<usize>,
+}
+
+impl LineReader {
+    /// Adds what was read; returns the complete lines (without their newlines) in order.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Vec<Result<String, String>> {
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let (part, rest) = match newline {
+                Some(i) => (&bytes[..i], &bytes[i + 1..]),
+                None => (bytes, &bytes[bytes.len()..]),
+            };
+            bytes = rest;
+            if let Some(skipped) = self.skipping.as_mut() {
+                *skipped += part.len();
+                if newline.is_some() {
+                    out.push(Err(format!("a line of {} bytes (skipped)", *skipped)));
+                    self.skipping = None;
+                }
+                continue;
+            }
+            if self.buf.len() + part.len() >= MAX_LINE {
+                let seen = self.buf.len() + part.len();
+                self.buf.clear();
+                match newline {
+                    Some(_) => out.push(Err(format!("a line of {seen} bytes (skipped)"))),
+                    None => self.skipping = Some(seen),
+                }
+                continue;
+            }
+            self.buf.extend_from_slice(part);
+            if newline.is_some() {
+                let line = std::mem::take(&mut self.buf);
+                out.push(String::from_utf8(line).map_err(|_| "a line that is not UTF-8".into()));
+            }
         }
-        lines.push(
-            String::from_utf8(line.to_vec()).map_err(|_| "a line that is not UTF-8".to_string())?,
-        );
-        start += end + 1;
+        out
     }
-    buf.drain(..start);
-    if buf.len() >= MAX_LINE {
-        return Err(format!("a line of over {} bytes", buf.len()));
-    }
-    Ok(lines)
 }
 
 #[cfg(test)]
@@ -320,27 +378,74 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_split_as_they_come_and_bounded() {
-        let mut buf = b"GO 1\nGO".to_vec();
-        assert_eq!(take_lines(&mut buf).unwrap(), vec!["GO 1".to_string()]);
-        assert_eq!(buf, b"GO");
-        buf.extend_from_slice(b" 2\n");
-        assert_eq!(take_lines(&mut buf).unwrap(), vec!["GO 2".to_string()]);
-        assert!(buf.is_empty());
-        let mut long = vec![b'x'; MAX_LINE];
-        assert!(
-            take_lines(&mut long).is_err(),
-            "a partial line at the bound"
+    fn lines_are_split_as_they_come_and_a_long_one_is_skipped_alone() {
+        let mut reader = LineReader::default();
+        assert_eq!(reader.push(b"GO 1\nGO"), vec![Ok("GO 1".to_string())]);
+        assert_eq!(reader.push(b" 2\n"), vec![Ok("GO 2".to_string())]);
+        // A line at the bound, in pieces: an error for it, and the next line reads.
+        assert!(reader.push(&vec![b'x'; MAX_LINE - 10]).is_empty());
+        assert!(reader.push(&vec![b'x'; 20]).is_empty());
+        assert!(reader.buf.len() < MAX_LINE, "nothing of it is kept");
+        let got = reader.push(&[&vec![b'y'; 5000][..], b"\nGO 3\n"].concat());
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[0],
+            Err(format!("a line of {} bytes (skipped)", MAX_LINE + 5010))
         );
+        assert_eq!(got[1], Ok("GO 3".to_string()));
         let mut long = vec![b'x'; MAX_LINE];
-        long.push(b'\n');
-        assert!(take_lines(&mut long).is_err());
-        // A long log text is cut, so it always fits.
-        let line = FromHelper::Log {
-            error: false,
-            text: "\u{7f}".repeat(5000),
+        long.extend_from_slice(b"\nGO 4\n\xff\nGO 5\n");
+        let got = reader.push(&long);
+        assert!(got[0].is_err());
+        assert_eq!(got[1], Ok("GO 4".to_string()));
+        assert!(got[2].is_err(), "not UTF-8");
+        assert_eq!(got[3], Ok("GO 5".to_string()));
+    }
+
+    #[test]
+    fn texts_and_hosts_are_cut_by_escaped_bytes_and_read_back() {
+        // 1,000 Cyrillic and CJK characters escape to 6,000 and 9,000 bytes.
+        for text in [
+            "Ошибка ".repeat(300),
+            "错误".repeat(1000),
+            "\u{7f}".repeat(5000),
+        ] {
+            for m in [
+                FromHelper::Log {
+                    error: true,
+                    text: text.clone(),
+                },
+                FromHelper::No {
+                    seq: 9,
+                    why: Denied::Unreachable(text.clone()),
+                },
+                FromHelper::No {
+                    seq: 9,
+                    why: Denied::Taken(text.clone()),
+                },
+                FromHelper::No {
+                    seq: 9,
+                    why: Denied::Ran(text.clone()),
+                },
+            ] {
+                let line = m.encode();
+                assert!(line.len() <= MAX_TEXT + 40, "{} bytes", line.len());
+                let back = FromHelper::decode(line.trim_end_matches('\n')).unwrap();
+                let shown = match back {
+                    FromHelper::Log { text, .. } => text,
+                    FromHelper::No {
+                        why: Denied::Unreachable(t) | Denied::Taken(t) | Denied::Ran(t),
+                        ..
+                    } => t,
+                    other => panic!("{other:?}"),
+                };
+                assert!(shown.ends_with("..."), "{shown}");
+                assert!(
+                    text.starts_with(shown.trim_end_matches("...").trim_end_matches('\u{fffd}'))
+                );
+            }
         }
-        .encode();
-        assert!(line.len() < MAX_LINE);
+        assert_eq!(escape_cut(b"short", 10), "short");
+        assert_eq!(escape_cut(b"a b c d e f", 10), "a%20b...");
     }
 }

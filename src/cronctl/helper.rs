@@ -112,7 +112,7 @@ fn stdio_file(fd: i32) -> std::io::Result<File> {
 
 impl Helper<'_> {
     fn serve(&mut self, mut input: File) -> u8 {
-        let mut buf = Vec::new();
+        let mut reader = wire::LineReader::default();
         let mut chunk = vec![0u8; 64 * 1024];
         loop {
             self.periodic();
@@ -136,22 +136,16 @@ impl Helper<'_> {
                     return 1;
                 }
             };
-            buf.extend_from_slice(&chunk[..n]);
-            let lines = match wire::take_lines(&mut buf) {
-                Ok(lines) => lines,
-                Err(e) => {
-                    self.log(true, format!("protocol error from the daemon: {e}"));
-                    self.release();
-                    return 1;
-                }
-            };
             let mut runs = Vec::new();
             let mut ends = Vec::new();
-            for line in lines {
-                match ToHelper::decode(&line) {
+            for line in reader.push(&chunk[..n]) {
+                match line.and_then(|line| ToHelper::decode(&line)) {
                     Ok(ToHelper::Run { seq, key }) => runs.push((seq, key)),
                     Ok(ToHelper::End { key, status }) => ends.push((key, status)),
-                    Err(e) => self.log(true, format!("protocol error from the daemon: {e}")),
+                    Err(e) => self.log(
+                        true,
+                        format!("protocol error from the daemon: {e}; line skipped"),
+                    ),
                 }
             }
             if !runs.is_empty() {

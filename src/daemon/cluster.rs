@@ -40,7 +40,7 @@ type Run = Queued<Due<JobSpec>>;
 struct Helper {
     pid: u32,
     socket: UnixStream,
-    read: Vec<u8>,
+    read: wire::LineReader,
     unsent: Vec<u8>,
 }
 
@@ -176,7 +176,7 @@ impl Daemon {
             Ok(Helper {
                 pid: child.id(),
                 socket: ours,
-                read: Vec::new(),
+                read: wire::LineReader::default(),
                 unsent: Vec::new(),
             })
         });
@@ -311,17 +311,18 @@ impl Daemon {
         }
         let mut buf = [0u8; 16 * 1024];
         let mut closed = None;
-        loop {
+        let mut lines = Vec::new();
+        let mut read = 0;
+        // At most 64 lines' worth per wake: the loop has other fds to serve.
+        while read < 64 * wire::MAX_LINE {
             match helper.socket.read(&mut buf) {
                 Ok(0) => {
                     closed = Some("it closed its socket".to_string());
                     break;
                 }
                 Ok(n) => {
-                    helper.read.extend_from_slice(&buf[..n]);
-                    if helper.read.len() > 64 * wire::MAX_LINE {
-                        break;
-                    }
+                    read += n;
+                    lines.extend(helper.read.push(&buf[..n]));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -331,18 +332,19 @@ impl Daemon {
                 }
             }
         }
-        let lines = wire::take_lines(&mut helper.read);
-        let messages: Result<Vec<FromHelper>, String> =
-            lines.and_then(|lines| lines.iter().map(|line| FromHelper::decode(line)).collect());
-        match messages {
-            Ok(messages) => {
-                for message in messages {
-                    self.helper_said(message, now);
-                }
-            }
-            Err(e) => {
-                self.helper_lost(&format!("protocol error: {e}"), now);
-                return;
+        // A line that does not read is logged and skipped: the runs waiting for other answers
+        // stay parked (a run whose answer it was gets its answer again or meets its deadline).
+        for line in lines {
+            match line.and_then(|line| FromHelper::decode(&line)) {
+                Ok(message) => self.helper_said(message, now),
+                Err(e) => self.log.error(
+                    "CRON",
+                    "ERROR",
+                    &format!(
+                        "cluster helper: protocol error: {}; line skipped",
+                        wire::escape_cut(e.as_bytes(), wire::MAX_TEXT)
+                    ),
+                ),
             }
         }
         if let Some(why) = closed {
@@ -453,7 +455,7 @@ mod tests {
         Helper {
             pid: 0,
             socket,
-            read: Vec::new(),
+            read: wire::LineReader::default(),
             unsent: vec![b'x'; unsent],
         }
     }
