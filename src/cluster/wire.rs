@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(reader.push(b" 2\n"), vec![Ok("GO 2".to_string())]);
         // A line at the bound, in pieces: an error for it, and the next line reads.
         assert!(reader.push(&vec![b'x'; MAX_LINE - 10]).is_empty());
-        assert!(reader.push(&vec![b'x'; 20]).is_empty());
+        assert!(reader.push(&[b'x'; 20]).is_empty());
         assert!(reader.buf.len() < MAX_LINE, "nothing of it is kept");
         let got = reader.push(&[&vec![b'y'; 5000][..], b"\nGO 3\n"].concat());
         assert_eq!(got.len(), 2);
