@@ -34,7 +34,8 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
     match report(connector, invocation.db, &command) {
         Ok(text) => print(text.trim_end_matches('\n')),
         Err(e) => {
-            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
+            // A server's message is text from the database too.
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {}", printable(&e));
             ExitCode::from(1)
         }
     }
@@ -202,12 +203,36 @@ fn pause_entry(
     }
 }
 
+/// A cell as it may reach a terminal: what the database holds (host names, `taken_from`, user
+/// names) is anyone's text, so every control character is spelled out as `crontab -l` does
+/// (tab and newline too: a cell is one line), and the C1 controls (U+0080 to U+009F, which some
+/// terminals take as escape sequences) as `\u{9b}`.
+fn printable(cell: &str) -> String {
+    let mut out = String::with_capacity(cell.len());
+    for c in cell.chars() {
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_ascii_control() => out.push_str(&String::from_utf8_lossy(
+                &crate::crontab_cmd::text::protect_list(&[c as u8]),
+            )),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Rows under a header, each column as wide as its widest cell.
 fn table(header: &[&str], rows: &Rows) -> String {
     let cells: Vec<Vec<String>> = rows
         .rows
         .iter()
-        .map(|r| r.iter().map(|c| c.clone().unwrap_or_default()).collect())
+        .map(|r| {
+            r.iter()
+                .map(|c| printable(c.as_deref().unwrap_or_default()))
+                .collect()
+        })
         .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &cells {
@@ -233,4 +258,26 @@ fn table(header: &[&str], rows: &Rows) -> String {
         line(row.iter().map(String::as_str).collect());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_text_reaches_the_terminal_with_every_control_spelled_out() {
+        let rows = Rows {
+            rows: vec![vec![
+                Some("evil\u{1b}]0;pwned\u{7}\r\u{8}".to_string()),
+                Some("a\tb\nc\u{9b}31m".to_string()),
+                None,
+            ]],
+            ..Rows::default()
+        };
+        let out = table(&["HOST", "FROM", "X"], &rows);
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+        assert_eq!(out.lines().count(), 2, "{out:?}");
+        assert!(out.contains("evil\\033]0;pwned\\007\\r\\b"), "{out:?}");
+        assert!(out.contains("a\\tb\\nc\\u{9b}31m"), "{out:?}");
+    }
 }
