@@ -38,6 +38,7 @@ pub(super) struct State {
     pub(super) random_delay: u32,
     pub(super) env_count: usize,
     pub(super) every_count: usize,
+    pub(super) cluster_count: usize,
     /// Entries loaded above (the limit counts them).
     pub(super) entries: usize,
 }
@@ -50,6 +51,7 @@ impl State {
             random_delay: 0,
             env_count: 0,
             every_count: 0,
+            cluster_count: 0,
             entries: 0,
         }
     }
@@ -67,6 +69,7 @@ impl State {
         State {
             env_count: shift(self.env_count, by.env),
             every_count: shift(self.every_count, by.every),
+            cluster_count: shift(self.cluster_count, by.cluster),
             entries: shift(self.entries, by.entries),
             ..self.clone()
         }
@@ -81,6 +84,7 @@ fn shift(count: usize, by: isize) -> usize {
 struct Counts {
     env: isize,
     every: isize,
+    cluster: isize,
     entries: isize,
 }
 
@@ -90,6 +94,7 @@ impl Counts {
         Counts {
             env: d(new.env_count, old.env_count),
             every: d(new.every_count, old.every_count),
+            cluster: d(new.cluster_count, old.cluster_count),
             entries: d(new.entries, old.entries),
         }
     }
@@ -321,7 +326,8 @@ pub fn reparse(text: &[u8], options: &mut ParseOptions<'_>, old: &Fingerprint) -
         let moved = old_end.shifted(&by);
         let within = moved.entries <= limits.max_entries
             && moved.env_count <= limits.max_env
-            && moved.every_count <= limits.max_every;
+            && moved.every_count <= limits.max_every
+            && moved.cluster_count <= limits.max_cluster;
         if !within {
             return whole(options);
         }

@@ -69,17 +69,22 @@ pub struct Limits {
     pub max_env: usize,
     /// Most `@every` entries one file may have: each may start a job every second.
     pub max_every: usize,
+    /// Most entries under `CRON_CLUSTER` one file may have (@reboot and @every, which run
+    /// locally, not counted): each run of each is a row in a database every host shares.
+    /// Root's crontab is not bounded by it (see [`ParseOptions::privileged`]).
+    pub max_cluster: usize,
 }
 
 impl Limits {
     /// A user's crontab: 1 MiB (what crontab(1) accepts), cronie's 10,000 entries, 1,000
-    /// assignments.
+    /// assignments, 100 cluster entries.
     pub const USER: Limits = Limits {
         max_file: 1 << 20,
         max_line: 131_072,
         max_entries: 10_000,
         max_env: 1_000,
         max_every: 100,
+        max_cluster: 100,
     };
     /// System files are written by root and packages: generous bounds.
     pub const SYSTEM: Limits = Limits {
@@ -88,6 +93,7 @@ impl Limits {
         max_entries: 1_000_000,
         max_env: 10_000,
         max_every: 100,
+        max_cluster: usize::MAX,
     };
 }
 
@@ -242,6 +248,7 @@ struct Parser<'o, 'z> {
     random_delay: u32,
     env_count: usize,
     every_count: usize,
+    cluster_count: usize,
     /// Entries loaded above the first line this parser saw (a parse resumed mid-file).
     entries_before: usize,
     options: &'o mut ParseOptions<'z>,
@@ -259,6 +266,7 @@ impl<'o, 'z> Parser<'o, 'z> {
             random_delay: state.random_delay,
             env_count: state.env_count,
             every_count: state.every_count,
+            cluster_count: state.cluster_count,
             entries_before: state.entries,
             options,
         }
@@ -272,6 +280,7 @@ impl<'o, 'z> Parser<'o, 'z> {
             random_delay: self.random_delay,
             env_count: self.env_count,
             every_count: self.every_count,
+            cluster_count: self.cluster_count,
             entries: self.entries_before + self.out.entries.len(),
         }
     }
@@ -527,6 +536,23 @@ impl<'o, 'z> Parser<'o, 'z> {
                 return;
             }
             self.every_count += 1;
+        }
+        // @reboot and @every run locally: only scheduled entries are claimed in the cluster.
+        let clustered = matches!(when, When::Periodic(_)) && self.out.env.policy().clustered;
+        if clustered && !self.options.privileged {
+            if self.cluster_count >= self.options.limits.max_cluster {
+                let max = self.options.limits.max_cluster;
+                self.error(
+                    number,
+                    0,
+                    format!(
+                        "more than {max} CRON_CLUSTER entries in one crontab; entry not loaded \
+                         (it would run on every host)"
+                    ),
+                );
+                return;
+            }
+            self.cluster_count += 1;
         }
         self.out.entries.push(Entry {
             line: number,

@@ -19,6 +19,7 @@ fn limits_are_errors_not_crashes() {
         max_entries: 2,
         max_env: 2,
         max_every: 100,
+        max_cluster: 100,
     };
     let long = format!("0 0 * * * {}\n", "x".repeat(100));
     let text = format!("A=1\nB=2\nA=3\n{long}* * * * * a\n* * * * * b\n* * * * * c\n");
@@ -134,4 +135,30 @@ fn a_file_may_hold_a_hundred_every_entries_and_the_next_is_an_error() {
     );
     assert_eq!(tab.entries.len(), 100);
     assert_eq!(tab.entries[99].when.to_string(), "@every 1m40s");
+}
+
+#[test]
+fn a_user_crontab_marks_at_most_its_bound_of_entries_for_the_cluster() {
+    let limits = Limits {
+        max_cluster: 2,
+        ..Limits::USER
+    };
+    let text = "* * * * * local\nCRON_CLUSTER=c\n* * * * * one\n@reboot boot\n@every 5s tick\n\
+                0 * * * * two\n0 1 * * * three\nCRON_CLUSTER=\n0 2 * * * four\n";
+    let tab = parse_with(text.as_bytes(), Format::User, limits, false);
+    assert_eq!(
+        shown(&tab.errors),
+        ["tab:7:1: more than 2 CRON_CLUSTER entries in one crontab; entry not loaded (it would \
+          run on every host)"]
+    );
+    let loaded: Vec<&[u8]> = tab.entries.iter().map(|e| &e.command[..]).collect();
+    assert_eq!(
+        loaded,
+        [&b"local"[..], b"one", b"boot", b"tick", b"two", b"four"],
+        "@reboot and @every run locally and are not counted; the entries after it load"
+    );
+    // Root's crontab (and system files, whose bound is usize::MAX) are not bounded.
+    let root = parse_with(text.as_bytes(), Format::User, limits, true);
+    assert!(root.errors.is_empty(), "{:?}", shown(&root.errors));
+    assert_eq!(Limits::SYSTEM.max_cluster, usize::MAX);
 }
