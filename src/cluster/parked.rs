@@ -3,13 +3,17 @@
 //! it, a while longer in case that host dies before starting it and the helper takes the claim
 //! over. Pure: the caller passes the time and carries out what comes back.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::wire::{Denied, RunKey};
 
-/// How long a run waits for the helper's answer before it is given up (not run, logged): the
-/// helper's own bound on a database round trip is 5 s.
-pub const ANSWER_WAIT_MS: i64 = 10_000;
+/// How long a run waits for the helper's answer before it is given up (not run, logged). The
+/// helper answers `unreachable` itself as soon as it can't reach the database, and retries a
+/// statement the database was too slow for (each is bounded: 5 s on the server); this is the
+/// backstop for a helper that is alive but stuck. It is not a bound on a slow database's
+/// answer: a run another host is meant to claim waits 5 s before this host claims it, and a
+/// claim waits out a lock held for tens of seconds.
+pub const ANSWER_WAIT_MS: i64 = 120_000;
 
 /// How long a run another host claimed is watched at most: the helper answers again when it
 /// started there or was taken over (within a lease, 30 s by default); this bounds the wait
@@ -20,6 +24,12 @@ pub const TAKEOVER_WAIT_MS: i64 = 3_600_000;
 /// (taken) runs make room first.
 pub const MAX_PARKED: usize = 20_000;
 
+/// At most this many of them may be one user's (the runs of entries in a user's own crontab:
+/// root's crontab and system files count only against [`MAX_PARKED`]), so that no user crowds
+/// out another's cluster runs. A user's crontab holds at most 100 cluster entries
+/// (`Limits::USER`), so this is ten minutes of each waiting on another host.
+pub const MAX_PARKED_PER_USER: usize = 1_000;
+
 #[derive(Debug)]
 struct Park<T> {
     job: T,
@@ -27,6 +37,8 @@ struct Park<T> {
     until_ms: i64,
     /// Another host has it; kept only for a takeover.
     taken: bool,
+    /// The user whose share it counts against (`None`: root's and system files' runs).
+    share: Option<u32>,
 }
 
 /// Runs waiting on the cluster helper, by request number.
@@ -36,6 +48,8 @@ pub struct Parked<T> {
     runs: BTreeMap<u64, Park<T>>,
     /// (deadline, seq) of every run, soonest first.
     deadlines: BTreeSet<(i64, u64)>,
+    /// How many runs each user's share holds.
+    shares: HashMap<u32, usize>,
 }
 
 impl<T> Default for Parked<T> {
@@ -44,6 +58,7 @@ impl<T> Default for Parked<T> {
             next_seq: 1,
             runs: BTreeMap::new(),
             deadlines: BTreeSet::new(),
+            shares: HashMap::new(),
         }
     }
 }
@@ -67,15 +82,27 @@ pub enum Answered<T> {
 
 impl<T: Clone> Parked<T> {
     /// Parks `job` until its answer comes; returns the request number for its `RUN`, or the
-    /// job back when [`MAX_PARKED`] runs wait for answers already.
-    pub fn park(&mut self, job: T, key: RunKey, now_ms: i64) -> Result<u64, T> {
-        if self.runs.len() >= MAX_PARKED && !self.drop_oldest_taken() {
+    /// job back when [`MAX_PARKED`] runs wait for answers already, or `share` (the uid of the
+    /// user whose crontab the entry is in; `None` for root's and system files) holds
+    /// [`MAX_PARKED_PER_USER`]. The oldest watched runs (of that user, or of anyone) make room
+    /// first.
+    pub fn park(&mut self, job: T, key: RunKey, share: Option<u32>, now_ms: i64) -> Result<u64, T> {
+        if let Some(uid) = share
+            && self.shares.get(&uid).copied().unwrap_or(0) >= MAX_PARKED_PER_USER
+            && !self.drop_oldest_taken(Some(uid))
+        {
+            return Err(job);
+        }
+        if self.runs.len() >= MAX_PARKED && !self.drop_oldest_taken(None) {
             return Err(job);
         }
         let seq = self.next_seq;
         self.next_seq += 1;
         let until_ms = now_ms + ANSWER_WAIT_MS;
         self.deadlines.insert((until_ms, seq));
+        if let Some(uid) = share {
+            *self.shares.entry(uid).or_default() += 1;
+        }
         self.runs.insert(
             seq,
             Park {
@@ -83,16 +110,18 @@ impl<T: Clone> Parked<T> {
                 key,
                 until_ms,
                 taken: false,
+                share,
             },
         );
         Ok(seq)
     }
 
-    fn drop_oldest_taken(&mut self) -> bool {
+    /// Forgets the oldest watched run (of the user `only`, when given); false if none.
+    fn drop_oldest_taken(&mut self, only: Option<u32>) -> bool {
         let oldest = self
             .runs
             .iter()
-            .find(|(_, park)| park.taken)
+            .find(|(_, park)| park.taken && (only.is_none() || park.share == only))
             .map(|(&seq, _)| seq);
         match oldest {
             Some(seq) => {
@@ -106,6 +135,14 @@ impl<T: Clone> Parked<T> {
     fn remove(&mut self, seq: u64) -> Option<Park<T>> {
         let park = self.runs.remove(&seq)?;
         self.deadlines.remove(&(park.until_ms, seq));
+        if let Some(uid) = park.share
+            && let Some(n) = self.shares.get_mut(&uid)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.shares.remove(&uid);
+            }
+        }
         Some(park)
     }
 
@@ -168,6 +205,7 @@ impl<T: Clone> Parked<T> {
     pub fn abandon(&mut self) -> Vec<(T, RunKey)> {
         let runs = std::mem::take(&mut self.runs);
         self.deadlines.clear();
+        self.shares.clear();
         runs.into_values()
             .filter(|park| !park.taken)
             .map(|park| (park.job, park.key))
@@ -205,7 +243,7 @@ mod tests {
     #[test]
     fn go_starts_the_run_once() {
         let mut p = Parked::default();
-        let seq = p.park("job", key(1), 0).unwrap();
+        let seq = p.park("job", key(1), None, 0).unwrap();
         assert_eq!(
             p.go(seq),
             Answered::Go {
@@ -221,8 +259,8 @@ mod tests {
     #[test]
     fn a_run_taken_elsewhere_is_watched_then_taken_over_or_forgotten() {
         let mut p = Parked::default();
-        let a = p.park("a", key(1), 0).unwrap();
-        let b = p.park("b", key(2), 0).unwrap();
+        let a = p.park("a", key(1), None, 0).unwrap();
+        let b = p.park("b", key(2), None, 0).unwrap();
         assert_eq!(
             p.no(a, Denied::Taken("host-b".into()), 100),
             Answered::Taken {
@@ -255,14 +293,14 @@ mod tests {
     #[test]
     fn an_unanswered_run_is_given_up_at_its_deadline() {
         let mut p = Parked::default();
-        p.park("late", key(1), 1_000).unwrap();
+        p.park("late", key(1), None, 1_000).unwrap();
         assert!(p.expire(1_000 + ANSWER_WAIT_MS - 1).is_empty());
         assert_eq!(
             p.expire(1_000 + ANSWER_WAIT_MS),
             vec![("late", key(1))],
             "not run, for the caller to log"
         );
-        let seq = p.park("paused", key(2), 0).unwrap();
+        let seq = p.park("paused", key(2), None, 0).unwrap();
         assert_eq!(
             p.no(seq, Denied::Paused, 5),
             Answered::No {
@@ -276,27 +314,57 @@ mod tests {
     #[test]
     fn a_lost_helper_gives_back_what_waited_for_answers() {
         let mut p = Parked::default();
-        let a = p.park("a", key(1), 0).unwrap();
-        p.park("b", key(2), 0).unwrap();
+        let a = p.park("a", key(1), None, 0).unwrap();
+        p.park("b", key(2), None, 0).unwrap();
         p.no(a, Denied::Taken("h".into()), 0);
         assert_eq!(p.abandon(), vec![("b", key(2))]);
         assert!(p.is_empty() && p.next_deadline_ms().is_none());
     }
 
     #[test]
+    fn one_user_can_not_crowd_out_another_or_the_system_files() {
+        let mut p = Parked::default();
+        let alice = Some(1000);
+        let mut first = None;
+        for i in 0..MAX_PARKED_PER_USER {
+            let seq = p.park(i, key(i as u64), alice, 0).unwrap();
+            first.get_or_insert(seq);
+        }
+        // Alice's share is full: her next run is refused...
+        assert_eq!(p.park(7, key(7), alice, 0), Err(7));
+        // ...Bob's and the system files' are not.
+        assert!(p.park(8, key(8), Some(1001), 0).is_ok());
+        assert!(p.park(9, key(9), None, 0).is_ok());
+        // A watched run of hers makes room for her next one.
+        let first = first.unwrap();
+        p.no(first, Denied::Taken("h".into()), 0);
+        assert!(p.park(10, key(10), alice, 0).is_ok());
+        assert_eq!(
+            p.go(first),
+            Answered::Unknown,
+            "the watched run was dropped"
+        );
+        // An answer gives her share back.
+        let seq = p.park(11, key(11), alice, 0);
+        assert!(seq.is_err());
+        assert!(matches!(p.go(2), Answered::Go { .. }));
+        assert!(p.park(11, key(11), alice, 0).is_ok());
+    }
+
+    #[test]
     fn the_bound_holds_and_watched_runs_make_room_first() {
         let mut p = Parked::default();
-        let first = p.park(0usize, key(0), 0).unwrap();
+        let first = p.park(0usize, key(0), None, 0).unwrap();
         p.no(first, Denied::Taken("h".into()), 0);
         for i in 1..MAX_PARKED {
-            p.park(i, key(i as u64), 0).unwrap();
+            p.park(i, key(i as u64), None, 0).unwrap();
         }
         assert_eq!(p.len(), MAX_PARKED);
         // Full: the watched one goes to make room...
-        assert!(p.park(MAX_PARKED, key(0), 0).is_ok());
+        assert!(p.park(MAX_PARKED, key(0), None, 0).is_ok());
         assert_eq!(p.go(first), Answered::Unknown);
         // ...and with only unanswered runs left, a new one is refused.
-        assert_eq!(p.park(MAX_PARKED + 1, key(0), 0), Err(MAX_PARKED + 1));
+        assert_eq!(p.park(MAX_PARKED + 1, key(0), None, 0), Err(MAX_PARKED + 1));
         assert_eq!(p.len(), MAX_PARKED);
     }
 }

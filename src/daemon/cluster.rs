@@ -3,7 +3,7 @@
 //! ([`Parked`](crate::cluster::parked::Parked)) and a `RUN` request goes to the helper process
 //! (`cronctl helper`), which claims the run in PostgreSQL and answers `GO` or `NO`. The daemon
 //! never waits: the answer comes through the poll loop like any other event, and a run without
-//! an answer in 10 s is not run. The helper is a child of the daemon, started before the
+//! an answer in 2 minutes (a stuck helper) is not run. The helper is a child of the daemon, started before the
 //! crontabs are loaded and again 5 s after it is lost; the daemon holds no database code and
 //! starts no thread.
 
@@ -19,12 +19,13 @@ use jiff::Timestamp;
 
 use super::event_loop::Daemon;
 use crate::cluster::identity::entry_key;
-use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, Parked};
+use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 use crate::job::{JobSpec, log_lines};
 use crate::log::Level;
 use crate::queue::Queued;
 use crate::sys::process::Exit;
+use crate::sys::user::Uid;
 use crate::timeline::{Due, EntryId, UtcMinute};
 
 /// How long the daemon waits before it starts a lost helper again.
@@ -255,13 +256,28 @@ impl Daemon {
             entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),
             minute: run.due.start_second(),
         };
-        let seq = match link.parked.park(run, key.clone(), now.as_millisecond()) {
+        // A user's own crontab draws on a share of its own; root's and system files' don't.
+        let share = job
+            .owner
+            .uid
+            .filter(|uid| *uid != Uid::ROOT)
+            .map(|uid| uid.0);
+        let seq = match link
+            .parked
+            .park(run, key.clone(), share, now.as_millisecond())
+        {
             Ok(seq) => seq,
             Err(run) => {
-                self.log_cluster_run(
-                    &run,
-                    &format!("not run: {MAX_PARKED} runs wait for the cluster database already"),
-                );
+                let why = match share {
+                    Some(_) if link.parked.len() < MAX_PARKED => format!(
+                        "not run: {MAX_PARKED_PER_USER} runs of this user's crontab wait for \
+                         the cluster database already"
+                    ),
+                    _ => {
+                        format!("not run: {MAX_PARKED} runs wait for the cluster database already")
+                    }
+                };
+                self.log_cluster_run(&run, &why);
                 return None;
             }
         };

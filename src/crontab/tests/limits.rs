@@ -148,8 +148,10 @@ fn a_user_crontab_marks_at_most_its_bound_of_entries_for_the_cluster() {
     let tab = parse_with(text.as_bytes(), Format::User, limits, false);
     assert_eq!(
         shown(&tab.errors),
-        ["tab:7:1: more than 2 CRON_CLUSTER entries in one crontab; entry not loaded (it would \
-          run on every host)"]
+        [
+            "tab:7:1: more than 2 CRON_CLUSTER entries in one crontab; entry not loaded (it would \
+          run on every host)"
+        ]
     );
     let loaded: Vec<&[u8]> = tab.entries.iter().map(|e| &e.command[..]).collect();
     assert_eq!(
