@@ -54,6 +54,32 @@ pub fn entry_key(schedule: &Schedule, zone: Option<&str>, user: &[u8], command: 
     EntryKey(h.0)
 }
 
+/// The weight of `host` for one run (the run of `entry` of `owner` in `cluster` at `minute`):
+/// of the live hosts, the one of highest weight is meant to claim the run (rendezvous hashing).
+/// Every host computes the same weights, so they agree on who claims what without a word;
+/// runs spread evenly, per run and not per entry; and a host that leaves or joins moves only
+/// its own share.
+pub fn run_weight(host: &str, cluster: &str, owner: &[u8], entry: EntryKey, minute: i64) -> u64 {
+    let mut h = Fnv::new();
+    h.part(b"crond-share-1");
+    h.part(host.as_bytes());
+    h.part(cluster.as_bytes());
+    h.part(owner);
+    h.eat(&entry.0.to_le_bytes());
+    h.eat(&minute.to_le_bytes());
+    mix(h.0)
+}
+
+/// A 64-bit finalizer (splitmix64's): FNV's last bytes reach only its low bits, and rendezvous
+/// hashing compares whole weights.
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 impl fmt::Display for EntryKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:016x}", self.0)
@@ -150,5 +176,40 @@ mod tests {
         assert!("123".parse::<EntryKey>().is_err());
         assert!("0123456789abcdeg".parse::<EntryKey>().is_err());
         assert!("+123456789abcdef".parse::<EntryKey>().is_err());
+    }
+
+    #[test]
+    fn runs_spread_evenly_over_the_live_hosts_and_a_host_that_leaves_moves_only_its_own() {
+        let meant = |hosts: &[&str], entry: u64, minute: i64| -> String {
+            hosts
+                .iter()
+                .max_by_key(|h| run_weight(h, "c", b"root", EntryKey(entry), minute))
+                .unwrap()
+                .to_string()
+        };
+        let two = ["host-a", "host-b"];
+        let three = ["host-a", "host-b", "host-c"];
+        let (mut a, mut moved) = (0, 0);
+        // 10,000 consecutive entry ids of one minute, as one large file gives.
+        for entry in 0..10_000u64 {
+            let id = entry_key(&schedule("* * * * *"), None, b"root", &entry.to_le_bytes()).0;
+            if meant(&two, id, 600) == "host-a" {
+                a += 1;
+            }
+            let of_three = meant(&three, id, 600);
+            if of_three != "host-c" && of_three != meant(&two, id, 600) {
+                moved += 1;
+            }
+        }
+        assert!((4_500..=5_500).contains(&a), "host-a got {a} of 10,000");
+        assert_eq!(
+            moved, 0,
+            "only host-c's share moves when it joins or leaves"
+        );
+        // One entry's runs spread over the minutes too.
+        let per_minute = (0..1_000)
+            .filter(|m| meant(&two, 42, m * 60) == "host-a")
+            .count();
+        assert!((400..=600).contains(&per_minute), "{per_minute}");
     }
 }

@@ -8,6 +8,13 @@
 //! pgpass). The database side: [`pg`], a small synchronous PostgreSQL client, used only by
 //! `cronctl` and its helper (crond never links to a socket of the database).
 
+/// How many runs of one entry the history keeps at least, by default and at most
+/// (`--cluster-keep-runs`): older runs past it go at the hourly prune, as do runs older than
+/// `--cluster-keep` days.
+pub const DEFAULT_KEEP_RUNS: u32 = 1_440;
+pub const MIN_KEEP_RUNS: u32 = 10;
+pub const MAX_KEEP_RUNS: u32 = 1_000_000;
+
 pub mod conninfo;
 pub mod identity;
 pub mod parked;

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 
 use super::helper::HelperArgs;
 use crate::cluster::identity::EntryKey;
+use crate::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crate::crontab::policy::is_cluster_name;
 
 pub const USAGE: &str = "usage: cronctl [--db CONNINFO] hosts
@@ -69,6 +70,7 @@ where
     let mut limit = 50;
     let mut host = None;
     let mut keep_days = 30;
+    let mut keep_runs = DEFAULT_KEEP_RUNS;
     let mut lease_s = 30;
     let text = |v: OsString| {
         v.into_string()
@@ -102,6 +104,9 @@ where
             Long("limit") => limit = in_range(&mut parser, "--limit", 1, MAX_LIMIT)?,
             Long("host") => host = Some(text(parser.value().map_err(|e| e.to_string())?)?),
             Long("keep-days") => keep_days = in_range(&mut parser, "--keep-days", 1, 3650)?,
+            Long("keep-runs") => {
+                keep_runs = in_range(&mut parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
+            }
             Long("lease") => lease_s = in_range(&mut parser, "--lease (seconds)", 3, 300)?,
             Value(v) => words.push(text(v)?),
             _ => return Err(arg.unexpected().to_string()),
@@ -134,6 +139,7 @@ where
             db: db.clone().ok_or("helper: --db is required")?,
             host: host.ok_or("helper: --host is required")?,
             keep_days,
+            keep_runs,
             lease_s,
         }),
         [] => return Err("a command is required".into()),
@@ -197,6 +203,7 @@ mod tests {
                 db: "x".into(),
                 host: "h1".into(),
                 keep_days: 30,
+                keep_runs: DEFAULT_KEEP_RUNS,
                 lease_s: 5
             })
         );

@@ -5,14 +5,21 @@
 //! ends and prunes the history. It may block on the database (every call is bounded: 5 s by
 //! default); the daemon never does. When the daemon goes (end of input), the helper gives the
 //! lease up, so that other hosts take over at once, and exits.
+//!
+//! Runs are spread over the live hosts: each run is meant for one of them
+//! ([`run_weight`]), which claims it at once; the others leave it [`DEFER`] and then claim it
+//! only if no host has (a host that is down, or slow, or lacks the entry). A run is answered
+//! `unreachable` only when the database can't be reached; a statement it was too slow for is
+//! tried again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use crate::cluster::conninfo::ConnInfo;
+use crate::cluster::identity::run_weight;
 use crate::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 
@@ -26,6 +33,8 @@ pub struct HelperArgs {
     pub db: String,
     pub host: String,
     pub keep_days: u32,
+    /// Runs of one entry the history keeps (older ones past it are pruned).
+    pub keep_runs: u32,
     pub lease_s: u32,
 }
 
@@ -34,6 +43,50 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// How long the helper waits between connection attempts.
 const RECONNECT_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a run meant for another live host is left to it before this host claims it (if
+/// no host has: that host is slow, stopped, or lacks the entry).
+pub const DEFER: Duration = Duration::from_secs(5);
+
+/// The most runs one claim, start or end statement carries: a batch of them stays far inside
+/// the statement timeout (about 20 ms per 1,000 runs on a local server).
+const MAX_BATCH: usize = 1_000;
+
+/// Runs whose statement the database was too slow for (or whose connection broke mid-way) are
+/// tried again after this.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The most input read from the daemon before the runs read are claimed (64 KiB at a time).
+const MAX_READS_PER_TURN: usize = 16;
+
+/// Why a call failed, as far as the runs it carried are concerned.
+#[derive(Debug)]
+enum Failure {
+    /// No connection, and none could be made: the database is unreachable.
+    Down(String),
+    /// The connection broke during the call (it may have done its work or not).
+    Lost(String),
+    /// The server gave up on the statement (its timeout, a lock, a serialization conflict):
+    /// the same statement may go through later.
+    Slow(String),
+    /// Any other error of the server: trying again would not help.
+    Refused(String),
+}
+
+impl Failure {
+    fn text(&self) -> &str {
+        match self {
+            Failure::Down(t) | Failure::Lost(t) | Failure::Slow(t) | Failure::Refused(t) => t,
+        }
+    }
+}
+
+/// SQLSTATEs of a server that is busy rather than unwilling: statement timeout (57014), lock
+/// not available (55P03), serialization failure (40001), deadlock (40P01), too many
+/// connections (53300).
+fn is_busy(code: Option<&str>) -> bool {
+    matches!(code, Some("57014" | "55P03" | "40001" | "40P01" | "53300"))
+}
 
 /// A run another host claimed, watched for a takeover.
 #[derive(Debug)]
@@ -58,6 +111,14 @@ struct Helper<'c> {
     /// When the watched runs are looked at next.
     next_takeover: Instant,
     watched: Vec<Watched>,
+    /// The hosts holding a live lease (this one among them once its lease is taken), by name.
+    live: Vec<String>,
+    /// Runs meant for another live host, each with when this host claims it if no host has.
+    deferred: VecDeque<(Instant, u64, RunKey)>,
+    /// Runs to claim now, in order.
+    pending: VecDeque<(u64, RunKey)>,
+    /// When the pending runs are tried again after a failure.
+    retry_at: Option<Instant>,
     out: File,
 }
 
@@ -96,6 +157,10 @@ pub fn run(args: HelperArgs, connector: &dyn Connect) -> u8 {
         next_prune: now,
         next_takeover: now,
         watched: Vec::new(),
+        live: Vec::new(),
+        deferred: VecDeque::new(),
+        pending: VecDeque::new(),
+        retry_at: None,
         out,
     };
     helper.serve(input)
@@ -116,54 +181,85 @@ impl Helper<'_> {
         let mut chunk = vec![0u8; 64 * 1024];
         loop {
             self.periodic();
+            self.claim_pending();
             let timeout = self.next_wake().saturating_duration_since(Instant::now());
-            let ready = crate::sys::poll::wait_readable(
-                &[input.as_fd()],
-                Some(timeout.as_millis().min(60_000) as u32),
-            );
-            if !matches!(ready.as_deref(), Ok([true])) {
-                continue;
-            }
-            let n = match input.read(&mut chunk) {
-                Ok(0) => {
-                    self.release();
-                    return 0;
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    self.release();
-                    return 1;
-                }
-            };
+            let mut wait = timeout.as_millis().min(60_000) as u32;
             let mut runs = Vec::new();
             let mut ends = Vec::new();
-            for line in reader.push(&chunk[..n]) {
-                match line.and_then(|line| ToHelper::decode(&line)) {
-                    Ok(ToHelper::Run { seq, key }) => runs.push((seq, key)),
-                    Ok(ToHelper::End { key, status }) => ends.push((key, status)),
-                    Err(e) => self.log(
-                        true,
-                        format!("protocol error from the daemon: {e}; line skipped"),
-                    ),
+            // Everything the daemon has sent so far (up to a bound), so that the runs of one
+            // minute go to the database in few statements.
+            for _ in 0..MAX_READS_PER_TURN {
+                let ready = crate::sys::poll::wait_readable(&[input.as_fd()], Some(wait));
+                if !matches!(ready.as_deref(), Ok([true])) {
+                    break;
+                }
+                wait = 0;
+                let n = match input.read(&mut chunk) {
+                    Ok(0) => {
+                        self.release();
+                        return 0;
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        self.release();
+                        return 1;
+                    }
+                };
+                for line in reader.push(&chunk[..n]) {
+                    match line.and_then(|line| ToHelper::decode(&line)) {
+                        Ok(ToHelper::Run { seq, key }) => runs.push((seq, key)),
+                        Ok(ToHelper::End { key, status }) => ends.push((key, status)),
+                        Err(e) => self.log(
+                            true,
+                            format!("protocol error from the daemon: {e}; line skipped"),
+                        ),
+                    }
                 }
             }
-            if !runs.is_empty() {
-                self.claim(runs);
-            }
-            for (key, status) in ends {
-                self.end(&key, status);
-            }
+            self.arrived(runs);
+            self.end(ends);
         }
     }
 
-    /// When the loop must wake without input: the lease, the prune, the takeover check.
+    /// When the loop must wake without input: the lease, the prune, the takeover check, a
+    /// deferred run's turn, a retry.
     fn next_wake(&self) -> Instant {
         let mut at = self.next_lease.min(self.next_prune);
         if !self.watched.is_empty() {
             at = at.min(self.next_takeover);
         }
+        if let Some(&(when, _, _)) = self.deferred.front() {
+            at = at.min(when);
+        }
+        if !self.pending.is_empty() {
+            at = at.min(self.retry_at.unwrap_or_else(Instant::now));
+        }
         at
+    }
+
+    /// Whether this host is the live host meant to claim `key`'s run.
+    fn meant_for_me(&self, key: &RunKey) -> bool {
+        let me = self.args.host.as_str();
+        let weight = |host: &str| run_weight(host, &key.cluster, &key.owner, key.entry, key.minute);
+        let mine = weight(me);
+        self.live
+            .iter()
+            .filter(|h| h.as_str() != me)
+            .all(|other| weight(other) < mine)
+    }
+
+    /// New `RUN`s: this host's share goes to be claimed now, the rest waits [`DEFER`].
+    fn arrived(&mut self, runs: Vec<(u64, RunKey)>) {
+        let later = Instant::now() + DEFER;
+        for (seq, key) in runs {
+            if self.meant_for_me(&key) {
+                self.pending.push_back((seq, key));
+            } else {
+                self.deferred.push_back((later, seq, key));
+            }
+        }
+        self.claim_pending();
     }
 
     /// Takeover checks run twice per lease renewal.
@@ -186,6 +282,14 @@ impl Helper<'_> {
         if !self.watched.is_empty() && now >= self.next_takeover {
             self.next_takeover = now + self.takeover_every();
             self.take_over();
+        }
+        while let Some(&(when, _, _)) = self.deferred.front() {
+            if when > now {
+                break;
+            }
+            if let Some((_, seq, key)) = self.deferred.pop_front() {
+                self.pending.push_back((seq, key));
+            }
         }
     }
 
@@ -261,6 +365,9 @@ impl Helper<'_> {
         if rows.rows.is_empty() {
             self.log(true, self.name_taken());
         }
+        if let Ok(rows) = client.query(sql::LIVE_HOSTS, &[]) {
+            self.live = hosts(&rows);
+        }
         Ok(client)
     }
 
@@ -272,12 +379,13 @@ impl Helper<'_> {
         )
     }
 
-    /// Runs `f` on the connection; a lost connection is dropped (the next call reconnects).
+    /// Runs `f` on the connection; a lost connection is dropped (the next call reconnects at
+    /// once).
     fn with_client<T>(
         &mut self,
         f: impl FnOnce(&mut dyn Connection) -> Result<T, DbError>,
-    ) -> Result<T, String> {
-        let client = self.client()?;
+    ) -> Result<T, Failure> {
+        let client = self.client().map_err(Failure::Down)?;
         match f(client.as_mut()) {
             Ok(t) => Ok(t),
             Err(e) => {
@@ -289,10 +397,14 @@ impl Helper<'_> {
                     self.next_connect = Instant::now();
                     self.down = Some(text.clone());
                     self.log(true, format!("database connection lost: {text}"));
+                    Err(Failure::Lost(text))
+                } else if is_busy(e.code.as_deref()) {
+                    self.log(true, format!("database busy: {text}; trying again"));
+                    Err(Failure::Slow(text))
                 } else {
                     self.log(true, format!("database error: {text}"));
+                    Err(Failure::Refused(text))
                 }
-                Err(text)
             }
         }
     }
@@ -310,6 +422,9 @@ impl Helper<'_> {
             let text = self.name_taken();
             self.log(true, text);
         }
+        if let Ok(rows) = self.query_texts(sql::LIVE_HOSTS, &[]) {
+            self.live = hosts(&rows);
+        }
     }
 
     fn release(&mut self) {
@@ -323,7 +438,10 @@ impl Helper<'_> {
     }
 
     fn prune(&mut self) {
-        let days = [self.args.keep_days.to_string()];
+        let days = [
+            self.args.keep_days.to_string(),
+            self.args.keep_runs.to_string(),
+        ];
         if let Ok(rows) = self.query_texts(sql::PRUNE, &days) {
             let count = |i: usize| {
                 rows.rows
@@ -345,21 +463,23 @@ impl Helper<'_> {
     }
 
     /// Runs `statement` with every parameter given (as text).
-    fn query_texts(&mut self, statement: &str, params: &[String]) -> Result<Rows, String> {
+    fn query_texts(&mut self, statement: &str, params: &[String]) -> Result<Rows, Failure> {
         self.with_client(|c| {
             let p: Vec<Option<&str>> = params.iter().map(|s| Some(s.as_str())).collect();
             c.query(statement, &p)
         })
     }
 
-    /// Runs a batch statement: $1..$4 the arrays of the runs' key parts, $5 host, $6 session.
+    /// Runs a batch statement: $1..$4 the arrays of the runs' key parts, $5 host, $6 session,
+    /// and `more` after them.
     fn query_batch<'a>(
         &mut self,
         statement: &str,
         keys: impl Iterator<Item = &'a RunKey>,
-    ) -> Result<Rows, String> {
+        more: &[String],
+    ) -> Result<Rows, Failure> {
         let rows: Vec<RowKey> = keys.map(row_key).collect();
-        let params = [
+        let mut params = vec![
             sql::array(rows.iter().map(|r| &r.0)),
             sql::array(rows.iter().map(|r| &r.1)),
             sql::array(rows.iter().map(|r| &r.2)),
@@ -367,25 +487,70 @@ impl Helper<'_> {
             self.args.host.clone(),
             self.session.to_string(),
         ];
+        params.extend_from_slice(more);
         self.query_texts(statement, &params)
     }
 
-    /// `RUN` requests: one claim statement, one start statement, an answer each.
-    fn claim(&mut self, runs: Vec<(u64, RunKey)>) {
-        let rows = match self.query_batch(&sql::claim(), runs.iter().map(|(_, k)| k)) {
-            Ok(rows) => rows,
-            Err(e) => {
-                for (seq, _) in runs {
-                    self.send(&FromHelper::No {
-                        seq,
-                        why: Denied::Unreachable(e.clone()),
-                    });
+    fn unreachable(&mut self, runs: impl IntoIterator<Item = (u64, RunKey)>, why: &str) {
+        for (seq, _) in runs {
+            self.send(&FromHelper::No {
+                seq,
+                why: Denied::Unreachable(why.to_string()),
+            });
+        }
+    }
+
+    /// Claims the pending runs, a batch at a time, unless a retry is not due yet.
+    fn claim_pending(&mut self) {
+        if self.retry_at.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        self.retry_at = None;
+        while !self.pending.is_empty() {
+            let n = self.pending.len().min(MAX_BATCH);
+            let batch: Vec<(u64, RunKey)> = self.pending.drain(..n).collect();
+            if let Err(again) = self.claim(batch) {
+                for run in again.into_iter().rev() {
+                    self.pending.push_front(run);
                 }
+                self.retry_at = Some(Instant::now() + RETRY_AFTER);
                 return;
             }
+        }
+    }
+
+    /// Runs `statement` for `runs`; a broken connection is made again and the statement tried
+    /// once more at once. `Err` with the runs when they are to be tried again later; `Ok(None)`
+    /// when they were answered `unreachable`.
+    fn batch_for(
+        &mut self,
+        statement: &str,
+        runs: Vec<(u64, RunKey)>,
+        more: &[String],
+    ) -> Result<Option<(Rows, Runs)>, Runs> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.query_batch(statement, runs.iter().map(|(_, k)| k), more) {
+                Ok(rows) => return Ok(Some((rows, runs))),
+                Err(Failure::Lost(_)) if tries == 1 => continue,
+                Err(Failure::Lost(_) | Failure::Slow(_)) => return Err(runs),
+                Err(e @ (Failure::Down(_) | Failure::Refused(_))) => {
+                    self.unreachable(runs, e.text());
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// One claim statement for `runs` and an answer for each; the claimed ones are started.
+    fn claim(&mut self, runs: Vec<(u64, RunKey)>) -> Result<(), Vec<(u64, RunKey)>> {
+        let Some((rows, runs)) = self.batch_for(&sql::claim(), runs, &[])? else {
+            return Ok(());
         };
         let outcome = by_key(&rows);
         let mut claimed = Vec::new();
+        let mut go = Vec::new();
         for (seq, key) in runs {
             let (what, host) = outcome
                 .get(&row_key(&key))
@@ -393,9 +558,14 @@ impl Helper<'_> {
                 .unwrap_or_else(|| ("lease".to_string(), String::new()));
             match what.as_str() {
                 "claimed" => claimed.push((seq, key)),
+                "started" => go.push(seq),
                 "paused" => self.send(&FromHelper::No {
                     seq,
                     why: Denied::Paused,
+                }),
+                "ran" => self.send(&FromHelper::No {
+                    seq,
+                    why: Denied::Ran(host),
                 }),
                 "taken" => {
                     self.send(&FromHelper::No {
@@ -410,37 +580,34 @@ impl Helper<'_> {
                 }),
             }
         }
-        self.start(claimed);
+        for seq in go {
+            self.send(&FromHelper::Go { seq });
+        }
+        self.start(claimed)
     }
 
     /// Marks claimed runs started and says `GO` for each; one no longer this host's is `NO`.
-    fn start(&mut self, claimed: Vec<(u64, RunKey)>) {
+    /// `Err` with the runs to claim again later (the claim statement finds them this
+    /// session's, started or not).
+    fn start(&mut self, claimed: Vec<(u64, RunKey)>) -> Result<(), Vec<(u64, RunKey)>> {
         if claimed.is_empty() {
-            return;
+            return Ok(());
         }
-        match self.query_batch(&sql::start(), claimed.iter().map(|(_, k)| k)) {
-            Ok(rows) => {
-                let started = by_key(&rows);
-                for (seq, key) in claimed {
-                    let message = match started.contains_key(&row_key(&key)) {
-                        true => FromHelper::Go { seq },
-                        false => FromHelper::No {
-                            seq,
-                            why: Denied::Lease,
-                        },
-                    };
-                    self.send(&message);
-                }
-            }
-            Err(e) => {
-                for (seq, _) in claimed {
-                    self.send(&FromHelper::No {
-                        seq,
-                        why: Denied::Unreachable(e.clone()),
-                    });
-                }
-            }
+        let Some((rows, claimed)) = self.batch_for(&sql::start(), claimed, &[])? else {
+            return Ok(());
+        };
+        let started = by_key(&rows);
+        for (seq, key) in claimed {
+            let message = match started.contains_key(&row_key(&key)) {
+                true => FromHelper::Go { seq },
+                false => FromHelper::No {
+                    seq,
+                    why: Denied::Lease,
+                },
+            };
+            self.send(&message);
         }
+        Ok(())
     }
 
     fn watch(&mut self, seq: u64, key: RunKey) {
@@ -464,7 +631,8 @@ impl Helper<'_> {
             return;
         }
         let watched = std::mem::take(&mut self.watched);
-        let rows = match self.query_batch(&sql::take_over(), watched.iter().map(|w| &w.key)) {
+        let keys: Vec<&RunKey> = watched.iter().map(|w| &w.key).collect();
+        let rows = match self.query_batch(&sql::take_over(), keys.into_iter(), &[]) {
             Ok(rows) => rows,
             Err(_) => {
                 self.watched = watched;
@@ -498,22 +666,28 @@ impl Helper<'_> {
                 format!("took over {hosts} runs claimed by hosts whose lease ended before they started them"),
             );
         }
-        self.start(mine);
+        // Claimed here now: a start that fails is tried again through the claim.
+        if let Err(again) = self.start(mine) {
+            self.pending.extend(again);
+        }
     }
 
-    fn end(&mut self, key: &RunKey, status: i32) {
-        let (cluster, owner, entry, minute) = row_key(key);
-        let params = [
-            cluster,
-            owner,
-            entry,
-            minute,
-            self.args.host.clone(),
-            self.session.to_string(),
-            status.to_string(),
-        ];
-        let _ = self.query_texts(sql::END, &params);
+    /// Runs that ended: one statement per batch. An end that can't be written is lost (the
+    /// run shows as started, not ended, in the history).
+    fn end(&mut self, ends: Vec<(RunKey, i32)>) {
+        for batch in ends.chunks(MAX_BATCH) {
+            let statuses = sql::array(batch.iter().map(|(_, status)| status.to_string()));
+            let _ = self.query_batch(sql::END, batch.iter().map(|(key, _)| key), &[statuses]);
+        }
     }
+}
+
+/// The host names of a [`sql::LIVE_HOSTS`] result.
+fn hosts(rows: &Rows) -> Vec<String> {
+    rows.rows
+        .iter()
+        .filter_map(|r| r.first().cloned().flatten())
+        .collect()
 }
 
 /// The owner as the tables hold it (text; a name that is not UTF-8 is shown lossily, and the
@@ -523,6 +697,9 @@ fn owner_text(key: &RunKey) -> String {
 }
 
 type RowKey = (String, String, String, String);
+
+/// Runs by their request number.
+type Runs = Vec<(u64, RunKey)>;
 
 fn row_key(key: &RunKey) -> RowKey {
     (

@@ -65,8 +65,10 @@ const LIVE: &str = "EXISTS (SELECT 1 FROM crond_hosts me \
      WHERE me.host = $5 AND me.session = $6::bigint AND me.lease_until > now())";
 
 /// Claims a batch; one row per run asked for: cluster, owner, entry, minute, and what became
-/// of it: `claimed`, `lease` (this host's lease is not live: no claim), `paused`, or `taken`
-/// with the host that has it.
+/// of it: `claimed` (this session holds the claim, new or from an earlier try), `started` (this
+/// session holds it and marked it started on an earlier try whose answer was lost: start it),
+/// `lease` (this host's lease is not live: no claim), `paused`, `ran` (started by the host
+/// given) or `taken` with the host that has it and has not started it.
 pub fn claim() -> String {
     format!(
         "WITH q AS (SELECT * FROM {BATCH}),
@@ -87,13 +89,20 @@ pub fn claim() -> String {
                      WHERE (i.cluster, i.owner, i.entry, i.minute)
                          = (q.cluster, q.owner, q.entry, to_timestamp(q.minute)))
                      THEN 'claimed'
+                 WHEN r.host = $5 AND r.session = $6::bigint AND r.started IS NULL THEN 'claimed'
+                 WHEN r.host = $5 AND r.session = $6::bigint THEN 'started'
+                 WHEN r.started IS NOT NULL THEN 'ran'
                  ELSE 'taken' END,
-            (SELECT r.host FROM crond_runs r
-                 WHERE (r.cluster, r.owner, r.entry, r.minute)
-                     = (q.cluster, q.owner, q.entry, to_timestamp(q.minute)))
-         FROM q"
+            coalesce(r.host, '')
+         FROM q LEFT JOIN crond_runs r
+              ON (r.cluster, r.owner, r.entry, r.minute)
+                 = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))"
     )
 }
+
+/// The hosts holding a live lease, by name: the hosts runs are spread over.
+pub const LIVE_HOSTS: &str =
+    "SELECT host FROM crond_hosts WHERE lease_until > now() ORDER BY host LIMIT 1000";
 
 /// Marks this host's claimed runs of a batch started; returns the runs marked (a run not
 /// returned is no longer this host's: its lease ended and another took it over).
@@ -138,14 +147,27 @@ pub fn take_over() -> String {
     )
 }
 
-/// A run ended: $1 cluster, $2 owner, $3 entry, $4 minute, $5 host, $6 session, $7 status.
-pub const END: &str = "UPDATE crond_runs SET ended = now(), status = $7::int
-     WHERE (cluster, owner, entry, minute) = ($1, $2, $3, to_timestamp($4::bigint))
-       AND host = $5 AND session = $6::bigint";
+/// Runs that ended, a batch of them: $1..$4 their keys (as [`BATCH`]), $5 host, $6 session,
+/// $7 their exit statuses.
+pub const END: &str = "UPDATE crond_runs r SET ended = now(), status = q.status
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $7::int[])
+          AS q(cluster, owner, entry, minute, status)
+     WHERE (r.cluster, r.owner, r.entry, r.minute)
+           = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
+       AND r.host = $5 AND r.session = $6::bigint";
 
-/// History older than $1 days goes, and hosts not seen for as long.
+/// History goes when it is older than $1 days, or when it is more than the last $2 runs of its
+/// entry and older than two hours (no claim of a run that old is still waited for: a watched
+/// run is given up after an hour); hosts not seen for $1 days go too.
 pub const PRUNE: &str = "
-WITH runs AS (DELETE FROM crond_runs WHERE minute < now() - make_interval(days => $1::int)
+WITH ranked AS (
+        SELECT cluster, owner, entry, minute,
+               row_number() OVER (PARTITION BY cluster, owner, entry ORDER BY minute DESC) AS n
+        FROM crond_runs),
+     runs AS (DELETE FROM crond_runs r USING ranked k
+              WHERE (r.cluster, r.owner, r.entry, r.minute) = (k.cluster, k.owner, k.entry, k.minute)
+                AND (r.minute < now() - make_interval(days => $1::int)
+                     OR (k.n > $2::int AND r.minute < now() - interval '2 hours'))
               RETURNING 1),
      hosts AS (DELETE FROM crond_hosts WHERE lease_until < now() - make_interval(days => $1::int)
                RETURNING 1)

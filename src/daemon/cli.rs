@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use super::Options;
 use super::options::MetricsAt;
+use crate::cluster::{MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crate::log::{Destination, Format};
 
 pub const USAGE: &str =
@@ -22,7 +23,8 @@ pub const USAGE: &str =
              [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
              [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
              [--metrics-group NAME] [--cluster-db CONNINFO] [--cluster-host NAME]
-             [--cluster-helper PATH] [--cluster-keep DAYS] [--cluster-lease SECONDS]";
+             [--cluster-helper PATH] [--cluster-keep DAYS] [--cluster-keep-runs N]
+             [--cluster-lease SECONDS]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,6 +129,14 @@ impl Options {
                 Long("cluster-keep") => {
                     o.cluster_keep_days =
                         Some(in_range(&mut parser, "--cluster-keep (days)", 1, 3650)?)
+                }
+                Long("cluster-keep-runs") => {
+                    o.cluster_keep_runs = Some(in_range(
+                        &mut parser,
+                        "--cluster-keep-runs",
+                        MIN_KEEP_RUNS,
+                        MAX_KEEP_RUNS,
+                    )?)
                 }
                 Long("cluster-lease") => {
                     o.cluster_lease_s =
@@ -309,6 +319,8 @@ mod tests {
             "/h",
             "--cluster-keep",
             "7",
+            "--cluster-keep-runs",
+            "100",
             "--cluster-lease",
             "10",
         ])
@@ -343,6 +355,7 @@ mod tests {
             cluster_host: Some("node-1.example".into()),
             cluster_helper: Some("/h".into()),
             cluster_keep_days: Some(7),
+            cluster_keep_runs: Some(100),
             cluster_lease_s: Some(10),
         };
         assert_eq!(o, expected);
@@ -385,6 +398,8 @@ mod tests {
         assert!(parse(&["--cluster-host", ""]).is_err());
         assert!(parse(&["--cluster-keep", "0"]).is_err());
         assert!(parse(&["--cluster-keep", "3651"]).is_err());
+        assert!(parse(&["--cluster-keep-runs", "9"]).is_err());
+        assert!(parse(&["--cluster-keep-runs", "1000001"]).is_err());
         assert_eq!(
             parse(&["--metrics", "[::1]:9100"]).unwrap().metrics,
             Some(MetricsAt::Tcp("[::1]:9100".parse().unwrap()))

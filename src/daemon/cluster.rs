@@ -67,6 +67,7 @@ impl ClusterLink {
         conninfo: &str,
         host: &str,
         keep_days: Option<u32>,
+        keep_runs: Option<u32>,
         lease_s: Option<u32>,
     ) -> ClusterLink {
         let mut args: Vec<OsString> = vec![
@@ -78,6 +79,9 @@ impl ClusterLink {
         ];
         if let Some(days) = keep_days {
             args.extend(["--keep-days".into(), days.to_string().into()]);
+        }
+        if let Some(runs) = keep_runs {
+            args.extend(["--keep-runs".into(), runs.to_string().into()]);
         }
         if let Some(seconds) = lease_s {
             args.extend(["--lease".into(), seconds.to_string().into()]);

@@ -200,6 +200,7 @@ impl Daemon {
                 &conninfo,
                 &host,
                 daemon.options.cluster_keep_days,
+                daemon.options.cluster_keep_runs,
                 daemon.options.cluster_lease_s,
             ));
             daemon.start_helper(now.as_millisecond());

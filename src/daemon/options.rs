@@ -67,6 +67,8 @@ pub struct Options {
     pub cluster_helper: Option<PathBuf>,
     /// `--cluster-keep DAYS`: how long the history is kept (default 30).
     pub cluster_keep_days: Option<u32>,
+    /// `--cluster-keep-runs N`: how many runs of each entry the history keeps (default 1,440).
+    pub cluster_keep_runs: Option<u32>,
     /// `--cluster-lease SECONDS`: how long this host's lease lasts unrenewed (default 30).
     pub cluster_lease_s: Option<u32>,
 }
