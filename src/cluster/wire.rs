@@ -245,6 +245,19 @@ pub fn escape_cut(bytes: &[u8], max: usize) -> String {
     out
 }
 
+/// `text` cut at a character boundary to at most `max` bytes; a cut text ends in `...`. For
+/// the log, which spells out control characters itself.
+pub fn cut_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
 /// Reads lines off a byte stream, each bounded by [`MAX_LINE`]: a line that is too long, or
 /// not UTF-8, comes out as an `Err` naming it, and the lines after it are read as usual. What
 /// is kept between reads is less than [`MAX_LINE`] bytes.
@@ -446,6 +459,8 @@ mod tests {
             }
         }
         assert_eq!(escape_cut(b"short", 10), "short");
+        assert_eq!(cut_text("short", 10), "short");
+        assert_eq!(cut_text("ééééé", 8), "éé...");
         assert_eq!(escape_cut(b"a b c d e f", 10), "a%20b...");
     }
 }

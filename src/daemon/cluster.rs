@@ -362,7 +362,7 @@ impl Daemon {
                     "ERROR",
                     &format!(
                         "cluster helper: protocol error: {}; line skipped",
-                        wire::escape_cut(e.as_bytes(), wire::MAX_TEXT)
+                        wire::cut_text(&e, wire::MAX_TEXT)
                     ),
                 ),
             }

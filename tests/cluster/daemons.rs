@@ -469,3 +469,202 @@ fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
     let row = pg.psql("SELECT host, taken_from, started IS NOT NULL FROM crond_runs");
     assert_eq!(row.trim(), "node-1|ghost|t");
 }
+
+/// Per host: the crontab of `n` cluster entries due every minute, each appending its number to
+/// the file `$OUT` (an environment line: the entries are the same entries on every host).
+fn numbered_crontab(out: &Path, n: usize) -> String {
+    let mut text = format!("OUT={}\nCRON_CLUSTER=load\n", out.display());
+    for k in 0..n {
+        text.push_str(&format!("* * * * * echo {k} >> $OUT\n"));
+    }
+    text
+}
+
+/// The numbers each host's jobs wrote.
+fn numbers(path: &Path) -> Vec<usize> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim().parse().expect("a number"))
+        .collect()
+}
+
+/// Waits (real time) until the hosts' files hold `n` numbers in all.
+fn wait_for_numbers(files: &[&Path], n: usize, secs: u64) -> Vec<Vec<usize>> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let got: Vec<Vec<usize>> = files.iter().map(|f| numbers(f)).collect();
+        if got.iter().map(Vec::len).sum::<usize>() >= n || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn assert_each_once(got: &[Vec<usize>], n: usize) {
+    let mut seen = vec![0; n];
+    for k in got.iter().flatten() {
+        seen[*k] += 1;
+    }
+    let missing: Vec<usize> = (0..n).filter(|&k| seen[k] == 0).collect();
+    let twice: Vec<usize> = (0..n).filter(|&k| seen[k] > 1).collect();
+    assert!(
+        missing.is_empty() && twice.is_empty(),
+        "not run: {missing:?}; twice: {twice:?}"
+    );
+}
+
+#[test]
+fn two_hosts_share_a_minutes_runs_and_each_runs_once() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let n = 300;
+    let files = [out.path().join("a"), out.path().join("b")];
+    let mut hosts = vec![
+        Host::new("node-a", &numbered_crontab(&files[0], n)),
+        Host::new("node-b", &numbered_crontab(&files[1], n)),
+    ];
+    let base = Instant::now();
+    for host in &mut hosts {
+        host.start(&pg, &fake_now(base));
+    }
+    // The 10:01 boundary comes ~1 s (real) after the start.
+    wait_for_numbers(&[&files[0], &files[1]], n, 30);
+    std::thread::sleep(Duration::from_millis(500));
+    let got: Vec<Vec<usize>> = files.iter().map(|f| numbers(f)).collect();
+    assert_each_once(&got, n);
+    // Spread by weight over both live hosts, not to whichever asks first. (The split is fixed
+    // by the entries' ids; the bound leaves room for a host slow enough that the other claimed
+    // part of its share after the wait.)
+    let a = got[0].len();
+    assert!(
+        (n / 4..=n * 3 / 4).contains(&a),
+        "node-a ran {a} of {n}, node-b {}",
+        got[1].len()
+    );
+    let rows = pg.psql("SELECT count(*), count(DISTINCT entry) FROM crond_runs");
+    assert_eq!(rows.trim(), format!("{n}|{n}"));
+}
+
+#[test]
+fn a_host_that_stops_claiming_has_its_share_run_by_the_other_once() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let n = 60;
+    let files = [out.path().join("a"), out.path().join("b")];
+    let mut a = Host::new("node-a", &numbered_crontab(&files[0], n));
+    let mut b = Host::new("node-b", &numbered_crontab(&files[1], n));
+    let base = Instant::now();
+    a.start(&pg, &fake_now(base));
+    b.start(&pg, &fake_now(base));
+    // node-b's helper stops before the boundary: its daemon still asks, nothing answers, and
+    // its lease is not renewed.
+    let helper = b.helper_pid().to_string();
+    let signal = |sig: &str| {
+        let status = Command::new("kill")
+            .args([sig, &helper])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    };
+    signal("-STOP");
+    let got = wait_for_numbers(&[&files[0], &files[1]], n, 30);
+    assert_each_once(&got, n);
+    assert_eq!(got[1].len(), 0, "node-b ran {:?}", got[1]);
+    a.crond().wait_for_log("CMD (echo 0 >>", 5);
+    // node-b's helper comes back: it finds every run started by node-a, and none runs twice.
+    signal("-CONT");
+    b.crond().wait_for_log("runs on node-a", 20);
+    std::thread::sleep(Duration::from_millis(500));
+    let got: Vec<Vec<usize>> = files.iter().map(|f| numbers(f)).collect();
+    assert_each_once(&got, n);
+}
+
+#[test]
+fn a_database_that_answers_slowly_delays_the_runs_and_loses_none() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let n = 20;
+    let file = out.path().join("a");
+    let mut host = Host::new("node-a", &numbered_crontab(&file, n));
+    let base = Instant::now();
+    host.start(&pg, &fake_now(base));
+    // Just before 10:01 (1 s real after the start) a transaction locks the runs table for 3 s
+    // real (30 s of the daemon's fake time, three times what a run used to wait for an answer):
+    // every claim waits on the lock (within the 5 s statement timeout).
+    let mut locker = pg.psql_background(
+        "BEGIN; LOCK TABLE crond_runs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;",
+    );
+    let got = wait_for_numbers(&[&file], n, 30);
+    assert!(locker.wait().expect("psql").success());
+    assert_each_once(&got, n);
+    assert!(
+        !host.crond().log_text().contains("not run"),
+        "{}",
+        host.crond().log_text()
+    );
+}
+
+#[test]
+fn a_line_the_helper_should_never_send_is_skipped_and_the_other_runs_start() {
+    require_root();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    // A helper that first sends a line past the protocol's bound, then one that does not
+    // parse, then answers every request GO.
+    let helper = out.path().join("helper.sh");
+    fs::write(
+        &helper,
+        "#!/bin/sh\nhead -c 5000 /dev/zero | tr '\\0' x; echo\necho 'WHAT is this'\n\
+         while read -r word seq rest; do [ \"$word\" = RUN ] && echo \"GO $seq\"; done\n",
+    )
+    .unwrap();
+    fs::set_permissions(&helper, fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = Tree::new();
+    tree.user_crontab(
+        "root",
+        &format!(
+            "CRON_CLUSTER=web\n* * * * * echo one >> {r}\n* * * * * echo two >> {r}\n",
+            r = ran.display()
+        ),
+        0o600,
+        "root",
+    );
+    let crond = Crond::start_at(
+        &tree,
+        1,
+        START,
+        &[
+            "--no-pam",
+            "--cluster-db",
+            "host=/nowhere dbname=crond",
+            "--cluster-helper",
+            helper.to_str().unwrap(),
+        ],
+    );
+    let line = crond.wait_for_log("protocol error: a line of 5000 bytes (skipped)", 15);
+    assert!(line.contains("line skipped"), "{line}");
+    crond.wait_for_log("bad answer 'WHAT is this'", 5);
+    let text = wait_for_lines(&ran, 2, 15);
+    assert!(text.contains("one") && text.contains("two"), "{text}");
+    assert!(
+        !crond.log_text().contains("cluster helper lost"),
+        "{}",
+        crond.log_text()
+    );
+}
+
+/// Waits (real time) until `path` holds `n` lines.
+fn wait_for_lines(path: &Path, n: usize, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= n || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -200,6 +200,18 @@ impl PgServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Starts `psql -c sql` without waiting for it (a transaction that holds a lock a while).
+    pub fn psql_background(&self, sql: &str) -> std::process::Child {
+        let mut psql = self.tool("psql");
+        psql.args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-h"])
+            .arg(&self.socket_dir)
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(["-d", "crond", "-c", sql])
+            .stdout(std::process::Stdio::null());
+        psql.spawn().expect("start psql")
+    }
+
     fn log_path(&self) -> PathBuf {
         self.dir.path().join("server.log")
     }

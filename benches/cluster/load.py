@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Cluster mode at load (issue 24): one /etc/cron.d-style file of N entries `* * * * *` under
+CRON_CLUSTER, due at one minute, run three ways in one invocation, each at a real minute
+boundary (no faketime), against one private PostgreSQL on a Unix socket:
+
+  local    one crond, the file without CRON_CLUSTER (the baseline)
+  one      one crond in cluster mode
+  two      two crond in cluster mode (two hosts on this machine, each its own tree and name)
+
+Each job is benches/compare/stamp.c writing its start time and index to the file its host's
+crontab names (`$OUT`: an environment line, so the entries are the same entries on both hosts).
+For each way: how many of the N ran, how many ran twice, the first and last start in ms after
+the boundary, the share each host ran, and last start / the local last start.
+
+    sudo benches/cluster/load.py [--entries N] [--pam] [--only local,one,two]
+
+Needs root, gcc, Debian's postgresql, and target/release/{crond,cronctl} (cargo build
+--release; --debug for target/debug). About a minute per way.
+"""
+import argparse, glob, os, shutil, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_pg(work):
+    bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+    data, sock = os.path.join(work, "pg"), os.path.join(work, "sock")
+    os.makedirs(sock)
+    shutil.chown(work, "postgres")
+    shutil.chown(sock, "postgres")
+    run_as = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(run_as + [f"{bindir}/initdb", "-A", "trust", "-U", "postgres", "-D", data],
+                   check=True, stdout=subprocess.DEVNULL, cwd=work)
+    port = free_port()
+    opts = f"-k {sock} -p {port} -c listen_addresses=''"
+    subprocess.run(run_as + [f"{bindir}/pg_ctl", "-w", "-D", data, "-o", opts, "-l",
+                             os.path.join(work, "pg.log"), "start"],
+                   check=True, stdout=subprocess.DEVNULL, cwd=work)
+    return bindir, data, f"host={sock} port={port} dbname=postgres user=postgres"
+
+
+def host_tree(work, name, stamp, entries, clustered):
+    tree = tempfile.mkdtemp(dir=work, prefix=name + "-")
+    for d in ("spool", "cron.d", "out", "state"):
+        os.makedirs(os.path.join(tree, d))
+    open(os.path.join(tree, "crontab"), "w").close()
+    out = os.path.join(tree, "out", "stamps")
+    lines = [f"OUT={out}"] + (["CRON_CLUSTER=bench"] if clustered else [])
+    lines += [f"* * * * * root {stamp} $OUT {k}" for k in range(entries)]
+    tab = os.path.join(tree, "cron.d", "bench")
+    with open(tab, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.chmod(tab, 0o644)
+    return tree, out
+
+
+def crond_args(bins, tree, pam):
+    args = [os.path.join(bins, "crond"), "-f", "--log", "stderr", "-m", "off",
+            "--spool-dir", f"{tree}/spool", "--system-crontab", f"{tree}/crontab",
+            "--cron-d", f"{tree}/cron.d", "--pid-file", f"{tree}/out/pid",
+            "--reboot-marker", f"{tree}/out/reboot", "--state-dir", f"{tree}/state"]
+    return args if pam else args + ["--no-pam"]
+
+
+def one_way(work, bins, stamp, entries, conninfo, hosts, pam):
+    trees = [host_tree(work, f"host{h}", stamp, entries, conninfo is not None)
+             for h in range(hosts)]
+    # Start 15 s before a boundary: time to load and connect.
+    now = time.time()
+    wait = (60 - now % 60) - 15
+    time.sleep(wait if wait > 0 else wait + 60)
+    daemons = []
+    for h, (tree, _) in enumerate(trees):
+        args = crond_args(bins, tree, pam)
+        if conninfo:
+            args += ["--cluster-db", conninfo, "--cluster-host", f"host{h}",
+                     "--cluster-helper", os.path.join(bins, "cronctl")]
+        log = open(os.path.join(tree, "out", "log"), "w")
+        daemons.append(subprocess.Popen(args, stderr=log))
+    boundary = (int(time.time()) // 60 + 1) * 60
+    deadline = boundary + 55
+    per_host = [[] for _ in trees]
+    while time.time() < deadline:
+        time.sleep(0.5)
+        per_host = [[l.split() for l in open(out)] if os.path.exists(out) else []
+                    for _, out in trees]
+        if sum(map(len, per_host)) >= entries:
+            time.sleep(1.0)  # a run twice would come after the last first run
+            per_host = [[l.split() for l in open(out)] if os.path.exists(out) else []
+                        for _, out in trees]
+            break
+    for d in daemons:
+        d.terminate()
+    for d in daemons:
+        d.wait()
+    ks = [k for rows in per_host for _, k in rows]
+    times = [float(t) for rows in per_host for t, _ in rows]
+    not_run = entries - len(set(ks))
+    twice = len(ks) - len(set(ks))
+    first = (min(times) - boundary) * 1000 if times else float("nan")
+    last = (max(times) - boundary) * 1000 if times else float("nan")
+    shares = [len(rows) for rows in per_host]
+    give_up = sum(open(os.path.join(t, "out", "log")).read().count("not run") for t, _ in trees)
+    return dict(ran=len(set(ks)), not_run=not_run, twice=twice, first=first, last=last,
+                shares=shares, not_run_lines=give_up)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", type=int, default=10_000)
+    ap.add_argument("--pam", action="store_true", help="jobs through PAM (default --no-pam)")
+    ap.add_argument("--debug", action="store_true", help="target/debug binaries")
+    ap.add_argument("--only", default="local,one,two")
+    a = ap.parse_args()
+    bins = os.path.join(ROOT, "target", "debug" if a.debug else "release")
+    work = tempfile.mkdtemp(prefix="crond-cluster-load-")
+    os.chmod(work, 0o755)
+    stamp = os.path.join(work, "stamp")
+    subprocess.run(["gcc", "-O2", "-static", "-o", stamp,
+                    os.path.join(ROOT, "benches/compare/stamp.c")], check=True)
+    bindir, data, conninfo = start_pg(work)
+    try:
+        results = {}
+        for way in a.only.split(","):
+            if way == "local":
+                results[way] = one_way(work, bins, stamp, a.entries, None, 1, a.pam)
+            elif way == "one":
+                results[way] = one_way(work, bins, stamp, a.entries, conninfo, 1, a.pam)
+            elif way == "two":
+                results[way] = one_way(work, bins, stamp, a.entries, conninfo, 2, a.pam)
+            print(way, results[way], flush=True)
+        base = results.get("local", {}).get("last")
+        print(f"\n{a.entries} cluster entries due at one minute, ms after the boundary "
+              f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
+              f"{'PAM' if a.pam else '--no-pam'})")
+        print("| way | ran | not run | twice | first | last | last ÷ local | shares |")
+        print("|---|---|---|---|---|---|---|---|")
+        for way, r in results.items():
+            ratio = f"{r['last'] / base:.2f}" if base else ""
+            shares = " / ".join(f"{s * 100 / a.entries:.1f} %" for s in r["shares"])
+            print(f"| {way} | {r['ran']} | {r['not_run']} | {r['twice']} | {r['first']:.0f} | "
+                  f"{r['last']:.0f} | {ratio} | {shares} |")
+    finally:
+        subprocess.run(["runuser", "-u", "postgres", "--", f"{bindir}/pg_ctl", "-D", data,
+                        "-m", "immediate", "stop"], stdout=subprocess.DEVNULL, cwd=work)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
