@@ -668,3 +668,51 @@ fn wait_for_lines(path: &Path, n: usize, secs: u64) -> String {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
+    require_root();
+    let pg = PgServer::start();
+    cronctl(&pg, &["paused"]); // makes the tables
+    // e1: 20 runs three hours ago and older; e2: 20 runs within the last hour; e3: one run of
+    // 40 days ago.
+    pg.psql(
+        "INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
+         SELECT 'c', 'root', 'e1', date_trunc('minute', now()) - interval '3 hours'
+                - make_interval(mins => k), 'h', 1 FROM generate_series(0, 19) k;
+         INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
+         SELECT 'c', 'root', 'e2', date_trunc('minute', now()) - make_interval(mins => k), 'h', 1
+         FROM generate_series(0, 19) k;
+         INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
+         VALUES ('c', 'root', 'e3', now() - interval '40 days', 'h', 1);",
+    );
+    let mut helper = Command::new(env!("CARGO_BIN_EXE_cronctl"))
+        .args([
+            "helper",
+            "--db",
+            &pg.conninfo(),
+            "--host",
+            "h1",
+            "--keep-runs",
+            "10",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cronctl helper");
+    // It prunes as soon as it is connected; its lines go to the daemon (here: us).
+    let stdout = helper.stdout.take().expect("stdout");
+    let line = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map(|l| l.expect("a line"))
+        .find(|l| l.contains("pruned"))
+        .expect("a prune line");
+    drop(helper.stdin.take());
+    helper.wait().expect("helper exits at the end of its input");
+    assert!(line.contains("pruned%2011%20runs"), "{line}");
+    let left = pg.psql("SELECT entry, count(*) FROM crond_runs GROUP BY entry ORDER BY entry");
+    assert_eq!(
+        left.trim(),
+        "e1|10\ne2|20",
+        "the newest 10 of e1, all of the recent e2"
+    );
+}
