@@ -691,6 +691,140 @@ fn root_idle_connections_another_user_holds_on_the_tcp_port_neither_starve_the_u
 }
 
 #[test]
+fn root_a_metrics_socket_is_made_only_in_a_directory_no_one_else_can_change() {
+    require_root();
+    let tree = Tree::new();
+    let set_mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap()
+    };
+    let open = tree.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    set_mode(&open, 0o777);
+    let private = tree.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    let link = tree.path().join("link");
+    std::os::unix::fs::symlink(&private, &link).unwrap();
+    // Others could rename the socket away and put a link to another file in its place before
+    // the group is set; a symlink could be changed to point elsewhere.
+    for (n, dir, why) in [
+        (
+            1,
+            &open,
+            format!("{}: writable by group or others (mode 777)", open.display()),
+        ),
+        (
+            2,
+            &link,
+            format!(
+                "{}: a symlink (give the directory's real path)",
+                link.display()
+            ),
+        ),
+    ] {
+        let socket = dir.join("metrics.sock");
+        let mut crond = Crond::start(
+            &tree,
+            n,
+            &[
+                "--metrics",
+                &format!("unix:{}", socket.display()),
+                "--metrics-group",
+                "nogroup",
+            ],
+        );
+        let status = crate::support::daemon::wait_with_timeout(crond.child.as_mut().unwrap(), 10);
+        crond.child = None;
+        assert!(!status.success());
+        let log = crond.log_text();
+        assert!(log.contains(&format!("--metrics: {why}")), "{log}");
+        assert!(!socket.exists() && !private.join("metrics.sock").exists());
+    }
+    // A sticky directory is fine: others can't rename or remove the daemon's socket there.
+    let sticky = tree.path().join("sticky");
+    std::fs::create_dir(&sticky).unwrap();
+    set_mode(&sticky, 0o1777);
+    let socket = sticky.join("metrics.sock");
+    let crond = Crond::start(
+        &tree,
+        3,
+        &["--metrics", &format!("unix:{}", socket.display())],
+    );
+    crond.wait_for_log("metrics served at unix:", 10);
+    assert!(curl(Some(&socket), "http://localhost/metrics").contains("crond_jobs_running 0"));
+}
+
+#[test]
+fn root_a_state_directory_in_one_others_can_write_is_neither_read_nor_written_whatever_is_swapped_in()
+ {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    let once = tree.out("once");
+    tree.user_crontab(
+        &me,
+        &format!(
+            "CRON_MISSED=once\n0 * * * * echo ran >> {}\n",
+            once.display()
+        ),
+        0o600,
+        &me,
+    );
+    // A state directory as the daemon makes it, with the file it wrote at 08:00, but in a
+    // directory anyone may write: the file could be an old copy put back to replay runs.
+    let open = tree.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let state = open.join("state");
+    std::fs::create_dir(&state).unwrap();
+    let written = "crond-handled 1\n29920800\n";
+    std::fs::write(state.join("handled"), written).unwrap();
+    let state_arg = state.to_str().unwrap();
+    let mut crond = Crond::start_at(&tree, 1, "2026-11-21 10:30:00", &["--state-dir", state_arg]);
+    let warning = crond.wait_for_log("handled ignored", 15);
+    assert!(
+        warning.contains(&format!(
+            "{}: writable by group or others (mode 777)",
+            open.display()
+        )),
+        "{warning}"
+    );
+    crond.wait_for_log("entries loaded", 5);
+    crond.wait_for_log(&format!("can't write {}/handled: ", state.display()), 5);
+    // nobody swaps the directory for a symlink to another of root's.
+    let victim = tree.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    let swap = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "mv {0}/state {0}/old && ln -s {1} {0}/state",
+            open.display(),
+            victim.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(swap.success());
+    crond.stop();
+    let log = crond.log_text();
+    assert!(!log.contains(") MISSED ("), "{log}");
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
+    assert_eq!(
+        std::fs::read_to_string(open.join("old/handled")).unwrap(),
+        written
+    );
+    assert!(!open.join("old/handled.new").exists());
+}
+
+#[test]
 fn root_every_five_seconds_runs_six_times_in_thirty_seconds_beside_a_minute_entry() {
     require_root();
     let tree = Tree::new();
