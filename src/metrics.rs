@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Bounded: one last-success series per entry that succeeded, at most [`MAX_ENTRY_SERIES`]
-//! (the most recent); a scrape of a daemon with 100,000 entries stays small.
+//! (the most recent); a scrape of a daemon with 100,000 entries stays small. The per-entry
+//! series can be left out (`render`'s `entries`): the daemon does so for TCP clients, whom it
+//! can't tell from any local user.
 
 use std::collections::HashMap;
 use std::fmt::Write;
