@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Bounded: one last-success series per entry that succeeded, at most [`MAX_ENTRY_SERIES`]
-//! (the most recent); a scrape of a daemon with 100,000 entries stays small.
+//! (the most recent); a scrape of a daemon with 100,000 entries stays small. The per-entry
+//! series can be left out (`render`'s `entries`): the daemon does so for TCP clients, whom it
+//! can't tell from any local user.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -114,8 +116,15 @@ impl Metrics {
     }
 
     /// The exposition, with `running` jobs now; `entry_name` names an entry
-    /// (`crontabs/alice:3`; `None`: gone, not shown).
-    pub fn render(&self, running: usize, entry_name: impl Fn(EntryId) -> Option<String>) -> String {
+    /// (`crontabs/alice:3`; `None`: gone, not shown). With `entries` false the per-entry series
+    /// (whose labels name every crontab and line) are left out, family and all: what a client
+    /// the daemon can't tell apart from any local user gets (a TCP port, `--metrics`).
+    pub fn render(
+        &self,
+        running: usize,
+        entries: bool,
+        entry_name: impl Fn(EntryId) -> Option<String>,
+    ) -> String {
         let mut out = String::with_capacity(2048);
         let counters = [
             ("crond_runs_total", "Jobs started.", self.runs),
@@ -171,6 +180,9 @@ impl Metrics {
              crond_run_duration_seconds_count {cumulative}\n",
             self.duration_sum_s
         );
+        if !entries {
+            return out;
+        }
         out.push_str(
             "# HELP crond_last_success_timestamp_seconds When each entry's job last succeeded.\n\
              # TYPE crond_last_success_timestamp_seconds gauge\n",
@@ -254,7 +266,9 @@ mod tests {
         m.ended(Some(a), Outcome::TimedOut, 90_000, 1_090);
         m.skipped();
         m.missed();
-        let text = m.render(1, |id| (id == a).then(|| "crontabs/a\"b:3".to_string()));
+        let text = m.render(1, true, |id| {
+            (id == a).then(|| "crontabs/a\"b:3".to_string())
+        });
         for line in [
             "crond_runs_total 3\n",
             "crond_failures_total 2\n",
@@ -281,7 +295,27 @@ mod tests {
             "b never succeeded"
         );
         m.forget(a);
-        assert!(!m.render(0, |_| Some("x".into())).contains("entry="));
+        assert!(!m.render(0, true, |_| Some("x".into())).contains("entry="));
+    }
+
+    #[test]
+    fn without_entries_no_series_names_an_entry_and_the_totals_stay() {
+        let mut m = Metrics::default();
+        m.started();
+        m.ended(Some(EntryId(1)), Outcome::Succeeded, 50, 1_000);
+        let name = |_| Some("crontabs/alice:3".to_string());
+        let all = m.render(0, true, name);
+        assert!(all.contains("{entry=\"crontabs/alice:3\"} 1000\n"), "{all}");
+        let totals = m.render(0, false, name);
+        assert!(!totals.contains("entry="), "{totals}");
+        assert!(!totals.contains("alice"), "{totals}");
+        assert!(!totals.contains("last_success"), "{totals}");
+        assert!(totals.contains("crond_runs_total 1\n"), "{totals}");
+        assert!(
+            totals.contains("crond_run_duration_seconds_count 1\n"),
+            "{totals}"
+        );
+        assert_eq!(all.strip_prefix(totals.as_str()).map(|_| ()), Some(()));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::Options;
-use super::options::MetricsAt;
+use super::options::{MAX_METRICS_TARGETS, MetricsAt};
 use crate::cluster::{MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crate::log::{Destination, Format};
 
@@ -22,9 +22,9 @@ pub const USAGE: &str =
              [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
              [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
              [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
-             [--metrics-group NAME] [--cluster-db CONNINFO] [--cluster-host NAME]
-             [--cluster-helper PATH] [--cluster-keep DAYS] [--cluster-keep-runs N]
-             [--cluster-lease SECONDS]";
+             [--metrics-group NAME] [--metrics-entries-on-tcp] [--cluster-db CONNINFO]
+             [--cluster-host NAME] [--cluster-helper PATH] [--cluster-keep DAYS]
+             [--cluster-keep-runs N] [--cluster-lease SECONDS]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,13 +95,21 @@ impl Options {
                 Long("state-dir") => o.state_dir = Some(path(&mut parser)?),
                 Long("metrics") => {
                     let v = parser.value()?;
-                    o.metrics = Some(v.to_str().and_then(parse_metrics_at).ok_or_else(|| {
+                    let at = v.to_str().and_then(parse_metrics_at).ok_or_else(|| {
                         lexopt::Error::UnexpectedValue {
                             option: "--metrics (unix:PATH, or a loopback ADDRESS:PORT)".into(),
                             value: v.clone(),
                         }
-                    })?);
+                    })?;
+                    if o.metrics.len() == MAX_METRICS_TARGETS {
+                        return Err(lexopt::Error::Custom(
+                            format!("--metrics given more than {MAX_METRICS_TARGETS} times").into(),
+                        )
+                        .into());
+                    }
+                    o.metrics.push(at);
                 }
+                Long("metrics-entries-on-tcp") => o.metrics_entries_on_tcp = true,
                 Long("metrics-group") => {
                     let v = parser.value()?;
                     o.metrics_group = Some(v.to_str().map(str::to_string).ok_or_else(|| {
@@ -187,6 +195,12 @@ impl Options {
             if o.action != Action::Run {
                 return Ok(o);
             }
+        }
+        if o.metrics_entries_on_tcp && !o.metrics.iter().any(|m| matches!(m, MetricsAt::Tcp(_))) {
+            return Err(lexopt::Error::Custom(
+                "--metrics-entries-on-tcp without a --metrics ADDRESS:PORT".into(),
+            )
+            .into());
         }
         Ok(o)
     }
@@ -309,8 +323,11 @@ mod tests {
             "/t",
             "--metrics",
             "unix:/run/m",
+            "--metrics",
+            "127.0.0.1:9100",
             "--metrics-group",
             "adm",
+            "--metrics-entries-on-tcp",
             "--cluster-db",
             "host=/run/postgresql dbname=cron",
             "--cluster-host",
@@ -349,7 +366,11 @@ mod tests {
             no_pam: true,
             pam_dir: Some("/q".into()),
             state_dir: Some("/t".into()),
-            metrics: Some(MetricsAt::Unix("/run/m".into())),
+            metrics: vec![
+                MetricsAt::Unix("/run/m".into()),
+                MetricsAt::Tcp("127.0.0.1:9100".parse().unwrap()),
+            ],
+            metrics_entries_on_tcp: true,
             metrics_group: Some("adm".into()),
             cluster_db: Some("host=/run/postgresql dbname=cron".into()),
             cluster_host: Some("node-1.example".into()),
@@ -402,8 +423,18 @@ mod tests {
         assert!(parse(&["--cluster-keep-runs", "1000001"]).is_err());
         assert_eq!(
             parse(&["--metrics", "[::1]:9100"]).unwrap().metrics,
-            Some(MetricsAt::Tcp("[::1]:9100".parse().unwrap()))
+            [MetricsAt::Tcp("[::1]:9100".parse().unwrap())]
         );
+        assert!(
+            parse(&["--metrics-entries-on-tcp", "--metrics", "unix:/run/m"]).is_err(),
+            "no TCP port to say it of"
+        );
+        let five: Vec<&str> = ["--metrics", "unix:/run/m"].repeat(MAX_METRICS_TARGETS + 1);
+        assert!(
+            parse(&five).is_err(),
+            "at most {MAX_METRICS_TARGETS} places"
+        );
+        assert!(parse(&five[2..]).is_ok());
         assert!(parse(&["-L", "x"]).is_err());
         assert!(parse(&["-q"]).is_err());
         assert!(parse(&["extra"]).is_err());

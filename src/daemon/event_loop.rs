@@ -176,8 +176,9 @@ impl Daemon {
                 &format!("jobs run without a PAM session ({why})"),
             );
         }
-        if let Some(at) = daemon.options.metrics.clone() {
-            daemon.metrics_server = Some(daemon.listen_for_metrics(&at)?);
+        if !daemon.options.metrics.is_empty() {
+            let places = daemon.options.metrics.clone();
+            daemon.metrics_server = Some(daemon.listen_for_metrics(&places)?);
         }
         if let Some(conninfo) = daemon.options.cluster_db.clone() {
             // Started before the crontabs are loaded: the helper is small when it forks.

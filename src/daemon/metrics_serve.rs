@@ -3,9 +3,18 @@
 //! answered (`metrics::answer`) and closed; what the socket can't take at once is written when
 //! it is writable again.
 //!
-//! Bounds: at most [`MAX_CONNECTIONS`] at once (more are closed on accept), a head of at most
-//! `metrics::MAX_REQUEST` bytes, and [`DEADLINE_MS`] for the whole exchange: a client that
-//! stalls is dropped, and never holds the loop.
+//! Each `--metrics` place (a Unix socket, a TCP port) has a pool of its own: a client of one
+//! (any local user can reach a TCP port) can't take the connections of another (the Unix socket
+//! is root's and `--metrics-group`'s). Bounds, per pool: at most [`MAX_CONNECTIONS`] at once, a
+//! head of at most `metrics::MAX_REQUEST` bytes within [`HEAD_DEADLINE_MS`] of the accept, and
+//! [`DEADLINE_MS`] for the whole exchange: a client that stalls is dropped, and never holds the
+//! loop. A full pool's listener is not polled: the connections past the bound wait in the
+//! kernel's backlog (they are neither accepted nor closed), so clients that connect without end
+//! cost the daemon nothing until a connection of the pool ends, and then one accept each.
+//!
+//! What a TCP client is shown: the totals, without the per-entry series (their labels name
+//! every crontab and line), unless `--metrics-entries-on-tcp`; a loopback port can't be limited
+//! to anyone. The Unix socket shows everything.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -16,11 +25,12 @@ use super::options::MetricsAt;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
 
-/// Connections served at once.
+/// Connections served at once, per place.
 pub(super) const MAX_CONNECTIONS: usize = 16;
 
-/// Connections taken from the listener's backlog per wake-up of the loop.
-const ACCEPTS_PER_WAKE: usize = 64;
+/// How long a connection may take from accept to the end of its request head (a scraper sends
+/// it at once; a client that says nothing gives its slot back soon).
+pub(super) const HEAD_DEADLINE_MS: i64 = 2_000;
 
 /// How long a connection may take from accept to the last byte of the answer.
 pub(super) const DEADLINE_MS: i64 = 5_000;
@@ -31,83 +41,137 @@ struct Connection {
     request: Vec<u8>,
     /// The answer and how much of it went out.
     reply: Option<(Vec<u8>, usize)>,
-    deadline_ms: i64,
+    accepted_ms: i64,
+}
+
+impl Connection {
+    /// When it is dropped: [`HEAD_DEADLINE_MS`] after the accept while the head is coming,
+    /// [`DEADLINE_MS`] once it is being answered.
+    fn deadline_ms(&self) -> i64 {
+        self.accepted_ms
+            + if self.reply.is_some() {
+                DEADLINE_MS
+            } else {
+                HEAD_DEADLINE_MS
+            }
+    }
+}
+
+/// One place's listener and its connections.
+#[derive(Debug)]
+struct Pool {
+    listener: Listener,
+    /// Whether its clients see the per-entry series.
+    entries: bool,
+    connections: Vec<Connection>,
+}
+
+impl Pool {
+    /// Whether its listener is polled (and accepted from): only while a slot is free.
+    fn accepting(&self) -> bool {
+        self.connections.len() < MAX_CONNECTIONS
+    }
+
+    fn serve(
+        &mut self,
+        listener_ready: bool,
+        ready: &[bool],
+        now_ms: i64,
+        render: &dyn Fn(bool) -> String,
+    ) {
+        let entries = self.entries;
+        let exposition = || render(entries);
+        let mut keep = Vec::with_capacity(self.connections.len());
+        for (i, mut c) in std::mem::take(&mut self.connections)
+            .into_iter()
+            .enumerate()
+        {
+            let go_on = if ready.get(i).copied().unwrap_or(false) {
+                step(&mut c, &exposition).unwrap_or(false)
+            } else {
+                true
+            };
+            if go_on && now_ms < c.deadline_ms() {
+                keep.push(c);
+            }
+        }
+        self.connections = keep;
+        if !listener_ready {
+            return;
+        }
+        // Only as many as there are free slots: the rest wait in the backlog, and the listener
+        // is not polled again until a slot is free.
+        while self.accepting() {
+            let Ok(Some(stream)) = self.listener.accept() else {
+                break;
+            };
+            let mut c = Connection {
+                stream,
+                request: Vec::new(),
+                reply: None,
+                accepted_ms: now_ms,
+            };
+            // A scraper's request is usually there already: answered in this same wake-up.
+            if step(&mut c, &exposition).unwrap_or(false) {
+                self.connections.push(c);
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
 pub(super) struct MetricsServer {
-    listener: Listener,
-    connections: Vec<Connection>,
+    pools: Vec<Pool>,
 }
 
 impl MetricsServer {
-    pub(super) fn new(listener: Listener) -> MetricsServer {
-        MetricsServer {
-            listener,
-            connections: Vec::new(),
-        }
-    }
-
-    /// The descriptors to poll: the listener (readable), then each connection (readable while
-    /// its request comes, writable while its answer goes).
+    /// The descriptors to poll: per place, its listener (readable) while it has a free slot,
+    /// then each connection (readable while its request comes, writable while its answer
+    /// goes).
     pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
-        let mut fds = vec![(self.listener.fd(), false)];
-        fds.extend(
-            self.connections
-                .iter()
-                .map(|c| (c.stream.fd(), c.reply.is_some())),
-        );
+        let mut fds = Vec::new();
+        for pool in &self.pools {
+            if pool.accepting() {
+                fds.push((pool.listener.fd(), false));
+            }
+            fds.extend(
+                pool.connections
+                    .iter()
+                    .map(|c| (c.stream.fd(), c.reply.is_some())),
+            );
+        }
         fds
     }
 
     /// How long the loop may sleep before a connection's deadline.
     pub(super) fn timeout_ms(&self, now_ms: i64) -> Option<u32> {
-        self.connections
+        self.pools
             .iter()
+            .flat_map(|p| &p.connections)
             .map(|c| {
-                c.deadline_ms
+                c.deadline_ms()
                     .saturating_sub(now_ms)
                     .clamp(0, i64::from(u32::MAX)) as u32
             })
             .min()
     }
 
-    /// Serves what `ready` (one flag per [`MetricsServer::fds`] entry) says can go on, drops
-    /// connections past their deadline, accepts new ones.
-    pub(super) fn serve(&mut self, ready: &[bool], now_ms: i64, render: &dyn Fn() -> String) {
-        let mut keep = Vec::with_capacity(self.connections.len());
-        for (i, mut c) in std::mem::take(&mut self.connections)
-            .into_iter()
-            .enumerate()
-        {
-            let go_on = if ready.get(i + 1).copied().unwrap_or(false) {
-                step(&mut c, render).unwrap_or(false)
+    /// Serves what `ready` (one flag per [`MetricsServer::fds`] entry, from the same state)
+    /// says can go on, drops connections past their deadline, accepts new ones into free
+    /// slots. `render(entries)` is the exposition, with the per-entry series or without.
+    pub(super) fn serve(&mut self, ready: &[bool], now_ms: i64, render: &dyn Fn(bool) -> String) {
+        let mut at = 0;
+        for pool in &mut self.pools {
+            let listener_ready = if pool.accepting() {
+                at += 1;
+                ready.get(at - 1).copied().unwrap_or(false)
             } else {
-                true
+                false
             };
-            if go_on && now_ms < c.deadline_ms {
-                keep.push(c);
-            }
-        }
-        self.connections = keep;
-        if ready.first().copied().unwrap_or(false) {
-            // Take the waiting connections, at most a backlog's worth per wake-up (a client
-            // that connects without end can't keep the loop here); past the bound they are
-            // closed at once.
-            for _ in 0..ACCEPTS_PER_WAKE {
-                let Ok(Some(stream)) = self.listener.accept() else {
-                    break;
-                };
-                if self.connections.len() >= MAX_CONNECTIONS {
-                    continue;
-                }
-                self.connections.push(Connection {
-                    stream,
-                    request: Vec::new(),
-                    reply: None,
-                    deadline_ms: now_ms + DEADLINE_MS,
-                });
-            }
+            let n = pool.connections.len();
+            let mine = ready.get(at..at + n).unwrap_or(&[]);
+            at += n;
+            pool.serve(listener_ready, mine, now_ms, render);
         }
     }
 }
@@ -119,8 +183,8 @@ impl Daemon {
         let Some(mut server) = self.metrics_server.take() else {
             return;
         };
-        let render = || {
-            self.metrics.render(self.running.len(), |id| {
+        let render = |entries: bool| {
+            self.metrics.render(self.running.len(), entries, |id| {
                 self.cycle.get(id).map(|(_, _, job, _)| job.entry())
             })
         };
@@ -128,8 +192,16 @@ impl Daemon {
         self.metrics_server = Some(server);
     }
 
-    /// The metrics endpoint's socket (`--metrics`).
-    pub(super) fn listen_for_metrics(&self, at: &MetricsAt) -> Result<MetricsServer, Error> {
+    /// The metrics endpoint's sockets (`--metrics`, each place once).
+    pub(super) fn listen_for_metrics(&self, places: &[MetricsAt]) -> Result<MetricsServer, Error> {
+        let mut pools = Vec::with_capacity(places.len());
+        for at in places {
+            pools.push(self.listen_at(at)?);
+        }
+        Ok(MetricsServer { pools })
+    }
+
+    fn listen_at(&self, at: &MetricsAt) -> Result<Pool, Error> {
         let listener = match at {
             MetricsAt::Unix(path) => {
                 let group = match &self.options.metrics_group {
@@ -150,13 +222,24 @@ impl Daemon {
             MetricsAt::Tcp(addr) => crate::sys::listen::listen_tcp(*addr),
         }
         .map_err(|e| Error::Io("--metrics", e))?;
-        let shown = match at {
-            MetricsAt::Unix(path) => format!("unix:{}", path.display()),
-            MetricsAt::Tcp(addr) => addr.to_string(),
+        let (shown, entries) = match at {
+            MetricsAt::Unix(path) => (format!("unix:{}", path.display()), true),
+            MetricsAt::Tcp(addr) if self.options.metrics_entries_on_tcp => (
+                format!("{addr} (with the per-entry series: any local user can read them)"),
+                true,
+            ),
+            MetricsAt::Tcp(addr) => (
+                format!("{addr} (totals only: no per-entry series on TCP)"),
+                false,
+            ),
         };
         self.log
             .info("CRON", "INFO", &format!("metrics served at {shown}"));
-        Ok(MetricsServer::new(listener))
+        Ok(Pool {
+            listener,
+            entries,
+            connections: Vec::new(),
+        })
     }
 }
 

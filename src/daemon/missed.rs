@@ -7,9 +7,12 @@
 //! and when it stops. Every fire time after that minute and before the one it starts in went
 //! unhandled: at start-up each `once` entry with such a time runs once; the same check follows a
 //! forward step of the clock (a resume from suspend). The file is trusted only if it is a
-//! regular file of the daemon's user, not writable by others, small, and says what it should;
-//! anything else is logged and ignored (then nothing is made up: no run is invented from a
-//! file the daemon did not write).
+//! regular file of the daemon's user, not writable by others, small, and says what it should,
+//! in a directory no one else can change: the state directory the daemon's user's and writable
+//! by no one else, every directory above it owned by root (or that user) and not writable by
+//! others unless sticky, no symlink on the way — the rule the writer follows too, every step
+//! relative to the directory's descriptor. Anything else is logged and ignored (then nothing is
+//! made up: no run is invented from a file the daemon did not write).
 
 use std::io::Read;
 use std::path::Path;
@@ -118,17 +121,8 @@ impl Daemon {
             return;
         }
         let dir = self.options.state_dir();
-        let result = fs::make_own_dir(&dir).and_then(|facts| {
-            if facts.kind != FileKind::Directory
-                || facts.owner != crate::sys::user::effective_uid()
-                || facts.mode & 0o022 != 0
-            {
-                return Err(std::io::Error::other(
-                    "not a directory of the daemon's user that only it may write",
-                ));
-            }
-            fs::replace_file(&dir, FILE, format(handled).as_bytes())
-        });
+        let result = open_state_dir(&dir, true)
+            .and_then(|fd| fs::replace_file_at(&fd, FILE, format(handled).as_bytes()));
         match result {
             Ok(()) => self.written_handled = Some(handled),
             Err(e) => self.log.error(
@@ -145,8 +139,9 @@ impl Daemon {
     /// The minute the state file holds; `None` (logged, unless there is no file) when there is
     /// none the daemon can trust.
     fn read_handled(&self) -> Option<UtcMinute> {
-        let path = self.options.state_dir().join(FILE);
-        match read_trusted(&path) {
+        let dir = self.options.state_dir();
+        let path = dir.join(FILE);
+        match read_trusted(&dir) {
             Ok(Some(minute)) => Some(minute),
             Ok(None) => None,
             Err(why) => {
@@ -165,10 +160,29 @@ impl Daemon {
     }
 }
 
-/// The minute in the file at `path`: `Ok(None)` when there is no file, `Err` with the reason
-/// when there is one the daemon must not trust.
-fn read_trusted(path: &Path) -> Result<Option<UtcMinute>, String> {
-    let (file, facts) = match fs::open_no_follow(path) {
+/// The state directory `dir` (`make`: made if it is missing), for the writer and the reader
+/// alike: every directory on its path opened relative to the one above without following a
+/// link and checked on its descriptor (`fs::open_checked_dir`), and `dir` itself the daemon's
+/// user's, writable by no one else. So no one but root can put a file in it, or swap it or a
+/// directory above it for another (a symlink, their own directory, an old copy kept aside whose
+/// `handled` would replay make-up runs).
+fn open_state_dir(dir: &Path, make: bool) -> std::io::Result<std::os::fd::OwnedFd> {
+    fs::open_checked_dir(
+        dir,
+        crate::sys::user::effective_uid(),
+        fs::LastDir::Own { make },
+    )
+}
+
+/// The minute in the file `handled` in the state directory `dir`: `Ok(None)` when there is no
+/// file, `Err` with the reason when there is one (or a directory) the daemon must not trust.
+fn read_trusted(dir: &Path) -> Result<Option<UtcMinute>, String> {
+    let dir_fd = match open_state_dir(dir, false) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("the state directory is not trusted: {e}")),
+    };
+    let (file, facts) = match fs::open_no_follow_at(&dir_fd, FILE.as_ref()) {
         Ok(opened) => opened,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if fs::is_symlink_refusal(&e) => return Err("a symlink".to_string()),
@@ -212,14 +226,81 @@ mod tests {
         let path = dir.path().join(FILE);
         let mut text = format(UtcMinute(29_410_260));
         std::fs::write(&path, &text).unwrap();
-        assert_eq!(read_trusted(&path), Ok(Some(UtcMinute(29_410_260))));
+        assert_eq!(read_trusted(dir.path()), Ok(Some(UtcMinute(29_410_260))));
         text.push_str(&"x".repeat(MAX_BYTES as usize));
         std::fs::write(&path, &text).unwrap();
         assert_eq!(
-            read_trusted(&path),
+            read_trusted(dir.path()),
             Err("larger than 4096 bytes".to_string())
         );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(read_trusted(dir.path()), Ok(None));
         assert_eq!(read_trusted(&dir.path().join("none")), Ok(None));
+    }
+
+    #[test]
+    fn the_state_directory_is_trusted_only_where_no_one_else_can_change_it() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let tmp = tempfile::tempdir().unwrap();
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        let with_file = |d: &Path| {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join(FILE), format(UtcMinute(29_410_260))).unwrap();
+        };
+        let good = tmp.path().join("good");
+        with_file(&good);
+        assert_eq!(read_trusted(&good), Ok(Some(UtcMinute(29_410_260))));
+        // Under a directory others may write (not sticky): they could swap `state` for an old
+        // copy. Neither read nor written, nor made.
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        mode(&open, 0o777);
+        let state = open.join("state");
+        with_file(&state);
+        let why = read_trusted(&state).unwrap_err();
+        assert!(
+            why.ends_with(&format!(
+                "{}: writable by group or others (mode 777)",
+                open.display()
+            )),
+            "{why}"
+        );
+        assert!(open_state_dir(&state, true).is_err());
+        assert!(open_state_dir(&open.join("new"), true).is_err());
+        assert!(!open.join("new").exists(), "not made there");
+        // Writable by others itself, sticky or not.
+        for m in [0o777, 0o1777, 0o775] {
+            mode(&good, m);
+            let why = read_trusted(&good).unwrap_err();
+            assert!(why.contains("writable by group or others"), "{why}");
+        }
+        mode(&good, 0o755);
+        // A symlink at the state directory's path, or on the way to it.
+        let link = tmp.path().join("link");
+        symlink(&good, &link).unwrap();
+        for path in [link.clone(), link.join("sub")] {
+            let why = read_trusted(&path).unwrap_err();
+            assert!(
+                why.ends_with(&format!(
+                    "{}: a symlink (give the directory's real path)",
+                    link.display()
+                )),
+                "{why}"
+            );
+        }
+        // A sticky directory on the way is fine: others can't rename what they don't own.
+        let sticky = tmp.path().join("sticky");
+        std::fs::create_dir(&sticky).unwrap();
+        mode(&sticky, 0o1777);
+        let fd = open_state_dir(&sticky.join("state"), true).unwrap();
+        fs::replace_file_at(&fd, FILE, format(UtcMinute(29_410_261)).as_bytes()).unwrap();
+        assert_eq!(
+            read_trusted(&sticky.join("state")),
+            Ok(Some(UtcMinute(29_410_261)))
+        );
+        assert!(!sticky.join("state").join("handled.new").exists());
     }
 
     #[test]

@@ -54,8 +54,11 @@ pub struct Options {
     pub pam_dir: Option<PathBuf>,
     /// `--state-dir DIR`: where the daemon keeps its state (default /var/lib/crond).
     pub state_dir: Option<PathBuf>,
-    /// `--metrics unix:PATH|ADDRESS:PORT`: where to serve the metrics.
-    pub metrics: Option<MetricsAt>,
+    /// `--metrics unix:PATH|ADDRESS:PORT`, once per place (at most
+    /// [`MAX_METRICS_TARGETS`]): where to serve the metrics, each with its own connections.
+    pub metrics: Vec<MetricsAt>,
+    /// `--metrics-entries-on-tcp`: the per-entry series go to TCP clients too (any local user).
+    pub metrics_entries_on_tcp: bool,
     /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
     pub metrics_group: Option<String>,
     /// `--cluster-db CONNINFO` (or `CRON_CLUSTER_DB` in the environment): cluster mode's
@@ -73,12 +76,16 @@ pub struct Options {
     pub cluster_lease_s: Option<u32>,
 }
 
+/// The most `--metrics` places.
+pub const MAX_METRICS_TARGETS: usize = 4;
+
 /// Where the metrics are served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetricsAt {
     /// A Unix socket: mode 0600, or 0660 with `--metrics-group`.
     Unix(PathBuf),
-    /// A TCP port on a loopback address (any local user can read it).
+    /// A TCP port on a loopback address (any local user can read it: the per-entry series are
+    /// left out unless `--metrics-entries-on-tcp`).
     Tcp(std::net::SocketAddr),
 }
 

@@ -4,9 +4,9 @@
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 use nix::fcntl::{self, Flock, FlockArg, OFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
@@ -106,38 +106,133 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 
-/// Makes the daemon's own directory if it is missing (mode 0755); returns its facts, which the
-/// caller checks (owner, mode, kind: a symlink is not followed).
-pub fn make_own_dir(path: &Path) -> io::Result<FileFacts> {
-    match std::fs::DirBuilder::new().mode(0o755).create(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    link_facts(path)
+/// What the last directory of a path given to [`open_checked_dir`] must be, besides what every
+/// directory on the path must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastDir {
+    /// The daemon's own (the state directory): owned by `owner` and writable by no one else,
+    /// sticky or not; with `make`, made (mode 0755) if it is missing.
+    Own { make: bool },
+    /// A directory the daemon puts a name in (the metrics socket's): as every other one.
+    Holder,
 }
 
-/// Replaces `dir/name` with `bytes` so that a crash or a power loss leaves the old contents or
-/// the new, never a mix: written beside (`name.new`, never following a link), synced, renamed
-/// over, and the directory synced so the rename itself is on disk.
-pub fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let dir_file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir)?;
+/// Opens the directory `path` (absolute) one component at a time, each relative to the one
+/// above with `O_NOFOLLOW | O_DIRECTORY`, and checks each on the descriptor it got (never again
+/// by path): a directory, owned by root or `owner`, and not writable by group or others unless
+/// it is sticky (then others can rename or remove only what they own). A symlink anywhere on
+/// the path is refused, `..` too. Returns the last directory's descriptor, for the `*at` calls.
+///
+/// Why every directory and not only the last: whoever can write a directory on the path can
+/// rename the one below it away and put another in its place — a symlink, a directory of their
+/// own, or an old copy of the daemon's state directory kept aside — between any two calls by
+/// path, or between two starts of the daemon. Walked this way, each step is the directory that
+/// was checked, and no one but root (or `owner`) can change what the last one holds.
+pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<OwnedFd> {
+    use std::path::Component;
+    let refuse = |at: &Path, why: String| io::Error::other(format!("{}: {why}", at.display()));
+    let mut at = PathBuf::from("/");
+    let mut components = path.components().peekable();
+    if components.next() != Some(Component::RootDir) {
+        return Err(refuse(path, "not an absolute path".into()));
+    }
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut dir = fcntl::open("/", flags, Mode::empty()).map_err(io::Error::from)?;
+    let mut is_last = components.peek().is_none();
+    check_dir(&dir, &at, owner, is_last.then_some(last))?;
+    while let Some(component) = components.next() {
+        let name = match component {
+            Component::Normal(name) => name,
+            Component::CurDir => continue,
+            _ => return Err(refuse(path, "a path with `..`".into())),
+        };
+        at.push(name);
+        is_last = components.peek().is_none();
+        let opened = match fcntl::openat(&dir, name, flags, Mode::empty()) {
+            Err(nix::errno::Errno::ENOENT) if is_last && last == (LastDir::Own { make: true }) => {
+                match stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o755)) {
+                    Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                    Err(e) => return Err(refuse(&at, io::Error::from(e).to_string())),
+                }
+                fcntl::openat(&dir, name, flags, Mode::empty())
+            }
+            other => other,
+        };
+        dir = match opened {
+            Ok(fd) => fd,
+            Err(e @ (nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR)) => {
+                let what = match stat::fstatat(&dir, name, fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    Ok(st) if FileFacts::from_stat(&st).kind == FileKind::Symlink => {
+                        "a symlink (give the directory's real path)".to_string()
+                    }
+                    _ => io::Error::from(e).to_string(),
+                };
+                return Err(refuse(&at, what));
+            }
+            Err(nix::errno::Errno::ENOENT) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{}: no such directory", at.display()),
+                ));
+            }
+            Err(e) => return Err(refuse(&at, io::Error::from(e).to_string())),
+        };
+        check_dir(&dir, &at, owner, is_last.then_some(last))?;
+    }
+    Ok(dir)
+}
+
+/// [`open_checked_dir`]'s rule for one directory (`last`: the rule of the last one, if it is).
+fn check_dir(dir: &OwnedFd, at: &Path, owner: Uid, last: Option<LastDir>) -> io::Result<()> {
+    let facts = facts_of(dir)?;
+    let why = if facts.kind != FileKind::Directory {
+        Some("not a directory".to_string())
+    } else if matches!(last, Some(LastDir::Own { .. })) && facts.owner != owner {
+        Some(format!("owned by uid {}, not the daemon's", facts.owner.0))
+    } else if facts.owner != owner && facts.owner != Uid(0) {
+        Some(format!("owned by uid {}", facts.owner.0))
+    } else if facts.mode & 0o022 != 0
+        && (matches!(last, Some(LastDir::Own { .. })) || facts.mode & libc::S_ISVTX == 0)
+    {
+        Some(format!(
+            "writable by group or others (mode {:o})",
+            facts.mode
+        ))
+    } else {
+        None
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(io::Error::other(format!("{}: {why}", at.display()))),
+    }
+}
+
+/// Replaces `name` in the directory `dir` (from [`open_checked_dir`]) with `bytes` so that a
+/// crash or a power loss leaves the old contents or the new, never a mix: written beside
+/// (`name.new`, opened relative to `dir`, never following a link, and checked to be a regular
+/// file with one link), synced, renamed over, and the directory synced so the rename itself is
+/// on disk.
+pub fn replace_file_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
     let new = format!("{name}.new");
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.join(&new))?;
+    let fd = fcntl::openat(
+        dir,
+        new.as_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o644),
+    )
+    .map_err(io::Error::from)?;
+    let facts = facts_of(&fd)?;
+    if facts.kind != FileKind::Regular || facts.links != 1 {
+        return Err(io::Error::other(format!(
+            "{new}: not a regular file with one link"
+        )));
+    }
+    let mut file = File::from(fd);
     file.write_all(bytes)?;
     file.sync_all()?;
     drop(file);
-    fcntl::renameat(&dir_file, new.as_str(), &dir_file, name).map_err(io::Error::from)?;
-    dir_file.sync_all()
+    fcntl::renameat(dir, new.as_str(), dir, name).map_err(io::Error::from)?;
+    nix::unistd::fsync(dir).map_err(io::Error::from)
 }
 
 /// A held exclusive lock on the pid file; released when the daemon exits.

@@ -1,13 +1,14 @@
 //! The metrics endpoint's sockets (`--metrics`): a Unix socket readable by root and one group, or
-//! a TCP port on a loopback address; both non-blocking, for the daemon's poll loop.
+//! a TCP port on a loopback address (any local user can connect to it); both non-blocking, for
+//! the daemon's poll loop.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
+use super::fs;
 use super::user::Gid;
 
 /// A listening socket.
@@ -27,42 +28,89 @@ pub enum Stream {
 /// Listens on the Unix socket `path`, mode 0600 (0660 with `group`, owned by root and that
 /// group). A socket left at `path` by an earlier daemon is replaced; anything else there is an
 /// error (never removed).
+///
+/// Every step is taken relative to the socket's directory, opened by
+/// [`fs::open_checked_dir`]: each directory on the way opened without following a link and
+/// checked on its descriptor, owned by root (or the daemon's user) and not writable by group
+/// or others unless sticky. In such a directory no one else can rename, remove or put a name
+/// beside the socket between the steps (in a sticky one they may put their own names, but
+/// can't touch the socket, which is root's) — the race of a path that is looked up again at
+/// each step (a socket renamed away and a hard link to another file put in its place before
+/// the group is changed) has no one to run it. The mode comes from the umask at bind (never a
+/// chmod by path); the group is set without following a link, then the name is checked to be
+/// the daemon's socket with that mode.
 pub fn listen_unix(path: &Path, group: Option<Gid>) -> io::Result<Listener> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::other("not a path to a socket"));
+    };
+    let owner = super::user::effective_uid();
+    let dir = fs::open_checked_dir(parent, owner, fs::LastDir::Holder)?;
+    let nofollow = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW;
+    match nix::sys::stat::fstatat(&dir, name, nofollow) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFSOCK => {
+            nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?
+        }
         Ok(_) => {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 "something other than a socket is there",
             ));
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+        Err(nix::errno::Errno::ENOENT) => {}
+        Err(e) => return Err(e.into()),
     }
-    // The mode comes from the umask at creation (0600, or 0660 for a group): never a chmod by
-    // path afterwards, which a swapped-in symlink would aim at another file. The group is set
-    // on the path without following a link, and the socket must still be root's own then.
     let listener = {
         let _mask = UmaskGuard::set(if group.is_some() { 0o117 } else { 0o177 });
-        UnixListener::bind(path)?
+        // bind(2) takes a path, not a directory descriptor: the name alone, from inside the
+        // checked directory (the daemon is single-threaded: nothing else resolves a relative
+        // path meanwhile).
+        let _inside = CwdGuard::enter(&dir)?;
+        UnixListener::bind(Path::new(name))?
     };
     if let Some(group) = group {
         nix::unistd::fchownat(
-            nix::fcntl::AT_FDCWD,
-            path,
+            &dir,
+            name,
             None,
             Some(nix::unistd::Gid::from_raw(group.0)),
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            nofollow,
         )?;
-        let m = std::fs::symlink_metadata(path)?;
-        if !m.file_type().is_socket() || m.permissions().mode() & 0o777 != 0o660 {
-            return Err(io::Error::other(
-                "the socket was replaced while it was set up",
-            ));
-        }
+    }
+    let st = nix::sys::stat::fstatat(&dir, name, nofollow)?;
+    let mode = if group.is_some() { 0o660 } else { 0o600 };
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK
+        || st.st_uid != owner.0
+        || st.st_mode & 0o7777 != mode
+        || group.is_some_and(|g| st.st_gid != g.0)
+    {
+        return Err(io::Error::other(
+            "the socket was replaced while it was set up",
+        ));
     }
     listener.set_nonblocking(true)?;
     Ok(Listener::Unix(listener))
+}
+
+/// Makes a directory the working directory while it lives, then goes back to the one before.
+struct CwdGuard(OwnedFd);
+
+impl CwdGuard {
+    fn enter(dir: &OwnedFd) -> io::Result<CwdGuard> {
+        // O_PATH: enough for fchdir, and needs no read permission on where the daemon is.
+        let flags = nix::fcntl::OFlag::O_PATH
+            | nix::fcntl::OFlag::O_DIRECTORY
+            | nix::fcntl::OFlag::O_CLOEXEC;
+        let back = nix::fcntl::open(".", flags, nix::sys::stat::Mode::empty())?;
+        nix::unistd::fchdir(dir)?;
+        Ok(CwdGuard(back))
+    }
+}
+
+impl Drop for CwdGuard {
+    fn drop(&mut self) {
+        // The directory the daemon was in is still open: going back can't name another one.
+        let _ = nix::unistd::fchdir(&self.0);
+    }
 }
 
 /// Listens on a TCP address (the caller allows loopback only).

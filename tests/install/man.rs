@@ -259,6 +259,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--state-dir",
             "--metrics",
             "--metrics-group",
+            "--metrics-entries-on-tcp",
             "--cluster-db",
             "--cluster-host",
             "--cluster-helper",
