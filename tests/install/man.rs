@@ -264,6 +264,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--cluster-host",
             "--cluster-helper",
             "--cluster-keep",
+            "--cluster-keep-runs",
             "--cluster-lease",
         ])
     );
