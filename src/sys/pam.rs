@@ -308,15 +308,46 @@ impl Drop for Pam {
     }
 }
 
-/// Loads the modules of `service` into this process and keeps them loaded, so that the job
-/// children forked later find them mapped and relocated: their own `pam_start` then costs a
-/// reference count, not an `open`, `mmap` and symbol relocation per module and per library
-/// they need. A transaction is started (which reads the service and `dlopen`s its modules, and
-/// calls none of them), each `pam_*.so` then mapped gets one more reference of ours, and the
-/// transaction ends: no PAM handle outlives this call, so none is shared across a fork.
-/// Returns how many modules are kept. A module replaced on disk later (a package upgrade) is
-/// picked up at the daemon's next start, as any library the daemon has loaded.
-pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
+/// What [`preload`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preload {
+    /// The modules are loaded in this process and stay: `modules` of them. `threads` is this
+    /// process's thread count afterwards: 1 unless a module started a thread here although it
+    /// did not in the trial (it can't be taken back: see [`preload`]).
+    Kept { modules: usize, threads: usize },
+    /// Not loaded here: loading them started threads (`threads` in all) in a trial child.
+    Threaded { threads: usize },
+}
+
+/// Loads the modules of `service` into this single-threaded process and keeps them loaded, so
+/// that the job children forked later find them mapped and relocated: their own `pam_start`
+/// then costs a reference count, not an `open`, `mmap` and symbol relocation per module and per
+/// library they need. A transaction is started (which reads the service and `dlopen`s its
+/// modules: their ELF constructors, and their libraries', run in this process, though no
+/// `pam_sm_*` function is called), each `pam_*.so` then mapped gets one more reference of ours,
+/// and the transaction ends: no PAM handle outlives this call, so none is shared across a fork.
+/// A module replaced on disk later (a package upgrade) is picked up at the daemon's next start,
+/// as any library the daemon has loaded.
+///
+/// A constructor may start a thread, and a process with two threads may not fork the way the
+/// daemon does (`fork_single_threaded` refuses). Once a thread runs, loading can't be undone
+/// (unloading its code under it would crash the process), so the load is first tried in a
+/// child forked for it, which reports its thread count and exits: only if it had one thread is
+/// the stack loaded here, and [`Preload::Threaded`] otherwise (the jobs then load it
+/// themselves). A constructor that starts a thread in the daemon but did not in the trial (it
+/// decides on something that changed in between) is reported in [`Preload::Kept`]'s `threads`.
+pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<Preload, PamError> {
+    let threads = threads_when_loaded(service, confdir)?;
+    if threads > 1 {
+        return Ok(Preload::Threaded { threads });
+    }
+    let modules = keep_loaded(service, confdir)?;
+    let threads = super::process::thread_count().unwrap_or(1);
+    Ok(Preload::Kept { modules, threads })
+}
+
+/// The load of [`preload`], in this process.
+fn keep_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
     let pam = Pam::start(service, b"root", confdir)?;
     let mut kept = 0;
     for path in loaded_objects() {
@@ -338,6 +369,80 @@ pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError
     }
     drop(pam);
     Ok(kept)
+}
+
+/// The trial of [`preload`]: in a child forked for it, starts a transaction of `service` (which
+/// loads its modules) and reads the child's thread count then; the child sends it, or
+/// `pam_start`'s error, through a pipe and exits. The count is 1 when /proc can't be read (as
+/// `fork_single_threaded` counts it).
+fn threads_when_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
+    use super::process::{self, Forked};
+    use std::io::{Read, Write};
+
+    let failed = |step: &'static str, e: std::io::Error| PamError {
+        step,
+        code: -1,
+        message: format!("trial load: {e}"),
+    };
+    let (read_end, write_end) = super::pipe::pipe().map_err(|e| failed("pipe", e))?;
+    match process::fork_single_threaded().map_err(|e| failed("fork", e))? {
+        Forked::Child => {
+            drop(read_end);
+            // The daemon's handlers write to its signal pipe: not from this child.
+            super::signal::reset_in_child();
+            let report = match Pam::start(service, b"root", confdir) {
+                // The transaction is not ended: with a thread running module code, unloading
+                // the module could crash this child before it reports; `_exit` is enough.
+                Ok(pam) => {
+                    std::mem::forget(pam);
+                    format!("ok {}", process::thread_count().unwrap_or(1))
+                }
+                Err(e) => format!("error {} {}", e.code, e.message),
+            };
+            let mut pipe = std::fs::File::from(write_end);
+            let code = i32::from(pipe.write_all(report.as_bytes()).is_err());
+            process::exit_immediately(code)
+        }
+        Forked::Parent(pid) => {
+            drop(write_end);
+            let mut report = String::new();
+            let read = std::fs::File::from(read_end)
+                .take(4096)
+                .read_to_string(&mut report);
+            let exit = process::wait_for(pid);
+            read.map_err(|e| failed("pipe", e))?;
+            match exit {
+                Ok(process::Exit::Code(0)) => {}
+                Ok(other) => {
+                    return Err(failed(
+                        "fork",
+                        std::io::Error::other(format!("the trial child ended with {other:?}")),
+                    ));
+                }
+                Err(e) => return Err(failed("wait", e)),
+            }
+            parse_trial(&report)
+        }
+    }
+}
+
+/// What the trial child of [`threads_when_loaded`] sent: `ok THREADS` or `error CODE MESSAGE`.
+fn parse_trial(report: &str) -> Result<usize, PamError> {
+    let bad = || PamError {
+        step: "pam_start",
+        code: -1,
+        message: format!("trial load: unreadable report {report:?}"),
+    };
+    if let Some(n) = report.strip_prefix("ok ") {
+        return n.parse().map_err(|_| bad());
+    }
+    let rest = report.strip_prefix("error ").ok_or_else(bad)?;
+    let (code, message) = rest.split_once(' ').ok_or_else(bad)?;
+    Err(PamError {
+        step: "pam_start",
+        code: code.parse().map_err(|_| bad())?,
+        message: message.to_string(),
+    })
 }
 
 /// The paths of the shared objects mapped in this process.
@@ -421,13 +526,26 @@ mod tests {
             "cron",
             "account required pam_warn.so\naccount required pam_permit.so\n",
         );
-        let kept = preload(c"cron", Some(dir.path())).unwrap();
+        // The load itself: `preload` first tries it in a forked child, which the test
+        // harness (threads) is refused; the daemon tests show that half.
+        let kept = keep_loaded(c"cron", Some(dir.path())).unwrap();
         assert!(kept >= 2, "{kept} modules kept");
         assert!(mapped(), "pam_warn.so was unloaded with the transaction");
         // No service file: an error the daemon logs (the jobs will say the same), no crash.
         let none = tempfile::tempdir().unwrap();
-        let err = preload(c"cron", Some(none.path())).unwrap_err();
+        let err = keep_loaded(c"cron", Some(none.path())).unwrap_err();
         assert_eq!(err.step, "pam_start");
+    }
+
+    #[test]
+    fn the_trial_childs_report_is_a_thread_count_or_pams_error() {
+        assert_eq!(parse_trial("ok 1"), Ok(1));
+        assert_eq!(parse_trial("ok 3"), Ok(3));
+        let err = parse_trial("error 6 Critical error - immediate abort").unwrap_err();
+        assert_eq!((err.step, err.code), ("pam_start", 6));
+        assert_eq!(err.message, "Critical error - immediate abort");
+        assert!(parse_trial("").is_err());
+        assert!(parse_trial("ok many").is_err());
     }
 
     /// tests/support/pam_test_module.c built into `dir`: a module that writes each call it

@@ -124,6 +124,33 @@ pub fn fork_single_threaded() -> io::Result<Forked> {
     }
 }
 
+/// Forks the job's process in the job child once PAM has opened the session (`job::session`),
+/// and returns with it this process's thread count before the fork. With one thread this is
+/// [`fork_single_threaded`]. With more, the others were started by PAM modules: the daemon's
+/// code starts none, and the daemon itself never loads a stack whose modules start threads
+/// (`pam::preload`), so only the job child, which loads them itself then, meets them. It forks
+/// anyway, as Debian's cron and cronie do at the same point, because the session's effects
+/// (limits, login uid, keyring, cgroup) are this process's and reach the job only through a
+/// fork; the caller logs it. What that costs is said at the `fork` below.
+pub fn fork_in_session() -> io::Result<(Forked, usize)> {
+    let threads = thread_count().unwrap_or(1);
+    if threads == 1 {
+        return fork_single_threaded().map(|forked| (forked, 1));
+    }
+    // SAFETY: the child is a copy of this thread alone with a copy of the memory; the other
+    // threads are foreign (started by PAM modules' C code, sharing no Rust object with ours), so
+    // no Rust value is left half-updated by them. glibc's fork takes malloc's and stdio's locks
+    // around the fork and makes them usable in the child, so the child may allocate and log.
+    // A lock of another kind (syslog's, a module library's) that a module's thread holds at this
+    // instant would stay taken in the child: the job's process would wait on it for ever — one
+    // job hangs, visible as a run that never ends, and the root daemon is not touched. The
+    // sound way out is no fork after PAM at all (the shell started by vfork from this process).
+    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
+        ForkResult::Child => Ok((Forked::Child, threads)),
+        ForkResult::Parent { child } => Ok((Forked::Parent(Pid(child.as_raw())), threads)),
+    }
+}
+
 /// Starts a new session (the child leaves the daemon's process group and terminal).
 pub fn setsid() -> io::Result<()> {
     unistd::setsid().map(drop).map_err(io::Error::from)
