@@ -2,7 +2,9 @@
 //! privilege drop, service `cron` for the job's user: the account check (an expired or refused
 //! account's job does not run; the refusal is logged in PAM's words, as Debian logs it), the
 //! credentials, the session (pam_limits' limits, pam_loginuid's audit uid, pam_env's
-//! variables). The job then runs in a child of this process, which drops privileges for good and does everything the job child does without
+//! variables). The job then runs in a child of this process, which closes every descriptor
+//! above stderr again (the modules ran as root here and may have opened some without
+//! close-on-exec), drops privileges for good and does everything the job child does without
 //! PAM; this process waits for it, closes the session, deletes the credentials and ends. So the
 //! per-job cost of PAM is the job child's, never the daemon's.
 //!
@@ -28,6 +30,7 @@ pub(super) fn run_in_session(
 ) -> i32 {
     use crate::sys::pam::Pam;
     use crate::sys::process::{self, Exit, Forked};
+    use crate::sys::syslog;
 
     let log = setup.log;
     let opened = Pam::start(c"cron", &user.name, pam.confdir.as_deref()).and_then(|mut session| {
@@ -48,6 +51,12 @@ pub(super) fn run_in_session(
     let env = session.environment();
     let code = match process::fork_in_session() {
         Ok((Forked::Child, threads)) => {
+            // The modules ran as root in this process: what they opened without close-on-exec
+            // (a log, a socket) must not reach the job. The syslog connection, which a module
+            // may have used too, is closed properly first and made again after.
+            syslog::close();
+            process::close_all_above_stderr();
+            setup.log.reopen();
             if threads > 1 {
                 log.event(
                     Level::Warning,

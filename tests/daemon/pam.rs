@@ -167,6 +167,37 @@ fn user_listing_its_descriptors(tree: &Tree, tag: &str) -> (TestUser, std::path:
 }
 
 #[test]
+fn root_a_descriptor_a_pam_module_opens_in_the_session_does_not_reach_the_job() {
+    require_root();
+    let tree = Tree::new();
+    let (_user, fds) = user_listing_its_descriptors(&tree, "d");
+    // The module opens this file as root in pam_sm_open_session, without O_CLOEXEC, and leaves
+    // it open.
+    let opened = tree.path().join("opened-by-a-pam-module");
+    let module = test_module(&tree, "pam_crond_test.so", &[]);
+    tree.set_pam_service(&format!(
+        "{}session optional {} open={}\n",
+        shipped_pam_service(),
+        module.display(),
+        opened.display()
+    ));
+    let _crond = Crond::start(&tree, 1, &[]);
+    let listed = wait_for_file(&fds, 15);
+    assert!(opened.exists(), "the module's session ran");
+    assert!(
+        !listed.contains("opened-by-a-pam-module"),
+        "a PAM module's descriptor reached the job:\n{listed}"
+    );
+    // Only the shell's standard three (and what `ls` itself opens) are there.
+    for line in listed.lines().filter(|l| l.contains("->")) {
+        assert!(
+            !line.contains("socket:") && !line.contains("anon_inode:"),
+            "{line}\n{listed}"
+        );
+    }
+}
+
+#[test]
 fn root_a_pam_module_that_starts_a_thread_when_loaded_is_not_preloaded_and_jobs_still_run() {
     require_root();
     let tree = Tree::new();
