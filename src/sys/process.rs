@@ -96,6 +96,22 @@ pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<()> {
     nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal).map_err(io::Error::from)
 }
 
+/// Whether the process group `pgid` still has a member (`kill(-pgid, 0)`): `false` once it is
+/// empty (ESRCH). A member this process may not signal (one that changed its user) still counts
+/// (EPERM), and so does a zombie that its parent (init, for what a job left behind) has not
+/// reaped yet. The group of a job's shell that was reaped keeps its id while it has a member: the
+/// kernel frees a pid number only when no process has it as its pid, group or session id, and
+/// only the process of that pid can make a group of it. So while this says `true`, the group
+/// is the job's; once it says `false`, the id may go to a new process and is not used again.
+pub fn group_has_members(pgid: u32) -> io::Result<bool> {
+    let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    match nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), None) {
+        Ok(()) | Err(nix::errno::Errno::EPERM) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The `Threads:` line of /proc/self/status; `None` if it can't be read.
 pub fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
