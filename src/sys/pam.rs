@@ -574,9 +574,7 @@ mod tests {
         service(
             dir.path(),
             "cron",
-            &format!("auth required {with}
-session required {with}
-"),
+            &format!("auth required {with}\nsession required {with}\n"),
         );
         let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
         pam.establish_credentials().unwrap();
@@ -597,9 +595,7 @@ session required {with}
         service(
             dir.path(),
             "cron",
-            &format!("auth required {with}
-session required {with} fail_open
-"),
+            &format!("auth required {with}\nsession required {with} fail_open\n"),
         );
         let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
         pam.establish_credentials().unwrap();
@@ -638,7 +634,11 @@ session required {with} fail_open
         assert_eq!(ask(7), (PAM_CONV_ERR, true));
         assert_eq!(ask(1), (PAM_CONV_ERR, true), "PAM_PROMPT_ECHO_OFF");
         assert_eq!(ask(2), (PAM_CONV_ERR, true), "PAM_PROMPT_ECHO_ON");
-        assert_eq!(ask(5), (PAM_CONV_ERR, true), "PAM_RADIO_TYPE (other systems)");
+        assert_eq!(
+            ask(5),
+            (PAM_CONV_ERR, true),
+            "PAM_RADIO_TYPE (other systems)"
+        );
         assert_eq!(ask(PAM_ERROR_MSG), (PAM_SUCCESS, true));
         assert_eq!(ask(PAM_TEXT_INFO), (PAM_SUCCESS, true));
     }

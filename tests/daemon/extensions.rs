@@ -112,8 +112,14 @@ fn root_what_a_shell_leaves_in_its_process_group_gets_the_time_limit_after_the_j
     assert!(running("sleep 7342"), "SIGTERM is ignored");
     crond.wait_for_log(&timeout(ignores, kill), 20);
     crond.wait_for_no_children(10);
-    assert!(!running("sleep 7341"), "the sleep beside the trap had SIGTERM");
-    assert!(!running("sleep 7342"), "the sleep that ignored SIGTERM had SIGKILL");
+    assert!(
+        !running("sleep 7341"),
+        "the sleep beside the trap had SIGTERM"
+    );
+    assert!(
+        !running("sleep 7342"),
+        "the sleep that ignored SIGTERM had SIGKILL"
+    );
     let log = crond.log_text();
     let at = |needle: &str| log.find(needle).expect(needle);
     assert!(at(&end(&hears)) < at(&timeout(&hears, term)), "{log}");
@@ -144,7 +150,11 @@ fn root_with_a_time_limit_a_run_lasts_while_its_group_does_and_overlap_skip_sees
     crond.wait_for_log(&format!("({me}) CMD ({command})"), 5);
     let starts = times_of(&crond, &format!("({me}) CMD ({command})"));
     assert_eq!(starts, ["10:00:00", "10:02:00"], "{}", crond.log_text());
-    assert!(!crond.log_text().contains("TIMEOUT"), "{}", crond.log_text());
+    assert!(
+        !crond.log_text().contains("TIMEOUT"),
+        "{}",
+        crond.log_text()
+    );
 }
 
 #[test]

@@ -228,7 +228,10 @@ fn root_a_pam_module_that_starts_a_thread_when_loaded_is_not_preloaded_and_jobs_
     wait_for_file(&fds, 15);
     crond.wait_for_log(&format!("({}) CMD (ls -l /proc/$$/fd", user.name), 5);
     let warned = crond.wait_for_log(
-        &format!("({}) WARNING (PAM modules left the job's process with 2 threads", user.name),
+        &format!(
+            "({}) WARNING (PAM modules left the job's process with 2 threads",
+            user.name
+        ),
         5,
     );
     assert!(warned.contains(" CRON["), "{warned}");
