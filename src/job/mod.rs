@@ -5,8 +5,12 @@
 //! through a writer grandchild (`stdin`), the shell's stdout and stderr share one pipe, read
 //! into `output` until the shell exits, then the shell and the writer are reaped. **Report**:
 //! mail the output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END (and with `-s`
-//! cronie's CMDEND) (`log_lines`), and exit with `_exit`. The child never returns into the daemon's code: a panic aborts the
-//! child only.
+//! cronie's CMDEND) (`log_lines`), and exit with `_exit`. With `CRON_TIMEOUT`, between the
+//! report and the exit, the child keeps the limit on what the shell left in its process group
+//! until that group is empty or has had its signals (`shell::watch_left_group`): the daemon
+//! sees the run as going on until then (CRON_OVERLAP, a cluster run's END, the metrics'
+//! duration and timeout count). The child never returns into the daemon's code: a panic aborts
+//! the child only.
 //!
 //! Everything the job's user could use to act as someone else is created after the privilege
 //! drop: the stdin writer, the spill file, the MTA. The job's log lines are built by
@@ -251,11 +255,23 @@ fn run_as_user(
         return 1;
     };
     report(spec, setup, &prepared, &finished);
-    child_exit_code(finished.exit.success(), finished.timed_out.is_some())
+    let succeeded = finished.exit.success();
+    let mut timed_out = finished.timed_out.is_some();
+    // The job has ended (END logged, output mailed); with CRON_TIMEOUT what its shell left in
+    // its process group stays under the limit, and this process stays until that group is
+    // empty or has had its signals. The output and the spill file go first.
+    let left_group = finished.left_group;
+    drop(finished.output);
+    drop(prepared);
+    if let Some(left) = left_group {
+        timed_out |= shell::watch_left_group(spec, setup.log, left);
+    }
+    child_exit_code(succeeded, timed_out)
 }
 
 /// The job child's exit status, which the daemon counts (`--metrics`): 0 the job ran and
-/// succeeded, 1 it failed or did not run, 2 it reached `CRON_TIMEOUT`.
+/// succeeded, 1 it failed or did not run, 2 it reached `CRON_TIMEOUT` (its shell, or what the
+/// shell left in its process group, after the job's end was logged and mailed).
 pub fn child_exit_code(succeeded: bool, timed_out: bool) -> i32 {
     match (succeeded, timed_out) {
         (_, true) => 2,

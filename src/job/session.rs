@@ -2,9 +2,16 @@
 //! privilege drop, service `cron` for the job's user: the account check (an expired or refused
 //! account's job does not run; the refusal is logged in PAM's words, as Debian logs it), the
 //! credentials, the session (pam_limits' limits, pam_loginuid's audit uid, pam_env's
-//! variables). The job then runs in a child of this process, which drops privileges for good
-//! and does everything the job child does without PAM; this process waits for it, closes the
-//! session and ends. So the per-job cost of PAM is the job child's, never the daemon's.
+//! variables). The job then runs in a child of this process, which closes every descriptor
+//! above stderr again (the modules ran as root here and may have opened some without
+//! close-on-exec), drops privileges for good and does everything the job child does without
+//! PAM; this process waits for it, closes the session, deletes the credentials and ends. So the
+//! per-job cost of PAM is the job child's, never the daemon's.
+//!
+//! A module that starts a thread when it is loaded (its ELF constructor) is not loaded in the
+//! daemon (`preload_pam`): the daemon stays single-threaded. The job child loads it, and then
+//! forks the job's process from a process with that thread (`process::fork_in_session`, as
+//! Debian's cron forks there), logged.
 
 #[cfg(feature = "pam")]
 use super::run_as_user;
@@ -23,6 +30,7 @@ pub(super) fn run_in_session(
 ) -> i32 {
     use crate::sys::pam::Pam;
     use crate::sys::process::{self, Exit, Forked};
+    use crate::sys::syslog;
 
     let log = setup.log;
     let opened = Pam::start(c"cron", &user.name, pam.confdir.as_deref()).and_then(|mut session| {
@@ -41,14 +49,31 @@ pub(super) fn run_in_session(
         }
     };
     let env = session.environment();
-    let code = match process::fork_single_threaded() {
-        Ok(Forked::Child) => {
+    let code = match process::fork_in_session() {
+        Ok((Forked::Child, threads)) => {
+            // The modules ran as root in this process: what they opened without close-on-exec
+            // (a log, a socket) must not reach the job. The syslog connection, which a module
+            // may have used too, is closed properly first and made again after.
+            syslog::close();
+            process::close_all_above_stderr();
+            setup.log.reopen();
+            if threads > 1 {
+                log.event(
+                    Level::Warning,
+                    spec.user(),
+                    "WARNING",
+                    &format!(
+                        "PAM modules left the job's process with {threads} threads; the job \
+                         is forked from it"
+                    ),
+                );
+            }
             // The session (its handle, its limits, its loginuid) was made for this: the job
             // runs here; the handle is the parent's to close, so this process never returns.
             let code = run_as_user(spec, setup, user, env);
             process::exit_immediately(code)
         }
-        Ok(Forked::Parent(pid)) => match process::wait_for(pid) {
+        Ok((Forked::Parent(pid), _)) => match process::wait_for(pid) {
             Ok(Exit::Code(code)) => code,
             Ok(Exit::Signal(_)) => 1,
             Err(e) => {
@@ -77,11 +102,34 @@ pub(super) fn run_in_session(
 /// their session, and say so).
 #[cfg(feature = "pam")]
 pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) {
+    use crate::sys::pam::Preload;
     match crate::sys::pam::preload(c"cron", pam.confdir.as_deref()) {
-        Ok(n) => log.info(
+        Ok(Preload::Kept {
+            modules,
+            threads: 1,
+        }) => log.info(
             "CRON",
             "INFO",
-            &format!("PAM service cron: {n} modules loaded"),
+            &format!("PAM service cron: {modules} modules loaded"),
+        ),
+        // A module started a thread here although it did not in the trial: nothing can take
+        // it back, and no job can be forked. Said as plainly as possible.
+        Ok(Preload::Kept { threads, .. }) => log.error(
+            "CRON",
+            "ERROR",
+            &format!(
+                "PAM service cron: loading its modules left the daemon with {threads} threads; \
+                 no job can start (restart crond, or remove the module that starts a thread)"
+            ),
+        ),
+        Ok(Preload::Threaded { threads }) => log.event(
+            crate::log::Level::Warning,
+            "CRON",
+            "WARNING",
+            &format!(
+                "PAM service cron not preloaded: loading its modules starts threads ({threads} \
+                 in all), and the daemon must stay single-threaded; each job loads them itself"
+            ),
         ),
         Err(e) => log.error(
             "CRON",

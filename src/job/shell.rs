@@ -7,7 +7,12 @@
 //!
 //! With `CRON_TIMEOUT` the shell leads a process group of its own (std's spawn sets it, still
 //! without a hook), which gets SIGTERM at the limit and SIGKILL after the grace
-//! (`time_limit`); the shell is reaped only after that, so the group's id stays the job's.
+//! (`time_limit`); while the shell runs it is reaped only after that, so the group's id stays
+//! the job's. A shell that exits before the limit and leaves processes in its group ends the
+//! job as any shell does; then [`watch_left_group`] keeps the limit on what is left, looking
+//! with `kill(-group, 0)` whether anything is (the id can't go to another group while it has a
+//! member: `process::group_has_members`). What leaves the group (`setsid`, `setpgid`) leaves
+//! the limit too.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -39,6 +44,16 @@ pub(super) struct Finished {
     pub duration_ms: u64,
     /// `CRON_TIMEOUT` in seconds, when the job reached it.
     pub timed_out: Option<u32>,
+    /// With `CRON_TIMEOUT` not reached when the shell exited: the group it led, which may still
+    /// hold processes the limit applies to ([`watch_left_group`]).
+    pub left_group: Option<LeftGroup>,
+}
+
+/// The process group of a shell that exited before its time limit.
+#[derive(Debug)]
+pub(super) struct LeftGroup {
+    pgid: u32,
+    limit: TimeLimit,
 }
 
 /// Starts the shell with its stdin (the `%` text through a writer grandchild, or /dev/null) and
@@ -117,21 +132,8 @@ pub(super) fn run_shell(
     // Debian's job ends when its shell exits, not when the last process holding its output
     // lets go: the exit is watched with the pipe (a pidfd), so a job that leaves a process
     // behind (`server &`) is reported at once. Without pidfd (Linux < 5.3), end-of-file.
-    let mut signal = |action: Action, seconds: u32| {
-        let line = log_lines::timeout_line(who, spec.command(), seconds, action)
-            .with_job(spec.log_fields(Some(shell_pid)));
-        log.line(Level::Warning, &line);
-        let signal = match action {
-            Action::Term => GroupSignal::Term,
-            Action::Kill => GroupSignal::Kill,
-        };
-        match process::signal_group(shell_pid, signal) {
-            // Nothing left to signal: the group ended between our look and the signal.
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-            Err(e) => log.error(who, "ERROR", &format!("can't signal the job's group: {e}")),
-            Ok(()) => {}
-        }
-    };
+    let mut signal =
+        |action: Action, seconds: u32| signal_group(spec, log, shell_pid, action, seconds);
     let captured = match process::exit_watch(shell_pid) {
         Ok(exit) => capture_until_exit(output, read_end, &exit, &mut limit, &mut signal),
         Err(_) => {
@@ -200,13 +202,79 @@ pub(super) fn run_shell(
         );
         log.line(Level::Warning, &line);
     }
+    let (timed_out, left_group) = match limit {
+        Some(limit) if limit.reached() => (Some(limit.seconds), None),
+        Some(limit) => (
+            None,
+            Some(LeftGroup {
+                pgid: shell_pid,
+                limit,
+            }),
+        ),
+        None => (None, None),
+    };
     Some(Finished {
         shell_pid,
         exit: JobExit::from_status(status?.0),
         duration_ms: u64::try_from(status?.1.as_millis()).unwrap_or(u64::MAX),
         output,
-        timed_out: limit.filter(TimeLimit::reached).map(|l| l.seconds),
+        timed_out,
+        left_group,
     })
+}
+
+/// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first.
+fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, seconds: u32) {
+    let who = spec.user();
+    let line = log_lines::timeout_line(who, spec.command(), seconds, action)
+        .with_job(spec.log_fields(Some(shell_pid)));
+    log.line(Level::Warning, &line);
+    let signal = match action {
+        Action::Term => GroupSignal::Term,
+        Action::Kill => GroupSignal::Kill,
+    };
+    match process::signal_group(shell_pid, signal) {
+        // Nothing left to signal: the group ended between our look and the signal.
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+        Err(e) => log.error(who, "ERROR", &format!("can't signal the job's group: {e}")),
+        Ok(()) => {}
+    }
+}
+
+/// After the job has ended (its shell exited before the limit): keeps `CRON_TIMEOUT` on what the
+/// shell left in its process group. Looks every [`GROUP_CHECK_MS`](super::time_limit::GROUP_CHECK_MS)
+/// whether the group is empty, and returns then; at the limit sends SIGTERM to what is left,
+/// and SIGKILL after the grace, each logged as for a shell that ran to the limit. Returns
+/// whether the limit was reached. Called as the job's user, so what it can signal is the
+/// user's own.
+pub(super) fn watch_left_group(spec: &JobSpec, log: Log, left: LeftGroup) -> bool {
+    let LeftGroup { pgid, mut limit } = left;
+    loop {
+        // Looked at just before any signal: while the group has a member its id is the job's.
+        match process::group_has_members(pgid) {
+            Ok(true) => {}
+            Ok(false) => return limit.reached(),
+            Err(e) => {
+                log.error(
+                    spec.user(),
+                    "ERROR",
+                    &format!("can't look at the job's process group: {e}"),
+                );
+                return limit.reached();
+            }
+        }
+        let now = Instant::now();
+        if let Some(action) = limit.due(now) {
+            signal_group(spec, log, pgid, action, limit.seconds);
+        }
+        let Some(wait_ms) = limit.watch_wait_ms(Instant::now()) else {
+            return true;
+        };
+        if let Err(e) = poll::wait_readable(&[], Some(wait_ms)) {
+            log.error(spec.user(), "ERROR", &format!("can't wait: {e}"));
+            return limit.reached();
+        }
+    }
 }
 
 /// Reads the job's output until its shell exits (`shell_exit` readable), then what is in the pipe

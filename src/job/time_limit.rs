@@ -6,10 +6,20 @@
 //! is left of it gets SIGKILL. The shell exiting on SIGTERM does not end the wait for the rest: processes of
 //! the group that ignore SIGTERM are killed at the second deadline unless they let go of the
 //! output first (the caller stops asking then).
+//!
+//! The limit is the job's process group's, not only its shell's: when the shell exits before
+//! the limit and leaves processes in the group (`server &`), the job ends as usual (END, mail,
+//! status) and the job child goes on looking every [`GROUP_CHECK_MS`] whether the group is
+//! empty, and signals what is left at the same deadlines ([`TimeLimit::watch_wait_ms`]).
 
 use std::time::{Duration, Instant};
 
 use crate::crontab::policy::KILL_AFTER_S;
+
+/// How often the job child looks whether the group its shell left behind is empty yet, once
+/// the shell has exited: the job child (and so the run, as the daemon sees it) ends at most this
+/// long after the group's last process.
+pub const GROUP_CHECK_MS: u32 = 1_000;
 
 /// What to do to the job's process group now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +76,12 @@ impl TimeLimit {
         Some(u32::try_from(ms + 1).unwrap_or(u32::MAX))
     }
 
+    /// Once the shell has exited: how long to wait before looking at the group again, at most
+    /// [`GROUP_CHECK_MS`], never past the next deadline; `None` once both signals went out.
+    pub fn watch_wait_ms(&self, now: Instant) -> Option<u32> {
+        self.wait_ms(now).map(|ms| ms.min(GROUP_CHECK_MS))
+    }
+
     /// Whether the limit was reached (SIGTERM went out).
     pub fn reached(&self) -> bool {
         self.sent.is_some()
@@ -98,6 +114,21 @@ mod tests {
         assert_eq!(limit.due(at(200.0)), None, "once");
         assert_eq!(limit.wait_ms(at(200.0)), None);
         assert!(limit.reached() && !limit.in_grace());
+    }
+
+    #[test]
+    fn after_the_shell_the_group_is_looked_at_every_second_and_each_deadline_is_kept() {
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let mut limit = TimeLimit::new(3, t0);
+        assert_eq!(limit.watch_wait_ms(at(0.2)), Some(GROUP_CHECK_MS));
+        // Never past the deadline: the last look before it wakes at it.
+        assert_eq!(limit.watch_wait_ms(at(2.5)), Some(501));
+        assert_eq!(limit.due(at(3.0)), Some(Action::Term));
+        assert_eq!(limit.watch_wait_ms(at(3.0)), Some(GROUP_CHECK_MS));
+        assert_eq!(limit.watch_wait_ms(at(12.9)), Some(101));
+        assert_eq!(limit.due(at(13.0)), Some(Action::Kill));
+        assert_eq!(limit.watch_wait_ms(at(13.0)), None, "nothing more to do");
     }
 
     #[test]

@@ -1,14 +1,18 @@
 //! Linux-PAM for the job child, as Debian's cron calls it: `pam_start("cron", user)`, the tty
 //! item `cron`, `pam_acct_mgmt`, `pam_setcred(ESTABLISH)`, `pam_open_session`, all silent; the
-//! PAM environment; and at the end `pam_setcred(DELETE)`, `pam_close_session`, `pam_end`.
+//! PAM environment; and at the end `pam_close_session`, `pam_setcred(DELETE)`, `pam_end` — the
+//! session is closed before the credentials it was opened with are deleted, as Linux-PAM's
+//! guide, OpenSSH and Debian's cron do; credentials established for a session that then failed
+//! to open are deleted too.
 //!
 //! Our own binding of the nine functions used (no crate: the maintained ones wrap far more than
 //! this, and `pam-sys` is generated bindings we would audit anyway; sudo-rs made the same
 //! choice). libpam is linked by its soname, `libpam.so.0`, so building needs no -dev package.
 //!
-//! The conversation never prompts: a module that asks for anything (a password, a token) gets
-//! `PAM_CONV_ERR`, so a stack that would need a person fails instead of hanging; messages for
-//! display only are accepted and dropped (the job child has no one to show them to).
+//! The conversation never prompts: a module that asks for anything (a password, a token, a
+//! binary challenge) gets `PAM_CONV_ERR`, so a stack that would need a person fails instead of
+//! hanging; messages for display only (`PAM_ERROR_MSG`, `PAM_TEXT_INFO`) are accepted and
+//! dropped (the job child has no one to show them to).
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::Path;
@@ -52,8 +56,8 @@ const PAM_SILENT: c_int = 0x8000;
 const PAM_ESTABLISH_CRED: c_int = 0x0002;
 const PAM_DELETE_CRED: c_int = 0x0004;
 const PAM_TTY: c_int = 3;
-const PAM_PROMPT_ECHO_OFF: c_int = 1;
-const PAM_PROMPT_ECHO_ON: c_int = 2;
+const PAM_ERROR_MSG: c_int = 3;
+const PAM_TEXT_INFO: c_int = 4;
 
 #[link(name = "libpam.so.0", kind = "dylib", modifiers = "+verbatim")]
 unsafe extern "C" {
@@ -80,7 +84,10 @@ unsafe extern "C" {
     fn pam_strerror(pamh: *mut PamHandle, errnum: c_int) -> *const c_char;
 }
 
-/// The conversation: refuses every prompt, accepts (and drops) every message for display.
+/// The conversation: accepts (and drops) the messages for display, `PAM_ERROR_MSG` and
+/// `PAM_TEXT_INFO`; refuses anything else, which wants an answer: the echo prompts, Linux-PAM's
+/// `PAM_BINARY_PROMPT` (a module would read a null response as an empty answer), styles of
+/// other implementations, and numbers not known at all.
 ///
 /// # Safety
 /// Called by libpam with `num_msg` messages and a place for the responses.
@@ -97,7 +104,7 @@ unsafe extern "C" fn conversation(
         // SAFETY: libpam passes `num_msg` valid message pointers (Linux-PAM's layout: an array
         // of pointers), each to a message it owns for the call.
         let style = unsafe { (**msg.add(i)).msg_style };
-        if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON {
+        if style != PAM_ERROR_MSG && style != PAM_TEXT_INFO {
             return PAM_CONV_ERR;
         }
     }
@@ -131,8 +138,9 @@ impl std::fmt::Display for PamError {
     }
 }
 
-/// A started PAM transaction for one job. Dropping it ends it (`pam_end`) without closing a
-/// session; [`Pam::close`] closes what was opened first.
+/// A started PAM transaction for one job. Dropping it deletes credentials still established
+/// and ends it (`pam_end`) without closing a session; [`Pam::close`] closes what was opened
+/// first.
 #[derive(Debug)]
 pub struct Pam {
     handle: *mut PamHandle,
@@ -252,22 +260,29 @@ impl Pam {
         out
     }
 
-    /// Deletes the credentials, closes the session (each if it was established), ends the
-    /// transaction. Returns the close's error, if any (nothing more can be done about it).
+    /// Closes the session, then deletes the credentials (each if it was established; the
+    /// session first, as it was opened with them), ends the transaction. Returns the close's
+    /// error, if any (nothing more can be done about it); the credentials are deleted anyway.
     pub fn close(mut self) -> Result<(), PamError> {
         let mut result = Ok(());
-        if self.credentials {
-            // SAFETY: a live handle.
-            unsafe { pam_setcred(self.handle, PAM_DELETE_CRED | PAM_SILENT) };
-            self.credentials = false;
-        }
         if self.session_open {
             // SAFETY: a live handle.
             let code = unsafe { pam_close_session(self.handle, PAM_SILENT) };
             self.session_open = false;
             result = self.check("pam_close_session", code);
         }
+        self.delete_credentials();
         result
+    }
+
+    /// `pam_setcred(PAM_DELETE_CRED)` if credentials were established and not deleted yet. Its
+    /// own failure is not reported: there is nothing left to do about it.
+    fn delete_credentials(&mut self) {
+        if self.credentials {
+            // SAFETY: a live handle.
+            unsafe { pam_setcred(self.handle, PAM_DELETE_CRED | PAM_SILENT) };
+            self.credentials = false;
+        }
     }
 
     fn check(&mut self, step: &'static str, code: c_int) -> Result<(), PamError> {
@@ -285,20 +300,54 @@ impl Pam {
 
 impl Drop for Pam {
     fn drop(&mut self) {
+        // A transaction given up after `establish_credentials` (the session did not open) does
+        // not leave them behind.
+        self.delete_credentials();
         // SAFETY: the handle is live (it is ended only here), and ended once.
         unsafe { pam_end(self.handle, self.last) };
     }
 }
 
-/// Loads the modules of `service` into this process and keeps them loaded, so that the job
-/// children forked later find them mapped and relocated: their own `pam_start` then costs a
-/// reference count, not an `open`, `mmap` and symbol relocation per module and per library
-/// they need. A transaction is started (which reads the service and `dlopen`s its modules, and
-/// calls none of them), each `pam_*.so` then mapped gets one more reference of ours, and the
-/// transaction ends: no PAM handle outlives this call, so none is shared across a fork.
-/// Returns how many modules are kept. A module replaced on disk later (a package upgrade) is
-/// picked up at the daemon's next start, as any library the daemon has loaded.
-pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
+/// What [`preload`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preload {
+    /// The modules are loaded in this process and stay: `modules` of them. `threads` is this
+    /// process's thread count afterwards: 1 unless a module started a thread here although it
+    /// did not in the trial (it can't be taken back: see [`preload`]).
+    Kept { modules: usize, threads: usize },
+    /// Not loaded here: loading them started threads (`threads` in all) in a trial child.
+    Threaded { threads: usize },
+}
+
+/// Loads the modules of `service` into this single-threaded process and keeps them loaded, so
+/// that the job children forked later find them mapped and relocated: their own `pam_start`
+/// then costs a reference count, not an `open`, `mmap` and symbol relocation per module and per
+/// library they need. A transaction is started (which reads the service and `dlopen`s its
+/// modules: their ELF constructors, and their libraries', run in this process, though no
+/// `pam_sm_*` function is called), each `pam_*.so` then mapped gets one more reference of ours,
+/// and the transaction ends: no PAM handle outlives this call, so none is shared across a fork.
+/// A module replaced on disk later (a package upgrade) is picked up at the daemon's next start,
+/// as any library the daemon has loaded.
+///
+/// A constructor may start a thread, and a process with two threads may not fork the way the
+/// daemon does (`fork_single_threaded` refuses). Once a thread runs, loading can't be undone
+/// (unloading its code under it would crash the process), so the load is first tried in a
+/// child forked for it, which reports its thread count and exits: only if it had one thread is
+/// the stack loaded here, and [`Preload::Threaded`] otherwise (the jobs then load it
+/// themselves). A constructor that starts a thread in the daemon but did not in the trial (it
+/// decides on something that changed in between) is reported in [`Preload::Kept`]'s `threads`.
+pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<Preload, PamError> {
+    let threads = threads_when_loaded(service, confdir)?;
+    if threads > 1 {
+        return Ok(Preload::Threaded { threads });
+    }
+    let modules = keep_loaded(service, confdir)?;
+    let threads = super::process::thread_count().unwrap_or(1);
+    Ok(Preload::Kept { modules, threads })
+}
+
+/// The load of [`preload`], in this process.
+fn keep_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
     let pam = Pam::start(service, b"root", confdir)?;
     let mut kept = 0;
     for path in loaded_objects() {
@@ -320,6 +369,80 @@ pub fn preload(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError
     }
     drop(pam);
     Ok(kept)
+}
+
+/// The trial of [`preload`]: in a child forked for it, starts a transaction of `service` (which
+/// loads its modules) and reads the child's thread count then; the child sends it, or
+/// `pam_start`'s error, through a pipe and exits. The count is 1 when /proc can't be read (as
+/// `fork_single_threaded` counts it).
+fn threads_when_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
+    use super::process::{self, Forked};
+    use std::io::{Read, Write};
+
+    let failed = |step: &'static str, e: std::io::Error| PamError {
+        step,
+        code: -1,
+        message: format!("trial load: {e}"),
+    };
+    let (read_end, write_end) = super::pipe::pipe().map_err(|e| failed("pipe", e))?;
+    match process::fork_single_threaded().map_err(|e| failed("fork", e))? {
+        Forked::Child => {
+            drop(read_end);
+            // The daemon's handlers write to its signal pipe: not from this child.
+            super::signal::reset_in_child();
+            let report = match Pam::start(service, b"root", confdir) {
+                // The transaction is not ended: with a thread running module code, unloading
+                // the module could crash this child before it reports; `_exit` is enough.
+                Ok(pam) => {
+                    std::mem::forget(pam);
+                    format!("ok {}", process::thread_count().unwrap_or(1))
+                }
+                Err(e) => format!("error {} {}", e.code, e.message),
+            };
+            let mut pipe = std::fs::File::from(write_end);
+            let code = i32::from(pipe.write_all(report.as_bytes()).is_err());
+            process::exit_immediately(code)
+        }
+        Forked::Parent(pid) => {
+            drop(write_end);
+            let mut report = String::new();
+            let read = std::fs::File::from(read_end)
+                .take(4096)
+                .read_to_string(&mut report);
+            let exit = process::wait_for(pid);
+            read.map_err(|e| failed("pipe", e))?;
+            match exit {
+                Ok(process::Exit::Code(0)) => {}
+                Ok(other) => {
+                    return Err(failed(
+                        "fork",
+                        std::io::Error::other(format!("the trial child ended with {other:?}")),
+                    ));
+                }
+                Err(e) => return Err(failed("wait", e)),
+            }
+            parse_trial(&report)
+        }
+    }
+}
+
+/// What the trial child of [`threads_when_loaded`] sent: `ok THREADS` or `error CODE MESSAGE`.
+fn parse_trial(report: &str) -> Result<usize, PamError> {
+    let bad = || PamError {
+        step: "pam_start",
+        code: -1,
+        message: format!("trial load: unreadable report {report:?}"),
+    };
+    if let Some(n) = report.strip_prefix("ok ") {
+        return n.parse().map_err(|_| bad());
+    }
+    let rest = report.strip_prefix("error ").ok_or_else(bad)?;
+    let (code, message) = rest.split_once(' ').ok_or_else(bad)?;
+    Err(PamError {
+        step: "pam_start",
+        code: code.parse().map_err(|_| bad())?,
+        message: message.to_string(),
+    })
 }
 
 /// The paths of the shared objects mapped in this process.
@@ -403,13 +526,121 @@ mod tests {
             "cron",
             "account required pam_warn.so\naccount required pam_permit.so\n",
         );
-        let kept = preload(c"cron", Some(dir.path())).unwrap();
+        // The load itself: `preload` first tries it in a forked child, which the test
+        // harness (threads) is refused; the daemon tests show that half.
+        let kept = keep_loaded(c"cron", Some(dir.path())).unwrap();
         assert!(kept >= 2, "{kept} modules kept");
         assert!(mapped(), "pam_warn.so was unloaded with the transaction");
         // No service file: an error the daemon logs (the jobs will say the same), no crash.
         let none = tempfile::tempdir().unwrap();
-        let err = preload(c"cron", Some(none.path())).unwrap_err();
+        let err = keep_loaded(c"cron", Some(none.path())).unwrap_err();
         assert_eq!(err.step, "pam_start");
+    }
+
+    #[test]
+    fn the_trial_childs_report_is_a_thread_count_or_pams_error() {
+        assert_eq!(parse_trial("ok 1"), Ok(1));
+        assert_eq!(parse_trial("ok 3"), Ok(3));
+        let err = parse_trial("error 6 Critical error - immediate abort").unwrap_err();
+        assert_eq!((err.step, err.code), ("pam_start", 6));
+        assert_eq!(err.message, "Critical error - immediate abort");
+        assert!(parse_trial("").is_err());
+        assert!(parse_trial("ok many").is_err());
+    }
+
+    /// tests/support/pam_test_module.c built into `dir`: a module that writes each call it
+    /// gets to its `log=` file, and fails its session with `fail_open`.
+    fn test_module(dir: &Path) -> std::path::PathBuf {
+        let so = dir.join("pam_crond_test.so");
+        let status = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/pam_test_module.c"
+            ))
+            .status()
+            .expect("run cc");
+        assert!(status.success(), "cc failed");
+        so
+    }
+
+    #[test]
+    fn the_session_is_closed_before_its_credentials_are_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = test_module(dir.path());
+        let calls = dir.path().join("calls");
+        let with = format!("{} log={}", module.display(), calls.display());
+        service(
+            dir.path(),
+            "cron",
+            &format!("auth required {with}\nsession required {with}\n"),
+        );
+        let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
+        pam.establish_credentials().unwrap();
+        pam.open_session().unwrap();
+        pam.close().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap(),
+            "setcred establish\nopen_session\nclose_session\nsetcred delete\n"
+        );
+    }
+
+    #[test]
+    fn credentials_established_for_a_session_that_fails_to_open_are_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = test_module(dir.path());
+        let calls = dir.path().join("calls");
+        let with = format!("{} log={}", module.display(), calls.display());
+        service(
+            dir.path(),
+            "cron",
+            &format!("auth required {with}\nsession required {with} fail_open\n"),
+        );
+        let mut pam = Pam::start(c"cron", b"root", Some(dir.path())).unwrap();
+        pam.establish_credentials().unwrap();
+        let err = pam.open_session().unwrap_err();
+        assert_eq!(err.step, "pam_open_session");
+        // As the job child gives up: the transaction is dropped.
+        drop(pam);
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap(),
+            "setcred establish\nopen_session\nsetcred delete\n"
+        );
+    }
+
+    #[test]
+    fn a_binary_prompt_gets_a_conversation_error_and_messages_for_display_pass() {
+        let ask = |style: c_int| {
+            let message = PamMessage {
+                msg_style: style,
+                msg: c"a question".as_ptr(),
+            };
+            let mut messages = [&raw const message];
+            let mut responses: *mut PamResponse = ptr::null_mut();
+            // SAFETY: one valid message and a place for the responses, as libpam passes them;
+            // both outlive the call.
+            let code = unsafe {
+                conversation(
+                    1,
+                    messages.as_mut_ptr(),
+                    &raw mut responses,
+                    ptr::null_mut(),
+                )
+            };
+            (code, responses.is_null())
+        };
+        // Linux-PAM's PAM_BINARY_PROMPT: it wants an answer, which a job has none to give.
+        assert_eq!(ask(7), (PAM_CONV_ERR, true));
+        assert_eq!(ask(1), (PAM_CONV_ERR, true), "PAM_PROMPT_ECHO_OFF");
+        assert_eq!(ask(2), (PAM_CONV_ERR, true), "PAM_PROMPT_ECHO_ON");
+        assert_eq!(
+            ask(5),
+            (PAM_CONV_ERR, true),
+            "PAM_RADIO_TYPE (other systems)"
+        );
+        assert_eq!(ask(PAM_ERROR_MSG), (PAM_SUCCESS, true));
+        assert_eq!(ask(PAM_TEXT_INFO), (PAM_SUCCESS, true));
     }
 
     #[test]

@@ -96,6 +96,22 @@ pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<()> {
     nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal).map_err(io::Error::from)
 }
 
+/// Whether the process group `pgid` still has a member (`kill(-pgid, 0)`): `false` once it is
+/// empty (ESRCH). A member this process may not signal (one that changed its user) still counts
+/// (EPERM), and so does a zombie that its parent (init, for what a job left behind) has not
+/// reaped yet. The group of a job's shell that was reaped keeps its id while it has a member: the
+/// kernel frees a pid number only when no process has it as its pid, group or session id, and
+/// only the process of that pid can make a group of it. So while this says `true`, the group
+/// is the job's; once it says `false`, the id may go to a new process and is not used again.
+pub fn group_has_members(pgid: u32) -> io::Result<bool> {
+    let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    match nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), None) {
+        Ok(()) | Err(nix::errno::Errno::EPERM) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The `Threads:` line of /proc/self/status; `None` if it can't be read.
 pub fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -121,6 +137,33 @@ pub fn fork_single_threaded() -> io::Result<Forked> {
     match unsafe { unistd::fork() }.map_err(io::Error::from)? {
         ForkResult::Child => Ok(Forked::Child),
         ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
+    }
+}
+
+/// Forks the job's process in the job child once PAM has opened the session (`job::session`),
+/// and returns with it this process's thread count before the fork. With one thread this is
+/// [`fork_single_threaded`]. With more, the others were started by PAM modules: the daemon's
+/// code starts none, and the daemon itself never loads a stack whose modules start threads
+/// (`pam::preload`), so only the job child, which loads them itself then, meets them. It forks
+/// anyway, as Debian's cron and cronie do at the same point, because the session's effects
+/// (limits, login uid, keyring, cgroup) are this process's and reach the job only through a
+/// fork; the caller logs it. What that costs is said at the `fork` below.
+pub fn fork_in_session() -> io::Result<(Forked, usize)> {
+    let threads = thread_count().unwrap_or(1);
+    if threads == 1 {
+        return fork_single_threaded().map(|forked| (forked, 1));
+    }
+    // SAFETY: the child is a copy of this thread alone with a copy of the memory; the other
+    // threads are foreign (started by PAM modules' C code, sharing no Rust object with ours), so
+    // no Rust value is left half-updated by them. glibc's fork takes malloc's and stdio's locks
+    // around the fork and makes them usable in the child, so the child may allocate and log.
+    // A lock of another kind (syslog's, a module library's) that a module's thread holds at this
+    // instant would stay taken in the child: the job's process would wait on it for ever — one
+    // job hangs, visible as a run that never ends, and the root daemon is not touched. The
+    // sound way out is no fork after PAM at all (the shell started by vfork from this process).
+    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
+        ForkResult::Child => Ok((Forked::Child, threads)),
+        ForkResult::Parent { child } => Ok((Forked::Parent(Pid(child.as_raw())), threads)),
     }
 }
 
@@ -230,12 +273,14 @@ unsafe fn close_one_by_one(first: u32, last: u32, open_max: i32) {
 
 /// Closes every descriptor above stderr, in a forked job child: the daemon's signal pipe (and
 /// the handlers' copies of it), inotify, timer, pid-file lock and syslog socket. Their owning
-/// Rust values live on in the parent's memory and must not be used here again.
+/// Rust values live on in the parent's memory and must not be used here again. Called a second
+/// time in the job's process forked after PAM (`job::session`): what PAM's modules opened as
+/// root without close-on-exec is closed there, before anything of the job is created.
 pub fn close_all_above_stderr() {
     let open_max = open_max();
-    // SAFETY: called only in a forked job child that never returns into the daemon's code, so
-    // no Rust object of this process uses these numbers again (the caller reopens syslog right
-    // after).
+    // SAFETY: called only in a forked job child that never returns into the daemon's code (or,
+    // after PAM, in its forked process, which never calls libpam again), so no Rust object of
+    // this process uses these numbers again (the caller reopens syslog right after).
     unsafe { close_range_or_each(3, u32::MAX, open_max) }
 }
 

@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use crate::support::daemon::{Crond, START, Tree, current_user, require_root};
+use crate::support::daemon::{
+    Crond, START, Tree, current_user, require_root, user_with_home, wait_for_file,
+};
 use crate::support::mail::mail_user;
 
 /// The fake `HH:MM:SS` of each log line that contains `needle`.
@@ -17,6 +19,22 @@ fn times_of(crond: &Crond, needle: &str) -> Vec<String> {
         .filter(|l| l.contains(needle))
         .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
         .collect()
+}
+
+/// Waits (real time, at most `secs`) until a process with the command line `line` runs
+/// (`running`) or none does: a process killed while the daemon runs is gone once its parent
+/// (init, for what a job left) reaps it.
+fn wait_until(line: &str, running_: bool, secs: u64, log: &dyn Fn() -> String) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while running(line) != running_ {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{line:?} running: {} after {secs} s; the log:\n{}",
+            !running_,
+            log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Whether a process whose command line is exactly `line` exists.
@@ -75,6 +93,90 @@ fn root_a_job_past_its_time_limit_gets_sigterm_then_its_whole_group_sigkill_and_
     );
     assert!(!running("sleep 7301"), "the background sleep was killed");
     assert!(!running("sleep 7302"));
+}
+
+#[test]
+fn root_what_a_shell_leaves_in_its_process_group_gets_the_time_limit_after_the_job_has_ended() {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home("g", &tree.path().join("out"));
+    let heard = tree.out("heard");
+    // Both shells exit at once and leave a process in their group: one that ends on SIGTERM
+    // (and says it heard it), one that ignores it. The sleeps' lengths are this run's own, so
+    // that a sleep some other run left can't be taken for them.
+    let (beside, ignoring) = (
+        format!("sleep {}", 1_000_000 + std::process::id()),
+        format!("sleep {}", 2_000_000 + std::process::id()),
+    );
+    let hears = format!(
+        "(trap 'echo got TERM > {}; exit 0' TERM; {beside} & wait) >/dev/null 2>&1 & exit 0",
+        heard.display()
+    );
+    let ignores = &format!("(trap '' TERM; {ignoring}) >/dev/null 2>&1 & exit 0");
+    // 20 s of the fake clock are 2 s of real time: time enough for the shells to start their
+    // processes and exit on a loaded machine.
+    tree.user_crontab(
+        &user.name,
+        &format!("CRON_TIMEOUT=20s\nMAILTO=\"\"\n0 10 * * * {hears}\n0 10 * * * {ignores}\n"),
+        0o600,
+        &user.name,
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    let end = |command: &str| format!("({}) END ({command})", user.name);
+    let timeout = |command: &str, what: &str| format!("({}) TIMEOUT ({command}) {what}", user.name);
+    let term = "after 20s: SIGTERM to its process group";
+    let kill = "10s after SIGTERM: SIGKILL to its process group";
+    // The job ends when its shell exits, as before: END first, the limit later.
+    crond.wait_for_log(&end(&hears), 15);
+    crond.wait_for_log(&end(ignores), 5);
+    // Started by the subshells, which may run after their shell has exited.
+    wait_until(&beside, true, 10, &|| crond.log_text());
+    wait_until(&ignoring, true, 10, &|| crond.log_text());
+    crond.wait_for_log(&timeout(&hears, term), 15);
+    assert_eq!(wait_for_file(&heard, 5), "got TERM\n");
+    // The sleep beside the trap had the SIGTERM too.
+    wait_until(&beside, false, 10, &|| crond.log_text());
+    crond.wait_for_log(&timeout(ignores, term), 5);
+    assert!(running(&ignoring), "SIGTERM is ignored");
+    crond.wait_for_log(&timeout(ignores, kill), 20);
+    wait_until(&ignoring, false, 10, &|| crond.log_text());
+    // Both job children end once their group is empty.
+    crond.wait_for_no_children(10);
+    let log = crond.log_text();
+    let at = |needle: &str| log.find(needle).expect(needle);
+    assert!(at(&end(&hears)) < at(&timeout(&hears, term)), "{log}");
+    assert!(at(&end(ignores)) < at(&timeout(ignores, term)), "{log}");
+    // Whether the first group also gets the SIGKILL depends on how soon init reaps the
+    // subshell that exited on SIGTERM (a zombie is still a member): not asserted.
+}
+
+#[test]
+fn root_with_a_time_limit_a_run_lasts_while_its_group_does_and_overlap_skip_sees_it() {
+    require_root();
+    let tree = Tree::new();
+    let me = current_user();
+    // The shell exits at once; the sleep it leaves in its group lasts past 10:01 (fake time,
+    // ten times faster) and well within the limit: the run is still going at 10:01, so that
+    // run is skipped; once the group is empty the run ends, and 10:02 runs.
+    let command = "sleep 7 >/dev/null 2>&1 & exit 0";
+    tree.user_crontab(
+        &me,
+        &format!("CRON_TIMEOUT=1h\nCRON_OVERLAP=skip\n* * * * * {command}\n"),
+        0o600,
+        &me,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    let skip = crond.wait_for_log(&format!("({me}) SKIP ({command})"), 20);
+    assert!(skip.ends_with("still running since 10:00"), "{skip}");
+    crond.wait_for_log(" 10:02:00 ", 20);
+    crond.wait_for_log(&format!("({me}) CMD ({command})"), 5);
+    let starts = times_of(&crond, &format!("({me}) CMD ({command})"));
+    assert_eq!(starts, ["10:00:00", "10:02:00"], "{}", crond.log_text());
+    assert!(
+        !crond.log_text().contains("TIMEOUT"),
+        "{}",
+        crond.log_text()
+    );
 }
 
 #[test]

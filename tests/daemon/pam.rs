@@ -134,3 +134,105 @@ fn root_a_pam_limits_nofile_limit_reaches_the_job() {
     let _crond = Crond::start(&tree, 1, &[]);
     assert_eq!(wait_for_file(&limit, 15), "123\n");
 }
+
+/// tests/support/pam_test_module.c built into the tree (`extra`: more `cc` flags), its path.
+fn test_module(tree: &Tree, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let so = tree.path().join(name);
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC"])
+        .args(extra)
+        .arg("-o")
+        .arg(&so)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/pam_test_module.c"
+        ))
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "cc: {out:?}");
+    so
+}
+
+/// A user whose job lists its shell's descriptors into `out/fds` at 10:00.
+fn user_listing_its_descriptors(tree: &Tree, tag: &str) -> (TestUser, std::path::PathBuf) {
+    let user = user_with_home(tag, &tree.path().join("out"));
+    let fds = tree.out("fds");
+    tree.user_crontab(
+        &user.name,
+        &format!("0 10 * * * ls -l /proc/$$/fd > {}\n", fds.display()),
+        0o600,
+        &user.name,
+    );
+    (user, fds)
+}
+
+#[test]
+fn root_a_descriptor_a_pam_module_opens_in_the_session_does_not_reach_the_job() {
+    require_root();
+    let tree = Tree::new();
+    let (_user, fds) = user_listing_its_descriptors(&tree, "d");
+    // The module opens this file as root in pam_sm_open_session, without O_CLOEXEC, and leaves
+    // it open.
+    let opened = tree.path().join("opened-by-a-pam-module");
+    let module = test_module(&tree, "pam_crond_test.so", &[]);
+    tree.set_pam_service(&format!(
+        "{}session optional {} open={}\n",
+        shipped_pam_service(),
+        module.display(),
+        opened.display()
+    ));
+    let _crond = Crond::start(&tree, 1, &[]);
+    let listed = wait_for_file(&fds, 15);
+    assert!(opened.exists(), "the module's session ran");
+    assert!(
+        !listed.contains("opened-by-a-pam-module"),
+        "a PAM module's descriptor reached the job:\n{listed}"
+    );
+    // Only the shell's standard three (and what `ls` itself opens) are there.
+    for line in listed.lines().filter(|l| l.contains("->")) {
+        assert!(
+            !line.contains("socket:") && !line.contains("anon_inode:"),
+            "{line}\n{listed}"
+        );
+    }
+}
+
+#[test]
+fn root_a_pam_module_that_starts_a_thread_when_loaded_is_not_preloaded_and_jobs_still_run() {
+    require_root();
+    let tree = Tree::new();
+    let (user, fds) = user_listing_its_descriptors(&tree, "t");
+    let module = test_module(
+        &tree,
+        "pam_crond_thread.so",
+        &["-DTHREAD_IN_CONSTRUCTOR", "-pthread"],
+    );
+    tree.set_pam_service(&format!(
+        "{}session optional {}\n",
+        shipped_pam_service(),
+        module.display()
+    ));
+    let crond = Crond::start(&tree, 1, &[]);
+    let line = crond.wait_for_log("PAM service cron not preloaded", 10);
+    assert!(
+        line.contains("loading its modules starts threads (2 in all)"),
+        "{line}"
+    );
+    // The daemon stayed single-threaded, so it forks the job child, which loads the stack
+    // itself (and says that it forks the job from a process with the module's thread).
+    let status = std::fs::read_to_string(format!("/proc/{}/status", crond.pid())).expect("status");
+    assert!(
+        status.lines().any(|l| l == "Threads:\t1"),
+        "the daemon is single-threaded:\n{status}"
+    );
+    wait_for_file(&fds, 15);
+    crond.wait_for_log(&format!("({}) CMD (ls -l /proc/$$/fd", user.name), 5);
+    let warned = crond.wait_for_log(
+        &format!(
+            "({}) WARNING (PAM modules left the job's process with 2 threads",
+            user.name
+        ),
+        5,
+    );
+    assert!(warned.contains(" CRON["), "{warned}");
+}
