@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cluster mode at load (issue 24): one /etc/cron.d-style file of N entries `* * * * *` under
+"""What cluster mode costs at the minute boundary, and at load: one /etc/cron.d-style file of N entries `* * * * *` under
 CRON_CLUSTER, due at one minute, run three ways in one invocation, each at a real minute
 boundary (no faketime), against one private PostgreSQL on a Unix socket:
 
