@@ -12,3 +12,4 @@ mod support {
 }
 
 mod client;
+mod tls;
