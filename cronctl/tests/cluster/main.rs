@@ -11,5 +11,6 @@ mod support {
     pub mod root;
 }
 
+mod bounds;
 mod client;
 mod tls;
