@@ -43,9 +43,17 @@ pub const VALUE_COST: usize = 24;
 /// The connection task: tokio-postgres's I/O half, running while a call runs.
 type Task = JoinHandle<Result<(), tokio_postgres::Error>>;
 
-/// A logged-in session.
+/// A logged-in session. A session the server ended while it was idle (a restart,
+/// `idle_session_timeout`, `pg_terminate_backend`, a pooler's `server_idle_timeout`) is
+/// replaced by a new one before the next call is sent: nothing of that call reached the old
+/// session, and the session holds no state of its own (its `statement_timeout` comes with the
+/// login), so the call runs as if nothing happened. A session that ends during a call is
+/// reported lost: the caller cannot know what the server did.
 pub struct Client {
     rt: Runtime,
+    info: ConnInfo,
+    /// Kept for that new session (never shown: no Debug field).
+    password: Option<String>,
     /// `None` once the connection is lost.
     client: Option<tokio_postgres::Client>,
     task: Option<Task>,
@@ -129,24 +137,12 @@ impl Client {
             .enable_time()
             .build()
             .map_err(|e| format!("cannot start the client's runtime: {e}"))?;
-        let limit = Duration::from_secs(u64::from(info.connect_timeout_s.max(1)));
         let shared = Shared::new();
-        let login = login(info, password, &shared);
-        let (client, task) = rt.block_on(async {
-            match tokio::time::timeout(limit, login).await {
-                Ok(result) => result,
-                Err(_) => Err(shared.refusal().unwrap_or_else(|| {
-                    format!(
-                        "connect to {} port {}: no answer within connect_timeout={}s",
-                        info.host,
-                        info.port,
-                        limit.as_secs()
-                    )
-                })),
-            }
-        })?;
+        let (client, task) = login_within(&rt, info, password, &shared)?;
         Ok(Client {
             rt,
+            info: info.clone(),
+            password: password.map(str::to_string),
             client: Some(client),
             task: Some(task),
             shared,
@@ -157,6 +153,16 @@ impl Client {
     /// Sets the time allowed for each later call (at least a millisecond).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout.max(Duration::from_millis(1));
+    }
+
+    /// Opens a new session in place of one the server ended while idle.
+    fn reconnect(&mut self) -> Result<(), String> {
+        let shared = Shared::new();
+        let (client, task) = login_within(&self.rt, &self.info, self.password.as_deref(), &shared)?;
+        self.client = Some(client);
+        self.task = Some(task);
+        self.shared = shared;
+        Ok(())
     }
 
     /// Runs one statement with text parameters (their types inferred by the server, as
@@ -212,7 +218,13 @@ impl Client {
                     DbError::lost("the server closed the connection".to_string())
                 });
                 self.drop_connection();
-                return Err(reason);
+                // Nothing of this call was sent: a new session takes it.
+                if let Err(e) = self.reconnect() {
+                    return Err(DbError {
+                        text: format!("{}; connecting again: {e}", reason.text),
+                        ..reason
+                    });
+                }
             }
         }
         self.client
@@ -411,12 +423,39 @@ fn one_line(text: &str) -> String {
     text.replace(['\n', '\r'], " ")
 }
 
+/// Logs in within `info.connect_timeout_s`.
+fn login_within(
+    rt: &Runtime,
+    info: &ConnInfo,
+    password: Option<&str>,
+    shared: &Arc<Shared>,
+) -> Result<(tokio_postgres::Client, Task), String> {
+    let limit = Duration::from_secs(u64::from(info.connect_timeout_s.max(1)));
+    rt.block_on(async {
+        match tokio::time::timeout(limit, login(info, password, shared)).await {
+            Ok(result) => result,
+            Err(_) => Err(shared.refusal().unwrap_or_else(|| {
+                format!(
+                    "connect to {} port {}: no answer within connect_timeout={}s",
+                    info.host,
+                    info.port,
+                    limit.as_secs()
+                )
+            })),
+        }
+    })
+}
+
 fn pg_config(info: &ConnInfo, password: Option<&str>) -> tokio_postgres::Config {
     let mut config = tokio_postgres::Config::new();
     config
         .user(&info.user)
         .dbname(&info.dbname)
         .application_name(&info.application_name)
+        .options(format!(
+            "-c statement_timeout={}",
+            info.statement_timeout_ms
+        ))
         .channel_binding(match info.channel_binding {
             ChannelBinding::Disable => tokio_postgres::config::ChannelBinding::Disable,
             ChannelBinding::Prefer => tokio_postgres::config::ChannelBinding::Prefer,
@@ -518,7 +557,15 @@ fn login_error(
         return reason;
     }
     if let Some(db) = e.as_db_error() {
-        return server_error(db).text;
+        let text = server_error(db).text;
+        if db.message().contains("unsupported startup parameter") {
+            return format!(
+                "{text} (a connection pooler? cronctl sends statement_timeout in the startup \
+                 packet as options: give pgbouncer ignore_startup_parameters = options and the \
+                 role its statement_timeout; see docs/cluster.md)"
+            );
+        }
+        return text;
     }
     let text = describe(e);
     if let Some(host) = tls_host

@@ -62,6 +62,10 @@ pub struct ConnInfo {
     /// The authentication requests the client answers; any other fails the connection before a
     /// password is sent.
     pub require_auth: RequireAuth,
+    /// The server's `statement_timeout` for the session, in milliseconds: sent in the startup
+    /// message (`options=-c statement_timeout=N`), so that a session the client opens again
+    /// has it too. Not a connection-string key: cronctl sets it.
+    pub statement_timeout_ms: u32,
 }
 
 /// libpq's `sslmode`.
@@ -138,6 +142,9 @@ pub struct RequireAuth {
     /// The setting as given, or the default with a note, for messages.
     pub spelled: String,
 }
+
+/// The statement timeout cronctl and its helper give every session (5 s).
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u32 = 5_000;
 
 /// The default `require_auth` over TCP: a password never leaves in clear or as md5.
 pub const DEFAULT_TCP_REQUIRE_AUTH: &str = "scram-sha-256,none";
@@ -384,6 +391,7 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
         sslcert,
         channel_binding,
         require_auth,
+        statement_timeout_ms: DEFAULT_STATEMENT_TIMEOUT_MS,
     })
 }
 
@@ -709,6 +717,7 @@ mod tests {
                     none: true,
                     spelled: "require_auth (any method, the default on a Unix socket)".into(),
                 },
+                statement_timeout_ms: 5000,
             }
         );
     }

@@ -11,8 +11,10 @@ use crate::cluster::conninfo::{self, ConnInfo};
 use crate::sys::fs::{FileKind, open_no_follow};
 use crate::sys::user::{User, effective_uid};
 
-/// How long one statement may take, on the server and on the client's socket.
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one statement may take on the server (`statement_timeout`, sent by the client at
+/// login); the client's own deadline for a call is a second longer.
+pub const STATEMENT_TIMEOUT: Duration =
+    Duration::from_millis(conninfo::DEFAULT_STATEMENT_TIMEOUT_MS as u64);
 
 /// The most read of a passfile or of /etc/default/cron (64 KiB).
 const MAX_READ: u64 = 64 * 1024;
@@ -120,17 +122,12 @@ pub fn read_private_file(path: &Path, what: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Connects with the statement bound set on both sides.
+/// Connects with the password from the passfile. The statement bound is the connection's own
+/// (`ConnInfo::statement_timeout_ms`, sent at login: no `SET`, which a pooler in transaction
+/// mode would leave on whichever server session ran it).
 pub fn connect(connector: &dyn Connect, info: &ConnInfo) -> Result<Box<dyn Connection>, String> {
     let password = password(info)?;
-    let mut client = connector.connect(info, password.as_deref())?;
-    client
-        .batch(&format!(
-            "SET statement_timeout = {}",
-            STATEMENT_TIMEOUT.as_millis()
-        ))
-        .map_err(|e| e.to_string())?;
-    Ok(client)
+    connector.connect(info, password.as_deref())
 }
 
 /// A random session number for this helper: claims made under another session of the same

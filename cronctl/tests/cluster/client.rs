@@ -328,22 +328,67 @@ fn the_servers_statement_timeout_ends_a_statement_and_the_session_goes_on() {
 }
 
 #[test]
-fn a_session_the_server_ends_is_lost_with_the_servers_reason() {
+fn a_session_ended_while_idle_is_replaced_before_the_next_call() {
     let pg = PgServer::start();
     let mut client = connect(&format!("{} application_name=victim", pg.conninfo()));
+    let first = scalar(&mut client, "SELECT pg_backend_pid()");
     assert_eq!(
         pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim'")
             .trim(),
         "t"
     );
+    let second = scalar(&mut client, "SELECT pg_backend_pid()");
+    assert_ne!(first, second, "a new session");
+    // The new session has the statement timeout too: it comes with the login.
+    assert_eq!(
+        scalar(&mut client, "SHOW statement_timeout").as_deref(),
+        Some("5s")
+    );
+    // The server's idle_session_timeout (PostgreSQL 14+) ends it again; the batch runs.
+    client
+        .batch("SET idle_session_timeout = '100ms'")
+        .expect("set");
+    std::thread::sleep(Duration::from_millis(600));
+    client.batch("SELECT 1").expect("a batch on a new session");
+    let third = scalar(&mut client, "SELECT pg_backend_pid()");
+    assert_ne!(second, third, "ended by idle_session_timeout");
+}
+
+#[test]
+fn a_session_ended_during_a_call_is_lost_with_the_servers_reason() {
+    let pg = PgServer::start();
+    let mut client = connect(&format!("{} application_name=victim", pg.conninfo()));
+    let killer = std::thread::spawn({
+        let conninfo = pg.conninfo();
+        move || {
+            let mut admin = connect(&conninfo);
+            for _ in 0..200 {
+                let rows = admin
+                    .query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE application_name = 'victim' AND state = 'active'",
+                        &[],
+                    )
+                    .expect("terminate");
+                if !rows.rows.is_empty() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            panic!("the statement never ran");
+        }
+    });
     let e = client
-        .query("SELECT 1", &[])
+        .query("SELECT pg_sleep(4)", &[])
         .expect_err("a terminated session");
+    killer.join().expect("the killer");
     assert!(e.is_connection_lost(), "{e:?}");
     assert!(
         e.text.starts_with("FATAL 57P01: terminating connection"),
         "{e}"
     );
+    let again = client.query("SELECT 1", &[]).expect_err("lost");
+    assert!(again.text.contains("connect again"), "{again}");
 }
 
 #[test]
