@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::daemon::{Crond, Tree, require_root};
+use crate::support::pgbouncer::PgBouncer;
 use crate::support::postgres::PgServer;
 
 /// The `cronctl` binary: built by the cronctl package (a default workspace member, so `cargo
@@ -68,12 +69,16 @@ impl Host {
     }
 
     fn start(&mut self, pg: &PgServer, at: &str) {
+        self.start_on(&pg.conninfo(), at);
+    }
+
+    /// Starts the daemon with `conninfo` as its cluster database.
+    fn start_on(&mut self, conninfo: &str, at: &str) {
         self.starts += 1;
-        let conninfo = pg.conninfo();
         let extra = [
             "--no-pam",
             "--cluster-db",
-            conninfo.as_str(),
+            conninfo,
             "--cluster-host",
             self.name.as_str(),
             "--cluster-lease",
@@ -491,4 +496,123 @@ fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
     crate::support::daemon::wait_for_file(&ran, 10);
     let row = pg.psql("SELECT host, taken_from, started IS NOT NULL FROM crond_runs");
     assert_eq!(row.trim(), "node-1|ghost|t");
+}
+
+/// The slots `ran` records, sorted.
+fn slots_ran(ran: &Path) -> Vec<u32> {
+    let mut slots: Vec<u32> = fs::read_to_string(ran)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim().parse().expect("a slot number"))
+        .collect();
+    slots.sort_unstable();
+    slots
+}
+
+#[test]
+fn the_helper_keeps_claiming_when_the_server_ends_its_idle_sessions() {
+    require_root();
+    let pg = PgServer::start();
+    // Every session idle for 50 ms (real time) is ended by the server: the helper's between
+    // two of its calls (with a 5 s lease it renews every 5/3 fake seconds, 170 ms real).
+    pg.psql("ALTER SYSTEM SET idle_session_timeout = '50ms'");
+    pg.psql("SELECT pg_reload_conf()");
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let mut crontab = String::from("CRON_CLUSTER=idle\n");
+    for m in 1..=4 {
+        crontab.push_str(&format!("{m} 10 * * * echo {m} >> {}\n", ran.display()));
+    }
+    let mut host = Host::new("host-a", &crontab);
+    let base = Instant::now();
+    host.start(&pg, &fake_now(base));
+    // 10:04 is at t = 19; the session the helper started with is long gone by then.
+    sleep_until(base, 21.0);
+    host.wait_for_jobs(30);
+    assert_eq!(slots_ran(&ran), [1, 2, 3, 4]);
+    let log = host.crond().log_text();
+    assert!(!log.contains("not run"), "{log}");
+    assert!(
+        pg.log()
+            .contains("terminating connection due to idle-session timeout"),
+        "the server never ended a session:\n{}",
+        pg.log()
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FILTER (WHERE started IS NOT NULL) FROM crond_runs")
+            .trim(),
+        "4"
+    );
+}
+
+#[test]
+fn two_hosts_claim_through_pgbouncer_in_transaction_mode_sharing_one_server_connection() {
+    require_root();
+    let pg = PgServer::start();
+    // pgbouncer passes no startup options: the role carries the statement timeout instead.
+    pg.psql("ALTER ROLE crond_test SET statement_timeout = '5s'");
+    let bouncer = PgBouncer::start(&pg, 1, true);
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    // 60 slots: entry k runs at 10:0m, m = 1 + k / 20.
+    let mut crontab = String::from("CRON_CLUSTER=pooled\n");
+    for k in 0..60 {
+        crontab.push_str(&format!(
+            "{} 10 * * * echo {k} >> {}\n",
+            1 + k / 20,
+            ran.display()
+        ));
+    }
+    let mut hosts: Vec<Host> = ["host-a", "host-b"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let base = Instant::now();
+    for host in &mut hosts {
+        host.start_on(&bouncer.conninfo(), &fake_now(base));
+    }
+    // 10:03 is at t = 13.
+    sleep_until(base, 15.0);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    assert_eq!(slots_ran(&ran), (0..60).collect::<Vec<u32>>());
+    assert_eq!(
+        pg.psql("SELECT count(*), count(started), count(DISTINCT host) FROM crond_runs")
+            .trim(),
+        "60|60|1",
+        "one host claims each minute's batch"
+    );
+    // One server connection served both helpers (and the daemons' statements ran on it).
+    let sessions = pg.psql(
+        "SELECT count(*) FROM pg_stat_activity WHERE usename = 'crond_test' AND backend_type = 'client backend'",
+    );
+    assert_eq!(sessions.trim(), "1", "{}", bouncer.log());
+    for host in &hosts {
+        let log = host.crond().log_text();
+        assert!(!log.contains("not run"), "{log}");
+    }
+    // cronctl through it: the schema batch (an advisory lock in one transaction) and a query.
+    let output = Command::new(cronctl_bin())
+        .args(["--db", &bouncer.conninfo(), "history", "--limit", "1"])
+        .output()
+        .expect("run cronctl");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A pgbouncer that refuses the startup option: the refusal says what to do.
+    let strict = PgBouncer::start(&pg, 1, false);
+    let output = Command::new(cronctl_bin())
+        .args(["--db", &strict.conninfo(), "hosts"])
+        .output()
+        .expect("run cronctl");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unsupported startup parameter: options")
+            && stderr.contains("ignore_startup_parameters = options"),
+        "{stderr}"
+    );
 }
