@@ -43,6 +43,36 @@ pub const VALUE_COST: usize = 24;
 /// The connection task: tokio-postgres's I/O half, running while a call runs.
 type Task = JoinHandle<Result<(), tokio_postgres::Error>>;
 
+/// The runtime, shut down without waiting when dropped: a name lookup stuck in the resolver
+/// (tokio's blocking pool) must not hold the caller past its deadline.
+struct Rt(Option<Runtime>);
+
+impl Rt {
+    fn new() -> Result<Rt, String> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map(|rt| Rt(Some(rt)))
+            .map_err(|e| format!("cannot start the client's runtime: {e}"))
+    }
+}
+
+impl std::ops::Deref for Rt {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        self.0.as_ref().expect("a runtime until dropped")
+    }
+}
+
+impl Drop for Rt {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// A logged-in session. A session the server ended while it was idle (a restart,
 /// `idle_session_timeout`, `pg_terminate_backend`, a pooler's `server_idle_timeout`) is
 /// replaced by a new one before the next call is sent: nothing of that call reached the old
@@ -50,7 +80,7 @@ type Task = JoinHandle<Result<(), tokio_postgres::Error>>;
 /// login), so the call runs as if nothing happened. A session that ends during a call is
 /// reported lost: the caller cannot know what the server did.
 pub struct Client {
-    rt: Runtime,
+    rt: Rt,
     info: ConnInfo,
     /// Kept for that new session (never shown: no Debug field).
     password: Option<String>,
@@ -132,11 +162,7 @@ impl Client {
     /// Connects and logs in, all within `info.connect_timeout_s`. `password` is sent only in
     /// answer to a request `info.require_auth` allows.
     pub fn connect(info: &ConnInfo, password: Option<&str>) -> Result<Client, String> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(|e| format!("cannot start the client's runtime: {e}"))?;
+        let rt = Rt::new()?;
         let shared = Shared::new();
         let (client, task) = login_within(&rt, info, password, &shared)?;
         Ok(Client {
