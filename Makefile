@@ -14,7 +14,8 @@ build:
 	$(CARGO) build --release --locked
 
 # The README's test command: installs the Debian packages the tests need (as root), then
-# format, lints, the core boundary and the whole test suite.
+# format, lints, the core boundary, that crond links no database code, and the whole test
+# suite: both default workspace members, crond (.) and cronctl (cronctl/).
 test: deps check
 	$(CARGO) test --locked
 
@@ -23,9 +24,10 @@ deps:
 
 check:
 	$(CARGO) fmt --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 	./.ci/core-boundary
 	./.ci/doc-tests-exist
+	./.ci/crond-links-no-db
 
 # Benchmarks are not tests: criterion lives in its own crate so `cargo test` never builds it.
 bench:

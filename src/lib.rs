@@ -12,10 +12,11 @@
 //!   leaves behind), [`log`] (the one `(who) EVENT (detail)` line and its sinks),
 //!   [`crontab_cmd`] (crontab(1)), [`cronnext`], [`cronctl`] (cluster mode's command and the
 //!   daemon's database helper), [`cluster`] (cluster mode: an entry's id, the daemon–helper
-//!   lines, runs waiting for a claim — pure — and the PostgreSQL client), and [`sys`], the only
-//!   module that calls libc.
-//! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`],
-//!   [`cronctl_main`]. Argument parsing is in the library, with its tests: `daemon::cli`,
+//!   lines, runs waiting for a claim, the connection settings — pure; the PostgreSQL client is in
+//!   the `cronctl` package, which crond's binary does not link), and [`sys`], the only module
+//!   that calls libc.
+//! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`];
+//!   `cronctl/src/main.rs` (its own package) calls [`cronctl_main`] with the real client. Argument parsing is in the library, with its tests: `daemon::cli`,
 //!   `crontab_cmd::cli`, `cronnext::cli`, `cronctl::cli`.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block

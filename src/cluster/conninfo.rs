@@ -6,6 +6,12 @@
 //! (`postgresql://user@host:port/dbname?param=value`). Only the settings crond uses are known;
 //! anything else is an error that names it, so a typo is not silently ignored. A password is
 //! never taken from the string: it belongs in a passfile only root can read.
+//!
+//! TLS and authentication settings follow libpq 16: `sslmode` (default `prefer`), `sslrootcert`
+//! (a file, or `system`; default: the system's CA store), `sslcert`/`sslkey`, `channel_binding`
+//! and `require_auth`, whose default here is stricter than libpq's over TCP: SCRAM-SHA-256 or no
+//! authentication, never a password in clear or as md5 unless the string allows it. crond
+//! parses this text at start to refuse a bad `--cluster-db` early, without any client code.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -45,7 +51,103 @@ pub struct ConnInfo {
     pub connect_timeout_s: u32,
     /// The name the server shows in `pg_stat_activity`.
     pub application_name: String,
+    /// Whether and how TLS is used over TCP (never over a Unix socket, as libpq).
+    pub sslmode: SslMode,
+    /// The CAs a server certificate is checked against; `None` is the system's store.
+    pub sslrootcert: Option<RootCert>,
+    /// A client certificate (PEM) and its key, presented when the server asks.
+    pub sslcert: Option<(PathBuf, PathBuf)>,
+    /// SCRAM channel binding over TLS.
+    pub channel_binding: ChannelBinding,
+    /// The authentication requests the client answers; any other fails the connection before a
+    /// password is sent.
+    pub require_auth: RequireAuth,
+    /// The server's `statement_timeout` for the session, in milliseconds: sent in the startup
+    /// message (`options=-c statement_timeout=N`), so that a session the client opens again
+    /// has it too. Not a connection-string key: cronctl sets it.
+    pub statement_timeout_ms: u32,
 }
+
+/// libpq's `sslmode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    /// Never TLS.
+    Disable,
+    /// Without TLS first; with TLS (unverified) if the server refuses that.
+    Allow,
+    /// TLS if the server has it (unverified unless `sslrootcert` names a file), else without.
+    Prefer,
+    /// TLS, or no connection; the certificate is checked only if `sslrootcert` names a file.
+    Require,
+    /// TLS with a certificate signed by a trusted CA.
+    VerifyCa,
+    /// As `VerifyCa`, and the certificate names the host.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The setting's value, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Allow => "allow",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+}
+
+/// libpq's `sslrootcert`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootCert {
+    /// `system`: the system's CA store (libpq 16's spelling); implies `verify-full`.
+    System,
+    /// A PEM file of CA certificates, used instead of the system's store.
+    File(PathBuf),
+}
+
+/// libpq's `channel_binding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelBinding {
+    Disable,
+    /// SCRAM-SHA-256-PLUS when TLS is up and the server offers it.
+    Prefer,
+    /// SCRAM-SHA-256-PLUS or no connection.
+    Require,
+}
+
+impl ChannelBinding {
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelBinding::Disable => "disable",
+            ChannelBinding::Prefer => "prefer",
+            ChannelBinding::Require => "require",
+        }
+    }
+}
+
+/// The authentication methods a connection accepts (libpq 16's `require_auth`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequireAuth {
+    /// A cleartext password (`password`).
+    pub password: bool,
+    /// An md5 hash of the password (`md5`).
+    pub md5: bool,
+    /// SCRAM-SHA-256 (`scram-sha-256`).
+    pub scram: bool,
+    /// No authentication exchange at all: trust, peer, a client certificate (`none`).
+    pub none: bool,
+    /// The setting as given, or the default with a note, for messages.
+    pub spelled: String,
+}
+
+/// The statement timeout cronctl and its helper give every session (5 s).
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u32 = 5_000;
+
+/// The default `require_auth` over TCP: a password never leaves in clear or as md5.
+pub const DEFAULT_TCP_REQUIRE_AUTH: &str = "scram-sha-256,none";
 
 /// The socket directory used when no host is given (Debian's, as its libpq).
 pub const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
@@ -60,7 +162,6 @@ pub const DEFAULT_APPLICATION_NAME: &str = "crond";
 
 const PASSWORD_REFUSED: &str = "a password may not be given in the connection string: put it in \
                                 a passfile readable only by root (passfile=PATH)";
-const TLS_REFUSED: &str = "TLS is not supported: use a Unix socket or a trusted network";
 
 /// The settings as given, before defaults.
 #[derive(Default)]
@@ -72,6 +173,12 @@ struct Given {
     passfile: Option<String>,
     connect_timeout: Option<String>,
     application_name: Option<String>,
+    sslmode: Option<String>,
+    sslrootcert: Option<String>,
+    sslcert: Option<String>,
+    sslkey: Option<String>,
+    channel_binding: Option<String>,
+    require_auth: Option<String>,
 }
 
 /// Parses a connection string in either of libpq's syntaxes. `default_user` is the user when
@@ -102,14 +209,13 @@ fn set(given: &mut Given, key: &str, value: String) -> Result<(), String> {
         "passfile" => &mut given.passfile,
         "connect_timeout" => &mut given.connect_timeout,
         "application_name" => &mut given.application_name,
+        "sslmode" => &mut given.sslmode,
+        "sslrootcert" => &mut given.sslrootcert,
+        "sslcert" => &mut given.sslcert,
+        "sslkey" => &mut given.sslkey,
+        "channel_binding" => &mut given.channel_binding,
+        "require_auth" => &mut given.require_auth,
         "password" => return Err(PASSWORD_REFUSED.to_string()),
-        "sslmode" => {
-            return match value.as_str() {
-                "disable" | "allow" | "prefer" => Ok(()),
-                "require" | "verify-ca" | "verify-full" => Err(TLS_REFUSED.to_string()),
-                _ => Err(format!("invalid sslmode value '{value}'")),
-            };
-        }
         _ => return Err(format!("unknown connection setting '{key}'")),
     };
     *slot = Some(value);
@@ -202,6 +308,76 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
     {
         return Err("host contains a NUL byte".to_string());
     }
+    let path = |what: &str, value: Option<String>| match value {
+        Some(p) if p.contains('\0') => Err(format!("{what} contains a NUL byte")),
+        Some(p) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
+        _ => Ok(None),
+    };
+    let sslrootcert = match given.sslrootcert.as_deref() {
+        Some("system") => Some(RootCert::System),
+        _ => path("sslrootcert", given.sslrootcert)?.map(RootCert::File),
+    };
+    let sslmode = match given.sslmode.as_deref() {
+        None | Some("") if sslrootcert == Some(RootCert::System) => SslMode::VerifyFull,
+        None | Some("") => SslMode::Prefer,
+        Some("disable") => SslMode::Disable,
+        Some("allow") => SslMode::Allow,
+        Some("prefer") => SslMode::Prefer,
+        Some("require") => SslMode::Require,
+        Some("verify-ca") => SslMode::VerifyCa,
+        Some("verify-full") => SslMode::VerifyFull,
+        Some(other) => {
+            return Err(format!(
+                "invalid sslmode value '{}' (disable, allow, prefer, require, verify-ca or \
+                 verify-full)",
+                other.escape_debug()
+            ));
+        }
+    };
+    if sslrootcert == Some(RootCert::System) && sslmode != SslMode::VerifyFull {
+        return Err(format!(
+            "sslmode={} may not be used with sslrootcert=system (use verify-full)",
+            sslmode.name()
+        ));
+    }
+    let sslcert = match (
+        path("sslcert", given.sslcert)?,
+        path("sslkey", given.sslkey)?,
+    ) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        (Some(_), None) => return Err("sslcert needs sslkey (the client key file)".to_string()),
+        (None, Some(_)) => return Err("sslkey needs sslcert (the client certificate)".to_string()),
+    };
+    let channel_binding = match given.channel_binding.as_deref() {
+        None | Some("") | Some("prefer") => ChannelBinding::Prefer,
+        Some("disable") => ChannelBinding::Disable,
+        Some("require") => ChannelBinding::Require,
+        Some(other) => {
+            return Err(format!(
+                "invalid channel_binding value '{}' (disable, prefer or require)",
+                other.escape_debug()
+            ));
+        }
+    };
+    let require_auth = match given.require_auth.as_deref() {
+        None | Some("") => match host {
+            Host::Tcp(_) => {
+                let mut r = parse_require_auth(DEFAULT_TCP_REQUIRE_AUTH)?;
+                r.spelled =
+                    format!("require_auth={DEFAULT_TCP_REQUIRE_AUTH} (the default over TCP)");
+                r
+            }
+            Host::Unix(_) => RequireAuth {
+                password: true,
+                md5: true,
+                scram: true,
+                none: true,
+                spelled: "require_auth (any method, the default on a Unix socket)".to_string(),
+            },
+        },
+        Some(text) => parse_require_auth(text)?,
+    };
     Ok(ConnInfo {
         host,
         port,
@@ -210,6 +386,60 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
         passfile,
         connect_timeout_s,
         application_name,
+        sslmode,
+        sslrootcert,
+        sslcert,
+        channel_binding,
+        require_auth,
+        statement_timeout_ms: DEFAULT_STATEMENT_TIMEOUT_MS,
+    })
+}
+
+/// `require_auth` as libpq 16 reads it: a comma list of methods that the server may use, or of
+/// `!`-negated methods it may not (the two forms do not mix; none is named twice).
+fn parse_require_auth(text: &str) -> Result<RequireAuth, String> {
+    let mut named: Vec<&str> = Vec::new();
+    let mut negated = None;
+    for item in text.split(',') {
+        let (neg, method) = match item.strip_prefix('!') {
+            Some(m) => (true, m),
+            None => (false, item),
+        };
+        if *negated.get_or_insert(neg) != neg {
+            return Err(format!(
+                "require_auth={text}: negative and positive methods cannot be mixed"
+            ));
+        }
+        match method {
+            "password" | "md5" | "scram-sha-256" | "none" => {}
+            "gss" | "sspi" | "creds" => {
+                return Err(format!(
+                    "require_auth={text}: {method} is not supported by this client \
+                     (password, md5, scram-sha-256, none)"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "require_auth={text}: invalid method '{}' (password, md5, scram-sha-256, \
+                     none, each may be negated with !)",
+                    method.escape_debug()
+                ));
+            }
+        }
+        if named.contains(&method) {
+            return Err(format!(
+                "require_auth={text}: method '{method}' is given more than once"
+            ));
+        }
+        named.push(method);
+    }
+    let listed = |m: &str| named.contains(&m) != negated.unwrap_or(false);
+    Ok(RequireAuth {
+        password: listed("password"),
+        md5: listed("md5"),
+        scram: listed("scram-sha-256"),
+        none: listed("none"),
+        spelled: format!("require_auth={text}"),
     })
 }
 
@@ -476,6 +706,18 @@ mod tests {
                 passfile: None,
                 connect_timeout_s: 5,
                 application_name: "crond".into(),
+                sslmode: SslMode::Prefer,
+                sslrootcert: None,
+                sslcert: None,
+                channel_binding: ChannelBinding::Prefer,
+                require_auth: RequireAuth {
+                    password: true,
+                    md5: true,
+                    scram: true,
+                    none: true,
+                    spelled: "require_auth (any method, the default on a Unix socket)".into(),
+                },
+                statement_timeout_ms: 5000,
             }
         );
     }
@@ -546,15 +788,98 @@ mod tests {
     }
 
     #[test]
-    fn sslmode_without_tls_is_accepted_and_with_tls_refused() {
-        for mode in ["disable", "allow", "prefer"] {
-            ok(&format!("sslmode={mode}"));
+    fn every_sslmode_is_read_and_prefer_is_the_default() {
+        assert_eq!(ok("").sslmode, SslMode::Prefer);
+        for (text, mode) in [
+            ("disable", SslMode::Disable),
+            ("allow", SslMode::Allow),
+            ("prefer", SslMode::Prefer),
+            ("require", SslMode::Require),
+            ("verify-ca", SslMode::VerifyCa),
+            ("verify-full", SslMode::VerifyFull),
+        ] {
+            assert_eq!(ok(&format!("sslmode={text}")).sslmode, mode);
+            assert_eq!(ok(&format!("postgres://h?sslmode={text}")).sslmode, mode);
+            assert_eq!(mode.name(), text);
         }
-        for mode in ["require", "verify-ca", "verify-full"] {
-            assert_eq!(err(&format!("sslmode={mode}")), TLS_REFUSED);
-            assert_eq!(err(&format!("postgres://h?sslmode={mode}")), TLS_REFUSED);
-        }
-        assert_eq!(err("sslmode=maybe"), "invalid sslmode value 'maybe'");
+        assert!(err("sslmode=maybe").starts_with("invalid sslmode value 'maybe'"));
+    }
+
+    #[test]
+    fn sslrootcert_system_means_verify_full_and_refuses_a_weaker_mode() {
+        let info = ok("host=db sslrootcert=system");
+        assert_eq!(info.sslrootcert, Some(RootCert::System));
+        assert_eq!(info.sslmode, SslMode::VerifyFull);
+        assert_eq!(
+            err("host=db sslrootcert=system sslmode=require"),
+            "sslmode=require may not be used with sslrootcert=system (use verify-full)"
+        );
+        assert_eq!(
+            ok("sslrootcert=/etc/ssl/ca.pem").sslrootcert,
+            Some(RootCert::File(PathBuf::from("/etc/ssl/ca.pem")))
+        );
+        assert_eq!(ok("sslrootcert=/etc/ssl/ca.pem").sslmode, SslMode::Prefer);
+    }
+
+    #[test]
+    fn a_client_certificate_needs_its_key_and_the_key_its_certificate() {
+        assert_eq!(
+            ok("sslcert=/c.pem sslkey=/c.key").sslcert,
+            Some((PathBuf::from("/c.pem"), PathBuf::from("/c.key")))
+        );
+        assert!(err("sslcert=/c.pem").contains("sslcert needs sslkey"));
+        assert!(err("sslkey=/c.key").contains("sslkey needs sslcert"));
+    }
+
+    #[test]
+    fn channel_binding_is_prefer_unless_given() {
+        assert_eq!(ok("").channel_binding, ChannelBinding::Prefer);
+        assert_eq!(
+            ok("channel_binding=require").channel_binding,
+            ChannelBinding::Require
+        );
+        assert_eq!(
+            ok("channel_binding=disable").channel_binding,
+            ChannelBinding::Disable
+        );
+        assert!(err("channel_binding=yes").contains("invalid channel_binding value 'yes'"));
+    }
+
+    fn methods(r: &RequireAuth) -> (bool, bool, bool, bool) {
+        (r.password, r.md5, r.scram, r.none)
+    }
+
+    #[test]
+    fn over_tcp_the_default_refuses_cleartext_and_md5_and_a_socket_takes_any() {
+        let tcp = ok("host=db.example").require_auth;
+        assert_eq!(methods(&tcp), (false, false, true, true));
+        assert!(
+            tcp.spelled.contains("the default over TCP"),
+            "{}",
+            tcp.spelled
+        );
+        let unix = ok("host=/run/pg").require_auth;
+        assert_eq!(methods(&unix), (true, true, true, true));
+    }
+
+    #[test]
+    fn require_auth_lists_methods_or_negates_them_as_libpq_16() {
+        let r = |t: &str| methods(&ok(&format!("host=db require_auth={t}")).require_auth);
+        assert_eq!(r("md5"), (false, true, false, false));
+        assert_eq!(r("scram-sha-256"), (false, false, true, false));
+        assert_eq!(r("password,md5,scram-sha-256"), (true, true, true, false));
+        assert_eq!(r("!password"), (false, true, true, true));
+        assert_eq!(r("!none,!password"), (false, true, true, false));
+        assert_eq!(r("none"), (false, false, false, true));
+        assert_eq!(
+            ok("host=db require_auth=md5").require_auth.spelled,
+            "require_auth=md5"
+        );
+        assert!(err("require_auth=md5,!password").contains("cannot be mixed"));
+        assert!(err("require_auth=md5,md5").contains("more than once"));
+        assert!(err("require_auth=gss").contains("not supported"));
+        assert!(err("require_auth=kerberos").contains("invalid method 'kerberos'"));
+        assert!(err("require_auth=md5,").contains("invalid method ''"));
     }
 
     #[test]

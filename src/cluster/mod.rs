@@ -5,8 +5,9 @@
 //!
 //! Pure: [`identity`] (an entry's id across hosts), [`wire`] (the daemon–helper lines),
 //! [`parked`] (runs waiting for an answer), [`conninfo`] (libpq's connection settings and
-//! pgpass). The database side: [`pg`], a small synchronous PostgreSQL client, used only by
-//! `cronctl` and its helper (crond never links to a socket of the database).
+//! pgpass). The database client itself is not here: it lives in the `cronctl` package
+//! (`cronctl/`), behind the [`crate::cronctl::conn`] traits, so that crond's binary links no
+//! database code, TLS library or async runtime (checked by `.ci/crond-links-no-db`).
 
 /// How many runs of one entry the history keeps at least, by default and at most
 /// (`--cluster-keep-runs`): older runs past it go at the hourly prune, as do runs older than
@@ -18,5 +19,4 @@ pub const MAX_KEEP_RUNS: u32 = 1_000_000;
 pub mod conninfo;
 pub mod identity;
 pub mod parked;
-pub mod pg;
 pub mod wire;

@@ -11,8 +11,10 @@ use crate::cluster::conninfo::{self, ConnInfo};
 use crate::sys::fs::{FileKind, open_no_follow};
 use crate::sys::user::{User, effective_uid};
 
-/// How long one statement may take, on the server and on the client's socket.
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one statement may take on the server (`statement_timeout`, sent by the client at
+/// login); the client's own deadline for a call is a second longer.
+pub const STATEMENT_TIMEOUT: Duration =
+    Duration::from_millis(conninfo::DEFAULT_STATEMENT_TIMEOUT_MS as u64);
 
 /// The most read of a passfile or of /etc/default/cron (64 KiB).
 const MAX_READ: u64 = 64 * 1024;
@@ -88,14 +90,22 @@ fn password(info: &ConnInfo) -> Result<Option<String>, String> {
 }
 
 fn read_passfile(path: &Path) -> Result<String, String> {
+    let bytes = read_private_file(path, "passfile")?;
+    String::from_utf8(bytes).map_err(|_| format!("passfile {}: not UTF-8", path.display()))
+}
+
+/// A secret file (a passfile, a TLS client key): a regular file, not a symlink, owned by the
+/// user reading it with no group or other permission bits (as libpq demands of ~/.pgpass and
+/// of a client key), at most 64 KiB. `what` names the setting in errors.
+pub fn read_private_file(path: &Path, what: &str) -> Result<Vec<u8>, String> {
     let shown = path.display();
-    let (file, facts) = open_no_follow(path).map_err(|e| format!("passfile {shown}: {e}"))?;
+    let (file, facts) = open_no_follow(path).map_err(|e| format!("{what} {shown}: {e}"))?;
     if facts.kind != FileKind::Regular {
-        return Err(format!("passfile {shown}: not a regular file"));
+        return Err(format!("{what} {shown}: not a regular file"));
     }
     if facts.owner != effective_uid() || facts.mode & 0o077 != 0 {
         return Err(format!(
-            "passfile {shown}: must be owned by the user reading it (uid {}) with mode 0600 \
+            "{what} {shown}: must be owned by the user reading it (uid {}) with mode 0600 \
              (it is uid {}, mode {:04o})",
             effective_uid().0,
             facts.owner.0,
@@ -103,26 +113,21 @@ fn read_passfile(path: &Path) -> Result<String, String> {
         ));
     }
     if facts.size > MAX_READ {
-        return Err(format!("passfile {shown}: larger than {MAX_READ} bytes"));
+        return Err(format!("{what} {shown}: larger than {MAX_READ} bytes"));
     }
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     file.take(MAX_READ)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("passfile {shown}: {e}"))?;
-    Ok(text)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{what} {shown}: {e}"))?;
+    Ok(bytes)
 }
 
-/// Connects with the statement bound set on both sides.
+/// Connects with the password from the passfile. The statement bound is the connection's own
+/// (`ConnInfo::statement_timeout_ms`, sent at login: no `SET`, which a pooler in transaction
+/// mode would leave on whichever server session ran it).
 pub fn connect(connector: &dyn Connect, info: &ConnInfo) -> Result<Box<dyn Connection>, String> {
     let password = password(info)?;
-    let mut client = connector.connect(info, password.as_deref())?;
-    client
-        .batch(&format!(
-            "SET statement_timeout = {}",
-            STATEMENT_TIMEOUT.as_millis()
-        ))
-        .map_err(|e| e.to_string())?;
-    Ok(client)
+    connector.connect(info, password.as_deref())
 }
 
 /// A random session number for this helper: claims made under another session of the same

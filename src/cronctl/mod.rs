@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 pub use cli::USAGE;
 use cli::{Command, Target};
+pub use db::{STATEMENT_TIMEOUT, read_private_file};
 
 use conn::{Connect, Connection, DbError, Rows};
 

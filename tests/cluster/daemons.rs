@@ -12,7 +12,28 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::daemon::{Crond, Tree, require_root};
+use crate::support::pgbouncer::PgBouncer;
 use crate::support::postgres::PgServer;
+
+/// The `cronctl` binary: built by the cronctl package (a default workspace member, so `cargo
+/// test` at the repository's root builds it) beside crond in the same target directory.
+/// `env!("CARGO_BIN_EXE_cronctl")` exists only inside the package that owns the binary.
+pub fn cronctl_bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_BIN_EXE_crond"))
+            .parent()
+            .expect("a binary has a directory");
+        let bin = dir.join("cronctl");
+        assert!(
+            bin.is_file(),
+            "{} is not built: run `cargo test` at the repository's root (or `cargo build -p \
+             cronctl` first)",
+            bin.display()
+        );
+        bin.to_string_lossy().into_owned()
+    })
+}
 
 /// The fake time the daemons start at: 10 s (1 s real) before 10:01.
 const START: &str = "2026-11-21 10:00:50";
@@ -48,18 +69,22 @@ impl Host {
     }
 
     fn start(&mut self, pg: &PgServer, at: &str) {
+        self.start_on(&pg.conninfo(), at);
+    }
+
+    /// Starts the daemon with `conninfo` as its cluster database.
+    fn start_on(&mut self, conninfo: &str, at: &str) {
         self.starts += 1;
-        let conninfo = pg.conninfo();
         let extra = [
             "--no-pam",
             "--cluster-db",
-            conninfo.as_str(),
+            conninfo,
             "--cluster-host",
             self.name.as_str(),
             "--cluster-lease",
             "5",
             "--cluster-helper",
-            env!("CARGO_BIN_EXE_cronctl"),
+            cronctl_bin(),
         ];
         let crond = Crond::start_at(&self.tree, self.starts, at, &extra);
         crond.wait_for_log("connected to the database", 20);
@@ -215,9 +240,12 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
     // Each host is killed once at a random time, each kill inside a different window, and
     // comes back a few seconds later; host-c dies with its helper (its lease is not given
     // back: the others wait for it to run out); the database restarts between two minutes.
+    // host-a is down across the boundary of 10:07 (t = 37): the host whose clock runs ahead
+    // wins every minute's race, and it may be host-a every time (its clock starts first), so
+    // without that the check below that another host took over would rest on luck.
     let mut kills: Vec<(usize, f64, f64, bool)> = vec![
         (1, rng.between(4.0, 12.0), rng.between(3.0, 6.0), false),
-        (0, rng.between(32.0, 40.0), rng.between(3.0, 6.0), false),
+        (0, rng.between(33.0, 36.0), rng.between(4.0, 6.0), false),
         (2, rng.between(44.0, 50.0), rng.between(3.0, 6.0), true),
     ];
     kills.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -323,7 +351,7 @@ fn entry_id(crontab: &Path, command: &str) -> String {
 }
 
 fn cronctl(pg: &PgServer, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_cronctl"))
+    let output = Command::new(cronctl_bin())
         .arg("--db")
         .arg(pg.conninfo())
         .args(args)
@@ -424,7 +452,7 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
             "--cluster-db",
             &conninfo,
             "--cluster-helper",
-            env!("CARGO_BIN_EXE_cronctl"),
+            cronctl_bin(),
         ],
     );
     let line = crond.wait_for_log("not run: the cluster database is unreachable", 15);
@@ -686,7 +714,7 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
          INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
          VALUES ('c', 'root', 'e3', now() - interval '40 days', 'h', 1);",
     );
-    let mut helper = Command::new(env!("CARGO_BIN_EXE_cronctl"))
+    let mut helper = Command::new(cronctl_bin())
         .args([
             "helper",
             "--db",
@@ -714,5 +742,124 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
         left.trim(),
         "e1|10\ne2|20",
         "the newest 10 of e1, all of the recent e2"
+    );
+}
+
+/// The slots `ran` records, sorted.
+fn slots_ran(ran: &Path) -> Vec<u32> {
+    let mut slots: Vec<u32> = fs::read_to_string(ran)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim().parse().expect("a slot number"))
+        .collect();
+    slots.sort_unstable();
+    slots
+}
+
+#[test]
+fn the_helper_keeps_claiming_when_the_server_ends_its_idle_sessions() {
+    require_root();
+    let pg = PgServer::start();
+    // Every session idle for 50 ms (real time) is ended by the server: the helper's between
+    // two of its calls (with a 5 s lease it renews every 5/3 fake seconds, 170 ms real).
+    pg.psql("ALTER SYSTEM SET idle_session_timeout = '50ms'");
+    pg.psql("SELECT pg_reload_conf()");
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let mut crontab = String::from("CRON_CLUSTER=idle\n");
+    for m in 1..=4 {
+        crontab.push_str(&format!("{m} 10 * * * echo {m} >> {}\n", ran.display()));
+    }
+    let mut host = Host::new("host-a", &crontab);
+    let base = Instant::now();
+    host.start(&pg, &fake_now(base));
+    // 10:04 is at t = 19; the session the helper started with is long gone by then.
+    sleep_until(base, 21.0);
+    host.wait_for_jobs(30);
+    assert_eq!(slots_ran(&ran), [1, 2, 3, 4]);
+    let log = host.crond().log_text();
+    assert!(!log.contains("not run"), "{log}");
+    assert!(
+        pg.log()
+            .contains("terminating connection due to idle-session timeout"),
+        "the server never ended a session:\n{}",
+        pg.log()
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FILTER (WHERE started IS NOT NULL) FROM crond_runs")
+            .trim(),
+        "4"
+    );
+}
+
+#[test]
+fn two_hosts_claim_through_pgbouncer_in_transaction_mode_sharing_one_server_connection() {
+    require_root();
+    let pg = PgServer::start();
+    // pgbouncer passes no startup options: the role carries the statement timeout instead.
+    pg.psql("ALTER ROLE crond_test SET statement_timeout = '5s'");
+    let bouncer = PgBouncer::start(&pg, 1, true);
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    // 60 slots: entry k runs at 10:0m, m = 1 + k / 20.
+    let mut crontab = String::from("CRON_CLUSTER=pooled\n");
+    for k in 0..60 {
+        crontab.push_str(&format!(
+            "{} 10 * * * echo {k} >> {}\n",
+            1 + k / 20,
+            ran.display()
+        ));
+    }
+    let mut hosts: Vec<Host> = ["host-a", "host-b"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let base = Instant::now();
+    for host in &mut hosts {
+        host.start_on(&bouncer.conninfo(), &fake_now(base));
+    }
+    // 10:03 is at t = 13.
+    sleep_until(base, 15.0);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    assert_eq!(slots_ran(&ran), (0..60).collect::<Vec<u32>>());
+    assert_eq!(
+        pg.psql("SELECT count(*), count(started), count(DISTINCT host) FROM crond_runs")
+            .trim(),
+        "60|60|1",
+        "one host claims each minute's batch"
+    );
+    // One server connection served both helpers (and the daemons' statements ran on it).
+    let sessions = pg.psql(
+        "SELECT count(*) FROM pg_stat_activity WHERE usename = 'crond_test' AND backend_type = 'client backend'",
+    );
+    assert_eq!(sessions.trim(), "1", "{}", bouncer.log());
+    for host in &hosts {
+        let log = host.crond().log_text();
+        assert!(!log.contains("not run"), "{log}");
+    }
+    // cronctl through it: the schema batch (an advisory lock in one transaction) and a query.
+    let output = Command::new(cronctl_bin())
+        .args(["--db", &bouncer.conninfo(), "history", "--limit", "1"])
+        .output()
+        .expect("run cronctl");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A pgbouncer that refuses the startup option: the refusal says what to do.
+    let strict = PgBouncer::start(&pg, 1, false);
+    let output = Command::new(cronctl_bin())
+        .args(["--db", &strict.conninfo(), "hosts"])
+        .output()
+        .expect("run cronctl");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unsupported startup parameter: options")
+            && stderr.contains("ignore_startup_parameters = options"),
+        "{stderr}"
     );
 }

@@ -1,12 +1,14 @@
 //! Cluster mode against a real PostgreSQL: each test starts its own private server (initdb, its
-//! own socket directory and port). `client`: the client logs in as the daemon's helper would,
-//! over the Unix socket (trust) or TCP (SCRAM-SHA-256, md5) with a passfile. `daemons`: real
-//! crond daemons as cluster hosts under libfaketime, and cronctl.
+//! own socket directory and port). `daemons`: real crond daemons as cluster hosts under
+//! libfaketime, and cronctl. The client's own tests are in the cronctl package
+//! (cronctl/tests/cluster), which builds the `cronctl` binary these tests run.
 
 #[path = "../support"]
 mod support {
     #[allow(dead_code)]
     pub mod daemon;
+    pub mod pgbouncer;
+    #[allow(dead_code)]
     pub mod postgres;
     #[allow(dead_code)]
     pub mod root;
@@ -14,5 +16,4 @@ mod support {
     pub mod user;
 }
 
-mod client;
 mod daemons;

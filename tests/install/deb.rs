@@ -89,6 +89,11 @@ fn the_package_replaces_debians_cron_and_cronie_and_provides_cron_daemon() {
         depends.iter().any(|d| d.starts_with("libc6 (>= 2.")),
         "{depends:?}"
     );
+    // cronctl's TLS library, as the package that ships it (libssl3, or libssl3t64).
+    assert!(
+        depends.iter().any(|d| d.starts_with("libssl3")),
+        "{depends:?}"
+    );
     let size: u64 = field(&deb, "Installed-Size").parse().expect("a number");
     assert!(size > 0);
     let conffiles = run_ok(

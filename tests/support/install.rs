@@ -23,7 +23,8 @@ pub fn bins() -> PathBuf {
         .parent()
         .expect("a binary has a directory")
         .to_path_buf();
-    for name in ["crond", "crontab", "cronnext"] {
+    // cronctl comes from the cronctl package, built beside these by `cargo test` at the root.
+    for name in ["crond", "crontab", "cronnext", "cronctl"] {
         assert!(
             dir.join(name).is_file(),
             "{name} is not built in {}",

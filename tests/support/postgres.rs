@@ -4,7 +4,13 @@
 //! initdb and postgres refuse to run as root: as root (the suite's usual user) they run as the
 //! `postgres` system user, which Debian's package creates, through `runuser`; as anyone else
 //! they run as that user. Authentication: trust on the socket, SCRAM-SHA-256 on TCP (role
-//! `crond_test`, password [`PASSWORD`]), md5 on TCP for role `crond_md5` ([`MD5_PASSWORD`]).
+//! `crond_test`, password [`PASSWORD`]), md5 on TCP for role `crond_md5` ([`MD5_PASSWORD`]),
+//! a cleartext password for role `crond_clear` ([`CLEAR_PASSWORD`]).
+//!
+//! [`PgServer::start_tls`] adds TLS: a CA, a server certificate for `localhost` and
+//! `127.0.0.1` and a client certificate for role `crond_cert` (pg_hba `cert` over TLS), made
+//! with the `openssl` command ([`Certs`]); the server also listens on 127.0.0.2, an address its
+//! certificate does not name, and logs connections.
 
 use std::fs;
 use std::net::TcpListener;
@@ -17,6 +23,8 @@ use std::sync::Mutex;
 pub const PASSWORD: &str = "secret-pw";
 /// The password of the role `crond_md5` (md5 over TCP).
 pub const MD5_PASSWORD: &str = "md5-pw";
+/// The password of the role `crond_clear` (pg_hba `password`: sent in clear text if answered).
+pub const CLEAR_PASSWORD: &str = "clear-pw-do-not-send";
 
 const MISSING: &str = "PostgreSQL is missing: run .ci/deps (Debian package postgresql)";
 
@@ -29,11 +37,110 @@ pub struct PgServer {
     socket_dir: PathBuf,
     port: u16,
     as_root: bool,
+    certs: Option<Certs>,
+}
+
+/// The fixture's certificates (PEM), made with the `openssl` command for one server.
+#[derive(Debug, Clone)]
+pub struct Certs {
+    /// The CA that signed the server's and the client's certificates.
+    pub ca: PathBuf,
+    /// Another CA, which signed nothing here.
+    pub other_ca: PathBuf,
+    /// The client certificate (CN `crond_cert`) and its key: a file of the test's user, 0600.
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    server_cert: PathBuf,
+    server_key: PathBuf,
+}
+
+impl Certs {
+    /// Makes the CAs and the server's certificate in `dir`, the client's in `client_dir`.
+    fn make(dir: &Path, client_dir: &Path) -> Certs {
+        fs::create_dir_all(dir).expect("create the certificates' directory");
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for ca in ["ca", "other_ca"] {
+            run(Command::new("openssl")
+                .args(["req", "-x509"])
+                .args(ec)
+                .arg("-keyout")
+                .arg(dir.join(format!("{ca}.key")))
+                .arg("-out")
+                .arg(dir.join(format!("{ca}.crt")))
+                .args(["-days", "2", "-subj", &format!("/CN=crond test {ca}")])
+                .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+                .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]));
+        }
+        let sign = |name: &str, subject: &str, san: Option<&str>, out_dir: &Path| {
+            let key = out_dir.join(format!("{name}.key"));
+            let csr = dir.join(format!("{name}.csr"));
+            let cert = out_dir.join(format!("{name}.crt"));
+            run(Command::new("openssl")
+                .args(["req", "-new"])
+                .args(ec)
+                .arg("-keyout")
+                .arg(&key)
+                .arg("-out")
+                .arg(&csr)
+                .args(["-subj", subject]));
+            let ext = dir.join(format!("{name}.ext"));
+            let mut text = String::from("basicConstraints=CA:FALSE\n");
+            if let Some(san) = san {
+                text.push_str(&format!("subjectAltName={san}\n"));
+            }
+            fs::write(&ext, text).expect("write the extensions");
+            run(Command::new("openssl")
+                .args(["x509", "-req", "-days", "2", "-CAcreateserial"])
+                .arg("-in")
+                .arg(&csr)
+                .arg("-CA")
+                .arg(dir.join("ca.crt"))
+                .arg("-CAkey")
+                .arg(dir.join("ca.key"))
+                .arg("-out")
+                .arg(&cert)
+                .arg("-extfile")
+                .arg(&ext));
+            fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).expect("chmod key");
+            (cert, key)
+        };
+        let (server_cert, server_key) = sign(
+            "server",
+            "/CN=localhost",
+            Some("DNS:localhost,IP:127.0.0.1"),
+            dir,
+        );
+        fs::create_dir_all(client_dir).expect("create the client's directory");
+        let (client_cert, client_key) = sign("client", "/CN=crond_cert", None, client_dir);
+        Certs {
+            ca: dir.join("ca.crt"),
+            other_ca: dir.join("other_ca.crt"),
+            client_cert,
+            client_key,
+            server_cert,
+            server_key,
+        }
+    }
 }
 
 impl PgServer {
     /// initdb, configure, start with `pg_ctl -w`, create the roles and the database `crond`.
     pub fn start() -> PgServer {
+        PgServer::start_with(false)
+    }
+
+    /// As [`PgServer::start`], with TLS (`ssl = on`) and the fixture's certificates.
+    pub fn start_tls() -> PgServer {
+        PgServer::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> PgServer {
         let bin = bin_dir();
         let as_root = super::root::is_root();
         let dir = tempfile::Builder::new()
@@ -46,11 +153,19 @@ impl PgServer {
         fs::create_dir(&socket_dir).expect("create the socket directory");
         fs::set_permissions(&socket_dir, fs::Permissions::from_mode(0o755))
             .expect("chmod the socket directory");
+        // The server's files become the server's below; the client's stay the test's.
+        let certs = tls.then(|| Certs::make(&dir.path().join("tls"), &dir.path().join("client")));
         if as_root {
             run(Command::new("chown")
                 .arg("-R")
                 .arg("postgres:postgres")
                 .arg(dir.path()));
+            if tls {
+                run(Command::new("chown")
+                    .arg("-R")
+                    .arg("root:root")
+                    .arg(dir.path().join("client")));
+            }
         }
         let port = free_port();
         let server = PgServer {
@@ -60,6 +175,7 @@ impl PgServer {
             socket_dir,
             port,
             as_root,
+            certs,
         };
         let mut initdb = server.tool("initdb");
         initdb.arg("-D").arg(&server.data).args([
@@ -76,10 +192,26 @@ impl PgServer {
         fs::write(
             server.data.join("pg_hba.conf"),
             "local all all trust\n\
-             host all crond_md5 127.0.0.1/32 md5\n\
-             host all all 127.0.0.1/32 scram-sha-256\n",
+             hostssl all crond_cert 127.0.0.0/8 cert\n\
+             host all crond_md5 127.0.0.0/8 md5\n\
+             host all crond_clear 127.0.0.0/8 password\n\
+             host all all 127.0.0.0/8 scram-sha-256\n",
         )
         .expect("write pg_hba.conf");
+        let tls_conf = match &server.certs {
+            Some(c) => format!(
+                "ssl = on\n\
+                 ssl_cert_file = '{}'\n\
+                 ssl_key_file = '{}'\n\
+                 ssl_ca_file = '{}'\n\
+                 log_connections = on\n\
+                 listen_addresses = '127.0.0.1,127.0.0.2'\n",
+                c.server_cert.display(),
+                c.server_key.display(),
+                c.ca.display()
+            ),
+            None => String::new(),
+        };
         let conf = format!(
             "\n# crond's test fixture\n\
              listen_addresses = '127.0.0.1'\n\
@@ -89,7 +221,8 @@ impl PgServer {
              synchronous_commit = off\n\
              full_page_writes = off\n\
              shared_buffers = 16MB\n\
-             max_connections = 20\n",
+             max_connections = 20\n\
+             {tls_conf}",
             server.socket_dir.display()
         );
         let conf_path = server.data.join("postgresql.conf");
@@ -100,16 +233,21 @@ impl PgServer {
             server.passfile(),
             format!(
                 "# the fixture's roles\n\
-                 127.0.0.1:{port}:*:crond_test:{PASSWORD}\n\
-                 127.0.0.1:{port}:*:crond_md5:{MD5_PASSWORD}\n"
+                 *:{port}:*:crond_test:{PASSWORD}\n\
+                 *:{port}:*:crond_md5:{MD5_PASSWORD}\n\
+                 *:{port}:*:crond_clear:{CLEAR_PASSWORD}\n"
             ),
         )
         .expect("write the passfile");
+        fs::set_permissions(server.passfile(), fs::Permissions::from_mode(0o600))
+            .expect("chmod the passfile");
         server.start_again();
         server.psql_in(
             "postgres",
             &format!(
                 "CREATE ROLE crond_test LOGIN PASSWORD '{PASSWORD}';\n\
+                 CREATE ROLE crond_clear LOGIN PASSWORD '{CLEAR_PASSWORD}';\n\
+                 CREATE ROLE crond_cert LOGIN;\n\
                  SET password_encryption = 'md5';\n\
                  CREATE ROLE crond_md5 LOGIN PASSWORD '{MD5_PASSWORD}';"
             ),
@@ -117,6 +255,18 @@ impl PgServer {
         // Not with the rest: psql -c runs its statements as one transaction.
         server.psql_in("postgres", "CREATE DATABASE crond OWNER crond_test");
         server
+    }
+
+    /// The certificates of a server started with [`PgServer::start_tls`].
+    pub fn certs(&self) -> &Certs {
+        self.certs
+            .as_ref()
+            .expect("a server started with start_tls")
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
     /// The directory holding the server's socket (`.s.PGSQL.<port>`), mode 0755.
