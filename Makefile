@@ -6,12 +6,25 @@ sbindir ?= $(PREFIX)/sbin
 mandir  ?= $(PREFIX)/share/man
 CARGO   ?= cargo
 
-.PHONY: all build test check deps bench
+.PHONY: all build build-deps test check deps bench
 
 all: build
 
-build:
+build: build-deps
 	$(CARGO) build --release --locked
+
+# What building needs from Debian besides Rust: OpenSSL's headers and pkg-config, for cronctl's
+# TLS (crond itself links no OpenSSL). Installed when missing and we are root; else a hint.
+build-deps:
+	@pkg-config --exists openssl 2>/dev/null || { \
+	    if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
+	        export DEBIAN_FRONTEND=noninteractive; \
+	        apt-get install -y -q --no-install-recommends libssl-dev pkg-config \
+	        || { apt-get update -q && apt-get install -y -q --no-install-recommends libssl-dev pkg-config; }; \
+	    else \
+	        echo "building cronctl needs OpenSSL's headers: apt-get install libssl-dev pkg-config" >&2; \
+	        exit 1; \
+	    fi; }
 
 # The README's test command: installs the Debian packages the tests need (as root), then
 # format, lints, the core boundary, that crond links no database code, and the whole test
@@ -59,6 +72,7 @@ D := $(DESTDIR)
 .PHONY: install uninstall deb
 
 $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl:
+	@$(MAKE) --no-print-directory build-deps
 	$(CARGO) build --release --locked
 
 install: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
