@@ -1,0 +1,437 @@
+//! The helper's decisions, as a state machine driven by what comes in (the daemon's requests, the
+//! passing of time) and carried out on a [`Store`]; what it says to the daemon collects in an
+//! outbox. Pure apart from the store: the time is an argument, so the unit tests drive it with
+//! an in-memory store and a made-up clock.
+//!
+//! Runs are spread over the live hosts: each run is meant for one of them ([`run_weight`]),
+//! which claims it at once; the others leave it [`DEFER`] and then claim it only if no host has
+//! (a host that is down, or slow, or lacks the entry). A run is answered `unreachable` only when
+//! the database can't be reached; a statement it was too slow for is tried again.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::cluster::identity::run_weight;
+use crate::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
+use crate::cluster::wire::{Denied, FromHelper, RunKey};
+
+use super::HelperArgs;
+use super::store::{Claim, Failure, Store, Watched};
+
+/// How long a run meant for another live host is left to it before this host claims it (if
+/// no host has: that host is slow, stopped, or lacks the entry).
+pub const DEFER: Duration = Duration::from_secs(5);
+
+/// The most runs one claim, start or end statement carries: a batch of them stays far inside
+/// the statement timeout (about 20 ms per 1,000 runs on a local server).
+pub const MAX_BATCH: usize = 1_000;
+
+/// Runs whose statement the database was too slow for (or whose connection broke mid-way) are
+/// tried again after this.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How often the history is pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// How long the helper waits between connection attempts.
+pub const RECONNECT_EVERY: Duration = Duration::from_secs(5);
+
+/// Runs by their request number.
+type Runs = Vec<(u64, RunKey)>;
+
+/// A run another host claimed, watched for a takeover.
+#[derive(Debug)]
+struct Watch {
+    seq: u64,
+    key: RunKey,
+    since: Instant,
+}
+
+/// The helper's state between two events.
+pub struct Machine<S: Store> {
+    args: HelperArgs,
+    store: S,
+    /// The time of the event being handled.
+    now: Instant,
+    next_connect: Instant,
+    /// Why the database is out of reach, while it is (logged once per outage).
+    down: Option<String>,
+    next_lease: Instant,
+    next_prune: Instant,
+    /// When the watched runs are looked at next.
+    next_takeover: Instant,
+    watched: Vec<Watch>,
+    /// The hosts holding a live lease (this one among them once its lease is taken), by name.
+    live: Vec<String>,
+    /// Runs meant for another live host, each with when this host claims it if no host has.
+    deferred: VecDeque<(Instant, u64, RunKey)>,
+    /// Runs to claim now, in order.
+    pending: VecDeque<(u64, RunKey)>,
+    /// When the pending runs are tried again after a failure.
+    retry_at: Option<Instant>,
+    /// What is to be said to the daemon, in order.
+    outbox: Vec<FromHelper>,
+}
+
+impl<S: Store> Machine<S> {
+    pub fn new(args: HelperArgs, store: S, now: Instant) -> Machine<S> {
+        Machine {
+            args,
+            store,
+            now,
+            next_connect: now,
+            down: None,
+            next_lease: now,
+            next_prune: now,
+            next_takeover: now,
+            watched: Vec::new(),
+            live: Vec::new(),
+            deferred: VecDeque::new(),
+            pending: VecDeque::new(),
+            retry_at: None,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// What is to be said to the daemon since the last call.
+    pub fn take_outbox(&mut self) -> Vec<FromHelper> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// When the machine must be woken without input: the lease, the prune, the takeover check,
+    /// a deferred run's turn, a retry.
+    pub fn next_wake(&self) -> Instant {
+        let mut at = self.next_lease.min(self.next_prune);
+        if !self.watched.is_empty() {
+            at = at.min(self.next_takeover);
+        }
+        if let Some(&(when, _, _)) = self.deferred.front() {
+            at = at.min(when);
+        }
+        if !self.pending.is_empty() {
+            at = at.min(self.retry_at.unwrap_or(self.now));
+        }
+        at
+    }
+
+    /// Requests from the daemon: `RUN`s (this host's share goes to be claimed now, the rest
+    /// waits [`DEFER`]) and `END`s.
+    pub fn on_requests(&mut self, runs: Runs, ends: Vec<(RunKey, i32)>, now: Instant) {
+        self.now = now;
+        let later = now + DEFER;
+        for (seq, key) in runs {
+            if self.meant_for_me(&key) {
+                self.pending.push_back((seq, key));
+            } else {
+                self.deferred.push_back((later, seq, key));
+            }
+        }
+        self.claim_pending();
+        for batch in ends.chunks(MAX_BATCH) {
+            // An end that can't be written is lost: the run shows as started, not ended.
+            let _ = self.call(|s| s.end(batch));
+        }
+    }
+
+    /// Time passed: the lease, the prune, the takeover check, deferred runs, retries.
+    pub fn on_tick(&mut self, now: Instant) {
+        self.now = now;
+        if now >= self.next_lease {
+            self.next_lease = now
+                + Duration::from_secs(u64::from(self.args.lease_s) / 3).max(Duration::from_secs(1));
+            self.renew_lease();
+        }
+        if now >= self.next_prune && self.store.connected() {
+            self.next_prune = now + PRUNE_EVERY;
+            self.prune();
+        }
+        if !self.watched.is_empty() && now >= self.next_takeover {
+            self.next_takeover = now + self.takeover_every();
+            self.take_over();
+        }
+        while let Some(&(when, _, _)) = self.deferred.front() {
+            if when > now {
+                break;
+            }
+            if let Some((_, seq, key)) = self.deferred.pop_front() {
+                self.pending.push_back((seq, key));
+            }
+        }
+        self.claim_pending();
+    }
+
+    /// The daemon is gone: the lease goes back, so that other hosts take over at once.
+    pub fn release(&mut self) {
+        self.store.release();
+    }
+
+    fn log(&mut self, error: bool, text: String) {
+        self.outbox.push(FromHelper::Log { error, text });
+    }
+
+    fn no(&mut self, seq: u64, why: Denied) {
+        self.outbox.push(FromHelper::No { seq, why });
+    }
+
+    /// Whether this host is the live host meant to claim `key`'s run.
+    fn meant_for_me(&self, key: &RunKey) -> bool {
+        let me = self.args.host.as_str();
+        let weight = |host: &str| run_weight(host, &key.cluster, &key.owner, key.entry, key.minute);
+        let mine = weight(me);
+        self.live
+            .iter()
+            .filter(|h| h.as_str() != me)
+            .all(|other| weight(other) < mine)
+    }
+
+    /// Takeover checks run twice per lease renewal.
+    fn takeover_every(&self) -> Duration {
+        Duration::from_millis(u64::from(self.args.lease_s) * 1000 / 6)
+            .max(Duration::from_millis(200))
+    }
+
+    fn name_taken(&self) -> String {
+        format!(
+            "the host name {} holds a live lease of another crond: this one claims nothing \
+             until that lease ends (give each host its own --cluster-host)",
+            self.args.host
+        )
+    }
+
+    /// A connection, made if there is none and it is time to try: `Err` with why not.
+    fn ensure_connected(&mut self) -> Result<(), String> {
+        if self.store.connected() {
+            return Ok(());
+        }
+        if self.now < self.next_connect {
+            return Err(self
+                .down
+                .clone()
+                .unwrap_or_else(|| "not connected".to_string()));
+        }
+        self.next_connect = self.now + RECONNECT_EVERY;
+        match self.store.connect() {
+            Ok(held) => {
+                match self.down.take() {
+                    Some(why) => self.log(false, format!("database reachable again (was: {why})")),
+                    None => self.log(
+                        false,
+                        format!("connected to the database as host {}", self.args.host),
+                    ),
+                }
+                if !held {
+                    let text = self.name_taken();
+                    self.log(true, text);
+                }
+                if let Ok(live) = self.store.live_hosts() {
+                    self.live = live;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if self.down.is_none() {
+                    self.log(
+                        true,
+                        format!(
+                            "database unreachable: {e}; cluster runs do not start here until \
+                             it is back (retrying every {} s)",
+                            RECONNECT_EVERY.as_secs()
+                        ),
+                    );
+                }
+                self.down = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs `f` on the store, connected first; a failure is logged, and a lost connection is
+    /// made again at the next call.
+    fn call<T>(&mut self, f: impl FnOnce(&mut S) -> Result<T, Failure>) -> Result<T, Failure> {
+        self.ensure_connected().map_err(Failure::Down)?;
+        let result = f(&mut self.store);
+        match &result {
+            Err(Failure::Lost(text)) => {
+                self.next_connect = self.now;
+                self.down = Some(text.clone());
+                self.log(true, format!("database connection lost: {text}"));
+            }
+            Err(Failure::Slow(text)) => {
+                self.log(true, format!("database busy: {text}; trying again"))
+            }
+            Err(Failure::Refused(text)) => self.log(true, format!("database error: {text}")),
+            Err(Failure::Down(_)) | Ok(_) => {}
+        }
+        result
+    }
+
+    fn renew_lease(&mut self) {
+        if let Ok(false) = self.call(|s| s.lease()) {
+            let text = self.name_taken();
+            self.log(true, text);
+        }
+        if let Ok(live) = self.call(|s| s.live_hosts()) {
+            self.live = live;
+        }
+    }
+
+    fn prune(&mut self) {
+        let (days, runs) = (self.args.keep_days, self.args.keep_runs);
+        if let Ok((runs, hosts)) = self.call(|s| s.prune(days, runs))
+            && (runs, hosts) != (0, 0)
+        {
+            self.log(
+                false,
+                format!("pruned {runs} runs and {hosts} hosts older than {days} days"),
+            );
+        }
+    }
+
+    fn unreachable(&mut self, runs: Runs, why: &str) {
+        for (seq, _) in runs {
+            self.no(seq, Denied::Unreachable(why.to_string()));
+        }
+    }
+
+    /// Claims the pending runs, a batch at a time, unless a retry is not due yet.
+    fn claim_pending(&mut self) {
+        if self.retry_at.is_some_and(|at| self.now < at) {
+            return;
+        }
+        self.retry_at = None;
+        while !self.pending.is_empty() {
+            let n = self.pending.len().min(MAX_BATCH);
+            let batch: Runs = self.pending.drain(..n).collect();
+            if let Err(again) = self.claim(batch) {
+                for run in again.into_iter().rev() {
+                    self.pending.push_front(run);
+                }
+                self.retry_at = Some(self.now + RETRY_AFTER);
+                return;
+            }
+        }
+    }
+
+    /// Runs `f` for the keys of `runs`; a broken connection is made again and `f` tried once
+    /// more at once. `Err` with the runs when they are to be tried again later; `Ok(None)` when
+    /// they were answered `unreachable`.
+    fn batch_for<T>(
+        &mut self,
+        runs: Runs,
+        f: impl Fn(&mut S, &[RunKey]) -> Result<T, Failure>,
+    ) -> Result<Option<(T, Runs)>, Runs> {
+        let keys: Vec<RunKey> = runs.iter().map(|(_, k)| k.clone()).collect();
+        for tries in 1.. {
+            match self.call(|s| f(s, &keys)) {
+                Ok(t) => return Ok(Some((t, runs))),
+                Err(Failure::Lost(_)) if tries == 1 => continue,
+                Err(Failure::Lost(_) | Failure::Slow(_)) => return Err(runs),
+                Err(e @ (Failure::Down(_) | Failure::Refused(_))) => {
+                    self.unreachable(runs, e.text());
+                    return Ok(None);
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// One claim for `runs` and an answer for each; the claimed ones are started.
+    fn claim(&mut self, runs: Runs) -> Result<(), Runs> {
+        let Some((outcome, runs)) = self.batch_for(runs, |s, keys| s.claim(keys))? else {
+            return Ok(());
+        };
+        let mut claimed = Vec::new();
+        let mut go = Vec::new();
+        for ((seq, key), what) in runs.into_iter().zip(outcome) {
+            match what {
+                Claim::Held => claimed.push((seq, key)),
+                Claim::Started => go.push(seq),
+                Claim::Paused => self.no(seq, Denied::Paused),
+                Claim::Ran(host) => self.no(seq, Denied::Ran(host)),
+                Claim::Taken(host) => {
+                    self.no(seq, Denied::Taken(host));
+                    self.watch(seq, key);
+                }
+                Claim::Lease => self.no(seq, Denied::Lease),
+            }
+        }
+        self.outbox
+            .extend(go.into_iter().map(|seq| FromHelper::Go { seq }));
+        self.start(claimed)
+    }
+
+    /// Marks claimed runs started and says `GO` for each; one no longer this host's is `NO`.
+    /// `Err` with the runs to claim again later (the claim finds them this session's, started
+    /// or not).
+    fn start(&mut self, claimed: Runs) -> Result<(), Runs> {
+        if claimed.is_empty() {
+            return Ok(());
+        }
+        let Some((started, claimed)) = self.batch_for(claimed, |s, keys| s.start(keys))? else {
+            return Ok(());
+        };
+        for ((seq, _), started) in claimed.into_iter().zip(started) {
+            match started {
+                true => self.outbox.push(FromHelper::Go { seq }),
+                false => self.no(seq, Denied::Lease),
+            }
+        }
+        Ok(())
+    }
+
+    fn watch(&mut self, seq: u64, key: RunKey) {
+        if self.watched.len() >= MAX_PARKED {
+            self.watched.remove(0);
+        }
+        self.watched.push(Watch {
+            seq,
+            key,
+            since: self.now,
+        });
+    }
+
+    /// Runs other hosts claimed: taken over (started here) when their host's lease ended
+    /// before they started; forgotten once they started there (`NO ran`) or after the
+    /// daemon's own bound.
+    fn take_over(&mut self) {
+        let (now, limit) = (self.now, Duration::from_millis(TAKEOVER_WAIT_MS as u64));
+        self.watched
+            .retain(|w| now.saturating_duration_since(w.since) < limit);
+        if self.watched.is_empty() {
+            return;
+        }
+        let watched = std::mem::take(&mut self.watched);
+        let keys: Vec<RunKey> = watched.iter().map(|w| w.key.clone()).collect();
+        let Ok(outcome) = self.call(|s| s.take_over(&keys)) else {
+            self.watched = watched;
+            return;
+        };
+        let mut mine = Vec::new();
+        for (w, what) in watched.into_iter().zip(outcome) {
+            match what {
+                Watched::Mine => mine.push((w.seq, w.key)),
+                Watched::Ran(host) => self.no(w.seq, Denied::Ran(host)),
+                Watched::Gone => {
+                    self.no(w.seq, Denied::Unreachable("its claim was deleted".into()))
+                }
+                Watched::Waiting => self.watched.push(w),
+            }
+        }
+        if !mine.is_empty() {
+            let n = mine.len();
+            self.log(
+                false,
+                format!(
+                    "took over {n} runs claimed by hosts whose lease ended before they started them"
+                ),
+            );
+        }
+        // Claim here now: a start that fails is tried again through the claim.
+        if let Err(again) = self.start(mine) {
+            self.pending.extend(again);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,461 @@
+//! The helper's decisions against an in-memory database with the rules of `sql.rs` (one row per
+//! run, leases fence claims and starts, a takeover only from a holder whose lease ended), on a
+//! made-up clock: two hosts at once, a stopped host, a busy, broken or missing database.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::cluster::identity::EntryKey;
+
+struct Row {
+    host: String,
+    session: i64,
+    started: bool,
+}
+
+/// The database every fake store shares, and the clock its leases are judged by.
+struct World {
+    clock: Rc<Cell<Instant>>,
+    hosts: HashMap<String, (i64, Instant)>,
+    runs: HashMap<RunKey, Row>,
+    down: bool,
+}
+
+impl World {
+    fn new(clock: &Rc<Cell<Instant>>) -> Rc<RefCell<World>> {
+        Rc::new(RefCell::new(World {
+            clock: Rc::clone(clock),
+            hosts: HashMap::new(),
+            runs: HashMap::new(),
+            down: false,
+        }))
+    }
+
+    fn now(&self) -> Instant {
+        self.clock.get()
+    }
+
+    fn live(&self, host: &str, session: i64) -> bool {
+        self.hosts
+            .get(host)
+            .is_some_and(|&(s, until)| s == session && until > self.now())
+    }
+}
+
+struct FakeStore {
+    world: Rc<RefCell<World>>,
+    host: String,
+    session: i64,
+    lease: Duration,
+    connected: bool,
+    /// Failures the next calls meet, in order.
+    fail: Rc<RefCell<VecDeque<Failure>>>,
+}
+
+impl FakeStore {
+    fn failed(&mut self) -> Result<(), Failure> {
+        match self.fail.borrow_mut().pop_front() {
+            Some(f) => {
+                if matches!(f, Failure::Lost(_)) {
+                    self.connected = false;
+                }
+                Err(f)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Store for FakeStore {
+    fn connected(&self) -> bool {
+        self.connected
+    }
+
+    fn connect(&mut self) -> Result<bool, String> {
+        if self.world.borrow().down {
+            return Err("connection refused".into());
+        }
+        self.connected = true;
+        self.lease().map_err(|f| f.text().to_string())
+    }
+
+    fn lease(&mut self) -> Result<bool, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        let now = w.now();
+        let free = w
+            .hosts
+            .get(&self.host)
+            .is_none_or(|&(s, until)| s == self.session || until <= now);
+        if free {
+            w.hosts
+                .insert(self.host.clone(), (self.session, now + self.lease));
+        }
+        Ok(free)
+    }
+
+    fn live_hosts(&mut self) -> Result<Vec<String>, Failure> {
+        self.failed()?;
+        let w = self.world.borrow();
+        let mut live: Vec<String> = w
+            .hosts
+            .iter()
+            .filter(|(_, (_, until))| *until > w.now())
+            .map(|(h, _)| h.clone())
+            .collect();
+        live.sort();
+        Ok(live)
+    }
+
+    fn claim(&mut self, runs: &[RunKey]) -> Result<Vec<Claim>, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        let live = w.live(&self.host, self.session);
+        Ok(runs
+            .iter()
+            .map(|key| {
+                if !live {
+                    return Claim::Lease;
+                }
+                match w.runs.get(key) {
+                    None => {
+                        w.runs.insert(
+                            key.clone(),
+                            Row {
+                                host: self.host.clone(),
+                                session: self.session,
+                                started: false,
+                            },
+                        );
+                        Claim::Held
+                    }
+                    Some(r) if r.host == self.host && r.session == self.session => {
+                        match r.started {
+                            false => Claim::Held,
+                            true => Claim::Started,
+                        }
+                    }
+                    Some(r) if r.started => Claim::Ran(r.host.clone()),
+                    Some(r) => Claim::Taken(r.host.clone()),
+                }
+            })
+            .collect())
+    }
+
+    fn start(&mut self, runs: &[RunKey]) -> Result<Vec<bool>, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        let live = w.live(&self.host, self.session);
+        Ok(runs
+            .iter()
+            .map(|key| match w.runs.get_mut(key) {
+                Some(r)
+                    if live && r.host == self.host && r.session == self.session && !r.started =>
+                {
+                    r.started = true;
+                    true
+                }
+                _ => false,
+            })
+            .collect())
+    }
+
+    fn take_over(&mut self, runs: &[RunKey]) -> Result<Vec<Watched>, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        let me_live = w.live(&self.host, self.session);
+        Ok(runs
+            .iter()
+            .map(|key| {
+                let Some(r) = w.runs.get(key) else {
+                    return Watched::Gone;
+                };
+                if r.started {
+                    return Watched::Ran(r.host.clone());
+                }
+                if me_live && !w.live(&r.host, r.session) {
+                    w.runs.insert(
+                        key.clone(),
+                        Row {
+                            host: self.host.clone(),
+                            session: self.session,
+                            started: false,
+                        },
+                    );
+                    return Watched::Mine;
+                }
+                Watched::Waiting
+            })
+            .collect())
+    }
+
+    fn end(&mut self, _: &[(RunKey, i32)]) -> Result<(), Failure> {
+        self.failed()
+    }
+
+    fn prune(&mut self, _: u32, _: u32) -> Result<(u64, u64), Failure> {
+        self.failed()?;
+        Ok((0, 0))
+    }
+
+    fn release(&mut self) {
+        let mut w = self.world.borrow_mut();
+        let now = w.now();
+        if let Some(entry) = w.hosts.get_mut(&self.host)
+            && entry.0 == self.session
+        {
+            entry.1 = now;
+        }
+    }
+}
+
+/// A host: its machine and the failures its store will meet.
+struct Host {
+    machine: Machine<FakeStore>,
+    fail: Rc<RefCell<VecDeque<Failure>>>,
+    clock: Rc<Cell<Instant>>,
+    said: Vec<FromHelper>,
+}
+
+impl Host {
+    fn new(world: &Rc<RefCell<World>>, name: &str, session: i64) -> Host {
+        let clock = Rc::clone(&world.borrow().clock);
+        let fail = Rc::new(RefCell::new(VecDeque::new()));
+        let store = FakeStore {
+            world: Rc::clone(world),
+            host: name.into(),
+            session,
+            lease: Duration::from_secs(30),
+            connected: false,
+            fail: Rc::clone(&fail),
+        };
+        let args = HelperArgs {
+            db: String::new(),
+            host: name.into(),
+            keep_days: 30,
+            keep_runs: 1440,
+            lease_s: 30,
+        };
+        Host {
+            machine: Machine::new(args, store, clock.get()),
+            fail,
+            clock,
+            said: Vec::new(),
+        }
+    }
+
+    fn tick(&mut self) {
+        self.machine.on_tick(self.clock.get());
+        self.said.extend(self.machine.take_outbox());
+    }
+
+    fn ask(&mut self, runs: &[(u64, RunKey)]) {
+        self.machine
+            .on_requests(runs.to_vec(), Vec::new(), self.clock.get());
+        self.said.extend(self.machine.take_outbox());
+    }
+
+    fn go(&self) -> Vec<u64> {
+        self.said
+            .iter()
+            .filter_map(|m| match m {
+                FromHelper::Go { seq } => Some(*seq),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn no(&self) -> Vec<(u64, Denied)> {
+        self.said
+            .iter()
+            .filter_map(|m| match m {
+                FromHelper::No { seq, why } => Some((*seq, why.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn key(entry: u64) -> RunKey {
+    RunKey {
+        cluster: "c".into(),
+        owner: b"root".to_vec(),
+        entry: EntryKey(entry.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        minute: 1_795_000_020,
+    }
+}
+
+fn runs(n: u64) -> Vec<(u64, RunKey)> {
+    (0..n).map(|k| (k, key(k))).collect()
+}
+
+fn advance(clock: &Rc<Cell<Instant>>, by: Duration) {
+    clock.set(clock.get() + by);
+}
+
+/// Two hosts that know of each other (both leases taken, the live set read again).
+fn two_hosts() -> (Rc<Cell<Instant>>, Rc<RefCell<World>>, Host, Host) {
+    let clock = Rc::new(Cell::new(Instant::now()));
+    let world = World::new(&clock);
+    let (mut a, mut b) = (Host::new(&world, "a", 1), Host::new(&world, "b", 2));
+    a.tick();
+    b.tick();
+    advance(&clock, Duration::from_secs(10));
+    a.tick();
+    b.tick();
+    (clock, world, a, b)
+}
+
+#[test]
+fn two_hosts_share_the_runs_by_weight_and_each_run_starts_once() {
+    let (clock, world, mut a, mut b) = two_hosts();
+    let asked = runs(400);
+    a.ask(&asked);
+    b.ask(&asked);
+    let (first_a, first_b) = (a.go().len(), b.go().len());
+    assert_eq!(
+        first_a + first_b,
+        400,
+        "each host claimed its share at once"
+    );
+    assert!((150..=250).contains(&first_a), "a: {first_a}, b: {first_b}");
+    // The other host's share is looked at after the wait: started there, so `NO ran`.
+    advance(&clock, DEFER);
+    a.tick();
+    b.tick();
+    assert_eq!(a.go().len() + b.go().len(), 400, "no run starts twice");
+    assert_eq!(a.no().len(), first_b);
+    assert_eq!(b.no().len(), first_a);
+    assert!(
+        a.no()
+            .iter()
+            .all(|(_, why)| *why == Denied::Ran("b".into())),
+        "{:?}",
+        a.no()
+    );
+    assert_eq!(world.borrow().runs.len(), 400);
+    assert!(world.borrow().runs.values().all(|r| r.started));
+}
+
+#[test]
+fn a_host_that_stops_claiming_has_its_share_claimed_by_the_other_after_the_wait() {
+    let (clock, _world, mut a, _b) = two_hosts();
+    // b is alive (its lease runs) but never claims.
+    a.ask(&runs(100));
+    let mine = a.go().len();
+    assert!(mine < 100 && mine > 0, "{mine}");
+    advance(&clock, DEFER - Duration::from_millis(1));
+    a.tick();
+    assert_eq!(a.go().len(), mine, "b's share waits out the wait");
+    advance(&clock, Duration::from_millis(1));
+    a.tick();
+    assert_eq!(a.go().len(), 100, "then a claims and starts it");
+    assert!(a.no().is_empty());
+}
+
+#[test]
+fn a_busy_database_delays_the_runs_and_none_is_given_up() {
+    let clock = Rc::new(Cell::new(Instant::now()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    a.fail.borrow_mut().extend([
+        Failure::Slow("57014 statement timeout".into()),
+        Failure::Slow("57014 statement timeout".into()),
+    ]);
+    a.ask(&runs(10));
+    assert!(a.go().is_empty() && a.no().is_empty(), "{:?}", a.said);
+    assert_eq!(a.machine.next_wake(), clock.get() + RETRY_AFTER);
+    advance(&clock, RETRY_AFTER);
+    a.tick();
+    assert!(a.go().is_empty(), "the second try was slow too");
+    advance(&clock, RETRY_AFTER);
+    a.tick();
+    assert_eq!(a.go(), (0..10).collect::<Vec<u64>>());
+    assert!(a.no().is_empty());
+}
+
+#[test]
+fn a_connection_lost_during_a_claim_is_made_again_and_the_claim_tried_at_once() {
+    let clock = Rc::new(Cell::new(Instant::now()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    a.fail
+        .borrow_mut()
+        .push_back(Failure::Lost("server closed the connection".into()));
+    a.ask(&runs(5));
+    assert_eq!(a.go(), vec![0, 1, 2, 3, 4]);
+    assert!(
+        a.said
+            .iter()
+            .any(|m| matches!(m, FromHelper::Log { text, .. } if text.contains("connection lost")))
+    );
+}
+
+#[test]
+fn a_database_that_can_not_be_reached_answers_each_run_unreachable_at_once() {
+    let clock = Rc::new(Cell::new(Instant::now()));
+    let world = World::new(&clock);
+    world.borrow_mut().down = true;
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    a.ask(&runs(3));
+    let no = a.no();
+    assert_eq!(no.len(), 3);
+    assert!(
+        no.iter()
+            .all(|(_, why)| matches!(why, Denied::Unreachable(t) if t.contains("refused")))
+    );
+    // Back: the next runs are claimed (after the reconnect wait).
+    world.borrow_mut().down = false;
+    advance(&clock, RECONNECT_EVERY);
+    a.tick();
+    a.ask(&[(7, key(7))]);
+    assert_eq!(a.go(), vec![7]);
+}
+
+#[test]
+fn a_claim_whose_holder_stops_before_starting_it_is_taken_over_within_a_lease() {
+    let clock = Rc::new(Cell::new(Instant::now()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    // A host `ghost` claimed the run and stopped: its lease ends in 20 s.
+    let now = clock.get();
+    world
+        .borrow_mut()
+        .hosts
+        .insert("ghost".into(), (9, now + Duration::from_secs(20)));
+    world.borrow_mut().runs.insert(
+        key(1),
+        Row {
+            host: "ghost".into(),
+            session: 9,
+            started: false,
+        },
+    );
+    a.ask(&[(1, key(1))]);
+    assert_eq!(a.no(), vec![(1, Denied::Taken("ghost".into()))]);
+    // Looked at every 5 s (a sixth of the lease): waiting while the ghost's lease runs...
+    for _ in 0..3 {
+        advance(&clock, Duration::from_secs(5));
+        a.tick();
+        assert!(a.go().is_empty(), "taken over while its holder's lease ran");
+    }
+    // ...taken over and started here at the first look after it ended.
+    advance(&clock, Duration::from_secs(5));
+    a.tick();
+    assert_eq!(a.go(), vec![1]);
+    assert!(
+        a.said.iter().any(
+            |m| matches!(m, FromHelper::Log { text, .. } if text.contains("took over 1 runs"))
+        )
+    );
+    let w = world.borrow();
+    let row = &w.runs[&key(1)];
+    assert!(row.host == "a" && row.started);
+}
