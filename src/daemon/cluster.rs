@@ -3,9 +3,9 @@
 //! ([`Parked`](crate::cluster::parked::Parked)) and a `RUN` request goes to the helper process
 //! (`cronctl helper`), which claims the run in PostgreSQL and answers `GO` or `NO`. The daemon
 //! never waits: the answer comes through the poll loop like any other event, and a run without
-//! an answer in 2 minutes (a stuck helper) is not run. The helper is a child of the daemon, started before the
-//! crontabs are loaded and again 5 s after it is lost; the daemon holds no database code and
-//! starts no thread.
+//! an answer in 2 minutes (a stuck helper) is not run. The helper is a child of the daemon,
+//! started before the crontabs are loaded and again 5 s after it is lost; the daemon holds no
+//! database code and starts no thread.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
