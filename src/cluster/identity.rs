@@ -116,6 +116,23 @@ mod tests {
     }
 
     #[test]
+    fn ids_and_weights_are_the_same_in_every_release() {
+        // Entry ids are stored in the cluster database and shown to users, and every host must
+        // weigh a run the same: these values must never change.
+        let key = entry_key(
+            &schedule("*/15 9-17 * * mon-fri"),
+            Some("Europe/Paris"),
+            b"alice",
+            b"backup%now",
+        );
+        assert_eq!(key.to_string(), "678eb91cd78c8db4");
+        assert_eq!(
+            run_weight("host-a", "c", b"alice", key, 600),
+            0x3dbf_4a59_1689_11e6
+        );
+    }
+
+    #[test]
     fn the_spelling_of_a_schedule_does_not_change_the_entry() {
         let a = entry_key(
             &schedule("*/15 9-17 * * mon-fri"),
