@@ -44,6 +44,7 @@ pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
+pub mod types;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts
 /// bytes in the allocator and makes no syscall, so the core may use it (its `unsafe impl` is

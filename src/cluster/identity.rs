@@ -5,6 +5,8 @@
 //! (`0-59/15` for `*/15`, `mon` for `1`) change nothing; a change of any of the four makes a new
 //! entry with a history of its own.
 //!
+//! Pure.
+//!
 //! FNV is not collision-resistant, and needs not be: a claim is keyed by the cluster, the owner
 //! (the user) and this hash together, so a user who crafts a collision can only collide with
 //! their own entries.

@@ -1,6 +1,8 @@
 //! The parser of the five time fields and the `@` specials (rules and choices: see the module
 //! header in `schedule/mod.rs`). Errors carry the byte offset of the offending character in the
 //! text they were given, so `crontab` can turn them into `file:line:column`.
+//!
+//! Pure: the host seed for `~` is an argument.
 
 use std::fmt;
 

@@ -11,31 +11,9 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{self, Flock, FlockArg, OFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
 
-use super::user::{Gid, Uid};
+use crate::types::{Gid, Uid};
 
-/// What kind of file a descriptor or a path is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    Regular,
-    Directory,
-    Symlink,
-    Other,
-}
-
-/// What `fstat` (or `lstat`, for a link) says about a file: the facts the daemon's trust rule
-/// and crontab(1) check, read once from the descriptor, never again from the path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileFacts {
-    pub kind: FileKind,
-    pub owner: Uid,
-    pub group: Gid,
-    /// Permission bits (`st_mode & 0o7777`).
-    pub mode: u32,
-    pub links: u64,
-    pub size: u64,
-    /// Modification time in nanoseconds since the epoch (the fallback change check).
-    pub mtime_ns: i128,
-}
+pub use crate::types::{FileFacts, FileKind};
 
 impl FileFacts {
     fn from_stat(st: &FileStat) -> FileFacts {

@@ -4,6 +4,8 @@
 //! ([`Cycle::on_wake`]), take the jobs to start while the minute lasts ([`Cycle::next_to_start`])
 //! and sleep until [`Cycle::next_wake`]. No clock reads, no syscalls: what a job is (`J`) is
 //! the caller's business.
+//!
+//! Pure.
 
 use super::ids::IdMap;
 
