@@ -204,7 +204,7 @@ impl Options {
                 OutputTo::Mail(MailSetup {
                     command: self.mail_command(),
                     full_host: self.fqdn_in_subject,
-                    charset: mail::charset_from_env(),
+                    charset: charset_from_env(),
                 })
             },
         }
@@ -217,6 +217,16 @@ impl Options {
             Destination::Syslog
         })
     }
+}
+
+/// [`mail::charset_from_locale`] with this process's environment.
+fn charset_from_env() -> String {
+    let get = |n: &str| std::env::var(n).ok();
+    mail::charset_from_locale(
+        get("LC_ALL").as_deref(),
+        get("LC_CTYPE").as_deref(),
+        get("LANG").as_deref(),
+    )
 }
 
 #[cfg(test)]

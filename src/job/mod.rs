@@ -190,7 +190,7 @@ pub struct MailSetup {
     pub command: MailCommand,
     /// Debian's `-n`: the full host name in the subject.
     pub full_host: bool,
-    /// The daemon locale's charset (`mail::charset_from_env()` at start).
+    /// The daemon locale's charset (`daemon::options::charset_from_env()` at start).
     pub charset: String,
 }
 
