@@ -5,7 +5,7 @@
 //!
 //! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
-//!   fire times), [`queue`] (due jobs and the cycle deadline), [`crontab_cmd::access`]
+//!   fire times, and [`timeline::queue`]: due jobs and the cycle deadline), [`crontab_cmd::access`]
 //!   (cron.allow/deny), [`metrics`] (the daemon's counters and their text).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
 //!   (the job child: its stdin writer, output capture and log lines), [`mail`] (what a job
@@ -39,7 +39,6 @@ pub(crate) mod log;
 pub mod mail;
 pub(crate) mod metrics;
 pub mod paths;
-pub(crate) mod queue;
 pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;

@@ -9,8 +9,8 @@
 
 use super::ids::IdMap;
 
+use super::queue::{Queue, Queued, RETRY_MS};
 use super::{Agenda, EntryId, Movement, UtcMinute};
-use crate::queue::{Queue, Queued, RETRY_MS};
 use crate::schedule::{Schedule, Zone};
 
 /// With nothing due at all, the daemon still wakes this often, so that a step of the wall clock

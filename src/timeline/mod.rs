@@ -28,6 +28,7 @@
 mod agenda;
 mod cycle;
 mod ids;
+pub(crate) mod queue;
 #[cfg(test)]
 mod tests;
 
