@@ -34,6 +34,7 @@ pub mod crontab;
 pub(crate) mod crontab_cmd;
 pub(crate) mod daemon;
 pub(crate) mod database;
+pub(crate) mod hash;
 pub mod job;
 pub(crate) mod log;
 pub mod mail;

@@ -13,24 +13,23 @@
 
 use std::fmt;
 
+use crate::hash::{FNV_OFFSET, fnv1a, mix};
 use crate::schedule::{Field, Schedule};
 
 /// An entry's identity: shown and stored as 16 lower-case hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryKey(pub u64);
 
-/// FNV-1a, 64 bits.
+/// FNV-1a, 64 bits ([`crate::hash`]), fed in parts.
 struct Fnv(u64);
 
 impl Fnv {
     fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
+        Fnv(FNV_OFFSET)
     }
 
     fn eat(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        self.0 = fnv1a(self.0, bytes);
     }
 
     /// A length before the bytes, so that no two different sequences of parts hash the same
@@ -70,16 +69,6 @@ pub fn run_weight(host: &str, cluster: &str, owner: &[u8], entry: EntryKey, minu
     h.eat(&entry.0.to_le_bytes());
     h.eat(&minute.to_le_bytes());
     mix(h.0)
-}
-
-/// A 64-bit finalizer (splitmix64's): FNV's last bytes reach only its low bits, and rendezvous
-/// hashing compares whole weights.
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 impl fmt::Display for EntryKey {
