@@ -27,6 +27,7 @@
 // and the docs are read with `cargo doc --document-private-items`, where these links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
+pub(crate) mod cli;
 pub mod cluster;
 pub mod cronctl;
 pub(crate) mod cronnext;

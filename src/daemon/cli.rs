@@ -12,6 +12,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::cli::in_range;
 use crate::cluster::{MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crate::log::{Destination, Format};
 
@@ -280,23 +281,6 @@ impl Options {
         }
         Ok(o)
     }
-}
-
-/// A number from `low` to `high` (both included).
-fn in_range(
-    parser: &mut lexopt::Parser,
-    option: &str,
-    low: u32,
-    high: u32,
-) -> Result<u32, lexopt::Error> {
-    let v = parser.value()?;
-    v.to_str()
-        .and_then(|t| t.parse().ok())
-        .filter(|n| (low..=high).contains(n))
-        .ok_or_else(|| lexopt::Error::UnexpectedValue {
-            option: format!("{option}, {low} to {high}"),
-            value: v.clone(),
-        })
 }
 
 /// A UTF-8 option value.
