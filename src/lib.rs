@@ -3,7 +3,9 @@
 //! The crate is split as DESIGN.md §2 says: a functional core that decides and a thin shell that
 //! acts.
 //!
-//! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
+//! * Core (pure: no clock reads, no syscalls, no files; a file is core when its module header
+//!   carries the marker `.ci/core-boundary` looks for, and that script checks each): [`types`] (the ids, file facts and log level
+//!   both sides name), [`hash`] (FNV-1a), [`schedule`] (time fields, fire times,
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
 //!   fire times, and [`timeline::queue`]: due jobs and the cycle deadline), [`crontab_cmd::access`]
 //!   (cron.allow/deny), [`metrics`] (the daemon's counters and their text).
