@@ -39,6 +39,7 @@ check:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 	./.ci/core-boundary
+	./.ci/core-boundary-selftest
 	./.ci/doc-tests-exist
 	./.ci/crond-links-no-db
 

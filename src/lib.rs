@@ -3,9 +3,11 @@
 //! The crate is split as DESIGN.md §2 says: a functional core that decides and a thin shell that
 //! acts.
 //!
-//! * Core (pure: no clock reads, no syscalls, no files): [`schedule`] (time fields, fire times,
+//! * Core (pure: no clock reads, no syscalls, no files; a file is core when its module header
+//!   carries the marker `.ci/core-boundary` looks for, and that script checks each): [`types`] (the ids, file facts and log level
+//!   both sides name), [`hash`] (FNV-1a), [`schedule`] (time fields, fire times,
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
-//!   fire times), [`queue`] (due jobs and the cycle deadline), [`crontab_cmd::access`]
+//!   fire times, and [`timeline::queue`]: due jobs and the cycle deadline), [`crontab_cmd::access`]
 //!   (cron.allow/deny), [`metrics`] (the daemon's counters and their text).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
 //!   (the job child: its stdin writer, output capture and log lines), [`mail`] (what a job
@@ -27,6 +29,7 @@
 // and the docs are read with `cargo doc --document-private-items`, where these links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
+pub(crate) mod cli;
 pub mod cluster;
 pub mod cronctl;
 pub(crate) mod cronnext;
@@ -34,16 +37,17 @@ pub mod crontab;
 pub(crate) mod crontab_cmd;
 pub(crate) mod daemon;
 pub(crate) mod database;
+pub(crate) mod hash;
 pub mod job;
 pub(crate) mod log;
 pub mod mail;
 pub(crate) mod metrics;
 pub mod paths;
-pub(crate) mod queue;
 pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
+pub mod types;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts
 /// bytes in the allocator and makes no syscall, so the core may use it (its `unsafe impl` is

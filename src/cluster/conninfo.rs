@@ -1,6 +1,8 @@
 //! The connection string and the password file, both in libpq's formats, parsed without touching
 //! a file or the network.
 //!
+//! Pure: the caller reads the password file and passes its text in.
+//!
 //! Two syntaxes are read, as libpq reads them: `key=value` pairs (`host=/run/x port=5433`,
 //! values optionally in single quotes with `\'` and `\\` escapes) and URIs
 //! (`postgresql://user@host:port/dbname?param=value`). Only the settings crond uses are known;

@@ -5,30 +5,31 @@
 //! (`0-59/15` for `*/15`, `mon` for `1`) change nothing; a change of any of the four makes a new
 //! entry with a history of its own.
 //!
+//! Pure.
+//!
 //! FNV is not collision-resistant, and needs not be: a claim is keyed by the cluster, the owner
 //! (the user) and this hash together, so a user who crafts a collision can only collide with
 //! their own entries.
 
 use std::fmt;
 
+use crate::hash::{FNV_OFFSET, fnv1a, mix};
 use crate::schedule::{Field, Schedule};
 
 /// An entry's identity: shown and stored as 16 lower-case hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryKey(pub u64);
 
-/// FNV-1a, 64 bits.
+/// FNV-1a, 64 bits ([`crate::hash`]), fed in parts.
 struct Fnv(u64);
 
 impl Fnv {
     fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
+        Fnv(FNV_OFFSET)
     }
 
     fn eat(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        self.0 = fnv1a(self.0, bytes);
     }
 
     /// A length before the bytes, so that no two different sequences of parts hash the same
@@ -70,16 +71,6 @@ pub fn run_weight(host: &str, cluster: &str, owner: &[u8], entry: EntryKey, minu
     mix(h.0)
 }
 
-/// A 64-bit finalizer (splitmix64's): FNV's last bytes reach only its low bits, and rendezvous
-/// hashing compares whole weights.
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 impl fmt::Display for EntryKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:016x}", self.0)
@@ -113,6 +104,23 @@ mod tests {
             When::Periodic(s) => s,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn ids_and_weights_are_the_same_in_every_release() {
+        // Entry ids are stored in the cluster database and shown to users, and every host must
+        // weigh a run the same: these values must never change.
+        let key = entry_key(
+            &schedule("*/15 9-17 * * mon-fri"),
+            Some("Europe/Paris"),
+            b"alice",
+            b"backup%now",
+        );
+        assert_eq!(key.to_string(), "678eb91cd78c8db4");
+        assert_eq!(
+            run_weight("host-a", "c", b"alice", key, 600),
+            0x3dbf_4a59_1689_11e6
+        );
     }
 
     #[test]

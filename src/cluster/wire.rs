@@ -4,6 +4,8 @@
 //! printable ASCII. A line is at most [`MAX_LINE`] bytes; a longer one, or one that does not
 //! parse, is a protocol error and the daemon restarts the helper.
 //!
+//! Pure: lines in, messages out, and back; the daemon and the helper do the socket I/O.
+//!
 //! Daemon to helper:
 //! * `RUN SEQ MINUTE CLUSTER OWNER ENTRY`: claim the run of entry `ENTRY` (16 hex digits) of
 //!   `OWNER` in `CLUSTER` due in the minute starting at unix second `MINUTE`, and mark it

@@ -148,14 +148,18 @@ where
     Ok(Invocation { db, command })
 }
 
-/// A number from `low` to `high` (both included).
+/// A number from `low` to `high` (both included): [`crate::cli::in_range`], worded as cronctl's
+/// other errors are.
 fn in_range(parser: &mut lexopt::Parser, option: &str, low: u32, high: u32) -> Result<u32, String> {
-    let v = parser.value().map_err(|e| e.to_string())?;
-    let v = v.to_string_lossy();
-    v.parse()
-        .ok()
-        .filter(|n| (low..=high).contains(n))
-        .ok_or_else(|| format!("{option}: {low} to {high}, not '{v}'"))
+    crate::cli::in_range(parser, option, low, high).map_err(|e| match e {
+        lexopt::Error::UnexpectedValue { value, .. } => {
+            format!(
+                "{option}: {low} to {high}, not '{}'",
+                value.to_string_lossy()
+            )
+        }
+        e => e.to_string(),
+    })
 }
 
 #[cfg(test)]

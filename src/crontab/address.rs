@@ -3,6 +3,8 @@
 //! Nothing that passes can look like a sendmail option (`-oQ/tmp`), carry a blank into the
 //! MTA's arguments or a line break into a header. The parser checks them when the crontab is
 //! checked (`crontab -n`, install, the daemon's load); the mail planner checks again.
+//!
+//! Pure.
 
 /// Debian's `safe_p` over one value. Empty is not safe.
 pub fn is_safe_address(value: &[u8]) -> bool {

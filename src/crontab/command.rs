@@ -2,6 +2,8 @@
 //! byte (and is dropped only before `%`); the first unescaped `%` ends the command, and the text
 //! after it is the job's standard input, with every further unescaped `%` a newline and a final
 //! newline added when missing.
+//!
+//! Pure: bytes in, bytes out.
 
 /// What the shell runs and what it reads on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]

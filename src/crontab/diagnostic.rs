@@ -1,5 +1,7 @@
 //! What the parser says about a file: one [`Diagnostic`] per problem, named by line and column,
 //! and the bounds on how many are kept and how long each may be.
+//!
+//! Pure.
 
 use std::fmt;
 

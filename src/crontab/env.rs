@@ -2,6 +2,8 @@
 //! a blank or `=`; blanks around `=` are optional; the value may be quoted with `'` or `"` (to
 //! keep leading or trailing blanks, or to be empty), and a quoted value may be followed only by
 //! blanks. Nothing is expanded (`$HOME` stays `$HOME`).
+//!
+//! Pure: the process's own environment is never read here.
 
 use std::collections::HashMap;
 use std::sync::Arc;

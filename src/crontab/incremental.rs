@@ -1,5 +1,7 @@
 //! Parsing a large file again after an edit, without parsing what did not change.
 //!
+//! Pure: the old fingerprint and the new text are arguments.
+//!
 //! A parse can leave a [`Fingerprint`] of the text: for each chunk of [`CHUNK_LINES`] lines, a
 //! keyed hash of its bytes, the parser's state where it starts (the variables, `CRON_TZ`,
 //! `RANDOM_DELAY`, the counts the limits apply to) and how many entries it gave that the

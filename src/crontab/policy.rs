@@ -2,6 +2,8 @@
 //! `RANDOM_DELAY`, each applies to the entries below it, and a file without them means what it
 //! means to Debian's cron.
 //!
+//! Pure.
+//!
 //! * `CRON_OVERLAP=allow|skip|queue`: what a run does when the entry's previous run is still
 //!   going (default `allow`, Vixie's behaviour).
 //! * `CRON_MISSED=skip|once`: whether runs missed while the daemon was not running are made up

@@ -23,9 +23,9 @@ use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PE
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 use crate::job::{JobSpec, log_lines};
 use crate::log::Level;
-use crate::queue::Queued;
 use crate::sys::process::Exit;
 use crate::sys::user::Uid;
+use crate::timeline::queue::Queued;
 use crate::timeline::{Due, EntryId, UtcMinute};
 
 /// How long the daemon waits before it starts a lost helper again.

@@ -20,8 +20,8 @@ use std::io;
 use std::os::fd::BorrowedFd;
 
 use super::Error;
+use super::cli::MetricsAt;
 use super::event_loop::{Daemon, wall_clock};
-use super::options::MetricsAt;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
 

@@ -10,7 +10,7 @@ use super::running::Admit;
 use crate::crontab::policy::Overlap;
 use crate::job::{self, JobSpec, log_lines};
 use crate::log::Level;
-use crate::queue::Queued;
+use crate::timeline::queue::Queued;
 use crate::timeline::{Due, EntryId, Movement, UtcMinute};
 
 /// What woke the daemon for a minute.

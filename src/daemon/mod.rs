@@ -21,8 +21,8 @@ use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+pub use cli::Options;
 pub use cli::{Action, USAGE};
-pub use options::Options;
 
 use crate::log::{Level, Log};
 use crate::sys::fs::{self, LockError};

@@ -1,93 +1,16 @@
-//! The daemon's options as a typed value (what [`cli`](super::cli) parses argv into), and what
-//! each means once the defaults of [`crate::paths`] fill what was not given.
+//! What the daemon's options (the [`Options`] that [`cli`](super::cli) parses argv into) mean
+//! once the defaults of [`crate::paths`] fill what was not given, and what the daemon reads from
+//! its own environment for them (the locale's charset, `-P`'s PATH).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::cli::Action;
+use super::cli::Options;
 use crate::database::Paths;
 use crate::job::log_lines::JobLogMask;
 use crate::job::{ChildSetup, MailSetup, OutputTo, PamSetup};
-use crate::log::{Destination, Format, Log};
+use crate::log::{Destination, Log};
 use crate::mail::{self, MailCommand};
 use crate::paths;
-
-/// Everything the command line can say.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Options {
-    pub action: Action,
-    /// `-f`: stay in the foreground.
-    pub foreground: bool,
-    /// `-l`: LSB names in /etc/cron.d.
-    pub lsb_names: bool,
-    /// `-n` (Debian): the full host name in the mail subject.
-    pub fqdn_in_subject: bool,
-    /// `-L LEVEL`: Debian's bitmask (1 start, 2 end, 4 failed, 8 pid); `None` = 1.
-    pub log_level: Option<u32>,
-    /// `-s`: job output to syslog instead of mail.
-    pub output_to_syslog: bool,
-    /// `-m CMD|off`, as given (`None`: sendmail).
-    pub mail: Option<OsString>,
-    /// `-P`: jobs inherit the daemon's PATH.
-    pub inherit_path: bool,
-    /// `-p`: permit any crontab mode (not group/world-writable).
-    pub permit_any_mode: bool,
-    /// `-i`: no inotify; check mtimes every minute.
-    pub no_inotify: bool,
-    pub spool_dir: Option<PathBuf>,
-    pub system_crontab: Option<PathBuf>,
-    pub cron_d: Option<PathBuf>,
-    pub pid_file: Option<PathBuf>,
-    pub reboot_marker: Option<PathBuf>,
-    pub sendmail: Option<PathBuf>,
-    /// `--log`; `None`: syslog when daemonized, both with `-f`.
-    pub log: Option<Destination>,
-    /// `--log-format text|json`.
-    pub log_format: Format,
-    /// `--localtime FILE`: the local zone's file (default /etc/localtime).
-    pub localtime: Option<PathBuf>,
-    /// `--max-output SIZE` in bytes, as given (`None`: the default; `Some(0)`: no limit).
-    pub max_output: Option<u64>,
-    /// `--no-pam`: jobs run without a PAM session.
-    pub no_pam: bool,
-    /// `--pam-dir DIR`: read the PAM service `cron` from DIR instead of /etc/pam.d.
-    pub pam_dir: Option<PathBuf>,
-    /// `--state-dir DIR`: where the daemon keeps its state (default /var/lib/crond).
-    pub state_dir: Option<PathBuf>,
-    /// `--metrics unix:PATH|ADDRESS:PORT`, once per place (at most
-    /// [`MAX_METRICS_TARGETS`]): where to serve the metrics, each with its own connections.
-    pub metrics: Vec<MetricsAt>,
-    /// `--metrics-entries-on-tcp`: the per-entry series go to TCP clients too (any local user).
-    pub metrics_entries_on_tcp: bool,
-    /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
-    pub metrics_group: Option<String>,
-    /// `--cluster-db CONNINFO` (or `CRON_CLUSTER_DB` in the environment): cluster mode's
-    /// database, in libpq's syntax. `None`: cluster entries run as local ones.
-    pub cluster_db: Option<String>,
-    /// `--cluster-host NAME`: this host's name in the cluster (default: the host name).
-    pub cluster_host: Option<String>,
-    /// `--cluster-helper PATH`: the `cronctl` that runs as the helper (default: beside crond).
-    pub cluster_helper: Option<PathBuf>,
-    /// `--cluster-keep DAYS`: how long the history is kept (default 30).
-    pub cluster_keep_days: Option<u32>,
-    /// `--cluster-keep-runs N`: how many runs of each entry the history keeps (default 1,440).
-    pub cluster_keep_runs: Option<u32>,
-    /// `--cluster-lease SECONDS`: how long this host's lease lasts unrenewed (default 30).
-    pub cluster_lease_s: Option<u32>,
-}
-
-/// The most `--metrics` places.
-pub const MAX_METRICS_TARGETS: usize = 4;
-
-/// Where the metrics are served.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetricsAt {
-    /// A Unix socket: mode 0600, or 0660 with `--metrics-group`.
-    Unix(PathBuf),
-    /// A TCP port on a loopback address (any local user can read it: the per-entry series are
-    /// left out unless `--metrics-entries-on-tcp`).
-    Tcp(std::net::SocketAddr),
-}
 
 impl Options {
     /// Whether every path the daemon writes or trusts was given on the command line (the
@@ -204,7 +127,7 @@ impl Options {
                 OutputTo::Mail(MailSetup {
                     command: self.mail_command(),
                     full_host: self.fqdn_in_subject,
-                    charset: mail::charset_from_env(),
+                    charset: charset_from_env(),
                 })
             },
         }
@@ -217,6 +140,16 @@ impl Options {
             Destination::Syslog
         })
     }
+}
+
+/// [`mail::charset_from_locale`] with this process's environment.
+fn charset_from_env() -> String {
+    let get = |n: &str| std::env::var(n).ok();
+    mail::charset_from_locale(
+        get("LC_ALL").as_deref(),
+        get("LC_CTYPE").as_deref(),
+        get("LANG").as_deref(),
+    )
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 //! schedule, the zone, the scaled delay, the user and the uid checked for the file, the command,
 //! cronie's `-`, and every variable of the environment. The comparison is exact; a hash only
 //! finds the candidates.
+//!
+//! Pure: entries and the agenda in, the kept entries out; `daemon/load.rs` does the reading.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -15,8 +17,8 @@ use std::hash::{Hash, Hasher};
 use crate::crontab::Env;
 use crate::job::JobSpec;
 use crate::schedule::{Schedule, Zone};
-use crate::sys::user::Uid;
 use crate::timeline::{Cycle, EntryId, IdMap};
+use crate::types::Uid;
 
 /// An entry, as far as its identity goes.
 pub(super) struct Same<'a> {

@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use crate::crontab::policy::Overlap;
-use crate::sys::process::Pid;
 use crate::timeline::EntryId;
+use crate::types::Pid;
 
 /// An entry with runs going.
 #[derive(Debug)]

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::crontab::incremental::Fingerprint;
 use crate::database::SourceKey;
 use crate::log::Level;
-use crate::sys::user::Uid;
 use crate::timeline::EntryId;
+use crate::types::Uid;
 
 /// A loaded source.
 #[derive(Debug, Default, Clone)]

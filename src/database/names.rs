@@ -1,4 +1,5 @@
-//! Which file names in /etc/cron.d and the spool directory are crontabs (pure).
+//! Which file names in /etc/cron.d and the spool directory are crontabs. Pure: the caller lists
+//! the directory and passes each name in.
 //!
 //! /etc/cron.d follows Debian (research §2.5): run-parts' classic rule `^[a-zA-Z0-9_-]+$`, or
 //! with `-l` the LSB rule: `^_?([a-z0-9_.]+-)+[a-z0-9]+$` unless it ends in `dpkg-old` or

@@ -1,10 +1,10 @@
 //! Whether a crontab file may be trusted, decided purely from the facts `sys` read off the
-//! open descriptor (DESIGN §3, Debian's checks, research §1.3 and §2.8). No syscalls here.
+//! open descriptor (DESIGN §3, Debian's checks, research §1.3 and §2.8). Pure: no syscalls
+//! here.
 
 use std::fmt;
 
-use crate::sys::fs::{FileFacts, FileKind};
-use crate::sys::user::Uid;
+use crate::types::{FileFacts, FileKind, Uid};
 
 /// Which rule applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub fn check_symlink(link: &FileFacts) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::user::Gid;
+    use crate::types::Gid;
 
     fn file(owner: u32, mode: u32, links: u64) -> FileFacts {
         FileFacts {

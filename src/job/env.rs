@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::crontab::Env;
-use crate::sys::user::User;
+use crate::types::User;
 
 /// Debian's default PATH for jobs (DESIGN §3).
 pub const DEFAULT_PATH: &[u8] = b"/usr/bin:/bin";
@@ -64,7 +64,7 @@ mod tests {
 
     use super::*;
     use crate::crontab::{Format, Limits, ParseOptions, parse};
-    use crate::sys::user::{Gid, Uid};
+    use crate::types::{Gid, Uid};
 
     fn alice() -> User {
         User {

@@ -11,12 +11,10 @@
 //! Vixie's `mkprint` ([`printable`]: control bytes as `^X`, DEL as `^?`, bytes above 127 as
 //! `\ooo`).
 
-use std::os::unix::process::ExitStatusExt;
-
 use super::time_limit::Action;
 use crate::log::line::MAX_LINE;
 use crate::log::{LogLine, printable};
-use crate::sys::user::Uid;
+use crate::types::Uid;
 
 /// How the shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,18 +24,6 @@ pub enum JobExit {
 }
 
 impl JobExit {
-    pub fn from_status(status: std::process::ExitStatus) -> JobExit {
-        match (status.code(), status.signal()) {
-            (Some(code), _) => JobExit::Exited(code),
-            (None, Some(signal)) => JobExit::Signaled {
-                signal,
-                core_dumped: status.core_dumped(),
-            },
-            // Stopped/continued never reach a final wait; treat as a plain failure.
-            (None, None) => JobExit::Exited(-1),
-        }
-    }
-
     /// The exit status, when the shell exited.
     pub fn code(self) -> Option<i32> {
         match self {

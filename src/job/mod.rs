@@ -41,7 +41,7 @@ use crate::sys::process::{self, Forked, Pid};
 use crate::sys::signal;
 use crate::sys::user::{Uid, User};
 use env::{environment, lookup};
-use log_lines::JobLogMask;
+use log_lines::{JobExit, JobLogMask};
 use output::Output;
 use shell::Finished;
 
@@ -190,7 +190,7 @@ pub struct MailSetup {
     pub command: MailCommand,
     /// Debian's `-n`: the full host name in the subject.
     pub full_host: bool,
-    /// The daemon locale's charset (`mail::charset_from_env()` at start).
+    /// The daemon locale's charset (`daemon::options::charset_from_env()` at start).
     pub charset: String,
 }
 
@@ -464,6 +464,23 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
     }
     if more > 0 {
         log.line(Level::Info, &log_lines::cmdout_more_line(user, more));
+    }
+}
+
+impl JobExit {
+    /// How the shell ended, from its wait status (kept here, in the shell, so that the pure
+    /// [`log_lines`] names no process type).
+    pub fn from_status(status: std::process::ExitStatus) -> JobExit {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => JobExit::Exited(code),
+            (None, Some(signal)) => JobExit::Signaled {
+                signal,
+                core_dumped: status.core_dumped(),
+            },
+            // Stopped/continued never reach a final wait; treat as a plain failure.
+            (None, None) => JobExit::Exited(-1),
+        }
     }
 }
 

@@ -28,7 +28,5 @@ pub(crate) fn run_job(script: &str, stdin: Stdio, spill_dir: &Path) -> (Output, 
 
 /// FNV-1a, to compare large outputs without keeping two copies around.
 pub(crate) fn checksum(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-    })
+    crate::hash::fnv1a(crate::hash::FNV_OFFSET, bytes)
 }

@@ -15,7 +15,7 @@
 //! `duration_ms`. Bytes that are not UTF-8 become U+FFFD; control characters are escaped.
 
 use super::line::{JobFields, LogLine};
-use crate::sys::syslog::Level;
+use crate::types::Level;
 
 /// What a rendered object says besides the line itself.
 #[derive(Debug, Clone, Copy)]

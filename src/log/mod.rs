@@ -15,7 +15,7 @@ use std::io::Write;
 
 use crate::sys::syslog;
 
-pub use crate::sys::syslog::Level;
+pub use crate::types::Level;
 pub use line::{JobFields, LogLine, printable};
 
 /// How a message is written.

@@ -1,6 +1,7 @@
 //! The mail of a job's output (DESIGN §6): who gets it, and the header written before the
-//! output. Everything here is pure: [`plan`] looks at the job and its output and returns either
-//! a reason not to mail or the recipients and header bytes; [`send`] pipes them to the MTA.
+//! output. Pure: [`plan`] looks at the job and its output and returns either a reason not to
+//! mail or the recipients and header bytes; [`send`] (not pure) pipes them to the MTA, and the
+//! daemon reads its locale's variables for [`charset_from_locale`].
 //!
 //! Rules, Debian's unless said otherwise:
 //! - no mail when the output is empty, when MAILTO is set and empty, or with `-m off`;
@@ -203,16 +204,6 @@ pub fn charset_from_locale(
         None => "ISO-8859-1".to_string(),
         Some((_, codeset)) => normalise_codeset(codeset),
     }
-}
-
-/// [`charset_from_locale`] with this process's environment.
-pub fn charset_from_env() -> String {
-    let get = |n: &str| std::env::var(n).ok();
-    charset_from_locale(
-        get("LC_ALL").as_deref(),
-        get("LC_CTYPE").as_deref(),
-        get("LANG").as_deref(),
-    )
 }
 
 fn normalise_codeset(codeset: &str) -> String {
@@ -431,23 +422,11 @@ fn encoded_words(prefix: &str, value: &[u8], charset: &str) -> Vec<u8> {
     out
 }
 
-/// Standard base64 with padding (RFC 4648 §4).
+/// Standard base64 with padding (RFC 4648 §4), from the `base64` crate (no dependencies of its
+/// own, and already in the workspace through cronctl's PostgreSQL client).
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                s.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Durations as crontabs write them (`CRON_TIMEOUT=90s`, `@every 1h30m`): one or more `NUMBER
 //! UNIT` parts with units `s`, `m`, `h`, `d`, or a bare number of seconds; from 1 s to
 //! [`MAX_DURATION_S`].
+//!
+//! Pure: text in, seconds out.
 
 use std::fmt;
 

@@ -1,7 +1,7 @@
 //! When an entry runs: the five time fields of crontab(5) as bitsets, and the fire times they give
 //! in a time zone.
 //!
-//! This module is pure: no clock reads, no syscalls, no files (the zone data comes in as a
+//! Pure: no clock reads, no syscalls, no files (the zone data comes in as a
 //! [`Zone`] value). It is the only place in crond that does time arithmetic; the daemon,
 //! `cronnext` and the tests all ask it the same two questions: does this local minute match
 //! ([`Schedule::matches`]), and when is the next fire time after an instant

@@ -1,5 +1,7 @@
 //! Next fire time in a zone, with the DST rule of DESIGN §4.
 //!
+//! Pure: the instant to start from is an argument.
+//!
 //! Let `local(t)` be the wall-clock time of instant `t`. It rises with `t`, jumps forward at a
 //! spring-forward (a *gap*: some wall-clock minutes never happen) and back at a fall-back (a
 //! *fold*: some happen twice).

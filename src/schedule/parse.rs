@@ -1,10 +1,13 @@
 //! The parser of the five time fields and the `@` specials (rules and choices: see the module
 //! header in `schedule/mod.rs`). Errors carry the byte offset of the offending character in the
 //! text they were given, so `crontab` can turn them into `file:line:column`.
+//!
+//! Pure: the host seed for `~` is an argument.
 
 use std::fmt;
 
 use super::{Field, Schedule, When, full_bits};
+use crate::hash::{FNV_OFFSET, fnv1a, mix};
 
 /// An error in a time specification: where (byte offset into the parsed text, 0-based) and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,25 +187,6 @@ fn trim_blanks(text: &[u8]) -> &[u8] {
         .rposition(|&b| !is_blank(b))
         .map_or(start, |n| n + 1);
     &text[start..end]
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a: a fixed, documented hash, so `~` picks never change between releases (std's hasher
-/// makes no such promise).
-fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
-
-/// splitmix64's finaliser: spreads FNV's weak low bits before the modulo.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 struct FieldParser<'a> {

@@ -1,6 +1,10 @@
 //! A time zone as the scheduler sees it: a name (for logs and `cronnext`) and jiff's zone rules,
 //! read from the system tz database (`/usr/share/zoneinfo`, or `TZDIR`), so a tzdata update
 //! applies without a rebuild.
+//!
+//! Pure, but for one read: [`Zone::get`] asks jiff's tz database, which reads a zone's file once
+//! and keeps it (the core's one file access, so that the daemon, `cronnext` and crontab(1) resolve
+//! a name alike; the local zone is read by the shell and passed in with [`Zone::new`]).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};

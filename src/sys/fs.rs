@@ -11,31 +11,9 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{self, Flock, FlockArg, OFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
 
-use super::user::{Gid, Uid};
+use crate::types::{Gid, Uid};
 
-/// What kind of file a descriptor or a path is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    Regular,
-    Directory,
-    Symlink,
-    Other,
-}
-
-/// What `fstat` (or `lstat`, for a link) says about a file: the facts the daemon's trust rule
-/// and crontab(1) check, read once from the descriptor, never again from the path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileFacts {
-    pub kind: FileKind,
-    pub owner: Uid,
-    pub group: Gid,
-    /// Permission bits (`st_mode & 0o7777`).
-    pub mode: u32,
-    pub links: u64,
-    pub size: u64,
-    /// Modification time in nanoseconds since the epoch (the fallback change check).
-    pub mtime_ns: i128,
-}
+pub use crate::types::{FileFacts, FileKind};
 
 impl FileFacts {
     fn from_stat(st: &FileStat) -> FileFacts {
@@ -207,11 +185,29 @@ fn check_dir(dir: &OwnedFd, at: &Path, owner: Uid, last: Option<LastDir>) -> io:
     }
 }
 
+/// Renames `from` over `to` in the directory `dir` in one step (readers see the old file or the
+/// new one, never half), then syncs the directory so that the rename itself survives a crash or
+/// a power loss. The crate's one atomic replace: [`replace_file_at`] and crontab(1)'s install
+/// (`SpoolDir::rename`) both end here.
+///
+/// `dir` may be an `O_PATH` descriptor: the sync reopens it for reading. When the caller may not
+/// read the directory — crontab(1) run by a user, in Debian's spool directory (mode 1730: the
+/// group may write and search it, not list it) — the sync is left out; the rename is done and
+/// atomic all the same, and only root's writes get the stronger promise.
+pub fn rename_durably_at(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    fcntl::renameat(dir, from, dir, to).map_err(io::Error::from)?;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    match fcntl::openat(dir, ".", flags, Mode::empty()) {
+        Ok(readable) => nix::unistd::fsync(&readable).map_err(io::Error::from),
+        Err(nix::errno::Errno::EACCES) => Ok(()),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
 /// Replaces `name` in the directory `dir` (from [`open_checked_dir`]) with `bytes` so that a
 /// crash or a power loss leaves the old contents or the new, never a mix: written beside
 /// (`name.new`, opened relative to `dir`, never following a link, and checked to be a regular
-/// file with one link), synced, renamed over, and the directory synced so the rename itself is
-/// on disk.
+/// file with one link), synced, and renamed over with [`rename_durably_at`].
 pub fn replace_file_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
     let new = format!("{name}.new");
     let fd = fcntl::openat(
@@ -231,8 +227,7 @@ pub fn replace_file_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()
     file.write_all(bytes)?;
     file.sync_all()?;
     drop(file);
-    fcntl::renameat(dir, new.as_str(), dir, name).map_err(io::Error::from)?;
-    nix::unistd::fsync(dir).map_err(io::Error::from)
+    rename_durably_at(dir.as_fd(), OsStr::new(&new), OsStr::new(name))
 }
 
 /// A held exclusive lock on the pid file; released when the daemon exits.
@@ -299,5 +294,22 @@ pub fn create_marker(path: &Path) -> io::Result<bool> {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_through_a_path_only_descriptor_replaces_the_file_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("old"), b"old").unwrap();
+        std::fs::write(dir.path().join("new"), b"new").unwrap();
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let fd = fcntl::openat(AT_CWD, dir.path(), flags, Mode::empty()).unwrap();
+        rename_durably_at(fd.as_fd(), OsStr::new("new"), OsStr::new("old")).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("old")).unwrap(), b"new");
+        assert!(!dir.path().join("new").exists());
     }
 }

@@ -3,7 +3,6 @@
 //! single-threaded caller) is checked at every call, and is what keeps the daemon
 //! single-threaded (DESIGN §2).
 
-use std::fmt;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -12,15 +11,7 @@ use std::path::Path;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{self, ForkResult};
 
-/// A process id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Pid(pub i32);
-
-impl fmt::Display for Pid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+pub use crate::types::Pid;
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -152,9 +152,10 @@ impl SpoolDir {
         Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
     }
 
-    /// Renames `from` over `to` in one step: readers see the old file or the new one, never half.
+    /// Renames `from` over `to` in one step: readers see the old file or the new one, never half;
+    /// then syncs the directory when the caller may read it ([`fs::rename_durably_at`]).
     pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        fcntl::renameat(&self.fd, from, &self.fd, to).map_err(errno)
+        fs::rename_durably_at(self.fd.as_fd(), from, to)
     }
 
     /// Unlinks `name`; `Ok(false)` if there was nothing to unlink.

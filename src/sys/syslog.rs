@@ -3,14 +3,7 @@
 
 use std::ffi::{CStr, CString};
 
-/// The syslog level of a message (syslog(3): the priority is the facility, always cron, and
-/// this level).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    Info,
-    Warning,
-    Error,
-}
+pub use crate::types::Level;
 
 impl Level {
     fn raw(self) -> libc::c_int {

@@ -1,44 +1,12 @@
 //! Users and ids: the passwd database (through NSS, as getpwnam_r) and the process's own ids.
-//! Kernel ids are newtypes so a uid can't be passed where a gid is expected.
+//! The ids and the passwd entry themselves are plain data in [`crate::types`], re-exported here.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::os::unix::ffi::OsStringExt;
-use std::path::PathBuf;
 
 use nix::unistd;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Uid(pub u32);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Gid(pub u32);
-
-impl Uid {
-    pub const ROOT: Uid = Uid(0);
-}
-
-impl fmt::Display for Uid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl fmt::Display for Gid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// A passwd entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
-    pub name: Vec<u8>,
-    pub uid: Uid,
-    pub gid: Gid,
-    pub home: PathBuf,
-    pub shell: PathBuf,
-}
+pub use crate::types::{Gid, Uid, User};
 
 impl User {
     fn from_nix(u: unistd::User) -> User {

@@ -4,11 +4,13 @@
 //! ([`Cycle::on_wake`]), take the jobs to start while the minute lasts ([`Cycle::next_to_start`])
 //! and sleep until [`Cycle::next_wake`]. No clock reads, no syscalls: what a job is (`J`) is
 //! the caller's business.
+//!
+//! Pure.
 
 use super::ids::IdMap;
 
+use super::queue::{Queue, Queued, RETRY_MS};
 use super::{Agenda, EntryId, Movement, UtcMinute};
-use crate::queue::{Queue, Queued, RETRY_MS};
 use crate::schedule::{Schedule, Zone};
 
 /// With nothing due at all, the daemon still wakes this often, so that a step of the wall clock

@@ -1,6 +1,8 @@
 //! Maps keyed by [`EntryId`](super::EntryId): the daemon looks entries up by id on every
 //! reload and every fire, so the hash is one multiplication. Ids are handed out in sequence
 //! by the agenda, never taken from input, so no one can choose them to collide.
+//!
+//! Pure.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -1,6 +1,6 @@
 //! The minute loop's decisions as a pure function (DESIGN §4, STYLE §2): given where the
 //! scheduler's clocks stand and the wall-clock minute now, which fire times to run, skip or
-//! coalesce. No clock reads, no syscalls: the daemon reads the clock and carries the plan out on
+//! coalesce. Pure: no clock reads, no syscalls; the daemon reads the clock and carries the plan out on
 //! an [`Agenda`] inside a [`Cycle`] (the agenda, the jobs and the queue of due jobs), and the
 //! simulation tests drive that very same machine with a fake clock.
 //!
@@ -28,6 +28,7 @@
 mod agenda;
 mod cycle;
 mod ids;
+pub(crate) mod queue;
 #[cfg(test)]
 mod tests;
 

@@ -163,6 +163,21 @@ fn the_host_seed_is_a_fixed_function_of_the_name() {
     assert_eq!(host_seed(b"a"), 0xaf63_dc4c_8601_ec8c);
 }
 
+#[test]
+fn random_picks_are_the_same_in_every_release() {
+    // The picks come from FNV-1a of the host and the line: they must survive an upgrade.
+    let picks = |text: &str| match parse_expression(text, host_seed(b"host-a")).unwrap() {
+        When::Periodic(s) => (
+            s.bits(Field::Minute),
+            s.bits(Field::Hour),
+            s.bits(Field::DayOfWeek),
+        ),
+        other => panic!("{other:?}"),
+    };
+    // Minute 59, hour 16, Saturday.
+    assert_eq!(picks("~ 10~20 * * ~"), (1 << 59, 1 << 16, 1 << 6));
+}
+
 fn assert_error(expr: &str, column: usize, contains: &str) {
     let e = error(expr);
     assert_eq!(e.offset + 1, column, "{expr:?}: {e}");

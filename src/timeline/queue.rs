@@ -16,7 +16,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::timeline::UtcMinute;
+use super::UtcMinute;
 
 /// How long a failed fork holds the line before the next attempt, in milliseconds.
 pub const RETRY_MS: i64 = 1_000;
