@@ -27,6 +27,7 @@ pub(super) fn run_in_session(
     setup: &ChildSetup,
     user: &User,
     pam: &PamSetup,
+    first: bool,
 ) -> i32 {
     use crate::sys::pam::Pam;
     use crate::sys::process::{self, Exit, Forked};
@@ -70,7 +71,7 @@ pub(super) fn run_in_session(
             }
             // The session (its handle, its limits, its loginuid) was made for this: the job
             // runs here; the handle is the parent's to close, so this process never returns.
-            let code = run_as_user(spec, setup, user, env);
+            let code = run_as_user(spec, setup, user, env, first);
             process::exit_immediately(code)
         }
         Ok((Forked::Parent(pid), _)) => match process::wait_for(pid) {
@@ -150,6 +151,7 @@ pub(super) fn run_in_session(
     setup: &ChildSetup,
     _user: &User,
     _pam: &PamSetup,
+    _first: bool,
 ) -> i32 {
     setup.log.error(
         spec.user(),

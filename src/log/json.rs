@@ -71,6 +71,7 @@ fn level_name(level: Level) -> &'static str {
     match level {
         Level::Error => "error",
         Level::Warning => "warning",
+        Level::Notice => "notice",
         Level::Info => "info",
     }
 }

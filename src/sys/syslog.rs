@@ -8,6 +8,8 @@ use std::ffi::{CStr, CString};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Info,
+    /// Normal but worth a look: logged once where every run would repeat it.
+    Notice,
     Warning,
     Error,
 }
@@ -16,6 +18,7 @@ impl Level {
     fn raw(self) -> libc::c_int {
         match self {
             Level::Info => libc::LOG_INFO,
+            Level::Notice => libc::LOG_NOTICE,
             Level::Warning => libc::LOG_WARNING,
             Level::Error => libc::LOG_ERR,
         }
