@@ -86,6 +86,8 @@ pub struct FileFacts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     Info,
+    /// Normal but worth a look: logged once where every run would repeat it.
+    Notice,
     Warning,
     Error,
 }

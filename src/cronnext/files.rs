@@ -5,9 +5,14 @@
 //!
 //! Must not stop at a file's errors (they are printed, the good entries still are, and the exit
 //! status is 2), nor print without bound (at most [`MAX_LINES`] lines).
+//!
+//! With `--system`, a file in a directory named `cron.d` whose name crond does not read there
+//! (`foo.dpkg-old`, `.placeholder`: the daemon's own rule, [`names::cron_d_name_ok`], without
+//! crond's `-l`) is skipped and said so on stderr: `cronnext --system /etc/cron.d/*` shows
+//! what the daemon runs. Notes about an entry (`@reboot`, `@every`) name it as `FILE:LINE`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 
@@ -15,6 +20,7 @@ use super::Failure;
 use crate::cluster::identity::{EntryKey, entry_key};
 use crate::crontab::policy::Policy;
 use crate::crontab::{self, Format, Limits, ParseOptions};
+use crate::database::names;
 use crate::schedule::{Schedule, When, Zone};
 
 /// Most lines printed in crontab mode with `--until`, so that `* * * * *` over a decade ends.
@@ -48,6 +54,25 @@ pub(super) struct Request<'a> {
     pub seed: u64,
 }
 
+/// Whether crond reads `path` as a system crontab: a file in a directory named `cron.d` must
+/// have a name the daemon accepts there; any other path (`/etc/crontab`, a file being tried
+/// out) is read as given.
+fn read_by_crond(path: &Path) -> bool {
+    let Some(name) = path.file_name() else {
+        return true;
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    // The directory's own name, after `.`, `..` and symbolic links (`cd /etc/cron.d; cronnext
+    // --system *`); the file itself may be a link anywhere.
+    let in_cron_d = std::fs::canonicalize(dir)
+        .ok()
+        .is_some_and(|dir| dir.file_name().is_some_and(|d| d == "cron.d"));
+    !in_cron_d || names::cron_d_name_ok(name.as_encoded_bytes(), false)
+}
+
 /// Prints the runs `request` asks for; returns the exit status (2 if a file has errors).
 pub(super) fn run(
     request: &Request<'_>,
@@ -66,6 +91,15 @@ pub(super) fn run(
     let mut status = 0;
     let mut tabs = Vec::new();
     for path in files {
+        if format == Format::System && !read_by_crond(path) {
+            writeln!(
+                err,
+                "cronnext: {}: skipped: crond does not read this file ({})",
+                path.display(),
+                names::CRON_D_NAME_RULE
+            )?;
+            continue;
+        }
         let text =
             std::fs::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
         let mut zones = |name: &str| Zone::get(name);
@@ -95,11 +129,11 @@ pub(super) fn run(
             .file_name()
             .map(|n| n.as_encoded_bytes().to_vec())
             .unwrap_or_default();
-        tabs.push((owner, tab));
+        tabs.push((owner, shown, tab));
     }
     let per_entry = count.unwrap_or(if until.is_some() { u64::MAX } else { 1 });
     let mut runs: Vec<Run<'_>> = Vec::new();
-    for (owner, tab) in &tabs {
+    for (owner, shown, tab) in &tabs {
         for entry in &tab.entries {
             let user = entry.user.as_deref().unwrap_or(owner);
             let schedule: &Schedule = match &entry.when {
@@ -107,7 +141,7 @@ pub(super) fn run(
                 When::Reboot => {
                     writeln!(
                         err,
-                        "cronnext: line {}: @reboot runs once when crond starts at boot",
+                        "cronnext: {shown}:{}: @reboot runs once when crond starts at boot",
                         entry.line
                     )?;
                     continue;
@@ -115,7 +149,7 @@ pub(super) fn run(
                 When::Every(_) => {
                     writeln!(
                         err,
-                        "cronnext: line {}: {} runs at crond's start plus each interval",
+                        "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
                         entry.line, entry.when
                     )?;
                     continue;

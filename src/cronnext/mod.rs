@@ -16,7 +16,8 @@
 //!
 //! [`cli`] parses argv; expression mode is here, crontab mode in `files.rs`. Only
 //! [`Context::resolve`] reads the clock, the local zone and the host name; crontab mode reads
-//! the files it is given, and nothing else is read.
+//! the files it is given (and, with `--system`, the path of each one's directory, to tell a
+//! file in cron.d), and nothing else is read.
 
 pub mod cli;
 mod files;

@@ -60,6 +60,9 @@ impl Daemon {
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
+        // What the first run after a load logs once (a HOME that can't be entered), the first
+        // run after this one logs again.
+        self.running.loaded_again(old.iter().copied());
         let tab = key.tab_name(&self.paths);
         let previous = previous
             .as_ref()

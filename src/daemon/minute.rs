@@ -187,7 +187,8 @@ impl Daemon {
                 }
             }
         }
-        match job::start(&queued.job.job, &self.setup) {
+        let first = self.running.first_since_load(queued.job.entry);
+        match job::start(&queued.job.job, &self.setup, first) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, queued.job.entry, now_ms);
@@ -195,6 +196,7 @@ impl Daemon {
                 Ok(Some(pid.0))
             }
             Err(e) => {
+                self.running.not_started(queued.job.entry, first);
                 self.fork_failures.failed(&self.log, e);
                 Err(queued)
             }
@@ -206,13 +208,15 @@ impl Daemon {
     /// Starts the run that waited for its entry's last run to end (`CRON_OVERLAP=queue`); if
     /// it can't be forked, it joins the queue, first in line.
     pub(super) fn start_waiting(&mut self, entry: Option<EntryId>, job: JobSpec, now: Timestamp) {
-        match job::start(&job, &self.setup) {
+        let first = self.running.first_since_load(entry);
+        match job::start(&job, &self.setup, first) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now.as_millisecond());
                 self.fork_failures.succeeded(&self.log);
             }
             Err(e) => {
+                self.running.not_started(entry, first);
                 self.fork_failures.failed(&self.log, e);
                 let minute = UtcMinute::containing(now.as_second());
                 self.cycle.queue_run(entry, job, minute);

@@ -7,7 +7,7 @@
 //! one of its entry is going. `queue` keeps it until that one ends, then starts it: at most one
 //! run waits per entry, a further one is skipped.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::crontab::policy::Overlap;
 use crate::timeline::EntryId;
@@ -28,6 +28,10 @@ pub(super) struct Running<J> {
     /// Each child, the entry it runs (`None`: an @reboot job) and when it started (epoch ms).
     by_pid: HashMap<Pid, (Option<EntryId>, i64)>,
     by_entry: HashMap<EntryId, Busy<J>>,
+    /// The entries that have started a run since their file was last loaded: the first run
+    /// after a load logs what every run would repeat (a HOME that can't be entered) once.
+    /// At most one id per entry loaded; a reload of a file takes its entries out.
+    started_since_load: HashSet<EntryId>,
 }
 
 impl<J> Default for Running<J> {
@@ -35,6 +39,7 @@ impl<J> Default for Running<J> {
         Running {
             by_pid: HashMap::new(),
             by_entry: HashMap::new(),
+            started_since_load: HashSet::new(),
         }
     }
 }
@@ -84,6 +89,27 @@ impl<J> Running<J> {
                 busy.waiting = Some(job);
                 Admit::Wait { since_ms }
             }
+        }
+    }
+
+    /// Whether a run of `entry` about to start is its first since its file was loaded (an
+    /// @reboot job's always is); from now on the entry's later runs are not.
+    pub(super) fn first_since_load(&mut self, entry: Option<EntryId>) -> bool {
+        entry.is_none_or(|e| self.started_since_load.insert(e))
+    }
+
+    /// The run for which [`Running::first_since_load`] was asked did not start (the fork
+    /// failed): its next attempt is still the first.
+    pub(super) fn not_started(&mut self, entry: Option<EntryId>, first: bool) {
+        if let Some(e) = entry.filter(|_| first) {
+            self.started_since_load.remove(&e);
+        }
+    }
+
+    /// A file is loaded again (or is gone): its entries, old and new, have not started since.
+    pub(super) fn loaded_again(&mut self, entries: impl IntoIterator<Item = EntryId>) {
+        for e in entries {
+            self.started_since_load.remove(&e);
         }
     }
 
@@ -157,6 +183,30 @@ mod tests {
         pid: i32,
     ) -> Option<(Option<EntryId>, Option<&'static str>)> {
         running.ended(Pid(pid)).map(|e| (e.entry, e.waiting))
+    }
+
+    #[test]
+    fn an_entrys_first_run_since_its_load_is_told_once_and_again_after_a_reload_or_failed_fork() {
+        let mut running: Running<&'static str> = Running::default();
+        let (a, b) = (EntryId(1), EntryId(2));
+        assert!(running.first_since_load(Some(a)));
+        assert!(!running.first_since_load(Some(a)));
+        assert!(running.first_since_load(Some(b)));
+        // @reboot jobs have no entry: each is its own first.
+        assert!(running.first_since_load(None));
+        assert!(running.first_since_load(None));
+        // The fork failed: the next attempt is still the first; a later run's failure is not.
+        running.not_started(Some(b), true);
+        assert!(running.first_since_load(Some(b)));
+        running.not_started(Some(b), false);
+        assert!(!running.first_since_load(Some(b)));
+        // The file of `a` is loaded again: `a`'s next run is a first, `b`'s is not.
+        running.loaded_again([a]);
+        assert!(running.first_since_load(Some(a)));
+        assert!(!running.first_since_load(Some(b)));
+        // Bounded by the entries loaded: a reload takes its entries out.
+        running.loaded_again([a, b]);
+        assert!(running.started_since_load.is_empty());
     }
 
     #[test]

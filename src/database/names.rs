@@ -6,6 +6,10 @@
 //! `dpkg-dist`, else `^[a-z0-9][a-z0-9-]*$`. So `foo.dpkg-old`, `.swp` files and editor backups
 //! are never read.
 
+/// The classic rule of [`cron_d_name_ok`] in words, for messages about a name it refuses.
+pub const CRON_D_NAME_RULE: &str =
+    "a name in cron.d holds only letters, digits, '_' and '-', as run-parts requires";
+
 /// Debian's run-parts name rule for /etc/cron.d (`lsb`: cron's `-l`).
 pub fn cron_d_name_ok(name: &[u8], lsb: bool) -> bool {
     if name.is_empty() || name[0] == b'.' {

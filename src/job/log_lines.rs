@@ -173,6 +173,21 @@ pub fn cmdout_lines(user: &[u8], line: &[u8]) -> Vec<LogLine> {
     }
 }
 
+/// `(user) NOTICE (chdir(HOME) failed: ERROR; ENTRY runs in / (not logged again until its file
+/// is reloaded))`:
+/// the job runs from `/`, as Debian's, and this is logged once per entry and load.
+pub fn home_notice_line(user: &[u8], home: &[u8], error: &std::io::Error, entry: &str) -> LogLine {
+    LogLine::new(
+        user,
+        "NOTICE",
+        format!(
+            "chdir({}) failed: {error}; {entry} runs in / (not logged again until its file is \
+             reloaded)",
+            printable(home)
+        ),
+    )
+}
+
 /// `(user) OUTPUT (N bytes of output dropped past the --max-output limit of M bytes)`.
 pub fn output_dropped_line(user: &[u8], dropped: u64, limit: u64) -> LogLine {
     LogLine::new(

@@ -1,7 +1,9 @@
 //! The job child (DESIGN §5, §6): the daemon forks one per job ([`start`]) and the child lives
 //! in three phases. **Prepare**: reset signals, close the daemon's descriptors, log as `CRON`
 //! from then on, start a session, drop privileges to the entry's user for good, build the clean
-//! environment (`env`), change to HOME. **Run** (`shell`): the text after `%` reaches the shell
+//! environment (`env`), change to HOME (or to `/`, as Debian's, when HOME can't be entered:
+//! a notice on the entry's first run after its file was loaded, nothing on the others, since
+//! www-data's or nobody's missing home would otherwise be a line every minute). **Run** (`shell`): the text after `%` reaches the shell
 //! through a writer grandchild (`stdin`), the shell's stdout and stderr share one pipe, read
 //! into `output` until the shell exits, then the shell and the writer are reaped. **Report**:
 //! mail the output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END (and with `-s`
@@ -34,7 +36,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::crontab::{Env, JobInput};
-use crate::log::{JobFields, Level, Log, LogLine, printable};
+use crate::log::{JobFields, Level, Log, LogLine};
 use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Forked, Pid};
@@ -194,21 +196,22 @@ pub struct MailSetup {
     pub charset: String,
 }
 
-/// Forks the job child; returns its pid in the daemon.
-pub fn start(spec: &JobSpec, setup: &ChildSetup) -> io::Result<Pid> {
+/// Forks the job child; returns its pid in the daemon. `first`: the entry's first run since
+/// its file was loaded, which the daemon remembers (a HOME that can't be entered is logged on
+/// that run only).
+pub fn start(spec: &JobSpec, setup: &ChildSetup, first: bool) -> io::Result<Pid> {
     match process::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
-            let code =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_child(spec, setup)))
-                    .unwrap_or(1);
+            let run = || run_child(spec, setup, first);
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
         }
     }
 }
 
 /// The child's whole life; returns its exit status (0: the job ran and succeeded).
-fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
+fn run_child(spec: &JobSpec, setup: &ChildSetup, first: bool) -> i32 {
     // The daemon's handlers go first (one must not write into a descriptor number reused
     // below), then the daemon's descriptors; the syslog socket was among them, and the child
     // logs as Debian's does, `CRON[pid]`.
@@ -235,20 +238,21 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup) -> i32 {
         return 1;
     };
     match &setup.pam {
-        Some(pam) => session::run_in_session(spec, setup, &user, pam),
-        None => run_as_user(spec, setup, &user, Vec::new()),
+        Some(pam) => session::run_in_session(spec, setup, &user, pam, first),
+        None => run_as_user(spec, setup, &user, Vec::new(), first),
     }
 }
 
 /// The job as its user: becomes the user, runs the shell, reports. `pam_env` is the PAM
-/// environment, under the job's own.
+/// environment, under the job's own; `first`: the entry's first run since its file was loaded.
 fn run_as_user(
     spec: &JobSpec,
     setup: &ChildSetup,
     user: &User,
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
+    first: bool,
 ) -> i32 {
-    let Some(prepared) = prepare(spec, setup, user, pam_env) else {
+    let Some(prepared) = prepare(spec, setup, user, pam_env, first) else {
         return 1;
     };
     let Some(finished) = shell::run_shell(spec, setup, &prepared.env, &prepared.input) else {
@@ -317,12 +321,14 @@ fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
     Some(user)
 }
 
-/// Becomes the job's user for good, in HOME. `None` when the job must not run (logged).
+/// Becomes the job's user for good, in HOME (or `/`). `None` when the job must not run
+/// (logged).
 fn prepare(
     spec: &JobSpec,
     setup: &ChildSetup,
     user: &User,
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
+    first: bool,
 ) -> Option<Prepared> {
     let log = setup.log;
     let who = spec.user();
@@ -343,12 +349,13 @@ fn prepare(
     let env = environment(user, spec.env(), setup.inherited_path.as_deref(), pam_env);
     let home = lookup(&env, b"HOME").unwrap_or_default();
     if let Err(e) = process::chdir(Path::new(OsStr::from_bytes(&home))) {
-        // Debian runs the job anyway, from /; say so, since the job's relative paths change.
-        log.error(
-            who,
-            "ERROR",
-            &format!("chdir({}) failed: {e}; running in /", printable(&home)),
-        );
+        // Debian runs the job anyway, from / (cronie skips it). Said once per entry and load,
+        // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
+        // run (every minute, for some packages' entries) would bury the log.
+        if first {
+            let line = log_lines::home_notice_line(who, &home, &e, &spec.entry());
+            log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
+        }
         if let Err(e) = process::chdir(Path::new("/")) {
             log.error(who, "ERROR", &format!("chdir(/) failed: {e}; job not run"));
             return None;

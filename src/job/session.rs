@@ -27,6 +27,7 @@ pub(super) fn run_in_session(
     setup: &ChildSetup,
     user: &User,
     pam: &PamSetup,
+    first: bool,
 ) -> i32 {
     use crate::sys::pam::Pam;
     use crate::sys::process::{self, Exit, Forked};
@@ -42,9 +43,10 @@ pub(super) fn run_in_session(
     let session = match opened {
         Ok(session) => session,
         Err(e) => {
-            // Debian logs pam_strerror's text alone (`User account has expired`); pam_unix logs
-            // its own line with the user's name.
-            log.line(Level::Error, &LogLine::bare(e.message));
+            // Debian logs pam_strerror's text alone (`Authentication failure`), and pam_unix
+            // logs its own line with the user's name, to syslog. Where that line never arrives
+            // (stderr in a container, the JSON log) ours names the user and the entry.
+            log.line(Level::Error, &refusal(spec, e.message));
             return 1;
         }
     };
@@ -70,7 +72,7 @@ pub(super) fn run_in_session(
             }
             // The session (its handle, its limits, its loginuid) was made for this: the job
             // runs here; the handle is the parent's to close, so this process never returns.
-            let code = run_as_user(spec, setup, user, env);
+            let code = run_as_user(spec, setup, user, env, first);
             process::exit_immediately(code)
         }
         Ok((Forked::Parent(pid), _)) => match process::wait_for(pid) {
@@ -91,9 +93,15 @@ pub(super) fn run_in_session(
         }
     };
     if let Err(e) = session.close() {
-        log.line(Level::Error, &LogLine::bare(e.message));
+        log.line(Level::Error, &refusal(spec, e.message));
     }
     code
+}
+
+/// PAM's text as Debian logs it, bare, naming the job's user and entry off syslog.
+#[cfg(feature = "pam")]
+fn refusal(spec: &JobSpec, message: impl Into<Vec<u8>>) -> LogLine {
+    LogLine::bare(message).naming(spec.user(), spec.log_fields(None))
 }
 
 /// In the daemon, before any job: loads the modules of service `cron` once (see
@@ -150,6 +158,7 @@ pub(super) fn run_in_session(
     setup: &ChildSetup,
     _user: &User,
     _pam: &PamSetup,
+    _first: bool,
 ) -> i32 {
     setup.log.error(
         spec.user(),

@@ -38,6 +38,8 @@ pub fn render(line: &LogLine, frame: &Frame<'_>) -> Vec<u8> {
     if let Some((who, event)) = line.who_and_event() {
         field(&mut out, "user", who.as_bytes());
         field(&mut out, "event", event.as_bytes());
+    } else if let Some(who) = line.bare_user() {
+        field(&mut out, "user", who.as_bytes());
     }
     field(&mut out, "message", &line.message());
     if let Some(job) = line.job() {
@@ -71,6 +73,7 @@ fn level_name(level: Level) -> &'static str {
     match level {
         Level::Error => "error",
         Level::Warning => "warning",
+        Level::Notice => "notice",
         Level::Info => "info",
     }
 }

@@ -16,7 +16,9 @@ pub struct LogLine {
     who: String,
     event: Cow<'static, str>,
     detail: Vec<u8>,
-    /// Only the detail, without `(who) EVENT (…)`: the few messages Debian logs bare.
+    /// Only the detail, without `(who) EVENT (…)`: the few messages Debian logs bare. A bare
+    /// line may still know its user ([`LogLine::naming`]): syslog gets Debian's words alone,
+    /// the other sinks the user and the entry too.
     bare: bool,
     /// Our words after the detail, `(who) EVENT (command) note`: the extensions' lines
     /// (`SKIP`, `TIMEOUT`) keep the command in parentheses, where filters for CMD find it.
@@ -69,6 +71,39 @@ impl LogLine {
     /// `who` and `EVENT`; `None` for a bare line.
     pub fn who_and_event(&self) -> Option<(&str, &str)> {
         (!self.bare).then(|| (self.who.as_str(), &*self.event))
+    }
+
+    /// The user a bare line names ([`LogLine::naming`]), for the JSON log.
+    pub fn bare_user(&self) -> Option<&str> {
+        (self.bare && !self.who.is_empty()).then_some(self.who.as_str())
+    }
+
+    /// A bare line that also names the job's user and its entry, for the sinks where the
+    /// lines PAM's modules write themselves (with the user's name) never arrive: stderr in a
+    /// container, the JSON log. Syslog still gets the text alone, as Debian logs it.
+    pub fn naming(mut self, user: &[u8], job: JobFields) -> LogLine {
+        debug_assert!(self.bare, "only a bare line lacks its user");
+        self.who = printable(user);
+        self.job = Some(Box::new(job));
+        self
+    }
+
+    /// The message as the stderr sink writes it: [`LogLine::to_bytes`], and after a bare line
+    /// that names its user, ` (user WHO, entry FILE:LINE)`; at most [`MAX_LINE`] bytes.
+    pub fn to_bytes_named(&self) -> Vec<u8> {
+        let mut v = self.to_bytes();
+        let Some(user) = self.bare_user() else {
+            return v;
+        };
+        let mut named = format!(" (user {user}");
+        if let Some(entry) = self.job().and_then(|j| j.entry.as_deref()) {
+            named.push_str(", entry ");
+            named.push_str(&printable(entry.as_bytes()));
+        }
+        named.push(')');
+        v.extend_from_slice(named.as_bytes());
+        v.truncate(cut_point(&v, MAX_LINE));
+        v
     }
 
     /// The detail and the note, as the JSON log's `message` (at most [`MAX_LINE`] bytes).
@@ -240,6 +275,29 @@ mod tests {
         let long = LogLine::bare(vec![b'x'; 5 * MAX_LINE]).to_bytes();
         assert_eq!(long.len(), MAX_LINE);
         assert!(long.ends_with(CUT_MARK.as_bytes()));
+    }
+
+    #[test]
+    fn a_bare_line_that_names_its_user_is_debians_text_for_syslog_and_named_elsewhere() {
+        let job = JobFields {
+            entry: Some("crontabs/alice:3".into()),
+            ..JobFields::default()
+        };
+        let line = LogLine::bare("Authentication failure").naming(b"alice", job);
+        // What syslog gets: Debian's words, exactly.
+        assert_eq!(line.to_bytes(), b"Authentication failure");
+        assert_eq!(
+            line.to_bytes_named(),
+            b"Authentication failure (user alice, entry crontabs/alice:3)"
+        );
+        assert_eq!(line.bare_user(), Some("alice"));
+        assert_eq!(line.who_and_event(), None);
+        // Any other line is the same for every sink.
+        let plain = LogLine::new("bob", "CMD", "date");
+        assert_eq!(plain.to_bytes_named(), plain.to_bytes());
+        assert_eq!(LogLine::bare("x").bare_user(), None);
+        let long = LogLine::bare(vec![b'x'; 5 * MAX_LINE]).naming(b"alice", JobFields::default());
+        assert!(long.to_bytes_named().len() <= MAX_LINE);
     }
 
     #[test]

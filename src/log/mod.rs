@@ -104,7 +104,7 @@ impl Log {
     /// One message already built (its bytes need not be UTF-8: a job's output with `-s`).
     pub fn line(&self, level: Level, line: &LogLine) {
         match self.format {
-            Format::Text => self.bytes(level, &line.to_bytes()),
+            Format::Text => self.text(level, line),
             Format::Json => self.json(level, line),
         }
     }
@@ -140,11 +140,14 @@ impl Log {
         }
     }
 
-    fn bytes(&self, level: Level, message: &[u8]) {
+    /// Syslog gets the line as Debian writes it; stderr also the user a bare line names
+    /// ([`LogLine::to_bytes_named`]).
+    fn text(&self, level: Level, line: &LogLine) {
         if self.destination != Destination::Stderr {
-            syslog::log_bytes(level, message);
+            syslog::log_bytes(level, &line.to_bytes());
         }
         if self.destination != Destination::Syslog {
+            let message = line.to_bytes_named();
             // The pid says which process logged: the daemon or one of its job children.
             let stamp = jiff::Zoned::now().strftime("%b %e %H:%M:%S");
             let mut line = format!(
@@ -153,7 +156,7 @@ impl Log {
                 crate::sys::process::own_pid()
             )
             .into_bytes();
-            line.extend_from_slice(message);
+            line.extend_from_slice(&message);
             line.push(b'\n');
             let _ = std::io::stderr().write_all(&line);
         }

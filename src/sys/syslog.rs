@@ -9,6 +9,7 @@ impl Level {
     fn raw(self) -> libc::c_int {
         match self {
             Level::Info => libc::LOG_INFO,
+            Level::Notice => libc::LOG_NOTICE,
             Level::Warning => libc::LOG_WARNING,
             Level::Error => libc::LOG_ERR,
         }

@@ -184,7 +184,55 @@ fn crontab_files_list_the_next_run_of_every_entry_sorted_with_user_and_command()
          2026-07-01T09:00:00+00:00 alice morning\n\
          2026-07-01T12:00:00+00:00 bob lunch in london\n"
     );
-    assert!(stderr(&o).contains("@reboot runs once"), "{}", stderr(&o));
+    // The note names the entry, FILE:LINE: with several files, which one.
+    assert!(
+        stderr(&o).contains(&format!(
+            "cronnext: {alice}:3: @reboot runs once when crond starts at boot\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn files_in_cron_d_that_crond_does_not_read_are_skipped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cron_d = dir.path().join("cron.d");
+    std::fs::create_dir(&cron_d).unwrap();
+    let job = "0 9 * * * root echo from-";
+    let good = write(&cron_d, "e2scrub_all", &format!("{job}good\n"));
+    let old = write(&cron_d, "php.dpkg-old", &format!("{job}old\n"));
+    let hidden = write(&cron_d, ".placeholder", &format!("{job}hidden\n"));
+    let dotted = write(&cron_d, "backup.sh", &format!("{job}dotted\n"));
+    // Outside a cron.d directory a file is read as given, whatever its name.
+    let tried = write(dir.path(), "trying.out", &format!("{job}tried\n"));
+    let mut args = vec!["--system", "--tz", "UTC", "--after", "2026-07-01T00:00:00Z"];
+    args.extend([&*good, &*old, &*hidden, &*dotted, &*tried]);
+    let o = cronnext(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "2026-07-01T09:00:00+00:00 root echo from-good\n\
+         2026-07-01T09:00:00+00:00 root echo from-tried\n"
+    );
+    let why = "skipped: crond does not read this file (a name in cron.d holds only letters, \
+               digits, '_' and '-', as run-parts requires)";
+    assert_eq!(
+        stderr(&o),
+        format!("cronnext: {old}: {why}\ncronnext: {hidden}: {why}\ncronnext: {dotted}: {why}\n")
+    );
+    // The same through a relative path, as `cd /etc/cron.d; cronnext --system *` gives them.
+    let o = Command::new(env!("CARGO_BIN_EXE_cronnext"))
+        .args(["--system", "--tz", "UTC", "--after", "2026-07-01T00:00:00Z"])
+        .args(["e2scrub_all", "php.dpkg-old"])
+        .current_dir(&cron_d)
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout(&o),
+        "2026-07-01T09:00:00+00:00 root echo from-good\n"
+    );
+    assert_eq!(stderr(&o), format!("cronnext: php.dpkg-old: {why}\n"));
 }
 
 #[test]

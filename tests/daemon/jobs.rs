@@ -535,3 +535,75 @@ fn root_a_job_starts_with_every_signal_at_its_default_even_when_the_daemon_inher
         "ignored in the job: {text}"
     );
 }
+
+/// How many lines of `text` hold `needle`.
+fn count(text: &str, needle: &str) -> usize {
+    text.lines().filter(|l| l.contains(needle)).count()
+}
+
+/// Waits until `path` has at least `lines` lines; returns its text.
+fn wait_for_lines(path: &std::path::Path, lines: usize, secs: u64) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} has fewer than {lines} lines within {secs} s: {text:?}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn root_a_home_that_does_not_exist_is_a_notice_once_per_entry_and_load_and_the_job_runs_in_root() {
+    require_root();
+    let tree = Tree::new();
+    // As www-data's /var/www without a web server, or nobody's /nonexistent.
+    let user = user_with_home("h", &tree.path().join("no-such-home"));
+    let pwd = tree.out("pwd");
+    let text = format!("* * * * * pwd >> {}\n", pwd.display());
+    tree.user_crontab(&user.name, &text, 0o600, &user.name);
+    // Twenty fake seconds per real one: three runs in about ten seconds.
+    let crond = Crond::start_fast(&tree, 1, "2026-11-21 09:59:55", 20, &[]);
+    let ran = wait_for_lines(&pwd, 3, 30);
+    assert!(ran.lines().all(|l| l == "/"), "the job runs in /: {ran:?}");
+    // Each job child logs before its shell starts, so after three runs all three have spoken.
+    let log = crond.log_text();
+    let notice = format!(
+        "({}) NOTICE (chdir({}) failed: No such file or directory (os error 2); spool/{}:1 runs \
+         in / (not logged again until its file is reloaded))",
+        user.name,
+        tree.path().join("no-such-home").display(),
+        user.name
+    );
+    assert_eq!(count(&log, &notice), 1, "{log}");
+    assert_eq!(
+        count(&log, "chdir("),
+        1,
+        "nothing more on the other runs: {log}"
+    );
+    assert_eq!(count(&log, "ERROR"), 0, "{log}");
+
+    // A reload of the file: its entries' next run says it once more.
+    tree.user_crontab(&user.name, &format!("# edited\n{text}"), 0o600, &user.name);
+    crond.wait_for_log(&format!("({}) RELOAD (spool/{})", user.name, user.name), 10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count(&crond.log_text(), "NOTICE (chdir(") < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", crond.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let after = wait_for_lines(&pwd, ran.lines().count() + 2, 30)
+        .lines()
+        .count();
+    let log = crond.log_text();
+    assert_eq!(
+        count(&log, "NOTICE (chdir("),
+        2,
+        "after {after} runs: {log}"
+    );
+    assert_eq!(count(&log, "ERROR"), 0, "{log}");
+}

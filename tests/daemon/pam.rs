@@ -236,3 +236,33 @@ fn root_a_pam_module_that_starts_a_thread_when_loaded_is_not_preloaded_and_jobs_
     );
     assert!(warned.contains(" CRON["), "{warned}");
 }
+
+#[test]
+fn root_a_refused_account_is_named_with_its_entry_on_stderr_and_in_the_json_log() {
+    // On stderr (a container, `crond -f --log stderr`) pam_unix's own syslog line, the one with
+    // the user's name, never arrives: ours names the user and the entry after PAM's words.
+    let (tree, user, ran) = user_with_a_job("n");
+    usermod(&["--expiredate", "1"], &user.name);
+    let crond = Crond::start(&tree, 1, &[]);
+    let line = crond.wait_for_log("]: Authentication failure", 15);
+    assert!(
+        line.ends_with(&format!(
+            "]: Authentication failure (user {0}, entry spool/{0}:1)",
+            user.name
+        )),
+        "{line}"
+    );
+    drop(crond);
+
+    let crond = Crond::start(&tree, 2, &["--log-format", "json"]);
+    let line = crond.wait_for_log("\"message\":\"Authentication failure\"", 15);
+    for field in [
+        format!("\"user\":\"{}\"", user.name),
+        format!("\"entry\":\"spool/{}:1\"", user.name),
+        "\"level\":\"error\"".to_string(),
+        "\"source\":\"CRON[".to_string(),
+    ] {
+        assert!(line.contains(&field), "{field} in {line}");
+    }
+    assert!(!ran.exists(), "the job did not run");
+}
