@@ -21,7 +21,7 @@ const MIRROR: &str = "http://deb.debian.org/debian";
 const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// This host's Debian release: the root must run the binaries built here (same glibc).
-fn codename() -> String {
+pub(crate) fn codename() -> String {
     let text = std::fs::read_to_string("/etc/os-release").expect("/etc/os-release");
     text.lines()
         .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
@@ -32,8 +32,15 @@ fn codename() -> String {
 
 /// A minbase root with Debian's cron, bootstrapped once per target dir.
 fn base_root() -> PathBuf {
+    bootstrapped("", "cron")
+}
+
+/// A minbase root of this host's release with the packages `include` (debootstrap's
+/// comma-separated list), bootstrapped once per target dir as `debian-RELEASE{suffix}`, in
+/// which no package's script starts a service (policy-rc.d).
+pub(crate) fn bootstrapped(suffix: &str, include: &str) -> PathBuf {
     let release = codename();
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("debian-{release}"));
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("debian-{release}{suffix}"));
     let done = base.join(".crond-test-complete");
     if done.exists() {
         return base;
@@ -42,7 +49,8 @@ fn base_root() -> PathBuf {
     let _ = std::fs::remove_dir_all(&base);
     run_ok(
         Command::new("debootstrap")
-            .args(["--variant=minbase", "--include=cron"])
+            .arg("--variant=minbase")
+            .arg(format!("--include={include}"))
             .arg(&release)
             .arg(&base)
             .arg(MIRROR),

@@ -8,6 +8,7 @@ mod support {
     pub mod user;
 }
 
+mod boot;
 mod deb;
 mod debian;
 mod e2e;
