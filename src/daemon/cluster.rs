@@ -24,6 +24,7 @@ use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 use crate::job::{JobSpec, log_lines};
 use crate::log::Level;
 use crate::queue::Queued;
+use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
 use crate::sys::user::Uid;
 use crate::timeline::{Due, EntryId, UtcMinute};
@@ -99,11 +100,14 @@ impl ClusterLink {
 
     /// The descriptors to poll: the socket (readable; writable too while something waits to
     /// be sent).
-    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, Interest)> {
         match &self.helper {
             None => Vec::new(),
-            Some(h) if h.unsent.is_empty() => vec![(h.socket.as_fd(), false)],
-            Some(h) => vec![(h.socket.as_fd(), false), (h.socket.as_fd(), true)],
+            Some(h) if h.unsent.is_empty() => vec![(h.socket.as_fd(), Interest::Read)],
+            Some(h) => vec![
+                (h.socket.as_fd(), Interest::Read),
+                (h.socket.as_fd(), Interest::Write),
+            ],
         }
     }
 

@@ -22,6 +22,7 @@ use crate::metrics::{Metrics, Outcome};
 use crate::schedule::{self, Zone};
 use crate::sys::fs::PidLock;
 use crate::sys::inotify::Lost;
+use crate::sys::poll::{Interest, Registry};
 use crate::sys::process;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::{MinuteTimer, Tick};
@@ -86,7 +87,19 @@ fn random_delay_factor() -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Which of the polled descriptors are readable.
+/// What the loop polls, as the tokens of its descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Signals,
+    Timer,
+    /// inotify.
+    Files,
+    /// The cluster helper's socket.
+    Helper,
+    Metrics(super::metrics_serve::Token),
+}
+
+/// Which of the polled sources are ready.
 struct Ready {
     signals: bool,
     timer: bool,
@@ -298,33 +311,44 @@ impl Daemon {
     }
 
     fn wait(&mut self, timeout_ms: Option<u32>) -> Result<Ready, Error> {
-        let mut fds = vec![(self.signals.fd(), false), (self.timer.fd(), false)];
+        let mut registry = Registry::new();
+        registry.add(Source::Signals, self.signals.fd(), Interest::Read);
+        registry.add(Source::Timer, self.timer.fd(), Interest::Read);
         if let Some(w) = &self.watches {
-            fds.push((w.fd(), false));
+            registry.add(Source::Files, w.fd(), Interest::Read);
         }
-        let watched = fds.len();
         if let Some(link) = &self.cluster {
-            fds.extend(link.fds());
+            for (fd, interest) in link.fds() {
+                registry.add(Source::Helper, fd, interest);
+            }
         }
-        let own = fds.len();
         let mut timeout_ms = timeout_ms;
         if let Some(server) = &self.metrics_server {
-            fds.extend(server.fds());
+            for (token, fd, interest) in server.fds() {
+                registry.add(Source::Metrics(token), fd, interest);
+            }
             if let Some(ms) = server.timeout_ms(wall_clock().as_millisecond()) {
                 timeout_ms = Some(timeout_ms.map_or(ms, |t| t.min(ms)));
             }
         }
-        let ready =
-            crate::sys::poll::wait_ready(&fds, timeout_ms).map_err(|e| Error::Io("poll", e))?;
-        drop(fds);
+        let ready = registry
+            .wait(timeout_ms)
+            .map_err(|e| Error::Io("poll", e))?;
         if self.metrics_server.is_some() {
-            self.serve_metrics(&ready[own..]);
+            let metrics: Vec<_> = ready
+                .iter()
+                .filter_map(|source| match source {
+                    Source::Metrics(token) => Some(token),
+                    _ => None,
+                })
+                .collect();
+            self.serve_metrics(&metrics);
         }
         Ok(Ready {
-            signals: ready[0],
-            timer: ready[1],
-            files: self.watches.is_some() && ready[2],
-            helper: ready[watched..own].iter().any(|&r| r),
+            signals: ready.contains(Source::Signals),
+            timer: ready.contains(Source::Timer),
+            files: ready.contains(Source::Files),
+            helper: ready.contains(Source::Helper),
         })
     }
 

@@ -24,6 +24,7 @@ use super::event_loop::{Daemon, wall_clock};
 use super::options::MetricsAt;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
+use crate::sys::poll::Interest;
 
 /// Connections served at once, per place.
 pub(super) const MAX_CONNECTIONS: usize = 16;
@@ -34,6 +35,14 @@ pub(super) const HEAD_DEADLINE_MS: i64 = 2_000;
 
 /// How long a connection may take from accept to the last byte of the answer.
 pub(super) const DEADLINE_MS: i64 = 5_000;
+
+/// What a descriptor of the server is, in the poll: a place's listener, or a connection of its
+/// pool (by place, then by position in the pool, both as of [`MetricsServer::fds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Token {
+    Listener(usize),
+    Connection(usize, usize),
+}
 
 #[derive(Debug)]
 struct Connection {
@@ -75,7 +84,7 @@ impl Pool {
     fn serve(
         &mut self,
         listener_ready: bool,
-        ready: &[bool],
+        ready: &dyn Fn(usize) -> bool,
         now_ms: i64,
         render: &dyn Fn(bool) -> String,
     ) {
@@ -86,7 +95,7 @@ impl Pool {
             .into_iter()
             .enumerate()
         {
-            let go_on = if ready.get(i).copied().unwrap_or(false) {
+            let go_on = if ready(i) {
                 step(&mut c, &exposition).unwrap_or(false)
             } else {
                 true
@@ -125,20 +134,22 @@ pub(super) struct MetricsServer {
 }
 
 impl MetricsServer {
-    /// The descriptors to poll: per place, its listener (readable) while it has a free slot,
-    /// then each connection (readable while its request comes, writable while its answer
-    /// goes).
-    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+    /// The descriptors to poll, each with its token: per place, its listener (readable) while
+    /// it has a free slot, then each connection (readable while its request comes, writable
+    /// while its answer goes).
+    pub(super) fn fds(&self) -> Vec<(Token, BorrowedFd<'_>, Interest)> {
         let mut fds = Vec::new();
-        for pool in &self.pools {
+        for (p, pool) in self.pools.iter().enumerate() {
             if pool.accepting() {
-                fds.push((pool.listener.fd(), false));
+                fds.push((Token::Listener(p), pool.listener.fd(), Interest::Read));
             }
-            fds.extend(
-                pool.connections
-                    .iter()
-                    .map(|c| (c.stream.fd(), c.reply.is_some())),
-            );
+            fds.extend(pool.connections.iter().enumerate().map(|(c, conn)| {
+                let interest = match conn.reply {
+                    Some(_) => Interest::Write,
+                    None => Interest::Read,
+                };
+                (Token::Connection(p, c), conn.stream.fd(), interest)
+            }));
         }
         fds
     }
@@ -156,29 +167,21 @@ impl MetricsServer {
             .min()
     }
 
-    /// Serves what `ready` (one flag per [`MetricsServer::fds`] entry, from the same state)
-    /// says can go on, drops connections past their deadline, accepts new ones into free
-    /// slots. `render(entries)` is the exposition, with the per-entry series or without.
-    pub(super) fn serve(&mut self, ready: &[bool], now_ms: i64, render: &dyn Fn(bool) -> String) {
-        let mut at = 0;
-        for pool in &mut self.pools {
-            let listener_ready = if pool.accepting() {
-                at += 1;
-                ready.get(at - 1).copied().unwrap_or(false)
-            } else {
-                false
-            };
-            let n = pool.connections.len();
-            let mine = ready.get(at..at + n).unwrap_or(&[]);
-            at += n;
-            pool.serve(listener_ready, mine, now_ms, render);
+    /// Serves what `ready` (tokens of [`MetricsServer::fds`], from the same state) says can go
+    /// on, drops connections past their deadline, accepts new ones into free slots.
+    /// `render(entries)` is the exposition, with the per-entry series or without.
+    pub(super) fn serve(&mut self, ready: &[Token], now_ms: i64, render: &dyn Fn(bool) -> String) {
+        for (p, pool) in self.pools.iter_mut().enumerate() {
+            let listener_ready = pool.accepting() && ready.contains(&Token::Listener(p));
+            let connection_ready = |c: usize| ready.contains(&Token::Connection(p, c));
+            pool.serve(listener_ready, &connection_ready, now_ms, render);
         }
     }
 }
 
 impl Daemon {
     /// Answers the metrics endpoint's connections that `ready` says can go on.
-    pub(super) fn serve_metrics(&mut self, ready: &[bool]) {
+    pub(super) fn serve_metrics(&mut self, ready: &[Token]) {
         let now_ms = wall_clock().as_millisecond();
         let Some(mut server) = self.metrics_server.take() else {
             return;

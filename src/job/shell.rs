@@ -31,6 +31,7 @@ use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec};
 use crate::crontab::JobInput;
 use crate::log::{Level, Log, printable};
+use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
 use crate::sys::{pipe, poll};
 
@@ -270,7 +271,7 @@ pub(super) fn watch_left_group(spec: &JobSpec, log: Log, left: LeftGroup) -> boo
         let Some(wait_ms) = limit.watch_wait_ms(Instant::now()) else {
             return true;
         };
-        if let Err(e) = poll::wait_readable(&[], Some(wait_ms)) {
+        if let Err(e) = poll::sleep_ms(wait_ms) {
             log.error(spec.user(), "ERROR", &format!("can't wait: {e}"));
             return limit.reached();
         }
@@ -302,18 +303,17 @@ fn capture_until_exit(
     };
     let mut wait_ms = check_limit(limit);
     loop {
-        let ready = if eof {
-            let exited = poll::wait_readable(&[shell_exit.as_fd()], wait_ms)?;
-            [false, exited[0]]
-        } else {
-            let ready = poll::wait_readable(&[pipe.as_fd(), shell_exit.as_fd()], wait_ms)?;
-            [ready[0], ready[1]]
-        };
+        let mut registry = Registry::new();
+        if !eof {
+            registry.add(Watched::Output, pipe.as_fd(), Interest::Read);
+        }
+        registry.add(Watched::ShellExit, shell_exit.as_fd(), Interest::Read);
+        let ready = registry.wait(wait_ms)?;
         wait_ms = check_limit(limit);
-        if ready[1] {
+        if ready.contains(Watched::ShellExit) {
             break;
         }
-        if ready[0] && read_some(&mut pipe, &mut buf, &mut output)? == 0 {
+        if ready.contains(Watched::Output) && read_some(&mut pipe, &mut buf, &mut output)? == 0 {
             eof = true;
         }
     }
@@ -335,9 +335,11 @@ fn capture_until_exit(
     // Timed out and the shell gone after SIGTERM: what is left of the group has until the
     // SIGKILL; what it prints meanwhile is the job's output.
     while limit.as_ref().is_some_and(TimeLimit::in_grace) {
-        if eof {
-            poll::wait_readable(&[], wait_ms)?;
-        } else if poll::wait_readable(&[pipe.as_fd()], wait_ms)?[0]
+        let mut registry = Registry::new();
+        if !eof {
+            registry.add(Watched::Output, pipe.as_fd(), Interest::Read);
+        }
+        if registry.wait(wait_ms)?.contains(Watched::Output)
             && read_some(&mut pipe, &mut buf, &mut output)? == 0
         {
             eof = true;
@@ -348,11 +350,22 @@ fn capture_until_exit(
         return Ok((output, None));
     }
     // End-of-file now (readable with nothing in it) means nobody else holds the pipe.
-    let ready = poll::wait_readable(&[pipe.as_fd()], Some(0))?;
-    if ready[0] && pipe::bytes_waiting(pipe.as_fd())? == 0 {
+    let mut registry = Registry::new();
+    registry.add(Watched::Output, pipe.as_fd(), Interest::Read);
+    if registry.wait(Some(0))?.contains(Watched::Output) && pipe::bytes_waiting(pipe.as_fd())? == 0
+    {
         return Ok((output, None));
     }
     Ok((output, Some(OwnedFd::from(pipe))))
+}
+
+/// What [`capture_until_exit`] waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// The output pipe's read end.
+    Output,
+    /// The shell's pidfd, readable once it has exited.
+    ShellExit,
 }
 
 /// One read from the output pipe into `output` (called when the pipe is readable); the bytes
