@@ -25,6 +25,7 @@ use super::options::MetricsAt;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
 use crate::sys::poll::Interest;
+use crate::sys::pump::{Filled, FlushError, Flushed, Pump};
 
 /// Connections served at once, per place.
 pub(super) const MAX_CONNECTIONS: usize = 16;
@@ -44,12 +45,17 @@ pub(super) enum Token {
     Connection(usize, usize),
 }
 
+/// How much of a request is read at once.
+const READ_CHUNK: usize = 2048;
+
 #[derive(Debug)]
 struct Connection {
     stream: Stream,
     request: Vec<u8>,
-    /// The answer and how much of it went out.
-    reply: Option<(Vec<u8>, usize)>,
+    /// Reads the request; then sends the answer.
+    pump: Pump,
+    /// Whether the answer is made (and queued in `pump`).
+    replying: bool,
     accepted_ms: i64,
 }
 
@@ -58,7 +64,7 @@ impl Connection {
     /// [`DEADLINE_MS`] once it is being answered.
     fn deadline_ms(&self) -> i64 {
         self.accepted_ms
-            + if self.reply.is_some() {
+            + if self.replying {
                 DEADLINE_MS
             } else {
                 HEAD_DEADLINE_MS
@@ -117,7 +123,8 @@ impl Pool {
             let mut c = Connection {
                 stream,
                 request: Vec::new(),
-                reply: None,
+                pump: Pump::new(READ_CHUNK, usize::MAX),
+                replying: false,
                 accepted_ms: now_ms,
             };
             // A scraper's request is usually there already: answered in this same wake-up.
@@ -144,9 +151,9 @@ impl MetricsServer {
                 fds.push((Token::Listener(p), pool.listener.fd(), Interest::Read));
             }
             fds.extend(pool.connections.iter().enumerate().map(|(c, conn)| {
-                let interest = match conn.reply {
-                    Some(_) => Interest::Write,
-                    None => Interest::Read,
+                let interest = match conn.replying {
+                    true => Interest::Write,
+                    false => Interest::Read,
                 };
                 (Token::Connection(p, c), conn.stream.fd(), interest)
             }));
@@ -248,39 +255,29 @@ impl Daemon {
 
 /// One step of a connection: read what came, or write what can go. `Ok(false)`: done, close.
 fn step(c: &mut Connection, render: &dyn Fn() -> String) -> io::Result<bool> {
-    if let Some((reply, sent)) = &mut c.reply {
-        loop {
-            match c.stream.write(&reply[*sent..]) {
-                Ok(0) => return Ok(false),
-                Ok(n) => {
-                    *sent += n;
-                    if *sent == reply.len() {
-                        return Ok(false);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+    if c.replying {
+        return match c.pump.flush(&mut c.stream) {
+            Ok(Flushed::All) | Err(FlushError::Closed) => Ok(false),
+            Ok(Flushed::Partly) => Ok(true),
+            Err(FlushError::Io(e)) => Err(e),
+            // No bound is set on what waits: the answer is made once and is finite.
+            Err(FlushError::Backlog(_)) => Ok(false),
+        };
     }
-    let mut buf = [0u8; 2048];
-    loop {
-        match c.stream.read(&mut buf) {
-            // The client closed before its request was whole.
-            Ok(0) => return Ok(false),
-            Ok(n) => {
-                let room = MAX_REQUEST.saturating_sub(c.request.len());
-                c.request.extend_from_slice(&buf[..n.min(room)]);
-                if let Some(reply) = metrics::answer(&c.request, render) {
-                    c.reply = Some((reply, 0));
-                    // Most answers fit the socket's buffer: try at once.
-                    return step(c, render);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    let mut reply = None;
+    let request = &mut c.request;
+    let filled = c.pump.fill(&mut c.stream, usize::MAX, &mut |chunk| {
+        let room = MAX_REQUEST.saturating_sub(request.len());
+        request.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        reply = metrics::answer(request, render);
+        reply.is_none()
+    })?;
+    if let Some(reply) = reply {
+        c.pump.queue(&reply);
+        c.replying = true;
+        // Most answers fit the socket's buffer: try at once.
+        return step(c, render);
     }
+    // End of file: the client closed before its request was whole.
+    Ok(filled == Filled::Open)
 }

@@ -42,6 +42,7 @@ pub mod listen;
 pub mod poll;
 pub mod privs;
 pub mod process;
+pub mod pump;
 pub mod signal;
 pub mod syslog;
 pub mod timer;
