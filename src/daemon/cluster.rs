@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use jiff::Timestamp;
 
@@ -26,6 +26,7 @@ use crate::queue::Queued;
 use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
 use crate::sys::pump::{Filled, FlushError, Pump};
+use crate::sys::spawn::Program;
 use crate::sys::user::Uid;
 use crate::timeline::{Due, EntryId, UtcMinute};
 
@@ -168,11 +169,12 @@ impl Daemon {
         let spawned = UnixStream::pair().and_then(|(ours, theirs)| {
             ours.set_nonblocking(true)?;
             let theirs = OwnedFd::from(theirs);
-            let child = Command::new(&link.program)
+            let mut program = Program::new(&link.program);
+            program
                 .args(&link.args)
                 .stdin(Stdio::from(theirs.try_clone()?))
-                .stdout(Stdio::from(theirs))
-                .spawn()?;
+                .stdout(Stdio::from(theirs));
+            let child = program.spawn()?;
             Ok(Helper {
                 pid: child.id(),
                 socket: ours,

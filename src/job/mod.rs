@@ -37,8 +37,9 @@ use crate::crontab::{Env, JobInput};
 use crate::log::{JobFields, Level, Log, LogLine, printable};
 use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
-use crate::sys::process::{self, Forked, Pid};
+use crate::sys::process::{self, Pid};
 use crate::sys::signal;
+use crate::sys::spawn::{self, Forked};
 use crate::sys::user::{Uid, User};
 use env::{environment, lookup};
 use log_lines::JobLogMask;
@@ -196,7 +197,7 @@ pub struct MailSetup {
 
 /// Forks the job child; returns its pid in the daemon.
 pub fn start(spec: &JobSpec, setup: &ChildSetup) -> io::Result<Pid> {
-    match process::fork_single_threaded()? {
+    match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
             let code =

@@ -1,9 +1,8 @@
 //! Running the job's shell in the job child: the stdin writer grandchild (`stdin`), the shell
 //! with stdout and stderr on one pipe, the capture of that pipe (`output`), the wait for the shell
-//! and the reaping of the writer. The shell is started through `std::process::Command` without a
-//! `pre_exec` hook, so std takes its vfork path (DESIGN §5); this file must not add one, and it
-//! must be called only after the privilege drop: everything it creates belongs to the job's
-//! user. It logs CMD and its own failures; what happens to the output is the caller's.
+//! and the reaping of the writer. The shell is started by `sys::spawn::shell` (exec without a
+//! hook in the child, DESIGN §5), only after the privilege drop: everything it creates belongs
+//! to the job's user. It logs CMD and its own failures; what happens to the output is the caller's.
 //!
 //! With `CRON_TIMEOUT` the shell leads a process group of its own (std's spawn sets it, still
 //! without a hook), which gets SIGTERM at the limit and SIGKILL after the grace
@@ -14,13 +13,9 @@
 //! member: `process::group_has_members`). What leaves the group (`setsid`, `setpgid`) leaves
 //! the limit too.
 
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::env::lookup;
@@ -33,7 +28,7 @@ use crate::crontab::JobInput;
 use crate::log::{Level, Log, printable};
 use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
-use crate::sys::{pipe, poll};
+use crate::sys::{pipe, poll, spawn};
 
 /// A shell that ran to its end.
 #[derive(Debug)]
@@ -76,8 +71,7 @@ pub(super) fn run_shell(
             return None;
         }
     };
-    let pipes = pipe::pipe().and_then(|(r, w)| Ok((r, w.try_clone()?, w)));
-    let (read_end, err_end, out_end) = match pipes {
+    let (read_end, out_end) = match pipe::pipe() {
         Ok(p) => p,
         Err(e) => {
             log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
@@ -86,26 +80,17 @@ pub(super) fn run_shell(
         }
     };
     let shell = lookup(env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
-    let mut command = Command::new(OsStr::from_bytes(&shell));
-    command
-        .arg("-c")
-        .arg(OsStr::from_bytes(&input.command))
-        .env_clear()
-        .envs(
-            env.iter()
-                .map(|(n, v)| (OsStr::from_bytes(n), OsStr::from_bytes(v))),
-        )
-        .stdin(stdin.take_for_shell())
-        .stdout(Stdio::from(out_end))
-        .stderr(Stdio::from(err_end));
     let timeout_s = spec.env().policy().timeout_s;
-    if timeout_s.is_some() {
-        command.process_group(0);
-    }
-    let spawned = command.spawn();
-    // The Command holds the shell's ends of both pipes: drop them, so end-of-file on the output
+    // Returns with the shell's ends of both pipes closed here, so end-of-file on the output
     // means the job is done with it, and the stdin writer never waits for us.
-    drop(command);
+    let spawned = spawn::shell(
+        &shell,
+        &input.command,
+        env,
+        stdin.take_for_shell(),
+        out_end,
+        timeout_s.is_some(),
+    );
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

@@ -44,5 +44,6 @@ pub mod privs;
 pub mod process;
 pub mod pump;
 pub mod signal;
+pub mod spawn;
 pub mod syslog;
 pub mod timer;
