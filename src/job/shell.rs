@@ -64,6 +64,68 @@ pub(super) fn run_shell(
     let log = setup.log;
     let who = spec.user();
     let spill_dir = crate::sys::tmpfile::default_dir();
+    let Running {
+        mut child,
+        output_pipe,
+        stdin,
+        started,
+        mut limit,
+    } = start_shell(spec, setup, env, input)?;
+    let shell_pid = child.id();
+    let output = Output::new(&spill_dir).with_limit(setup.max_output);
+    let captured = capture(spec, log, output, output_pipe, shell_pid, &mut limit);
+    let status = wait_for_shell(&mut child, log, who).map(|status| (status, started.elapsed()));
+    reap_writer(log, who, stdin);
+    let output = match captured {
+        Ok(output) => output,
+        Err(e) => {
+            log.error(who, "ERROR", &format!("can't read the job's output: {e}"));
+            Output::new(&spill_dir)
+        }
+    };
+    log_output_losses(log, who, &output, &spill_dir);
+    let (timed_out, left_group) = match limit {
+        Some(limit) if limit.reached() => (Some(limit.seconds), None),
+        Some(limit) => (
+            None,
+            Some(LeftGroup {
+                pgid: shell_pid,
+                limit,
+            }),
+        ),
+        None => (None, None),
+    };
+    Some(Finished {
+        shell_pid,
+        exit: JobExit::from_status(status?.0),
+        duration_ms: u64::try_from(status?.1.as_millis()).unwrap_or(u64::MAX),
+        output,
+        timed_out,
+        left_group,
+    })
+}
+
+/// A shell just started, with what the job child keeps of it.
+struct Running {
+    child: std::process::Child,
+    /// The output pipe's read end (the shell has the write end).
+    output_pipe: OwnedFd,
+    stdin: JobStdin,
+    started: Instant,
+    /// `CRON_TIMEOUT`, counting from the start.
+    limit: Option<TimeLimit>,
+}
+
+/// Starts the stdin writer, makes the output pipe, starts the shell and logs CMD. `None` when
+/// any of it failed (logged; a writer already started is reaped).
+fn start_shell(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    env: &[(Vec<u8>, Vec<u8>)],
+    input: &JobInput,
+) -> Option<Running> {
+    let log = setup.log;
+    let who = spec.user();
     let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
         Ok(stdin) => stdin,
         Err(e) => {
@@ -91,37 +153,51 @@ pub(super) fn run_shell(
         out_end,
         timeout_s.is_some(),
     );
-    let mut child = match spawned {
+    let child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            log.error(
-                who,
-                "ERROR",
-                &format!("can't run {}: {e}", printable(&shell)),
-            );
+            let shown = printable(&shell);
+            log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
             drop(read_end);
             reap_writer(log, who, stdin);
             return None;
         }
     };
-    let shell_pid = child.id();
     let started = Instant::now();
-    let mut limit = timeout_s.map(|s| TimeLimit::new(s, started));
-    if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, spec.command())
-    {
+    let shell_pid = child.id();
+    if let Some(line) = log_lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
         log.line(
             Level::Info,
             &line.with_job(spec.log_fields(Some(shell_pid))),
         );
     }
-    let output = Output::new(&spill_dir).with_limit(setup.max_output);
-    // Debian's job ends when its shell exits, not when the last process holding its output
-    // lets go: the exit is watched with the pipe (a pidfd), so a job that leaves a process
-    // behind (`server &`) is reported at once. Without pidfd (Linux < 5.3), end-of-file.
+    Some(Running {
+        child,
+        output_pipe: read_end,
+        stdin,
+        started,
+        limit: timeout_s.map(|s| TimeLimit::new(s, started)),
+    })
+}
+
+/// Reads the job's output into `output` until the shell exits, applying the time limit.
+/// Debian's job ends when its shell exits, not when the last process holding its output lets
+/// go: the exit is watched with the pipe (a pidfd), so a job that leaves a process behind
+/// (`server &`) is reported at once; what that process prints later goes to a drain. Without
+/// pidfd (Linux < 5.3), to end-of-file, and without the time limit (logged, `limit` cleared).
+fn capture(
+    spec: &JobSpec,
+    log: Log,
+    output: Output,
+    pipe: OwnedFd,
+    shell_pid: u32,
+    limit: &mut Option<TimeLimit>,
+) -> io::Result<Output> {
+    let who = spec.user();
     let mut signal =
         |action: Action, seconds: u32| signal_group(spec, log, shell_pid, action, seconds);
-    let captured = match process::exit_watch(shell_pid) {
-        Ok(exit) => capture_until_exit(output, read_end, &exit, &mut limit, &mut signal),
+    let (output, left_behind) = match process::exit_watch(shell_pid) {
+        Ok(exit) => capture_until_exit(output, pipe, &exit, limit, &mut signal)?,
         Err(_) => {
             if limit.take().is_some() {
                 log.error(
@@ -130,45 +206,44 @@ pub(super) fn run_shell(
                     "CRON_TIMEOUT not applied: it needs pidfd_open (Linux 5.3)",
                 );
             }
-            output
-                .capture_from(File::from(read_end))
-                .map(|output| (output, None))
+            (output.capture_from(File::from(pipe))?, None)
         }
     };
-    let captured = captured.map(|(output, left_behind)| {
-        if let Some(pipe) = left_behind {
-            // What the left-behind processes print from now on is read and discarded by a
-            // process of the job's user, which ends when the last of them closes the pipe.
-            if let Err(e) = crate::sys::pipe::spawn_drain(pipe) {
-                log.error(
-                    who,
-                    "ERROR",
-                    &format!(
-                        "can't start a reader for the output of what the job left running: {e}"
-                    ),
-                );
-            }
+    if let Some(pipe) = left_behind {
+        // What the left-behind processes print from now on is read and discarded by a
+        // process of the job's user, which ends when the last of them closes the pipe.
+        if let Err(e) = crate::sys::pipe::spawn_drain(pipe) {
+            log.error(
+                who,
+                "ERROR",
+                &format!("can't start a reader for the output of what the job left running: {e}"),
+            );
         }
-        output
-    });
-    let status = loop {
+    }
+    Ok(output)
+}
+
+/// Reaps the shell; `None` when the wait failed (logged).
+fn wait_for_shell(
+    child: &mut std::process::Child,
+    log: Log,
+    who: &[u8],
+) -> Option<std::process::ExitStatus> {
+    loop {
         match child.wait() {
-            Ok(status) => break Some((status, started.elapsed())),
+            Ok(status) => return Some(status),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 log.error(who, "ERROR", &format!("wait failed: {e}"));
-                break None;
+                return None;
             }
         }
-    };
-    reap_writer(log, who, stdin);
-    let output = match captured {
-        Ok(output) => output,
-        Err(e) => {
-            log.error(who, "ERROR", &format!("can't read the job's output: {e}"));
-            Output::new(&spill_dir)
-        }
-    };
+    }
+}
+
+/// Logs what of the output is not in `output`: lost (the spill file failed) or dropped (past
+/// `--max-output`).
+fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::path::Path) {
     if let Some(e) = output.spill_error() {
         log.error(
             who,
@@ -188,25 +263,6 @@ pub(super) fn run_shell(
         );
         log.line(Level::Warning, &line);
     }
-    let (timed_out, left_group) = match limit {
-        Some(limit) if limit.reached() => (Some(limit.seconds), None),
-        Some(limit) => (
-            None,
-            Some(LeftGroup {
-                pgid: shell_pid,
-                limit,
-            }),
-        ),
-        None => (None, None),
-    };
-    Some(Finished {
-        shell_pid,
-        exit: JobExit::from_status(status?.0),
-        duration_ms: u64::try_from(status?.1.as_millis()).unwrap_or(u64::MAX),
-        output,
-        timed_out,
-        left_group,
-    })
 }
 
 /// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first.
@@ -219,11 +275,9 @@ fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, second
         Action::Term => GroupSignal::Term,
         Action::Kill => GroupSignal::Kill,
     };
-    match process::signal_group(shell_pid, signal) {
-        // Nothing left to signal: the group ended between our look and the signal.
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-        Err(e) => log.error(who, "ERROR", &format!("can't signal the job's group: {e}")),
-        Ok(()) => {}
+    // Ok(false), nothing left to signal: the group ended between our look and the signal.
+    if let Err(e) = process::signal_group(shell_pid, signal) {
+        log.error(who, "ERROR", &format!("can't signal the job's group: {e}"));
     }
 }
 

@@ -56,7 +56,10 @@ pub fn exit_watch(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
 /// Sends SIGKILL to every process of the group `pgid` (a child that was made a group leader
 /// and is not reaped yet, so the group can't be another's).
 pub fn kill_group(pgid: u32) -> io::Result<()> {
-    signal_group(pgid, GroupSignal::Kill)
+    match signal_group(pgid, GroupSignal::Kill)? {
+        true => Ok(()),
+        false => Err(io::Error::from_raw_os_error(libc::ESRCH)),
+    }
 }
 
 /// Sends SIGKILL to the child `pid` (one not reaped yet, so the pid can't be another's).
@@ -77,14 +80,19 @@ pub enum GroupSignal {
 }
 
 /// Sends `signal` to every process of the group `pgid`, under the same rule as [`kill_group`].
-pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<()> {
+/// `Ok(false)` when the group has no member left to signal (ESRCH).
+pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<bool> {
     use nix::sys::signal::Signal;
     let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let signal = match signal {
         GroupSignal::Term => Signal::SIGTERM,
         GroupSignal::Kill => Signal::SIGKILL,
     };
-    nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal).map_err(io::Error::from)
+    match nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal) {
+        Ok(()) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Whether the process group `pgid` still has a member (`kill(-pgid, 0)`): `false` once it is
