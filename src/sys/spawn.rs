@@ -10,7 +10,8 @@
 //!   [`Program`], and [`shell`] for the job's shell.
 //!
 //! Every descriptor the daemon opens is close-on-exec, so an exec'd program inherits only the
-//! ones it is handed (stdin, stdout, stderr).
+//! ones it is handed (stdin, stdout, stderr); a forked child that does not exec closes what it
+//! must not keep itself (`process::close_all_above_stderr`, or the pipe children's own rule).
 
 use std::ffi::OsStr;
 use std::io;
@@ -100,8 +101,9 @@ pub unsafe fn fork_async_signal_safe() -> io::Result<Forked> {
 /// correctly: with no `pre_exec` hook it takes glibc's `posix_spawn` (vfork semantics: no copy
 /// of the parent's memory, nothing of ours runs in the child), reports a failed exec as an
 /// error through its close-on-exec pipe, resets SIGPIPE to its default for the program, and
-/// gives the child only the descriptors handed to it. A hook ([`Program::default_interrupts`],
-/// [`Program::gid`]) makes it fork instead: the hook then runs only async-signal-safe calls.
+/// gives the child only the descriptors handed to it. A hook ([`Program::default_interrupts`])
+/// or a gid ([`Program::gid`]) makes it fork instead, and run them between fork and exec with
+/// async-signal-safe calls only; only crontab(1)'s editor asks for them.
 #[derive(Debug)]
 pub struct Program {
     command: Command,
@@ -217,6 +219,48 @@ pub fn shell(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+
+    fn run_shell(command: &[u8], env: &[(Vec<u8>, Vec<u8>)], own_group: bool) -> String {
+        let (read_end, write_end) = super::super::pipe::pipe().unwrap();
+        let mut child = shell(
+            b"/bin/sh",
+            command,
+            env,
+            Stdio::null(),
+            write_end,
+            own_group,
+        )
+        .expect("spawn /bin/sh");
+        let mut out = String::new();
+        // End of file only once the shell is done: the caller's copy of the write end is
+        // closed by the spawn.
+        std::fs::File::from(read_end)
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        out
+    }
+
+    #[test]
+    fn the_shell_has_exactly_its_environment_and_one_pipe_for_both_outputs() {
+        let env = [(b"A".to_vec(), b"x y".to_vec())];
+        let out = run_shell(b"echo \"$A\"; echo \"[$HOME]\" >&2", &env, false);
+        assert_eq!(out, "x y\n[]\n");
+    }
+
+    #[test]
+    fn a_shell_with_a_group_of_its_own_leads_it() {
+        // /proc/PID/stat: pid (comm) state ppid pgrp ...
+        let stat = b"echo $$; cut -d' ' -f5 /proc/$$/stat";
+        let path = [(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())];
+        let out = run_shell(stat, &path, true);
+        let (pid, group) = out.trim().split_once('\n').unwrap();
+        assert_eq!(pid, group, "{out}");
+        let out = run_shell(stat, &path, false);
+        let (pid, group) = out.trim().split_once('\n').unwrap();
+        assert_ne!(pid, group, "{out}");
+    }
 
     #[test]
     fn a_process_with_threads_is_refused_a_fork() {
