@@ -8,11 +8,11 @@
 //! SIGHUP are ignored while the edit lasts, and the editor gets them at their defaults), so
 //! nothing is left behind but what the user is told about.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process;
+use std::os::unix::process::ExitStatusExt;
 
 use super::{Context, Exit, Io, MAX_CRONTAB_BYTES, Step, describe, fail, lossy, say, text};
 use crate::sys::signal;
+use crate::sys::spawn::Program;
 use crate::sys::spool_dir::{PrivateCopy, ReadError};
 use crate::sys::user::User;
 
@@ -125,13 +125,15 @@ fn edit_loop(
 fn run_editor(ctx: &Context, io: &mut Io<'_>, copy: &PrivateCopy) -> Step<()> {
     let editor = ctx.editor.to_string_lossy().into_owned();
     let _ = io.stdout.flush();
-    let status = signal::with_default_interrupts(&mut process::Command::new("/bin/sh"))
+    let mut program = Program::new("/bin/sh");
+    program
+        .default_interrupts()
         .arg("-c")
         .arg(format!("{editor} \"$1\""))
         .arg("sh")
         .arg(copy.path())
-        .gid(ctx.privilege.child_gid().0)
-        .status();
+        .gid(ctx.privilege.child_gid());
+    let status = program.status();
     match status {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => match (s.code(), s.signal()) {

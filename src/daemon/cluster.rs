@@ -9,11 +9,10 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use jiff::Timestamp;
 
@@ -23,7 +22,10 @@ use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PE
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 use crate::job::{JobSpec, log_lines};
 use crate::log::Level;
+use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
+use crate::sys::pump::{Filled, FlushError, Pump};
+use crate::sys::spawn::Program;
 use crate::sys::user::Uid;
 use crate::timeline::queue::Queued;
 use crate::timeline::{Due, EntryId, UtcMinute};
@@ -34,6 +36,9 @@ const RESTART_AFTER_MS: i64 = 5_000;
 /// What the daemon writes to a helper that does not read is dropped with the helper beyond this.
 const MAX_UNSENT: usize = 1 << 20;
 
+/// How much of the helper's answers is read at once.
+const READ_CHUNK: usize = 16 * 1024;
+
 type Run = Queued<Due<JobSpec>>;
 
 /// The helper process and the socket to it.
@@ -42,7 +47,7 @@ struct Helper {
     pid: u32,
     socket: UnixStream,
     read: wire::LineReader,
-    unsent: Vec<u8>,
+    pump: Pump,
 }
 
 /// Cluster mode's state in the daemon.
@@ -99,11 +104,14 @@ impl ClusterLink {
 
     /// The descriptors to poll: the socket (readable; writable too while something waits to
     /// be sent).
-    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, Interest)> {
         match &self.helper {
             None => Vec::new(),
-            Some(h) if h.unsent.is_empty() => vec![(h.socket.as_fd(), false)],
-            Some(h) => vec![(h.socket.as_fd(), false), (h.socket.as_fd(), true)],
+            Some(h) if h.pump.unsent() == 0 => vec![(h.socket.as_fd(), Interest::Read)],
+            Some(h) => vec![
+                (h.socket.as_fd(), Interest::Read),
+                (h.socket.as_fd(), Interest::Write),
+            ],
         }
     }
 
@@ -124,31 +132,19 @@ impl ClusterLink {
         let Some(helper) = self.helper.as_mut() else {
             return Err("the cluster helper is not running".into());
         };
-        helper.unsent.extend_from_slice(message.encode().as_bytes());
+        helper.pump.queue(message.encode().as_bytes());
         flush(helper)
     }
 }
 
 /// Writes what the socket takes now.
 fn flush(helper: &mut Helper) -> Result<(), String> {
-    while !helper.unsent.is_empty() {
-        match helper.socket.write(&helper.unsent) {
-            Ok(0) => return Err("the cluster helper closed its socket".into()),
-            Ok(n) => {
-                helper.unsent.drain(..n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("can't write to the cluster helper: {e}")),
-        }
+    match helper.pump.flush(&mut helper.socket) {
+        Ok(_) => Ok(()),
+        Err(FlushError::Closed) => Err("the cluster helper closed its socket".into()),
+        Err(FlushError::Backlog(n)) => Err(format!("the cluster helper has not read {n} bytes")),
+        Err(FlushError::Io(e)) => Err(format!("can't write to the cluster helper: {e}")),
     }
-    if helper.unsent.len() > MAX_UNSENT {
-        return Err(format!(
-            "the cluster helper has not read {} bytes",
-            helper.unsent.len()
-        ));
-    }
-    Ok(())
 }
 
 /// The helper program by default: `cronctl` beside the running crond, else /usr/sbin/cronctl.
@@ -173,16 +169,17 @@ impl Daemon {
         let spawned = UnixStream::pair().and_then(|(ours, theirs)| {
             ours.set_nonblocking(true)?;
             let theirs = OwnedFd::from(theirs);
-            let child = Command::new(&link.program)
+            let mut program = Program::new(&link.program);
+            program
                 .args(&link.args)
                 .stdin(Stdio::from(theirs.try_clone()?))
-                .stdout(Stdio::from(theirs))
-                .spawn()?;
+                .stdout(Stdio::from(theirs));
+            let child = program.spawn()?;
             Ok(Helper {
                 pid: child.id(),
                 socket: ours,
                 read: wire::LineReader::default(),
-                unsent: Vec::new(),
+                pump: Pump::new(READ_CHUNK, MAX_UNSENT),
             })
         });
         match spawned {
@@ -329,29 +326,20 @@ impl Daemon {
             self.helper_lost(&e, now);
             return;
         }
-        let mut buf = [0u8; 16 * 1024];
-        let mut closed = None;
         let mut lines = Vec::new();
-        let mut read = 0;
+        let reader = &mut helper.read;
         // At most 64 lines' worth per wake: the loop has other fds to serve.
-        while read < 64 * wire::MAX_LINE {
-            match helper.socket.read(&mut buf) {
-                Ok(0) => {
-                    closed = Some("it closed its socket".to_string());
-                    break;
-                }
-                Ok(n) => {
-                    read += n;
-                    lines.extend(helper.read.push(&buf[..n]));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    closed = Some(format!("read: {e}"));
-                    break;
-                }
-            }
-        }
+        let filled = helper
+            .pump
+            .fill(&mut helper.socket, 64 * wire::MAX_LINE, &mut |chunk| {
+                lines.extend(reader.push(chunk));
+                true
+            });
+        let closed = match filled {
+            Ok(Filled::Open) => None,
+            Ok(Filled::End) => Some("it closed its socket".to_string()),
+            Err(e) => Some(format!("read: {e}")),
+        };
         // A line that does not read is logged and skipped: the runs waiting for other answers
         // stay parked (a run whose answer it was gets its answer again or meets its deadline).
         for line in lines {
@@ -476,8 +464,14 @@ mod tests {
             pid: 0,
             socket,
             read: wire::LineReader::default(),
-            unsent: vec![b'x'; unsent],
+            pump: queued(unsent),
         }
+    }
+
+    fn queued(unsent: usize) -> Pump {
+        let mut pump = Pump::new(READ_CHUNK, MAX_UNSENT);
+        pump.queue(&vec![b'x'; unsent]);
+        pump
     }
 
     #[test]
@@ -485,12 +479,12 @@ mod tests {
         let (ours, _theirs) = UnixStream::pair().unwrap();
         let mut small = helper_on(ours.try_clone().unwrap(), 1024);
         assert!(flush(&mut small).is_ok());
-        assert!(small.unsent.is_empty(), "the socket took it all");
+        assert_eq!(small.pump.unsent(), 0, "the socket took it all");
         // The peer reads nothing: what the socket can't take stays, up to the bound.
         let mut big = helper_on(ours, MAX_UNSENT * 2);
         let e = flush(&mut big).unwrap_err();
         assert!(e.contains("has not read"), "{e}");
-        assert!(big.unsent.len() > MAX_UNSENT);
+        assert!(big.pump.unsent() > MAX_UNSENT);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::metrics::{Metrics, Outcome};
 use crate::schedule::{self, Zone};
 use crate::sys::fs::PidLock;
 use crate::sys::inotify::Lost;
+use crate::sys::poll::{Interest, Registry};
 use crate::sys::process;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::{MinuteTimer, Tick};
@@ -86,7 +87,19 @@ fn random_delay_factor() -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Which of the polled descriptors are readable.
+/// What the loop polls, as the tokens of its descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Signals,
+    Timer,
+    /// inotify.
+    Files,
+    /// The cluster helper's socket.
+    Helper,
+    Metrics(super::metrics_serve::Token),
+}
+
+/// Which of the polled sources are ready.
 struct Ready {
     signals: bool,
     timer: bool,
@@ -102,7 +115,25 @@ enum AfterSignals {
 }
 
 impl Daemon {
+    /// Sets the daemon up and loads every crontab: ready to [`Daemon::run`].
     pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon, Error> {
+        let now = wall_clock();
+        let mut daemon = Daemon::new(options, log, lock, now)?;
+        daemon.log_start_lines();
+        daemon.prepare_job_children();
+        if !daemon.options.metrics.is_empty() {
+            let places = daemon.options.metrics.clone();
+            daemon.metrics_server = Some(daemon.listen_for_metrics(&places)?);
+        }
+        // Started before the crontabs are loaded: the helper is small when it forks.
+        daemon.start_cluster(now);
+        daemon.load_at_start(now);
+        Ok(daemon)
+    }
+
+    /// The daemon's state before anything is loaded: signal handlers installed, the timer made,
+    /// the local zone read.
+    fn new(options: Options, log: Log, lock: PidLock, now: Timestamp) -> Result<Daemon, Error> {
         let paths = options.paths();
         let rules = Rules {
             permit_any_mode: options.permit_any_mode,
@@ -111,9 +142,8 @@ impl Daemon {
         };
         let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
         let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
-        let now = wall_clock();
         let localtime = options.localtime();
-        let mut daemon = Daemon {
+        Ok(Daemon {
             setup: options.child_setup(log, crate::sys::user::effective_uid().0 == 0),
             paths,
             rules,
@@ -142,107 +172,107 @@ impl Daemon {
             fork_failures: Default::default(),
             armed: UtcMinute::containing(now.as_second()).plus(1),
             options,
-        };
-        // Debian's first line.
-        daemon.log.info(
-            "CRON",
-            "INFO",
-            &format!("pidfile fd = {}", daemon._lock.fd()),
-        );
-        daemon.log.info(
+        })
+    }
+
+    /// Debian's first lines.
+    fn log_start_lines(&self) {
+        self.log
+            .info("CRON", "INFO", &format!("pidfile fd = {}", self._lock.fd()));
+        self.log.info(
             "CRON",
             "INFO",
             &format!(
                 "RANDOM_DELAY will be scaled with factor {}% if used.",
-                (daemon.delay_factor * 100.0) as u32
+                (self.delay_factor * 100.0) as u32
             ),
         );
-        // What every job child needs, loaded once here before any fork (docs/daemon.md).
+    }
+
+    /// What every job child needs, loaded once here before any fork (docs/daemon.md), and the
+    /// line that says when jobs run without PAM.
+    fn prepare_job_children(&self) {
         crate::sys::user::load_group_sources();
-        if let Some(pam) = &daemon.setup.pam {
-            crate::job::preload_pam(pam, daemon.log);
+        if let Some(pam) = &self.setup.pam {
+            crate::job::preload_pam(pam, self.log);
+            return;
         }
-        if daemon.setup.pam.is_none() {
-            let why = if !cfg!(feature = "pam") {
-                "built without PAM"
-            } else if daemon.options.no_pam {
-                "--no-pam"
-            } else {
-                "not root"
-            };
-            daemon.log.info(
-                "CRON",
-                "INFO",
-                &format!("jobs run without a PAM session ({why})"),
-            );
-        }
-        if !daemon.options.metrics.is_empty() {
-            let places = daemon.options.metrics.clone();
-            daemon.metrics_server = Some(daemon.listen_for_metrics(&places)?);
-        }
-        if let Some(conninfo) = daemon.options.cluster_db.clone() {
-            // Started before the crontabs are loaded: the helper is small when it forks.
-            let host =
-                daemon.options.cluster_host.clone().unwrap_or_else(|| {
-                    String::from_utf8_lossy(&crate::sys::hostname()).into_owned()
-                });
-            let program = daemon
-                .options
-                .cluster_helper
-                .clone()
-                .unwrap_or_else(super::cluster::default_helper);
-            daemon.log.info(
-                "CRON",
-                "INFO",
-                &format!("cluster mode: host {host}, helper {}", program.display()),
-            );
-            daemon.cluster = Some(super::cluster::ClusterLink::new(
-                program,
-                &conninfo,
-                &host,
-                daemon.options.cluster_keep_days,
-                daemon.options.cluster_keep_runs,
-                daemon.options.cluster_lease_s,
-            ));
-            daemon.start_helper(now.as_millisecond());
-        }
-        daemon.watches = Watches::set_up(
-            daemon.options.no_inotify,
-            &daemon.paths,
-            &daemon.localtime,
-            &daemon.log,
-        );
-        // `@every` intervals count from now.
-        daemon.cycle.set_every_base(now.as_millisecond());
-        let reboot = daemon.load_all(false);
-        let status = format!(
-            "{} entries from {} files",
-            daemon.cycle.len(),
-            daemon.sources.len()
-        );
-        daemon.log.info(
+        let why = if !cfg!(feature = "pam") {
+            "built without PAM"
+        } else if self.options.no_pam {
+            "--no-pam"
+        } else {
+            "not root"
+        };
+        self.log.info(
             "CRON",
             "INFO",
-            &format!(
-                "{} entries loaded from {} files",
-                daemon.cycle.len(),
-                daemon.sources.len()
-            ),
+            &format!("jobs run without a PAM session ({why})"),
+        );
+    }
+
+    /// With `--cluster-db`: the link, and its helper started.
+    fn start_cluster(&mut self, now: Timestamp) {
+        let Some(conninfo) = self.options.cluster_db.clone() else {
+            return;
+        };
+        let host = self
+            .options
+            .cluster_host
+            .clone()
+            .unwrap_or_else(|| String::from_utf8_lossy(&crate::sys::hostname()).into_owned());
+        let program = self
+            .options
+            .cluster_helper
+            .clone()
+            .unwrap_or_else(super::cluster::default_helper);
+        self.log.info(
+            "CRON",
+            "INFO",
+            &format!("cluster mode: host {host}, helper {}", program.display()),
+        );
+        self.cluster = Some(super::cluster::ClusterLink::new(
+            program,
+            &conninfo,
+            &host,
+            self.options.cluster_keep_days,
+            self.options.cluster_keep_runs,
+            self.options.cluster_lease_s,
+        ));
+        self.start_helper(now.as_millisecond());
+    }
+
+    /// Watches the files, loads every crontab, runs @reboot and what was missed, arms the
+    /// timer and tells systemd the daemon is ready. `started`: when the start began.
+    fn load_at_start(&mut self, started: Timestamp) {
+        self.watches = Watches::set_up(
+            self.options.no_inotify,
+            &self.paths,
+            &self.localtime,
+            &self.log,
+        );
+        // `@every` intervals count from the start.
+        self.cycle.set_every_base(started.as_millisecond());
+        let reboot = self.load_all(false);
+        let (entries, files) = (self.cycle.len(), self.sources.len());
+        self.log.info(
+            "CRON",
+            "INFO",
+            &format!("{entries} entries loaded from {files} files"),
         );
         let now = wall_clock();
-        daemon.reboot(reboot, now);
-        daemon.make_up_after_start(now);
-        daemon.arm(now);
+        self.reboot(reboot, now);
+        self.make_up_after_start(now);
+        self.arm(now);
         // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
+        let status = format!("{entries} entries from {files} files");
         if let Err(e) = crate::sys::notify::notify(&format!(
             "READY=1\n{}",
             crate::sys::notify::status_message(&status)
         )) {
-            daemon
-                .log
+            self.log
                 .event(Level::Error, "CRON", "ERROR", &format!("sd_notify: {e}"));
         }
-        Ok(daemon)
     }
 
     /// The loop: start what is due, wait, handle what is ready. Returns on SIGTERM or SIGINT.
@@ -298,33 +328,44 @@ impl Daemon {
     }
 
     fn wait(&mut self, timeout_ms: Option<u32>) -> Result<Ready, Error> {
-        let mut fds = vec![(self.signals.fd(), false), (self.timer.fd(), false)];
+        let mut registry = Registry::new();
+        registry.add(Source::Signals, self.signals.fd(), Interest::Read);
+        registry.add(Source::Timer, self.timer.fd(), Interest::Read);
         if let Some(w) = &self.watches {
-            fds.push((w.fd(), false));
+            registry.add(Source::Files, w.fd(), Interest::Read);
         }
-        let watched = fds.len();
         if let Some(link) = &self.cluster {
-            fds.extend(link.fds());
+            for (fd, interest) in link.fds() {
+                registry.add(Source::Helper, fd, interest);
+            }
         }
-        let own = fds.len();
         let mut timeout_ms = timeout_ms;
         if let Some(server) = &self.metrics_server {
-            fds.extend(server.fds());
+            for (token, fd, interest) in server.fds() {
+                registry.add(Source::Metrics(token), fd, interest);
+            }
             if let Some(ms) = server.timeout_ms(wall_clock().as_millisecond()) {
                 timeout_ms = Some(timeout_ms.map_or(ms, |t| t.min(ms)));
             }
         }
-        let ready =
-            crate::sys::poll::wait_ready(&fds, timeout_ms).map_err(|e| Error::Io("poll", e))?;
-        drop(fds);
+        let ready = registry
+            .wait(timeout_ms)
+            .map_err(|e| Error::Io("poll", e))?;
         if self.metrics_server.is_some() {
-            self.serve_metrics(&ready[own..]);
+            let metrics: Vec<_> = ready
+                .iter()
+                .filter_map(|source| match source {
+                    Source::Metrics(token) => Some(token),
+                    _ => None,
+                })
+                .collect();
+            self.serve_metrics(&metrics);
         }
         Ok(Ready {
-            signals: ready[0],
-            timer: ready[1],
-            files: self.watches.is_some() && ready[2],
-            helper: ready[watched..own].iter().any(|&r| r),
+            signals: ready.contains(Source::Signals),
+            timer: ready.contains(Source::Timer),
+            files: ready.contains(Source::Files),
+            helper: ready.contains(Source::Helper),
         })
     }
 

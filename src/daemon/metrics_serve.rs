@@ -24,6 +24,8 @@ use super::cli::MetricsAt;
 use super::event_loop::{Daemon, wall_clock};
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
+use crate::sys::poll::Interest;
+use crate::sys::pump::{Filled, FlushError, Flushed, Pump};
 
 /// Connections served at once, per place.
 pub(super) const MAX_CONNECTIONS: usize = 16;
@@ -35,12 +37,25 @@ pub(super) const HEAD_DEADLINE_MS: i64 = 2_000;
 /// How long a connection may take from accept to the last byte of the answer.
 pub(super) const DEADLINE_MS: i64 = 5_000;
 
+/// What a descriptor of the server is, in the poll: a place's listener, or a connection of its
+/// pool (by place, then by position in the pool, both as of [`MetricsServer::fds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Token {
+    Listener(usize),
+    Connection(usize, usize),
+}
+
+/// How much of a request is read at once.
+const READ_CHUNK: usize = 2048;
+
 #[derive(Debug)]
 struct Connection {
     stream: Stream,
     request: Vec<u8>,
-    /// The answer and how much of it went out.
-    reply: Option<(Vec<u8>, usize)>,
+    /// Reads the request; then sends the answer.
+    pump: Pump,
+    /// Whether the answer is made (and queued in `pump`).
+    replying: bool,
     accepted_ms: i64,
 }
 
@@ -49,7 +64,7 @@ impl Connection {
     /// [`DEADLINE_MS`] once it is being answered.
     fn deadline_ms(&self) -> i64 {
         self.accepted_ms
-            + if self.reply.is_some() {
+            + if self.replying {
                 DEADLINE_MS
             } else {
                 HEAD_DEADLINE_MS
@@ -75,7 +90,7 @@ impl Pool {
     fn serve(
         &mut self,
         listener_ready: bool,
-        ready: &[bool],
+        ready: &dyn Fn(usize) -> bool,
         now_ms: i64,
         render: &dyn Fn(bool) -> String,
     ) {
@@ -86,7 +101,7 @@ impl Pool {
             .into_iter()
             .enumerate()
         {
-            let go_on = if ready.get(i).copied().unwrap_or(false) {
+            let go_on = if ready(i) {
                 step(&mut c, &exposition).unwrap_or(false)
             } else {
                 true
@@ -108,7 +123,8 @@ impl Pool {
             let mut c = Connection {
                 stream,
                 request: Vec::new(),
-                reply: None,
+                pump: Pump::new(READ_CHUNK, usize::MAX),
+                replying: false,
                 accepted_ms: now_ms,
             };
             // A scraper's request is usually there already: answered in this same wake-up.
@@ -125,20 +141,22 @@ pub(super) struct MetricsServer {
 }
 
 impl MetricsServer {
-    /// The descriptors to poll: per place, its listener (readable) while it has a free slot,
-    /// then each connection (readable while its request comes, writable while its answer
-    /// goes).
-    pub(super) fn fds(&self) -> Vec<(BorrowedFd<'_>, bool)> {
+    /// The descriptors to poll, each with its token: per place, its listener (readable) while
+    /// it has a free slot, then each connection (readable while its request comes, writable
+    /// while its answer goes).
+    pub(super) fn fds(&self) -> Vec<(Token, BorrowedFd<'_>, Interest)> {
         let mut fds = Vec::new();
-        for pool in &self.pools {
+        for (p, pool) in self.pools.iter().enumerate() {
             if pool.accepting() {
-                fds.push((pool.listener.fd(), false));
+                fds.push((Token::Listener(p), pool.listener.fd(), Interest::Read));
             }
-            fds.extend(
-                pool.connections
-                    .iter()
-                    .map(|c| (c.stream.fd(), c.reply.is_some())),
-            );
+            fds.extend(pool.connections.iter().enumerate().map(|(c, conn)| {
+                let interest = match conn.replying {
+                    true => Interest::Write,
+                    false => Interest::Read,
+                };
+                (Token::Connection(p, c), conn.stream.fd(), interest)
+            }));
         }
         fds
     }
@@ -156,29 +174,21 @@ impl MetricsServer {
             .min()
     }
 
-    /// Serves what `ready` (one flag per [`MetricsServer::fds`] entry, from the same state)
-    /// says can go on, drops connections past their deadline, accepts new ones into free
-    /// slots. `render(entries)` is the exposition, with the per-entry series or without.
-    pub(super) fn serve(&mut self, ready: &[bool], now_ms: i64, render: &dyn Fn(bool) -> String) {
-        let mut at = 0;
-        for pool in &mut self.pools {
-            let listener_ready = if pool.accepting() {
-                at += 1;
-                ready.get(at - 1).copied().unwrap_or(false)
-            } else {
-                false
-            };
-            let n = pool.connections.len();
-            let mine = ready.get(at..at + n).unwrap_or(&[]);
-            at += n;
-            pool.serve(listener_ready, mine, now_ms, render);
+    /// Serves what `ready` (tokens of [`MetricsServer::fds`], from the same state) says can go
+    /// on, drops connections past their deadline, accepts new ones into free slots.
+    /// `render(entries)` is the exposition, with the per-entry series or without.
+    pub(super) fn serve(&mut self, ready: &[Token], now_ms: i64, render: &dyn Fn(bool) -> String) {
+        for (p, pool) in self.pools.iter_mut().enumerate() {
+            let listener_ready = pool.accepting() && ready.contains(&Token::Listener(p));
+            let connection_ready = |c: usize| ready.contains(&Token::Connection(p, c));
+            pool.serve(listener_ready, &connection_ready, now_ms, render);
         }
     }
 }
 
 impl Daemon {
     /// Answers the metrics endpoint's connections that `ready` says can go on.
-    pub(super) fn serve_metrics(&mut self, ready: &[bool]) {
+    pub(super) fn serve_metrics(&mut self, ready: &[Token]) {
         let now_ms = wall_clock().as_millisecond();
         let Some(mut server) = self.metrics_server.take() else {
             return;
@@ -245,39 +255,29 @@ impl Daemon {
 
 /// One step of a connection: read what came, or write what can go. `Ok(false)`: done, close.
 fn step(c: &mut Connection, render: &dyn Fn() -> String) -> io::Result<bool> {
-    if let Some((reply, sent)) = &mut c.reply {
-        loop {
-            match c.stream.write(&reply[*sent..]) {
-                Ok(0) => return Ok(false),
-                Ok(n) => {
-                    *sent += n;
-                    if *sent == reply.len() {
-                        return Ok(false);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+    if c.replying {
+        return match c.pump.flush(&mut c.stream) {
+            Ok(Flushed::All) | Err(FlushError::Closed) => Ok(false),
+            Ok(Flushed::Partly) => Ok(true),
+            Err(FlushError::Io(e)) => Err(e),
+            // No bound is set on what waits: the answer is made once and is finite.
+            Err(FlushError::Backlog(_)) => Ok(false),
+        };
     }
-    let mut buf = [0u8; 2048];
-    loop {
-        match c.stream.read(&mut buf) {
-            // The client closed before its request was whole.
-            Ok(0) => return Ok(false),
-            Ok(n) => {
-                let room = MAX_REQUEST.saturating_sub(c.request.len());
-                c.request.extend_from_slice(&buf[..n.min(room)]);
-                if let Some(reply) = metrics::answer(&c.request, render) {
-                    c.reply = Some((reply, 0));
-                    // Most answers fit the socket's buffer: try at once.
-                    return step(c, render);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    let mut reply = None;
+    let request = &mut c.request;
+    let filled = c.pump.fill(&mut c.stream, usize::MAX, &mut |chunk| {
+        let room = MAX_REQUEST.saturating_sub(request.len());
+        request.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        reply = metrics::answer(request, render);
+        reply.is_none()
+    })?;
+    if let Some(reply) = reply {
+        c.pump.queue(&reply);
+        c.replying = true;
+        // Most answers fit the socket's buffer: try at once.
+        return step(c, render);
     }
+    // End of file: the client closed before its request was whole.
+    Ok(filled == Filled::Open)
 }

@@ -26,7 +26,8 @@ pub use cli::{Action, USAGE};
 
 use crate::log::{Level, Log};
 use crate::sys::fs::{self, LockError};
-use crate::sys::process::{self, Forked};
+use crate::sys::process;
+use crate::sys::spawn::{self, Forked};
 use crate::sys::user::effective_uid;
 
 /// Why the daemon did not start or stopped with an error.
@@ -123,7 +124,7 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     }
     let forked = !options.foreground;
     if forked {
-        match process::fork_single_threaded().map_err(|e| Error::Io("fork", e))? {
+        match spawn::fork_single_threaded().map_err(|e| Error::Io("fork", e))? {
             // The lock belongs to the open file, which the child shares: the parent writes the
             // child's pid (so it is there when the parent's exit is seen, as systemd's
             // Type=forking expects) and goes.

@@ -39,8 +39,9 @@ use crate::crontab::{Env, JobInput};
 use crate::log::{JobFields, Level, Log, LogLine};
 use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
-use crate::sys::process::{self, Forked, Pid};
+use crate::sys::process::{self, Pid};
 use crate::sys::signal;
+use crate::sys::spawn::{self, Forked};
 use crate::sys::user::{Uid, User};
 use env::{environment, lookup};
 use log_lines::{JobExit, JobLogMask};
@@ -200,7 +201,7 @@ pub struct MailSetup {
 /// its file was loaded, which the daemon remembers (a HOME that can't be entered is logged on
 /// that run only).
 pub fn start(spec: &JobSpec, setup: &ChildSetup, first: bool) -> io::Result<Pid> {
-    match process::fork_single_threaded()? {
+    match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
             let run = || run_child(spec, setup, first);

@@ -10,7 +10,7 @@
 //!
 //! A module that starts a thread when it is loaded (its ELF constructor) is not loaded in the
 //! daemon (`preload_pam`): the daemon stays single-threaded. The job child loads it, and then
-//! forks the job's process from a process with that thread (`process::fork_in_session`, as
+//! forks the job's process from a process with that thread (`spawn::fork_in_session`, as
 //! Debian's cron forks there), logged.
 
 #[cfg(feature = "pam")]
@@ -30,7 +30,8 @@ pub(super) fn run_in_session(
     first: bool,
 ) -> i32 {
     use crate::sys::pam::Pam;
-    use crate::sys::process::{self, Exit, Forked};
+    use crate::sys::process::{self, Exit};
+    use crate::sys::spawn::{self, Forked};
     use crate::sys::syslog;
 
     let log = setup.log;
@@ -51,7 +52,7 @@ pub(super) fn run_in_session(
         }
     };
     let env = session.environment();
-    let code = match process::fork_in_session() {
+    let code = match spawn::fork_in_session() {
         Ok((Forked::Child, threads)) => {
             // The modules ran as root in this process: what they opened without close-on-exec
             // (a log, a socket) must not reach the job. The syslog connection, which a module

@@ -1,9 +1,8 @@
 //! Running the job's shell in the job child: the stdin writer grandchild (`stdin`), the shell
 //! with stdout and stderr on one pipe, the capture of that pipe (`output`), the wait for the shell
-//! and the reaping of the writer. The shell is started through `std::process::Command` without a
-//! `pre_exec` hook, so std takes its vfork path (DESIGN §5); this file must not add one, and it
-//! must be called only after the privilege drop: everything it creates belongs to the job's
-//! user. It logs CMD and its own failures; what happens to the output is the caller's.
+//! and the reaping of the writer. The shell is started by `sys::spawn::shell` (exec without a
+//! hook in the child, DESIGN §5), only after the privilege drop: everything it creates belongs
+//! to the job's user. It logs CMD and its own failures; what happens to the output is the caller's.
 //!
 //! With `CRON_TIMEOUT` the shell leads a process group of its own (std's spawn sets it, still
 //! without a hook), which gets SIGTERM at the limit and SIGKILL after the grace
@@ -14,13 +13,9 @@
 //! member: `process::group_has_members`). What leaves the group (`setsid`, `setpgid`) leaves
 //! the limit too.
 
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::env::lookup;
@@ -31,8 +26,9 @@ use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec};
 use crate::crontab::JobInput;
 use crate::log::{Level, Log, printable};
+use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
-use crate::sys::{pipe, poll};
+use crate::sys::{pipe, poll, spawn};
 
 /// A shell that ran to its end.
 #[derive(Debug)]
@@ -68,113 +64,17 @@ pub(super) fn run_shell(
     let log = setup.log;
     let who = spec.user();
     let spill_dir = crate::sys::tmpfile::default_dir();
-    let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
-        Ok(stdin) => stdin,
-        Err(e) => {
-            log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
-            return None;
-        }
-    };
-    let pipes = pipe::pipe().and_then(|(r, w)| Ok((r, w.try_clone()?, w)));
-    let (read_end, err_end, out_end) = match pipes {
-        Ok(p) => p,
-        Err(e) => {
-            log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
-            reap_writer(log, who, stdin);
-            return None;
-        }
-    };
-    let shell = lookup(env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
-    let mut command = Command::new(OsStr::from_bytes(&shell));
-    command
-        .arg("-c")
-        .arg(OsStr::from_bytes(&input.command))
-        .env_clear()
-        .envs(
-            env.iter()
-                .map(|(n, v)| (OsStr::from_bytes(n), OsStr::from_bytes(v))),
-        )
-        .stdin(stdin.take_for_shell())
-        .stdout(Stdio::from(out_end))
-        .stderr(Stdio::from(err_end));
-    let timeout_s = spec.env().policy().timeout_s;
-    if timeout_s.is_some() {
-        command.process_group(0);
-    }
-    let spawned = command.spawn();
-    // The Command holds the shell's ends of both pipes: drop them, so end-of-file on the output
-    // means the job is done with it, and the stdin writer never waits for us.
-    drop(command);
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            log.error(
-                who,
-                "ERROR",
-                &format!("can't run {}: {e}", printable(&shell)),
-            );
-            drop(read_end);
-            reap_writer(log, who, stdin);
-            return None;
-        }
-    };
+    let Running {
+        mut child,
+        output_pipe,
+        stdin,
+        started,
+        mut limit,
+    } = start_shell(spec, setup, env, input)?;
     let shell_pid = child.id();
-    let started = Instant::now();
-    let mut limit = timeout_s.map(|s| TimeLimit::new(s, started));
-    if let Some(line) = log_lines::cmd_line(setup.log_mask, spec.user(), shell_pid, spec.command())
-    {
-        log.line(
-            Level::Info,
-            &line.with_job(spec.log_fields(Some(shell_pid))),
-        );
-    }
     let output = Output::new(&spill_dir).with_limit(setup.max_output);
-    // Debian's job ends when its shell exits, not when the last process holding its output
-    // lets go: the exit is watched with the pipe (a pidfd), so a job that leaves a process
-    // behind (`server &`) is reported at once. Without pidfd (Linux < 5.3), end-of-file.
-    let mut signal =
-        |action: Action, seconds: u32| signal_group(spec, log, shell_pid, action, seconds);
-    let captured = match process::exit_watch(shell_pid) {
-        Ok(exit) => capture_until_exit(output, read_end, &exit, &mut limit, &mut signal),
-        Err(_) => {
-            if limit.take().is_some() {
-                log.error(
-                    who,
-                    "ERROR",
-                    "CRON_TIMEOUT not applied: it needs pidfd_open (Linux 5.3)",
-                );
-            }
-            output
-                .capture_from(File::from(read_end))
-                .map(|output| (output, None))
-        }
-    };
-    let captured = captured.map(|(output, left_behind)| {
-        if let Some(pipe) = left_behind {
-            // What the left-behind processes print from now on is read and discarded by a
-            // process of the job's user, which ends when the last of them closes the pipe.
-            if let Err(e) = crate::sys::pipe::spawn_drain(pipe) {
-                log.error(
-                    who,
-                    "ERROR",
-                    &format!(
-                        "can't start a reader for the output of what the job left running: {e}"
-                    ),
-                );
-            }
-        }
-        output
-    });
-    let status = loop {
-        match child.wait() {
-            Ok(status) => break Some((status, started.elapsed())),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                log.error(who, "ERROR", &format!("wait failed: {e}"));
-                break None;
-            }
-        }
-    };
+    let captured = capture(spec, log, output, output_pipe, shell_pid, &mut limit);
+    let status = wait_for_shell(&mut child, log, who).map(|status| (status, started.elapsed()));
     reap_writer(log, who, stdin);
     let output = match captured {
         Ok(output) => output,
@@ -183,25 +83,7 @@ pub(super) fn run_shell(
             Output::new(&spill_dir)
         }
     };
-    if let Some(e) = output.spill_error() {
-        log.error(
-            who,
-            "ERROR",
-            &format!(
-                "{} bytes of output lost: can't spool to {}: {e}",
-                output.lost_bytes(),
-                spill_dir.display()
-            ),
-        );
-    }
-    if output.dropped_bytes() > 0 {
-        let line = log_lines::output_dropped_line(
-            who,
-            output.dropped_bytes(),
-            output.limit().unwrap_or(0),
-        );
-        log.line(Level::Warning, &line);
-    }
+    log_output_losses(log, who, &output, &spill_dir);
     let (timed_out, left_group) = match limit {
         Some(limit) if limit.reached() => (Some(limit.seconds), None),
         Some(limit) => (
@@ -223,6 +105,166 @@ pub(super) fn run_shell(
     })
 }
 
+/// A shell just started, with what the job child keeps of it.
+struct Running {
+    child: std::process::Child,
+    /// The output pipe's read end (the shell has the write end).
+    output_pipe: OwnedFd,
+    stdin: JobStdin,
+    started: Instant,
+    /// `CRON_TIMEOUT`, counting from the start.
+    limit: Option<TimeLimit>,
+}
+
+/// Starts the stdin writer, makes the output pipe, starts the shell and logs CMD. `None` when
+/// any of it failed (logged; a writer already started is reaped).
+fn start_shell(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    env: &[(Vec<u8>, Vec<u8>)],
+    input: &JobInput,
+) -> Option<Running> {
+    let log = setup.log;
+    let who = spec.user();
+    let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
+            return None;
+        }
+    };
+    let (read_end, out_end) = match pipe::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
+            reap_writer(log, who, stdin);
+            return None;
+        }
+    };
+    let shell = lookup(env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
+    let timeout_s = spec.env().policy().timeout_s;
+    // Returns with the shell's ends of both pipes closed here, so end-of-file on the output
+    // means the job is done with it, and the stdin writer never waits for us.
+    let spawned = spawn::shell(
+        &shell,
+        &input.command,
+        env,
+        stdin.take_for_shell(),
+        out_end,
+        timeout_s.is_some(),
+    );
+    let child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let shown = printable(&shell);
+            log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
+            drop(read_end);
+            reap_writer(log, who, stdin);
+            return None;
+        }
+    };
+    let started = Instant::now();
+    let shell_pid = child.id();
+    if let Some(line) = log_lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
+        log.line(
+            Level::Info,
+            &line.with_job(spec.log_fields(Some(shell_pid))),
+        );
+    }
+    Some(Running {
+        child,
+        output_pipe: read_end,
+        stdin,
+        started,
+        limit: timeout_s.map(|s| TimeLimit::new(s, started)),
+    })
+}
+
+/// Reads the job's output into `output` until the shell exits, applying the time limit.
+/// Debian's job ends when its shell exits, not when the last process holding its output lets
+/// go: the exit is watched with the pipe (a pidfd), so a job that leaves a process behind
+/// (`server &`) is reported at once; what that process prints later goes to a drain. Without
+/// pidfd (Linux < 5.3), to end-of-file, and without the time limit (logged, `limit` cleared).
+fn capture(
+    spec: &JobSpec,
+    log: Log,
+    output: Output,
+    pipe: OwnedFd,
+    shell_pid: u32,
+    limit: &mut Option<TimeLimit>,
+) -> io::Result<Output> {
+    let who = spec.user();
+    let mut signal =
+        |action: Action, seconds: u32| signal_group(spec, log, shell_pid, action, seconds);
+    let (output, left_behind) = match process::exit_watch(shell_pid) {
+        Ok(exit) => capture_until_exit(output, pipe, &exit, limit, &mut signal)?,
+        Err(_) => {
+            if limit.take().is_some() {
+                log.error(
+                    who,
+                    "ERROR",
+                    "CRON_TIMEOUT not applied: it needs pidfd_open (Linux 5.3)",
+                );
+            }
+            (output.capture_from(File::from(pipe))?, None)
+        }
+    };
+    if let Some(pipe) = left_behind {
+        // What the left-behind processes print from now on is read and discarded by a
+        // process of the job's user, which ends when the last of them closes the pipe.
+        if let Err(e) = crate::sys::pipe::spawn_drain(pipe) {
+            log.error(
+                who,
+                "ERROR",
+                &format!("can't start a reader for the output of what the job left running: {e}"),
+            );
+        }
+    }
+    Ok(output)
+}
+
+/// Reaps the shell; `None` when the wait failed (logged).
+fn wait_for_shell(
+    child: &mut std::process::Child,
+    log: Log,
+    who: &[u8],
+) -> Option<std::process::ExitStatus> {
+    loop {
+        match child.wait() {
+            Ok(status) => return Some(status),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                log.error(who, "ERROR", &format!("wait failed: {e}"));
+                return None;
+            }
+        }
+    }
+}
+
+/// Logs what of the output is not in `output`: lost (the spill file failed) or dropped (past
+/// `--max-output`).
+fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::path::Path) {
+    if let Some(e) = output.spill_error() {
+        log.error(
+            who,
+            "ERROR",
+            &format!(
+                "{} bytes of output lost: can't spool to {}: {e}",
+                output.lost_bytes(),
+                spill_dir.display()
+            ),
+        );
+    }
+    if output.dropped_bytes() > 0 {
+        let line = log_lines::output_dropped_line(
+            who,
+            output.dropped_bytes(),
+            output.limit().unwrap_or(0),
+        );
+        log.line(Level::Warning, &line);
+    }
+}
+
 /// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first.
 fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, seconds: u32) {
     let who = spec.user();
@@ -233,11 +275,9 @@ fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, second
         Action::Term => GroupSignal::Term,
         Action::Kill => GroupSignal::Kill,
     };
-    match process::signal_group(shell_pid, signal) {
-        // Nothing left to signal: the group ended between our look and the signal.
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-        Err(e) => log.error(who, "ERROR", &format!("can't signal the job's group: {e}")),
-        Ok(()) => {}
+    // Ok(false), nothing left to signal: the group ended between our look and the signal.
+    if let Err(e) = process::signal_group(shell_pid, signal) {
+        log.error(who, "ERROR", &format!("can't signal the job's group: {e}"));
     }
 }
 
@@ -270,7 +310,7 @@ pub(super) fn watch_left_group(spec: &JobSpec, log: Log, left: LeftGroup) -> boo
         let Some(wait_ms) = limit.watch_wait_ms(Instant::now()) else {
             return true;
         };
-        if let Err(e) = poll::wait_readable(&[], Some(wait_ms)) {
+        if let Err(e) = poll::sleep_ms(wait_ms) {
             log.error(spec.user(), "ERROR", &format!("can't wait: {e}"));
             return limit.reached();
         }
@@ -302,18 +342,17 @@ fn capture_until_exit(
     };
     let mut wait_ms = check_limit(limit);
     loop {
-        let ready = if eof {
-            let exited = poll::wait_readable(&[shell_exit.as_fd()], wait_ms)?;
-            [false, exited[0]]
-        } else {
-            let ready = poll::wait_readable(&[pipe.as_fd(), shell_exit.as_fd()], wait_ms)?;
-            [ready[0], ready[1]]
-        };
+        let mut registry = Registry::new();
+        if !eof {
+            registry.add(Watched::Output, pipe.as_fd(), Interest::Read);
+        }
+        registry.add(Watched::ShellExit, shell_exit.as_fd(), Interest::Read);
+        let ready = registry.wait(wait_ms)?;
         wait_ms = check_limit(limit);
-        if ready[1] {
+        if ready.contains(Watched::ShellExit) {
             break;
         }
-        if ready[0] && read_some(&mut pipe, &mut buf, &mut output)? == 0 {
+        if ready.contains(Watched::Output) && read_some(&mut pipe, &mut buf, &mut output)? == 0 {
             eof = true;
         }
     }
@@ -335,9 +374,11 @@ fn capture_until_exit(
     // Timed out and the shell gone after SIGTERM: what is left of the group has until the
     // SIGKILL; what it prints meanwhile is the job's output.
     while limit.as_ref().is_some_and(TimeLimit::in_grace) {
-        if eof {
-            poll::wait_readable(&[], wait_ms)?;
-        } else if poll::wait_readable(&[pipe.as_fd()], wait_ms)?[0]
+        let mut registry = Registry::new();
+        if !eof {
+            registry.add(Watched::Output, pipe.as_fd(), Interest::Read);
+        }
+        if registry.wait(wait_ms)?.contains(Watched::Output)
             && read_some(&mut pipe, &mut buf, &mut output)? == 0
         {
             eof = true;
@@ -348,11 +389,22 @@ fn capture_until_exit(
         return Ok((output, None));
     }
     // End-of-file now (readable with nothing in it) means nobody else holds the pipe.
-    let ready = poll::wait_readable(&[pipe.as_fd()], Some(0))?;
-    if ready[0] && pipe::bytes_waiting(pipe.as_fd())? == 0 {
+    let mut registry = Registry::new();
+    registry.add(Watched::Output, pipe.as_fd(), Interest::Read);
+    if registry.wait(Some(0))?.contains(Watched::Output) && pipe::bytes_waiting(pipe.as_fd())? == 0
+    {
         return Ok((output, None));
     }
     Ok((output, Some(OwnedFd::from(pipe))))
+}
+
+/// What [`capture_until_exit`] waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// The output pipe's read end.
+    Output,
+    /// The shell's pidfd, readable once it has exited.
+    ShellExit,
 }
 
 /// One read from the output pipe into `output` (called when the pipe is readable); the bytes

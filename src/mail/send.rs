@@ -12,12 +12,13 @@ use std::ffi::OsStr;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{ChildStdin, Command, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{JobMail, MailCommand, MailConfig, MailOutcome, Plan, SENDMAIL_ARGS, plan};
 use crate::job::output::Output;
+use crate::sys::spawn::Program;
 
 /// How long the MTA may take to read the message and exit: past it, it is killed (an MTA that
 /// hangs must not keep a job child, and its output, waiting forever).
@@ -90,34 +91,28 @@ pub fn deliver(
             if std::fs::metadata(path).is_err() {
                 return MailOutcome::NoMta;
             }
-            let mut c = Command::new(path);
+            let mut c = Program::new(path);
             c.args(SENDMAIL_ARGS);
             c.args(recipients.iter().map(|r| OsStr::from_bytes(r)));
             c
         }
         MailCommand::Shell(line) => {
-            let mut c = Command::new("/bin/sh");
+            let mut c = Program::new("/bin/sh");
             c.arg("-c").arg(line);
             c
         }
     };
-    cmd.env_clear()
-        .envs(
-            mta_env
-                .iter()
-                .map(|(n, v)| (OsStr::from_bytes(n), OsStr::from_bytes(v))),
-        )
+    cmd.env_exactly(mta_env)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         // Its own group, so a timeout kills whatever it started too (a queue runner, a shell's
         // children), not only the process we ran.
-        .process_group(0);
+        .own_process_group();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return MailOutcome::MtaError(e),
     };
-    drop(cmd);
     let mut stdin = child.stdin.take().expect("stdin was piped");
     let mut bytes = 0u64;
     let written = write_message(&mut stdin, header, &mut body, &mut bytes, deadline);

@@ -176,18 +176,26 @@ impl Stream {
             Stream::Tcp(s) => s.as_fd(),
         }
     }
+}
 
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
         }
     }
+}
 
-    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
         }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

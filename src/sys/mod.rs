@@ -42,6 +42,8 @@ pub mod listen;
 pub mod poll;
 pub mod privs;
 pub mod process;
+pub mod pump;
 pub mod signal;
+pub mod spawn;
 pub mod syslog;
 pub mod timer;

@@ -376,7 +376,8 @@ fn keep_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError
 /// `pam_start`'s error, through a pipe and exits. The count is 1 when /proc can't be read (as
 /// `fork_single_threaded` counts it).
 fn threads_when_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, PamError> {
-    use super::process::{self, Forked};
+    use super::process;
+    use super::spawn::{self, Forked};
     use std::io::{Read, Write};
 
     let failed = |step: &'static str, e: std::io::Error| PamError {
@@ -385,7 +386,7 @@ fn threads_when_loaded(service: &CStr, confdir: Option<&Path>) -> Result<usize, 
         message: format!("trial load: {e}"),
     };
     let (read_end, write_end) = super::pipe::pipe().map_err(|e| failed("pipe", e))?;
-    match process::fork_single_threaded().map_err(|e| failed("fork", e))? {
+    match spawn::fork_single_threaded().map_err(|e| failed("fork", e))? {
         Forked::Child => {
             drop(read_end);
             // The daemon's handlers write to its signal pipe: not from this child.

@@ -1,9 +1,9 @@
 //! Pipes, and the one process that writes a byte string into a pipe and exits: the syscall half
 //! of the stdin grandchild (the policy half, what to write and when, is `crate::job::stdin`).
 //!
-//! The writer is a plain `fork` with no `exec`: between fork and `_exit` it calls only
-//! async-signal-safe functions (`dup2`, `close_range`/`close`, `write`, `_exit`) and allocates
-//! nothing, so it is sound even when the parent has other threads (the test harness does). It
+//! The writer is a plain `fork` with no `exec` (`spawn::fork_async_signal_safe`, which says why
+//! that is sound with other threads): between fork and `_exit` it calls only async-signal-safe
+//! functions (`dup2`, `close_range`/`close`, `write`, `_exit`) and allocates nothing. It
 //! keeps exactly one descriptor, the pipe's write end, so it can never hold the read end of its
 //! own pipe open (which would make it wait for itself) nor keep any other pipe of the job alive.
 
@@ -11,9 +11,10 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, fork};
+use nix::unistd::Pid;
 
 use super::process::close_range_or_each;
+use super::spawn::{Forked, fork_async_signal_safe};
 
 /// A pipe whose two ends are close-on-exec: `(read end, write end)`. Hand an end to a child
 /// through `std::process::Stdio`, which dups it onto 0/1/2 without the flag.
@@ -133,12 +134,14 @@ pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess
     // close, write, _exit), touches only memory that was initialised before fork (`data`, which
     // it reads through its own copy of the address space) and never returns or unwinds: every
     // path ends in `_exit`. That keeps it sound even if the parent has other threads.
-    match unsafe { fork() }.map_err(io::Error::from)? {
-        ForkResult::Parent { child } => {
+    match unsafe { fork_async_signal_safe() }? {
+        Forked::Parent(child) => {
             drop(write_end);
-            Ok(WriterProcess { pid: child })
+            Ok(WriterProcess {
+                pid: Pid::from_raw(child.0),
+            })
         }
-        ForkResult::Child => {
+        Forked::Child => {
             // SAFETY: see the fork above: async-signal-safe calls only, each on descriptors or
             // memory this process owns, ending in _exit.
             unsafe { writer_child(fd, ptr, len, open_max) }
@@ -205,12 +208,12 @@ pub fn spawn_drain(read_end: OwnedFd) -> io::Result<()> {
     // SAFETY: the child below calls only async-signal-safe functions (dup2, close_range/close,
     // read, _exit) on descriptors it owns and on a buffer on its own stack, and never returns
     // or unwinds: every path ends in `_exit`.
-    match unsafe { fork() }.map_err(io::Error::from)? {
-        ForkResult::Parent { .. } => {
+    match unsafe { fork_async_signal_safe() }? {
+        Forked::Parent(_) => {
             drop(read_end);
             Ok(())
         }
-        ForkResult::Child => {
+        Forked::Child => {
             // SAFETY: see the fork above.
             unsafe { drain_child(fd, open_max) }
         }

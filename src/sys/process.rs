@@ -1,7 +1,5 @@
-//! Processes: fork, setsid, reaping, `_exit`, the thread count, and the daemon's detachment from
-//! its terminal. Safe functions over `fork(2)` and friends; the one precondition of `fork` (a
-//! single-threaded caller) is checked at every call, and is what keeps the daemon
-//! single-threaded (DESIGN §2).
+//! Processes: setsid, signals, reaping, `_exit`, the thread count, the descriptors a child
+//! closes, and the daemon's detachment from its terminal. Starting a process is `sys::spawn`.
 
 use std::fs::OpenOptions;
 use std::io;
@@ -9,7 +7,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{self, ForkResult};
+use nix::unistd;
 
 pub use crate::types::Pid;
 
@@ -18,13 +16,6 @@ pub use crate::types::Pid;
 pub enum Exit {
     Code(i32),
     Signal(i32),
-}
-
-/// Which side of a fork this is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Forked {
-    Child,
-    Parent(Pid),
 }
 
 /// This process's id.
@@ -56,7 +47,10 @@ pub fn exit_watch(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
 /// Sends SIGKILL to every process of the group `pgid` (a child that was made a group leader
 /// and is not reaped yet, so the group can't be another's).
 pub fn kill_group(pgid: u32) -> io::Result<()> {
-    signal_group(pgid, GroupSignal::Kill)
+    match signal_group(pgid, GroupSignal::Kill)? {
+        true => Ok(()),
+        false => Err(io::Error::from_raw_os_error(libc::ESRCH)),
+    }
 }
 
 /// Sends SIGKILL to the child `pid` (one not reaped yet, so the pid can't be another's).
@@ -77,14 +71,19 @@ pub enum GroupSignal {
 }
 
 /// Sends `signal` to every process of the group `pgid`, under the same rule as [`kill_group`].
-pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<()> {
+/// `Ok(false)` when the group has no member left to signal (ESRCH).
+pub fn signal_group(pgid: u32, signal: GroupSignal) -> io::Result<bool> {
     use nix::sys::signal::Signal;
     let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let signal = match signal {
         GroupSignal::Term => Signal::SIGTERM,
         GroupSignal::Kill => Signal::SIGKILL,
     };
-    nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal).map_err(io::Error::from)
+    match nix::sys::signal::killpg(unistd::Pid::from_raw(pgid), signal) {
+        Ok(()) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Whether the process group `pgid` still has a member (`kill(-pgid, 0)`): `false` once it is
@@ -110,52 +109,6 @@ pub fn thread_count() -> Option<usize> {
         .lines()
         .find_map(|l| l.strip_prefix("Threads:"))
         .and_then(|n| n.trim().parse().ok())
-}
-
-/// Forks, if this process has one thread; refuses otherwise, in every build. The child of a
-/// single-threaded process is an exact copy with no lock held by a vanished thread, so it may
-/// call anything (NSS lookups, malloc); a child of a threaded one may not, and the daemon's
-/// children do. Where /proc can't be read the count is unknown and the fork goes ahead: the
-/// daemon starts no threads (DESIGN §2), and this check is what keeps that so.
-pub fn fork_single_threaded() -> io::Result<Forked> {
-    if let Some(n) = thread_count().filter(|&n| n != 1) {
-        return Err(io::Error::other(format!(
-            "refusing to fork a process of {n} threads: the child could deadlock in malloc or NSS"
-        )));
-    }
-    // SAFETY: checked just above that this process has one thread (the daemon starts none), so
-    // no lock can be held by a thread that the child would lack.
-    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
-        ForkResult::Child => Ok(Forked::Child),
-        ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
-    }
-}
-
-/// Forks the job's process in the job child once PAM has opened the session (`job::session`),
-/// and returns with it this process's thread count before the fork. With one thread this is
-/// [`fork_single_threaded`]. With more, the others were started by PAM modules: the daemon's
-/// code starts none, and the daemon itself never loads a stack whose modules start threads
-/// (`pam::preload`), so only the job child, which loads them itself then, meets them. It forks
-/// anyway, as Debian's cron and cronie do at the same point, because the session's effects
-/// (limits, login uid, keyring, cgroup) are this process's and reach the job only through a
-/// fork; the caller logs it. What that costs is said at the `fork` below.
-pub fn fork_in_session() -> io::Result<(Forked, usize)> {
-    let threads = thread_count().unwrap_or(1);
-    if threads == 1 {
-        return fork_single_threaded().map(|forked| (forked, 1));
-    }
-    // SAFETY: the child is a copy of this thread alone with a copy of the memory; the other
-    // threads are foreign (started by PAM modules' C code, sharing no Rust object with ours), so
-    // no Rust value is left half-updated by them. glibc's fork takes malloc's and stdio's locks
-    // around the fork and makes them usable in the child, so the child may allocate and log.
-    // A lock of another kind (syslog's, a module library's) that a module's thread holds at this
-    // instant would stay taken in the child: the job's process would wait on it for ever — one
-    // job hangs, visible as a run that never ends, and the root daemon is not touched. The
-    // sound way out is no fork after PAM at all (the shell started by vfork from this process).
-    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
-        ForkResult::Child => Ok((Forked::Child, threads)),
-        ForkResult::Parent { child } => Ok((Forked::Parent(Pid(child.as_raw())), threads)),
-    }
 }
 
 /// Starts a new session (the child leaves the daemon's process group and terminal).
@@ -279,22 +232,6 @@ pub fn close_all_above_stderr() {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
-
-    #[test]
-    fn a_process_with_threads_is_refused_a_fork() {
-        // The test runs in a thread of the harness; one more makes the count certain.
-        let (stop, parked) = std::sync::mpsc::channel::<()>();
-        let other = std::thread::spawn(move || parked.recv());
-        // Were the count unknown, the fork would go ahead and two harnesses would run on.
-        assert!(
-            thread_count().is_some_and(|n| n > 1),
-            "/proc/self/status unreadable"
-        );
-        let refused = fork_single_threaded().expect_err("forked with threads running");
-        assert!(refused.to_string().contains("threads"), "{refused}");
-        drop(stop);
-        let _ = other.join();
-    }
 
     fn is_open(fd: i32) -> bool {
         // SAFETY: F_GETFD only asks about a descriptor number.

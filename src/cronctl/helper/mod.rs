@@ -100,8 +100,12 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
         // Everything the daemon has sent so far (up to a bound), so that the runs of one
         // minute go to the database in few statements.
         for _ in 0..MAX_READS_PER_TURN {
-            let ready = crate::sys::poll::wait_readable(&[input.as_fd()], Some(wait));
-            if !matches!(ready.as_deref(), Ok([true])) {
+            let mut registry = crate::sys::poll::Registry::new();
+            registry.add((), input.as_fd(), crate::sys::poll::Interest::Read);
+            if !registry
+                .wait(Some(wait))
+                .is_ok_and(|ready| ready.contains(()))
+            {
                 break;
             }
             wait = 0;

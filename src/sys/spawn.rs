@@ -1,0 +1,280 @@
+//! The one place processes are started. Two flavours, each for its own reason:
+//!
+//! - **fork**, for a child that runs our own code (the daemon's detachment, the job child, the
+//!   job's process in its PAM session, PAM's trial child): [`fork_single_threaded`]. The child
+//!   goes on with the parent's state (its log, its setup, its PAM session), which no `exec`
+//!   could hand over. It refuses when the process has other threads: see its definition.
+//!   Two documented exceptions: [`fork_in_session`] (after PAM's modules may have started
+//!   threads) and [`fork_async_signal_safe`] (a child that makes only async-signal-safe calls).
+//! - **spawn+exec**, for a program (the job's shell, the MTA, the cluster helper, the editor):
+//!   [`Program`], and [`shell`] for the job's shell.
+//!
+//! Every descriptor the daemon opens is close-on-exec, so an exec'd program inherits only the
+//! ones it is handed (stdin, stdout, stderr); a forked child that does not exec closes what it
+//! must not keep itself (`process::close_all_above_stderr`, or the pipe children's own rule).
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+
+use nix::unistd::{self, ForkResult};
+
+use super::process::{Pid, thread_count};
+use super::user::Gid;
+
+/// Which side of a fork this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forked {
+    Child,
+    Parent(Pid),
+}
+
+/// Forks, if this process has one thread; refuses otherwise, in every build. The child of a
+/// single-threaded process is an exact copy with no lock held by a vanished thread, so it may
+/// call anything (NSS lookups, malloc); a child of a threaded one may not, and the daemon's
+/// children do. Where /proc can't be read the count is unknown and the fork goes ahead: the
+/// daemon starts no threads (DESIGN §2), and this check is what keeps that so.
+pub fn fork_single_threaded() -> io::Result<Forked> {
+    if let Some(n) = thread_count().filter(|&n| n != 1) {
+        return Err(io::Error::other(format!(
+            "refusing to fork a process of {n} threads: the child could deadlock in malloc or NSS"
+        )));
+    }
+    // SAFETY: checked just above that this process has one thread (the daemon starts none), so
+    // no lock can be held by a thread that the child would lack.
+    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
+        ForkResult::Child => Ok(Forked::Child),
+        ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
+    }
+}
+
+/// Forks the job's process in the job child once PAM has opened the session (`job::session`),
+/// and returns with it this process's thread count before the fork. With one thread this is
+/// [`fork_single_threaded`]. With more, the others were started by PAM modules: the daemon's
+/// code starts none, and the daemon itself never loads a stack whose modules start threads
+/// (`pam::preload`), so only the job child, which loads them itself then, meets them. It forks
+/// anyway, as Debian's cron and cronie do at the same point, because the session's effects
+/// (limits, login uid, keyring, cgroup) are this process's and reach the job only through a
+/// fork; the caller logs it. What that costs is said at the `fork` below.
+pub fn fork_in_session() -> io::Result<(Forked, usize)> {
+    let threads = thread_count().unwrap_or(1);
+    if threads == 1 {
+        return fork_single_threaded().map(|forked| (forked, 1));
+    }
+    // SAFETY: the child is a copy of this thread alone with a copy of the memory; the other
+    // threads are foreign (started by PAM modules' C code, sharing no Rust object with ours), so
+    // no Rust value is left half-updated by them. glibc's fork takes malloc's and stdio's locks
+    // around the fork and makes them usable in the child, so the child may allocate and log.
+    // A lock of another kind (syslog's, a module library's) that a module's thread holds at this
+    // instant would stay taken in the child: the job's process would wait on it for ever — one
+    // job hangs, visible as a run that never ends, and the root daemon is not touched. The
+    // sound way out is no fork after PAM at all (the shell started by vfork from this process).
+    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
+        ForkResult::Child => Ok((Forked::Child, threads)),
+        ForkResult::Parent { child } => Ok((Forked::Parent(Pid(child.as_raw())), threads)),
+    }
+}
+
+/// Forks without the thread check, for a child that calls only async-signal-safe functions
+/// (`dup2`, `close_range`/`close`, `read`, `write`, `_exit`), allocates nothing and never
+/// returns: such a child is sound even when the parent has other threads (the test harness
+/// does), because it never takes a lock a vanished thread could hold. The stdin writer and the
+/// output drain (`sys::pipe`) are such children.
+///
+/// # Safety
+/// In the child (`Forked::Child`) the caller may only make async-signal-safe calls, on memory
+/// initialised before the fork, and must end in `_exit` on every path (no return, no unwind).
+pub unsafe fn fork_async_signal_safe() -> io::Result<Forked> {
+    // SAFETY: the caller's contract: the child makes only async-signal-safe calls and ends in
+    // _exit, so no lock or Rust state of another thread is ever touched in it.
+    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
+        ForkResult::Child => Ok(Forked::Child),
+        ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
+    }
+}
+
+/// A program to run: spawn+exec through `std::process::Command`, which is called only here.
+/// std's spawn is the exec mechanism because it does what a hand-written one would, and
+/// correctly: with no `pre_exec` hook it takes glibc's `posix_spawn` (vfork semantics: no copy
+/// of the parent's memory, nothing of ours runs in the child), reports a failed exec as an
+/// error through its close-on-exec pipe, resets SIGPIPE to its default for the program, and
+/// gives the child only the descriptors handed to it. A hook ([`Program::default_interrupts`])
+/// or a gid ([`Program::gid`]) makes it fork instead, and run them between fork and exec with
+/// async-signal-safe calls only; only crontab(1)'s editor asks for them.
+#[derive(Debug)]
+pub struct Program {
+    command: Command,
+}
+
+impl Program {
+    /// The program at `path` (or found in PATH, for a bare name), with no argument yet.
+    pub fn new(path: impl AsRef<OsStr>) -> Program {
+        Program {
+            command: Command::new(path),
+        }
+    }
+
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Program {
+        self.command.arg(arg);
+        self
+    }
+
+    pub fn args<I, S>(&mut self, args: I) -> &mut Program
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    /// Runs with exactly `env`: nothing of this process's environment leaks in.
+    pub fn env_exactly(&mut self, env: &[(Vec<u8>, Vec<u8>)]) -> &mut Program {
+        self.command.env_clear().envs(
+            env.iter()
+                .map(|(n, v)| (OsStr::from_bytes(n), OsStr::from_bytes(v))),
+        );
+        self
+    }
+
+    pub fn stdin(&mut self, stdin: Stdio) -> &mut Program {
+        self.command.stdin(stdin);
+        self
+    }
+
+    pub fn stdout(&mut self, stdout: Stdio) -> &mut Program {
+        self.command.stdout(stdout);
+        self
+    }
+
+    pub fn stderr(&mut self, stderr: Stdio) -> &mut Program {
+        self.command.stderr(stderr);
+        self
+    }
+
+    /// The program leads a process group of its own (its pid is the group's id), so that it and
+    /// whatever it starts can be signalled together. std's spawn sets it without a hook.
+    pub fn own_process_group(&mut self) -> &mut Program {
+        self.command.process_group(0);
+        self
+    }
+
+    /// The program's real, effective and saved gid (crontab(1)'s editor runs with the caller's
+    /// own group: exec copies it into the saved set-gid, so the group can't be regained).
+    pub fn gid(&mut self, gid: Gid) -> &mut Program {
+        self.command.gid(gid.0);
+        self
+    }
+
+    /// The program starts with SIGINT, SIGQUIT and SIGHUP at their default actions, whatever
+    /// this process ignores ([`super::signal::with_default_interrupts`]).
+    pub fn default_interrupts(&mut self) -> &mut Program {
+        super::signal::with_default_interrupts(&mut self.command);
+        self
+    }
+
+    /// Starts it. Consumes the program, so the copies of the descriptors handed to the child
+    /// are closed here on return: a pipe's end of file then means the child is done with it.
+    pub fn spawn(mut self) -> io::Result<Child> {
+        self.command.spawn()
+    }
+
+    /// Starts it and waits for it to end.
+    pub fn status(mut self) -> io::Result<ExitStatus> {
+        self.command.status()
+    }
+}
+
+/// Starts the job's shell: `shell -c command` with exactly `env`, `stdin`, and stdout and
+/// stderr both on `output`; leading a process group of its own when `own_group` (for a time
+/// limit). Called in the job child after the privilege drop (`privs`), so the shell is the
+/// job's user's already; it adds no hook, so std takes its `posix_spawn` path (DESIGN §5 wants
+/// the drop itself done between vfork and exec: this is the one function that changes then).
+pub fn shell(
+    shell: &[u8],
+    command: &[u8],
+    env: &[(Vec<u8>, Vec<u8>)],
+    stdin: Stdio,
+    output: OwnedFd,
+    own_group: bool,
+) -> io::Result<Child> {
+    let errors = output.try_clone()?;
+    let mut program = Program::new(OsStr::from_bytes(shell));
+    program
+        .arg("-c")
+        .arg(OsStr::from_bytes(command))
+        .env_exactly(env)
+        .stdin(stdin)
+        .stdout(Stdio::from(output))
+        .stderr(Stdio::from(errors));
+    if own_group {
+        program.own_process_group();
+    }
+    program.spawn()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn run_shell(command: &[u8], env: &[(Vec<u8>, Vec<u8>)], own_group: bool) -> String {
+        let (read_end, write_end) = super::super::pipe::pipe().unwrap();
+        let mut child = shell(
+            b"/bin/sh",
+            command,
+            env,
+            Stdio::null(),
+            write_end,
+            own_group,
+        )
+        .expect("spawn /bin/sh");
+        let mut out = String::new();
+        // End of file only once the shell is done: the caller's copy of the write end is
+        // closed by the spawn.
+        std::fs::File::from(read_end)
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        out
+    }
+
+    #[test]
+    fn the_shell_has_exactly_its_environment_and_one_pipe_for_both_outputs() {
+        let env = [(b"A".to_vec(), b"x y".to_vec())];
+        let out = run_shell(b"echo \"$A\"; echo \"[$HOME]\" >&2", &env, false);
+        assert_eq!(out, "x y\n[]\n");
+    }
+
+    #[test]
+    fn a_shell_with_a_group_of_its_own_leads_it() {
+        // /proc/PID/stat: pid (comm) state ppid pgrp ...
+        let stat = b"echo $$; cut -d' ' -f5 /proc/$$/stat";
+        let path = [(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())];
+        let out = run_shell(stat, &path, true);
+        let (pid, group) = out.trim().split_once('\n').unwrap();
+        assert_eq!(pid, group, "{out}");
+        let out = run_shell(stat, &path, false);
+        let (pid, group) = out.trim().split_once('\n').unwrap();
+        assert_ne!(pid, group, "{out}");
+    }
+
+    #[test]
+    fn a_process_with_threads_is_refused_a_fork() {
+        // The test runs in a thread of the harness; one more makes the count certain.
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || parked.recv());
+        // Were the count unknown, the fork would go ahead and two harnesses would run on.
+        assert!(
+            thread_count().is_some_and(|n| n > 1),
+            "/proc/self/status unreadable"
+        );
+        let refused = fork_single_threaded().expect_err("forked with threads running");
+        assert!(refused.to_string().contains("threads"), "{refused}");
+        drop(stop);
+        let _ = other.join();
+    }
+}
