@@ -22,6 +22,7 @@ fn parse(text: &[u8], format: Format) -> crontab::Crontab {
         max_entries: 1000,
         max_env: 100,
         max_every: 10,
+        max_cluster: 10,
     };
     let mut options = ParseOptions {
         format,

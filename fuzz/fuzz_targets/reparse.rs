@@ -25,6 +25,7 @@ fn options<'a>(
             max_entries: 1_200,
             max_env: 2_000,
             max_every: 10,
+            max_cluster: 10,
         },
         seed: 0x5eed,
         zones,
