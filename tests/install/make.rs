@@ -249,11 +249,14 @@ fn the_placeholders_are_comments_only_and_skipped_by_the_cron_d_name_rule() {
             .arg("--system")
             .arg(&path));
         assert!(out.status.success(), "{file}: {:?}", out);
-        assert!(
-            out.stdout.is_empty() && out.stderr.is_empty(),
-            "{file}: {:?}",
-            out
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // In cron.d cronnext skips it as the daemon does, and says so; elsewhere it reads it
+        // as given, and finds only comments.
+        let skipped = match file.starts_with("cron.d/") {
+            true => stderr.contains("skipped: crond does not read this file"),
+            false => stderr.is_empty(),
+        };
+        assert!(out.stdout.is_empty() && skipped, "{file}: {:?}", out);
         // run-parts' name rule (letters, digits, _ and -): a dot keeps the daemon and
         // run-parts away from it.
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
