@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use super::conn::{Connect, Connection};
 use crate::cluster::conninfo::{self, ConnInfo};
-use crate::sys::fs::{FileKind, open_no_follow};
+use crate::database::trust;
+use crate::sys::fs::open_no_follow;
 use crate::sys::user::{User, effective_uid};
 
 /// How long one statement may take on the server (`statement_timeout`, sent by the client at
@@ -100,18 +101,8 @@ fn read_passfile(path: &Path) -> Result<String, String> {
 pub fn read_private_file(path: &Path, what: &str) -> Result<Vec<u8>, String> {
     let shown = path.display();
     let (file, facts) = open_no_follow(path).map_err(|e| format!("{what} {shown}: {e}"))?;
-    if facts.kind != FileKind::Regular {
-        return Err(format!("{what} {shown}: not a regular file"));
-    }
-    if facts.owner != effective_uid() || facts.mode & 0o077 != 0 {
-        return Err(format!(
-            "{what} {shown}: must be owned by the user reading it (uid {}) with mode 0600 \
-             (it is uid {}, mode {:04o})",
-            effective_uid().0,
-            facts.owner.0,
-            facts.mode
-        ));
-    }
+    trust::check_private(&facts, effective_uid())
+        .map_err(|why| format!("{what} {shown}: {why}"))?;
     if facts.size > MAX_READ {
         return Err(format!("{what} {shown}: larger than {MAX_READ} bytes"));
     }

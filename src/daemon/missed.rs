@@ -21,9 +21,10 @@ use jiff::Timestamp;
 
 use super::event_loop::Daemon;
 use crate::crontab::policy::Missed;
+use crate::database::trust;
 use crate::job::log_lines;
 use crate::log::Level;
-use crate::sys::fs::{self, FileKind};
+use crate::sys::fs;
 use crate::timeline::{EntryId, UtcMinute};
 
 /// The file's name in the state directory.
@@ -188,15 +189,8 @@ fn read_trusted(dir: &Path) -> Result<Option<UtcMinute>, String> {
         Err(e) if fs::is_symlink_refusal(&e) => return Err("a symlink".to_string()),
         Err(e) => return Err(e.to_string()),
     };
-    if facts.kind != FileKind::Regular {
-        return Err("not a regular file".to_string());
-    }
-    if facts.owner != crate::sys::user::effective_uid() {
-        return Err(format!("owned by uid {}", facts.owner.0));
-    }
-    if facts.mode & 0o022 != 0 {
-        return Err(format!("writable by others (mode {:o})", facts.mode));
-    }
+    trust::check_state_file(&facts, crate::sys::user::effective_uid())
+        .map_err(|why| why.to_string())?;
     let mut text = String::new();
     file.take(MAX_BYTES + 1)
         .read_to_string(&mut text)

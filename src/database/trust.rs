@@ -1,6 +1,7 @@
-//! Whether a crontab file may be trusted, decided purely from the facts `sys` read off the
-//! open descriptor (DESIGN §3, Debian's checks, research §1.3 and §2.8). Pure: no syscalls
-//! here.
+//! Whether a file may be trusted, decided purely from the facts `sys` read off the open
+//! descriptor: a crontab file (DESIGN §3, Debian's checks, research §1.3 and §2.8), the daemon's
+//! state file and the directories on the way to it, and a secret file cronctl reads (a
+//! passfile, a TLS client key). Pure: no syscalls here.
 
 use std::fmt;
 
@@ -87,6 +88,116 @@ pub fn check_symlink(link: &FileFacts) -> Result<(), Refusal> {
     }
 }
 
+/// Why the daemon's own file, a directory on the way to it, or a secret file is refused;
+/// `Display` is the reason as the log or the error says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Untrusted {
+    NotRegular,
+    NotDirectory,
+    /// Owned by someone the rule does not allow.
+    OwnedBy(Uid),
+    /// The last directory (the daemon's own) owned by someone else.
+    NotTheDaemons(Uid),
+    /// The state file, writable by group or others (this mode).
+    WritableByOthers(u32),
+    /// A directory writable by group or others (this mode) where that is not allowed.
+    DirWritableByOthers(u32),
+    /// A secret file not owned by `reader` or with group or other bits.
+    NotPrivate {
+        reader: Uid,
+        owner: Uid,
+        mode: u32,
+    },
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Untrusted::NotRegular => f.write_str("not a regular file"),
+            Untrusted::NotDirectory => f.write_str("not a directory"),
+            Untrusted::OwnedBy(uid) => write!(f, "owned by uid {}", uid.0),
+            Untrusted::NotTheDaemons(uid) => write!(f, "owned by uid {}, not the daemon's", uid.0),
+            Untrusted::WritableByOthers(mode) => write!(f, "writable by others (mode {mode:o})"),
+            Untrusted::DirWritableByOthers(mode) => {
+                write!(f, "writable by group or others (mode {mode:o})")
+            }
+            Untrusted::NotPrivate {
+                reader,
+                owner,
+                mode,
+            } => write!(
+                f,
+                "must be owned by the user reading it (uid {}) with mode 0600 \
+                 (it is uid {}, mode {mode:04o})",
+                reader.0, owner.0
+            ),
+        }
+    }
+}
+
+const GROUP_OR_OTHER_BITS: u32 = 0o077;
+const STICKY: u32 = 0o1000;
+
+/// The daemon's state file (`CRON_MISSED=once`'s `handled`): a regular file, owned by the
+/// daemon's user `daemon`, writable by no one else.
+pub fn check_state_file(facts: &FileFacts, daemon: Uid) -> Result<(), Untrusted> {
+    if facts.kind != FileKind::Regular {
+        return Err(Untrusted::NotRegular);
+    }
+    if facts.owner != daemon {
+        return Err(Untrusted::OwnedBy(facts.owner));
+    }
+    if facts.mode & GROUP_OR_WORLD_WRITABLE != 0 {
+        return Err(Untrusted::WritableByOthers(facts.mode));
+    }
+    Ok(())
+}
+
+/// Which directory [`check_dir`] is looking at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// The daemon's own (the state directory), the last on its path.
+    Own,
+    /// Any other: one on the way, or one the daemon only puts a name in.
+    Other,
+}
+
+/// A directory on a path the daemon walks (`sys::fs::open_checked_dir`): a directory; owned by
+/// `owner` or root (its own: by `owner`); not writable by group or others unless it is sticky
+/// (its own: not even then).
+pub fn check_dir(facts: &FileFacts, owner: Uid, which: Dir) -> Result<(), Untrusted> {
+    if facts.kind != FileKind::Directory {
+        return Err(Untrusted::NotDirectory);
+    }
+    if which == Dir::Own && facts.owner != owner {
+        return Err(Untrusted::NotTheDaemons(facts.owner));
+    }
+    if facts.owner != owner && facts.owner != Uid::ROOT {
+        return Err(Untrusted::OwnedBy(facts.owner));
+    }
+    if facts.mode & GROUP_OR_WORLD_WRITABLE != 0 && (which == Dir::Own || facts.mode & STICKY == 0)
+    {
+        return Err(Untrusted::DirWritableByOthers(facts.mode));
+    }
+    Ok(())
+}
+
+/// A secret file (a passfile, a TLS client key), as libpq demands of ~/.pgpass and of a client
+/// key: a regular file, owned by `reader` (the effective uid), no group or other permission bits.
+pub fn check_private(facts: &FileFacts, reader: Uid) -> Result<(), Untrusted> {
+    if facts.kind != FileKind::Regular {
+        return Err(Untrusted::NotRegular);
+    }
+    if facts.owner != reader || facts.mode & GROUP_OR_OTHER_BITS != 0 {
+        return Err(Untrusted::NotPrivate {
+            reader,
+            owner: facts.owner,
+            mode: facts.mode,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +273,103 @@ mod tests {
             Refusal::InsecureModeUser.to_string(),
             "INSECURE MODE (mode 0600 expected)"
         );
+    }
+
+    #[test]
+    fn the_state_file_must_be_the_daemons_and_writable_by_no_one_else() {
+        let daemon = Uid(0);
+        assert_eq!(check_state_file(&file(0, 0o644, 1), daemon), Ok(()));
+        assert_eq!(check_state_file(&file(0, 0o600, 2), daemon), Ok(()));
+        assert_eq!(
+            check_state_file(&file(1000, 0o644, 1), daemon),
+            Err(Untrusted::OwnedBy(Uid(1000)))
+        );
+        assert_eq!(
+            check_state_file(&file(0, 0o664, 1), daemon),
+            Err(Untrusted::WritableByOthers(0o664))
+        );
+        assert_eq!(
+            check_state_file(&file(0, 0o646, 1), daemon).map_err(|e| e.to_string()),
+            Err("writable by others (mode 646)".to_string())
+        );
+        let mut dir = file(0, 0o644, 1);
+        dir.kind = FileKind::Directory;
+        assert_eq!(check_state_file(&dir, daemon), Err(Untrusted::NotRegular));
+        assert_eq!(Untrusted::NotRegular.to_string(), "not a regular file");
+    }
+
+    fn dir(owner: u32, mode: u32) -> FileFacts {
+        FileFacts {
+            kind: FileKind::Directory,
+            ..file(owner, mode, 2)
+        }
+    }
+
+    #[test]
+    fn a_directory_on_the_way_is_roots_or_the_owners_and_shut_to_others_unless_sticky() {
+        let daemon = Uid(1000);
+        for owner in [0, 1000] {
+            assert_eq!(check_dir(&dir(owner, 0o755), daemon, Dir::Other), Ok(()));
+            assert_eq!(check_dir(&dir(owner, 0o1777), daemon, Dir::Other), Ok(()));
+        }
+        assert_eq!(
+            check_dir(&dir(1001, 0o755), daemon, Dir::Other),
+            Err(Untrusted::OwnedBy(Uid(1001)))
+        );
+        assert_eq!(
+            check_dir(&dir(0, 0o777), daemon, Dir::Other),
+            Err(Untrusted::DirWritableByOthers(0o777))
+        );
+        assert_eq!(
+            check_dir(&dir(0, 0o775), daemon, Dir::Other).map_err(|e| e.to_string()),
+            Err("writable by group or others (mode 775)".to_string())
+        );
+        assert_eq!(
+            check_dir(&file(0, 0o755, 1), daemon, Dir::Other),
+            Err(Untrusted::NotDirectory)
+        );
+    }
+
+    #[test]
+    fn the_daemons_own_directory_is_its_own_and_never_writable_by_others() {
+        let daemon = Uid(1000);
+        assert_eq!(check_dir(&dir(1000, 0o755), daemon, Dir::Own), Ok(()));
+        assert_eq!(
+            check_dir(&dir(0, 0o755), daemon, Dir::Own).map_err(|e| e.to_string()),
+            Err("owned by uid 0, not the daemon's".to_string())
+        );
+        for mode in [0o775, 0o777, 0o1777] {
+            assert_eq!(
+                check_dir(&dir(1000, mode), daemon, Dir::Own),
+                Err(Untrusted::DirWritableByOthers(mode))
+            );
+        }
+    }
+
+    #[test]
+    fn a_secret_file_is_the_readers_with_no_group_or_other_bits() {
+        let reader = Uid(1000);
+        assert_eq!(check_private(&file(1000, 0o600, 1), reader), Ok(()));
+        assert_eq!(check_private(&file(1000, 0o400, 1), reader), Ok(()));
+        assert_eq!(
+            check_private(&file(0, 0o600, 1), reader),
+            Err(Untrusted::NotPrivate {
+                reader,
+                owner: Uid(0),
+                mode: 0o600
+            })
+        );
+        assert_eq!(
+            check_private(&file(1000, 0o644, 1), reader).map_err(|e| e.to_string()),
+            Err(
+                "must be owned by the user reading it (uid 1000) with mode 0600 \
+                 (it is uid 1000, mode 0644)"
+                    .to_string()
+            )
+        );
+        assert!(check_private(&file(1000, 0o640, 1), reader).is_err());
+        let mut link = file(1000, 0o600, 1);
+        link.kind = FileKind::Symlink;
+        assert_eq!(check_private(&link, reader), Err(Untrusted::NotRegular));
     }
 }

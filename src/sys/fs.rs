@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{self, Flock, FlockArg, OFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
 
+use crate::database::trust;
 use crate::types::{Gid, Uid};
 
 pub use crate::types::{FileFacts, FileKind};
@@ -160,29 +161,16 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
     Ok(dir)
 }
 
-/// [`open_checked_dir`]'s rule for one directory (`last`: the rule of the last one, if it is).
+/// [`open_checked_dir`]'s rule for one directory (`last`: the rule of the last one, if it is),
+/// as [`trust::check_dir`] decides it.
 fn check_dir(dir: &OwnedFd, at: &Path, owner: Uid, last: Option<LastDir>) -> io::Result<()> {
     let facts = facts_of(dir)?;
-    let why = if facts.kind != FileKind::Directory {
-        Some("not a directory".to_string())
-    } else if matches!(last, Some(LastDir::Own { .. })) && facts.owner != owner {
-        Some(format!("owned by uid {}, not the daemon's", facts.owner.0))
-    } else if facts.owner != owner && facts.owner != Uid(0) {
-        Some(format!("owned by uid {}", facts.owner.0))
-    } else if facts.mode & 0o022 != 0
-        && (matches!(last, Some(LastDir::Own { .. })) || facts.mode & libc::S_ISVTX == 0)
-    {
-        Some(format!(
-            "writable by group or others (mode {:o})",
-            facts.mode
-        ))
-    } else {
-        None
+    let which = match last {
+        Some(LastDir::Own { .. }) => trust::Dir::Own,
+        _ => trust::Dir::Other,
     };
-    match why {
-        None => Ok(()),
-        Some(why) => Err(io::Error::other(format!("{}: {why}", at.display()))),
-    }
+    trust::check_dir(&facts, owner, which)
+        .map_err(|why| io::Error::other(format!("{}: {why}", at.display())))
 }
 
 /// Renames `from` over `to` in the directory `dir` in one step (readers see the old file or the
