@@ -40,19 +40,45 @@ impl Fnv {
     }
 }
 
-/// The identity of the entry with `schedule` in `zone` (its `CRON_TZ`, `None` for the daemon's
-/// zone) run as `user` with `command`.
-pub fn entry_key(schedule: &Schedule, zone: Option<&str>, user: &[u8], command: &[u8]) -> EntryKey {
-    let mut h = Fnv::new();
-    h.part(b"crond-entry-1");
-    for field in Field::ALL {
-        h.eat(&schedule.bits(field).to_le_bytes());
-        h.eat(&[u8::from(schedule.is_starred(field))]);
+/// What makes an entry the entry across hosts: the four parts [`entry_key`] hashes. The daemon's
+/// "same entry" on one host (`daemon/reuse.rs::Same`) is these parts and a few more, so two
+/// entries the same there are always the same entry here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Identity<'a> {
+    pub schedule: &'a Schedule,
+    /// Its `CRON_TZ`, `None` for the daemon's zone.
+    pub zone: Option<&'a str>,
+    pub user: &'a [u8],
+    /// As written, with the text after `%`.
+    pub command: &'a [u8],
+}
+
+impl Identity<'_> {
+    /// The hash of the parts: equal parts, equal keys.
+    pub fn key(&self) -> EntryKey {
+        let mut h = Fnv::new();
+        h.part(b"crond-entry-1");
+        for field in Field::ALL {
+            h.eat(&self.schedule.bits(field).to_le_bytes());
+            h.eat(&[u8::from(self.schedule.is_starred(field))]);
+        }
+        h.part(self.zone.unwrap_or("").as_bytes());
+        h.part(self.user);
+        h.part(self.command);
+        EntryKey(h.0)
     }
-    h.part(zone.unwrap_or("").as_bytes());
-    h.part(user);
-    h.part(command);
-    EntryKey(h.0)
+}
+
+/// The identity of the entry with `schedule` in `zone` (its `CRON_TZ`, `None` for the daemon's
+/// zone) run as `user` with `command`: the key of its [`Identity`].
+pub fn entry_key(schedule: &Schedule, zone: Option<&str>, user: &[u8], command: &[u8]) -> EntryKey {
+    Identity {
+        schedule,
+        zone,
+        user,
+        command,
+    }
+    .key()
 }
 
 /// The weight of `host` for one run (the run of `entry` of `owner` in `cluster` at `minute`):

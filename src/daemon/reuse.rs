@@ -3,10 +3,11 @@
 //! its runs waiting for RANDOM_DELAY); only what changed is removed and added. Changing one
 //! line of a 100,000-line file then costs the parse, not 100,000 fire-time computations.
 //!
-//! Two entries are the same when everything that decides when and how they run is equal: the
-//! schedule, the zone, the scaled delay, the user and the uid checked for the file, the command,
-//! cronie's `-`, and every variable of the environment. The comparison is exact; a hash only
-//! finds the candidates.
+//! Two entries are the same when everything that decides when and how they run is equal: their
+//! identity in a cluster (`cluster::identity::Identity`: the schedule, the zone, the user and
+//! the command), and besides it the scaled delay, the uid checked for the file, cronie's `-`,
+//! and every variable of the environment. The comparison is exact; a hash only finds the
+//! candidates.
 //!
 //! Pure: entries and the agenda in, the kept entries out; `daemon/load.rs` does the reading.
 
@@ -14,13 +15,19 @@ use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
+use crate::cluster::identity::Identity;
 use crate::crontab::Env;
 use crate::job::JobSpec;
 use crate::schedule::{Schedule, Zone};
 use crate::timeline::{Cycle, EntryId, IdMap};
 use crate::types::Uid;
 
-/// An entry, as far as its identity goes.
+/// An entry, as far as its identity goes: the parts of its cluster identity ([`identity`]:
+/// `schedule`, `zone`, `user`, `command`) plus `delay`, `uid`, `quiet` and `env`. So two
+/// entries that are the same here have the same `cluster::identity::entry_key` (not the
+/// reverse: a new delay or environment makes a new entry here, the same one in a cluster).
+///
+/// [`identity`]: Same::identity
 pub(super) struct Same<'a> {
     pub schedule: &'a Schedule,
     pub zone: Option<&'a str>,
@@ -47,23 +54,26 @@ impl<'a> Same<'a> {
         }
     }
 
+    /// The parts that make it the entry across hosts.
+    pub(super) fn identity(&self) -> Identity<'a> {
+        Identity {
+            schedule: self.schedule,
+            zone: self.zone,
+            user: self.user,
+            command: self.command,
+        }
+    }
+
     /// Equal in everything but the environment, which [`Envs::equal`] compares.
     fn equal_but_env(&self, other: &Same<'_>) -> bool {
-        (self.schedule, self.zone, self.delay, self.user, self.uid)
-            == (
-                other.schedule,
-                other.zone,
-                other.delay,
-                other.user,
-                other.uid,
-            )
-            && (self.command, self.quiet) == (other.command, other.quiet)
+        self.identity() == other.identity()
+            && (self.delay, self.uid, self.quiet) == (other.delay, other.uid, other.quiet)
     }
 
     fn key(&self, envs: &mut Envs) -> u64 {
         let mut h = DefaultHasher::new();
-        (self.schedule, self.zone, self.delay, self.user).hash(&mut h);
-        (self.uid.map(|u| u.0), self.command, self.quiet).hash(&mut h);
+        self.identity().hash(&mut h);
+        (self.delay, self.uid.map(|u| u.0), self.quiet).hash(&mut h);
         envs.hash_of(self.env).hash(&mut h);
         h.finish()
     }
@@ -370,5 +380,63 @@ mod tests {
         let same_again = Arc::new(Env::default()).with(b"MAILTO", b"alice");
         let entry = same(&s, "a", &same_again);
         assert!(reusable.claim(&cycle, &entry).is_some());
+    }
+
+    #[test]
+    fn entries_the_same_here_are_the_same_entry_in_a_cluster() {
+        use crate::cluster::identity::entry_key;
+        let schedules = [
+            schedule("*/15 * * * *"),
+            schedule("0-59/15 * * * *"),
+            schedule("0,15,30,45 * * * *"),
+            schedule("0 5 * * mon"),
+            schedule("0 5 * * 1"),
+        ];
+        let envs = [Env::default(), Env::default()];
+        let mut entries = Vec::new();
+        for schedule in &schedules {
+            for zone in [None, Some("UTC"), Some("Europe/Paris")] {
+                for user in [&b"alice"[..], b"bob"] {
+                    for command in [&b"backup"[..], b"backup%now"] {
+                        for (delay, uid, quiet) in [
+                            (0, Some(Uid(1000)), false),
+                            (60, Some(Uid(1000)), false),
+                            (0, None, false),
+                            (0, Some(Uid(1000)), true),
+                        ] {
+                            for env in &envs {
+                                entries.push(Same {
+                                    schedule,
+                                    zone,
+                                    delay,
+                                    user,
+                                    uid,
+                                    command,
+                                    quiet,
+                                    env,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut compared = Envs::default();
+        let key = |e: &Same<'_>| entry_key(e.schedule, e.zone, e.user, e.command);
+        let (mut same, mut same_in_cluster_only) = (0, 0);
+        for a in &entries {
+            assert_eq!(a.identity().key(), key(a));
+            for b in &entries {
+                if a.equal_but_env(b) && compared.equal(a.env, b.env) {
+                    same += 1;
+                    assert_eq!(key(a), key(b));
+                } else if key(a) == key(b) {
+                    same_in_cluster_only += 1;
+                }
+            }
+        }
+        // Each entry with itself and its twin under the other (equal) environment, at least.
+        assert!(same >= 2 * entries.len(), "{same}");
+        assert!(same_in_cluster_only > 0);
     }
 }
