@@ -12,11 +12,11 @@ use super::reuse::{Reusable, Same};
 use super::sources::{Loaded, Problem};
 use crate::crontab::incremental::Fingerprint;
 use crate::crontab::policy::Missed;
-use crate::crontab::{Crontab, Env};
+use crate::crontab::{Crontab, Entry, Env};
 use crate::database::{self, Outcome, SourceKey};
-use crate::job::{JobSpec, Owner, pack_commands};
+use crate::job::{JobSpec, Owner, Span, pack_commands};
 use crate::log::{Level, printable};
-use crate::schedule::{When, Zone};
+use crate::schedule::{Schedule, When, Zone};
 use crate::sys::fs::FileKind;
 use crate::sys::user::{Uid, User};
 use crate::timeline::EntryId;
@@ -49,57 +49,13 @@ impl Daemon {
     /// Replaces one source's entries with what its file says now. Returns its @reboot jobs.
     pub(super) fn reload(&mut self, key: &SourceKey, announce: bool) -> Vec<JobSpec> {
         let who = key.who();
-        let (old, previous, old_missed_once) = match self.sources.take(key) {
-            Some(old) => (
-                old.entries.iter().collect::<Vec<_>>(),
-                old.fingerprint,
-                old.missed_once,
-            ),
-            None => (Vec::new(), None, 0),
-        };
-        // Memory is given back after a reload that replaced or dropped entries, not after the
-        // minute's look at a file that stays refused.
-        self.freed |= !old.is_empty();
-        // What the first run after a load logs once (a HOME that can't be entered), the first
-        // run after this one logs again.
-        self.running.loaded_again(old.iter().copied());
-        let tab = key.tab_name(&self.paths);
+        let (old, previous, old_missed_once) = self.take_old(key);
         let previous = previous
             .as_ref()
             .map(|(fingerprint, uid)| (&**fingerprint, *uid));
-        let mut outcome = database::load(key, &self.paths, &self.rules, previous);
-        if let Outcome::Loaded {
-            kept: Some((front, back)),
-            ..
-        } = &outcome
-            && front + back > old.len()
-        {
-            // The fingerprint counts entries this file no longer has in the cycle: never
-            // expected, and a whole parse is always right.
-            outcome = database::load(key, &self.paths, &self.rules, None);
-        }
-        // The old entries of the lines not parsed again stay as they are; the others wait to be
-        // claimed by an identical new entry.
-        let (mut old, mut kept) = match &outcome {
-            Outcome::Loaded {
-                kept: Some((front, back)),
-                ..
-            } => {
-                let (front, middle) = old.split_at(*front);
-                let (middle, back) = middle.split_at(middle.len() - back);
-                // The kept entries' CRON_MISSED=once count: the file's, less the middle's.
-                let missed_once =
-                    old_missed_once.saturating_sub(self.missed_once_among(middle.iter()));
-                let kept = Kept {
-                    front: front.to_vec(),
-                    back: back.to_vec(),
-                    missed_once,
-                    fingerprint: None,
-                };
-                (Reusable::index(middle.to_vec()), kept)
-            }
-            _ => (Reusable::index(old), Kept::default()),
-        };
+        let outcome = self.load_against(key, previous, old.len());
+        let (mut old, mut kept) = self.split_old(&outcome, old, old_missed_once);
+        let tab = key.tab_name(&self.paths);
         let problem = match outcome {
             Outcome::Loaded {
                 crontab,
@@ -151,6 +107,78 @@ impl Daemon {
         Vec::new()
     }
 
+    /// Takes a source's entries out of the table, for a reload: its entries, the fingerprint
+    /// its file was last loaded with, and how many of them have `CRON_MISSED=once`.
+    fn take_old(&mut self, key: &SourceKey) -> (Vec<EntryId>, Option<OldFingerprint>, usize) {
+        let (old, previous, old_missed_once) = match self.sources.take(key) {
+            Some(old) => (
+                old.entries.iter().collect::<Vec<_>>(),
+                old.fingerprint,
+                old.missed_once,
+            ),
+            None => (Vec::new(), None, 0),
+        };
+        // Memory is given back after a reload that replaced or dropped entries, not after the
+        // minute's look at a file that stays refused.
+        self.freed |= !old.is_empty();
+        // What the first run after a load logs once (a HOME that can't be entered), the first
+        // run after this one logs again.
+        self.running.loaded_again(old.iter().copied());
+        (old, previous, old_missed_once)
+    }
+
+    /// Loads the file, parsing only what changed since `previous` when it can; a whole parse
+    /// when the fingerprint would keep more than the `old_len` entries the file has.
+    fn load_against(
+        &self,
+        key: &SourceKey,
+        previous: Option<(&Fingerprint, Option<Uid>)>,
+        old_len: usize,
+    ) -> Outcome {
+        let outcome = database::load(key, &self.paths, &self.rules, previous);
+        if let Outcome::Loaded {
+            kept: Some((front, back)),
+            ..
+        } = &outcome
+            && front + back > old_len
+        {
+            // The fingerprint counts entries this file no longer has in the cycle: never
+            // expected, and a whole parse is always right.
+            return database::load(key, &self.paths, &self.rules, None);
+        }
+        outcome
+    }
+
+    /// The old entries of the lines not parsed again stay as they are ([`Kept`]); the others
+    /// wait to be claimed by an identical new entry ([`Reusable`]).
+    fn split_old(
+        &self,
+        outcome: &Outcome,
+        old: Vec<EntryId>,
+        old_missed_once: usize,
+    ) -> (Reusable, Kept) {
+        match outcome {
+            Outcome::Loaded {
+                kept: Some((front, back)),
+                ..
+            } => {
+                let (front, middle) = old.split_at(*front);
+                let (middle, back) = middle.split_at(middle.len() - back);
+                // The kept entries' CRON_MISSED=once count: the file's, less the middle's.
+                let missed_once =
+                    old_missed_once.saturating_sub(self.missed_once_among(middle.iter()));
+                let kept = Kept {
+                    front: front.to_vec(),
+                    back: back.to_vec(),
+                    missed_once,
+                    fingerprint: None,
+                };
+                (Reusable::index(middle.to_vec()), kept)
+            }
+            _ => (Reusable::index(old), Kept::default()),
+        }
+    }
+
     /// Removes a file's old entries that its new text no longer has (all of them when the file
     /// is gone or refused); a run of theirs still waiting for its RANDOM_DELAY is cancelled.
     fn retire(&mut self, key: &SourceKey, old: Reusable) {
@@ -184,27 +212,7 @@ impl Daemon {
         old: &mut Reusable,
         kept: Kept,
     ) -> Vec<JobSpec> {
-        let path = key.path(&self.paths).display().to_string();
-        let who = key.who();
-        if key.owner_name().is_none() {
-            warn_unknown_users(&mut crontab);
-        }
-        let tab: Arc<str> = key.tab_name(&self.paths).into();
-        for d in &crontab.errors {
-            self.log
-                .event(Level::Error, &who, "ERROR", &d.in_file(&path).to_string());
-        }
-        for d in &crontab.warnings {
-            self.log.event(
-                Level::Warning,
-                &who,
-                "WARNING",
-                &d.in_file(&path).to_string(),
-            );
-        }
-        if let Some(more) = crontab.not_shown_line(&path) {
-            self.log.event(Level::Warning, &who, "WARNING", &more);
-        }
+        self.log_diagnostics(key, &mut crontab);
         let mut loaded = Loaded {
             entries: Default::default(),
             mtime_ns,
@@ -221,60 +229,22 @@ impl Daemon {
                 .iter()
                 .map(|e| (e.line, e.command.as_slice())),
         );
-        // One owner per user named in the file (a user crontab has one), cronie's `-` and run of
-        // entries under the same variables: its entries share it. The environment is told by
-        // its allocation (the parser gives a run of entries one), which the owner keeps alive.
-        let mut owners: HashMap<(Vec<u8>, bool, *const Env), Arc<Owner>> = HashMap::new();
-        let mut last_owner: Option<Arc<Owner>> = None;
+        let tab: Arc<str> = key.tab_name(&self.paths).into();
+        let mut owners = Owners::new(tab, commands, owner_uid);
         for (entry, span) in crontab.entries.into_iter().zip(spans) {
             let user = match (key.owner_name(), &entry.user) {
                 (Some(owner), _) => owner,
                 (None, Some(user)) => &user[..],
                 (None, None) => continue,
             };
-            // Consecutive entries are mostly the same user's: the last owner first.
-            let last = last_owner.as_ref().filter(|o| {
-                o.user == user && o.quiet == entry.quiet && Arc::ptr_eq(&o.env, &entry.env)
-            });
-            let key = || (user.to_vec(), entry.quiet, Arc::as_ptr(&entry.env));
-            let owner = match last.or_else(|| owners.get(&key())) {
-                Some(owner) => Arc::clone(owner),
-                None => {
-                    let owner = Arc::new(Owner {
-                        user: user.to_vec(),
-                        uid: owner_uid,
-                        tab: Arc::clone(&tab),
-                        commands: Arc::clone(&commands),
-                        quiet: entry.quiet,
-                        env: Arc::clone(&entry.env),
-                    });
-                    owners.insert(key(), Arc::clone(&owner));
-                    owner
-                }
-            };
-            last_owner = Some(Arc::clone(&owner));
+            let owner = owners.of(user, entry.quiet, &entry.env);
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
             if let When::Periodic(schedule) = &entry.when {
                 if entry.env.policy().missed == Missed::Once {
                     loaded.missed_once += 1;
                 }
-                let same = Same {
-                    schedule,
-                    zone: entry.zone.as_ref().map(Zone::name),
-                    delay,
-                    user,
-                    uid: owner_uid,
-                    command: &entry.command,
-                    quiet: entry.quiet,
-                    env: &entry.env,
-                };
-                if let Some(id) = old.claim(&self.cycle, &same) {
-                    // The same entry: it keeps its place; its job now points into the new
-                    // text, so the old one's memory goes.
-                    if let Some(job) = self.cycle.job_mut(id) {
-                        job.owner = owner;
-                        job.command = span;
-                    }
+                let same = new_same(&entry, schedule, user, owner_uid, delay);
+                if let Some(id) = self.reclaim(old, &same, &owner, span) {
                     loaded.entries.push(id);
                     continue;
                 }
@@ -285,11 +255,7 @@ impl Daemon {
             };
             match entry.when {
                 When::Reboot => reboot.push(spec),
-                When::Every(seconds) => {
-                    let now_ms = super::event_loop::wall_clock().as_millisecond();
-                    let id = self.cycle.add_every(seconds, spec, now_ms);
-                    loaded.entries.push(id);
-                }
+                When::Every(seconds) => loaded.entries.push(self.add_every(seconds, spec)),
                 When::Periodic(schedule) => {
                     let id = self.cycle.add(schedule, entry.zone, spec, delay);
                     loaded.entries.push(id);
@@ -302,6 +268,55 @@ impl Daemon {
         loaded.entries.shrink_to_fit();
         self.sources.loaded(key.clone(), loaded);
         reboot
+    }
+
+    /// Logs what the parser found wrong in a loaded file (and, in a system file, the users
+    /// passwd doesn't know).
+    fn log_diagnostics(&mut self, key: &SourceKey, crontab: &mut Crontab) {
+        let path = key.path(&self.paths).display().to_string();
+        let who = key.who();
+        if key.owner_name().is_none() {
+            warn_unknown_users(crontab);
+        }
+        for d in &crontab.errors {
+            self.log
+                .event(Level::Error, &who, "ERROR", &d.in_file(&path).to_string());
+        }
+        for d in &crontab.warnings {
+            self.log.event(
+                Level::Warning,
+                &who,
+                "WARNING",
+                &d.in_file(&path).to_string(),
+            );
+        }
+        if let Some(more) = crontab.not_shown_line(&path) {
+            self.log.event(Level::Warning, &who, "WARNING", &more);
+        }
+    }
+
+    /// The old entry identical to the new one `same`, if there is one: it keeps its place; its
+    /// job now points into the new text (`owner`, `span`), so the old text's memory goes.
+    fn reclaim(
+        &mut self,
+        old: &mut Reusable,
+        same: &Same<'_>,
+        owner: &Arc<Owner>,
+        span: Span,
+    ) -> Option<EntryId> {
+        let id = old.claim(&self.cycle, same)?;
+        if let Some(job) = self.cycle.job_mut(id) {
+            job.owner = Arc::clone(owner);
+            job.command = span;
+        }
+        Some(id)
+    }
+
+    /// Puts a new `@every` entry in the cycle, its first run a whole number of periods after
+    /// the daemon's base (read off the wall clock now).
+    fn add_every(&mut self, seconds: u32, spec: JobSpec) -> EntryId {
+        let now_ms = super::event_loop::wall_clock().as_millisecond();
+        self.cycle.add_every(seconds, spec, now_ms)
     }
 
     /// How many of these entries are scheduled ones (not `@every`) with `CRON_MISSED=once`,
@@ -349,6 +364,81 @@ pub(super) struct Kept {
     missed_once: usize,
     fingerprint: Option<Box<Fingerprint>>,
 }
+
+/// A new scheduled entry's identity (run as `user`, the file checked for `uid`), for
+/// [`Reusable::claim`].
+fn new_same<'a>(
+    entry: &'a Entry,
+    schedule: &'a Schedule,
+    user: &'a [u8],
+    uid: Option<Uid>,
+    delay: u32,
+) -> Same<'a> {
+    Same {
+        schedule,
+        zone: entry.zone.as_ref().map(Zone::name),
+        delay,
+        user,
+        uid,
+        command: &entry.command,
+        quiet: entry.quiet,
+        env: &entry.env,
+    }
+}
+
+/// The owners of one file's entries, as `install` makes them: one per user named in the file (a
+/// user crontab has one), cronie's `-` and run of entries under the same variables: its entries
+/// share it. The environment is told by its allocation (the parser gives a run of entries one),
+/// which the owner keeps alive.
+struct Owners {
+    tab: Arc<str>,
+    commands: Arc<[u8]>,
+    uid: Option<Uid>,
+    made: HashMap<(Vec<u8>, bool, *const Env), Arc<Owner>>,
+    last: Option<Arc<Owner>>,
+}
+
+impl Owners {
+    fn new(tab: Arc<str>, commands: Arc<[u8]>, uid: Option<Uid>) -> Owners {
+        Owners {
+            tab,
+            commands,
+            uid,
+            made: HashMap::new(),
+            last: None,
+        }
+    }
+
+    /// The owner of an entry of `user`, with `quiet` and `env`: made the first time.
+    fn of(&mut self, user: &[u8], quiet: bool, env: &Arc<Env>) -> Arc<Owner> {
+        // Consecutive entries are mostly the same user's: the last owner first.
+        let last = self
+            .last
+            .as_ref()
+            .filter(|o| o.user == user && o.quiet == quiet && Arc::ptr_eq(&o.env, env));
+        let key = || (user.to_vec(), quiet, Arc::as_ptr(env));
+        let owner = match last.or_else(|| self.made.get(&key())) {
+            Some(owner) => Arc::clone(owner),
+            None => {
+                let owner = Arc::new(Owner {
+                    user: user.to_vec(),
+                    uid: self.uid,
+                    tab: Arc::clone(&self.tab),
+                    commands: Arc::clone(&self.commands),
+                    quiet,
+                    env: Arc::clone(env),
+                });
+                self.made.insert(key(), Arc::clone(&owner));
+                owner
+            }
+        };
+        self.last = Some(Arc::clone(&owner));
+        owner
+    }
+}
+
+/// What a source was last loaded with: the fingerprint and the owner's uid.
+type OldFingerprint = (Box<Fingerprint>, Option<Uid>);
 
 /// A system file's entries whose user passwd doesn't know: a warning at load, at the entry's
 /// line (the entry stays: it runs once the user exists, and is refused with a line naming the
