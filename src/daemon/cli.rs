@@ -149,10 +149,7 @@ impl Options {
                 Short('f') => o.foreground = true,
                 Short('l') => o.lsb_names = true,
                 Short('n') => o.fqdn_in_subject = true,
-                Short('L') => {
-                    let level: u32 = parser.value()?.parse()?;
-                    o.log_level = Some(level);
-                }
+                Short('L') => o.log_level = Some(parser.value()?.parse()?),
                 Short('s') => o.output_to_syslog = true,
                 Short('m') => o.mail = Some(parser.value()?),
                 Short('P') => o.inherit_path = true,
@@ -171,45 +168,15 @@ impl Options {
                 Long("pam-dir") => o.pam_dir = Some(path(&mut parser)?),
                 Long("state-dir") => o.state_dir = Some(path(&mut parser)?),
                 Long("metrics") => {
-                    let v = parser.value()?;
-                    let at = v.to_str().and_then(parse_metrics_at).ok_or_else(|| {
-                        lexopt::Error::UnexpectedValue {
-                            option: "--metrics (unix:PATH, or a loopback ADDRESS:PORT)".into(),
-                            value: v.clone(),
-                        }
-                    })?;
-                    if o.metrics.len() == MAX_METRICS_TARGETS {
-                        return Err(lexopt::Error::Custom(
-                            format!("--metrics given more than {MAX_METRICS_TARGETS} times").into(),
-                        )
-                        .into());
-                    }
+                    let at = metrics_at(&mut parser, &o.metrics)?;
                     o.metrics.push(at);
                 }
                 Long("metrics-entries-on-tcp") => o.metrics_entries_on_tcp = true,
                 Long("metrics-group") => {
-                    let v = parser.value()?;
-                    o.metrics_group = Some(v.to_str().map(str::to_string).ok_or_else(|| {
-                        lexopt::Error::UnexpectedValue {
-                            option: "--metrics-group".into(),
-                            value: v.clone(),
-                        }
-                    })?);
+                    o.metrics_group = Some(text(&mut parser, "--metrics-group")?)
                 }
                 Long("cluster-db") => o.cluster_db = Some(text(&mut parser, "--cluster-db")?),
-                Long("cluster-host") => {
-                    let v = parser.value()?;
-                    o.cluster_host = Some(
-                        v.to_str()
-                            .filter(|h| is_cluster_host(h))
-                            .map(str::to_string)
-                            .ok_or_else(|| lexopt::Error::UnexpectedValue {
-                                option: "--cluster-host (1 to 253 letters, digits, '.', '_', '-')"
-                                    .into(),
-                                value: v.clone(),
-                            })?,
-                    );
-                }
+                Long("cluster-host") => o.cluster_host = Some(cluster_host(&mut parser)?),
                 Long("cluster-helper") => o.cluster_helper = Some(path(&mut parser)?),
                 Long("cluster-keep") => {
                     o.cluster_keep_days =
@@ -227,45 +194,9 @@ impl Options {
                     o.cluster_lease_s =
                         Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
                 }
-                Long("max-output") => {
-                    let v = parser.value()?;
-                    let size = v.to_str().and_then(parse_size).ok_or_else(|| {
-                        lexopt::Error::UnexpectedValue {
-                            option: "--max-output".into(),
-                            value: v.clone(),
-                        }
-                    })?;
-                    o.max_output = Some(size);
-                }
-                Long("log") => {
-                    let v = parser.value()?;
-                    o.log = Some(match v.to_str() {
-                        Some("syslog") => Destination::Syslog,
-                        Some("stderr") => Destination::Stderr,
-                        Some("both") => Destination::Both,
-                        _ => {
-                            return Err(lexopt::Error::UnexpectedValue {
-                                option: "--log".into(),
-                                value: v,
-                            }
-                            .into());
-                        }
-                    });
-                }
-                Long("log-format") => {
-                    let v = parser.value()?;
-                    o.log_format = match v.to_str() {
-                        Some("text") => Format::Text,
-                        Some("json") => Format::Json,
-                        _ => {
-                            return Err(lexopt::Error::UnexpectedValue {
-                                option: "--log-format".into(),
-                                value: v,
-                            }
-                            .into());
-                        }
-                    };
-                }
+                Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
+                Long("log") => o.log = Some(log_destination(&mut parser)?),
+                Long("log-format") => o.log_format = log_format(&mut parser)?,
                 _ => return Err(arg.unexpected().into()),
             }
             // -V and -h answer at once, whatever follows (as getopt-based crons do).
@@ -273,13 +204,91 @@ impl Options {
                 return Ok(o);
             }
         }
-        if o.metrics_entries_on_tcp && !o.metrics.iter().any(|m| matches!(m, MetricsAt::Tcp(_))) {
+        o.check_together()?;
+        Ok(o)
+    }
+
+    /// What the options say together: `--metrics-entries-on-tcp` needs a TCP place.
+    fn check_together(&self) -> Result<(), lexopt::Error> {
+        if self.metrics_entries_on_tcp
+            && !self.metrics.iter().any(|m| matches!(m, MetricsAt::Tcp(_)))
+        {
             return Err(lexopt::Error::Custom(
                 "--metrics-entries-on-tcp without a --metrics ADDRESS:PORT".into(),
-            )
-            .into());
+            ));
         }
-        Ok(o)
+        Ok(())
+    }
+}
+
+/// `--metrics unix:PATH|ADDRESS:PORT`, one more place after those `given`.
+fn metrics_at(
+    parser: &mut lexopt::Parser,
+    given: &[MetricsAt],
+) -> Result<MetricsAt, lexopt::Error> {
+    let v = parser.value()?;
+    let at =
+        v.to_str()
+            .and_then(parse_metrics_at)
+            .ok_or_else(|| lexopt::Error::UnexpectedValue {
+                option: "--metrics (unix:PATH, or a loopback ADDRESS:PORT)".into(),
+                value: v.clone(),
+            })?;
+    if given.len() == MAX_METRICS_TARGETS {
+        return Err(lexopt::Error::Custom(
+            format!("--metrics given more than {MAX_METRICS_TARGETS} times").into(),
+        ));
+    }
+    Ok(at)
+}
+
+/// `--cluster-host NAME`: a name [`is_cluster_host`] accepts.
+fn cluster_host(parser: &mut lexopt::Parser) -> Result<String, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .filter(|h| is_cluster_host(h))
+        .map(str::to_string)
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: "--cluster-host (1 to 253 letters, digits, '.', '_', '-')".into(),
+            value: v.clone(),
+        })
+}
+
+/// `--max-output SIZE`, in bytes.
+fn max_output(parser: &mut lexopt::Parser) -> Result<u64, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .and_then(parse_size)
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: "--max-output".into(),
+            value: v.clone(),
+        })
+}
+
+/// `--log syslog|stderr|both`.
+fn log_destination(parser: &mut lexopt::Parser) -> Result<Destination, lexopt::Error> {
+    let v = parser.value()?;
+    match v.to_str() {
+        Some("syslog") => Ok(Destination::Syslog),
+        Some("stderr") => Ok(Destination::Stderr),
+        Some("both") => Ok(Destination::Both),
+        _ => Err(lexopt::Error::UnexpectedValue {
+            option: "--log".into(),
+            value: v,
+        }),
+    }
+}
+
+/// `--log-format text|json`.
+fn log_format(parser: &mut lexopt::Parser) -> Result<Format, lexopt::Error> {
+    let v = parser.value()?;
+    match v.to_str() {
+        Some("text") => Ok(Format::Text),
+        Some("json") => Ok(Format::Json),
+        _ => Err(lexopt::Error::UnexpectedValue {
+            option: "--log-format".into(),
+            value: v,
+        }),
     }
 }
 
