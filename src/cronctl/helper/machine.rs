@@ -321,18 +321,18 @@ impl<S: Store> Machine<S> {
         f: impl Fn(&mut S, &[RunKey]) -> Result<T, Failure>,
     ) -> Result<Option<(T, Runs)>, Runs> {
         let keys: Vec<RunKey> = runs.iter().map(|(_, k)| k.clone()).collect();
-        for tries in 1.. {
-            match self.call(|s| f(s, &keys)) {
-                Ok(t) => return Ok(Some((t, runs))),
-                Err(Failure::Lost(_)) if tries == 1 => continue,
-                Err(Failure::Lost(_) | Failure::Slow(_)) => return Err(runs),
-                Err(e @ (Failure::Down(_) | Failure::Refused(_))) => {
-                    self.unreachable(runs, e.text());
-                    return Ok(None);
-                }
+        let mut result = self.call(|s| f(s, &keys));
+        if let Err(Failure::Lost(_)) = result {
+            result = self.call(|s| f(s, &keys));
+        }
+        match result {
+            Ok(t) => Ok(Some((t, runs))),
+            Err(Failure::Lost(_) | Failure::Slow(_)) => Err(runs),
+            Err(e @ (Failure::Down(_) | Failure::Refused(_))) => {
+                self.unreachable(runs, e.text());
+                Ok(None)
             }
         }
-        unreachable!("the loop returns")
     }
 
     /// One claim for `runs` and an answer for each; the claimed ones are started.
