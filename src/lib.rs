@@ -9,9 +9,11 @@
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
 //!   fire times, and [`timeline::queue`]: due jobs and the cycle deadline), [`crontab_cmd::access`]
 //!   (cron.allow/deny), [`metrics`] (the daemon's counters and their text).
-//! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load), [`job`]
-//!   (the job child: its stdin writer, output capture and log lines), [`mail`] (what a job
-//!   leaves behind), [`log`] (the one `(who) EVENT (detail)` line and its sinks),
+//! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load, and the
+//!   entries in memory: `database::entries`), [`job`] (the job child: its stdin writer, output
+//!   capture, and `job::mail`, the mail of what a job leaves behind), [`log`] (the one
+//!   `(who) EVENT (detail)` line, the catalogue of every line's wording in `log::lines`, and
+//!   the sinks),
 //!   [`crontab_cmd`] (crontab(1)), [`cronnext`], [`cronctl`] (cluster mode's command and the
 //!   daemon's database helper), [`cluster`] (cluster mode: an entry's id, the daemon–helper
 //!   lines, runs waiting for a claim, the connection settings — pure; the PostgreSQL client is in
@@ -39,8 +41,7 @@ pub(crate) mod daemon;
 pub(crate) mod database;
 pub(crate) mod hash;
 pub mod job;
-pub(crate) mod log;
-pub mod mail;
+pub mod log;
 pub(crate) mod metrics;
 pub mod paths;
 pub mod schedule;

@@ -23,6 +23,14 @@ use std::fmt;
 
 pub use crate::schedule::duration::{Duration, MAX_DURATION_S, parse_duration};
 
+/// What `CRON_TIMEOUT` does to the job's process group: SIGTERM at the limit, SIGKILL
+/// [`KILL_AFTER_S`] seconds later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitAction {
+    Term,
+    Kill,
+}
+
 /// What a run does when the previous run of its entry has not ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Overlap {

@@ -20,8 +20,9 @@ use super::event_loop::Daemon;
 use crate::cluster::identity::entry_key;
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
-use crate::job::{JobSpec, log_lines};
+use crate::job::JobSpec;
 use crate::log::Level;
+use crate::log::lines;
 use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
 use crate::sys::pump::{Filled, FlushError, Pump};
@@ -312,7 +313,7 @@ impl Daemon {
     fn log_cluster_run(&self, run: &Run, note: &str) {
         let job = &run.job.job;
         let when = self.clock_time(run.due.start_second() * 1000);
-        let line = log_lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
+        let line = lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
             .with_job(job.log_fields(None));
         self.log.line(Level::Info, &line);
     }

@@ -8,8 +8,9 @@ use jiff::Timestamp;
 use super::event_loop::Daemon;
 use super::running::Admit;
 use crate::crontab::policy::Overlap;
-use crate::job::{self, JobSpec, log_lines};
+use crate::job::{self, JobSpec};
 use crate::log::Level;
+use crate::log::lines;
 use crate::timeline::queue::Queued;
 use crate::timeline::{Due, EntryId, Movement, UtcMinute};
 
@@ -172,15 +173,14 @@ impl Daemon {
                 } => {
                     self.metrics.skipped();
                     let since = self.clock_time(since_ms);
-                    let line =
-                        log_lines::skip_line(job.user(), job.command(), &since, also_waiting)
-                            .with_job(job.log_fields(None));
+                    let line = lines::skip_line(job.user(), job.command(), &since, also_waiting)
+                        .with_job(job.log_fields(None));
                     self.log.line(Level::Info, &line);
                     return Ok(None);
                 }
                 Admit::Wait { since_ms } => {
                     let since = self.clock_time(since_ms);
-                    let line = log_lines::wait_line(job.user(), job.command(), &since)
+                    let line = lines::wait_line(job.user(), job.command(), &since)
                         .with_job(job.log_fields(None));
                     self.log.line(Level::Info, &line);
                     return Ok(None);

@@ -22,8 +22,8 @@ use jiff::Timestamp;
 use super::event_loop::Daemon;
 use crate::crontab::policy::Missed;
 use crate::database::trust;
-use crate::job::log_lines;
 use crate::log::Level;
+use crate::log::lines;
 use crate::sys::fs;
 use crate::timeline::{EntryId, UtcMinute};
 
@@ -88,7 +88,7 @@ impl Daemon {
             self.metrics.missed();
             if let Some((_, _, job, _)) = self.cycle.get(id) {
                 let when = self.clock_date_time(missed);
-                let line = log_lines::missed_line(job.user(), job.command(), &when)
+                let line = lines::missed_line(job.user(), job.command(), &when)
                     .with_job(job.log_fields(None));
                 self.log.line(Level::Info, &line);
             }

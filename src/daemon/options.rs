@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use super::cli::Options;
 use crate::database::Paths;
-use crate::job::log_lines::JobLogMask;
+use crate::job::mail::{self, MailCommand};
 use crate::job::{ChildSetup, MailSetup, OutputTo, PamSetup};
+use crate::log::lines::JobLogMask;
 use crate::log::{Destination, Log};
-use crate::mail::{self, MailCommand};
 use crate::paths;
 
 impl Options {

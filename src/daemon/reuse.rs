@@ -233,7 +233,7 @@ impl Reusable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::Owner;
+    use crate::database::entries::Owner;
     use crate::schedule::{When, parse_expression};
     use crate::timeline::UtcMinute;
     use std::sync::Arc;
@@ -247,7 +247,7 @@ mod tests {
 
     /// Adds `(expression, command)` entries as the daemon does.
     fn load(cycle: &mut Cycle<JobSpec>, env: &Arc<Env>, lines: &[(&str, &str)]) -> Vec<EntryId> {
-        let (commands, spans) = crate::job::pack_commands(
+        let (commands, spans) = crate::database::entries::pack_commands(
             lines
                 .iter()
                 .enumerate()

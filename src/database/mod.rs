@@ -6,6 +6,7 @@
 //! descriptor, reads and parses it. What a load found is returned as data ([`Outcome`]); the
 //! daemon logs it and updates its agenda. Nothing here runs jobs or keeps time.
 
+pub mod entries;
 pub mod names;
 pub mod trust;
 

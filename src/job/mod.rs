@@ -7,7 +7,7 @@
 //! through a writer grandchild (`stdin`), the shell's stdout and stderr share one pipe, read
 //! into `output` until the shell exits, then the shell and the writer are reaped. **Report**:
 //! mail the output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END (and with `-s`
-//! cronie's CMDEND) (`log_lines`), and exit with `_exit`. With `CRON_TIMEOUT`, between the
+//! cronie's CMDEND) (`log::lines`), and exit with `_exit`. With `CRON_TIMEOUT`, between the
 //! report and the exit, the child keeps the limit on what the shell left in its process group
 //! until that group is empty or has had its signals (`shell::watch_left_group`): the daemon
 //! sees the run as going on until then (CRON_OVERLAP, a cluster run's END, the metrics'
@@ -16,12 +16,13 @@
 //!
 //! Everything the job's user could use to act as someone else is created after the privilege
 //! drop: the stdin writer, the spill file, the MTA. The job's log lines are built by
-//! `log_lines` only.
+//! `log::lines` only.
 
 mod env;
-pub mod log_lines;
+pub mod mail;
 pub mod output;
 mod session;
+pub use crate::database::entries::JobSpec;
 pub use session::preload_pam;
 mod shell;
 pub mod stdin;
@@ -33,125 +34,19 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
 
-use crate::crontab::{Env, JobInput};
+use crate::crontab::JobInput;
+use crate::log::lines::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
-use crate::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crate::sys::privs::irrevocably_drop_privileges;
 use crate::sys::process::{self, Pid};
 use crate::sys::signal;
 use crate::sys::spawn::{self, Forked};
-use crate::sys::user::{Uid, User};
+use crate::sys::user::User;
 use env::{environment, lookup};
-use log_lines::{JobExit, JobLogMask};
+use mail::{JobMail, MailCommand, MailConfig, MailOutcome};
 use output::Output;
 use shell::Finished;
-
-/// Who runs a crontab's entries and where they come from: one per file (one per user named in a
-/// system file), shared by the file's entries.
-#[derive(Debug)]
-pub struct Owner {
-    /// The user the jobs run as (the crontab's owner, or the user field of a system file).
-    pub user: Vec<u8>,
-    /// For a user's crontab, the uid whose ownership of the file was checked at load: the name
-    /// must still resolve to it when the job starts, or the job is not run.
-    pub uid: Option<Uid>,
-    /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
-    pub tab: Arc<str>,
-    /// The commands of the file's entries, one after the other, each after its line number
-    /// (4 bytes, little-endian): an entry holds where its command is, not a copy (one
-    /// allocation per file instead of one per entry), and finds its line just before it.
-    pub commands: Arc<[u8]>,
-    /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
-    /// without it have an owner each (the flag costs the entry nothing).
-    pub quiet: bool,
-    /// The crontab's variables above the entries: the entries between two variable lines share
-    /// an owner (a file with no variables between its entries has one owner per user), so the
-    /// entry itself holds no pointer to them.
-    pub env: Arc<Env>,
-}
-
-/// Where an entry's command sits in its owner's [`Owner::commands`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
-    pub start: u32,
-    pub len: u32,
-}
-
-/// A file's commands in one allocation, each after its line number (see [`Owner::commands`]),
-/// and where each is. A file is at most 64 MiB, so offsets fit in u32.
-pub fn pack_commands<'a>(
-    commands: impl ExactSizeIterator<Item = (u32, &'a [u8])>,
-) -> (Arc<[u8]>, Vec<Span>) {
-    let mut spans = Vec::with_capacity(commands.len());
-    let mut all = Vec::new();
-    for (line, command) in commands {
-        all.extend_from_slice(&line.to_le_bytes());
-        spans.push(Span {
-            start: all.len() as u32,
-            len: command.len() as u32,
-        });
-        all.extend_from_slice(command);
-    }
-    (all.into(), spans)
-}
-
-/// One job to start: 16 bytes, as the daemon keeps one per entry.
-#[derive(Debug, Clone)]
-pub struct JobSpec {
-    pub owner: Arc<Owner>,
-    /// The command as written (for the log), in the owner's commands.
-    pub command: Span,
-}
-
-impl JobSpec {
-    /// The crontab's variables above the entry.
-    pub fn env(&self) -> &Arc<Env> {
-        &self.owner.env
-    }
-
-    /// The user the job runs as.
-    pub fn user(&self) -> &[u8] {
-        &self.owner.user
-    }
-
-    /// cronie's `-` before the entry: no CMD, END or CMDEND line.
-    pub fn quiet(&self) -> bool {
-        self.owner.quiet
-    }
-
-    /// The entry's line in its file (0 when not known: the line number is missing).
-    pub fn line(&self) -> u32 {
-        let start = self.command.start as usize;
-        start
-            .checked_sub(4)
-            .and_then(|at| self.owner.commands.get(at..start))
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u32::from_le_bytes)
-    }
-
-    /// Where the entry is written, `crontabs/alice:3`, as the JSON log's `entry` shows it.
-    pub fn entry(&self) -> String {
-        format!("{}:{}", self.owner.tab, self.line())
-    }
-
-    /// What the JSON log says of this job: its entry and command, and its shell's pid.
-    pub fn log_fields(&self, pid: Option<u32>) -> JobFields {
-        JobFields {
-            entry: Some(self.entry()),
-            command: Some(self.command().to_vec()),
-            pid,
-            ..JobFields::default()
-        }
-    }
-
-    /// The command as written.
-    pub fn command(&self) -> &[u8] {
-        let start = self.command.start as usize;
-        &self.owner.commands[start..start + self.command.len as usize]
-    }
-}
 
 /// What the child inherits from the daemon's configuration.
 #[derive(Debug, Clone)]
@@ -301,7 +196,7 @@ fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
     let user = match User::resolve_name(spec.user()) {
         Ok(Some(user)) => user,
         Ok(None) => {
-            let line = log_lines::unknown_user_line(who, &spec.owner.tab);
+            let line = lines::unknown_user_line(who, &spec.owner.tab);
             log.line(Level::Error, &line);
             return None;
         }
@@ -315,7 +210,7 @@ fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
         }
     };
     if let Some(checked) = spec.owner.uid.filter(|&checked| checked != user.uid) {
-        let line = log_lines::uid_changed_line(who, checked, user.uid, &spec.owner.tab);
+        let line = lines::uid_changed_line(who, checked, user.uid, &spec.owner.tab);
         log.line(Level::Error, &line);
         return None;
     }
@@ -354,7 +249,7 @@ fn prepare(
         // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
         // run (every minute, for some packages' entries) would bury the log.
         if first {
-            let line = log_lines::home_notice_line(who, &home, &e, &spec.entry());
+            let line = lines::home_notice_line(who, &home, &e, &spec.entry());
             log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
         }
         if let Err(e) = process::chdir(Path::new("/")) {
@@ -380,7 +275,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         duration_ms: Some(finished.duration_ms),
         ..spec.log_fields(Some(shell_pid))
     };
-    if let Some(line) = log_lines::failed_line(setup.log_mask, shell_pid, exit) {
+    if let Some(line) = lines::failed_line(setup.log_mask, shell_pid, exit) {
         log.line(Level::Error, &line.with_job(ended.clone()));
     }
     let pid_only = JobFields {
@@ -427,7 +322,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     } else {
         setup.log_mask
     };
-    if let Some(line) = log_lines::end_line(mask, spec.user(), shell_pid, spec.command()) {
+    if let Some(line) = lines::end_line(mask, spec.user(), shell_pid, spec.command()) {
         log.line(Level::Info, &line.with_job(ended));
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
@@ -435,18 +330,18 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     if matches!(setup.output, OutputTo::Syslog) && !spec.quiet() {
         log.line(
             Level::Info,
-            &log_lines::cmdend_line(spec.user(), spec.command()),
+            &lines::cmdend_line(spec.user(), spec.command()),
         );
     }
 }
 
 /// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),
-/// at most [`log_lines::MAX_CMDOUT_LINES`] of them: `yes` as a job must not fill the log. The
+/// at most [`lines::MAX_CMDOUT_LINES`] of them: `yes` as a job must not fill the log. The
 /// rest is read to count it, and one line says how many lines were not logged.
 fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
     let mut logged = 0usize;
     let mut more = 0u64;
-    for line in output.cmdout_lines_of(log_lines::cmdout_room(user)) {
+    for line in output.cmdout_lines_of(lines::cmdout_room(user)) {
         let line = match line {
             Ok(line) => line,
             Err(e) => {
@@ -457,12 +352,12 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
                 return;
             }
         };
-        if logged >= log_lines::MAX_CMDOUT_LINES {
+        if logged >= lines::MAX_CMDOUT_LINES {
             more += 1;
             continue;
         }
-        for piece in log_lines::cmdout_lines(user, &line) {
-            if logged < log_lines::MAX_CMDOUT_LINES {
+        for piece in lines::cmdout_lines(user, &line) {
+            if logged < lines::MAX_CMDOUT_LINES {
                 log.line(Level::Info, &piece.with_job(job.clone()));
                 logged += 1;
             } else {
@@ -471,13 +366,13 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
         }
     }
     if more > 0 {
-        log.line(Level::Info, &log_lines::cmdout_more_line(user, more));
+        log.line(Level::Info, &lines::cmdout_more_line(user, more));
     }
 }
 
 impl JobExit {
     /// How the shell ended, from its wait status (kept here, in the shell, so that the pure
-    /// [`log_lines`] names no process type).
+    /// [`log::lines`] names no process type).
     pub fn from_status(status: std::process::ExitStatus) -> JobExit {
         use std::os::unix::process::ExitStatusExt;
         match (status.code(), status.signal()) {
@@ -489,38 +384,5 @@ impl JobExit {
             // Stopped/continued never reach a final wait; treat as a plain failure.
             (None, None) => JobExit::Exited(-1),
         }
-    }
-}
-
-#[cfg(test)]
-mod spec_tests {
-    use super::*;
-
-    #[test]
-    fn a_job_finds_its_command_and_its_line_in_its_files_one_allocation() {
-        let (commands, spans) =
-            pack_commands([(3, &b"echo a"[..]), (70_000, b""), (70_001, b"echo %c")].into_iter());
-        assert_eq!(commands.len(), 3 * 4 + 6 + 7);
-        let owner = Arc::new(Owner {
-            user: b"alice".to_vec(),
-            uid: None,
-            tab: "crontabs/alice".into(),
-            commands,
-            quiet: false,
-            env: Arc::new(Env::default()),
-        });
-        let jobs: Vec<JobSpec> = spans
-            .into_iter()
-            .map(|command| JobSpec {
-                owner: Arc::clone(&owner),
-                command,
-            })
-            .collect();
-        let seen: Vec<(&[u8], u32)> = jobs.iter().map(|j| (j.command(), j.line())).collect();
-        assert_eq!(
-            seen,
-            [(&b"echo a"[..], 3), (b"", 70_000), (b"echo %c", 70_001)]
-        );
-        assert_eq!(jobs[2].entry(), "crontabs/alice:70001");
     }
 }

@@ -19,12 +19,12 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::Instant;
 
 use super::env::lookup;
-use super::log_lines::{self, JobExit};
 use super::output::Output;
 use super::stdin::JobStdin;
 use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec};
 use crate::crontab::JobInput;
+use crate::log::lines::{self, JobExit};
 use crate::log::{Level, Log, printable};
 use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
@@ -165,7 +165,7 @@ fn start_shell(
     };
     let started = Instant::now();
     let shell_pid = child.id();
-    if let Some(line) = log_lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
+    if let Some(line) = lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
         log.line(
             Level::Info,
             &line.with_job(spec.log_fields(Some(shell_pid))),
@@ -256,11 +256,8 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
         );
     }
     if output.dropped_bytes() > 0 {
-        let line = log_lines::output_dropped_line(
-            who,
-            output.dropped_bytes(),
-            output.limit().unwrap_or(0),
-        );
+        let line =
+            lines::output_dropped_line(who, output.dropped_bytes(), output.limit().unwrap_or(0));
         log.line(Level::Warning, &line);
     }
 }
@@ -268,7 +265,7 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
 /// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first.
 fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, seconds: u32) {
     let who = spec.user();
-    let line = log_lines::timeout_line(who, spec.command(), seconds, action)
+    let line = lines::timeout_line(who, spec.command(), seconds, action)
         .with_job(spec.log_fields(Some(shell_pid)));
     log.line(Level::Warning, &line);
     let signal = match action {

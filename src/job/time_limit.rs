@@ -21,12 +21,9 @@ use crate::crontab::policy::KILL_AFTER_S;
 /// long after the group's last process.
 pub const GROUP_CHECK_MS: u32 = 1_000;
 
-/// What to do to the job's process group now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Term,
-    Kill,
-}
+/// What to do to the job's process group now (defined with the policy, where the log's wording
+/// finds it too).
+pub use crate::crontab::policy::LimitAction as Action;
 
 #[derive(Debug, Clone)]
 pub struct TimeLimit {

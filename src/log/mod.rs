@@ -10,6 +10,7 @@
 
 pub mod json;
 pub mod line;
+pub mod lines;
 
 use std::io::Write;
 

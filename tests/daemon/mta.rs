@@ -7,9 +7,9 @@
 use std::process::Stdio;
 
 use crate::support::mail::*;
-use crond::job::log_lines::JobExit;
+use crond::job::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crond::job::output::Output;
-use crond::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
+use crond::log::lines::JobExit;
 
 fn config() -> MailConfig {
     MailConfig {

@@ -8,9 +8,9 @@ use std::fs::File;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crond::job::log_lines::JobExit;
+use crond::log::lines::JobExit;
 use crond::job::output::Output;
-use crond::mail::{self, JobMail, MailCommand, MailConfig};
+use crond::job::mail::{self, JobMail, MailCommand, MailConfig};
 
 fn status_kb(field: &str) -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();

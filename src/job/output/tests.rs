@@ -5,8 +5,8 @@
 use std::process::Stdio;
 
 use super::*;
-use crate::job::log_lines::cmdout_lines;
 use crate::job::test_support::{checksum, run_job};
+use crate::log::lines::cmdout_lines;
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
 

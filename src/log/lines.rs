@@ -11,7 +11,7 @@
 //! Vixie's `mkprint` ([`printable`]: control bytes as `^X`, DEL as `^?`, bytes above 127 as
 //! `\ooo`).
 
-use super::time_limit::Action;
+use crate::crontab::policy::LimitAction as Action;
 use crate::log::line::MAX_LINE;
 use crate::log::{LogLine, printable};
 use crate::types::Uid;

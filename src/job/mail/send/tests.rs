@@ -7,9 +7,9 @@ use std::io::Read;
 use std::process::Stdio;
 
 use super::*;
-use crate::job::log_lines::JobExit;
+use crate::job::mail;
 use crate::job::test_support::run_job;
-use crate::mail;
+use crate::log::lines::JobExit;
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
 

@@ -1,0 +1,150 @@
+//! The daemon's in-memory entries: who runs them ([`Owner`], one per file, or per user and run of
+//! variables in a system file) and the 16 bytes each entry costs ([`JobSpec`]: its owner and
+//! where its command sits in the owner's one allocation, [`pack_commands`]). Made by the load,
+//! kept by the scheduler, handed to the job child.
+//!
+//! Pure: data and its accessors.
+
+use std::sync::Arc;
+
+use crate::crontab::Env;
+use crate::log::JobFields;
+use crate::types::Uid;
+
+/// Who runs a crontab's entries and where they come from: one per file (one per user named in a
+/// system file), shared by the file's entries.
+#[derive(Debug)]
+pub struct Owner {
+    /// The user the jobs run as (the crontab's owner, or the user field of a system file).
+    pub user: Vec<u8>,
+    /// For a user's crontab, the uid whose ownership of the file was checked at load: the name
+    /// must still resolve to it when the job starts, or the job is not run.
+    pub uid: Option<Uid>,
+    /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
+    pub tab: Arc<str>,
+    /// The commands of the file's entries, one after the other, each after its line number
+    /// (4 bytes, little-endian): an entry holds where its command is, not a copy (one
+    /// allocation per file instead of one per entry), and finds its line just before it.
+    pub commands: Arc<[u8]>,
+    /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
+    /// without it have an owner each (the flag costs the entry nothing).
+    pub quiet: bool,
+    /// The crontab's variables above the entries: the entries between two variable lines share
+    /// an owner (a file with no variables between its entries has one owner per user), so the
+    /// entry itself holds no pointer to them.
+    pub env: Arc<Env>,
+}
+
+/// Where an entry's command sits in its owner's [`Owner::commands`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+/// A file's commands in one allocation, each after its line number (see [`Owner::commands`]),
+/// and where each is. A file is at most 64 MiB, so offsets fit in u32.
+pub fn pack_commands<'a>(
+    commands: impl ExactSizeIterator<Item = (u32, &'a [u8])>,
+) -> (Arc<[u8]>, Vec<Span>) {
+    let mut spans = Vec::with_capacity(commands.len());
+    let mut all = Vec::new();
+    for (line, command) in commands {
+        all.extend_from_slice(&line.to_le_bytes());
+        spans.push(Span {
+            start: all.len() as u32,
+            len: command.len() as u32,
+        });
+        all.extend_from_slice(command);
+    }
+    (all.into(), spans)
+}
+
+/// One job to start: 16 bytes, as the daemon keeps one per entry.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub owner: Arc<Owner>,
+    /// The command as written (for the log), in the owner's commands.
+    pub command: Span,
+}
+
+impl JobSpec {
+    /// The crontab's variables above the entry.
+    pub fn env(&self) -> &Arc<Env> {
+        &self.owner.env
+    }
+
+    /// The user the job runs as.
+    pub fn user(&self) -> &[u8] {
+        &self.owner.user
+    }
+
+    /// cronie's `-` before the entry: no CMD, END or CMDEND line.
+    pub fn quiet(&self) -> bool {
+        self.owner.quiet
+    }
+
+    /// The entry's line in its file (0 when not known: the line number is missing).
+    pub fn line(&self) -> u32 {
+        let start = self.command.start as usize;
+        start
+            .checked_sub(4)
+            .and_then(|at| self.owner.commands.get(at..start))
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    }
+
+    /// Where the entry is written, `crontabs/alice:3`, as the JSON log's `entry` shows it.
+    pub fn entry(&self) -> String {
+        format!("{}:{}", self.owner.tab, self.line())
+    }
+
+    /// What the JSON log says of this job: its entry and command, and its shell's pid.
+    pub fn log_fields(&self, pid: Option<u32>) -> JobFields {
+        JobFields {
+            entry: Some(self.entry()),
+            command: Some(self.command().to_vec()),
+            pid,
+            ..JobFields::default()
+        }
+    }
+
+    /// The command as written.
+    pub fn command(&self) -> &[u8] {
+        let start = self.command.start as usize;
+        &self.owner.commands[start..start + self.command.len as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_finds_its_command_and_its_line_in_its_files_one_allocation() {
+        let (commands, spans) =
+            pack_commands([(3, &b"echo a"[..]), (70_000, b""), (70_001, b"echo %c")].into_iter());
+        assert_eq!(commands.len(), 3 * 4 + 6 + 7);
+        let owner = Arc::new(Owner {
+            user: b"alice".to_vec(),
+            uid: None,
+            tab: "crontabs/alice".into(),
+            commands,
+            quiet: false,
+            env: Arc::new(Env::default()),
+        });
+        let jobs: Vec<JobSpec> = spans
+            .into_iter()
+            .map(|command| JobSpec {
+                owner: Arc::clone(&owner),
+                command,
+            })
+            .collect();
+        let seen: Vec<(&[u8], u32)> = jobs.iter().map(|j| (j.command(), j.line())).collect();
+        assert_eq!(
+            seen,
+            [(&b"echo a"[..], 3), (b"", 70_000), (b"echo %c", 70_001)]
+        );
+        assert_eq!(jobs[2].entry(), "crontabs/alice:70001");
+    }
+}
