@@ -42,6 +42,7 @@ check:
 	./.ci/core-boundary-selftest
 	./.ci/doc-tests-exist
 	./.ci/crond-links-no-db
+	./.ci/repo-small
 
 # Benchmarks are not tests: criterion lives in its own crate so `cargo test` never builds it.
 bench:
@@ -151,9 +152,11 @@ deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
 	pkg/deb/build "$(debout)/root" "$(debout)" "$(bins)" "$(debcompress)"
 
 # ---- fuzzing ------------------------------------------------------------------------------
-# CI runs each fuzz target for FUZZ_SECONDS on its corpus in fuzz/corpus (kept in the repo; the
-# run adds to it locally). cargo-fuzz works on stable with `-s none` (no sanitizer); a crash
-# fails the run and leaves its input in fuzz/artifacts/TARGET/, which becomes a unit test.
+# CI runs each fuzz target for FUZZ_SECONDS on its corpus in fuzz/corpus (kept in the repo, read
+# only: what a run finds goes to fuzz/target/found/TARGET, which git ignores, so a local run never
+# leaves thousands of new files to be committed by mistake; copy the few worth keeping by hand).
+# cargo-fuzz works on stable with `-s none` (no sanitizer); a crash fails the run and leaves its
+# input in fuzz/artifacts/TARGET/, which becomes a unit test.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := crontab expression reparse
 
@@ -162,7 +165,8 @@ fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
 		log=$$(mktemp); \
-		if $(CARGO) fuzz run -s none $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) \
+		mkdir -p target/found/$$t; \
+		if $(CARGO) fuzz run -s none $$t target/found/$$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) \
 			>$$log 2>&1; then grep -E '^Done' $$log; rm -f $$log; \
 		else tail -n 60 $$log; rm -f $$log; exit 1; fi; \
 	done
