@@ -4,15 +4,20 @@
 //! this module reads the clock, carries the decisions out and logs.
 
 pub mod cli;
+mod clock;
 mod cluster;
-mod event_loop;
+mod effects;
+mod flow;
 mod load;
 mod metrics_serve;
-mod minute;
 mod missed;
 mod options;
+mod reactor;
 mod reuse;
 mod running;
+mod scheduler;
+mod setup;
+mod source_table;
 mod sources;
 mod watch;
 mod zone;
@@ -148,7 +153,7 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     if forked {
         log.info("CRON", "STARTUP", "fork ok");
     }
-    let result = event_loop::Daemon::start(options, log, lock).and_then(|mut d| d.run());
+    let result = reactor::Daemon::start(options, log, lock).and_then(|mut d| d.run());
     if let Err(e) = &result {
         log.event(Level::Error, "CRON", "DEATH", &e.to_string());
     }

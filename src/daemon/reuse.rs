@@ -9,7 +9,7 @@
 //! and every variable of the environment. The comparison is exact; a hash only finds the
 //! candidates.
 //!
-//! Pure: entries and the agenda in, the kept entries out; `daemon/load.rs` does the reading.
+//! Pure: entries and the agenda in, the kept entries out; `daemon/sources.rs` does the reading.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
