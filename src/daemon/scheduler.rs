@@ -6,14 +6,14 @@
 //! bookkeeping — the timer armed, reaped children forgotten. It learns of files only through
 //! the [`Change`]s the reactor hands it, and of the cluster only through [`Launched`] runs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 
 use super::clock;
 use super::effects::Effects;
-use super::flow::{Change, ClusterEntry, Launched, NewEntry, Run};
+use super::flow::{Change, ClusterEntry, EntryState, LastRun, Launched, NewEntry, Run};
 use super::missed;
 use super::running::{Admit, Running};
 use crate::cluster::identity::entry_key;
@@ -62,6 +62,8 @@ pub(super) struct Scheduler {
     metrics: Metrics,
     /// The scheduled entries with `CRON_MISSED=once`.
     once: BTreeSet<EntryId>,
+    /// Each entry's last run that ended (for a snapshot of the entries).
+    last: HashMap<EntryId, LastRun>,
     /// `--state-dir`, and the minute the state file was last written with.
     state_dir: PathBuf,
     written_handled: Option<UtcMinute>,
@@ -79,6 +81,7 @@ impl Scheduler {
             armed: minute.plus(1),
             metrics: Metrics::default(),
             once: BTreeSet::new(),
+            last: HashMap::new(),
             state_dir,
             written_handled: None,
         }
@@ -163,6 +166,7 @@ impl Scheduler {
     fn remove(&mut self, id: EntryId) -> usize {
         self.metrics.forget(id);
         self.once.remove(&id);
+        self.last.remove(&id);
         self.cycle.remove(id)
     }
 
@@ -370,12 +374,18 @@ impl Scheduler {
             _ => Outcome::Failed,
         };
         let now_ms = now.as_millisecond();
-        self.metrics.ended(
-            ended.entry,
-            outcome,
-            now_ms - ended.started_ms,
-            now.as_second(),
-        );
+        let duration_ms = now_ms - ended.started_ms;
+        self.metrics
+            .ended(ended.entry, outcome, duration_ms, now.as_second());
+        // Only for an entry still loaded: a removed one's record would stay for good.
+        if let Some(entry) = ended.entry.filter(|&e| self.cycle.get(e).is_some()) {
+            let last = LastRun {
+                started_ms: ended.started_ms,
+                duration_ms,
+                exit,
+            };
+            self.last.insert(entry, last);
+        }
         let Some(waiting) = ended.waiting else {
             return Reaped::Ended;
         };
@@ -399,6 +409,21 @@ impl Scheduler {
     #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn running_len(&self) -> usize {
         self.running.len()
+    }
+
+    /// Entry `id` as it stands (`None`: gone): for a snapshot of the entries, in the order
+    /// the sources give them.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn entry_state(&self, id: EntryId) -> Option<EntryState> {
+        let (_, _, job, _) = self.cycle.get(id)?;
+        Some(EntryState {
+            id,
+            entry: job.entry(),
+            user: job.user().to_vec(),
+            next_ms: self.cycle.next_run_ms(id),
+            last: self.last.get(&id).copied(),
+            running: self.running.pids_of(id),
+        })
     }
 
     /// Starts a run of entry `id` now, as if it were due this minute (the control socket's
@@ -745,10 +770,26 @@ mod tests {
         let now_ms = clock.now().as_millisecond();
         let ids = s.apply(change_of("0 0 1 1 * yearly\n"), now_ms, &mut fx);
         assert!(s.run_now(ids[0], clock.now()));
-        assert!(matches!(
-            start_due(&mut s, &clock, &mut fx)[..],
-            [Launched::Started(_)]
-        ));
+        let [Launched::Started(pid)] = start_due(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        let state = s.entry_state(ids[0]).unwrap();
+        assert_eq!(
+            (state.entry.as_str(), &state.user[..], &state.running[..]),
+            ("crontabs/alice:1", &b"alice"[..], &[pid][..])
+        );
+        let new_year: Timestamp = "2027-01-01T00:00:00Z".parse().unwrap();
+        assert_eq!(state.next_ms, Some(new_year.as_millisecond()));
+        assert_eq!(state.last, None);
+        clock.advance_ms(2_500);
+        s.on_reaped(pid, Exit::Code(3), clock.now(), &mut fx);
+        let state = s.entry_state(ids[0]).unwrap();
+        let last = LastRun {
+            started_ms: now_ms,
+            duration_ms: 2_500,
+            exit: Exit::Code(3),
+        };
+        assert_eq!((state.last, state.running.len()), (Some(last), 0));
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);

@@ -153,6 +153,11 @@ impl SourceTable {
         changed
     }
 
+    /// Every loaded entry, file by file, in each file's order.
+    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.loaded.values().flat_map(|l| l.entries.iter())
+    }
+
     /// How many sources are loaded.
     pub(super) fn len(&self) -> usize {
         self.loaded.len()

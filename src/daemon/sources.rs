@@ -110,6 +110,13 @@ impl Sources {
         self.table.len()
     }
 
+    /// Every loaded entry, file by file, in each file's order (for a snapshot of the entries:
+    /// the scheduler tells each one's state).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.table.entries()
+    }
+
     /// Whether something must be looked at every minute: the files (no inotify, or refused
     /// files to recheck) or the zone file (inotify can't see every change of it: a rewrite of
     /// the file a chain of links leads to, or of one mounted over it).
@@ -541,6 +548,14 @@ mod tests {
         std::fs::write(&file, "* * * * * root echo a\n* * * * * root echo c\n").unwrap();
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (1, 1, 1));
         assert_eq!((sched.len(), s.len()), (2, 1));
+        // The snapshot a control socket lists: the file's order, each entry's state.
+        let listed: Vec<String> = s
+            .entries()
+            .filter_map(|id| sched.entry_state(id))
+            .map(|e| e.entry)
+            .collect();
+        let tab = file.display();
+        assert_eq!(listed, [format!("{tab}:1"), format!("{tab}:2")]);
         // Without inotify, a look each minute: nothing changed since the reload.
         assert!(s.looks_every_minute());
         assert!(s.changed_files().is_empty());
