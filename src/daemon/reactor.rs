@@ -247,17 +247,12 @@ impl Daemon {
         if ready.contains(&Token::Files) {
             self.on_files(now);
         }
+        if ready.contains(&Token::Helper) {
+            self.on_helper(now_ms);
+        }
         if let Some(link) = &mut self.cluster {
-            let fx = &mut self.reactor.fx;
             let zone = self.scheduler.local_zone();
-            let granted = match ready.contains(&Token::Helper) {
-                true => link.on_readable(now_ms, zone, fx),
-                false => Vec::new(),
-            };
-            link.on_deadline(now_ms, zone, fx);
-            for granted in granted {
-                self.launch_granted(granted, now_ms);
-            }
+            link.on_deadline(now_ms, zone, &mut self.reactor.fx);
         }
         if ready.contains(&Token::Timer) {
             match self.reactor.fx.timer().read() {
@@ -268,6 +263,17 @@ impl Daemon {
             }
         }
         Ok(Turn::Continue)
+    }
+
+    /// The cluster helper's answers: the runs it granted start, in the order granted.
+    fn on_helper(&mut self, now_ms: i64) {
+        let Some(link) = &mut self.cluster else {
+            return;
+        };
+        let zone = self.scheduler.local_zone();
+        for granted in link.on_readable(now_ms, zone, &mut self.reactor.fx) {
+            self.launch_granted(granted, now_ms);
+        }
     }
 
     /// Signals: children reaped (to the cluster link and the scheduler), a stop, a reload.

@@ -254,31 +254,12 @@ impl Sources {
                 self.install(&file, crontab, &mut old, kept, entries, &mut change, fx)
             }
             Outcome::Missing => Pending::Missing(key.clone()),
-            Outcome::Refused(refusal) => Pending::Refused(
-                key.clone(),
-                Problem {
-                    level: Level::Warning,
-                    event: refusal.to_string(),
-                    detail: tab,
-                },
-            ),
+            Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
             // Rechecked every minute: passwd may come back (LDAP).
-            Outcome::Orphan => Pending::Refused(
-                key.clone(),
-                Problem {
-                    level: Level::Info,
-                    event: "ORPHAN".to_string(),
-                    detail: "no passwd entry".to_string(),
-                },
-            ),
-            Outcome::Failed(e) => Pending::Refused(
-                key.clone(),
-                Problem {
-                    level: Level::Error,
-                    event: "ERROR".to_string(),
-                    detail: format!("can't read {tab}: {e}"),
-                },
-            ),
+            Outcome::Orphan => refused(key, Level::Info, "ORPHAN", "no passwd entry".into()),
+            Outcome::Failed(e) => {
+                refused(key, Level::Error, "ERROR", format!("can't read {tab}: {e}"))
+            }
         };
         change.remove = old.unclaimed().collect();
         (change, pending)
@@ -443,6 +424,16 @@ impl Sources {
             fx.log(Level::Warning, LogLine::new(&who, "WARNING", more));
         }
     }
+}
+
+/// A file not loaded, and why, as logged: `(who) EVENT (detail)` at `level`.
+fn refused(key: &SourceKey, level: Level, event: impl Into<String>, detail: String) -> Pending {
+    let problem = Problem {
+        level,
+        event: event.into(),
+        detail,
+    };
+    Pending::Refused(key.clone(), problem)
 }
 
 /// The file a reload loaded.
