@@ -50,11 +50,47 @@ pub(super) enum Pending {
         key: SourceKey,
         loaded: Loaded,
         /// The file's entries in order: kept ones, and the new ones' turns.
-        order: Vec<Option<EntryId>>,
-        back: Vec<EntryId>,
+        order: Order,
     },
     Missing(SourceKey),
     Refused(SourceKey, Problem),
+}
+
+/// A reloaded file's entries in order before the new ones have ids: runs of consecutive old
+/// ids, and counts of new entries (whose ids the scheduler gives, in order). A file loaded
+/// whole is one slot.
+#[derive(Debug, Default)]
+pub(super) struct Order(Vec<Slot>);
+
+#[derive(Debug)]
+enum Slot {
+    /// Old entries `first`, `first + 1`, … (`len` of them).
+    Old(EntryId, u32),
+    /// So many new entries.
+    New(u32),
+}
+
+impl Order {
+    fn push_old(&mut self, id: EntryId) {
+        if let Some(Slot::Old(first, len)) = self.0.last_mut()
+            && first.0.checked_add(u64::from(*len)) == Some(id.0)
+            && *len < u32::MAX
+        {
+            *len += 1;
+            return;
+        }
+        self.0.push(Slot::Old(id, 1));
+    }
+
+    fn push_new(&mut self) {
+        if let Some(Slot::New(len)) = self.0.last_mut()
+            && *len < u32::MAX
+        {
+            *len += 1;
+            return;
+        }
+        self.0.push(Slot::New(1));
+    }
 }
 
 /// What inotify says changed.
@@ -222,13 +258,13 @@ impl Sources {
             .as_ref()
             .map(|(fingerprint, uid)| (&**fingerprint, *uid));
         let outcome = self.load_against(key, previous, old.len());
+        let (mut reusable, mut kept) = split_old(&outcome, &old);
         let mut change = Change {
             who: who.clone(),
             tab: tab.clone(),
-            reset: old.clone(),
+            reset: old,
             ..Change::default()
         };
-        let (mut old, mut kept) = split_old(&outcome, old);
         let pending = match outcome {
             Outcome::Loaded {
                 crontab,
@@ -251,7 +287,15 @@ impl Sources {
                     owner_uid,
                     mtime_ns,
                 };
-                self.install(&file, crontab, &mut old, kept, entries, &mut change, fx)
+                self.install(
+                    &file,
+                    crontab,
+                    &mut reusable,
+                    kept,
+                    entries,
+                    &mut change,
+                    fx,
+                )
             }
             Outcome::Missing => Pending::Missing(key.clone()),
             Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
@@ -261,7 +305,7 @@ impl Sources {
                 refused(key, Level::Error, "ERROR", format!("can't read {tab}: {e}"))
             }
         };
-        change.remove = old.unclaimed().collect();
+        change.remove = reusable.unclaimed().collect();
         (change, pending)
     }
 
@@ -274,12 +318,16 @@ impl Sources {
                 key,
                 mut loaded,
                 order,
-                back,
             } => {
                 let mut added = added.iter().copied();
-                for id in order.into_iter().chain(back.into_iter().map(Some)) {
-                    if let Some(id) = id.or_else(|| added.next()) {
-                        loaded.entries.push(id);
+                for slot in order.0 {
+                    match slot {
+                        Slot::Old(first, len) => (0..u64::from(len))
+                            .for_each(|i| loaded.entries.push(EntryId(first.0 + i))),
+                        Slot::New(len) => added
+                            .by_ref()
+                            .take(len as usize)
+                            .for_each(|id| loaded.entries.push(id)),
                     }
                 }
                 loaded.entries.shrink_to_fit();
@@ -344,7 +392,12 @@ impl Sources {
         fx: &mut dyn Effects,
     ) -> Pending {
         self.log_diagnostics(file.key, &mut crontab, fx);
-        let mut order: Vec<Option<EntryId>> = kept.front.iter().copied().map(Some).collect();
+        if old.is_empty() {
+            // A first load: every entry is new.
+            change.add.reserve_exact(crontab.entries.len());
+        }
+        let mut order = Order::default();
+        kept.front.iter().for_each(|&id| order.push_old(id));
         let (commands, spans) = pack_commands(
             crontab
                 .entries
@@ -371,7 +424,7 @@ impl Sources {
                 // into the new text, so the old text's memory goes.
                 if let Some(id) = old.claim(entries, &same) {
                     change.rebind.push((id, job));
-                    order.push(Some(id));
+                    order.push_old(id);
                     continue;
                 }
             }
@@ -379,7 +432,7 @@ impl Sources {
                 When::Reboot => change.reboot.push(job),
                 When::Every(seconds) => {
                     change.add.push(NewEntry::Every { seconds, job });
-                    order.push(None);
+                    order.push_new();
                 }
                 When::Periodic(schedule) => {
                     change.add.push(NewEntry::Periodic {
@@ -388,10 +441,11 @@ impl Sources {
                         job,
                         delay,
                     });
-                    order.push(None);
+                    order.push_new();
                 }
             }
         }
+        kept.back.iter().for_each(|&id| order.push_old(id));
         Pending::Loaded {
             key: file.key.clone(),
             loaded: Loaded {
@@ -400,7 +454,6 @@ impl Sources {
                 fingerprint: kept.fingerprint.map(|f| (f, file.owner_uid)),
             },
             order,
-            back: kept.back,
         }
     }
 
@@ -445,7 +498,7 @@ struct File<'a> {
 
 /// The old entries of the lines not parsed again stay as they are ([`Kept`]); the others
 /// wait to be claimed by an identical new entry ([`Reusable`]).
-fn split_old(outcome: &Outcome, old: Vec<EntryId>) -> (Reusable, Kept) {
+fn split_old(outcome: &Outcome, old: &[EntryId]) -> (Reusable, Kept) {
     match outcome {
         Outcome::Loaded {
             kept: Some((front, back)),
@@ -458,9 +511,9 @@ fn split_old(outcome: &Outcome, old: Vec<EntryId>) -> (Reusable, Kept) {
                 back: back.to_vec(),
                 fingerprint: None,
             };
-            (Reusable::index(middle.to_vec()), kept)
+            (Reusable::index(middle.iter().copied()), kept)
         }
-        _ => (Reusable::index(old), Kept::default()),
+        _ => (Reusable::index(old.iter().copied()), Kept::default()),
     }
 }
 
