@@ -21,7 +21,7 @@ use crate::crontab::Crontab;
 use crate::crontab::incremental::Fingerprint;
 use crate::database::entries::{JobSpec, pack_commands};
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
-use crate::log::{Level, LogLine, lines};
+use crate::log::{Level, lines};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
 use crate::sys::inotify::Lost;
@@ -336,7 +336,7 @@ impl Sources {
             Pending::Missing(key) => self.table.missing(&key),
             Pending::Refused(key, problem) => {
                 if self.table.refused(&key, problem.clone()) {
-                    let line = LogLine::new(key.who(), problem.event, problem.detail);
+                    let line = lines::refused_line(&key.who(), problem.event, problem.detail);
                     fx.log(problem.level, line);
                 }
             }
@@ -466,15 +466,15 @@ impl Sources {
             warn_unknown_users(crontab);
         }
         for d in &crontab.errors {
-            let line = LogLine::new(&who, "ERROR", d.in_file(&path).to_string());
+            let line = lines::file_error_line(&who, d.in_file(&path).to_string());
             fx.log(Level::Error, line);
         }
         for d in &crontab.warnings {
-            let line = LogLine::new(&who, "WARNING", d.in_file(&path).to_string());
+            let line = lines::file_warning_line(&who, d.in_file(&path).to_string());
             fx.log(Level::Warning, line);
         }
         if let Some(more) = crontab.not_shown_line(&path) {
-            fx.log(Level::Warning, LogLine::new(&who, "WARNING", more));
+            fx.log(Level::Warning, lines::file_warning_line(&who, more));
         }
     }
 }

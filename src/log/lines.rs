@@ -489,6 +489,23 @@ pub fn reload_line(who: &[u8], tab: &str) -> LogLine {
     LogLine::new(who, "RELOAD", tab)
 }
 
+/// `(who) EVENT (detail)`: why a crontab file is not loaded (`WRONG FILE OWNER`, `ORPHAN`,
+/// `ERROR`: the event and detail the loader gives).
+pub fn refused_line(who: &[u8], event: String, detail: String) -> LogLine {
+    LogLine::new(who, event, detail)
+}
+
+/// `(who) ERROR (FILE:LINE:COLUMN: message)`: a bad line of a loaded file.
+pub fn file_error_line(who: &[u8], diagnostic: String) -> LogLine {
+    LogLine::new(who, "ERROR", diagnostic)
+}
+
+/// `(who) WARNING (FILE:LINE:COLUMN: message)`: a doubtful line of a loaded file, or how many
+/// problems were not shown.
+pub fn file_warning_line(who: &[u8], diagnostic: String) -> LogLine {
+    LogLine::new(who, "WARNING", diagnostic)
+}
+
 /// A file's changed entries took their runs waiting for RANDOM_DELAY with them.
 pub fn delay_cancelled_line(who: &[u8], cancelled: usize, tab: &str) -> LogLine {
     LogLine::new(
@@ -766,6 +783,37 @@ mod tests {
             .subject_suffix()
             .unwrap(),
             " (killed by signal 9)"
+        );
+    }
+
+    #[test]
+    fn the_daemons_lines_keep_debians_and_our_words() {
+        let text = |line: LogLine| String::from_utf8(line.to_bytes()).unwrap();
+        assert_eq!(text(pidfile_line(3)), "(CRON) INFO (pidfile fd = 3)");
+        assert_eq!(
+            text(random_delay_line(0.427)),
+            "(CRON) INFO (RANDOM_DELAY will be scaled with factor 42% if used.)"
+        );
+        assert_eq!(
+            text(no_reboot_line()),
+            "(CRON) INFO (Skipping @reboot jobs -- not system startup)"
+        );
+        assert_eq!(text(fork_ok_line()), "(CRON) STARTUP (fork ok)");
+        assert_eq!(
+            text(reload_line(b"*system*", "/etc/crontab")),
+            "(*system*) RELOAD (/etc/crontab)"
+        );
+        assert_eq!(
+            text(fork_still_failing_line(
+                "Resource temporarily unavailable",
+                7
+            )),
+            "(CRON) ERROR (can't fork: Resource temporarily unavailable; 7 more failed \
+             attempts in the last minute)"
+        );
+        assert_eq!(
+            text(helper_said_line(true, "lost the database")),
+            "(CRON) ERROR (cluster: lost the database)"
         );
     }
 }
