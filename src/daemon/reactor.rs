@@ -1,4 +1,5 @@
-//! The reactor: the daemon's loop and nothing else. Each turn it waits in `poll` for the
+//! The reactor: the daemon's loop, and the start-up that builds the owners it runs
+//! ([`Daemon::start`]). Each turn it waits in `poll` for the
 //! descriptors the owners hold (registered with typed [`Token`]s), reads the clock ONCE
 //! through [`Clock`], and dispatches: each ready descriptor to its owner, with the time; what
 //! one owner returns — a reload's [`Change`](super::flow::Change), a run that comes up, a
