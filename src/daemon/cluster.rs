@@ -9,27 +9,23 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::Stdio;
 
-use jiff::Timestamp;
-
-use super::event_loop::Daemon;
-use crate::cluster::identity::entry_key;
+use super::clock;
+use super::effects::Effects;
+use super::flow::{Claim, ClusterEntry, Granted, Launched, Run};
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
-use crate::job::JobSpec;
 use crate::log::Level;
 use crate::log::lines;
+use crate::schedule::Zone;
 use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
 use crate::sys::pump::{Filled, FlushError, Pump};
-use crate::sys::spawn::Program;
 use crate::sys::user::Uid;
-use crate::timeline::queue::Queued;
-use crate::timeline::{Due, EntryId, UtcMinute};
+use crate::timeline::{EntryId, UtcMinute};
 
 /// How long the daemon waits before it starts a lost helper again.
 const RESTART_AFTER_MS: i64 = 5_000;
@@ -40,8 +36,6 @@ const MAX_UNSENT: usize = 1 << 20;
 /// How much of the helper's answers is read at once.
 const READ_CHUNK: usize = 16 * 1024;
 
-type Run = Queued<Due<JobSpec>>;
-
 /// The helper process and the socket to it.
 #[derive(Debug)]
 struct Helper {
@@ -51,7 +45,9 @@ struct Helper {
     pump: Pump,
 }
 
-/// Cluster mode's state in the daemon.
+/// Cluster mode's state in the daemon, one of its owners: the helper, the parked runs and
+/// the keys of the runs started here. It never sees the scheduler: the reactor hands it each
+/// run that comes up with the run's cluster identity, and hands what it grants back.
 #[derive(Debug)]
 pub(super) struct ClusterLink {
     program: PathBuf,
@@ -67,7 +63,7 @@ pub(super) struct ClusterLink {
 }
 
 impl ClusterLink {
-    /// The link for `--cluster-db CONNINFO`; the helper starts with [`Daemon::start_helper`].
+    /// The link for `--cluster-db CONNINFO`; the helper starts with [`ClusterLink::start_helper`].
     pub(super) fn new(
         program: PathBuf,
         conninfo: &str,
@@ -157,105 +153,69 @@ pub(super) fn default_helper() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/sbin/cronctl"))
 }
 
-impl Daemon {
+impl ClusterLink {
     /// Starts the helper if it is time to (at start-up, and [`RESTART_AFTER_MS`] after a loss).
-    pub(super) fn start_helper(&mut self, now_ms: i64) {
-        let Some(link) = self.cluster.as_mut() else {
-            return;
-        };
-        if link.helper.is_some() || link.restart_at_ms.is_none_or(|at| at > now_ms) {
+    pub(super) fn start_helper(&mut self, now_ms: i64, fx: &mut dyn Effects) {
+        if self.helper.is_some() || self.restart_at_ms.is_none_or(|at| at > now_ms) {
             return;
         }
-        link.restart_at_ms = None;
-        let spawned = UnixStream::pair().and_then(|(ours, theirs)| {
-            ours.set_nonblocking(true)?;
-            let theirs = OwnedFd::from(theirs);
-            let mut program = Program::new(&link.program);
-            program
-                .args(&link.args)
-                .stdin(Stdio::from(theirs.try_clone()?))
-                .stdout(Stdio::from(theirs));
-            let child = program.spawn()?;
-            Ok(Helper {
-                pid: child.id(),
-                socket: ours,
-                read: wire::LineReader::default(),
-                pump: Pump::new(READ_CHUNK, MAX_UNSENT),
-            })
-        });
-        match spawned {
-            Ok(helper) => {
-                self.log.info(
-                    "CRON",
-                    "INFO",
-                    &format!("cluster helper started (pid {})", helper.pid),
-                );
-                link.helper = Some(helper);
+        self.restart_at_ms = None;
+        match fx.spawn_helper(&self.program, &self.args) {
+            Ok((pid, socket)) => {
+                fx.info(lines::helper_started_line(pid));
+                self.helper = Some(Helper {
+                    pid,
+                    socket,
+                    read: wire::LineReader::default(),
+                    pump: Pump::new(READ_CHUNK, MAX_UNSENT),
+                });
             }
             Err(e) => {
-                link.restart_at_ms = Some(now_ms + RESTART_AFTER_MS);
-                self.log.error(
-                    "CRON",
-                    "ERROR",
-                    &format!(
-                        "can't start the cluster helper {}: {e}; cluster runs do not start \
-                         until it runs",
-                        link.program.display()
-                    ),
-                );
+                self.restart_at_ms = Some(now_ms + RESTART_AFTER_MS);
+                fx.error(lines::helper_unstarted_line(&self.program, &e));
             }
         }
     }
 
     /// The helper is gone (`why`): every run waiting for its answer is not run, and it is
     /// started again in [`RESTART_AFTER_MS`].
-    fn helper_lost(&mut self, why: &str, now: Timestamp) {
-        let Some(link) = self.cluster.as_mut() else {
-            return;
-        };
-        if let Some(helper) = link.helper.take()
+    fn helper_lost(&mut self, why: &str, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
+        if let Some(helper) = self.helper.take()
             && helper.pid != 0
         {
-            let _ = crate::sys::process::kill_child(helper.pid);
+            fx.kill(helper.pid);
         }
-        link.restart_at_ms = Some(now.as_millisecond() + RESTART_AFTER_MS);
-        let abandoned = link.parked.abandon();
-        self.log.error(
-            "CRON",
-            "ERROR",
-            &format!("cluster helper lost: {why}; starting it again in 5 s"),
-        );
+        self.restart_at_ms = Some(now_ms + RESTART_AFTER_MS);
+        let abandoned = self.parked.abandon();
+        fx.error(lines::helper_lost_line(why));
         for (run, _) in abandoned {
-            self.log_cluster_run(&run, "not run: the cluster helper was lost");
+            log_run(&run, "not run: the cluster helper was lost", zone, fx);
         }
     }
 
-    /// A run that comes up: `Some` to start it as any other; `None` when it went to the
-    /// cluster (parked for the helper's answer, or refused and logged).
-    pub(super) fn claim_if_clustered(&mut self, run: Run, now: Timestamp) -> Option<Run> {
-        let Some(link) = self.cluster.as_mut() else {
-            return Some(run);
+    /// A run that comes up, with its cluster identity (`entry`, from the scheduler): a local
+    /// run goes back to be started as any other; a cluster run is parked for the helper's
+    /// answer (or refused and logged), or, granted before, is to be started again.
+    pub(super) fn claim(
+        &mut self,
+        run: Run,
+        entry: ClusterEntry,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) -> Claim {
+        let (Some(entry_key), Some(id)) = (entry, run.job.entry) else {
+            return Claim::Local(run);
         };
+        if let Some(key) = self.granted.remove(&(id, run.due)) {
+            return Claim::Granted(Granted { run, key });
+        }
         let job = &run.job.job;
-        // @reboot (no entry) and @every runs are local: their times are the host's own.
-        let Some(entry) = run.job.entry else {
-            return Some(run);
-        };
-        if !job.env().policy().clustered || self.cycle.every_seconds(entry).is_some() {
-            return Some(run);
-        }
-        if let Some(key) = link.granted.remove(&(entry, run.due)) {
-            self.launch_granted(run, key, now.as_millisecond());
-            return None;
-        }
-        let Some((schedule, zone, _, _)) = self.cycle.get(entry) else {
-            return Some(run);
-        };
         let key = RunKey {
             cluster: String::from_utf8_lossy(job.env().get(b"CRON_CLUSTER").unwrap_or_default())
                 .into_owned(),
             owner: job.user().to_vec(),
-            entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),
+            entry: entry_key,
             minute: run.due.start_second(),
         };
         // A user's own crontab draws on a share of its own; root's and system files' don't.
@@ -264,14 +224,11 @@ impl Daemon {
             .uid
             .filter(|uid| *uid != Uid::ROOT)
             .map(|uid| uid.0);
-        let seq = match link
-            .parked
-            .park(run, key.clone(), share, now.as_millisecond())
-        {
+        let seq = match self.parked.park(run, key.clone(), share, now_ms) {
             Ok(seq) => seq,
             Err(run) => {
                 let why = match share {
-                    Some(_) if link.parked.len() < MAX_PARKED => format!(
+                    Some(_) if self.parked.len() < MAX_PARKED => format!(
                         "not run: {MAX_PARKED_PER_USER} runs of this user's crontab wait for \
                          the cluster database already"
                     ),
@@ -279,53 +236,46 @@ impl Daemon {
                         format!("not run: {MAX_PARKED} runs wait for the cluster database already")
                     }
                 };
-                self.log_cluster_run(&run, &why);
-                return None;
+                log_run(&run, &why, zone, fx);
+                return Claim::Taken;
             }
         };
-        if let Err(e) = link.send(&ToHelper::Run { seq, key }) {
-            self.helper_lost(&e, now);
+        if let Err(e) = self.send(&ToHelper::Run { seq, key }) {
+            self.helper_lost(&e, now_ms, zone, fx);
         }
-        None
+        Claim::Taken
     }
 
-    /// Starts a run the database marked started here; its `END` goes back when it is reaped.
-    /// If the fork fails it waits in the queue, marked so that it is not claimed again.
-    fn launch_granted(&mut self, run: Run, key: RunKey, now_ms: i64) {
-        let (entry, due) = (run.job.entry, run.due);
-        match self.launch(run, now_ms) {
-            Ok(Some(pid)) => {
-                if let Some(link) = self.cluster.as_mut() {
-                    link.started.insert(pid, key);
-                }
+    /// What became of a granted run the scheduler was given: started, its `END` goes back when
+    /// it is reaped; its fork failed, it waits in the queue, marked so that it is not claimed
+    /// again.
+    pub(super) fn launched(&mut self, key: RunKey, launched: Launched) {
+        match launched {
+            Launched::Started(pid) => {
+                self.started.insert(pid.0, key);
             }
-            Ok(None) => {}
-            Err(run) => {
-                if let (Some(link), Some(entry)) = (self.cluster.as_mut(), entry) {
-                    link.granted.insert((entry, due), key);
+            Launched::Held => {}
+            Launched::Failed { entry, due } => {
+                if let Some(entry) = entry {
+                    self.granted.insert((entry, due), key);
                 }
-                self.cycle.put_back(run, now_ms);
             }
         }
     }
 
-    /// Logs `(user) CLUSTER (command) HH:MM NOTE`: what became of `run` on this host.
-    fn log_cluster_run(&self, run: &Run, note: &str) {
-        let job = &run.job.job;
-        let when = self.clock_time(run.due.start_second() * 1000);
-        let line = lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
-            .with_job(job.log_fields(None));
-        self.log.line(Level::Info, &line);
-    }
-
-    /// Reads what the helper said and acts on each answer.
-    pub(super) fn on_helper(&mut self, now: Timestamp) {
-        let Some(helper) = self.cluster.as_mut().and_then(|l| l.helper.as_mut()) else {
-            return;
+    /// Reads what the helper said and acts on each answer: the runs this host is to start.
+    pub(super) fn on_readable(
+        &mut self,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) -> Vec<Granted> {
+        let Some(helper) = self.helper.as_mut() else {
+            return Vec::new();
         };
         if let Err(e) = flush(helper) {
-            self.helper_lost(&e, now);
-            return;
+            self.helper_lost(&e, now_ms, zone, fx);
+            return Vec::new();
         }
         let mut lines = Vec::new();
         let reader = &mut helper.read;
@@ -343,40 +293,37 @@ impl Daemon {
         };
         // A line that does not read is logged and skipped: the runs waiting for other answers
         // stay parked (a run whose answer it was gets its answer again or meets its deadline).
+        let mut granted = Vec::new();
         for line in lines {
             match line.and_then(|line| FromHelper::decode(&line)) {
-                Ok(message) => self.helper_said(message, now),
-                Err(e) => self.log.error(
-                    "CRON",
-                    "ERROR",
-                    &format!(
-                        "cluster helper: protocol error: {}; line skipped",
-                        wire::cut_text(&e, wire::MAX_TEXT)
-                    ),
-                ),
+                Ok(message) => granted.extend(self.helper_said(message, now_ms, zone, fx)),
+                Err(e) => fx.error(lines::helper_protocol_line(&wire::cut_text(
+                    &e,
+                    wire::MAX_TEXT,
+                ))),
             }
         }
         if let Some(why) = closed {
-            self.helper_lost(&why, now);
+            self.helper_lost(&why, now_ms, zone, fx);
         }
+        granted
     }
 
-    fn helper_said(&mut self, message: FromHelper, now: Timestamp) {
-        let Some(link) = self.cluster.as_mut() else {
-            return;
-        };
-        let now_ms = now.as_millisecond();
+    fn helper_said(
+        &mut self,
+        message: FromHelper,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) -> Option<Granted> {
         let answered = match message {
             FromHelper::Log { error, text } => {
-                let text = format!("cluster: {text}");
-                match error {
-                    true => self.log.error("CRON", "ERROR", &text),
-                    false => self.log.info("CRON", "INFO", &text),
-                }
-                return;
+                let level = if error { Level::Error } else { Level::Info };
+                fx.log(level, lines::helper_said_line(error, &text));
+                return None;
             }
-            FromHelper::Go { seq } => link.parked.go(seq),
-            FromHelper::No { seq, why } => link.parked.no(seq, why, now_ms),
+            FromHelper::Go { seq } => self.parked.go(seq),
+            FromHelper::No { seq, why } => self.parked.no(seq, why, now_ms),
         };
         match answered {
             Answered::Go {
@@ -385,12 +332,14 @@ impl Daemon {
                 taken_over,
             } => {
                 if taken_over {
-                    self.log_cluster_run(
+                    log_run(
                         &job,
                         "was claimed by a host that stopped before starting it: runs here",
+                        zone,
+                        fx,
                     );
                 }
-                self.launch_granted(job, key, now_ms);
+                return Some(Granted { run: job, key });
             }
             // Logged at the final answer (`ran` or a takeover's `GO`), not here.
             Answered::Taken { .. } => {}
@@ -405,59 +354,78 @@ impl Daemon {
                         format!("not run: the cluster database is unreachable ({why})")
                     }
                 };
-                self.log_cluster_run(&job, &note);
+                log_run(&job, &note, zone, fx);
             }
             Answered::Unknown => {}
         }
+        None
     }
 
     /// Deadlines: runs without an answer in time are not run; a lost helper starts again.
-    pub(super) fn cluster_timers(&mut self, now: Timestamp) {
-        let Some(link) = self.cluster.as_mut() else {
-            return;
-        };
-        let late = link.parked.expire(now.as_millisecond());
+    pub(super) fn on_deadline(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
+        let late = self.parked.expire(now_ms);
         for (run, _) in late {
-            self.log_cluster_run(
+            log_run(
                 &run,
                 &format!(
                     "not run: no answer from the cluster database in {} s",
                     ANSWER_WAIT_MS / 1000
                 ),
+                zone,
+                fx,
             );
         }
-        self.start_helper(now.as_millisecond());
+        self.start_helper(now_ms, fx);
     }
 
     /// A reaped child: the helper (lost), or a cluster run's job child (its `END`).
-    pub(super) fn cluster_reaped(&mut self, pid: i32, exit: Exit, now: Timestamp) {
-        let Some(link) = self.cluster.as_mut() else {
-            return;
-        };
-        if link.is_helper(pid) {
+    pub(super) fn on_reaped(
+        &mut self,
+        pid: i32,
+        exit: Exit,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) {
+        if self.is_helper(pid) {
             // Its pid is gone: not to be killed.
-            if let Some(helper) = link.helper.as_mut() {
+            if let Some(helper) = self.helper.as_mut() {
                 helper.pid = 0;
             }
-            self.helper_lost(&format!("it exited ({exit:?})"), now);
+            self.helper_lost(&format!("it exited ({exit:?})"), now_ms, zone, fx);
             return;
         }
-        let Some(key) = link.started.remove(&pid) else {
+        let Some(key) = self.started.remove(&pid) else {
             return;
         };
         let status = match exit {
             Exit::Code(code) => code,
             Exit::Signal(signal) => -signal,
         };
-        if let Err(e) = link.send(&ToHelper::End { key, status }) {
-            self.helper_lost(&e, now);
+        if let Err(e) = self.send(&ToHelper::End { key, status }) {
+            self.helper_lost(&e, now_ms, zone, fx);
         }
     }
+}
+
+/// Logs `(user) CLUSTER (command) HH:MM NOTE`: what became of `run` on this host.
+fn log_run(run: &Run, note: &str, zone: &Zone, fx: &mut dyn Effects) {
+    let job = &run.job.job;
+    let when = clock::time(zone, run.due.start_second() * 1000);
+    let line = lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
+        .with_job(job.log_fields(None));
+    fx.info(line);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::identity::EntryKey;
+    use crate::daemon::clock::{Clock, FakeClock};
+    use crate::daemon::effects::Recorded;
+    use crate::daemon::flow::{NewEntry, change_of};
+    use crate::timeline::Due;
+    use crate::types::Pid;
 
     fn helper_on(socket: UnixStream, unsent: usize) -> Helper {
         socket.set_nonblocking(true).unwrap();
@@ -486,6 +454,112 @@ mod tests {
         let e = flush(&mut big).unwrap_err();
         assert!(e.contains("has not read"), "{e}");
         assert!(big.pump.unsent() > MAX_UNSENT);
+    }
+
+    /// A link whose helper runs (on the other end of `fx.helper`).
+    fn link(fx: &mut Recorded) -> ClusterLink {
+        let mut link =
+            ClusterLink::new("cronctl".into(), "dbname=cron", "host-a", None, None, None);
+        link.start_helper(0, fx);
+        assert_eq!(
+            fx.logged("cluster helper started").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        link
+    }
+
+    /// A run of entry 1 (`CRON_CLUSTER=nightly`), due at `due`.
+    fn run(due: UtcMinute) -> Run {
+        let mut change = change_of("CRON_CLUSTER=nightly\n0 * * * * backup\n");
+        let NewEntry::Periodic { job, .. } = change.add.remove(0) else {
+            panic!("periodic")
+        };
+        Run {
+            job: Due {
+                entry: Some(EntryId(1)),
+                job,
+            },
+            due,
+            postponed: 0,
+            start_ms: due.0 * 60_000,
+        }
+    }
+
+    /// What the helper was sent, and answers it.
+    fn helper_reads(fx: &mut Recorded) -> String {
+        let mut buf = [0u8; 4096];
+        let n = std::io::Read::read(fx.helper.as_mut().unwrap(), &mut buf).unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    fn helper_says(fx: &mut Recorded, line: &str) {
+        std::io::Write::write_all(fx.helper.as_mut().unwrap(), line.as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn a_cluster_run_is_parked_asked_for_and_granted_a_local_one_is_not() {
+        let clock = FakeClock::at("2026-11-27T11:00:00Z");
+        let (mut fx, zone) = (Recorded::default(), Zone::utc());
+        let mut link = link(&mut fx);
+        let now_ms = clock.now().as_millisecond();
+        let due = UtcMinute::containing(clock.now().as_second());
+        assert!(matches!(
+            link.claim(run(due), None, now_ms, &zone, &mut fx),
+            Claim::Local(_)
+        ));
+        let claim = link.claim(run(due), Some(EntryKey(42)), now_ms, &zone, &mut fx);
+        assert!(matches!(claim, Claim::Taken), "{claim:?}");
+        let sent = helper_reads(&mut fx);
+        assert!(sent.starts_with("RUN 1 "), "{sent}");
+        helper_says(&mut fx, "GO 1\n");
+        clock.advance_ms(200);
+        let granted = link.on_readable(clock.now().as_millisecond(), &zone, &mut fx);
+        assert_eq!(granted.len(), 1, "{:?}", fx.lines);
+        // Its fork failed: back in the queue, and not claimed again when it comes up.
+        let Granted { run: back, key } = granted.into_iter().next().unwrap();
+        link.launched(
+            key,
+            Launched::Failed {
+                entry: back.job.entry,
+                due,
+            },
+        );
+        let again = link.claim(back, Some(EntryKey(42)), now_ms, &zone, &mut fx);
+        let Claim::Granted(granted) = again else {
+            panic!("{again:?}")
+        };
+        // Started: its END goes to the helper when it is reaped.
+        link.launched(granted.key, Launched::Started(Pid(4242)));
+        link.on_reaped(4242, Exit::Code(0), now_ms, &zone, &mut fx);
+        assert!(helper_reads(&mut fx).starts_with("END "));
+    }
+
+    #[test]
+    fn a_run_without_an_answer_in_time_or_whose_helper_died_is_not_run() {
+        let clock = FakeClock::at("2026-11-27T11:00:00Z");
+        let (mut fx, zone) = (Recorded::default(), Zone::utc());
+        let mut link = link(&mut fx);
+        let due = UtcMinute::containing(clock.now().as_second());
+        let now_ms = clock.now().as_millisecond();
+        link.claim(run(due), Some(EntryKey(1)), now_ms, &zone, &mut fx);
+        clock.advance_ms(ANSWER_WAIT_MS + 1);
+        link.on_deadline(clock.now().as_millisecond(), &zone, &mut fx);
+        let late = fx.logged("(alice) CLUSTER (backup) 11:00 not run: no answer");
+        assert_eq!(late.len(), 1, "{:?}", fx.lines);
+        // Another run is parked; the helper exits: the run is given up, the helper restarts
+        // 5 s later.
+        let now_ms = clock.now().as_millisecond();
+        link.claim(run(due.plus(1)), Some(EntryKey(1)), now_ms, &zone, &mut fx);
+        let helper_pid = link.helper.as_ref().unwrap().pid as i32;
+        link.on_reaped(helper_pid, Exit::Code(1), now_ms, &zone, &mut fx);
+        assert_eq!(fx.logged("cluster helper lost: it exited").len(), 1);
+        assert_eq!(fx.logged("not run: the cluster helper was lost").len(), 1);
+        assert!(fx.killed.is_empty(), "an exited helper is not killed");
+        assert_eq!(link.next_deadline_ms(), Some(now_ms + RESTART_AFTER_MS));
+        link.on_deadline(now_ms + RESTART_AFTER_MS, &zone, &mut fx);
+        assert_eq!(fx.logged("cluster helper started").len(), 2);
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! The metrics endpoint (`--metrics`), served from the daemon's poll loop: no thread in the
-//! forking daemon, no HTTP library. Each connection is read until its request head is whole,
+//! The metrics server, one of the daemon's owners: the endpoint (`--metrics`), served from the
+//! daemon's poll loop: no thread in the forking daemon, no HTTP library. It holds its sockets
+//! and nothing else: the reactor gives it the ready tokens, the time and a function that
+//! renders the exposition from the scheduler's counters. Each connection is read until its request head is whole,
 //! answered (`metrics::answer`) and closed; what the socket can't take at once is written when
 //! it is writable again.
 //!
@@ -21,11 +23,13 @@ use std::os::fd::BorrowedFd;
 
 use super::Error;
 use super::cli::MetricsAt;
-use super::event_loop::{Daemon, wall_clock};
+use super::effects::Effects;
+use crate::log::lines;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
 use crate::sys::poll::Interest;
 use crate::sys::pump::{Filled, FlushError, Flushed, Pump};
+use crate::types::Gid;
 
 /// Connections served at once, per place.
 pub(super) const MAX_CONNECTIONS: usize = 16;
@@ -186,71 +190,67 @@ impl MetricsServer {
     }
 }
 
-impl Daemon {
-    /// Answers the metrics endpoint's connections that `ready` says can go on.
-    pub(super) fn serve_metrics(&mut self, ready: &[Token]) {
-        let now_ms = wall_clock().as_millisecond();
-        let Some(mut server) = self.metrics_server.take() else {
-            return;
+impl MetricsServer {
+    /// The sockets of every `--metrics` place (each place once); `group` may read the Unix
+    /// socket (`--metrics-group`), TCP clients see the per-entry series with
+    /// `entries_on_tcp`.
+    pub(super) fn listen(
+        places: &[MetricsAt],
+        group: Option<&str>,
+        entries_on_tcp: bool,
+        fx: &mut dyn Effects,
+    ) -> Result<MetricsServer, Error> {
+        // Looked up only for a Unix socket: a TCP port has no group.
+        let unix = places.iter().any(|at| matches!(at, MetricsAt::Unix(_)));
+        let group = match group.filter(|_| unix) {
+            None => None,
+            Some(name) => Some(
+                crate::sys::user::group_id(name)
+                    .map_err(|e| Error::Io("--metrics-group", e))?
+                    .ok_or_else(|| {
+                        Error::Io(
+                            "--metrics-group",
+                            std::io::Error::other(format!("no group named {name}")),
+                        )
+                    })?,
+            ),
         };
-        let render = |entries: bool| {
-            self.metrics.render(self.running.len(), entries, |id| {
-                self.cycle.get(id).map(|(_, _, job, _)| job.entry())
-            })
-        };
-        server.serve(ready, now_ms, &render);
-        self.metrics_server = Some(server);
-    }
-
-    /// The metrics endpoint's sockets (`--metrics`, each place once).
-    pub(super) fn listen_for_metrics(&self, places: &[MetricsAt]) -> Result<MetricsServer, Error> {
         let mut pools = Vec::with_capacity(places.len());
         for at in places {
-            pools.push(self.listen_at(at)?);
+            pools.push(listen_at(at, group, entries_on_tcp, fx)?);
         }
         Ok(MetricsServer { pools })
     }
+}
 
-    fn listen_at(&self, at: &MetricsAt) -> Result<Pool, Error> {
-        let listener = match at {
-            MetricsAt::Unix(path) => {
-                let group = match &self.options.metrics_group {
-                    None => None,
-                    Some(name) => Some(
-                        crate::sys::user::group_id(name)
-                            .map_err(|e| Error::Io("--metrics-group", e))?
-                            .ok_or_else(|| {
-                                Error::Io(
-                                    "--metrics-group",
-                                    std::io::Error::other(format!("no group named {name}")),
-                                )
-                            })?,
-                    ),
-                };
-                crate::sys::listen::listen_unix(path, group)
-            }
-            MetricsAt::Tcp(addr) => crate::sys::listen::listen_tcp(*addr),
-        }
-        .map_err(|e| Error::Io("--metrics", e))?;
-        let (shown, entries) = match at {
-            MetricsAt::Unix(path) => (format!("unix:{}", path.display()), true),
-            MetricsAt::Tcp(addr) if self.options.metrics_entries_on_tcp => (
-                format!("{addr} (with the per-entry series: any local user can read them)"),
-                true,
-            ),
-            MetricsAt::Tcp(addr) => (
-                format!("{addr} (totals only: no per-entry series on TCP)"),
-                false,
-            ),
-        };
-        self.log
-            .info("CRON", "INFO", &format!("metrics served at {shown}"));
-        Ok(Pool {
-            listener,
-            entries,
-            connections: Vec::new(),
-        })
+fn listen_at(
+    at: &MetricsAt,
+    group: Option<Gid>,
+    entries_on_tcp: bool,
+    fx: &mut dyn Effects,
+) -> Result<Pool, Error> {
+    let listener = match at {
+        MetricsAt::Unix(path) => crate::sys::listen::listen_unix(path, group),
+        MetricsAt::Tcp(addr) => crate::sys::listen::listen_tcp(*addr),
     }
+    .map_err(|e| Error::Io("--metrics", e))?;
+    let (shown, entries) = match at {
+        MetricsAt::Unix(path) => (format!("unix:{}", path.display()), true),
+        MetricsAt::Tcp(addr) if entries_on_tcp => (
+            format!("{addr} (with the per-entry series: any local user can read them)"),
+            true,
+        ),
+        MetricsAt::Tcp(addr) => (
+            format!("{addr} (totals only: no per-entry series on TCP)"),
+            false,
+        ),
+    };
+    fx.info(lines::metrics_at_line(&shown));
+    Ok(Pool {
+        listener,
+        entries,
+        connections: Vec::new(),
+    })
 }
 
 /// One step of a connection: read what came, or write what can go. `Ok(false)`: done, close.
@@ -280,4 +280,55 @@ fn step(c: &mut Connection, render: &dyn Fn() -> String) -> io::Result<bool> {
     }
     // End of file: the client closed before its request was whole.
     Ok(filled == Filled::Open)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::clock::{Clock, FakeClock};
+    use crate::daemon::effects::Recorded;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn a_scrape_is_answered_from_the_snapshot_it_is_given_and_a_silent_client_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics.sock");
+        let mut fx = Recorded::default();
+        let places = [MetricsAt::Unix(path.clone())];
+        let mut server = MetricsServer::listen(&places, None, false, &mut fx).unwrap();
+        assert_eq!(
+            fx.logged(&format!("metrics served at unix:{}", path.display()))
+                .len(),
+            1
+        );
+        let clock = FakeClock::at("2026-11-27T10:00:00Z");
+        let mut client = UnixStream::connect(&path).unwrap();
+        client.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let render = |entries: bool| format!("crond_runs_total 7 entries={entries}\n");
+        // The listener is ready: accepted and answered in the same wake-up.
+        let tokens: Vec<Token> = server.fds().iter().map(|(t, _, _)| *t).collect();
+        assert_eq!(tokens, [Token::Listener(0)]);
+        server.serve(&tokens, clock.now().as_millisecond(), &render);
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(
+            answer.ends_with("crond_runs_total 7 entries=true\n"),
+            "{answer}"
+        );
+        // A client that says nothing keeps its slot until the head's deadline, not after.
+        let _silent = UnixStream::connect(&path).unwrap();
+        server.serve(&[Token::Listener(0)], clock.now().as_millisecond(), &render);
+        assert_eq!(
+            server.fds().len(),
+            2,
+            "the listener and the silent connection"
+        );
+        let deadline = server.timeout_ms(clock.now().as_millisecond());
+        assert_eq!(deadline, Some(HEAD_DEADLINE_MS as u32));
+        clock.advance_ms(HEAD_DEADLINE_MS);
+        server.serve(&[], clock.now().as_millisecond(), &render);
+        assert_eq!(server.fds().len(), 1, "only the listener");
+    }
 }

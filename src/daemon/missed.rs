@@ -13,22 +13,21 @@
 //! others unless sticky, no symlink on the way — the rule the writer follows too, every step
 //! relative to the directory's descriptor. Anything else is logged and ignored (then nothing is
 //! made up: no run is invented from a file the daemon did not write).
+//!
+//! This file reads and writes the state file; the scheduler (`daemon/scheduler.rs`) decides
+//! when, and which runs are made up.
 
 use std::io::Read;
 use std::path::Path;
 
 use jiff::Timestamp;
 
-use super::event_loop::Daemon;
-use crate::crontab::policy::Missed;
 use crate::database::trust;
-use crate::log::Level;
-use crate::log::lines;
 use crate::sys::fs;
-use crate::timeline::{EntryId, UtcMinute};
+use crate::timeline::UtcMinute;
 
 /// The file's name in the state directory.
-const FILE: &str = "handled";
+pub(super) const FILE: &str = "handled";
 
 /// What the file starts with: a foreign or older file is not read as ours.
 const MAGIC: &str = "crond-handled 1";
@@ -56,109 +55,16 @@ pub(super) fn parse(text: &str) -> Option<UtcMinute> {
     Some(UtcMinute(minute))
 }
 
-impl Daemon {
-    fn missed_policy(&self, id: EntryId) -> Option<Missed> {
-        self.cycle
-            .get(id)
-            .map(|(_, _, job, _)| job.env().policy().missed)
-    }
+/// Writes minute `handled` to the state file in `dir` (made if it is missing), atomically.
+pub(super) fn write(dir: &Path, handled: UtcMinute) -> std::io::Result<()> {
+    open_state_dir(dir, true)
+        .and_then(|fd| fs::replace_file_at(&fd, FILE, format(handled).as_bytes()))
+}
 
-    /// At start-up: the runs of `once` entries missed since the minute the state file holds,
-    /// up to this minute (which the daemon does not run: it starts in it, as Vixie's does).
-    pub(super) fn make_up_after_start(&mut self, now: Timestamp) {
-        if let Some(handled) = self.read_handled() {
-            let now = UtcMinute::containing(now.as_second());
-            self.make_up(handled, now.plus(1), now);
-        }
-        self.files_loaded();
-    }
-
-    /// Queues, for minute `now`, one run of each `once` entry with a fire time after `after`
-    /// and before `before`.
-    pub(super) fn make_up(&mut self, after: UtcMinute, before: UtcMinute, now: UtcMinute) {
-        let once: Vec<EntryId> = self
-            .sources
-            .entries()
-            .filter(|&id| self.missed_policy(id) == Some(Missed::Once))
-            .collect();
-        for id in once {
-            let Some(missed) = self.cycle.catch_up(id, after, before, now) else {
-                continue;
-            };
-            self.metrics.missed();
-            if let Some((_, _, job, _)) = self.cycle.get(id) {
-                let when = self.clock_date_time(missed);
-                let line = lines::missed_line(job.user(), job.command(), &when)
-                    .with_job(job.log_fields(None));
-                self.log.line(Level::Info, &line);
-            }
-        }
-        self.write_handled_if_needed(self.cycle.handled());
-    }
-
-    /// After runs were queued for minute `now`: the file says `now` was handled, if any entry
-    /// needs to know.
-    pub(super) fn runs_queued(&mut self, now: UtcMinute) {
-        self.write_handled_if_needed(now);
-    }
-
-    /// When the daemon stops: the last minute it handled.
-    pub(super) fn stopping(&mut self) {
-        let handled = self.cycle.handled();
-        self.write_handled_if_needed(handled);
-    }
-
-    /// Once files are loaded (start-up is over): an entry with `once` that appeared has a
-    /// minute to count its missed runs from, before any of its runs came.
-    pub(super) fn files_loaded(&mut self) {
-        if self.written_handled.is_none() {
-            let handled = self.cycle.handled();
-            self.write_handled_if_needed(handled);
-        }
-    }
-
-    fn write_handled_if_needed(&mut self, handled: UtcMinute) {
-        if self.written_handled == Some(handled) || !self.sources.any_missed_once() {
-            return;
-        }
-        let dir = self.options.state_dir();
-        let result = open_state_dir(&dir, true)
-            .and_then(|fd| fs::replace_file_at(&fd, FILE, format(handled).as_bytes()));
-        match result {
-            Ok(()) => self.written_handled = Some(handled),
-            Err(e) => self.log.error(
-                "CRON",
-                "ERROR",
-                &format!(
-                    "can't write {}: {e}; CRON_MISSED=once can't make up runs missed from now",
-                    dir.join(FILE).display()
-                ),
-            ),
-        }
-    }
-
-    /// The minute the state file holds; `None` (logged, unless there is no file) when there is
-    /// none the daemon can trust.
-    fn read_handled(&self) -> Option<UtcMinute> {
-        let dir = self.options.state_dir();
-        let path = dir.join(FILE);
-        match read_trusted(&dir) {
-            Ok(Some(minute)) => Some(minute),
-            Ok(None) => None,
-            Err(why) => {
-                self.log.event(
-                    Level::Warning,
-                    "CRON",
-                    "WARNING",
-                    &format!(
-                        "{} ignored: {why}; runs missed while the daemon was down are not made up",
-                        path.display()
-                    ),
-                );
-                None
-            }
-        }
-    }
+/// The minute the state file in `dir` holds: `Ok(None)` when there is no file, `Err` with the
+/// reason when there is one the daemon must not trust.
+pub(super) fn read(dir: &Path) -> Result<Option<UtcMinute>, String> {
+    read_trusted(dir)
 }
 
 /// The state directory `dir` (`make`: made if it is missing), for the writer and the reader

@@ -1,18 +1,25 @@
-//! The daemon (DESIGN §1, §2 "Shell"): start-up (root check, pid-file lock, daemonizing,
-//! @reboot), then one single-threaded `poll` loop over the signal self-pipe, the minute timer
-//! and inotify. Decisions are made by the pure parts (`timeline`, `queue`, `database::trust`);
-//! this module reads the clock, carries the decisions out and logs.
+//! The daemon (DESIGN §1, §2 "Shell"): start-up (root check, pid-file lock, daemonizing),
+//! then one single-threaded `poll` loop, the reactor (`reactor.rs`), over the descriptors of
+//! its owners — the scheduler, the sources, the cluster link, the metrics server — which keep
+//! their state private and act through one effects interface (docs/daemon.md). Decisions are
+//! made by the pure parts (`timeline`, `database::trust`, the daemon's tables); the owners
+//! carry them out with the time the reactor reads once per turn.
 
 pub mod cli;
+mod clock;
 mod cluster;
-mod event_loop;
+mod effects;
+mod flow;
 mod load;
 mod metrics_serve;
-mod minute;
 mod missed;
 mod options;
+mod reactor;
 mod reuse;
 mod running;
+mod scheduler;
+mod setup;
+mod source_table;
 mod sources;
 mod watch;
 mod zone;
@@ -24,7 +31,7 @@ use std::process::ExitCode;
 pub use cli::Options;
 pub use cli::{Action, USAGE};
 
-use crate::log::{Level, Log};
+use crate::log::{Level, Log, lines};
 use crate::sys::fs::{self, LockError};
 use crate::sys::process;
 use crate::sys::spawn::{self, Forked};
@@ -146,11 +153,11 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     }
     let log = Log::open(options.log_destination(), options.log_format);
     if forked {
-        log.info("CRON", "STARTUP", "fork ok");
+        log.line(Level::Info, &lines::fork_ok_line());
     }
-    let result = event_loop::Daemon::start(options, log, lock).and_then(|mut d| d.run());
+    let result = reactor::Daemon::start(options, log, lock).and_then(|mut d| d.run());
     if let Err(e) = &result {
-        log.event(Level::Error, "CRON", "DEATH", &e.to_string());
+        log.line(Level::Error, &lines::death_line(&e.to_string()));
     }
     result
 }

@@ -9,7 +9,7 @@
 //! and every variable of the environment. The comparison is exact; a hash only finds the
 //! candidates.
 //!
-//! Pure: entries and the agenda in, the kept entries out; `daemon/load.rs` does the reading.
+//! Pure: entries and the agenda in, the kept entries out; `daemon/sources.rs` does the reading.
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -158,15 +158,21 @@ const SCANS: usize = 8;
 
 impl Reusable {
     /// The file's entries before the reload, in its order.
-    pub(super) fn index(entries: Vec<EntryId>) -> Reusable {
+    pub(super) fn index(entries: impl IntoIterator<Item = EntryId>) -> Reusable {
+        let order: Vec<Option<EntryId>> = entries.into_iter().map(Some).collect();
         Reusable {
-            unclaimed: entries.len(),
-            order: entries.into_iter().map(Some).collect(),
+            unclaimed: order.len(),
+            order,
             cursor: 0,
             scans: 0,
             index: None,
             envs: Envs::default(),
         }
+    }
+
+    /// Whether there were no old entries (a first load).
+    pub(super) fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 
     /// An old entry identical to `new`, taken so that no other new entry gets it.

@@ -153,6 +153,21 @@ impl<J> Running<J> {
         self.by_pid.len()
     }
 
+    /// The children running a job of `entry`.
+    pub(super) fn pids_of(&self, entry: EntryId) -> Vec<Pid> {
+        self.by_pid
+            .iter()
+            .filter(|(_, (e, _))| *e == Some(entry))
+            .map(|(pid, _)| *pid)
+            .collect()
+    }
+
+    /// The running children's pids.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn pids(&self) -> Vec<Pid> {
+        self.by_pid.keys().copied().collect()
+    }
+
     /// How many runs wait for a running one to end.
     pub(super) fn waiting(&self) -> usize {
         self.by_entry

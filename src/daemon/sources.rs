@@ -1,285 +1,632 @@
-//! The daemon's bookkeeping of crontab files (sources): which are loaded, with their entries
-//! and modification times, and which were refused and why. Pure: the shell (`daemon/load.rs`)
-//! opens and reads the files and tells this table what it found; the table answers the
-//! questions the loop asks — which sources vanished, which changed since they were loaded (the
-//! mtime check without inotify), which to look at again every minute, and whether a refusal is
-//! worth a log line (only when its reason is new or changed, so a bad file is logged once, not
-//! every minute).
+//! The sources, one of the daemon's owners: the crontab files — which are loaded with which
+//! entries, which were refused ([`SourceTable`]), the inotify watches, the local zone's file,
+//! the fingerprints a reload parses against, and the reuse of unchanged entries. It reads the
+//! files (through `database`) and returns what the scheduler must do as a [`Change`] per file;
+//! the reactor applies it to the scheduler and hands the new entries' ids back
+//! ([`Sources::settle`]). It reads the scheduler's entries (to find the unchanged ones) but
+//! never changes them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use super::effects::Effects;
+use super::flow::{Change, NewEntry};
+use super::load::{Kept, OldFingerprint, Owners, new_same, scaled_delay, warn_unknown_users};
+use super::reuse::Reusable;
+use super::source_table::{EntryList, Loaded, Problem, SourceTable};
+use super::watch::{self, Watches};
+use super::zone;
+use crate::crontab::Crontab;
 use crate::crontab::incremental::Fingerprint;
-use crate::database::SourceKey;
-use crate::log::Level;
-use crate::timeline::EntryId;
+use crate::database::entries::{JobSpec, pack_commands};
+use crate::database::{self, Outcome, Paths, Rules, SourceKey};
+use crate::log::{Level, lines};
+use crate::schedule::{When, Zone};
+use crate::sys::fs::FileKind;
+use crate::sys::inotify::Lost;
+use crate::timeline::{Cycle, EntryId};
 use crate::types::Uid;
 
-/// A loaded source.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Loaded {
-    /// The file's entries in the cycle, in its order (a reload computes the keys it finds them
-    /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
-    pub(super) entries: EntryList,
-    pub(super) mtime_ns: i128,
-    /// How many of the entries have `CRON_MISSED=once`.
-    pub(super) missed_once: usize,
-    /// What the next reload parses the file's new text against, with the owner it was loaded
-    /// for (`crontab::incremental`; none for a small or unclean file).
-    pub(super) fingerprint: Option<(Box<Fingerprint>, Option<Uid>)>,
+pub(super) struct Sources {
+    paths: Paths,
+    rules: Rules,
+    table: SourceTable,
+    /// `None`: no inotify; files are checked every minute.
+    watches: Option<Watches>,
+    /// The local zone's file, and its stamp when it was read last.
+    localtime: PathBuf,
+    zone_stamp: Option<zone::Stamp>,
+    /// cronie's RANDOM_DELAY scale, in [0, 1), drawn once per daemon start.
+    delay_factor: f64,
+    /// A reload freed memory since the reactor last gave free memory back.
+    freed: bool,
 }
 
-/// A file's entries in order, as runs of consecutive ids: a file's new entries take the
-/// agenda's free places lowest first, in line order, so a file loaded whole is one run and an
-/// edit adds a few (16 bytes each), instead of 8 bytes an entry.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct EntryList {
-    /// (first id, how many): the run is `first`, `first + 1`, … (same generation, next place).
-    runs: Vec<(EntryId, u32)>,
+/// What is left of a reload once the scheduler has applied its [`Change`]: the file's
+/// bookkeeping, finished with the new entries' ids by [`Sources::settle`].
+pub(super) enum Pending {
+    Loaded {
+        key: SourceKey,
+        loaded: Loaded,
+        /// The file's entries in order: kept ones, and the new ones' turns.
+        order: Order,
+    },
+    Missing(SourceKey),
+    Refused(SourceKey, Problem),
 }
 
-impl EntryList {
-    pub(super) fn push(&mut self, id: EntryId) {
-        if let Some((first, len)) = self.runs.last_mut()
+/// A reloaded file's entries in order before the new ones have ids: runs of consecutive old
+/// ids, and counts of new entries (whose ids the scheduler gives, in order). A file loaded
+/// whole is one slot.
+#[derive(Debug, Default)]
+pub(super) struct Order(Vec<Slot>);
+
+#[derive(Debug)]
+enum Slot {
+    /// Old entries `first`, `first + 1`, … (`len` of them).
+    Old(EntryId, u32),
+    /// So many new entries.
+    New(u32),
+}
+
+impl Order {
+    fn push_old(&mut self, id: EntryId) {
+        if let Some(Slot::Old(first, len)) = self.0.last_mut()
             && first.0.checked_add(u64::from(*len)) == Some(id.0)
             && *len < u32::MAX
         {
             *len += 1;
             return;
         }
-        self.runs.push((id, 1));
+        self.0.push(Slot::Old(id, 1));
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = EntryId> + '_ {
-        self.runs
-            .iter()
-            .flat_map(|&(first, len)| (0..u64::from(len)).map(move |i| EntryId(first.0 + i)))
-    }
-
-    pub(super) fn shrink_to_fit(&mut self) {
-        self.runs.shrink_to_fit();
-    }
-
-    /// How many runs (what the list costs: 16 bytes each).
-    #[cfg(test)]
-    fn runs(&self) -> usize {
-        self.runs.len()
+    fn push_new(&mut self) {
+        if let Some(Slot::New(len)) = self.0.last_mut()
+            && *len < u32::MAX
+        {
+            *len += 1;
+            return;
+        }
+        self.0.push(Slot::New(1));
     }
 }
 
-/// Why a source is not loaded, as logged: `(who) EVENT (detail)` at `level`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Problem {
-    pub(super) level: Level,
-    pub(super) event: String,
-    pub(super) detail: String,
-}
-
+/// What inotify says changed.
 #[derive(Debug, Default)]
-pub(super) struct Sources {
-    loaded: BTreeMap<SourceKey, Loaded>,
-    /// Refused, orphaned or unreadable sources: looked at again every minute.
-    refused: BTreeMap<SourceKey, Problem>,
+pub(super) struct Noticed {
+    /// The local zone, read again after its file changed.
+    pub(super) zone: Option<Zone>,
+    /// Events were lost: every source is to be loaded again ([`Sources::all`]).
+    pub(super) everything: bool,
+    /// The sources to reload.
+    pub(super) sources: Vec<SourceKey>,
 }
 
 impl Sources {
-    /// Forgets a loaded source, returning what it had (its entries leave the agenda).
-    pub(super) fn take(&mut self, key: &SourceKey) -> Option<Loaded> {
-        self.loaded.remove(key)
+    /// The sources of `paths`, none loaded yet, and the local zone read from `localtime` (UTC,
+    /// logged, when it can't be).
+    pub(super) fn new(
+        paths: Paths,
+        rules: Rules,
+        localtime: PathBuf,
+        delay_factor: f64,
+        fx: &mut dyn Effects,
+    ) -> (Sources, Zone) {
+        let zone = zone::read(&localtime).unwrap_or_else(|e| {
+            fx.error(lines::zone_unread_line(&e));
+            Zone::utc()
+        });
+        let sources = Sources {
+            paths,
+            rules,
+            table: SourceTable::default(),
+            watches: None,
+            zone_stamp: zone::stamp(&localtime),
+            localtime,
+            delay_factor,
+            freed: false,
+        };
+        (sources, zone)
     }
 
-    /// The source loaded; any earlier refusal is over.
-    pub(super) fn loaded(&mut self, key: SourceKey, loaded: Loaded) {
-        self.refused.remove(&key);
-        self.loaded.insert(key, loaded);
+    /// Sets inotify's watches up (or logs why the files are checked every minute).
+    pub(super) fn watch(&mut self, no_inotify: bool, fx: &mut dyn Effects) {
+        self.watches = Watches::set_up(no_inotify, &self.paths, &self.localtime, fx);
     }
 
-    /// The file is gone; nothing to look at again.
-    pub(super) fn missing(&mut self, key: &SourceKey) {
-        self.refused.remove(key);
-    }
-
-    /// The source was refused for `problem`. Returns whether to log it: yes the first time and
-    /// whenever the reason changes, not while it stays the same.
-    pub(super) fn refused(&mut self, key: &SourceKey, problem: Problem) -> bool {
-        if self.refused.get(key) == Some(&problem) {
-            return false;
-        }
-        self.refused.insert(key.clone(), problem);
-        true
-    }
-
-    /// Sources to look at again this minute (passwd may come back, a mode may be fixed).
-    pub(super) fn to_recheck(&self) -> Vec<SourceKey> {
-        self.refused.keys().cloned().collect()
-    }
-
-    pub(super) fn any_refused(&self) -> bool {
-        !self.refused.is_empty()
-    }
-
-    /// Known sources (loaded or refused) that are not among `present` any more.
-    pub(super) fn gone(&self, present: &BTreeSet<SourceKey>) -> Vec<SourceKey> {
-        self.loaded
-            .keys()
-            .chain(self.refused.keys())
-            .filter(|k| !present.contains(k))
-            .cloned()
-            .collect()
-    }
-
-    /// Debian's check without inotify: of the sources present now, those to reload — a loaded
-    /// one that vanished, a new one, or one whose mtime differs from the one loaded. Refused
-    /// sources are left out (they are looked at every minute anyway). `mtime` reads a file's
-    /// modification time (`None`: it can't be read).
-    pub(super) fn changed(
-        &self,
-        present: &[SourceKey],
-        mtime: impl Fn(&SourceKey) -> Option<i128>,
-    ) -> Vec<SourceKey> {
-        let here: BTreeSet<&SourceKey> = present.iter().collect();
-        let mut changed: Vec<SourceKey> = self
-            .loaded
-            .keys()
-            .filter(|k| !here.contains(k))
-            .cloned()
-            .collect();
-        for key in present {
-            let known = self.loaded.get(key).map(|s| s.mtime_ns);
-            if known.is_none() && self.refused.contains_key(key) {
-                continue;
-            }
-            if known.is_none() || known != mtime(key) {
-                changed.push(key.clone());
-            }
-        }
-        changed
-    }
-
-    /// Whether any loaded entry has `CRON_MISSED=once`.
-    pub(super) fn any_missed_once(&self) -> bool {
-        self.loaded.values().any(|l| l.missed_once > 0)
-    }
-
-    /// Every loaded entry, file by file.
-    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
-        self.loaded.values().flat_map(|l| l.entries.iter())
+    /// The inotify descriptor, for the poll.
+    pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.watches.as_ref().map(Watches::fd)
     }
 
     /// How many sources are loaded.
     pub(super) fn len(&self) -> usize {
-        self.loaded.len()
+        self.table.len()
     }
+
+    /// Every loaded entry, file by file, in each file's order (for a snapshot of the entries:
+    /// the scheduler tells each one's state).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.table.entries()
+    }
+
+    /// Whether something must be looked at every minute: the files (no inotify, or refused
+    /// files to recheck) or the zone file (inotify can't see every change of it: a rewrite of
+    /// the file a chain of links leads to, or of one mounted over it).
+    pub(super) fn looks_every_minute(&self) -> bool {
+        self.watches.is_none() || self.table.any_refused() || self.zone_stamp.is_some()
+    }
+
+    /// Whether a reload freed memory since the last call.
+    pub(super) fn take_freed(&mut self) -> bool {
+        std::mem::take(&mut self.freed)
+    }
+
+    /// Every source to load: those present, after the known ones that vanished.
+    pub(super) fn all(&mut self, fx: &mut dyn Effects) -> Vec<SourceKey> {
+        let (keys, errors) = database::list_sources(&self.paths, &self.rules);
+        for (dir, e) in errors {
+            fx.error(lines::unlisted_dir_line(&dir, &e));
+        }
+        let present = keys.iter().cloned().collect();
+        let mut all = self.table.gone(&present);
+        all.extend(keys);
+        all
+    }
+
+    /// Debian's check without inotify (each minute): the sources that appeared, vanished or
+    /// have a new mtime. Nothing with inotify.
+    pub(super) fn changed_files(&self) -> Vec<SourceKey> {
+        if self.watches.is_some() {
+            return Vec::new();
+        }
+        let (keys, _) = database::list_sources(&self.paths, &self.rules);
+        self.table
+            .changed(&keys, |key| database::mtime_ns(key, &self.paths))
+    }
+
+    /// The refused sources, looked at again each minute (passwd may come back, a mode may be
+    /// fixed).
+    pub(super) fn to_recheck(&self) -> Vec<SourceKey> {
+        self.table.to_recheck()
+    }
+
+    /// Reads the local zone again if its file changed (every minute, and on inotify's word):
+    /// the new zone, for the scheduler.
+    pub(super) fn recheck_zone(&mut self, fx: &mut dyn Effects) -> Option<Zone> {
+        let stamp = zone::stamp(&self.localtime);
+        if stamp == self.zone_stamp {
+            return None;
+        }
+        self.zone_stamp = stamp;
+        match zone::read(&self.localtime) {
+            Ok(zone) => {
+                fx.info(lines::zone_changed_line(zone.name()));
+                Some(zone)
+            }
+            Err(e) => {
+                fx.error(lines::zone_kept_line(&e));
+                None
+            }
+        }
+    }
+
+    /// What inotify's queued events concern; `None` when it could not be read (logged).
+    pub(super) fn on_inotify(&mut self, fx: &mut dyn Effects) -> Option<Noticed> {
+        let events = match self.watches.as_ref().map(Watches::read)? {
+            Ok(events) => events,
+            Err(e) => {
+                fx.error(lines::inotify_read_line(&e));
+                return None;
+            }
+        };
+        let paths = &self.paths;
+        let changed = watch::sort(events, &self.rules, |key| created_complete(paths, key));
+        let mut noticed = Noticed::default();
+        if changed.zone {
+            noticed.zone = self.recheck_zone(fx);
+        }
+        if let Some(lost) = changed.rescan {
+            let why = match lost {
+                Lost::Watch => "lost a watch",
+                Lost::Overflow => "inotify queue overflowed",
+            };
+            fx.info(lines::rescan_line(why));
+            self.watches = None;
+            noticed.everything = true;
+        }
+        noticed.sources = changed.sources.into_iter().collect();
+        Some(noticed)
+    }
+
+    /// Reads one source again: what the scheduler must change (`entries`: its entries now, to
+    /// find the unchanged ones among), and what [`Sources::settle`] finishes after.
+    pub(super) fn reload(
+        &mut self,
+        key: &SourceKey,
+        announce: bool,
+        entries: &Cycle<JobSpec>,
+        fx: &mut dyn Effects,
+    ) -> (Change, Pending) {
+        let who = key.who();
+        let tab = key.tab_name(&self.paths);
+        let (old, previous) = self.take_old(key);
+        let previous = previous
+            .as_ref()
+            .map(|(fingerprint, uid)| (&**fingerprint, *uid));
+        let outcome = self.load_against(key, previous, old.len());
+        let (mut reusable, mut kept) = split_old(&outcome, &old);
+        let mut change = Change {
+            who: who.clone(),
+            tab: tab.clone(),
+            reset: old,
+            ..Change::default()
+        };
+        let pending = match outcome {
+            Outcome::Loaded {
+                crontab,
+                kept: _,
+                fingerprint,
+                owner_uid,
+                mtime_ns,
+                target,
+            } => {
+                if let Some(watches) = &mut self.watches {
+                    watches.follow(key, target.as_deref(), fx);
+                }
+                if announce {
+                    fx.info(lines::reload_line(&who, &tab));
+                }
+                self.freed = true;
+                kept.fingerprint = fingerprint;
+                let file = File {
+                    key,
+                    owner_uid,
+                    mtime_ns,
+                };
+                self.install(
+                    &file,
+                    crontab,
+                    &mut reusable,
+                    kept,
+                    entries,
+                    &mut change,
+                    fx,
+                )
+            }
+            Outcome::Missing => Pending::Missing(key.clone()),
+            Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
+            // Rechecked every minute: passwd may come back (LDAP).
+            Outcome::Orphan => refused(key, Level::Info, "ORPHAN", "no passwd entry".into()),
+            Outcome::Failed(e) => {
+                refused(key, Level::Error, "ERROR", format!("can't read {tab}: {e}"))
+            }
+        };
+        change.remove = reusable.unclaimed().collect();
+        (change, pending)
+    }
+
+    /// After the scheduler applied a reload's change: the file's entries recorded (`added`:
+    /// the ids of the new ones, in order), or its refusal logged (once until its reason
+    /// changes).
+    pub(super) fn settle(&mut self, pending: Pending, added: &[EntryId], fx: &mut dyn Effects) {
+        match pending {
+            Pending::Loaded {
+                key,
+                mut loaded,
+                order,
+            } => {
+                let mut added = added.iter().copied();
+                for slot in order.0 {
+                    match slot {
+                        Slot::Old(first, len) => (0..u64::from(len))
+                            .for_each(|i| loaded.entries.push(EntryId(first.0 + i))),
+                        Slot::New(len) => added
+                            .by_ref()
+                            .take(len as usize)
+                            .for_each(|id| loaded.entries.push(id)),
+                    }
+                }
+                loaded.entries.shrink_to_fit();
+                self.table.loaded(key, loaded);
+            }
+            Pending::Missing(key) => self.table.missing(&key),
+            Pending::Refused(key, problem) => {
+                if self.table.refused(&key, problem.clone()) {
+                    let line = lines::refused_line(&key.who(), problem.event, problem.detail);
+                    fx.log(problem.level, line);
+                }
+            }
+        }
+    }
+
+    /// Takes a source's entries out of the table, for a reload: its entries and the
+    /// fingerprint its file was last loaded with.
+    fn take_old(&mut self, key: &SourceKey) -> (Vec<EntryId>, Option<OldFingerprint>) {
+        let (old, previous) = match self.table.take(key) {
+            Some(old) => (old.entries.iter().collect::<Vec<_>>(), old.fingerprint),
+            None => (Vec::new(), None),
+        };
+        // Memory is given back after a reload that replaced or dropped entries, not after the
+        // minute's look at a file that stays refused.
+        self.freed |= !old.is_empty();
+        (old, previous)
+    }
+
+    /// Loads the file, parsing only what changed since `previous` when it can; a whole parse
+    /// when the fingerprint would keep more than the `old_len` entries the file has.
+    fn load_against(
+        &self,
+        key: &SourceKey,
+        previous: Option<(&Fingerprint, Option<Uid>)>,
+        old_len: usize,
+    ) -> Outcome {
+        let outcome = database::load(key, &self.paths, &self.rules, previous);
+        if let Outcome::Loaded {
+            kept: Some((front, back)),
+            ..
+        } = &outcome
+            && front + back > old_len
+        {
+            // The fingerprint counts entries this file no longer has in the cycle: never
+            // expected, and a whole parse is always right.
+            return database::load(key, &self.paths, &self.rules, None);
+        }
+        outcome
+    }
+
+    /// Logs a loaded file's diagnostics and says which of its entries are new, which old ones
+    /// stay (`old`: claimed by an identical new entry; `kept`: lines not parsed again).
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &mut self,
+        file: &File<'_>,
+        mut crontab: Crontab,
+        old: &mut Reusable,
+        kept: Kept,
+        entries: &Cycle<JobSpec>,
+        change: &mut Change,
+        fx: &mut dyn Effects,
+    ) -> Pending {
+        self.log_diagnostics(file.key, &mut crontab, fx);
+        if old.is_empty() {
+            // A first load: every entry is new.
+            change.add.reserve_exact(crontab.entries.len());
+        }
+        let mut order = Order::default();
+        kept.front.iter().for_each(|&id| order.push_old(id));
+        let (commands, spans) = pack_commands(
+            crontab
+                .entries
+                .iter()
+                .map(|e| (e.line, e.command.as_slice())),
+        );
+        let tab: Arc<str> = file.key.tab_name(&self.paths).into();
+        let mut owners = Owners::new(tab, commands, file.owner_uid);
+        for (entry, span) in crontab.entries.into_iter().zip(spans) {
+            let user = match (file.key.owner_name(), &entry.user) {
+                (Some(owner), _) => owner,
+                (None, Some(user)) => &user[..],
+                (None, None) => continue,
+            };
+            let owner = owners.of(user, entry.quiet, &entry.env);
+            let job = JobSpec {
+                owner,
+                command: span,
+            };
+            let delay = scaled_delay(entry.random_delay, self.delay_factor);
+            if let When::Periodic(schedule) = &entry.when {
+                let same = new_same(&entry, schedule, user, file.owner_uid, delay);
+                // The old entry identical to the new one keeps its place; its job now points
+                // into the new text, so the old text's memory goes.
+                if let Some(id) = old.claim(entries, &same) {
+                    change.rebind.push((id, job));
+                    order.push_old(id);
+                    continue;
+                }
+            }
+            match entry.when {
+                When::Reboot => change.reboot.push(job),
+                When::Every(seconds) => {
+                    change.add.push(NewEntry::Every { seconds, job });
+                    order.push_new();
+                }
+                When::Periodic(schedule) => {
+                    change.add.push(NewEntry::Periodic {
+                        schedule,
+                        zone: entry.zone,
+                        job,
+                        delay,
+                    });
+                    order.push_new();
+                }
+            }
+        }
+        kept.back.iter().for_each(|&id| order.push_old(id));
+        Pending::Loaded {
+            key: file.key.clone(),
+            loaded: Loaded {
+                entries: EntryList::default(),
+                mtime_ns: file.mtime_ns,
+                fingerprint: kept.fingerprint.map(|f| (f, file.owner_uid)),
+            },
+            order,
+        }
+    }
+
+    /// Logs what the parser found wrong in a loaded file (and, in a system file, the users
+    /// passwd doesn't know).
+    fn log_diagnostics(&self, key: &SourceKey, crontab: &mut Crontab, fx: &mut dyn Effects) {
+        let path = key.path(&self.paths).display().to_string();
+        let who = key.who();
+        if key.owner_name().is_none() {
+            warn_unknown_users(crontab);
+        }
+        for d in &crontab.errors {
+            let line = lines::file_error_line(&who, d.in_file(&path).to_string());
+            fx.log(Level::Error, line);
+        }
+        for d in &crontab.warnings {
+            let line = lines::file_warning_line(&who, d.in_file(&path).to_string());
+            fx.log(Level::Warning, line);
+        }
+        if let Some(more) = crontab.not_shown_line(&path) {
+            fx.log(Level::Warning, lines::file_warning_line(&who, more));
+        }
+    }
+}
+
+/// A file not loaded, and why, as logged: `(who) EVENT (detail)` at `level`.
+fn refused(key: &SourceKey, level: Level, event: impl Into<String>, detail: String) -> Pending {
+    let problem = Problem {
+        level,
+        event: event.into(),
+        detail,
+    };
+    Pending::Refused(key.clone(), problem)
+}
+
+/// The file a reload loaded.
+struct File<'a> {
+    key: &'a SourceKey,
+    owner_uid: Option<Uid>,
+    mtime_ns: i128,
+}
+
+/// The old entries of the lines not parsed again stay as they are ([`Kept`]); the others
+/// wait to be claimed by an identical new entry ([`Reusable`]).
+fn split_old(outcome: &Outcome, old: &[EntryId]) -> (Reusable, Kept) {
+    match outcome {
+        Outcome::Loaded {
+            kept: Some((front, back)),
+            ..
+        } => {
+            let (front, middle) = old.split_at(*front);
+            let (middle, back) = middle.split_at(middle.len() - back);
+            let kept = Kept {
+                front: front.to_vec(),
+                back: back.to_vec(),
+                fingerprint: None,
+            };
+            (Reusable::index(middle.iter().copied()), kept)
+        }
+        _ => (Reusable::index(old.iter().copied()), Kept::default()),
+    }
+}
+
+/// Whether the file of a bare inotify create is already whole: a symlink or a hard link
+/// (no close-write will follow). A file that can't be looked at counts as whole (the
+/// reload will say what is wrong).
+fn created_complete(paths: &Paths, key: &SourceKey) -> bool {
+    crate::sys::fs::link_facts(&key.path(paths))
+        .map(|f| f.kind != FileKind::Regular || f.links > 1)
+        .unwrap_or(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::daemon::clock::{Clock, FakeClock};
+    use crate::daemon::effects::Recorded;
+    use crate::daemon::scheduler::Scheduler;
+    use std::os::unix::fs::PermissionsExt;
 
-    #[test]
-    fn a_files_entries_are_kept_in_order_as_runs_of_consecutive_ids() {
-        let generation = |g: u64, place: u64| EntryId((g << 32) | place);
-        let ids = [
-            generation(0, 0),
-            generation(0, 1),
-            generation(0, 2),
-            // A place reused under a new generation: a run of its own.
-            generation(1, 3),
-            generation(0, 4),
-            generation(0, 5),
-            // Out of order (an old entry kept by an edit).
-            generation(0, 1_000),
-            generation(0, 7),
-        ];
-        let mut list = EntryList::default();
-        for id in ids {
-            list.push(id);
-        }
-        assert_eq!(list.iter().collect::<Vec<_>>(), ids);
-        assert_eq!(list.runs(), 5);
-    }
-
-    fn user(name: &str) -> SourceKey {
-        SourceKey::User(name.into())
-    }
-
-    fn problem(event: &str, detail: &str) -> Problem {
-        Problem {
-            level: Level::Warning,
-            event: event.into(),
-            detail: detail.into(),
-        }
-    }
-
-    fn loaded(mtime_ns: i128) -> Loaded {
-        let mut entries = EntryList::default();
-        entries.push(EntryId(1));
-        Loaded {
-            entries,
-            mtime_ns,
-            missed_once: 0,
-            fingerprint: None,
-        }
-    }
-
-    #[test]
-    fn a_refusal_is_logged_once_until_its_reason_changes_or_the_file_loads() {
-        let mut s = Sources::default();
-        let key = user("alice");
-        assert!(s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
-        assert!(!s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
-        assert!(s.any_refused() && s.to_recheck() == [key.clone()]);
-        assert!(s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")));
-        s.loaded(key.clone(), loaded(5));
-        assert!(!s.any_refused(), "a loaded file is not rechecked");
+    /// /etc/crontab must be root's: as the integration tests, these say so rather than pass.
+    fn require_root() {
         assert!(
-            s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")),
-            "refused again after it loaded: a new episode, logged"
+            crate::sys::user::effective_uid().0 == 0,
+            "this test needs root; run the suite as root, or leave such tests out visibly with \
+             `cargo test -- --skip root_`"
         );
-        s.missing(&key);
-        assert!(s.to_recheck().is_empty());
     }
 
-    #[test]
-    fn sources_loaded_or_refused_that_are_not_present_are_gone() {
-        let mut s = Sources::default();
-        s.loaded(user("a"), loaded(1));
-        s.loaded(user("b"), loaded(1));
-        s.refused(&user("c"), problem("ORPHAN", "no passwd entry"));
-        let present = BTreeSet::from([user("b")]);
-        assert_eq!(s.gone(&present), [user("a"), user("c")]);
-        let taken = s.take(&user("a")).expect("a was loaded");
-        assert_eq!((taken.entries, taken.mtime_ns), (loaded(1).entries, 1));
-        assert!(s.take(&user("a")).is_none());
-        assert_eq!(s.len(), 1);
-    }
-
-    #[test]
-    fn the_mtime_check_reloads_new_vanished_and_modified_files_only() {
-        let mut s = Sources::default();
-        s.loaded(user("same"), loaded(10));
-        s.loaded(user("touched"), loaded(10));
-        s.loaded(user("vanished"), loaded(10));
-        s.refused(&user("refused"), problem("BAD FILE MODE", "x"));
-        let present = [
-            user("new"),
-            user("refused"),
-            user("same"),
-            user("touched"),
-            user("unreadable"),
-        ];
-        let mtime = |k: &SourceKey| match k {
-            SourceKey::User(n) if n == "touched" => Some(11),
-            SourceKey::User(n) if n == "unreadable" => None,
-            _ => Some(10),
+    /// Sources over a temporary /etc/crontab (root's, as the tests run), a scheduler, and the
+    /// directory (dropped with the test).
+    fn set_up(fx: &mut Recorded) -> (Sources, Scheduler, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["spool", "cron.d"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        let paths = Paths {
+            spool_dir: dir.path().join("spool"),
+            system_crontab: dir.path().join("crontab"),
+            cron_d: dir.path().join("cron.d"),
         };
-        assert_eq!(
-            s.changed(&present, mtime),
-            [
-                user("vanished"),
-                user("new"),
-                user("touched"),
-                user("unreadable")
-            ]
-        );
+        let rules = Rules {
+            permit_any_mode: false,
+            lsb_names: false,
+            seed: 0,
+        };
+        // No zone file: UTC, and a line that says so.
+        let localtime = dir.path().join("localtime");
+        let (sources, zone) = Sources::new(paths, rules, localtime, 0.0, fx);
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let scheduler = Scheduler::new(clock.now(), zone, dir.path().join("state"));
+        (sources, scheduler, dir)
+    }
+
+    /// A reload as the reactor runs it: (entries rebound, added, removed).
+    fn reload(s: &mut Sources, sched: &mut Scheduler, fx: &mut Recorded) -> (usize, usize, usize) {
+        let (change, pending) = s.reload(&SourceKey::System, true, sched.entries(), fx);
+        let counts = (change.rebind.len(), change.add.len(), change.remove.len());
+        let added = sched.apply(change, 0, fx);
+        s.settle(pending, &added, fx);
+        counts
+    }
+
+    #[test]
+    fn root_an_edit_keeps_the_unchanged_entries_and_replaces_the_changed_one() {
+        require_root();
+        let mut fx = Recorded::default();
+        let (mut s, mut sched, dir) = set_up(&mut fx);
+        assert_eq!(fx.logged("; using UTC").len(), 1, "{:?}", fx.lines);
+        let file = dir.path().join("crontab");
+        std::fs::write(&file, "* * * * * root echo a\n* * * * * root echo b\n").unwrap();
+        assert_eq!(s.all(&mut fx), [SourceKey::System]);
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 2, 0));
+        assert_eq!((sched.len(), s.len()), (2, 1));
+        assert_eq!(fx.logged("(*system*) RELOAD (").len(), 1, "{:?}", fx.lines);
+        std::fs::write(&file, "* * * * * root echo a\n* * * * * root echo c\n").unwrap();
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (1, 1, 1));
+        assert_eq!((sched.len(), s.len()), (2, 1));
+        // The snapshot a control socket lists: the file's order, each entry's state.
+        let listed: Vec<String> = s
+            .entries()
+            .filter_map(|id| sched.entry_state(id))
+            .map(|e| e.entry)
+            .collect();
+        let tab = file.display();
+        assert_eq!(listed, [format!("{tab}:1"), format!("{tab}:2")]);
+        // Without inotify, a look each minute: nothing changed since the reload.
+        assert!(s.looks_every_minute());
+        assert!(s.changed_files().is_empty());
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(s.changed_files(), [SourceKey::System]);
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 2));
+        assert_eq!((sched.len(), s.len()), (0, 0));
+    }
+
+    #[test]
+    fn root_a_refused_file_is_logged_once_and_looked_at_each_minute() {
+        require_root();
+        let mut fx = Recorded::default();
+        let (mut s, mut sched, dir) = set_up(&mut fx);
+        let file = dir.path().join("crontab");
+        std::fs::write(&file, "* * * * * root echo a\n").unwrap();
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 1, 0));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        fx.clear();
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 1));
+        assert_eq!(fx.lines.len(), 1, "{:?}", fx.lines);
+        assert!(fx.lines[0].1.starts_with("(*system*) "), "{:?}", fx.lines);
+        assert_eq!(s.to_recheck(), [SourceKey::System]);
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 0));
+        assert_eq!(fx.lines.len(), 1, "the same reason is not logged again");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 1, 0));
+        assert!(s.to_recheck().is_empty());
     }
 }

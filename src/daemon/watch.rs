@@ -9,8 +9,9 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
+use super::effects::Effects;
 use crate::database::{self, Paths, Rules, SourceKey};
-use crate::log::Log;
+use crate::log::lines;
 use crate::sys::inotify::{Lost, WatchId, Watcher};
 
 /// What a watched directory holds.
@@ -124,24 +125,16 @@ impl Watches {
         no_inotify: bool,
         p: &Paths,
         localtime: &Path,
-        log: &Log,
+        fx: &mut dyn Effects,
     ) -> Option<Watches> {
         if no_inotify {
-            log.info(
-                "CRON",
-                "INFO",
-                "inotify disabled (-i): checking files every minute",
-            );
+            fx.info(lines::inotify_disabled_line());
             return None;
         }
         let watcher = match Watcher::new() {
             Ok(w) => w,
             Err(e) => {
-                log.info(
-                    "CRON",
-                    "INFO",
-                    &format!("inotify unavailable ({e}): checking files every minute"),
-                );
+                fx.info(lines::inotify_unavailable_line(&e));
                 return None;
             }
         };
@@ -150,20 +143,13 @@ impl Watches {
             match watcher.watch_dir(&dir) {
                 Ok(id) => roles.entry(id).or_default().push(role),
                 Err(e) if needed => {
-                    log.info(
-                        "CRON",
-                        "INFO",
-                        &format!(
-                            "can't watch {} ({e}): checking files every minute",
-                            dir.display()
-                        ),
-                    );
+                    fx.info(lines::unwatched_dir_line(&dir, &e));
                     return None;
                 }
                 Err(_) => {}
             }
         }
-        log.info("CRON", "INFO", "running with inotify support");
+        fx.info(lines::inotify_line());
         Some(Watches { watcher, roles })
     }
 
@@ -174,7 +160,7 @@ impl Watches {
     /// Watches the directory of `target`, the file a symlinked system crontab leads to, so an
     /// edit there reloads `key`; forgets where `key` led before. (The kernel's watch on a
     /// directory no source leads to any more stays: its events concern nothing.)
-    pub(super) fn follow(&mut self, key: &SourceKey, target: Option<&Path>, log: &Log) {
+    pub(super) fn follow(&mut self, key: &SourceKey, target: Option<&Path>, fx: &mut dyn Effects) {
         for roles in self.roles.values_mut() {
             roles.retain(|r| !matches!(r, Role::Target(_, k) if k == key));
         }
@@ -188,15 +174,7 @@ impl Watches {
                 .entry(id)
                 .or_default()
                 .push(Role::Target(name.to_os_string(), key.clone())),
-            Err(e) => log.info(
-                "CRON",
-                "INFO",
-                &format!(
-                    "can't watch {} ({e}): an edit of {} is seen when the link changes",
-                    dir.display(),
-                    target.display()
-                ),
-            ),
+            Err(e) => fx.info(lines::unwatched_target_line(dir, &e, target)),
         }
     }
 

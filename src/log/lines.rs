@@ -1,4 +1,5 @@
-//! The log lines a job child writes about a job's start, end, output and mail, worded exactly as
+//! The log lines the daemon and a job child write (a job's start, end, output and mail; the
+//! daemon's start, files, clock, forks and helpers), worded exactly as
 //! Debian's cron and cronie word them so existing log filters keep working, and Debian's `-L`
 //! mask that chooses among them. Pure: this module builds [`LogLine`] values (the one
 //! `(who) EVENT (detail)` shape, `crate::log::line`) and never writes them anywhere; the job
@@ -324,6 +325,344 @@ pub fn unsafe_mail_line(user: &[u8], value: &[u8]) -> LogLine {
     LogLine::new(user, "UNSAFE MAIL", printable(value))
 }
 
+// The daemon's own lines: `(CRON) EVENT (detail)` about itself, its files, its clock and its
+// helpers. Each function is one message; the level is the caller's (`Effects::log`).
+
+/// `(CRON) EVENT (detail)`: the daemon speaking of itself.
+fn cron(event: &'static str, detail: impl Into<Vec<u8>>) -> LogLine {
+    LogLine::new("CRON", event, detail)
+}
+
+/// Debian's first line: the pid file's descriptor.
+pub fn pidfile_line(fd: i32) -> LogLine {
+    cron("INFO", format!("pidfile fd = {fd}"))
+}
+
+/// Debian's second line: cronie's RANDOM_DELAY factor, in whole percent.
+pub fn random_delay_line(factor: f64) -> LogLine {
+    cron(
+        "INFO",
+        format!(
+            "RANDOM_DELAY will be scaled with factor {}% if used.",
+            (factor * 100.0) as u32
+        ),
+    )
+}
+
+/// Jobs run without a PAM session, and why (`built without PAM`, `--no-pam`, `not root`).
+pub fn no_pam_line(why: &str) -> LogLine {
+    cron("INFO", format!("jobs run without a PAM session ({why})"))
+}
+
+/// The daemon forked into the background.
+pub fn fork_ok_line() -> LogLine {
+    LogLine::new("CRON", "STARTUP", "fork ok")
+}
+
+/// The daemon stops with an error.
+pub fn death_line(why: &str) -> LogLine {
+    LogLine::new("CRON", "DEATH", why)
+}
+
+/// Start-up is over: how much was loaded.
+pub fn loaded_line(entries: usize, files: usize) -> LogLine {
+    cron(
+        "INFO",
+        format!("{entries} entries loaded from {files} files"),
+    )
+}
+
+/// `sd_notify` failed.
+pub fn notify_failed_line(e: &std::io::Error) -> LogLine {
+    cron("ERROR", format!("sd_notify: {e}"))
+}
+
+/// SIGTERM or SIGINT.
+pub fn shutting_down_line() -> LogLine {
+    cron("INFO", "Shutting down")
+}
+
+/// At the stop: jobs still running (they are not waited for).
+pub fn still_running_line(jobs: usize) -> LogLine {
+    cron(
+        "INFO",
+        format!("{jobs} jobs still running; they finish on their own"),
+    )
+}
+
+/// At the stop: runs that waited for a running one and are dropped.
+pub fn waiting_dropped_line(runs: usize) -> LogLine {
+    cron(
+        "INFO",
+        format!("{runs} runs waiting for a running one (CRON_OVERLAP=queue) not started"),
+    )
+}
+
+/// SIGHUP.
+pub fn hangup_line() -> LogLine {
+    cron(
+        "INFO",
+        "SIGHUP: reloading every crontab and reading the clock",
+    )
+}
+
+/// The local zone's file can't be read at start-up.
+pub fn zone_unread_line(why: &str) -> LogLine {
+    cron("ERROR", format!("{why}; using UTC"))
+}
+
+/// The local zone's file changed but can't be read.
+pub fn zone_kept_line(why: &str) -> LogLine {
+    cron("ERROR", format!("{why}; keeping the zone in use"))
+}
+
+/// The local zone changed.
+pub fn zone_changed_line(name: &str) -> LogLine {
+    cron("INFO", format!("local time zone changed: {name}"))
+}
+
+/// inotify could not be read.
+pub fn inotify_read_line(e: &std::io::Error) -> LogLine {
+    cron("ERROR", format!("inotify read failed: {e}"))
+}
+
+/// inotify lost track (`lost a watch`, `inotify queue overflowed`).
+pub fn rescan_line(why: &str) -> LogLine {
+    cron(
+        "INFO",
+        format!("{why}: reloading everything, then checking files every minute"),
+    )
+}
+
+/// `-i`.
+pub fn inotify_disabled_line() -> LogLine {
+    cron("INFO", "inotify disabled (-i): checking files every minute")
+}
+
+/// No inotify to be had.
+pub fn inotify_unavailable_line(e: &std::io::Error) -> LogLine {
+    cron(
+        "INFO",
+        format!("inotify unavailable ({e}): checking files every minute"),
+    )
+}
+
+/// A directory that must be watched can't be.
+pub fn unwatched_dir_line(dir: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "INFO",
+        format!(
+            "can't watch {} ({e}): checking files every minute",
+            dir.display()
+        ),
+    )
+}
+
+/// inotify is in use.
+pub fn inotify_line() -> LogLine {
+    cron("INFO", "running with inotify support")
+}
+
+/// The directory a symlinked system crontab leads to can't be watched.
+pub fn unwatched_target_line(
+    dir: &std::path::Path,
+    e: &std::io::Error,
+    target: &std::path::Path,
+) -> LogLine {
+    cron(
+        "INFO",
+        format!(
+            "can't watch {} ({e}): an edit of {} is seen when the link changes",
+            dir.display(),
+            target.display()
+        ),
+    )
+}
+
+/// A crontab directory can't be listed.
+pub fn unlisted_dir_line(dir: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron("ERROR", format!("can't read {}: {e}", dir.display()))
+}
+
+/// `(who) RELOAD (tab)`: a file loaded again.
+pub fn reload_line(who: &[u8], tab: &str) -> LogLine {
+    LogLine::new(who, "RELOAD", tab)
+}
+
+/// `(who) EVENT (detail)`: why a crontab file is not loaded (`WRONG FILE OWNER`, `ORPHAN`,
+/// `ERROR`: the event and detail the loader gives).
+pub fn refused_line(who: &[u8], event: String, detail: String) -> LogLine {
+    LogLine::new(who, event, detail)
+}
+
+/// `(who) ERROR (FILE:LINE:COLUMN: message)`: a bad line of a loaded file.
+pub fn file_error_line(who: &[u8], diagnostic: String) -> LogLine {
+    LogLine::new(who, "ERROR", diagnostic)
+}
+
+/// `(who) WARNING (FILE:LINE:COLUMN: message)`: a doubtful line of a loaded file, or how many
+/// problems were not shown.
+pub fn file_warning_line(who: &[u8], diagnostic: String) -> LogLine {
+    LogLine::new(who, "WARNING", diagnostic)
+}
+
+/// A file's changed entries took their runs waiting for RANDOM_DELAY with them.
+pub fn delay_cancelled_line(who: &[u8], cancelled: usize, tab: &str) -> LogLine {
+    LogLine::new(
+        who,
+        "INFO",
+        format!("{cancelled} runs waiting for their RANDOM_DELAY cancelled: {tab} changed"),
+    )
+}
+
+/// @reboot jobs run: the marker was made.
+pub fn reboot_line() -> LogLine {
+    cron("INFO", "Running @reboot jobs")
+}
+
+/// @reboot jobs not run: the marker was there.
+pub fn no_reboot_line() -> LogLine {
+    cron("INFO", "Skipping @reboot jobs -- not system startup")
+}
+
+/// @reboot jobs not run: the marker can't be made.
+pub fn reboot_marker_line(marker: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!(
+            "can't create {} ({e}): @reboot jobs not run",
+            marker.display()
+        ),
+    )
+}
+
+/// The minute timer can't be armed.
+pub fn unarmed_line(e: &std::io::Error) -> LogLine {
+    cron("ERROR", format!("can't arm the timer: {e}"))
+}
+
+/// Runs of earlier minutes not started yet.
+pub fn postponed_line(jobs: usize) -> LogLine {
+    cron(
+        "INFO",
+        format!("{jobs} jobs not started last minute: they start first now"),
+    )
+}
+
+/// The kernel said the clock was set, and the minute did not move.
+pub fn clock_set_in_place_line() -> LogLine {
+    cron("INFO", "the system clock was set: no minute gained or lost")
+}
+
+/// The timer woke the daemon late (`movement`: how the cycle read it).
+pub fn clock_late_line(movement: impl std::fmt::Debug) -> LogLine {
+    cron("INFO", format!("clock late: {movement:?}"))
+}
+
+/// The clock was set (`movement`: how the cycle read it).
+pub fn clock_set_line(movement: impl std::fmt::Debug) -> LogLine {
+    cron("INFO", format!("clock set: {movement:?}"))
+}
+
+/// The first failed fork of a series.
+pub fn fork_failed_line(e: &str) -> LogLine {
+    cron(
+        "ERROR",
+        format!("can't fork: {e}; jobs wait and are retried every second"),
+    )
+}
+
+/// Forks failed in the last minute, after the first.
+pub fn fork_still_failing_line(e: &str, attempts: u64) -> LogLine {
+    cron(
+        "ERROR",
+        format!("can't fork: {e}; {attempts} more failed attempts in the last minute"),
+    )
+}
+
+/// A fork worked after failures.
+pub fn fork_works_line(failed: u64) -> LogLine {
+    cron(
+        "INFO",
+        format!("fork works again after {failed} failed attempts"),
+    )
+}
+
+/// The `CRON_MISSED=once` state file can't be written.
+pub fn state_unwritten_line(path: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!(
+            "can't write {}: {e}; CRON_MISSED=once can't make up runs missed from now",
+            path.display()
+        ),
+    )
+}
+
+/// The `CRON_MISSED=once` state file is not trusted.
+pub fn state_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
+    cron(
+        "WARNING",
+        format!(
+            "{} ignored: {why}; runs missed while the daemon was down are not made up",
+            path.display()
+        ),
+    )
+}
+
+/// Cluster mode is on.
+pub fn cluster_mode_line(host: &str, helper: &std::path::Path) -> LogLine {
+    cron(
+        "INFO",
+        format!("cluster mode: host {host}, helper {}", helper.display()),
+    )
+}
+
+/// The cluster helper runs.
+pub fn helper_started_line(pid: u32) -> LogLine {
+    cron("INFO", format!("cluster helper started (pid {pid})"))
+}
+
+/// The cluster helper can't be started.
+pub fn helper_unstarted_line(program: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!(
+            "can't start the cluster helper {}: {e}; cluster runs do not start until it runs",
+            program.display()
+        ),
+    )
+}
+
+/// The cluster helper is gone.
+pub fn helper_lost_line(why: &str) -> LogLine {
+    cron(
+        "ERROR",
+        format!("cluster helper lost: {why}; starting it again in 5 s"),
+    )
+}
+
+/// A line from the cluster helper that does not read.
+pub fn helper_protocol_line(why: &str) -> LogLine {
+    cron(
+        "ERROR",
+        format!("cluster helper: protocol error: {why}; line skipped"),
+    )
+}
+
+/// What the cluster helper logs through the daemon (`error`: as an error).
+pub fn helper_said_line(error: bool, text: &str) -> LogLine {
+    cron(
+        if error { "ERROR" } else { "INFO" },
+        format!("cluster: {text}"),
+    )
+}
+
+/// A `--metrics` place is served (`shown`: the place, and what it shows).
+pub fn metrics_at_line(shown: &str) -> LogLine {
+    cron("INFO", format!("metrics served at {shown}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +783,37 @@ mod tests {
             .subject_suffix()
             .unwrap(),
             " (killed by signal 9)"
+        );
+    }
+
+    #[test]
+    fn the_daemons_lines_keep_debians_and_our_words() {
+        let text = |line: LogLine| String::from_utf8(line.to_bytes()).unwrap();
+        assert_eq!(text(pidfile_line(3)), "(CRON) INFO (pidfile fd = 3)");
+        assert_eq!(
+            text(random_delay_line(0.427)),
+            "(CRON) INFO (RANDOM_DELAY will be scaled with factor 42% if used.)"
+        );
+        assert_eq!(
+            text(no_reboot_line()),
+            "(CRON) INFO (Skipping @reboot jobs -- not system startup)"
+        );
+        assert_eq!(text(fork_ok_line()), "(CRON) STARTUP (fork ok)");
+        assert_eq!(
+            text(reload_line(b"*system*", "/etc/crontab")),
+            "(*system*) RELOAD (/etc/crontab)"
+        );
+        assert_eq!(
+            text(fork_still_failing_line(
+                "Resource temporarily unavailable",
+                7
+            )),
+            "(CRON) ERROR (can't fork: Resource temporarily unavailable; 7 more failed \
+             attempts in the last minute)"
+        );
+        assert_eq!(
+            text(helper_said_line(true, "lost the database")),
+            "(CRON) ERROR (cluster: lost the database)"
         );
     }
 }

@@ -273,6 +273,17 @@ impl<J: Clone> Cycle<J> {
         Some(missed)
     }
 
+    /// When an entry runs next (epoch ms): its first fire time after the last minute handled,
+    /// or an `@every` entry's next run; `None` for an entry that is gone or never fires. A
+    /// look, for a snapshot of the entries: nothing changes.
+    pub fn next_run_ms(&self, id: EntryId) -> Option<i64> {
+        if let Some(every) = self.every.get(&id) {
+            return Some(every.next_ms);
+        }
+        let next = self.agenda.fire_after(id, self.handled())?;
+        Some(next.start_second() * 1000)
+    }
+
     /// The daemon's local zone.
     pub fn local_zone(&self) -> &Zone {
         self.agenda.local_zone()
@@ -388,6 +399,20 @@ mod tests {
             .as_second()
             / 60;
         UtcMinute(day + hour * 60 + minute)
+    }
+
+    #[test]
+    fn an_entrys_next_run_is_told_without_changing_what_is_queued() {
+        let mut cycle: Cycle<&str> = Cycle::new(at(10, 0), Zone::utc());
+        let hourly = cycle.add(schedule("30 * * * *"), None, "hourly", 0);
+        let base = at(10, 0).0 * 60_000;
+        cycle.set_every_base(base);
+        let every = cycle.add_every(90, "every", base);
+        assert_eq!(cycle.next_run_ms(hourly), Some(at(10, 30).0 * 60_000));
+        assert_eq!(cycle.next_run_ms(every), Some(base + 90_000));
+        assert_eq!(cycle.next_run_ms(hourly), Some(at(10, 30).0 * 60_000));
+        cycle.remove(hourly);
+        assert_eq!(cycle.next_run_ms(hourly), None);
     }
 
     #[test]

@@ -1,0 +1,166 @@
+//! The owners' one way out: [`Effects`] — write a log line, start a job child, arm the minute
+//! timer, start or kill the cluster helper. An owner decides and calls these; it never touches
+//! the log, `fork`, the timer or the helper itself. [`RealEffects`] does them; [`Recorded`]
+//! (tests) writes down what was asked and answers as told, so each owner is unit-tested
+//! without processes, a timer or syslog.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::job::{ChildSetup, JobSpec};
+use crate::log::{Level, Log, LogLine};
+use crate::sys::spawn::Program;
+use crate::sys::timer::MinuteTimer;
+use crate::timeline::UtcMinute;
+use crate::types::Pid;
+
+/// What an owner may do to the world.
+pub(super) trait Effects {
+    /// Writes one line to the daemon's log.
+    fn log(&mut self, level: Level, line: LogLine);
+    /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded).
+    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid>;
+    /// Arms the minute timer for the start of `minute`.
+    fn arm(&mut self, minute: UtcMinute) -> io::Result<()>;
+    /// Starts the cluster helper `program` with `args`, its stdin and stdout a socket: its pid
+    /// and our end (non-blocking).
+    fn spawn_helper(&mut self, program: &Path, args: &[OsString]) -> io::Result<(u32, UnixStream)>;
+    /// Kills a child of the daemon (the cluster helper) with SIGKILL.
+    fn kill(&mut self, pid: u32);
+
+    fn info(&mut self, line: LogLine) {
+        self.log(Level::Info, line);
+    }
+
+    fn error(&mut self, line: LogLine) {
+        self.log(Level::Error, line);
+    }
+}
+
+/// The effects carried out: the log, the job children's setup, the timer.
+pub(super) struct RealEffects {
+    pub(super) log: Log,
+    setup: ChildSetup,
+    timer: MinuteTimer,
+}
+
+impl RealEffects {
+    pub(super) fn new(log: Log, setup: ChildSetup, timer: MinuteTimer) -> RealEffects {
+        RealEffects { log, setup, timer }
+    }
+
+    /// The timer, for the poll.
+    pub(super) fn timer(&self) -> &MinuteTimer {
+        &self.timer
+    }
+
+    /// What every job child needs (PAM preloaded), before any fork.
+    pub(super) fn setup(&self) -> &ChildSetup {
+        &self.setup
+    }
+}
+
+impl Effects for RealEffects {
+    fn log(&mut self, level: Level, line: LogLine) {
+        self.log.line(level, &line);
+    }
+
+    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
+        crate::job::start(job, &self.setup, first)
+    }
+
+    fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
+        self.timer.arm_at(minute.start_second())
+    }
+
+    fn spawn_helper(&mut self, program: &Path, args: &[OsString]) -> io::Result<(u32, UnixStream)> {
+        let (ours, theirs) = UnixStream::pair()?;
+        ours.set_nonblocking(true)?;
+        let theirs = OwnedFd::from(theirs);
+        let mut command = Program::new(program);
+        command
+            .args(args)
+            .stdin(Stdio::from(theirs.try_clone()?))
+            .stdout(Stdio::from(theirs));
+        let child = command.spawn()?;
+        Ok((child.id(), ours))
+    }
+
+    fn kill(&mut self, pid: u32) {
+        let _ = crate::sys::process::kill_child(pid);
+    }
+}
+
+/// Effects written down instead of done, for the owners' tests: each log line as syslog would
+/// get it, each job started (by command), each minute armed. Starts fail while `fail_starts`
+/// is above zero; the helper's other end is kept in `helper`.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(super) struct Recorded {
+    pub(super) lines: Vec<(Level, String)>,
+    pub(super) started: Vec<(String, bool)>,
+    pub(super) armed: Vec<UtcMinute>,
+    pub(super) fail_starts: usize,
+    pub(super) helper: Option<UnixStream>,
+    pub(super) killed: Vec<u32>,
+    next_pid: i32,
+}
+
+#[cfg(test)]
+impl Recorded {
+    /// The log lines that contain `text`.
+    pub(super) fn logged(&self, text: &str) -> Vec<&str> {
+        self.lines
+            .iter()
+            .map(|(_, l)| l.as_str())
+            .filter(|l| l.contains(text))
+            .collect()
+    }
+
+    /// Forgets what was recorded so far.
+    pub(super) fn clear(&mut self) {
+        self.lines.clear();
+        self.started.clear();
+        self.armed.clear();
+    }
+}
+
+#[cfg(test)]
+impl Effects for Recorded {
+    fn log(&mut self, level: Level, line: LogLine) {
+        let text = String::from_utf8_lossy(&line.to_bytes()).into_owned();
+        self.lines.push((level, text));
+    }
+
+    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
+        if self.fail_starts > 0 {
+            self.fail_starts -= 1;
+            return Err(io::Error::from_raw_os_error(11));
+        }
+        self.next_pid += 1;
+        let command = String::from_utf8_lossy(job.command()).into_owned();
+        self.started.push((command, first));
+        Ok(Pid(1000 + self.next_pid))
+    }
+
+    fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
+        self.armed.push(minute);
+        Ok(())
+    }
+
+    fn spawn_helper(&mut self, _: &Path, _: &[OsString]) -> io::Result<(u32, UnixStream)> {
+        let (ours, theirs) = UnixStream::pair()?;
+        ours.set_nonblocking(true)?;
+        self.helper = Some(theirs);
+        self.next_pid += 1;
+        Ok(((1000 + self.next_pid) as u32, ours))
+    }
+
+    fn kill(&mut self, pid: u32) {
+        self.killed.push(pid);
+    }
+}

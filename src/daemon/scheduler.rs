@@ -1,0 +1,819 @@
+//! The scheduler, one of the daemon's owners: the entries and their runs (the pure
+//! [`Cycle`]), the running job children ([`Running`]), fork failures, the `CRON_MISSED=once`
+//! state file and the job counters for `--metrics`. It carries out what the cycle decides with
+//! the time the reactor gives it: a minute's runs queued, runs started — through ONE launch
+//! path, [`Scheduler::start`]: fork, count, record the running child, fork-failure
+//! bookkeeping — the timer armed, reaped children forgotten. It learns of files only through
+//! the [`Change`]s the reactor hands it, and of the cluster only through [`Launched`] runs.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+
+use super::clock;
+use super::effects::Effects;
+use super::flow::{Change, ClusterEntry, EntryState, LastRun, Launched, NewEntry, Run};
+use super::missed;
+use super::running::{Admit, Running};
+use crate::cluster::identity::entry_key;
+use crate::crontab::policy::{Missed, Overlap};
+use crate::database::entries::JobSpec;
+use crate::log::Level;
+use crate::log::lines;
+use crate::metrics::{Metrics, Outcome};
+use crate::schedule::Zone;
+use crate::sys::process::Exit;
+use crate::timeline::{Cycle, EntryId, Movement, UtcMinute, clock_moved};
+use crate::types::Pid;
+
+/// What woke the daemon for a minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wake {
+    /// The timer fired at the minute it was armed for.
+    Timer,
+    /// The kernel said the wall clock was set (the timer's cancel-on-set notice).
+    ClockSet,
+    /// SIGHUP, or a wake-up that found the clock away from where the timer was left.
+    ClockMoved,
+}
+
+/// What a reaped child was to the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reaped {
+    /// Not a job child of ours (the cluster helper, or unknown).
+    NotOurs,
+    /// A job child ended.
+    Ended,
+    /// A job child ended, and the run that waited for it (`CRON_OVERLAP=queue`) could not be
+    /// forked: it is queued again, and the timer must be armed again.
+    Requeued,
+}
+
+pub(super) struct Scheduler {
+    /// The entries, their jobs, and the jobs due.
+    cycle: Cycle<JobSpec>,
+    /// Running job children, by pid and by entry.
+    running: Running<JobSpec>,
+    fork_failures: ForkFailures,
+    /// The minute the timer is armed for.
+    armed: UtcMinute,
+    /// What happened to jobs, for `--metrics`.
+    metrics: Metrics,
+    /// The scheduled entries with `CRON_MISSED=once`.
+    once: BTreeSet<EntryId>,
+    /// Each entry's last run that ended (for a snapshot of the entries).
+    last: HashMap<EntryId, LastRun>,
+    /// `--state-dir`, and the minute the state file was last written with.
+    state_dir: PathBuf,
+    written_handled: Option<UtcMinute>,
+}
+
+impl Scheduler {
+    /// An empty scheduler at `now`, in the local `zone`; `state_dir` holds the
+    /// `CRON_MISSED=once` state file.
+    pub(super) fn new(now: Timestamp, zone: Zone, state_dir: PathBuf) -> Scheduler {
+        let minute = UtcMinute::containing(now.as_second());
+        Scheduler {
+            cycle: Cycle::new(minute, zone),
+            running: Running::default(),
+            fork_failures: ForkFailures::default(),
+            armed: minute.plus(1),
+            metrics: Metrics::default(),
+            once: BTreeSet::new(),
+            last: HashMap::new(),
+            state_dir,
+            written_handled: None,
+        }
+    }
+
+    /// `@every` intervals count from `base_ms` (the start).
+    pub(super) fn set_every_base(&mut self, base_ms: i64) {
+        self.cycle.set_every_base(base_ms);
+    }
+
+    /// The entries, read-only (a reload finds the unchanged ones among them).
+    pub(super) fn entries(&self) -> &Cycle<JobSpec> {
+        &self.cycle
+    }
+
+    /// How many entries there are.
+    pub(super) fn len(&self) -> usize {
+        self.cycle.len()
+    }
+
+    pub(super) fn local_zone(&self) -> &Zone {
+        self.cycle.local_zone()
+    }
+
+    pub(super) fn set_local_zone(&mut self, zone: Zone) {
+        self.cycle.set_local_zone(zone);
+    }
+
+    /// A reload of one file: its entries kept, added and removed. Returns the ids of the
+    /// added ones, in the order of `change.add`.
+    pub(super) fn apply(
+        &mut self,
+        change: Change,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Vec<EntryId> {
+        // What the first run after a load logs once (a HOME that can't be entered), the first
+        // run after this one logs again.
+        self.running.loaded_again(change.reset.iter().copied());
+        for (id, job) in change.rebind {
+            if let Some(kept) = self.cycle.job_mut(id) {
+                *kept = job;
+            }
+        }
+        let added = change
+            .add
+            .into_iter()
+            .map(|new| self.add(new, now_ms))
+            .collect();
+        // Removed after the adds, so the new entries take the places free before the reload.
+        let cancelled: usize = change.remove.iter().map(|&id| self.remove(id)).sum();
+        if cancelled > 0 {
+            fx.info(lines::delay_cancelled_line(
+                &change.who,
+                cancelled,
+                &change.tab,
+            ));
+        }
+        added
+    }
+
+    fn add(&mut self, new: NewEntry, now_ms: i64) -> EntryId {
+        match new {
+            NewEntry::Every { seconds, job } => self.cycle.add_every(seconds, job, now_ms),
+            NewEntry::Periodic {
+                schedule,
+                zone,
+                job,
+                delay,
+            } => {
+                let once = job.env().policy().missed == Missed::Once;
+                let id = self.cycle.add(schedule, zone, job, delay);
+                if once {
+                    self.once.insert(id);
+                }
+                id
+            }
+        }
+    }
+
+    /// Removes an entry; returns how many of its runs waiting for RANDOM_DELAY went with it.
+    fn remove(&mut self, id: EntryId) -> usize {
+        self.metrics.forget(id);
+        self.once.remove(&id);
+        self.last.remove(&id);
+        self.cycle.remove(id)
+    }
+
+    /// @reboot: once per boot, marked by a file under /run (Debian).
+    pub(super) fn reboot(
+        &mut self,
+        jobs: Vec<JobSpec>,
+        marker: &Path,
+        now: Timestamp,
+        fx: &mut dyn Effects,
+    ) {
+        match crate::sys::fs::create_marker(marker) {
+            Ok(true) => {
+                fx.info(lines::reboot_line());
+                let minute = UtcMinute::containing(now.as_second());
+                for job in jobs {
+                    self.cycle.queue_now(job, minute);
+                }
+            }
+            Ok(false) => fx.info(lines::no_reboot_line()),
+            Err(e) => fx.error(lines::reboot_marker_line(marker, &e)),
+        }
+    }
+
+    /// Whether the clock is not where the timer was left (whatever woke the loop).
+    pub(super) fn clock_moved(&self, now: Timestamp) -> bool {
+        clock_moved(now.as_millisecond(), self.cycle.handled(), self.armed)
+    }
+
+    /// Queues the `@every` runs whose time has come.
+    pub(super) fn every_due(&mut self, now_ms: i64) {
+        self.cycle.every_due(now_ms);
+    }
+
+    /// When the loop must wake to start a queued run or an `@every` one.
+    pub(super) fn next_start_ms(&self) -> Option<i64> {
+        [self.cycle.next_start_ms(), self.cycle.next_every_ms()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// A minute boundary (or a clock step): the minute's runs queued, what a clock jump
+    /// missed made up (`CRON_MISSED=once`), and the lines that say so.
+    pub(super) fn on_minute(&mut self, now: Timestamp, wake: Wake, fx: &mut dyn Effects) {
+        self.fork_failures.minute_passed(fx);
+        let before = self.cycle.handled();
+        let now_minute = UtcMinute::containing(now.as_second());
+        let woke = self.cycle.on_wake(now_minute);
+        if matches!(
+            woke.movement,
+            Movement::Late(_) | Movement::Forward(_) | Movement::Afresh(_)
+        ) {
+            // The clock jumped (a resume, a step): `CRON_MISSED=once` entries make up what the
+            // minute rules did not run.
+            self.make_up(before, now_minute, now_minute, fx);
+        }
+        if woke.queued > 0 {
+            self.write_handled_if_needed(now_minute, fx);
+        }
+        if woke.postponed > 0 {
+            fx.info(lines::postponed_line(woke.postponed));
+        }
+        match (woke.movement, wake) {
+            // The kernel's word is logged even for a step too small to matter: it is rare
+            // (settimeofday, an NTP step, a resume), and says the path works.
+            (Movement::Normal | Movement::Repeat, Wake::ClockSet) => {
+                fx.info(lines::clock_set_in_place_line())
+            }
+            (Movement::Normal | Movement::Repeat, _) => {}
+            (other, Wake::Timer) => fx.info(lines::clock_late_line(other)),
+            (other, _) => fx.info(lines::clock_set_line(other)),
+        }
+    }
+
+    /// The next run to start at `now_ms`, if one's time has come.
+    pub(super) fn next_to_start(&mut self, now_ms: i64) -> Option<Run> {
+        self.cycle.next_to_start(now_ms)
+    }
+
+    /// A run's identity in a cluster: `None` when it is always local (@reboot, `@every`, an
+    /// entry without `CRON_CLUSTER`, or one gone).
+    pub(super) fn cluster_entry(&self, run: &Run) -> ClusterEntry {
+        let job = &run.job.job;
+        let entry = run.job.entry?;
+        if !job.env().policy().clustered || self.cycle.every_seconds(entry).is_some() {
+            return None;
+        }
+        let (schedule, zone, _, _) = self.cycle.get(entry)?;
+        Some(entry_key(
+            schedule,
+            zone.map(|z| z.name()),
+            job.user(),
+            job.command(),
+        ))
+    }
+
+    /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
+    /// (skipped or left waiting, logged), or failed (back first in line, which waits a second).
+    pub(super) fn launch(&mut self, run: Run, now_ms: i64, fx: &mut dyn Effects) -> Launched {
+        if !self.admit(&run, fx) {
+            return Launched::Held;
+        }
+        match self.start(run.job.entry, &run.job.job, now_ms, fx) {
+            Some(pid) => Launched::Started(pid),
+            None => {
+                let failed = Launched::Failed {
+                    entry: run.job.entry,
+                    due: run.due,
+                };
+                self.cycle.put_back(run, now_ms);
+                failed
+            }
+        }
+    }
+
+    /// Whether `run` may start now under `CRON_OVERLAP`; if not, it is skipped (counted) or
+    /// kept until its entry is idle, and logged.
+    fn admit(&mut self, run: &Run, fx: &mut dyn Effects) -> bool {
+        let (entry, job) = (run.job.entry, &run.job.job);
+        let overlap = job.env().policy().overlap;
+        if overlap == Overlap::Allow {
+            return true;
+        }
+        let line = match self.running.admit(entry, overlap, job.clone()) {
+            Admit::Start(_) => return true,
+            Admit::Skip {
+                since_ms,
+                also_waiting,
+            } => {
+                self.metrics.skipped();
+                let since = clock::time(self.cycle.local_zone(), since_ms);
+                lines::skip_line(job.user(), job.command(), &since, also_waiting)
+            }
+            Admit::Wait { since_ms } => {
+                let since = clock::time(self.cycle.local_zone(), since_ms);
+                lines::wait_line(job.user(), job.command(), &since)
+            }
+        };
+        fx.info(line.with_job(job.log_fields(None)));
+        false
+    }
+
+    /// The one way a job child is started: forked, counted, recorded as running; a failed
+    /// fork is counted and logged once a minute (so that a fork failing for lack of processes
+    /// does not turn the loop into a busy retry). `None`: the fork failed; the caller puts the
+    /// run back.
+    fn start(
+        &mut self,
+        entry: Option<EntryId>,
+        job: &JobSpec,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Option<Pid> {
+        let first = self.running.first_since_load(entry);
+        match fx.start(job, first) {
+            Ok(pid) => {
+                self.metrics.started();
+                self.running.started(pid, entry, now_ms);
+                self.fork_failures.succeeded(fx);
+                Some(pid)
+            }
+            Err(e) => {
+                self.running.not_started(entry, first);
+                self.fork_failures.failed(fx, e);
+                None
+            }
+        }
+    }
+
+    /// Arms the timer for the cycle's next wake-up (`every_minute`: something must be looked
+    /// at every minute, as the sources say).
+    pub(super) fn arm(&mut self, now: Timestamp, every_minute: bool, fx: &mut dyn Effects) {
+        let now_minute = UtcMinute::containing(now.as_second());
+        let target = self.cycle.next_wake(now_minute, every_minute);
+        self.armed = target;
+        if let Err(e) = fx.arm(target) {
+            fx.error(lines::unarmed_line(&e));
+        }
+    }
+
+    /// Runs are ready to start that this turn did not start.
+    pub(super) fn has_backlog(&self) -> bool {
+        self.cycle.has_backlog()
+    }
+
+    /// A child was reaped: if it was a job child, it is forgotten and its end counted, and a
+    /// run that waited for it (`CRON_OVERLAP=queue`) starts.
+    ///
+    /// This is the one place a job child's end comes back to the scheduler: a status that
+    /// asks for the run again goes here.
+    pub(super) fn on_reaped(
+        &mut self,
+        pid: Pid,
+        exit: Exit,
+        now: Timestamp,
+        fx: &mut dyn Effects,
+    ) -> Reaped {
+        let Some(ended) = self.running.ended(pid) else {
+            return Reaped::NotOurs;
+        };
+        let outcome = match exit {
+            Exit::Code(0) => Outcome::Succeeded,
+            Exit::Code(2) => Outcome::TimedOut,
+            _ => Outcome::Failed,
+        };
+        let now_ms = now.as_millisecond();
+        let duration_ms = now_ms - ended.started_ms;
+        self.metrics
+            .ended(ended.entry, outcome, duration_ms, now.as_second());
+        // Only for an entry still loaded: a removed one's record would stay for good.
+        if let Some(entry) = ended.entry.filter(|&e| self.cycle.get(e).is_some()) {
+            let last = LastRun {
+                started_ms: ended.started_ms,
+                duration_ms,
+                exit,
+            };
+            self.last.insert(entry, last);
+        }
+        let Some(waiting) = ended.waiting else {
+            return Reaped::Ended;
+        };
+        if self.start(ended.entry, &waiting, now_ms, fx).is_some() {
+            return Reaped::Ended;
+        }
+        // Not forked: it joins the queue, first in line.
+        let minute = UtcMinute::containing(now.as_second());
+        self.cycle.queue_run(ended.entry, waiting, minute);
+        Reaped::Requeued
+    }
+
+    /// The running job children's pids: what a stop that signals and waits for them needs
+    /// (their process groups; `on_reaped` tells when each is gone).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn running_pids(&self) -> Vec<Pid> {
+        self.running.pids()
+    }
+
+    /// How many job children are running.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn running_len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Entry `id` as it stands (`None`: gone): for a snapshot of the entries, in the order
+    /// the sources give them.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn entry_state(&self, id: EntryId) -> Option<EntryState> {
+        let (_, _, job, _) = self.cycle.get(id)?;
+        Some(EntryState {
+            id,
+            entry: job.entry(),
+            user: job.user().to_vec(),
+            next_ms: self.cycle.next_run_ms(id),
+            last: self.last.get(&id).copied(),
+            running: self.running.pids_of(id),
+        })
+    }
+
+    /// Starts a run of entry `id` now, as if it were due this minute (the control socket's
+    /// `run`). Returns whether there is such an entry.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn run_now(&mut self, id: EntryId, now: Timestamp) -> bool {
+        let Some((_, _, job, _)) = self.cycle.get(id) else {
+            return false;
+        };
+        let job = job.clone();
+        self.cycle
+            .queue_run(Some(id), job, UtcMinute::containing(now.as_second()));
+        true
+    }
+
+    /// The exposition for `--metrics` (`entries`: with the per-entry series).
+    pub(super) fn render_metrics(&self, entries: bool) -> String {
+        self.metrics.render(self.running.len(), entries, |id| {
+            self.cycle.get(id).map(|(_, _, job, _)| job.entry())
+        })
+    }
+
+    /// Gives memory a reload freed back.
+    pub(super) fn shrink(&mut self) {
+        self.cycle.shrink();
+    }
+
+    /// SIGTERM or SIGINT: the lines that say what is left, and the state file.
+    pub(super) fn stopping(&mut self, fx: &mut dyn Effects) {
+        fx.info(lines::shutting_down_line());
+        if self.running.len() > 0 {
+            fx.info(lines::still_running_line(self.running.len()));
+        }
+        if self.running.waiting() > 0 {
+            fx.info(lines::waiting_dropped_line(self.running.waiting()));
+        }
+        let handled = self.cycle.handled();
+        self.write_handled_if_needed(handled, fx);
+    }
+}
+
+/// `CRON_MISSED=once` (`daemon::missed`): what the scheduler remembers across restarts.
+impl Scheduler {
+    /// At start-up: the runs of `once` entries missed since the minute the state file holds,
+    /// up to this minute (which the daemon does not run: it starts in it, as Vixie's does).
+    pub(super) fn make_up_after_start(&mut self, now: Timestamp, fx: &mut dyn Effects) {
+        if let Some(handled) = self.read_handled(fx) {
+            let now = UtcMinute::containing(now.as_second());
+            self.make_up(handled, now.plus(1), now, fx);
+        }
+        self.files_loaded(fx);
+    }
+
+    /// Queues, for minute `now`, one run of each `once` entry with a fire time after `after`
+    /// and before `before`.
+    fn make_up(
+        &mut self,
+        after: UtcMinute,
+        before: UtcMinute,
+        now: UtcMinute,
+        fx: &mut dyn Effects,
+    ) {
+        let once: Vec<EntryId> = self.once.iter().copied().collect();
+        for id in once {
+            let Some(missed) = self.cycle.catch_up(id, after, before, now) else {
+                continue;
+            };
+            self.metrics.missed();
+            if let Some((_, _, job, _)) = self.cycle.get(id) {
+                let when = clock::date_time(self.cycle.local_zone(), missed);
+                let line = lines::missed_line(job.user(), job.command(), &when)
+                    .with_job(job.log_fields(None));
+                fx.info(line);
+            }
+        }
+        self.write_handled_if_needed(self.cycle.handled(), fx);
+    }
+
+    /// Once files are loaded (start-up is over): an entry with `once` that appeared has a
+    /// minute to count its missed runs from, before any of its runs came.
+    pub(super) fn files_loaded(&mut self, fx: &mut dyn Effects) {
+        if self.written_handled.is_none() {
+            let handled = self.cycle.handled();
+            self.write_handled_if_needed(handled, fx);
+        }
+    }
+
+    fn write_handled_if_needed(&mut self, handled: UtcMinute, fx: &mut dyn Effects) {
+        if self.written_handled == Some(handled) || self.once.is_empty() {
+            return;
+        }
+        match missed::write(&self.state_dir, handled) {
+            Ok(()) => self.written_handled = Some(handled),
+            Err(e) => fx.error(lines::state_unwritten_line(
+                &self.state_dir.join(missed::FILE),
+                &e,
+            )),
+        }
+    }
+
+    /// The minute the state file holds; `None` (logged, unless there is no file) when there is
+    /// none the daemon can trust.
+    fn read_handled(&self, fx: &mut dyn Effects) -> Option<UtcMinute> {
+        match missed::read(&self.state_dir) {
+            Ok(minute) => minute,
+            Err(why) => {
+                let path = self.state_dir.join(missed::FILE);
+                fx.log(Level::Warning, lines::state_ignored_line(&path, &why));
+                None
+            }
+        }
+    }
+}
+
+/// Fork failures, counted and logged once a minute rather than once per attempt.
+#[derive(Debug, Default)]
+struct ForkFailures {
+    /// Failures since the last line, and the last error.
+    since_logged: u64,
+    last: Option<std::io::Error>,
+    /// Failures since the last success (for the line that says forks work again).
+    in_a_row: u64,
+}
+
+impl ForkFailures {
+    fn failed(&mut self, fx: &mut dyn Effects, e: std::io::Error) {
+        self.in_a_row += 1;
+        self.since_logged += 1;
+        if self.in_a_row == 1 {
+            // The first failure is logged at once; the rest are counted.
+            fx.error(lines::fork_failed_line(&e.to_string()));
+            self.since_logged = 0;
+        }
+        self.last = Some(e);
+    }
+
+    fn succeeded(&mut self, fx: &mut dyn Effects) {
+        if self.in_a_row > 0 {
+            fx.info(lines::fork_works_line(self.in_a_row));
+            self.in_a_row = 0;
+            self.since_logged = 0;
+        }
+    }
+
+    fn minute_passed(&mut self, fx: &mut dyn Effects) {
+        if self.since_logged > 0 {
+            let e = self
+                .last
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            fx.error(lines::fork_still_failing_line(&e, self.since_logged));
+            self.since_logged = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::clock::{Clock, FakeClock};
+    use crate::daemon::effects::Recorded;
+    use crate::daemon::flow::change_of;
+
+    /// A scheduler at `clock`'s time in UTC, with alice's crontab `text` applied, and its state
+    /// directory (dropped with the test).
+    fn scheduler(
+        clock: &FakeClock,
+        text: &str,
+        fx: &mut Recorded,
+    ) -> (Scheduler, tempfile::TempDir) {
+        let state = tempfile::tempdir().unwrap();
+        let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().join("state"));
+        let ids = s.apply(change_of(text), clock.now().as_millisecond(), fx);
+        assert_eq!(ids.len(), s.len());
+        (s, state)
+    }
+
+    /// The minute boundary as the reactor runs it: the minute, then every run that comes up
+    /// handed to the launch path. Returns what each launch did.
+    fn minute(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
+        s.on_minute(clock.now(), Wake::Timer, fx);
+        start_due(s, clock, fx)
+    }
+
+    fn start_due(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
+        let now_ms = clock.now().as_millisecond();
+        let mut launched = Vec::new();
+        while let Some(run) = s.next_to_start(now_ms) {
+            let l = s.launch(run, now_ms, fx);
+            launched.push(l);
+            if matches!(l, Launched::Failed { .. }) {
+                break;
+            }
+        }
+        launched
+    }
+
+    #[test]
+    fn a_minutes_runs_start_through_the_launch_path_the_first_since_load_told_once() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let (mut s, _state) = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        clock.advance_ms(30_000);
+        let launched = minute(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Started(_)]),
+            "{launched:?}"
+        );
+        clock.advance_ms(60_000);
+        minute(&mut s, &clock, &mut fx);
+        assert_eq!(
+            fx.started,
+            [("echo a".to_string(), true), ("echo a".to_string(), false)]
+        );
+        assert_eq!(s.running_len(), 2);
+        assert_eq!(s.running_pids().len(), 2);
+        s.arm(clock.now(), false, &mut fx);
+        assert_eq!(
+            fx.armed,
+            [UtcMinute::containing(clock.now().as_second()).plus(1)]
+        );
+        assert!(fx.lines.is_empty(), "{:?}", fx.lines);
+    }
+
+    #[test]
+    fn a_failed_fork_is_logged_at_once_then_once_a_minute_with_the_count_then_its_recovery() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let (mut s, _state) = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        fx.fail_starts = 3;
+        clock.advance_ms(30_000);
+        let launched = minute(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Failed { .. }]),
+            "{launched:?}"
+        );
+        // The run is back in line, first, after a second.
+        assert!(s.next_to_start(clock.now().as_millisecond()).is_none());
+        for _ in 0..2 {
+            clock.advance_ms(1_000);
+            let launched = start_due(&mut s, &clock, &mut fx);
+            assert!(
+                matches!(launched[..], [Launched::Failed { .. }]),
+                "{launched:?}"
+            );
+        }
+        assert_eq!(fx.logged("can't fork").len(), 1, "{:?}", fx.lines);
+        assert!(fx.logged("can't fork")[0].ends_with("jobs wait and are retried every second)"));
+        clock.advance_ms(57_000);
+        s.on_minute(clock.now(), Wake::Timer, &mut fx);
+        assert_eq!(
+            fx.logged("more failed attempts in the last minute").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        assert!(
+            fx.logged("; 2 more failed attempts").len() == 1,
+            "{:?}",
+            fx.lines
+        );
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert!(matches!(launched[0], Launched::Started(_)), "{launched:?}");
+        assert_eq!(
+            fx.logged("fork works again after 3 failed attempts").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        // The run that failed three times was still its entry's first since the load.
+        assert_eq!(fx.started[0], ("echo a".to_string(), true));
+    }
+
+    #[test]
+    fn a_queued_overlap_waits_for_the_running_one_and_a_failed_fork_then_requeues_it() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let (mut s, _state) = scheduler(&clock, "CRON_OVERLAP=queue\n* * * * * sleep\n", &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        clock.advance_ms(60_000);
+        assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Held]);
+        assert_eq!(
+            fx.logged("(alice) WAIT (sleep) still running since 10:01")
+                .len(),
+            1
+        );
+        // The running one ends; the waiting one can't be forked: it joins the queue.
+        fx.fail_starts = 1;
+        clock.advance_ms(5_000);
+        assert_eq!(
+            s.on_reaped(first, Exit::Code(0), clock.now(), &mut fx),
+            Reaped::Requeued
+        );
+        assert_eq!(s.running_len(), 0);
+        assert!(matches!(
+            start_due(&mut s, &clock, &mut fx)[..],
+            [Launched::Started(_)]
+        ));
+        assert_eq!(
+            s.on_reaped(Pid(1), Exit::Code(0), clock.now(), &mut fx),
+            Reaped::NotOurs
+        );
+        assert!(s.render_metrics(false).contains("crond_runs_total 2"));
+    }
+
+    #[test]
+    fn missed_once_entries_make_up_a_clock_jump_and_the_state_file_remembers_the_minute() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "0 * * * * plain\nCRON_MISSED=once\n0 * * * * once\n";
+        let (mut s, state) = scheduler(&clock, text, &mut fx);
+        s.files_loaded(&mut fx);
+        let dir = state.path().join("state");
+        let handled = UtcMinute::containing(clock.now().as_second());
+        assert_eq!(missed::read(&dir), Ok(Some(handled)));
+        // Asleep from 10:00 to 12:30 (a resume): the `once` entry runs once, the other not.
+        clock.advance_ms(150 * 60_000);
+        let launched = minute(&mut s, &clock, &mut fx);
+        assert_eq!(launched.len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.started, [("once".to_string(), true)]);
+        let made_up = fx.logged("(alice) MISSED (once) due at 2026-11-27 11:00");
+        assert_eq!(made_up.len(), 1, "{:?}", fx.lines);
+        assert_eq!(
+            fx.logged("clock late").len() + fx.logged("clock set").len(),
+            1
+        );
+        // Removing the entry removes its need of the file.
+        let mut gone = change_of("");
+        gone.remove = s.once.iter().copied().collect();
+        s.apply(gone, clock.now().as_millisecond(), &mut fx);
+        assert!(s.once.is_empty());
+    }
+
+    #[test]
+    fn an_entry_asked_to_run_now_starts_at_once_and_a_gone_one_does_not() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let state = tempfile::tempdir().unwrap();
+        let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().to_path_buf());
+        let now_ms = clock.now().as_millisecond();
+        let ids = s.apply(change_of("0 0 1 1 * yearly\n"), now_ms, &mut fx);
+        assert!(s.run_now(ids[0], clock.now()));
+        let [Launched::Started(pid)] = start_due(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        let state = s.entry_state(ids[0]).unwrap();
+        assert_eq!(
+            (state.entry.as_str(), &state.user[..], &state.running[..]),
+            ("crontabs/alice:1", &b"alice"[..], &[pid][..])
+        );
+        let new_year: Timestamp = "2027-01-01T00:00:00Z".parse().unwrap();
+        assert_eq!(state.next_ms, Some(new_year.as_millisecond()));
+        assert_eq!(state.last, None);
+        clock.advance_ms(2_500);
+        s.on_reaped(pid, Exit::Code(3), clock.now(), &mut fx);
+        let state = s.entry_state(ids[0]).unwrap();
+        let last = LastRun {
+            started_ms: now_ms,
+            duration_ms: 2_500,
+            exit: Exit::Code(3),
+        };
+        assert_eq!((state.last, state.running.len()), (Some(last), 0));
+        let mut gone = change_of("");
+        gone.remove = ids.clone();
+        s.apply(gone, now_ms, &mut fx);
+        assert!(!s.run_now(ids[0], clock.now()));
+        assert_eq!(fx.started, [("yearly".to_string(), true)]);
+    }
+
+    #[test]
+    fn only_a_scheduled_entry_with_cron_cluster_has_a_cluster_identity() {
+        let clock = FakeClock::at("2026-11-27T10:59:30Z");
+        let mut fx = Recorded::default();
+        let text = "0 * * * * local\nCRON_CLUSTER=nightly\n0 * * * * shared\n@every 1h every\n";
+        let (mut s, _state) = scheduler(&clock, text, &mut fx);
+        clock.advance_ms(30_000);
+        s.on_minute(clock.now(), Wake::Timer, &mut fx);
+        let now_ms = clock.now().as_millisecond();
+        let mut seen = Vec::new();
+        while let Some(run) = s.next_to_start(now_ms) {
+            let command = String::from_utf8_lossy(run.job.job.command()).into_owned();
+            seen.push((command, s.cluster_entry(&run).is_some()));
+        }
+        assert_eq!(
+            seen,
+            [("local".to_string(), false), ("shared".to_string(), true)]
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! The daemon's bookkeeping of crontab files (sources): which are loaded, with their entries
+//! and modification times, and which were refused and why. Pure: the sources owner
+//! (`daemon/sources.rs`) opens and reads the files and tells this table what it found; the table answers the
+//! questions the loop asks — which sources vanished, which changed since they were loaded (the
+//! mtime check without inotify), which to look at again every minute, and whether a refusal is
+//! worth a log line (only when its reason is new or changed, so a bad file is logged once, not
+//! every minute).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::crontab::incremental::Fingerprint;
+use crate::database::SourceKey;
+use crate::log::Level;
+use crate::timeline::EntryId;
+use crate::types::Uid;
+
+/// A loaded source.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Loaded {
+    /// The file's entries in the cycle, in its order (a reload computes the keys it finds them
+    /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
+    pub(super) entries: EntryList,
+    pub(super) mtime_ns: i128,
+    /// What the next reload parses the file's new text against, with the owner it was loaded
+    /// for (`crontab::incremental`; none for a small or unclean file).
+    pub(super) fingerprint: Option<(Box<Fingerprint>, Option<Uid>)>,
+}
+
+/// A file's entries in order, as runs of consecutive ids: a file's new entries take the
+/// agenda's free places lowest first, in line order, so a file loaded whole is one run and an
+/// edit adds a few (16 bytes each), instead of 8 bytes an entry.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct EntryList {
+    /// (first id, how many): the run is `first`, `first + 1`, … (same generation, next place).
+    runs: Vec<(EntryId, u32)>,
+}
+
+impl EntryList {
+    pub(super) fn push(&mut self, id: EntryId) {
+        if let Some((first, len)) = self.runs.last_mut()
+            && first.0.checked_add(u64::from(*len)) == Some(id.0)
+            && *len < u32::MAX
+        {
+            *len += 1;
+            return;
+        }
+        self.runs.push((id, 1));
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.runs
+            .iter()
+            .flat_map(|&(first, len)| (0..u64::from(len)).map(move |i| EntryId(first.0 + i)))
+    }
+
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.runs.shrink_to_fit();
+    }
+
+    /// How many runs (what the list costs: 16 bytes each).
+    #[cfg(test)]
+    fn runs(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+/// Why a source is not loaded, as logged: `(who) EVENT (detail)` at `level`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Problem {
+    pub(super) level: Level,
+    pub(super) event: String,
+    pub(super) detail: String,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct SourceTable {
+    loaded: BTreeMap<SourceKey, Loaded>,
+    /// Refused, orphaned or unreadable sources: looked at again every minute.
+    refused: BTreeMap<SourceKey, Problem>,
+}
+
+impl SourceTable {
+    /// Forgets a loaded source, returning what it had (its entries leave the agenda).
+    pub(super) fn take(&mut self, key: &SourceKey) -> Option<Loaded> {
+        self.loaded.remove(key)
+    }
+
+    /// The source loaded; any earlier refusal is over.
+    pub(super) fn loaded(&mut self, key: SourceKey, loaded: Loaded) {
+        self.refused.remove(&key);
+        self.loaded.insert(key, loaded);
+    }
+
+    /// The file is gone; nothing to look at again.
+    pub(super) fn missing(&mut self, key: &SourceKey) {
+        self.refused.remove(key);
+    }
+
+    /// The source was refused for `problem`. Returns whether to log it: yes the first time and
+    /// whenever the reason changes, not while it stays the same.
+    pub(super) fn refused(&mut self, key: &SourceKey, problem: Problem) -> bool {
+        if self.refused.get(key) == Some(&problem) {
+            return false;
+        }
+        self.refused.insert(key.clone(), problem);
+        true
+    }
+
+    /// Sources to look at again this minute (passwd may come back, a mode may be fixed).
+    pub(super) fn to_recheck(&self) -> Vec<SourceKey> {
+        self.refused.keys().cloned().collect()
+    }
+
+    pub(super) fn any_refused(&self) -> bool {
+        !self.refused.is_empty()
+    }
+
+    /// Known sources (loaded or refused) that are not among `present` any more.
+    pub(super) fn gone(&self, present: &BTreeSet<SourceKey>) -> Vec<SourceKey> {
+        self.loaded
+            .keys()
+            .chain(self.refused.keys())
+            .filter(|k| !present.contains(k))
+            .cloned()
+            .collect()
+    }
+
+    /// Debian's check without inotify: of the sources present now, those to reload — a loaded
+    /// one that vanished, a new one, or one whose mtime differs from the one loaded. Refused
+    /// sources are left out (they are looked at every minute anyway). `mtime` reads a file's
+    /// modification time (`None`: it can't be read).
+    pub(super) fn changed(
+        &self,
+        present: &[SourceKey],
+        mtime: impl Fn(&SourceKey) -> Option<i128>,
+    ) -> Vec<SourceKey> {
+        let here: BTreeSet<&SourceKey> = present.iter().collect();
+        let mut changed: Vec<SourceKey> = self
+            .loaded
+            .keys()
+            .filter(|k| !here.contains(k))
+            .cloned()
+            .collect();
+        for key in present {
+            let known = self.loaded.get(key).map(|s| s.mtime_ns);
+            if known.is_none() && self.refused.contains_key(key) {
+                continue;
+            }
+            if known.is_none() || known != mtime(key) {
+                changed.push(key.clone());
+            }
+        }
+        changed
+    }
+
+    /// Every loaded entry, file by file, in each file's order.
+    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.loaded.values().flat_map(|l| l.entries.iter())
+    }
+
+    /// How many sources are loaded.
+    pub(super) fn len(&self) -> usize {
+        self.loaded.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_files_entries_are_kept_in_order_as_runs_of_consecutive_ids() {
+        let generation = |g: u64, place: u64| EntryId((g << 32) | place);
+        let ids = [
+            generation(0, 0),
+            generation(0, 1),
+            generation(0, 2),
+            // A place reused under a new generation: a run of its own.
+            generation(1, 3),
+            generation(0, 4),
+            generation(0, 5),
+            // Out of order (an old entry kept by an edit).
+            generation(0, 1_000),
+            generation(0, 7),
+        ];
+        let mut list = EntryList::default();
+        for id in ids {
+            list.push(id);
+        }
+        assert_eq!(list.iter().collect::<Vec<_>>(), ids);
+        assert_eq!(list.runs(), 5);
+    }
+
+    fn user(name: &str) -> SourceKey {
+        SourceKey::User(name.into())
+    }
+
+    fn problem(event: &str, detail: &str) -> Problem {
+        Problem {
+            level: Level::Warning,
+            event: event.into(),
+            detail: detail.into(),
+        }
+    }
+
+    fn loaded(mtime_ns: i128) -> Loaded {
+        let mut entries = EntryList::default();
+        entries.push(EntryId(1));
+        Loaded {
+            entries,
+            mtime_ns,
+            fingerprint: None,
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_logged_once_until_its_reason_changes_or_the_file_loads() {
+        let mut s = SourceTable::default();
+        let key = user("alice");
+        assert!(s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
+        assert!(!s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
+        assert!(s.any_refused() && s.to_recheck() == [key.clone()]);
+        assert!(s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")));
+        s.loaded(key.clone(), loaded(5));
+        assert!(!s.any_refused(), "a loaded file is not rechecked");
+        assert!(
+            s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")),
+            "refused again after it loaded: a new episode, logged"
+        );
+        s.missing(&key);
+        assert!(s.to_recheck().is_empty());
+    }
+
+    #[test]
+    fn sources_loaded_or_refused_that_are_not_present_are_gone() {
+        let mut s = SourceTable::default();
+        s.loaded(user("a"), loaded(1));
+        s.loaded(user("b"), loaded(1));
+        s.refused(&user("c"), problem("ORPHAN", "no passwd entry"));
+        let present = BTreeSet::from([user("b")]);
+        assert_eq!(s.gone(&present), [user("a"), user("c")]);
+        let taken = s.take(&user("a")).expect("a was loaded");
+        assert_eq!((taken.entries, taken.mtime_ns), (loaded(1).entries, 1));
+        assert!(s.take(&user("a")).is_none());
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn the_mtime_check_reloads_new_vanished_and_modified_files_only() {
+        let mut s = SourceTable::default();
+        s.loaded(user("same"), loaded(10));
+        s.loaded(user("touched"), loaded(10));
+        s.loaded(user("vanished"), loaded(10));
+        s.refused(&user("refused"), problem("BAD FILE MODE", "x"));
+        let present = [
+            user("new"),
+            user("refused"),
+            user("same"),
+            user("touched"),
+            user("unreadable"),
+        ];
+        let mtime = |k: &SourceKey| match k {
+            SourceKey::User(n) if n == "touched" => Some(11),
+            SourceKey::User(n) if n == "unreadable" => None,
+            _ => Some(10),
+        };
+        assert_eq!(
+            s.changed(&present, mtime),
+            [
+                user("vanished"),
+                user("new"),
+                user("touched"),
+                user("unreadable")
+            ]
+        );
+    }
+}
