@@ -144,7 +144,7 @@ impl Daemon {
         let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
         let localtime = options.localtime();
         Ok(Daemon {
-            setup: options.child_setup(log, crate::sys::user::effective_uid().0 == 0),
+            setup: options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?,
             paths,
             rules,
             log,
@@ -201,6 +201,8 @@ impl Daemon {
             "built without PAM"
         } else if self.options.no_pam {
             "--no-pam"
+        } else if self.options.crontab_mode() {
+            "--crontab"
         } else {
             "not root"
         };
