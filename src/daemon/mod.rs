@@ -15,6 +15,7 @@ mod options;
 mod reuse;
 mod running;
 mod sources;
+mod stop;
 mod watch;
 mod zone;
 

@@ -153,6 +153,11 @@ impl<J> Running<J> {
         self.by_pid.len()
     }
 
+    /// The job children running now (for the graceful stop).
+    pub(super) fn pids(&self) -> Vec<Pid> {
+        self.by_pid.keys().copied().collect()
+    }
+
     /// How many runs wait for a running one to end.
     pub(super) fn waiting(&self) -> usize {
         self.by_entry
@@ -221,6 +226,9 @@ mod tests {
             (running.count(a), running.count(b), running.len()),
             (2, 1, 4)
         );
+        let mut pids = running.pids();
+        pids.sort();
+        assert_eq!(pids, [Pid(100), Pid(101), Pid(102), Pid(103)]);
         assert_eq!(ended(&mut running, 100), Some((Some(a), None)));
         assert_eq!(running.count(a), 1);
         assert_eq!(
