@@ -40,7 +40,7 @@ pub(super) struct Daemon {
     pub(super) sources: Sources,
     /// Running job children, by pid and by entry.
     pub(super) running: Running<JobSpec>,
-    signals: SignalPipe,
+    pub(super) signals: SignalPipe,
     pub(super) timer: MinuteTimer,
     /// `None`: no inotify; files are checked every minute.
     pub(super) watches: Option<Watches>,
@@ -400,7 +400,7 @@ impl Daemon {
         }
         if arrived.terminate || arrived.interrupt {
             self.log.info("CRON", "INFO", "Shutting down");
-            if self.running.len() > 0 {
+            if self.running.len() > 0 && !self.stops_jobs() {
                 self.log.info(
                     "CRON",
                     "INFO",
@@ -422,6 +422,10 @@ impl Daemon {
             }
             self.stopping();
             let _ = crate::sys::notify::stopping();
+            // As PID 1 or with --stop-jobs: the running jobs are stopped (daemon/stop.rs).
+            if self.stops_jobs() {
+                self.stop_jobs();
+            }
             return AfterSignals::Stop;
         }
         if arrived.hangup {
