@@ -300,3 +300,30 @@ fn on_a_host_stop_jobs_reaches_a_job_in_its_own_process_group() {
     assert!(log.contains("CMDOUT (got-TERM)"), "{log}");
     assert!(log.contains("every job has ended"), "{log}");
 }
+
+#[test]
+fn a_state_directory_someone_else_owns_stops_the_start_in_crontab_mode() {
+    require_root();
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    tree.write_file(&crontab, "* * * * * true\n", 0o600);
+    // What another user could make where the default would be (/tmp/crond-UID).
+    let state = own_dir(&tree, "planted", "nobody");
+    let out = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--log", "stderr", "--crontab"])
+        .arg(&crontab)
+        .arg("--state-dir")
+        .arg(&state)
+        .output()
+        .expect("run crond");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("state directory") && stderr.contains("not the daemon's"),
+        "{stderr}"
+    );
+    assert!(
+        !state.join("crond.pid").exists(),
+        "no pid file planted there"
+    );
+}
