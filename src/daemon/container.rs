@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::Error;
 use super::cli::Options;
 use crate::database::SourceKey;
-use crate::job::env::{self, TooMuch};
+use crate::job::env::{self, TooMuch, Vars};
 use crate::sys::fs::{self, LastDir};
 use crate::sys::user::{self, Uid, User};
 
@@ -98,7 +98,7 @@ impl Options {
     }
 
     /// The daemon's variables that `--keep-env` keeps (none without it), read now.
-    pub fn kept_env(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TooMuch> {
+    pub fn kept_env(&self) -> Result<Vars, TooMuch> {
         let Some(keep) = &self.keep_env else {
             return Ok(Vec::new());
         };

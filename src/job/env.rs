@@ -62,6 +62,9 @@ fn names_the_user(name: &[u8]) -> bool {
     matches!(name, b"HOME" | b"LOGNAME" | b"USER")
 }
 
+/// Variables as a job's environment holds them: `(name, value)` bytes, in order.
+pub type Vars = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The most variables `--keep-env` keeps, and the most bytes (`NAME=VALUE` each, summed): far
 /// above a container's environment (a Kubernetes pod with service links has a few hundred),
 /// and under the kernel's limit on what one `execve` may pass (2 MiB with an 8 MiB stack).
@@ -140,12 +143,12 @@ impl std::fmt::Display for TooMuch {
 pub fn kept(
     daemon: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
     keep: &KeepEnv,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, TooMuch> {
+) -> Result<Vars, TooMuch> {
     let wanted = |name: &[u8]| match keep {
         KeepEnv::All => !left_out_of_star(name),
         KeepEnv::Names(names) => !names_the_user(name) && names.iter().any(|n| n == name),
     };
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut out: Vars = Vec::new();
     let mut bytes = 0usize;
     for (name, value) in daemon {
         if !wanted(&name) || out.iter().any(|(n, _)| *n == name) {
