@@ -215,25 +215,10 @@ impl Options {
                     o.cluster_lease_s =
                         Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
                 }
-                Long("crontab") => {
-                    if o.crontabs.len() == MAX_CRONTAB_FILES {
-                        return Err(lexopt::Error::Custom(
-                            format!("--crontab given more than {MAX_CRONTAB_FILES} times").into(),
-                        )
-                        .into());
-                    }
-                    o.crontabs.push(path(&mut parser)?);
-                }
+                Long("crontab") => o.crontabs.push(crontab_file(&mut parser, &o.crontabs)?),
                 Long("keep-env") => o.keep_env = Some(keep_env(&mut parser, o.keep_env.take())?),
                 Long("stop-jobs") => o.stop_jobs = true,
-                Long("stop-timeout") => {
-                    o.stop_timeout_s = Some(in_range(
-                        &mut parser,
-                        "--stop-timeout (seconds)",
-                        0,
-                        MAX_STOP_TIMEOUT_S,
-                    )?)
-                }
+                Long("stop-timeout") => o.stop_timeout_s = Some(stop_timeout(&mut parser)?),
                 Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
                 Long("log") => o.log = Some(log_destination(&mut parser)?),
                 Long("log-format") => o.log_format = log_format(&mut parser)?,
@@ -271,6 +256,21 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// `--crontab FILE`, one more after those `given`.
+fn crontab_file(parser: &mut lexopt::Parser, given: &[PathBuf]) -> Result<PathBuf, lexopt::Error> {
+    if given.len() == MAX_CRONTAB_FILES {
+        return Err(lexopt::Error::Custom(
+            format!("--crontab given more than {MAX_CRONTAB_FILES} times").into(),
+        ));
+    }
+    Ok(PathBuf::from(parser.value()?))
+}
+
+/// `--stop-timeout SECONDS`.
+fn stop_timeout(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
+    in_range(parser, "--stop-timeout (seconds)", 0, MAX_STOP_TIMEOUT_S)
 }
 
 /// `--keep-env NAME,...` or `--keep-env '*'`, added to what earlier ones said (`before`).
