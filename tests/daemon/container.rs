@@ -327,3 +327,46 @@ fn a_state_directory_someone_else_owns_stops_the_start_in_crontab_mode() {
         "no pid file planted there"
     );
 }
+
+#[test]
+fn on_a_host_keep_env_reaches_a_users_job_under_pam_but_not_the_mails_headers() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let user = user_with_home("ke", &home);
+    tree.use_pam_files("", None);
+    let env = tree.out("env");
+    let mail = tree.out("mail");
+    let sendmail = tree.path().join("sendmail");
+    tree.write_file(
+        &sendmail,
+        &format!("#!/bin/sh\ncat > {}\n", show(&mail)),
+        0o755,
+    );
+    tree.user_crontab(
+        &user.name,
+        &format!("0 10 * * * env > {}; echo mailed\n", show(&env)),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start_with_env(
+        &tree,
+        1,
+        &["--keep-env", "FOO", "--sendmail", show(&sendmail)],
+        &[("FOO", "kept"), ("BAR", "not-kept")],
+    );
+    let vars = wait_for_file(&env, 30);
+    assert!(vars.lines().any(|l| l == "FOO=kept"), "{vars}");
+    assert!(!vars.contains("BAR="), "{vars}");
+    assert!(
+        vars.lines().any(|l| l == format!("LOGNAME={}", user.name)),
+        "{vars}"
+    );
+    let message = wait_for_file(&mail, 30);
+    assert!(message.contains("mailed"), "{message}");
+    assert!(message.contains("X-Cron-Env: <LOGNAME="), "{message}");
+    assert!(
+        !message.contains("FOO"),
+        "kept variables are not cron's: no X-Cron-Env line\n{message}"
+    );
+}
