@@ -370,3 +370,49 @@ fn on_a_host_keep_env_reaches_a_users_job_under_pam_but_not_the_mails_headers() 
         "kept variables are not cron's: no X-Cron-Env line\n{message}"
     );
 }
+
+#[test]
+fn a_crontab_mounted_as_a_kubernetes_configmap_is_reloaded_when_the_map_changes() {
+    let tree = Tree::new();
+    // The kubelet's layout: crontab -> ..data/crontab, ..data -> ..2026_a (a directory of the
+    // map's files); an update writes ..2026_b, swaps ..data by a rename, removes ..2026_a.
+    let mount = tree.path().join("config");
+    let first = mount.join("..2026_a");
+    fs::create_dir_all(&first).expect("mkdir");
+    let out_a = tree.out("a");
+    let out_b = tree.out("b");
+    tree.write_file(
+        &first.join("crontab"),
+        &format!("* * * * * echo a > {}\n", show(&out_a)),
+        0o644,
+    );
+    std::os::unix::fs::symlink("..2026_a", mount.join("..data")).expect("symlink");
+    std::os::unix::fs::symlink("..data/crontab", mount.join("crontab")).expect("symlink");
+    let state = tree.path().join("state");
+    let crond = start_plain(
+        &tree,
+        1,
+        &[],
+        &[
+            "--crontab",
+            show(&mount.join("crontab")),
+            "--state-dir",
+            show(&state),
+        ],
+        &[],
+        &[],
+    );
+    wait_for_file(&out_a, 30);
+    let second = mount.join("..2026_b");
+    fs::create_dir(&second).expect("mkdir");
+    tree.write_file(
+        &second.join("crontab"),
+        &format!("* * * * * echo b > {}\n", show(&out_b)),
+        0o644,
+    );
+    std::os::unix::fs::symlink("..2026_b", mount.join("..data_tmp")).expect("symlink");
+    fs::rename(mount.join("..data_tmp"), mount.join("..data")).expect("swap");
+    fs::remove_dir_all(&first).expect("remove the old map");
+    crond.wait_for_log("RELOAD", 20);
+    wait_for_file(&out_b, 30);
+}
