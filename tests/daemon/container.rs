@@ -258,7 +258,15 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
         &tree,
         1,
         &["unshare", "--pid", "--fork", "--mount-proc"],
-        &["--crontab", show(&crontab), "--state-dir", show(&state)],
+        // Long enough that a loaded machine can't turn the stop into a SIGKILL.
+        &[
+            "--crontab",
+            show(&crontab),
+            "--state-dir",
+            show(&state),
+            "--stop-timeout",
+            "3600",
+        ],
         &[],
         &[],
     );
@@ -271,7 +279,7 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
         .expect("kill");
     assert!(status.success());
     let mut child = crond.child.take().expect("running");
-    let status = wait_with_timeout(&mut child, 30);
+    let status = wait_with_timeout(&mut child, 120);
     let log = crond.log_text();
     assert_eq!(status.code(), Some(0), "crond exits 0; the log:\n{log}");
     assert!(
@@ -293,9 +301,23 @@ fn on_a_host_stop_jobs_reaches_a_job_in_its_own_process_group() {
         show(&started)
     );
     tree.write_file(&tree.system_crontab(), &text, 0o644);
-    let mut crond = Crond::start(&tree, 1, &["--no-pam", "-s", "--stop-jobs"]);
+    // A long timeout: after its shell, a CRON_TIMEOUT job child waits until its group is
+    // empty, and the orphaned `sleep` is a member until the host's init reaps it, which here
+    // may take seconds.
+    let crond = Crond::start(
+        &tree,
+        1,
+        &["--no-pam", "-s", "--stop-jobs", "--stop-timeout", "3600"],
+    );
     wait_for_file(&started, 30);
-    assert!(crond.stop().success());
+    let status = Command::new("kill")
+        .args(["-TERM", &crond.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let mut crond = crond;
+    let mut child = crond.child.take().expect("running");
+    assert!(wait_with_timeout(&mut child, 120).success());
     let log = crond.log_text();
     assert!(log.contains("CMDOUT (got-TERM)"), "{log}");
     assert!(log.contains("every job has ended"), "{log}");
