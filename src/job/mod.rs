@@ -194,8 +194,9 @@ struct Prepared {
     input: JobInput,
 }
 
-/// The entry's user as passwd says now (in `--crontab` mode, the daemon's); `None` (logged) when unknown or no longer the uid the
-/// crontab was checked for.
+/// The entry's user as passwd says now (in `--crontab` mode, the daemon's own, from
+/// `setup.run_as`); `None` (logged) when unknown or no longer the uid the crontab was checked
+/// for.
 fn resolve_user(spec: &JobSpec, setup: &ChildSetup) -> Option<User> {
     if let Some(user) = &setup.run_as {
         return Some(user.clone());
