@@ -583,6 +583,16 @@ mod tests {
         for bad in ["HOME", "TZ,", "A=B", "LOGNAME,TZ", "", "**"] {
             assert!(parse(&["--keep-env", bad]).is_err(), "{bad:?}");
         }
+        let names = |n: usize| {
+            (0..n)
+                .map(|i| format!("V{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let most = names(env::MAX_KEPT_VARS);
+        assert!(parse(&["--keep-env", &most]).is_ok());
+        let too_many = names(env::MAX_KEPT_VARS + 1);
+        assert!(parse(&["--keep-env", &too_many]).is_err(), "past the bound");
         assert!(parse(&["--stop-timeout", "0"]).is_ok());
         assert!(parse(&["--stop-timeout", "3601"]).is_err());
         assert!(parse(&["--stop-timeout", "-1"]).is_err());
