@@ -42,6 +42,9 @@ impl Options {
         {
             *p = std::path::absolute(&*p)?;
         }
+        for p in &mut self.crontabs {
+            *p = std::path::absolute(&*p)?;
+        }
         Ok(())
     }
 
@@ -184,6 +187,22 @@ fn charset_from_env() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_path_given_is_made_absolute_crontab_files_too() {
+        let mut o = Options {
+            crontabs: vec!["my.crontab".into(), "/etc/crond/crontab".into()],
+            state_dir: Some("state".into()),
+            ..Options::default()
+        };
+        o.absolutize().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            o.crontabs,
+            [cwd.join("my.crontab"), PathBuf::from("/etc/crond/crontab")]
+        );
+        assert_eq!(o.state_dir, Some(cwd.join("state")));
+    }
 
     #[test]
     fn the_mail_command_follows_dash_m_and_the_sendmail_path() {
