@@ -89,25 +89,22 @@ impl Daemon {
 
     /// Signals every process of every running job but the job children. Returns how many.
     fn signal_jobs(&mut self, signal: GroupSignal) -> usize {
-        let mut sent = 0;
-        for pid in self.running.pids() {
-            match session::signal_job(pid, signal) {
-                Ok(n) => sent += n,
-                Err(e) => {
-                    self.log.error(
-                        "CRON",
-                        "ERROR",
-                        &format!("can't list the processes of job child {}: {e}", pid.0),
-                    );
-                    // Without /proc: the job child's own group (the shell's, without
-                    // CRON_TIMEOUT), the job child included.
-                    if process::signal_group(pid.0 as u32, signal).unwrap_or(false) {
-                        sent += 1;
-                    }
-                }
+        let pids = self.running.pids();
+        match session::signal_jobs(&pids, signal) {
+            Ok(sent) => sent,
+            Err(e) => {
+                self.log.error(
+                    "CRON",
+                    "ERROR",
+                    &format!("can't list the jobs' processes: {e}"),
+                );
+                // Without /proc: each job child's own group (the shell's, without
+                // CRON_TIMEOUT), the job child included.
+                (pids.iter())
+                    .filter(|pid| process::signal_group(pid.0 as u32, signal).unwrap_or(false))
+                    .count()
             }
         }
-        sent
     }
 
     /// Reaps until every job child has ended, `limit` has passed, or SIGTERM/SIGINT comes again.

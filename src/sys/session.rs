@@ -1,12 +1,13 @@
 //! The processes of a job's session, for the daemon's graceful stop (`daemon::stop`): a job child
 //! calls `setsid`, so every process the job starts is in the session whose id is the job child's
 //! pid, whatever process group it leads (a `CRON_TIMEOUT` shell leads its own) — unless it
-//! left with a `setsid` of its own. [`signal_job`] finds them in /proc and signals each one
+//! left with a `setsid` of its own. [`signal_jobs`] finds them in /proc and signals each one
 //! through a pidfd, checked again once the pidfd pins the process, so a pid reused between the
 //! look and the signal is never hit. The processes running the daemon's own executable (the
 //! job child itself, its PAM-session child, the stdin writer) are left alone: they report the
 //! job's end and exit when the job has.
 
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
@@ -38,10 +39,11 @@ fn executable(pid: &str) -> Option<(u64, u64)> {
     Some((meta.dev(), meta.ino()))
 }
 
-/// Sends `signal` to every process of the session `sid` (a job child's pid) that does not run
-/// this daemon's executable. Returns how many were signalled. `Err` only when /proc can't be
-/// listed.
-pub fn signal_job(sid: Pid, signal: GroupSignal) -> io::Result<usize> {
+/// Sends `signal` to every process of the sessions `sids` (job children's pids) that is not a
+/// session's leader and does not run this daemon's executable, in one look at /proc. Returns
+/// how many were signalled. `Err` only when /proc can't be listed.
+pub fn signal_jobs(sids: &[Pid], signal: GroupSignal) -> io::Result<usize> {
+    let sids: HashSet<i32> = sids.iter().map(|p| p.0).collect();
     let own = executable("self");
     let mut sent = 0;
     for entry in std::fs::read_dir("/proc")? {
@@ -50,13 +52,13 @@ pub fn signal_job(sid: Pid, signal: GroupSignal) -> io::Result<usize> {
         let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == sid.0 || session_of(pid) != Some(sid.0) {
+        let Some(sid) = session_of(pid).filter(|sid| sids.contains(sid) && *sid != pid) else {
             continue;
-        }
+        };
         if own.is_some() && executable(&pid.to_string()) == own {
             continue;
         }
-        if send(pid, sid.0, signal) {
+        if send(pid, sid, signal) {
             sent += 1;
         }
     }
@@ -143,7 +145,7 @@ mod tests {
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         };
-        let sent = signal_job(Pid(sid), GroupSignal::Term).expect("signal");
+        let sent = signal_jobs(&[Pid(sid)], GroupSignal::Term).expect("signal");
         assert!(sent >= 1, "the sleep (and the shell) of the session");
         let _ = job.wait();
         assert!(
