@@ -253,24 +253,33 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
         show(&started)
     );
     tree.write_file(&crontab, &text, 0o600);
+    // Long enough that a loaded machine can't turn the stop into a SIGKILL.
+    let (code, log) = stop_as_pid_1(&tree, &crontab, &started, &["--stop-timeout", "3600"]);
+    assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
+    assert!(
+        log.contains("CMDOUT (got-TERM)"),
+        "the trap ran and its output is logged:\n{log}"
+    );
+    assert!(log.contains("stopping 1 running jobs"), "{log}");
+    assert!(log.contains("every job has ended"), "{log}");
+    assert!(!log.contains("they finish on their own"), "{log}");
+}
+
+/// Starts crond as PID 1 of a new PID namespace on `crontab` with `extra` arguments, waits for
+/// `started`, sends SIGTERM to crond and returns its exit status and log.
+fn stop_as_pid_1(tree: &Tree, crontab: &Path, started: &Path, extra: &[&str]) -> (i32, String) {
     let state = tree.path().join("state");
+    let mut args = vec!["--crontab", show(crontab), "--state-dir", show(&state)];
+    args.extend_from_slice(extra);
     let mut crond = start_plain(
-        &tree,
+        tree,
         1,
         &["unshare", "--pid", "--fork", "--mount-proc"],
-        // Long enough that a loaded machine can't turn the stop into a SIGKILL.
-        &[
-            "--crontab",
-            show(&crontab),
-            "--state-dir",
-            show(&state),
-            "--stop-timeout",
-            "3600",
-        ],
+        &args,
         &[],
         &[],
     );
-    wait_for_file(&started, 30);
+    wait_for_file(started, 30);
     // unshare's child is crond, PID 1 in its namespace; unshare returns its exit status.
     let daemon = only_child(crond.pid());
     let status = Command::new("kill")
@@ -280,14 +289,30 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
     assert!(status.success());
     let mut child = crond.child.take().expect("running");
     let status = wait_with_timeout(&mut child, 120);
-    let log = crond.log_text();
-    assert_eq!(status.code(), Some(0), "crond exits 0; the log:\n{log}");
-    assert!(
-        log.contains("CMDOUT (got-TERM)"),
-        "the trap ran and its output is logged:\n{log}"
+    (status.code().unwrap_or(-1), crond.log_text())
+}
+
+#[test]
+fn as_pid_1_a_job_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_its_output_logged() {
+    require_root();
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    let started = tree.out("started");
+    let text = format!(
+        "* * * * * trap '' TERM; echo before; echo started > {}; sleep 300\n",
+        show(&started)
     );
-    assert!(log.contains("stopping 1 running jobs"), "{log}");
-    assert!(!log.contains("they finish on their own"), "{log}");
+    tree.write_file(&crontab, &text, 0o600);
+    let (code, log) = stop_as_pid_1(&tree, &crontab, &started, &["--stop-timeout", "2"]);
+    assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
+    assert!(
+        log.contains("2 s passed: SIGKILL to what is left of 1 jobs"),
+        "{log}"
+    );
+    assert!(
+        log.contains("CMDOUT (before)"),
+        "the output is logged:\n{log}"
+    );
 }
 
 #[test]
