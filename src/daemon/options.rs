@@ -114,6 +114,21 @@ impl Options {
         let kept_env = self
             .kept_env()
             .map_err(|e| super::Error::Config(e.to_string()))?;
+        if self.keep_env.is_some() {
+            // The names only (a value may be a secret); the logger cuts a long line.
+            let names: Vec<String> = (kept_env.iter())
+                .map(|(name, _)| crate::log::printable(name))
+                .collect();
+            log.info(
+                "CRON",
+                "INFO",
+                &format!(
+                    "--keep-env: jobs get {} of the daemon's variables: {}",
+                    names.len(),
+                    names.join(" ")
+                ),
+            );
+        }
         let run_as = self.own_user().map(|(user, in_passwd)| {
             if !in_passwd {
                 log.info(

@@ -122,6 +122,10 @@ fn a_user_runs_a_crontab_file_with_no_path_flag_and_keeps_the_named_variables() 
     crond.wait_for_log("CMDOUT (printed)", 20);
     crond.wait_for_log("WRONG FILE OWNER", 5);
     crond.wait_for_log("jobs run without a PAM session (--crontab)", 5);
+    crond.wait_for_log(
+        "--keep-env: jobs get 2 of the daemon's variables: FOO TZ",
+        5,
+    );
     let pid_file = runtime.join("crond").join("crond.pid");
     let pid: u32 = fs::read_to_string(&pid_file)
         .expect("the pid file under $XDG_RUNTIME_DIR/crond")
