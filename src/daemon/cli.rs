@@ -6,7 +6,10 @@
 //! Flags (DESIGN §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`; and
 //! the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
 //! --sendmail --localtime`, plus `--log syslog|stderr|both`, `--max-output SIZE` (bytes, or with a
-//! K, M or G suffix, binary; 0: no limit), `--no-pam` and `--pam-dir DIR`.
+//! K, M or G suffix, binary; 0: no limit), `--no-pam` and `--pam-dir DIR`; for containers
+//! `--crontab FILE` (repeatable: user-format files run as the daemon's own user, instead of the
+//! spool and the system files), `--keep-env NAME,...|'*'`, `--stop-jobs` and
+//! `--stop-timeout SECONDS`.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -14,6 +17,7 @@ use std::path::PathBuf;
 
 use crate::cli::in_range;
 use crate::cluster::{MAX_KEEP_RUNS, MIN_KEEP_RUNS};
+use crate::job::env::{self, KeepEnv};
 use crate::log::{Destination, Format};
 
 pub const USAGE: &str =
@@ -24,7 +28,8 @@ pub const USAGE: &str =
              [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
              [--metrics-group NAME] [--metrics-entries-on-tcp] [--cluster-db CONNINFO]
              [--cluster-host NAME] [--cluster-helper PATH] [--cluster-keep DAYS]
-             [--cluster-keep-runs N] [--cluster-lease SECONDS]";
+             [--cluster-keep-runs N] [--cluster-lease SECONDS] [--crontab FILE]...
+             [--keep-env NAME,...|'*'] [--stop-jobs] [--stop-timeout SECONDS]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,7 +105,23 @@ pub struct Options {
     pub cluster_keep_runs: Option<u32>,
     /// `--cluster-lease SECONDS`: how long this host's lease lasts unrenewed (default 30).
     pub cluster_lease_s: Option<u32>,
+    /// `--crontab FILE`, once per file (at most [`MAX_CRONTAB_FILES`]): run these user-format
+    /// files as the daemon's own user, and no spool, /etc/crontab or /etc/cron.d.
+    pub crontabs: Vec<PathBuf>,
+    /// `--keep-env NAME,...` (names add up over repeats) or `--keep-env '*'`.
+    pub keep_env: Option<KeepEnv>,
+    /// `--stop-jobs`: on SIGTERM, stop the running jobs before exiting (the default as PID 1).
+    pub stop_jobs: bool,
+    /// `--stop-timeout SECONDS`: how long a stop waits for jobs after SIGTERM before SIGKILL
+    /// (default [`DEFAULT_STOP_TIMEOUT_S`]).
+    pub stop_timeout_s: Option<u32>,
 }
+
+/// The most `--crontab` files.
+pub const MAX_CRONTAB_FILES: usize = 64;
+/// The most `--stop-timeout`, and its default (Docker's own grace before SIGKILL).
+pub const MAX_STOP_TIMEOUT_S: u32 = 3600;
+pub const DEFAULT_STOP_TIMEOUT_S: u32 = 10;
 
 /// The most `--metrics` places.
 pub const MAX_METRICS_TARGETS: usize = 4;
@@ -194,6 +215,10 @@ impl Options {
                     o.cluster_lease_s =
                         Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
                 }
+                Long("crontab") => o.crontabs.push(crontab_file(&mut parser, &o.crontabs)?),
+                Long("keep-env") => o.keep_env = Some(keep_env(&mut parser, o.keep_env.take())?),
+                Long("stop-jobs") => o.stop_jobs = true,
+                Long("stop-timeout") => o.stop_timeout_s = Some(stop_timeout(&mut parser)?),
                 Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
                 Long("log") => o.log = Some(log_destination(&mut parser)?),
                 Long("log-format") => o.log_format = log_format(&mut parser)?,
@@ -217,8 +242,66 @@ impl Options {
                 "--metrics-entries-on-tcp without a --metrics ADDRESS:PORT".into(),
             ));
         }
+        if !self.crontabs.is_empty() {
+            let given = [
+                (self.spool_dir.is_some(), "--spool-dir"),
+                (self.system_crontab.is_some(), "--system-crontab"),
+                (self.cron_d.is_some(), "--cron-d"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(given, _)| *given) {
+                return Err(lexopt::Error::Custom(
+                    format!("--crontab runs only the files it names: no {flag} with it").into(),
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+/// `--crontab FILE`, one more after those `given`.
+fn crontab_file(parser: &mut lexopt::Parser, given: &[PathBuf]) -> Result<PathBuf, lexopt::Error> {
+    if given.len() == MAX_CRONTAB_FILES {
+        return Err(lexopt::Error::Custom(
+            format!("--crontab given more than {MAX_CRONTAB_FILES} times").into(),
+        ));
+    }
+    Ok(PathBuf::from(parser.value()?))
+}
+
+/// `--stop-timeout SECONDS`.
+fn stop_timeout(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
+    in_range(parser, "--stop-timeout (seconds)", 0, MAX_STOP_TIMEOUT_S)
+}
+
+/// `--keep-env NAME,...` or `--keep-env '*'`, added to what earlier ones said (`before`).
+fn keep_env(
+    parser: &mut lexopt::Parser,
+    before: Option<KeepEnv>,
+) -> Result<KeepEnv, lexopt::Error> {
+    let v = parser.value()?;
+    let bad = |why: &str| lexopt::Error::UnexpectedValue {
+        option: format!("--keep-env ({why})"),
+        value: v.clone(),
+    };
+    let bytes = v.as_encoded_bytes();
+    if bytes == b"*" {
+        return Ok(KeepEnv::All);
+    }
+    let mut names = match before {
+        Some(KeepEnv::All) => return Ok(KeepEnv::All),
+        Some(KeepEnv::Names(names)) => names,
+        None => Vec::new(),
+    };
+    for name in bytes.split(|&b| b == b',') {
+        env::check_keep_name(name).map_err(bad)?;
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_vec());
+        }
+    }
+    if names.len() > env::MAX_KEPT_VARS {
+        return Err(bad("too many names"));
+    }
+    Ok(KeepEnv::Names(names))
 }
 
 /// `--metrics unix:PATH|ADDRESS:PORT`, one more place after those `given`.
@@ -409,6 +492,13 @@ mod tests {
             "100",
             "--cluster-lease",
             "10",
+            "--keep-env",
+            "TZ,LANG",
+            "--keep-env",
+            "LANG,FOO",
+            "--stop-jobs",
+            "--stop-timeout",
+            "30",
         ])
         .expect("parses");
         let expected = Options {
@@ -447,6 +537,14 @@ mod tests {
             cluster_keep_days: Some(7),
             cluster_keep_runs: Some(100),
             cluster_lease_s: Some(10),
+            crontabs: Vec::new(),
+            keep_env: Some(KeepEnv::Names(vec![
+                b"TZ".to_vec(),
+                b"LANG".to_vec(),
+                b"FOO".to_vec(),
+            ])),
+            stop_jobs: true,
+            stop_timeout_s: Some(30),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());
@@ -473,6 +571,36 @@ mod tests {
             assert_eq!(parse_size(bad), None, "{bad:?}");
         }
         assert!(parse(&["--max-output", "lots"]).is_err());
+    }
+
+    #[test]
+    fn container_flags_parse_and_their_bad_values_are_refused() {
+        let o = parse(&["--crontab", "a", "--crontab", "/b", "--keep-env", "*"]).unwrap();
+        assert_eq!(o.crontabs, [PathBuf::from("a"), PathBuf::from("/b")]);
+        assert_eq!(o.keep_env, Some(KeepEnv::All));
+        let o = parse(&["--keep-env", "*", "--keep-env", "TZ"]).unwrap();
+        assert_eq!(o.keep_env, Some(KeepEnv::All), "'*' stays everything");
+        for bad in ["HOME", "TZ,", "A=B", "LOGNAME,TZ", "", "**"] {
+            assert!(parse(&["--keep-env", bad]).is_err(), "{bad:?}");
+        }
+        let names = |n: usize| {
+            (0..n)
+                .map(|i| format!("V{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let most = names(env::MAX_KEPT_VARS);
+        assert!(parse(&["--keep-env", &most]).is_ok());
+        let too_many = names(env::MAX_KEPT_VARS + 1);
+        assert!(parse(&["--keep-env", &too_many]).is_err(), "past the bound");
+        assert!(parse(&["--stop-timeout", "0"]).is_ok());
+        assert!(parse(&["--stop-timeout", "3601"]).is_err());
+        assert!(parse(&["--stop-timeout", "-1"]).is_err());
+        assert!(parse(&["--crontab", "a", "--spool-dir", "/s"]).is_err());
+        assert!(parse(&["--cron-d", "/d", "--crontab", "a"]).is_err());
+        let many: Vec<&str> = ["--crontab", "f"].repeat(MAX_CRONTAB_FILES + 1);
+        assert!(parse(&many).is_err(), "at most {MAX_CRONTAB_FILES} files");
+        assert!(parse(&many[2..]).is_ok());
     }
 
     #[test]

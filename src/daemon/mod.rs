@@ -8,6 +8,7 @@
 pub mod cli;
 mod clock;
 mod cluster;
+mod container;
 mod effects;
 mod flow;
 mod load;
@@ -21,6 +22,7 @@ mod scheduler;
 mod setup;
 mod source_table;
 mod sources;
+mod stop;
 mod watch;
 mod zone;
 
@@ -56,8 +58,8 @@ impl fmt::Display for Error {
         match self {
             Error::NotRoot => write!(
                 f,
-                "must be run as root (or with --spool-dir, --system-crontab, --cron-d, \
-                 --pid-file and --reboot-marker all given)"
+                "must be run as root (or with --crontab FILE, or with --spool-dir, \
+                 --system-crontab, --cron-d, --pid-file, --reboot-marker and --state-dir all given)"
             ),
             Error::Locked { path, other } => match other {
                 Some(pid) => write!(f, "can't lock {path}, otherpid may be {pid}"),
@@ -102,12 +104,17 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     options
         .absolutize()
         .map_err(|e| Error::Io("can't resolve a path", e))?;
+    // Said here, before the daemon detaches, where the admin sees it.
+    options
+        .kept_env()
+        .map_err(|e| Error::Config(e.to_string()))?;
     debug_assert_eq!(
         process::thread_count(),
         Some(1),
         "crond must be single-threaded"
     );
-    if effective_uid().0 != 0 && !options.all_paths_overridden() {
+    options.prepare_crontab_mode()?;
+    if effective_uid().0 != 0 && !options.all_paths_overridden() && !options.crontab_mode() {
         return Err(Error::NotRoot);
     }
     let pid_path = options.pid_file();

@@ -42,6 +42,9 @@ impl Options {
         {
             *p = std::path::absolute(&*p)?;
         }
+        for p in &mut self.crontabs {
+            *p = std::path::absolute(&*p)?;
+        }
         Ok(())
     }
 
@@ -51,6 +54,9 @@ impl Options {
             spool_dir: or(&self.spool_dir, paths::SPOOL_DIR),
             system_crontab: or(&self.system_crontab, paths::SYSTEM_CRONTAB),
             cron_d: or(&self.cron_d, paths::CRON_D),
+            given: (self.own_user())
+                .map(|(user, _)| self.given_sources(&user))
+                .unwrap_or_default(),
         }
     }
 
@@ -97,12 +103,49 @@ impl Options {
         }
     }
 
-    /// What every job child inherits: the log, Debian's `-L` mask, `-P`'s PATH (read from
-    /// the daemon's environment now), where output goes (`-s`, or mail by `-m`, `-n`), and
-    /// PAM (unless `--no-pam`, a build without it, or `is_root` false: only root can open a
-    /// session for another user, and a daemon that is not root runs only its own user's jobs).
-    pub fn child_setup(&self, log: Log, is_root: bool) -> ChildSetup {
-        ChildSetup {
+    /// What every job child inherits: the log, Debian's `-L` mask, `-P`'s PATH and
+    /// `--keep-env`'s variables (read from the daemon's environment now), where output goes
+    /// (`-s`, or mail by `-m`, `-n`; in `--crontab` mode the log unless `-m` or `--sendmail`
+    /// names an MTA), the user of `--crontab` mode (logged when passwd doesn't know it), and
+    /// PAM (unless `--no-pam`, a build without it, `--crontab` mode, or `is_root` false: only
+    /// root can open a session for another user, and a daemon that is not root runs only its
+    /// own user's jobs). `Err` when the variables to keep are past their bounds.
+    pub fn child_setup(&self, log: Log, is_root: bool) -> Result<ChildSetup, super::Error> {
+        let kept_env = self
+            .kept_env()
+            .map_err(|e| super::Error::Config(e.to_string()))?;
+        if self.keep_env.is_some() {
+            // The names only (a value may be a secret); the logger cuts a long line.
+            let names: Vec<String> = (kept_env.iter())
+                .map(|(name, _)| crate::log::printable(name))
+                .collect();
+            log.info(
+                "CRON",
+                "INFO",
+                &format!(
+                    "--keep-env: jobs get {} of the daemon's variables: {}",
+                    names.len(),
+                    names.join(" ")
+                ),
+            );
+        }
+        let run_as = self.own_user().map(|(user, in_passwd)| {
+            if !in_passwd {
+                log.info(
+                    "CRON",
+                    "INFO",
+                    &format!(
+                        "uid {} has no passwd entry: its jobs run with LOGNAME={} HOME={}",
+                        user.uid.0,
+                        crate::log::printable(&user.name),
+                        user.home.display()
+                    ),
+                );
+            }
+            user
+        });
+        let mail_named = self.mail.is_some() || self.sendmail.is_some();
+        Ok(ChildSetup {
             log,
             // Debian's mask is a byte; higher bits mean nothing.
             log_mask: self
@@ -113,15 +156,19 @@ impl Options {
             } else {
                 None
             },
+            kept_env,
+            run_as,
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),
                 Some(0) => None,
                 Some(n) => Some(n),
             },
-            pam: (cfg!(feature = "pam") && !self.no_pam && is_root).then(|| PamSetup {
-                confdir: self.pam_dir.clone(),
-            }),
-            output: if self.output_to_syslog {
+            pam: (cfg!(feature = "pam") && !self.no_pam && is_root && !self.crontab_mode()).then(
+                || PamSetup {
+                    confdir: self.pam_dir.clone(),
+                },
+            ),
+            output: if self.output_to_syslog || (self.crontab_mode() && !mail_named) {
                 OutputTo::Syslog
             } else {
                 OutputTo::Mail(MailSetup {
@@ -130,7 +177,7 @@ impl Options {
                     charset: charset_from_env(),
                 })
             },
-        }
+        })
     }
 
     pub fn log_destination(&self) -> Destination {
@@ -155,6 +202,22 @@ fn charset_from_env() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_path_given_is_made_absolute_crontab_files_too() {
+        let mut o = Options {
+            crontabs: vec!["my.crontab".into(), "/etc/crond/crontab".into()],
+            state_dir: Some("state".into()),
+            ..Options::default()
+        };
+        o.absolutize().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            o.crontabs,
+            [cwd.join("my.crontab"), PathBuf::from("/etc/crond/crontab")]
+        );
+        assert_eq!(o.state_dir, Some(cwd.join("state")));
+    }
 
     #[test]
     fn the_mail_command_follows_dash_m_and_the_sendmail_path() {

@@ -21,6 +21,7 @@ use super::metrics_serve::{self, MetricsServer};
 use super::scheduler::{Reaped, Scheduler, Wake};
 use super::setup::{self, Setup};
 use super::sources::Sources;
+use super::stop::Stop;
 use super::{Error, Options};
 use crate::database::SourceKey;
 use crate::job::JobSpec;
@@ -83,7 +84,7 @@ impl Daemon {
         let now = clock.now();
         let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
         let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
-        let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0);
+        let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
         let mut fx = RealEffects::new(log, child, timer);
         let setup = Setup::new(options, lock);
         let delay_factor = setup::random_delay_factor(now);
@@ -295,8 +296,19 @@ impl Daemon {
             }
         }
         if arrived.terminate || arrived.interrupt {
-            self.scheduler.stopping(&mut self.reactor.fx);
+            let stops_jobs = self.setup.stops_jobs();
+            self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
             let _ = crate::sys::notify::stopping();
+            if stops_jobs {
+                // As PID 1 or with --stop-jobs: the running jobs are stopped (daemon/stop.rs).
+                let reactor = &mut self.reactor;
+                let stop = Stop {
+                    scheduler: &mut self.scheduler,
+                    signals: &mut reactor.signals,
+                    clock: &*reactor.clock,
+                };
+                stop.run(self.setup.stop_timeout_s(), &mut reactor.fx);
+            }
             return Turn::Stop;
         }
         if arrived.hangup {

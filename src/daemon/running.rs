@@ -162,8 +162,7 @@ impl<J> Running<J> {
             .collect()
     }
 
-    /// The running children's pids.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The job children running now (for the graceful stop).
     pub(super) fn pids(&self) -> Vec<Pid> {
         self.by_pid.keys().copied().collect()
     }
@@ -236,6 +235,9 @@ mod tests {
             (running.count(a), running.count(b), running.len()),
             (2, 1, 4)
         );
+        let mut pids = running.pids();
+        pids.sort();
+        assert_eq!(pids, [Pid(100), Pid(101), Pid(102), Pid(103)]);
         assert_eq!(ended(&mut running, 100), Some((Some(a), None)));
         assert_eq!(running.count(a), 1);
         assert_eq!(

@@ -67,6 +67,8 @@ pub(super) struct Scheduler {
     /// `--state-dir`, and the minute the state file was last written with.
     state_dir: PathBuf,
     written_handled: Option<UtcMinute>,
+    /// SIGTERM or SIGINT came: no run starts any more.
+    stopped: bool,
 }
 
 impl Scheduler {
@@ -84,6 +86,7 @@ impl Scheduler {
             last: HashMap::new(),
             state_dir,
             written_handled: None,
+            stopped: false,
         }
     }
 
@@ -386,7 +389,7 @@ impl Scheduler {
             };
             self.last.insert(entry, last);
         }
-        let Some(waiting) = ended.waiting else {
+        let Some(waiting) = ended.waiting.filter(|_| !self.stopped) else {
             return Reaped::Ended;
         };
         if self.start(ended.entry, &waiting, now_ms, fx).is_some() {
@@ -400,13 +403,11 @@ impl Scheduler {
 
     /// The running job children's pids: what a stop that signals and waits for them needs
     /// (their process groups; `on_reaped` tells when each is gone).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn running_pids(&self) -> Vec<Pid> {
         self.running.pids()
     }
 
     /// How many job children are running.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn running_len(&self) -> usize {
         self.running.len()
     }
@@ -451,10 +452,14 @@ impl Scheduler {
         self.cycle.shrink();
     }
 
-    /// SIGTERM or SIGINT: the lines that say what is left, and the state file.
-    pub(super) fn stopping(&mut self, fx: &mut dyn Effects) {
+    /// SIGTERM or SIGINT: the lines that say what is left, and the state file. From here on
+    /// no run starts (a run waiting for its entry's last one stays unstarted, as logged);
+    /// `stops_jobs`: the running jobs are about to be stopped (`daemon::stop`) rather than
+    /// left to finish on their own.
+    pub(super) fn stopping(&mut self, stops_jobs: bool, fx: &mut dyn Effects) {
+        self.stopped = true;
         fx.info(lines::shutting_down_line());
-        if self.running.len() > 0 {
+        if self.running.len() > 0 && !stops_jobs {
             fx.info(lines::still_running_line(self.running.len()));
         }
         if self.running.waiting() > 0 {
@@ -731,6 +736,41 @@ mod tests {
             Reaped::NotOurs
         );
         assert!(s.render_metrics(false).contains("crond_runs_total 2"));
+    }
+
+    #[test]
+    fn after_a_stop_a_run_waiting_for_the_running_one_never_starts() {
+        for stops_jobs in [false, true] {
+            let clock = FakeClock::at("2026-11-27T10:00:30Z");
+            let mut fx = Recorded::default();
+            let (mut s, _state) =
+                scheduler(&clock, "CRON_OVERLAP=queue\n* * * * * sleep\n", &mut fx);
+            clock.advance_ms(30_000);
+            let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
+                panic!("{:?}", fx.lines)
+            };
+            clock.advance_ms(60_000);
+            assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Held]);
+            s.stopping(stops_jobs, &mut fx);
+            assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
+            // Left to finish on its own, it is said so; stopped by the daemon, the stop says it.
+            let said = fx.logged("1 jobs still running; they finish on their own").len();
+            assert_eq!(said, usize::from(!stops_jobs), "{:?}", fx.lines);
+            assert_eq!(
+                fx.logged("1 runs waiting for a running one (CRON_OVERLAP=queue) not started")
+                    .len(),
+                1,
+                "{:?}",
+                fx.lines
+            );
+            clock.advance_ms(1_000);
+            assert_eq!(
+                s.on_reaped(first, Exit::Code(0), clock.now(), &mut fx),
+                Reaped::Ended
+            );
+            assert_eq!(s.running_len(), 0);
+            assert_eq!(fx.started.len(), 1, "{:?}", fx.started);
+        }
     }
 
     #[test]

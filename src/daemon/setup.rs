@@ -51,6 +51,8 @@ impl Setup {
             "built without PAM"
         } else if self.options.no_pam {
             "--no-pam"
+        } else if self.options.crontab_mode() {
+            "--crontab"
         } else {
             "not root"
         };
@@ -80,6 +82,21 @@ impl Setup {
         );
         link.start_helper(now.as_millisecond(), fx);
         Some(link)
+    }
+}
+
+impl Setup {
+    /// Whether SIGTERM stops the running jobs (`daemon::stop`): as PID 1 (a container, where
+    /// the daemon's exit kills what is left), or with `--stop-jobs`.
+    pub(super) fn stops_jobs(&self) -> bool {
+        self.options.stop_jobs || crate::sys::process::own_pid().0 == 1
+    }
+
+    /// How long a graceful stop waits for the jobs after SIGTERM (`--stop-timeout`).
+    pub(super) fn stop_timeout_s(&self) -> u32 {
+        self.options
+            .stop_timeout_s
+            .unwrap_or(super::cli::DEFAULT_STOP_TIMEOUT_S)
     }
 }
 

@@ -554,6 +554,7 @@ mod tests {
             spool_dir: dir.path().join("spool"),
             system_crontab: dir.path().join("crontab"),
             cron_d: dir.path().join("cron.d"),
+            given: Vec::new(),
         };
         let rules = Rules {
             permit_any_mode: false,

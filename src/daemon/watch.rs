@@ -26,6 +26,8 @@ pub(super) enum Role {
     /// The directory of the file a symlinked system crontab leads to: that file's name, and
     /// the source to reload when it changes.
     Target(OsString, SourceKey),
+    /// The directory of a `--crontab` file: its name, and its source.
+    Given(OsString, SourceKey),
 }
 
 /// One inotify event with the roles of its directory.
@@ -66,6 +68,17 @@ pub(super) fn wanted(p: &Paths, localtime: &Path) -> Vec<(PathBuf, Role, bool)> 
     };
     let (crontab_dir, crontab_name) = dir_of(&p.system_crontab);
     let (tz_dir, tz_name) = dir_of(localtime);
+    if !p.given.is_empty() {
+        // `--crontab` mode: the named files' directories, and nothing of the host's.
+        let mut dirs: Vec<(PathBuf, Role, bool)> = (p.given.iter())
+            .map(|key| {
+                let (dir, name) = dir_of(&key.path(p));
+                (dir, Role::Given(name, key.clone()), true)
+            })
+            .collect();
+        dirs.push((tz_dir, Role::LocalTime(tz_name), false));
+        return dirs;
+    }
     vec![
         (p.spool_dir.clone(), Role::Spool, true),
         (p.cron_d.clone(), Role::CronD, true),
@@ -98,7 +111,9 @@ pub(super) fn sort(
                     changed.zone = true;
                     None
                 }
-                Role::Target(file, key) if *file == name => Some(key.clone()),
+                Role::Target(file, key) | Role::Given(file, key) if *file == name => {
+                    Some(key.clone())
+                }
                 _ => None,
             };
             let Some(key) = key else { continue };
@@ -220,6 +235,7 @@ mod tests {
             spool_dir: "/var/spool/cron/crontabs".into(),
             system_crontab: "/etc/crontab".into(),
             cron_d: "/etc/cron.d".into(),
+            given: Vec::new(),
         }
     }
 
@@ -259,6 +275,43 @@ mod tests {
             changed.sources,
             BTreeSet::from([SourceKey::CronD("php".into())])
         );
+    }
+
+    #[test]
+    fn in_crontab_mode_only_the_named_files_directories_are_watched() {
+        let key = |path: &str| SourceKey::Given {
+            path: path.into(),
+            user: "app".into(),
+            uid: crate::types::Uid(1000),
+        };
+        let p = Paths {
+            given: vec![key("/app/crontab"), key("/etc/cron/jobs")],
+            ..paths()
+        };
+        let wanted: Vec<(PathBuf, Role, bool)> = wanted(&p, Path::new("/etc/localtime"));
+        assert_eq!(
+            wanted,
+            [
+                (
+                    "/app".into(),
+                    Role::Given("crontab".into(), key("/app/crontab")),
+                    true
+                ),
+                (
+                    "/etc/cron".into(),
+                    Role::Given("jobs".into(), key("/etc/cron/jobs")),
+                    true
+                ),
+                ("/etc".into(), Role::LocalTime("localtime".into()), false),
+            ]
+        );
+        let given = Role::Given("crontab".into(), key("/app/crontab"));
+        let events = vec![
+            seen(std::slice::from_ref(&given), "crontab", false),
+            seen(std::slice::from_ref(&given), "other", false),
+        ];
+        let changed = sort(events, &rules(), |_| true);
+        assert_eq!(changed.sources, BTreeSet::from([key("/app/crontab")]));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The database of lists (DESIGN §1): one source per crontab file — each user's file in the
-//! spool directory, /etc/crontab, each file in /etc/cron.d whose name passes the run-parts rule.
+//! spool directory, /etc/crontab, each file in /etc/cron.d whose name passes the run-parts rule;
+//! or, in `--crontab` mode, only the files named (user format, run as the daemon's own user).
 //!
 //! The decisions are pure ([`trust`], [`names`], and `crontab::parse`); this module is the thin
 //! shell that lists directories, opens each file with `O_NOFOLLOW`, checks it from the open
@@ -29,6 +30,9 @@ pub struct Paths {
     pub spool_dir: PathBuf,
     pub system_crontab: PathBuf,
     pub cron_d: PathBuf,
+    /// `--crontab` mode: the files named, each a [`SourceKey::Given`]; when not empty, the
+    /// spool dir, /etc/crontab and /etc/cron.d are not read.
+    pub given: Vec<SourceKey>,
 }
 
 /// How files are judged and parsed.
@@ -51,6 +55,13 @@ pub enum SourceKey {
     CronD(OsString),
     /// A user's file in the spool directory (the name is the user's).
     User(OsString),
+    /// A file named with `--crontab`, in the user format, run as the daemon's own user: its
+    /// name (from passwd, or made up for a uid passwd doesn't know) and uid.
+    Given {
+        path: PathBuf,
+        user: OsString,
+        uid: Uid,
+    },
 }
 
 impl SourceKey {
@@ -59,6 +70,7 @@ impl SourceKey {
             SourceKey::System => paths.system_crontab.clone(),
             SourceKey::CronD(name) => paths.cron_d.join(name),
             SourceKey::User(name) => paths.spool_dir.join(name),
+            SourceKey::Given { path, .. } => path.clone(),
         }
     }
 
@@ -68,7 +80,7 @@ impl SourceKey {
         match self {
             SourceKey::System => b"*system*".to_vec(),
             SourceKey::CronD(name) => [b"*system*", name.as_bytes()].concat(),
-            SourceKey::User(name) => name.as_bytes().to_vec(),
+            SourceKey::User(name) | SourceKey::Given { user: name, .. } => name.as_bytes().to_vec(),
         }
     }
 
@@ -87,7 +99,7 @@ impl SourceKey {
     /// The format the file is written in.
     pub fn format(&self) -> Format {
         match self {
-            SourceKey::User(_) => Format::User,
+            SourceKey::User(_) | SourceKey::Given { .. } => Format::User,
             _ => Format::System,
         }
     }
@@ -95,7 +107,7 @@ impl SourceKey {
     /// The user a user crontab belongs to.
     pub fn owner_name(&self) -> Option<&[u8]> {
         match self {
-            SourceKey::User(name) => Some(name.as_bytes()),
+            SourceKey::User(name) | SourceKey::Given { user: name, .. } => Some(name.as_bytes()),
             _ => None,
         }
     }
@@ -140,6 +152,14 @@ pub enum Outcome {
 pub fn list_sources(paths: &Paths, rules: &Rules) -> (Vec<SourceKey>, Vec<(PathBuf, io::Error)>) {
     let mut keys = Vec::new();
     let mut errors = Vec::new();
+    if !paths.given.is_empty() {
+        keys.extend(
+            (paths.given.iter())
+                .filter(|key| fs::link_facts(&key.path(paths)).is_ok())
+                .cloned(),
+        );
+        return (keys, errors);
+    }
     if fs::link_facts(&paths.system_crontab).is_ok() {
         keys.push(SourceKey::System);
     }
@@ -184,7 +204,8 @@ pub fn load(
     let path = key.path(paths);
     let opened = match key {
         SourceKey::User(name) => open_user(&path, name, rules),
-        _ => open_system(&path, rules),
+        SourceKey::Given { uid, .. } => open_system(&path, Kind::Given { owner: *uid }, rules),
+        _ => open_system(&path, Kind::System, rules),
     };
     let Opened {
         mut file,
@@ -292,11 +313,13 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
     }))
 }
 
-fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
+/// A system file (`Kind::System`) or a `--crontab` file (`Kind::Given`): a symlink is followed
+/// when the link itself passes [`trust::check_symlink`].
+fn open_system(path: &Path, kind: Kind, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
     let link = fs::link_facts(path)?;
     let symlink = link.kind == FileKind::Symlink;
     let (file, facts) = if symlink {
-        if let Err(refusal) = trust::check_symlink(&link) {
+        if let Err(refusal) = trust::check_symlink(&link, kind) {
             return Ok(Err(Outcome::Refused(refusal)));
         }
         fs::open_following(path)?
@@ -310,12 +333,15 @@ fn open_system(path: &Path, rules: &Rules) -> io::Result<Result<Opened, Outcome>
             Err(e) => return Err(e),
         }
     };
-    if let Err(refusal) = trust::check(&facts, Kind::System, rules.permit_any_mode) {
+    if let Err(refusal) = trust::check(&facts, kind, rules.permit_any_mode) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
     Ok(Ok(Opened {
         file,
-        owner_uid: None,
+        owner_uid: match kind {
+            Kind::Given { owner } => Some(owner),
+            _ => None,
+        },
         stamp: change_stamp(link.mtime_ns, symlink.then_some(facts.mtime_ns)),
         target: if symlink {
             std::fs::canonicalize(path).ok()
@@ -351,6 +377,7 @@ mod tests {
             spool_dir: "/var/spool/cron/crontabs".into(),
             system_crontab: "/etc/crontab".into(),
             cron_d: "/etc/cron.d".into(),
+            given: Vec::new(),
         };
         let user = SourceKey::User(OsString::from_vec(b"jos\xe9".to_vec()));
         assert_eq!(user.who(), b"jos\xe9");

@@ -14,6 +14,8 @@ pub enum Kind {
     User { owner: Uid },
     /// /etc/crontab or a file in /etc/cron.d.
     System,
+    /// A file given with `--crontab`, run as this uid (the daemon's own).
+    Given { owner: Uid },
 }
 
 /// Why a file is refused; `Display` is Debian's log event.
@@ -71,6 +73,16 @@ pub fn check(facts: &FileFacts, kind: Kind, permit_any_mode: bool) -> Result<(),
                 return Err(Refusal::WrongOwner);
             }
         }
+        // Named on the daemon's command line: any mode others can't write (an image's files
+        // are 0644), the daemon's user's or root's.
+        Kind::Given { owner } => {
+            if facts.mode & GROUP_OR_WORLD_WRITABLE != 0 {
+                return Err(Refusal::InsecureModeSystem);
+            }
+            if facts.owner != owner && facts.owner != Uid::ROOT {
+                return Err(Refusal::WrongOwner);
+            }
+        }
     }
     if facts.links != 1 {
         return Err(Refusal::HardLinks);
@@ -79,9 +91,14 @@ pub fn check(facts: &FileFacts, kind: Kind, permit_any_mode: bool) -> Result<(),
 }
 
 /// A system crontab that is a symlink: the link itself must be root's (its target is then
-/// checked by [`check`] after opening).
-pub fn check_symlink(link: &FileFacts) -> Result<(), Refusal> {
-    if link.owner == Uid::ROOT {
+/// checked by [`check`] after opening); a `--crontab` file's link may also be its `owner`'s
+/// (`Kind::Given`; a Kubernetes ConfigMap is mounted as links to links).
+pub fn check_symlink(link: &FileFacts, kind: Kind) -> Result<(), Refusal> {
+    let owner = match kind {
+        Kind::Given { owner } => owner,
+        _ => Uid::ROOT,
+    };
+    if link.owner == Uid::ROOT || link.owner == owner {
         Ok(())
     } else {
         Err(Refusal::WrongSymlinkOwner)
@@ -258,6 +275,35 @@ mod tests {
     }
 
     #[test]
+    fn a_given_file_is_the_daemons_users_or_roots_and_not_writable_by_others() {
+        let given = Kind::Given { owner: Uid(1000) };
+        assert_eq!(check(&file(1000, 0o644, 1), given, false), Ok(()));
+        assert_eq!(check(&file(0, 0o600, 1), given, false), Ok(()));
+        assert_eq!(
+            check(&file(1001, 0o600, 1), given, false),
+            Err(Refusal::WrongOwner)
+        );
+        assert_eq!(
+            check(&file(1000, 0o664, 1), given, false),
+            Err(Refusal::InsecureModeSystem)
+        );
+        assert_eq!(
+            check(&file(1000, 0o600, 2), given, false),
+            Err(Refusal::HardLinks)
+        );
+        assert_eq!(check_symlink(&file(1000, 0o777, 1), given), Ok(()));
+        assert_eq!(check_symlink(&file(0, 0o777, 1), given), Ok(()));
+        assert_eq!(
+            check_symlink(&file(1001, 0o777, 1), given),
+            Err(Refusal::WrongSymlinkOwner)
+        );
+        assert_eq!(
+            check_symlink(&file(1000, 0o777, 1), Kind::System),
+            Err(Refusal::WrongSymlinkOwner)
+        );
+    }
+
+    #[test]
     fn hard_links_and_non_files_are_refused() {
         assert_eq!(
             check(&file(1000, 0o600, 2), ALICE, false),
@@ -268,7 +314,10 @@ mod tests {
         assert_eq!(check(&dir, Kind::System, false), Err(Refusal::NotRegular));
         let mut link = file(1000, 0o777, 1);
         link.kind = FileKind::Symlink;
-        assert_eq!(check_symlink(&link), Err(Refusal::WrongSymlinkOwner));
+        assert_eq!(
+            check_symlink(&link, Kind::System),
+            Err(Refusal::WrongSymlinkOwner)
+        );
         assert_eq!(
             Refusal::InsecureModeUser.to_string(),
             "INSECURE MODE (mode 0600 expected)"

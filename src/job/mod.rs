@@ -18,7 +18,7 @@
 //! drop: the stdin writer, the spill file, the MTA. The job's log lines are built by
 //! `log::lines` only.
 
-mod env;
+pub mod env;
 pub mod mail;
 pub mod output;
 mod session;
@@ -56,6 +56,11 @@ pub struct ChildSetup {
     pub log_mask: JobLogMask,
     /// cronie's `-P`: the daemon's PATH instead of the default.
     pub inherited_path: Option<OsString>,
+    /// `--keep-env`: the daemon's variables jobs get, read once at start (`env::kept`).
+    pub kept_env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// `--crontab` mode: every job runs as this user, the daemon's own, looked up once at
+    /// start (made up by `env::user_without_passwd` for a uid passwd doesn't know).
+    pub run_as: Option<User>,
     /// Where the job's output goes.
     pub output: OutputTo,
     /// The most output kept per job (`--max-output`); `None`: no limit.
@@ -130,7 +135,7 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, first: bool) -> i32 {
             .log
             .error(spec.user(), "ERROR", &format!("setsid failed: {e}"));
     }
-    let Some(user) = resolve_user(spec, setup.log) else {
+    let Some(user) = resolve_user(spec, setup) else {
         return 1;
     };
     match &setup.pam {
@@ -189,9 +194,14 @@ struct Prepared {
     input: JobInput,
 }
 
-/// The entry's user as passwd says now; `None` (logged) when unknown or no longer the uid the
-/// crontab was checked for.
-fn resolve_user(spec: &JobSpec, log: Log) -> Option<User> {
+/// The entry's user as passwd says now (in `--crontab` mode, the daemon's own, from
+/// `setup.run_as`); `None` (logged) when unknown or no longer the uid the crontab was checked
+/// for.
+fn resolve_user(spec: &JobSpec, setup: &ChildSetup) -> Option<User> {
+    if let Some(user) = &setup.run_as {
+        return Some(user.clone());
+    }
+    let log = setup.log;
     let who = spec.user();
     let user = match User::resolve_name(spec.user()) {
         Ok(Some(user)) => user,
@@ -236,13 +246,21 @@ fn prepare(
         );
         return None;
     }
+    // The kept variables are the daemon's, not cron's: not in the mail's X-Cron-Env lines.
     let cron_env = environment(
         user,
         spec.env(),
         setup.inherited_path.as_deref(),
+        &[],
         Vec::new(),
     );
-    let env = environment(user, spec.env(), setup.inherited_path.as_deref(), pam_env);
+    let env = environment(
+        user,
+        spec.env(),
+        setup.inherited_path.as_deref(),
+        &setup.kept_env,
+        pam_env,
+    );
     let home = lookup(&env, b"HOME").unwrap_or_default();
     if let Err(e) = process::chdir(Path::new(OsStr::from_bytes(&home))) {
         // Debian runs the job anyway, from / (cronie skips it). Said once per entry and load,

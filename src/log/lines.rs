@@ -390,6 +390,45 @@ pub fn still_running_line(jobs: usize) -> LogLine {
     )
 }
 
+/// The graceful stop (`daemon::stop`) begins.
+pub fn stopping_jobs_line(jobs: usize, timeout_s: u32) -> LogLine {
+    cron(
+        "INFO",
+        format!("stopping {jobs} running jobs: SIGTERM now, SIGKILL after {timeout_s} s"),
+    )
+}
+
+/// The graceful stop found no process of a job to signal.
+pub fn no_job_process_line() -> LogLine {
+    cron("INFO", "no job process to signal".to_string())
+}
+
+/// The graceful stop: every job child has reported.
+pub fn every_job_ended_line() -> LogLine {
+    cron("INFO", "every job has ended".to_string())
+}
+
+/// The graceful stop's wait is over (`why`: the timeout, or a second stop) with jobs left.
+pub fn kill_left_line(why: &str, jobs: usize) -> LogLine {
+    cron(
+        "INFO",
+        format!("{why}: SIGKILL to what is left of {jobs} jobs"),
+    )
+}
+
+/// The graceful stop ends with job children that had not reported.
+pub fn not_reported_line(jobs: usize) -> LogLine {
+    cron(
+        "ERROR",
+        format!("{jobs} job children had not reported when the daemon exited"),
+    )
+}
+
+/// The graceful stop could not list the jobs' processes (no /proc).
+pub fn cant_list_jobs_line(e: &std::io::Error) -> LogLine {
+    cron("ERROR", format!("can't list the jobs' processes: {e}"))
+}
+
 /// At the stop: runs that waited for a running one and are dropped.
 pub fn waiting_dropped_line(runs: usize) -> LogLine {
     cron(

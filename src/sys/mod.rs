@@ -43,6 +43,7 @@ pub mod poll;
 pub mod privs;
 pub mod process;
 pub mod pump;
+pub mod session;
 pub mod signal;
 pub mod spawn;
 pub mod syslog;

@@ -9,6 +9,7 @@ mod support {
     pub mod user;
 }
 
+mod container;
 mod extensions;
 mod files;
 mod jobs;

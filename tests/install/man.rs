@@ -266,6 +266,10 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--cluster-keep",
             "--cluster-keep-runs",
             "--cluster-lease",
+            "--crontab",
+            "--keep-env",
+            "--stop-jobs",
+            "--stop-timeout",
         ])
     );
     assert_eq!(

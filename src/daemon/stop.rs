@@ -1,0 +1,115 @@
+//! The graceful stop: on SIGTERM (or SIGINT), as PID 1 (a container, where the daemon's exit
+//! kills every process left) and with `--stop-jobs`, the daemon starts no more jobs, sends
+//! SIGTERM to every process of each running job (its session: `sys::session`), waits up to
+//! `--stop-timeout` seconds (default 10) for the job children to end, sends SIGKILL to what is
+//! left of the jobs, and waits up to [`KILL_GRACE`] more for the job children, which log or
+//! mail what their jobs printed (a TERM trap's words too) and exit; then the daemon exits 0. A
+//! second SIGTERM or SIGINT cuts the wait short. The job children themselves are never
+//! signalled: they report the end. Without either (a daemon on a host), the jobs outlive it,
+//! as Debian's under systemd's KillMode=process.
+//!
+//! The waits count on the monotonic clock: a wall-clock step during a stop changes nothing.
+
+use std::time::{Duration, Instant};
+
+use super::clock::Clock;
+use super::effects::Effects;
+use super::scheduler::Scheduler;
+use crate::log::lines;
+use crate::sys::poll::{Interest, Registry};
+use crate::sys::process::{self, GroupSignal};
+use crate::sys::session;
+use crate::sys::signal::SignalPipe;
+
+/// How long the job children have to report after their jobs got SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// How a wait for the job children ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    AllEnded,
+    TimedOut,
+    /// SIGTERM or SIGINT again: no more waiting.
+    Hurried,
+}
+
+/// What the stop works with: the scheduler's running jobs (it has stopped starting runs), the
+/// signals (a second stop cuts the wait short), the clock its reaps are dated with.
+pub(super) struct Stop<'a> {
+    pub(super) scheduler: &'a mut Scheduler,
+    pub(super) signals: &'a mut SignalPipe,
+    pub(super) clock: &'a dyn Clock,
+}
+
+impl Stop<'_> {
+    /// The graceful stop, once the scheduler has stopped starting runs (see the module header).
+    pub(super) fn run(mut self, timeout_s: u32, fx: &mut dyn Effects) {
+        let jobs = self.scheduler.running_len();
+        if jobs == 0 {
+            return;
+        }
+        fx.info(lines::stopping_jobs_line(jobs, timeout_s));
+        if self.signal_jobs(GroupSignal::Term, fx) == 0 {
+            fx.info(lines::no_job_process_line());
+        }
+        let waited = self.wait_for_job_children(Duration::from_secs(u64::from(timeout_s)), fx);
+        if waited == Waited::AllEnded {
+            fx.info(lines::every_job_ended_line());
+            return;
+        }
+        let why = match waited {
+            Waited::Hurried => "stop asked again".to_string(),
+            _ => format!("{timeout_s} s passed"),
+        };
+        fx.info(lines::kill_left_line(&why, self.scheduler.running_len()));
+        self.signal_jobs(GroupSignal::Kill, fx);
+        if self.wait_for_job_children(KILL_GRACE, fx) != Waited::AllEnded {
+            fx.error(lines::not_reported_line(self.scheduler.running_len()));
+        }
+    }
+
+    /// Signals every process of every running job but the job children. Returns how many.
+    fn signal_jobs(&mut self, signal: GroupSignal, fx: &mut dyn Effects) -> usize {
+        let pids = self.scheduler.running_pids();
+        match session::signal_jobs(&pids, signal) {
+            Ok(sent) => sent,
+            Err(e) => {
+                fx.error(lines::cant_list_jobs_line(&e));
+                // Without /proc: each job child's own group (the shell's, without
+                // CRON_TIMEOUT), the job child included.
+                (pids.iter())
+                    .filter(|pid| process::signal_group(pid.0 as u32, signal).unwrap_or(false))
+                    .count()
+            }
+        }
+    }
+
+    /// Reaps until every job child has ended, `limit` has passed, or SIGTERM/SIGINT comes again.
+    fn wait_for_job_children(&mut self, limit: Duration, fx: &mut dyn Effects) -> Waited {
+        let deadline = Instant::now() + limit;
+        loop {
+            // Orphans that PID 1 inherits are reaped with them.
+            for (pid, exit) in process::reap() {
+                self.scheduler.on_reaped(pid, exit, self.clock.now(), fx);
+            }
+            if self.scheduler.running_len() == 0 {
+                return Waited::AllEnded;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Waited::TimedOut;
+            }
+            let mut registry = Registry::new();
+            registry.add((), self.signals.fd(), Interest::Read);
+            let ms = u32::try_from(left.as_millis().max(1)).unwrap_or(u32::MAX);
+            if registry.wait(Some(ms)).is_err() {
+                // poll itself failed: no better way to wait than a short sleep.
+                std::thread::sleep(Duration::from_millis(50).min(left));
+            }
+            let arrived = self.signals.drain();
+            if arrived.terminate || arrived.interrupt {
+                return Waited::Hurried;
+            }
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! Cron as a container runs it: `crond --crontab FILE` as a user with no path flag, as a uid
+//! passwd doesn't know, `--keep-env`, and SIGTERM as PID 1 of a PID namespace (the job's TERM
+//! trap runs and what it prints is logged; the daemon exits 0).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::daemon::{
+    Crond, FAKETIME_LIB, START, Tree, chown, require_root, user_with_home, wait_for_file,
+    wait_with_timeout,
+};
+
+/// `crond -f --log stderr ARGS` under libfaketime at [`START`] (x10), with no path flag of the
+/// test tree, run through `wrapper` (e.g. `setpriv`), `env` added and `unset` removed.
+fn start_plain(
+    tree: &Tree,
+    n: usize,
+    wrapper: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+    unset: &[&str],
+) -> Crond {
+    let log = tree.log_file(n);
+    let err = fs::File::create(&log).expect("log file");
+    let mut command = Command::new(wrapper.first().copied().unwrap_or("env"));
+    if !wrapper.is_empty() {
+        command.args(&wrapper[1..]).arg("env");
+    }
+    // libfaketime starts after the wrapper has changed user (its shared memory is per user).
+    command
+        .arg(format!("LD_PRELOAD={FAKETIME_LIB}"))
+        .arg(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--log", "stderr"])
+        .args(args)
+        .env("FAKETIME", format!("@{START} x10"))
+        .env("FAKETIME_DONT_RESET", "1")
+        .env("TZ", "UTC")
+        .envs(env.iter().copied());
+    for name in unset {
+        command.env_remove(name);
+    }
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("start crond");
+    Crond {
+        child: Some(child),
+        log,
+    }
+}
+
+/// A directory in the tree owned by `owner` (a name or a uid), mode 0700.
+fn own_dir(tree: &Tree, name: &str, owner: &str) -> PathBuf {
+    let dir = tree.path().join(name);
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+    chown(&dir, owner);
+    dir
+}
+
+fn show(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+#[test]
+fn a_user_runs_a_crontab_file_with_no_path_flag_and_keeps_the_named_variables() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("home");
+    fs::create_dir(&home).expect("mkdir home");
+    let user = user_with_home("ctr", &home);
+    chown(&home, &user.name);
+    let runtime = own_dir(&tree, "runtime", &user.name);
+    let out = tree.out("job");
+    let good = tree.path().join("crontab");
+    let text = format!(
+        "TZ=from-crontab\n* * * * * echo \"$(id -un) $HOME $LOGNAME foo=$FOO bar=$BAR tz=$TZ\" > {}; echo printed\n",
+        show(&out)
+    );
+    tree.write_file(&good, &text, 0o644);
+    chown(&good, &user.name);
+    // Someone else's file is refused; the good one runs.
+    let theirs = tree.path().join("theirs");
+    tree.write_file(&theirs, "* * * * * echo not mine\n", 0o644);
+    chown(&theirs, "nobody");
+    let reuid = format!("--reuid={}", user.name);
+    let regid = format!("--regid={}", user.name);
+    let crond = start_plain(
+        &tree,
+        1,
+        &["setpriv", &reuid, &regid, "--init-groups"],
+        &[
+            "--crontab",
+            show(&good),
+            "--crontab",
+            show(&theirs),
+            "--keep-env",
+            "FOO,TZ",
+        ],
+        &[
+            ("XDG_RUNTIME_DIR", show(&runtime)),
+            ("FOO", "from-the-container"),
+            ("BAR", "not-kept"),
+        ],
+        &[],
+    );
+    let line = wait_for_file(&out, 30);
+    assert_eq!(
+        line.trim(),
+        format!(
+            "{0} {1} {0} foo=from-the-container bar= tz=from-crontab",
+            user.name,
+            home.display()
+        ),
+        "the daemon's user, its passwd home, FOO kept, BAR not, the crontab's TZ over the kept one"
+    );
+    // No MTA named: the output is logged.
+    crond.wait_for_log("CMDOUT (printed)", 20);
+    crond.wait_for_log("WRONG FILE OWNER", 5);
+    crond.wait_for_log("jobs run without a PAM session (--crontab)", 5);
+    crond.wait_for_log(
+        "--keep-env: jobs get 2 of the daemon's variables: FOO TZ",
+        5,
+    );
+    let pid_file = runtime.join("crond").join("crond.pid");
+    let pid: u32 = fs::read_to_string(&pid_file)
+        .expect("the pid file under $XDG_RUNTIME_DIR/crond")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert_eq!(pid, crond.pid());
+    // inotify follows the file.
+    tree.write_file(&good, "* * * * * echo edited\n", 0o644);
+    crond.wait_for_log("RELOAD", 20);
+    assert!(!crond.log_text().contains("not mine"));
+}
+
+/// A uid passwd doesn't know, from 23456 up.
+fn uid_without_passwd_entry() -> u32 {
+    (23456..24000)
+        .find(|uid| {
+            !Command::new("getent")
+                .args(["passwd", &uid.to_string()])
+                .output()
+                .expect("getent")
+                .status
+                .success()
+        })
+        .expect("a free uid")
+}
+
+#[test]
+fn a_uid_without_passwd_entry_runs_its_crontab_named_by_the_daemons_environment() {
+    require_root();
+    let tree = Tree::new();
+    let uid = uid_without_passwd_entry().to_string();
+    let runtime = own_dir(&tree, "runtime", &uid);
+    let home = own_dir(&tree, "apphome", &uid);
+    let crontab = tree.path().join("crontab");
+    let out = tree.out("job");
+    let text = format!(
+        "* * * * * echo \"$(id -u) $LOGNAME $USER $HOME $(pwd)\" > {}\n",
+        show(&out)
+    );
+    tree.write_file(&crontab, &text, 0o600);
+    chown(&crontab, &uid);
+    let ids = [format!("--reuid={uid}"), format!("--regid={uid}")];
+    let crond = start_plain(
+        &tree,
+        1,
+        &["setpriv", &ids[0], &ids[1], "--clear-groups"],
+        &["--crontab", show(&crontab)],
+        &[("XDG_RUNTIME_DIR", show(&runtime)), ("HOME", show(&home))],
+        &["LOGNAME", "USER"],
+    );
+    let line = wait_for_file(&out, 30);
+    let home = home.display();
+    assert_eq!(line.trim(), format!("{uid} {uid} {uid} {home} {home}"));
+    let said =
+        format!("uid {uid} has no passwd entry: its jobs run with LOGNAME={uid} HOME={home}");
+    crond.wait_for_log(&said, 5);
+    assert_eq!(
+        crond.log_text().matches("has no passwd entry").count(),
+        1,
+        "said once, not per job"
+    );
+    assert!(!crond.log_text().contains("ORPHAN"));
+}
+
+#[test]
+fn keep_env_past_its_bound_is_refused_at_start() {
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    tree.write_file(&crontab, "", 0o600);
+    let state = tree.path().join("state");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crond"));
+    command.args(["-f", "--log", "stderr", "--keep-env", "*", "--crontab"]);
+    command.arg(&crontab).arg("--state-dir").arg(&state);
+    // 4,097 variables to keep: one past the bound.
+    for i in 0..4097 {
+        command.env(format!("CRON_TEST_VAR_{i}"), "x");
+    }
+    let out = command.output().expect("run crond");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("at most 4096 variables"),
+        "the bound is named: {stderr}"
+    );
+    // Named variables under the bound start.
+    let mut crond = start_plain(
+        &tree,
+        1,
+        &[],
+        &[
+            "--keep-env",
+            "CRON_TEST_VAR_1",
+            "--crontab",
+            show(&crontab),
+            "--state-dir",
+            show(&state),
+        ],
+        &[],
+        &[],
+    );
+    crond.wait_for_log("entries loaded", 10);
+    assert!(crond.stop().success());
+}
+
+/// The pid of the only child of `parent` (waits for it to appear).
+fn only_child(parent: u32) -> u32 {
+    let list = format!("/proc/{parent}/task/{parent}/children");
+    for _ in 0..500 {
+        if let Some(pid) = fs::read_to_string(&list)
+            .ok()
+            .and_then(|t| t.split_whitespace().next().map(str::to_string))
+        {
+            return pid.parse().expect("a pid");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{parent} has no child");
+}
+
+#[test]
+fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_0() {
+    require_root();
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    let started = tree.out("started");
+    let text = format!(
+        "* * * * * trap 'echo got-TERM; exit 0' TERM; echo started > {}; sleep 300 & wait\n",
+        show(&started)
+    );
+    tree.write_file(&crontab, &text, 0o600);
+    // Long enough that a loaded machine can't turn the stop into a SIGKILL.
+    let (code, log) = stop_as_pid_1(&tree, &crontab, &started, &["--stop-timeout", "3600"]);
+    assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
+    assert!(
+        log.contains("CMDOUT (got-TERM)"),
+        "the trap ran and its output is logged:\n{log}"
+    );
+    assert!(log.contains("stopping 1 running jobs"), "{log}");
+    assert!(log.contains("every job has ended"), "{log}");
+    assert!(!log.contains("they finish on their own"), "{log}");
+}
+
+/// Starts crond as PID 1 of a new PID namespace on `crontab` with `extra` arguments, waits for
+/// `started`, sends SIGTERM to crond and returns its exit status and log.
+fn stop_as_pid_1(tree: &Tree, crontab: &Path, started: &Path, extra: &[&str]) -> (i32, String) {
+    let state = tree.path().join("state");
+    let mut args = vec!["--crontab", show(crontab), "--state-dir", show(&state)];
+    args.extend_from_slice(extra);
+    let mut crond = start_plain(
+        tree,
+        1,
+        &["unshare", "--pid", "--fork", "--mount-proc"],
+        &args,
+        &[],
+        &[],
+    );
+    wait_for_file(started, 30);
+    // unshare's child is crond, PID 1 in its namespace; unshare returns its exit status.
+    let daemon = only_child(crond.pid());
+    let status = Command::new("kill")
+        .args(["-TERM", &daemon.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let mut child = crond.child.take().expect("running");
+    let status = wait_with_timeout(&mut child, 120);
+    (status.code().unwrap_or(-1), crond.log_text())
+}
+
+#[test]
+fn as_pid_1_a_job_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_its_output_logged() {
+    require_root();
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    let started = tree.out("started");
+    let text = format!(
+        "* * * * * trap '' TERM; echo before; echo started > {}; sleep 300\n",
+        show(&started)
+    );
+    tree.write_file(&crontab, &text, 0o600);
+    let (code, log) = stop_as_pid_1(&tree, &crontab, &started, &["--stop-timeout", "2"]);
+    assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
+    assert!(
+        log.contains("2 s passed: SIGKILL to what is left of 1 jobs"),
+        "{log}"
+    );
+    assert!(
+        log.contains("CMDOUT (before)"),
+        "the output is logged:\n{log}"
+    );
+}
+
+#[test]
+fn on_a_host_stop_jobs_reaches_a_job_in_its_own_process_group() {
+    require_root();
+    let tree = Tree::new();
+    let started = tree.out("started");
+    // CRON_TIMEOUT makes the shell lead its own process group: the stop finds it by session.
+    let text = format!(
+        "CRON_TIMEOUT=1h\n* * * * * root trap 'echo got-TERM; exit 0' TERM; echo started > {}; sleep 300 & wait\n",
+        show(&started)
+    );
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    // A long timeout: after its shell, a CRON_TIMEOUT job child waits until its group is
+    // empty, and the orphaned `sleep` is a member until the host's init reaps it, which here
+    // may take seconds.
+    let crond = Crond::start(
+        &tree,
+        1,
+        &["--no-pam", "-s", "--stop-jobs", "--stop-timeout", "3600"],
+    );
+    wait_for_file(&started, 30);
+    let status = Command::new("kill")
+        .args(["-TERM", &crond.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let mut crond = crond;
+    let mut child = crond.child.take().expect("running");
+    assert!(wait_with_timeout(&mut child, 120).success());
+    let log = crond.log_text();
+    assert!(log.contains("CMDOUT (got-TERM)"), "{log}");
+    assert!(log.contains("every job has ended"), "{log}");
+}
+
+#[test]
+fn a_state_directory_someone_else_owns_stops_the_start_in_crontab_mode() {
+    require_root();
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    tree.write_file(&crontab, "* * * * * true\n", 0o600);
+    // What another user could make where the default would be (/tmp/crond-UID).
+    let state = own_dir(&tree, "planted", "nobody");
+    let out = Command::new(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--log", "stderr", "--crontab"])
+        .arg(&crontab)
+        .arg("--state-dir")
+        .arg(&state)
+        .output()
+        .expect("run crond");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("state directory") && stderr.contains("not the daemon's"),
+        "{stderr}"
+    );
+    assert!(
+        !state.join("crond.pid").exists(),
+        "no pid file planted there"
+    );
+}
+
+#[test]
+fn on_a_host_keep_env_reaches_a_users_job_under_pam_but_not_the_mails_headers() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let user = user_with_home("ke", &home);
+    tree.use_pam_files("", None);
+    let env = tree.out("env");
+    let mail = tree.out("mail");
+    let sendmail = tree.path().join("sendmail");
+    tree.write_file(
+        &sendmail,
+        &format!("#!/bin/sh\ncat > {}\n", show(&mail)),
+        0o755,
+    );
+    tree.user_crontab(
+        &user.name,
+        &format!("0 10 * * * env > {}; echo mailed\n", show(&env)),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start_with_env(
+        &tree,
+        1,
+        &["--keep-env", "FOO", "--sendmail", show(&sendmail)],
+        &[("FOO", "kept"), ("BAR", "not-kept")],
+    );
+    let vars = wait_for_file(&env, 30);
+    assert!(vars.lines().any(|l| l == "FOO=kept"), "{vars}");
+    assert!(!vars.contains("BAR="), "{vars}");
+    assert!(
+        vars.lines().any(|l| l == format!("LOGNAME={}", user.name)),
+        "{vars}"
+    );
+    let message = wait_for_file(&mail, 30);
+    assert!(message.contains("mailed"), "{message}");
+    assert!(message.contains("X-Cron-Env: <LOGNAME="), "{message}");
+    assert!(
+        !message.contains("FOO"),
+        "kept variables are not cron's: no X-Cron-Env line\n{message}"
+    );
+}
+
+#[test]
+fn a_crontab_mounted_as_a_kubernetes_configmap_is_reloaded_when_the_map_changes() {
+    let tree = Tree::new();
+    // The kubelet's layout: crontab -> ..data/crontab, ..data -> ..2026_a (a directory of the
+    // map's files); an update writes ..2026_b, swaps ..data by a rename, removes ..2026_a.
+    let mount = tree.path().join("config");
+    let first = mount.join("..2026_a");
+    fs::create_dir_all(&first).expect("mkdir");
+    let out_a = tree.out("a");
+    let out_b = tree.out("b");
+    tree.write_file(
+        &first.join("crontab"),
+        &format!("* * * * * echo a > {}\n", show(&out_a)),
+        0o644,
+    );
+    std::os::unix::fs::symlink("..2026_a", mount.join("..data")).expect("symlink");
+    std::os::unix::fs::symlink("..data/crontab", mount.join("crontab")).expect("symlink");
+    let state = tree.path().join("state");
+    let crond = start_plain(
+        &tree,
+        1,
+        &[],
+        &[
+            "--crontab",
+            show(&mount.join("crontab")),
+            "--state-dir",
+            show(&state),
+        ],
+        &[],
+        &[],
+    );
+    wait_for_file(&out_a, 30);
+    let second = mount.join("..2026_b");
+    fs::create_dir(&second).expect("mkdir");
+    tree.write_file(
+        &second.join("crontab"),
+        &format!("* * * * * echo b > {}\n", show(&out_b)),
+        0o644,
+    );
+    std::os::unix::fs::symlink("..2026_b", mount.join("..data_tmp")).expect("symlink");
+    fs::rename(mount.join("..data_tmp"), mount.join("..data")).expect("swap");
+    fs::remove_dir_all(&first).expect("remove the old map");
+    crond.wait_for_log("RELOAD", 20);
+    wait_for_file(&out_b, 30);
+}
