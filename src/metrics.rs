@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Bounded: one last-success series per entry that succeeded, at most [`MAX_ENTRY_SERIES`]
-//! (the most recent); a scrape of a daemon with 100,000 entries stays small. The per-entry
+//! (the most recent); a scrape of a daemon with 100,000 entries stays small. Each entry's last
+//! run (when it ended, how, how long it took: what `cronctl list` shows) is kept too, 40 bytes
+//! an entry that ran, at most [`MAX_LAST_RUNS`] (the most recent). The per-entry
 //! series can be left out (`render`'s `entries`): the daemon does so for TCP clients, whom it
 //! can't tell from any local user.
 
@@ -36,6 +38,18 @@ pub enum Outcome {
     TimedOut,
 }
 
+/// The most entries whose last run is kept.
+pub const MAX_LAST_RUNS: usize = 100_000;
+
+/// An entry's last run, as the daemon saw its job child end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastRun {
+    /// When it ended, epoch seconds.
+    pub ended_s: i64,
+    pub duration_ms: i64,
+    pub outcome: Outcome,
+}
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     runs: u64,
@@ -47,6 +61,7 @@ pub struct Metrics {
     buckets: [u64; BUCKETS.len() + 1],
     duration_sum_s: f64,
     last_success: HashMap<EntryId, i64>,
+    last_run: HashMap<EntryId, LastRun>,
 }
 
 impl Metrics {
@@ -77,6 +92,15 @@ impl Metrics {
             .unwrap_or(BUCKETS.len());
         self.buckets[bucket] += 1;
         self.duration_sum_s += seconds;
+        if let Some(entry) = entry {
+            let run = LastRun {
+                ended_s: now_s,
+                duration_ms: duration_ms.max(0),
+                outcome,
+            };
+            self.last_run.insert(entry, run);
+            keep_most_recent(&mut self.last_run, MAX_LAST_RUNS, |r| r.ended_s);
+        }
         match outcome {
             Outcome::Succeeded => {
                 if let Some(entry) = entry {
@@ -95,24 +119,17 @@ impl Metrics {
     /// An entry is gone (its file changed or went): its series goes too.
     pub fn forget(&mut self, entry: EntryId) {
         self.last_success.remove(&entry);
+        self.last_run.remove(&entry);
+    }
+
+    /// An entry's last run, if one ended since it was loaded (and is among the most recent
+    /// [`MAX_LAST_RUNS`]).
+    pub fn last_run(&self, entry: EntryId) -> Option<LastRun> {
+        self.last_run.get(&entry).copied()
     }
 
     fn keep_bounded(&mut self) {
-        if self.last_success.len() <= MAX_ENTRY_SERIES {
-            return;
-        }
-        // Drop the oldest tenth at once, so the cost is paid rarely.
-        let mut times: Vec<i64> = self.last_success.values().copied().collect();
-        let cut = times.len() - MAX_ENTRY_SERIES * 9 / 10;
-        let (_, &mut threshold, _) = times.select_nth_unstable(cut);
-        self.last_success.retain(|_, &mut t| t >= threshold);
-        while self.last_success.len() > MAX_ENTRY_SERIES * 9 / 10 {
-            // Ties at the threshold: drop any of them.
-            let Some(&id) = self.last_success.keys().next() else {
-                break;
-            };
-            self.last_success.remove(&id);
-        }
+        keep_most_recent(&mut self.last_success, MAX_ENTRY_SERIES, |&t| t);
     }
 
     /// The exposition, with `running` jobs now; `entry_name` names an entry
@@ -201,6 +218,25 @@ impl Metrics {
             );
         }
         out
+    }
+}
+
+/// Past `bound` records, drops the oldest tenth at once (by `time`), so the cost is paid
+/// rarely.
+fn keep_most_recent<V>(map: &mut HashMap<EntryId, V>, bound: usize, time: impl Fn(&V) -> i64) {
+    if map.len() <= bound {
+        return;
+    }
+    let mut times: Vec<i64> = map.values().map(&time).collect();
+    let cut = times.len() - bound * 9 / 10;
+    let (_, &mut threshold, _) = times.select_nth_unstable(cut);
+    map.retain(|_, v| time(v) >= threshold);
+    while map.len() > bound * 9 / 10 {
+        // Ties at the threshold: drop any of them.
+        let Some(&id) = map.keys().next() else {
+            break;
+        };
+        map.remove(&id);
     }
 }
 
@@ -357,5 +393,27 @@ mod tests {
                 .contains_key(&EntryId(MAX_ENTRY_SERIES as u64))
         );
         assert!(!m.last_success.contains_key(&EntryId(0)));
+    }
+
+    #[test]
+    fn each_entrys_last_run_is_kept_whatever_its_outcome_bounded_and_forgotten_with_it() {
+        let mut m = Metrics::default();
+        let a = EntryId(1);
+        m.ended(Some(a), Outcome::Succeeded, 1_500, 1_000);
+        m.ended(Some(a), Outcome::TimedOut, 90_000, 2_000);
+        m.ended(None, Outcome::Failed, 10, 2_001);
+        let run = m.last_run(a).unwrap();
+        assert_eq!(
+            (run.ended_s, run.duration_ms, run.outcome),
+            (2_000, 90_000, Outcome::TimedOut)
+        );
+        m.forget(a);
+        assert_eq!(m.last_run(a), None);
+        for i in 0..(MAX_LAST_RUNS as u64 + 1) {
+            m.ended(Some(EntryId(i)), Outcome::Failed, 1, i as i64);
+        }
+        assert!(m.last_run.len() <= MAX_LAST_RUNS);
+        assert!(m.last_run(EntryId(MAX_LAST_RUNS as u64)).is_some());
+        assert!(m.last_run(EntryId(0)).is_none());
     }
 }

@@ -227,7 +227,7 @@ impl Daemon {
             crontab
                 .entries
                 .iter()
-                .map(|e| (e.line, e.command.as_slice())),
+                .map(|e| (e.line, e.schedule_text.as_slice(), e.command.as_slice())),
         );
         let tab: Arc<str> = key.tab_name(&self.paths).into();
         let mut owners = Owners::new(tab, commands, owner_uid);

@@ -276,6 +276,14 @@ impl<P> Agenda<P> {
             .map(|slot| (&slot.schedule, self.zones.get(&id), &slot.payload))
     }
 
+    /// Every entry's id, in table order (read-only: what `cronctl list` shows).
+    pub fn ids(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, slot)| {
+            slot.as_ref()
+                .map(|_| EntryId::new(i as u32, self.generations[i]))
+        })
+    }
+
     /// The entry's first fire time after minute `after`, in its zone, without changing what
     /// is queued (`CRON_MISSED` asks whether a run fell in a span the daemon did not see).
     pub fn fire_after(&self, id: EntryId, after: UtcMinute) -> Option<UtcMinute> {

@@ -188,6 +188,25 @@ impl<J: Clone> Cycle<J> {
         Some((schedule, zone, job, *delay))
     }
 
+    /// Every entry's id, in table order (read-only: what `cronctl list` shows).
+    pub fn ids(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.agenda.ids()
+    }
+
+    /// When an entry next fires after minute `after`, in its zone (an `@every` entry: the
+    /// minute of its next run), without changing what is queued. `None`: never again.
+    pub fn next_fire(&self, id: EntryId, after: UtcMinute) -> Option<UtcMinute> {
+        match self.every.get(&id) {
+            Some(every) => Some(UtcMinute(every.next_ms.div_euclid(60_000))),
+            None => self.agenda.fire_after(id, after),
+        }
+    }
+
+    /// When an `@every` entry's next run is due (epoch ms); `None` for the others.
+    pub fn every_next_ms(&self, id: EntryId) -> Option<i64> {
+        self.every.get(&id).map(|e| e.next_ms)
+    }
+
     /// An entry's job, to change what it points to (not when it runs).
     pub fn job_mut(&mut self, id: EntryId) -> Option<&mut J> {
         self.agenda.payload_mut(id).map(|(job, _)| job)
@@ -388,6 +407,30 @@ mod tests {
             .as_second()
             / 60;
         UtcMinute(day + hour * 60 + minute)
+    }
+
+    #[test]
+    fn the_entries_are_listed_with_their_next_fire_times_and_a_removed_one_is_not() {
+        let mut cycle: Cycle<&str> = Cycle::new(at(10, 0), Zone::utc());
+        let daily = cycle.add(schedule("30 12 * * *"), None, "daily", 0);
+        let gone = cycle.add(schedule("* * * * *"), None, "gone", 0);
+        let every = cycle.add_every(90, "every", at(10, 0).0 * 60_000);
+        cycle.remove(gone);
+        let ids: Vec<EntryId> = cycle.ids().collect();
+        assert_eq!(ids.len(), 2);
+        assert!(ids.contains(&daily) && ids.contains(&every) && !ids.contains(&gone));
+        assert_eq!(cycle.next_fire(daily, at(10, 0)), Some(at(12, 30)));
+        assert_eq!(
+            cycle.next_fire(daily, at(12, 30)),
+            Some(at(12, 30).plus(24 * 60))
+        );
+        assert_eq!(
+            cycle.every_next_ms(every),
+            Some(at(10, 1).0 * 60_000 + 30_000)
+        );
+        assert_eq!(cycle.next_fire(every, at(10, 0)), Some(at(10, 1)));
+        assert_eq!(cycle.next_fire(gone, at(10, 0)), None);
+        assert_eq!(cycle.every_next_ms(daily), None);
     }
 
     #[test]
