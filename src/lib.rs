@@ -33,6 +33,7 @@
 
 pub(crate) mod cli;
 pub mod cluster;
+pub(crate) mod control;
 pub mod cronctl;
 pub(crate) mod cronnext;
 pub mod crontab;
