@@ -5,6 +5,7 @@
 
 pub mod cli;
 mod cluster;
+mod control;
 mod event_loop;
 mod load;
 mod metrics_serve;

@@ -153,6 +153,11 @@ impl<J> Running<J> {
         self.by_pid.len()
     }
 
+    /// Each running job child and its entry (`None`: an @reboot job), read-only.
+    pub(super) fn jobs(&self) -> impl Iterator<Item = (Pid, Option<EntryId>)> + '_ {
+        self.by_pid.iter().map(|(&pid, &(entry, _))| (pid, entry))
+    }
+
     /// How many runs wait for a running one to end.
     pub(super) fn waiting(&self) -> usize {
         self.by_entry

@@ -230,6 +230,12 @@ pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {
         .with_note(format!("still running since {since}: starts when it ends"))
 }
 
+/// `cronctl run`: `(user) RUN (command) FILE:LINE asked by NAME (uid N, pid N)`, before the
+/// run's own CMD line (or its SKIP or WAIT line, under `CRON_OVERLAP`).
+pub fn run_now_line(user: &[u8], command: &[u8], place: &str, asked_by: &str) -> LogLine {
+    LogLine::new(user, "RUN", printable(command)).with_note(format!("{place} asked by {asked_by}"))
+}
+
 /// Cluster mode: `(user) CLUSTER (command) NOTE`, what became of a run on this host
 /// (`10:05 runs on host-b`, `10:05 not run: paused`).
 pub fn cluster_line(user: &[u8], command: &[u8], note: String) -> LogLine {

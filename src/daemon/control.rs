@@ -1,0 +1,638 @@
+//! The control socket (`--control-socket`, default `/run/crond.sock`: `cronctl list`, `run`,
+//! `status`), served from the daemon's poll loop as the metrics endpoint is: non-blocking
+//! connections, a pool with a bound, deadlines. An owner: it keeps its listener and connections,
+//! answers from a [`Snapshot`] the loop hands it, and returns the runs asked for
+//! ([`RunOrder`]) for the loop to start through its normal path; the loop tells it what became
+//! of each ([`ControlServer::ran`]). What a request means, who may see what and the answers'
+//! text are `crate::control`'s (pure).
+//!
+//! Any local user may connect (mode 0666); each connection is told apart by its credentials
+//! (`SO_PEERCRED`, read at accept: the kernel's, not the client's word). Bounds: at most
+//! [`MAX_CONNECTIONS`] at once, of which [`ROOT_RESERVED`] only root's connections may take and
+//! at most [`MAX_PER_USER`] per other user; a request line of `control::MAX_REQUEST` bytes
+//! within [`REQUEST_DEADLINE_MS`] of the accept; [`DEADLINE_MS`] to the last byte of the
+//! answer; answers of `control::MAX_ANSWER_USER` bytes (root's `MAX_ANSWER_ROOT`); at most
+//! [`USER_REQUESTS_PER_S`] answered per second to users other than root (a request past it
+//! waits its turn, within its deadline). A connection past a bound is answered `ERROR busy`
+//! when its socket takes it at once, and closed. At most [`ACCEPTS_PER_WAKE`] accepts per
+//! wake-up: the loop goes on to its timers and signals between.
+
+use std::collections::HashMap;
+use std::os::fd::BorrowedFd;
+
+use crate::control::{self, EntryView, Peer, Ran, Request, Snapshot, StatusView};
+use crate::database::entries::JobSpec;
+use crate::metrics::Metrics;
+use crate::sys::listen::{Listener, Stream};
+use crate::sys::poll::Interest;
+use crate::sys::pump::{Filled, FlushError, Flushed, Pump};
+use crate::timeline::{Cycle, EntryId, UtcMinute};
+use crate::types::Pid;
+
+/// Connections served at once.
+pub(super) const MAX_CONNECTIONS: usize = 16;
+
+/// Of [`MAX_CONNECTIONS`], how many only root's connections may take: users holding every
+/// other slot can't keep root out.
+pub(super) const ROOT_RESERVED: usize = 4;
+
+/// Connections one user other than root may hold at once.
+pub(super) const MAX_PER_USER: usize = 4;
+
+/// From the accept to the end of the request line.
+pub(super) const REQUEST_DEADLINE_MS: i64 = 2_000;
+
+/// From the accept to the last byte of the answer.
+pub(super) const DEADLINE_MS: i64 = 5_000;
+
+/// Requests of users other than root answered per second, all such users together (each `list`
+/// looks at every entry).
+pub(super) const USER_REQUESTS_PER_S: u32 = 20;
+
+/// Connections accepted per wake-up of the loop.
+pub(super) const ACCEPTS_PER_WAKE: usize = 64;
+
+/// How much of a request is read at once.
+const READ_CHUNK: usize = 1024;
+
+/// What a descriptor of the server is, in the poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Token {
+    Listener,
+    /// A connection, by its position as of [`ControlServer::fds`].
+    Connection(usize),
+}
+
+/// A run asked for through the socket, for the loop to start.
+#[derive(Debug, Clone)]
+pub(super) struct RunOrder {
+    /// What [`ControlServer::ran`] is told back.
+    pub(super) ticket: u64,
+    pub(super) entry: EntryId,
+    /// `FILE:LINE`.
+    pub(super) place: String,
+    pub(super) peer: Peer,
+}
+
+#[derive(Debug)]
+enum State {
+    /// The request line is coming.
+    Reading,
+    /// Read, waiting for the per-second budget of users' requests.
+    Asked(Request),
+    /// A run was handed to the loop under this ticket.
+    Running(u64),
+    /// The answer is queued in the pump.
+    Replying,
+}
+
+#[derive(Debug)]
+struct Connection {
+    stream: Stream,
+    peer: Peer,
+    request: Vec<u8>,
+    pump: Pump,
+    state: State,
+    accepted_ms: i64,
+}
+
+impl Connection {
+    fn deadline_ms(&self) -> i64 {
+        self.accepted_ms
+            + match self.state {
+                State::Reading => REQUEST_DEADLINE_MS,
+                _ => DEADLINE_MS,
+            }
+    }
+
+    fn reply(&mut self, answer: &[u8]) {
+        self.pump.queue(answer);
+        self.state = State::Replying;
+    }
+}
+
+/// How many users' requests were answered in the current second.
+#[derive(Debug, Default)]
+struct Budget {
+    second: i64,
+    used: u32,
+}
+
+impl Budget {
+    fn take(&mut self, now_ms: i64) -> bool {
+        let second = now_ms.div_euclid(1000);
+        if second != self.second {
+            self.second = second;
+            self.used = 0;
+        }
+        if self.used >= USER_REQUESTS_PER_S {
+            return false;
+        }
+        self.used += 1;
+        true
+    }
+}
+
+/// The control socket's listener and connections.
+#[derive(Debug)]
+pub(super) struct ControlServer {
+    listener: Listener,
+    connections: Vec<Connection>,
+    next_ticket: u64,
+    budget: Budget,
+    /// When the daemon started (epoch ms), for `status`.
+    started_ms: i64,
+    /// Connections accepted since the start (past a bound or not): what the tests count.
+    accepted: u64,
+}
+
+/// How the loop answers: the snapshot for a peer, made when a request needs it.
+pub(super) type SnapshotFn<'a> = &'a dyn Fn(&Peer) -> Snapshot;
+
+impl ControlServer {
+    pub(super) fn new(listener: Listener, started_ms: i64) -> ControlServer {
+        ControlServer {
+            listener,
+            connections: Vec::new(),
+            next_ticket: 0,
+            budget: Budget::default(),
+            started_ms,
+            accepted: 0,
+        }
+    }
+
+    pub(super) fn started_ms(&self) -> i64 {
+        self.started_ms
+    }
+
+    /// The descriptors to poll: the listener while a slot is free, then each connection
+    /// (readable while its request comes, writable while its answer goes; a connection waiting
+    /// for the loop or the budget is not polled).
+    pub(super) fn fds(&self) -> Vec<(Token, BorrowedFd<'_>, Interest)> {
+        let mut fds = Vec::with_capacity(self.connections.len() + 1);
+        if self.connections.len() < MAX_CONNECTIONS {
+            fds.push((Token::Listener, self.listener.fd(), Interest::Read));
+        }
+        for (i, c) in self.connections.iter().enumerate() {
+            match c.state {
+                State::Reading => fds.push((Token::Connection(i), c.stream.fd(), Interest::Read)),
+                State::Replying => fds.push((Token::Connection(i), c.stream.fd(), Interest::Write)),
+                State::Asked(_) | State::Running(_) => {}
+            }
+        }
+        fds
+    }
+
+    /// How long the loop may sleep: until the next deadline, or the next second when a
+    /// request waits for the budget.
+    pub(super) fn timeout_ms(&self, now_ms: i64) -> Option<u32> {
+        let waiting = self
+            .connections
+            .iter()
+            .any(|c| matches!(c.state, State::Asked(_)));
+        let next_second = waiting.then(|| (now_ms.div_euclid(1000) + 1) * 1000);
+        self.connections
+            .iter()
+            .map(Connection::deadline_ms)
+            .chain(next_second)
+            .min()
+            .map(|at| at.saturating_sub(now_ms).clamp(0, i64::from(u32::MAX)) as u32)
+    }
+
+    /// Serves what `ready` (tokens of [`ControlServer::fds`] from the same state) says can go
+    /// on, answers the requests that are whole, drops connections past their deadline, and
+    /// accepts new ones into free slots. Returns the runs asked for: the loop starts each and
+    /// calls [`ControlServer::ran`].
+    pub(super) fn serve(
+        &mut self,
+        ready: &[Token],
+        now_ms: i64,
+        snapshot: SnapshotFn<'_>,
+    ) -> Vec<RunOrder> {
+        let mut orders = Vec::new();
+        let mut keep = Vec::with_capacity(self.connections.len());
+        for (i, mut c) in std::mem::take(&mut self.connections)
+            .into_iter()
+            .enumerate()
+        {
+            let go_on = !ready.contains(&Token::Connection(i)) || self.step(&mut c);
+            if go_on && now_ms < c.deadline_ms() {
+                keep.push(c);
+            }
+        }
+        self.connections = keep;
+        if ready.contains(&Token::Listener) {
+            self.accept(now_ms);
+        }
+        self.answer(now_ms, snapshot, &mut orders);
+        orders
+    }
+
+    /// What became of the run under `ticket`: the answer goes to its connection.
+    pub(super) fn ran(&mut self, ticket: u64, place: &str, ran: &Ran) {
+        if let Some(c) = self
+            .connections
+            .iter_mut()
+            .find(|c| matches!(c.state, State::Running(t) if t == ticket))
+        {
+            c.reply(&control::ran_answer(place, ran));
+            // Most answers fit the socket's buffer.
+            let _ = c.pump.flush(&mut c.stream);
+        }
+    }
+
+    /// The run under `ticket` could not be carried out (its entry is gone since).
+    pub(super) fn refused(&mut self, ticket: u64, message: &str) {
+        if let Some(c) = self
+            .connections
+            .iter_mut()
+            .find(|c| matches!(c.state, State::Running(t) if t == ticket))
+        {
+            c.reply(&control::error_answer(message));
+            let _ = c.pump.flush(&mut c.stream);
+        }
+    }
+
+    /// Accepts waiting connections while slots are free (at most [`ACCEPTS_PER_WAKE`]); one
+    /// past a bound is told `ERROR busy` and closed at once.
+    fn accept(&mut self, now_ms: i64) {
+        for _ in 0..ACCEPTS_PER_WAKE {
+            if self.connections.len() >= MAX_CONNECTIONS {
+                return;
+            }
+            let Ok(Some(mut stream)) = self.listener.accept() else {
+                return;
+            };
+            self.accepted += 1;
+            let Ok(cred) = stream.peer_credentials() else {
+                continue;
+            };
+            let uid = cred.uid.0;
+            if uid != 0 && !self.user_may_connect(uid) {
+                let mut pump = Pump::new(16, usize::MAX);
+                pump.queue(&control::error_answer(
+                    "busy: too many connections to the control socket; try again",
+                ));
+                let _ = pump.flush(&mut stream);
+                continue;
+            }
+            let name = match uid {
+                0 => Some(b"root".to_vec()),
+                _ => crate::sys::user::User::resolve_uid(cred.uid)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.name),
+            };
+            let mut c = Connection {
+                stream,
+                peer: Peer {
+                    uid,
+                    pid: cred.pid,
+                    name,
+                },
+                request: Vec::new(),
+                pump: Pump::new(READ_CHUNK, usize::MAX),
+                state: State::Reading,
+                accepted_ms: now_ms,
+            };
+            // The request is usually there already: read in this same wake-up.
+            if self.step(&mut c) {
+                self.connections.push(c);
+            }
+        }
+    }
+
+    /// Whether a connection of `uid` (not root) may take a slot: one of the unreserved ones,
+    /// and fewer than [`MAX_PER_USER`] of that user's.
+    fn user_may_connect(&self, uid: u32) -> bool {
+        let users = self.connections.iter().filter(|c| c.peer.uid != 0).count();
+        let own = self
+            .connections
+            .iter()
+            .filter(|c| c.peer.uid == uid)
+            .count();
+        users < MAX_CONNECTIONS - ROOT_RESERVED && own < MAX_PER_USER
+    }
+
+    /// One step of a connection: read what came (parsing the request when its line is whole),
+    /// or write what can go. `false`: done, close.
+    fn step(&mut self, c: &mut Connection) -> bool {
+        match c.state {
+            State::Replying => {
+                return match c.pump.flush(&mut c.stream) {
+                    Ok(Flushed::Partly) => true,
+                    Ok(Flushed::All) | Err(FlushError::Closed | FlushError::Io(_)) => false,
+                    Err(FlushError::Backlog(_)) => false,
+                };
+            }
+            State::Asked(_) | State::Running(_) => return true,
+            State::Reading => {}
+        }
+        let request = &mut c.request;
+        let mut whole = false;
+        let filled = c.pump.fill(&mut c.stream, usize::MAX, &mut |chunk| {
+            let room = control::MAX_REQUEST + 1 - request.len();
+            request.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            whole = request.contains(&b'\n') || request.len() > control::MAX_REQUEST;
+            !whole
+        });
+        let ended = match filled {
+            Ok(Filled::Open) => false,
+            Ok(Filled::End) => true,
+            Err(_) => return false,
+        };
+        if !whole && !(ended && !c.request.is_empty()) {
+            return !ended;
+        }
+        let parsed = match c.request.iter().position(|&b| b == b'\n') {
+            Some(end) => control::parse_request(&c.request[..end]),
+            None if c.request.len() > control::MAX_REQUEST => Err(format!(
+                "a request is one line of at most {} bytes",
+                control::MAX_REQUEST
+            )),
+            None => control::parse_request(&c.request),
+        };
+        c.request = Vec::new();
+        match parsed {
+            Ok(request) => {
+                c.state = State::Asked(request);
+                true
+            }
+            Err(e) => {
+                c.reply(&control::error_answer(&e));
+                self.step(c)
+            }
+        }
+    }
+
+    /// Answers the requests that are read, root's first, users' within the budget.
+    fn answer(&mut self, now_ms: i64, snapshot: SnapshotFn<'_>, orders: &mut Vec<RunOrder>) {
+        let mut order: Vec<usize> = (0..self.connections.len()).collect();
+        order.sort_by_key(|&i| self.connections[i].peer.uid != 0);
+        let mut done = Vec::new();
+        for i in order {
+            let c = &self.connections[i];
+            let State::Asked(request) = &c.state else {
+                continue;
+            };
+            if !c.peer.is_root() && !self.budget.take(now_ms) {
+                continue;
+            }
+            let request = request.clone();
+            let c = &mut self.connections[i];
+            let snap = snapshot(&c.peer);
+            match &request {
+                Request::Run { target } => match control::find(&snap, target) {
+                    Ok(entry) => {
+                        let ticket = self.next_ticket;
+                        self.next_ticket += 1;
+                        orders.push(RunOrder {
+                            ticket,
+                            entry: EntryId(entry.id),
+                            place: entry.place(),
+                            peer: c.peer.clone(),
+                        });
+                        c.state = State::Running(ticket);
+                        continue;
+                    }
+                    Err(answer) => c.reply(&answer),
+                },
+                _ => c.reply(&control::render(&request, &snap, &c.peer)),
+            }
+            done.push(i);
+        }
+        // Most answers fit the socket's buffer: sent now; a connection whose peer is gone ends.
+        let mut gone = Vec::new();
+        for i in done {
+            if !self.step_at(i) {
+                gone.push(i);
+            }
+        }
+        for i in gone.into_iter().rev() {
+            self.connections.remove(i);
+        }
+    }
+
+    fn step_at(&mut self, i: usize) -> bool {
+        let c = &mut self.connections[i];
+        match c.pump.flush(&mut c.stream) {
+            Ok(Flushed::Partly) => true,
+            Ok(Flushed::All) | Err(_) => false,
+        }
+    }
+}
+
+/// What the daemon knows, for `peer`: the entries they may see, each with its next run, last
+/// run and running jobs, and the status. `after`: the minute after which the next runs are
+/// looked for (the later of the minute handled last and the one before now).
+pub(super) fn snapshot(
+    peer: &Peer,
+    cycle: &Cycle<JobSpec>,
+    running: impl Iterator<Item = (Pid, Option<EntryId>)>,
+    metrics: &Metrics,
+    status: StatusView,
+) -> Snapshot {
+    let now_minute = UtcMinute(status.now_ms.div_euclid(60_000));
+    let after = cycle.handled().max(now_minute.plus(-1));
+    let mut pids: HashMap<EntryId, Vec<i32>> = HashMap::new();
+    let mut all_running = 0;
+    for (pid, entry) in running {
+        all_running += 1;
+        if let Some(entry) = entry {
+            pids.entry(entry).or_default().push(pid.0);
+        }
+    }
+    let mut entries = Vec::new();
+    for id in cycle.ids() {
+        let Some((_, zone, job, _)) = cycle.get(id) else {
+            continue;
+        };
+        if !control::may_see(peer, job.user(), job.owner.uid.map(|u| u.0)) {
+            continue;
+        }
+        let next_s = match cycle.every_next_ms(id) {
+            Some(ms) => Some(ms.div_euclid(1000)),
+            None => cycle.next_fire(id, after).map(|m| m.start_second()),
+        };
+        let mut running = pids.remove(&id).unwrap_or_default();
+        running.sort_unstable();
+        entries.push(EntryView {
+            id: id.0,
+            tab: job.owner.tab.clone(),
+            line: job.line(),
+            user: job.user().to_vec(),
+            schedule: job.schedule_text().to_vec(),
+            cron_tz: zone.map(|z| z.name().to_string()),
+            zone: zone.unwrap_or(cycle.local_zone()).clone(),
+            next_s,
+            last: metrics.last_run(id),
+            running,
+            policy: job.env().policy(),
+            command: job.command().to_vec(),
+        });
+    }
+    let own_only = !peer.is_root();
+    let status = StatusView {
+        entries: entries.len(),
+        running: if own_only {
+            entries.iter().map(|e| e.running.len()).sum()
+        } else {
+            all_running
+        },
+        own_only,
+        ..status
+    };
+    Snapshot { status, entries }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    /// A server on a socket in a temporary directory, and a way to connect to it.
+    fn server() -> (ControlServer, std::path::PathBuf, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crond.sock");
+        let listener = crate::sys::listen::listen_unix_for_all(&path).unwrap();
+        (ControlServer::new(listener, 0), path, dir)
+    }
+
+    fn empty(peer: &Peer) -> Snapshot {
+        Snapshot {
+            status: StatusView {
+                version: "test",
+                pid: 1,
+                started_ms: 0,
+                now_ms: 60_000,
+                zone: crate::schedule::Zone::utc(),
+                entries: 0,
+                running: 0,
+                own_only: !peer.is_root(),
+            },
+            entries: Vec::new(),
+        }
+    }
+
+    /// Serves whatever is ready now, as the loop would after a poll.
+    fn turn(s: &mut ControlServer, now_ms: i64) -> Vec<RunOrder> {
+        let mut registry = crate::sys::poll::Registry::new();
+        for (token, fd, interest) in s.fds() {
+            registry.add(token, fd, interest);
+        }
+        let ready: Vec<Token> = registry.wait(Some(100)).unwrap().iter().collect();
+        s.serve(&ready, now_ms, &empty)
+    }
+
+    fn answer_of(mut client: UnixStream) -> String {
+        client.set_nonblocking(true).unwrap();
+        let mut out = String::new();
+        let _ = client.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_request_is_answered_in_the_wake_up_that_accepts_it_and_the_connection_closed() {
+        let (mut s, path, _dir) = server();
+        let mut client = UnixStream::connect(&path).unwrap();
+        client.write_all(b"status\n").unwrap();
+        turn(&mut s, 1_000);
+        let answer = answer_of(client);
+        assert!(answer.starts_with("OK\ncrond test, pid 1\n"), "{answer}");
+        assert!(s.connections.is_empty());
+    }
+
+    #[test]
+    fn a_request_past_four_kibibytes_or_without_an_end_by_its_deadline_is_closed() {
+        let (mut s, path, _dir) = server();
+        let mut long = UnixStream::connect(&path).unwrap();
+        long.write_all(&vec![b'x'; control::MAX_REQUEST + 10])
+            .unwrap();
+        let mut slow = UnixStream::connect(&path).unwrap();
+        slow.write_all(b"sta").unwrap();
+        turn(&mut s, 1_000);
+        assert!(answer_of(long).starts_with("ERROR a request is one line of at most 4096"));
+        assert_eq!(s.connections.len(), 1, "the slow one waits");
+        turn(&mut s, 1_000 + REQUEST_DEADLINE_MS);
+        assert!(s.connections.is_empty(), "closed at its deadline");
+        let mut got = String::new();
+        slow.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "", "closed without an answer");
+    }
+
+    #[test]
+    fn root_keeps_its_reserved_slots_and_one_user_gets_at_most_four() {
+        let (mut s, path, _dir) = server();
+        // The test runs as one uid: play users by rewriting the peers of held connections.
+        let held: Vec<UnixStream> = (0..MAX_CONNECTIONS - ROOT_RESERVED)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        turn(&mut s, 1_000);
+        assert_eq!(s.connections.len(), MAX_CONNECTIONS - ROOT_RESERVED);
+        for (i, c) in s.connections.iter_mut().enumerate() {
+            c.peer.uid = 1000 + (i / MAX_PER_USER) as u32;
+        }
+        assert!(!s.user_may_connect(5000), "the users' slots are full");
+        s.connections.truncate(MAX_CONNECTIONS - ROOT_RESERVED - 1);
+        assert!(s.user_may_connect(5000));
+        assert!(!s.user_may_connect(1000), "1000 holds four");
+        drop(held);
+    }
+
+    #[test]
+    fn users_requests_past_the_budget_wait_for_the_next_second() {
+        let mut budget = Budget::default();
+        for _ in 0..USER_REQUESTS_PER_S {
+            assert!(budget.take(10_500));
+        }
+        assert!(!budget.take(10_999));
+        assert!(budget.take(11_000));
+    }
+
+    #[test]
+    fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
+        let (mut s, path, _dir) = server();
+        let mut client = UnixStream::connect(&path).unwrap();
+        client.write_all(b"run 7\n").unwrap();
+        let entry = |peer: &Peer| {
+            let mut snap = empty(peer);
+            snap.entries.push(EntryView {
+                id: 7,
+                tab: "crontabs/alice".into(),
+                line: 3,
+                user: b"alice".to_vec(),
+                schedule: b"@daily".to_vec(),
+                cron_tz: None,
+                zone: crate::schedule::Zone::utc(),
+                next_s: None,
+                last: None,
+                running: Vec::new(),
+                policy: Default::default(),
+                command: b"date".to_vec(),
+            });
+            snap
+        };
+        let mut registry = crate::sys::poll::Registry::new();
+        for (token, fd, interest) in s.fds() {
+            registry.add(token, fd, interest);
+        }
+        let ready: Vec<Token> = registry.wait(Some(100)).unwrap().iter().collect();
+        let orders = s.serve(&ready, 1_000, &entry);
+        assert_eq!(orders.len(), 1);
+        assert_eq!(
+            (orders[0].entry, orders[0].place.as_str()),
+            (EntryId(7), "crontabs/alice:3")
+        );
+        assert!(
+            s.fds().iter().all(|(t, _, _)| *t == Token::Listener),
+            "not polled meanwhile"
+        );
+        s.ran(orders[0].ticket, &orders[0].place, &Ran::Started(99));
+        turn(&mut s, 1_100);
+        assert_eq!(
+            answer_of(client),
+            "OK\nstarted crontabs/alice:3: job pid 99\n"
+        );
+    }
+}
