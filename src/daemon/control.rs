@@ -341,7 +341,9 @@ impl ControlServer {
             Ok(Filled::End) => true,
             Err(_) => return false,
         };
-        if !whole && !(ended && !c.request.is_empty()) {
+        // A client that closed its side after a request without `\n` is answered too.
+        let half_closed = ended && !c.request.is_empty();
+        if !whole && !half_closed {
             return !ended;
         }
         let parsed = match c.request.iter().position(|&b| b == b'\n') {
