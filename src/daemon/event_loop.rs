@@ -60,6 +60,8 @@ pub(super) struct Daemon {
     /// What happened to jobs, for `--metrics`.
     pub(super) metrics: Metrics,
     pub(super) metrics_server: Option<MetricsServer>,
+    /// The control socket (`cronctl list|run|status`).
+    pub(super) control: Option<super::control::ControlServer>,
     /// Cluster mode (`--cluster-db`): the helper and the runs waiting on it.
     pub(super) cluster: Option<super::cluster::ClusterLink>,
 }
@@ -97,6 +99,7 @@ enum Source {
     /// The cluster helper's socket.
     Helper,
     Metrics(super::metrics_serve::Token),
+    Control(super::control::Token),
 }
 
 /// Which of the polled sources are ready.
@@ -125,6 +128,7 @@ impl Daemon {
             let places = daemon.options.metrics.clone();
             daemon.metrics_server = Some(daemon.listen_for_metrics(&places)?);
         }
+        daemon.control = daemon.listen_for_control(now)?;
         // Started before the crontabs are loaded: the helper is small when it forks.
         daemon.start_cluster(now);
         daemon.load_at_start(now);
@@ -161,6 +165,7 @@ impl Daemon {
             written_handled: None,
             metrics: Metrics::default(),
             metrics_server: None,
+            control: None,
             cluster: None,
             localtime,
             sources: Sources::default(),
@@ -348,9 +353,27 @@ impl Daemon {
                 timeout_ms = Some(timeout_ms.map_or(ms, |t| t.min(ms)));
             }
         }
+        if let Some(control) = &self.control {
+            for (token, fd, interest) in control.fds() {
+                registry.add(Source::Control(token), fd, interest);
+            }
+            if let Some(ms) = control.timeout_ms(wall_clock().as_millisecond()) {
+                timeout_ms = Some(timeout_ms.map_or(ms, |t| t.min(ms)));
+            }
+        }
         let ready = registry
             .wait(timeout_ms)
             .map_err(|e| Error::Io("poll", e))?;
+        if self.control.is_some() {
+            let control: Vec<_> = ready
+                .iter()
+                .filter_map(|source| match source {
+                    Source::Control(token) => Some(token),
+                    _ => None,
+                })
+                .collect();
+            self.serve_control(&control);
+        }
         if self.metrics_server.is_some() {
             let metrics: Vec<_> = ready
                 .iter()

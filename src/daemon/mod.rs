@@ -6,6 +6,7 @@
 pub mod cli;
 mod cluster;
 mod control;
+mod control_hook;
 mod event_loop;
 mod load;
 mod metrics_serve;
