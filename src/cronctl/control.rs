@@ -22,7 +22,15 @@ pub fn ask(socket: &Path, request: &str) -> Result<String, String> {
             socket.display()
         )
     })?;
-    let lost = |e: std::io::Error| format!("{}: {e}", socket.display());
+    let lost = |e: std::io::Error| match e.kind() {
+        // The daemon turned the connection away before reading it (busy).
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => format!(
+            "{}: the daemon closed the connection before answering (too many connections \
+             to the control socket: try again)",
+            socket.display()
+        ),
+        _ => format!("{}: {e}", socket.display()),
+    };
     stream.set_read_timeout(Some(TIMEOUT)).map_err(lost)?;
     stream.set_write_timeout(Some(TIMEOUT)).map_err(lost)?;
     stream
