@@ -578,6 +578,52 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_the_loop() {
+        let (mut s, path, _dir) = server();
+        let mut client = UnixStream::connect(&path).unwrap();
+        client.write_all(b"list --json\n").unwrap();
+        // Two mebibytes of answer: more than the socket takes at once.
+        let big = |peer: &Peer| {
+            let mut snap = empty(peer);
+            snap.entries = (0..8_000)
+                .map(|i| EntryView {
+                    id: i,
+                    tab: "/etc/cron.d/big".into(),
+                    line: i as u32,
+                    user: b"root".to_vec(),
+                    schedule: b"* * * * *".to_vec(),
+                    cron_tz: None,
+                    zone: crate::schedule::Zone::utc(),
+                    next_s: None,
+                    last: None,
+                    running: Vec::new(),
+                    policy: Default::default(),
+                    command: vec![b'x'; 200],
+                })
+                .collect();
+            snap
+        };
+        let serve = |s: &mut ControlServer, now_ms: i64| {
+            let mut registry = crate::sys::poll::Registry::new();
+            for (token, fd, interest) in s.fds() {
+                registry.add(token, fd, interest);
+            }
+            let ready: Vec<Token> = registry.wait(Some(0)).unwrap().iter().collect();
+            s.serve(&ready, now_ms, &big);
+        };
+        serve(&mut s, 1_000);
+        assert_eq!(s.connections.len(), 1);
+        assert!(matches!(s.connections[0].state, State::Replying));
+        assert!(s.connections[0].pump.unsent() > 0, "the socket is full");
+        // Each wake-up writes what the socket takes (nothing) and goes on.
+        serve(&mut s, 3_000);
+        assert_eq!(s.connections.len(), 1);
+        serve(&mut s, 1_000 + DEADLINE_MS);
+        assert!(s.connections.is_empty(), "dropped at its deadline");
+        drop(client);
+    }
+
+    #[test]
     fn root_keeps_its_reserved_slots_and_one_user_gets_at_most_four() {
         let (mut s, path, _dir) = server();
         // The test runs as one uid: play users by rewriting the peers of held connections.
