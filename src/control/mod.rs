@@ -36,7 +36,11 @@ use crate::schedule::Zone;
 pub const MAX_REQUEST: usize = 4096;
 
 /// The most bytes of an answer to root.
-pub const MAX_ANSWER_ROOT: usize = 16 << 20;
+pub const MAX_ANSWER_ROOT: usize = 8 << 20;
+
+/// The fewest bytes an entry takes in a `list` answer (a table row; a JSON object takes more):
+/// a snapshot holds at most an answer's bound over this many entries, and counts the rest.
+pub const MIN_ENTRY_BYTES: usize = 100;
 
 /// The most bytes of an answer to any other user.
 pub const MAX_ANSWER_USER: usize = 1 << 20;
@@ -214,10 +218,6 @@ impl EntryView {
             Target::Place { tab, line } => *self.tab == **tab && self.line == *line,
         }
     }
-
-    fn matches(&self, pattern: &str) -> bool {
-        self.place().contains(pattern) || String::from_utf8_lossy(&self.user).contains(pattern)
-    }
 }
 
 /// The daemon as `status` shows it.
@@ -237,11 +237,71 @@ pub struct StatusView {
 }
 
 /// What an answer is made from: the daemon's state at the request, the entries already
-/// filtered by [`may_see`].
+/// filtered by [`may_see`] and [`Want::wants`] (at most [`Want::max_entries`] of them).
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub status: StatusView,
     pub entries: Vec<EntryView>,
+    /// Entries wanted past [`Want::max_entries`]: counted, not made.
+    pub omitted: usize,
+}
+
+/// Which entries a request needs in its snapshot, so that the daemon makes only those (a
+/// `status` none, a `run` the one it names, a `list` those its pattern matches, up to what the
+/// answer can hold).
+#[derive(Debug, Clone, Copy)]
+pub struct Want<'a> {
+    /// Whether entries are made at all (`status` only counts them).
+    pub entries: bool,
+    pub pattern: Option<&'a str>,
+    pub target: Option<&'a Target>,
+    pub max_entries: usize,
+}
+
+impl Request {
+    /// What the snapshot for this request must hold, for `peer`.
+    pub fn want(&self, peer: &Peer) -> Want<'_> {
+        let none = Want {
+            entries: false,
+            pattern: None,
+            target: None,
+            max_entries: 0,
+        };
+        match self {
+            Request::Status { .. } => none,
+            Request::List { pattern, .. } => Want {
+                entries: true,
+                pattern: pattern.as_deref(),
+                max_entries: peer.max_answer() / MIN_ENTRY_BYTES,
+                ..none
+            },
+            Request::Run { target } => Want {
+                entries: true,
+                target: Some(target),
+                max_entries: 1,
+                ..none
+            },
+        }
+    }
+}
+
+impl Want<'_> {
+    /// Whether the entry `id`, `tab:line`, run as `user`, is one the request needs (who may
+    /// see it is [`may_see`]'s question, asked first).
+    pub fn wants(&self, id: u64, tab: &str, line: u32, user: &[u8]) -> bool {
+        if !self.entries {
+            return false;
+        }
+        if let Some(target) = self.target {
+            return match target {
+                Target::Id(t) => *t == id,
+                Target::Place { tab: t, line: l } => t == tab && *l == line,
+            };
+        }
+        self.pattern.is_none_or(|p| {
+            format!("{tab}:{line}").contains(p) || String::from_utf8_lossy(user).contains(p)
+        })
+    }
 }
 
 /// The answer to a `run`, as the daemon carried it out.

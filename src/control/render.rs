@@ -26,44 +26,33 @@ const TAIL: usize = 200;
 pub fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec<u8> {
     let max = peer.max_answer();
     match request {
-        Request::List { format, pattern } => list(snapshot, *format, pattern.as_deref(), max),
+        Request::List { format, .. } => list(snapshot, *format, max),
         Request::Status { format } => status(&snapshot.status, *format),
         Request::Run { .. } => return super::error_answer("a run is answered by the daemon"),
     }
     .into_bytes()
 }
 
-fn list(snapshot: &Snapshot, format: Format, pattern: Option<&str>, max: usize) -> String {
-    let shown: Vec<&EntryView> = snapshot
-        .entries
-        .iter()
-        .filter(|e| pattern.is_none_or(|p| e.matches(p)))
-        .collect();
+/// A list: the snapshot's entries (its pattern applied when it was made), then what was left
+/// out, counted.
+fn list(snapshot: &Snapshot, format: Format, max: usize) -> String {
+    let shown = &snapshot.entries;
     let mut out = String::from("OK\n");
     if format == Format::Table {
-        // Rows are made while they fit (a list of 100,000 entries is not made whole to be cut).
-        let mut rows = vec![HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
-        let mut size = 0;
-        for e in &shown {
-            if size > max {
-                break;
-            }
-            let row = table_row(e);
-            size += row.iter().map(|c| c.len() + 2).sum::<usize>();
-            rows.push(row);
-        }
-        table(&mut out, &rows, shown.len(), max);
+        table(&mut out, shown, snapshot.omitted, max);
         return out;
     }
-    let mut left_out = 0;
-    for e in &shown {
-        if left_out > 0 || out.len() > max.saturating_sub(TAIL) {
-            left_out += 1;
+    let mut cut = 0;
+    for e in shown {
+        let object = json_entry(e);
+        if cut > 0 || out.len() + object.len() + 1 > max.saturating_sub(TAIL) {
+            cut += 1;
             continue;
         }
-        out.push_str(&json_entry(e));
+        out.push_str(&object);
         out.push('\n');
     }
+    let left_out = cut + snapshot.omitted;
     if left_out > 0 {
         let _ = writeln!(out, "{{\"not_shown\":{left_out}}}");
     }
@@ -120,38 +109,46 @@ fn table_row(e: &EntryView) -> Vec<String> {
 }
 
 /// Columns padded to their widest cell, the last one not; rows past `max` bytes left out and
-/// counted.
-fn table(out: &mut String, rows: &[Vec<String>], entries: usize, max: usize) {
-    let columns = rows.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut shown = 0;
-    for (i, row) in rows.iter().enumerate() {
-        if out.len() > max.saturating_sub(TAIL) {
-            break;
+/// counted with the `omitted` ones. Each row is made twice (once for the widths, once to be
+/// written) rather than kept: a list of 70,000 entries holds no 900,000 cells at once.
+fn table(out: &mut String, entries: &[EntryView], omitted: usize, max: usize) {
+    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
+    for e in entries {
+        for (w, cell) in widths.iter_mut().zip(table_row(e)) {
+            *w = (*w).max(cell.chars().count());
         }
+    }
+    let header = HEADER.iter().map(|h| h.to_string()).collect::<Vec<_>>();
+    let mut shown = 0;
+    for (i, row) in std::iter::once(header)
+        .chain(entries.iter().map(table_row))
+        .enumerate()
+    {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
-            if c + 1 == columns {
+            if c + 1 == row.len() {
                 line.push_str(cell);
             } else {
                 let _ = write!(line, "{cell:<w$}  ", w = widths[c]);
             }
         }
-        out.push_str(line.trim_end());
+        let line = line.trim_end();
+        if out.len() + line.len() + 1 > max.saturating_sub(TAIL) {
+            break;
+        }
+        out.push_str(line);
         out.push('\n');
         if i > 0 {
             shown += 1;
         }
     }
-    if shown < entries {
+    let left_out = entries.len() - shown + omitted;
+    if left_out > 0 {
         let _ = writeln!(
             out,
-            "({} more entries not shown: name a part of FILE:LINE or a user to narrow the list)",
-            entries - shown
+            "({left_out} more entries not shown: name a part of FILE:LINE or a user to narrow the list)"
         );
-    } else if entries == 0 {
+    } else if entries.is_empty() {
         out.push_str("(no entries)\n");
     }
 }

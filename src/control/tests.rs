@@ -51,6 +51,7 @@ fn snapshot(entries: Vec<EntryView>) -> Snapshot {
             own_only: false,
         },
         entries,
+        omitted: 0,
     }
 }
 
@@ -218,22 +219,34 @@ fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what
         lines[3]
     );
     assert!(!answer.contains('\x1b'));
-    let narrowed = text(render(
-        &Request::List {
-            format: Format::Table,
-            pattern: Some("www".into()),
-        },
-        &snapshot(vec![entry(1, "crontabs/alice", 3, "alice"), {
-            let mut b = entry(2, "/etc/cron.d/php", 12, "www-data");
-            b.zone = Zone::utc();
-            b
-        }]),
-        &peer(0, None),
-    ));
-    assert!(
-        !narrowed.contains("alice") && narrowed.contains("php:12"),
-        "{narrowed}"
+}
+
+#[test]
+fn a_request_wants_in_its_snapshot_only_the_entries_it_shows_or_runs() {
+    let root = peer(0, Some("root"));
+    let status = parse_request(b"status").unwrap();
+    assert!(!status.want(&root).wants(1, "crontabs/alice", 3, b"alice"));
+    let list = parse_request(b"list www").unwrap();
+    let want = list.want(&root);
+    assert!(want.wants(2, "/etc/cron.d/php", 12, b"www-data"));
+    assert!(want.wants(2, "/etc/cron.d/www", 1, b"root"));
+    assert!(!want.wants(1, "crontabs/alice", 3, b"alice"));
+    assert_eq!(want.max_entries, MAX_ANSWER_ROOT / MIN_ENTRY_BYTES);
+    assert_eq!(
+        parse_request(b"list")
+            .unwrap()
+            .want(&peer(1000, Some("alice")))
+            .max_entries,
+        MAX_ANSWER_USER / MIN_ENTRY_BYTES
     );
+    let run = parse_request(b"run crontabs/alice:3").unwrap();
+    let want = run.want(&root);
+    assert!(want.wants(9, "crontabs/alice", 3, b"alice"));
+    assert!(!want.wants(9, "crontabs/alice", 4, b"alice"));
+    assert!(!want.wants(9, "crontabs/alicia", 3, b"alicia"));
+    let by_id = parse_request(b"run 9").unwrap();
+    assert!(by_id.want(&root).wants(9, "x", 1, b"x"));
+    assert!(!by_id.want(&root).wants(8, "x", 1, b"x"));
 }
 
 #[test]
@@ -287,7 +300,9 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
     let many: Vec<EntryView> = (0..20_000)
         .map(|i| entry(i, "/etc/cron.d/big", i as u32 + 1, "alice"))
         .collect();
-    let snap = snapshot(many);
+    let mut snap = snapshot(many);
+    // The daemon made 20,000 and counted 500 more past the snapshot's bound.
+    snap.omitted = 500;
     let alice = peer(1000, Some("alice"));
     for format in [Format::Table, Format::Json] {
         let answer = text(render(
@@ -313,7 +328,11 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
         };
         let shown = answer.lines().count() - 2 - usize::from(format == Format::Table);
         assert!(left_out > 0);
-        assert_eq!(shown + left_out, 20_000, "{format:?}");
+        assert_eq!(
+            shown + left_out,
+            20_000 + 500,
+            "{format:?}: the omitted count too"
+        );
     }
     let root = text(render(
         &Request::List {
@@ -323,7 +342,11 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
         &snap,
         &peer(0, None),
     ));
-    assert!(!root.contains("not_shown"), "root's bound is larger");
+    let last: serde_json::Value = serde_json::from_str(root.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last["not_shown"], 500,
+        "root's bound is larger: only the omitted are left out"
+    );
 }
 
 #[test]

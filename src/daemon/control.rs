@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::os::fd::BorrowedFd;
 
-use crate::control::{self, EntryView, Peer, Ran, Request, Snapshot, StatusView};
+use crate::control::{self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want};
 use crate::database::entries::JobSpec;
 use crate::metrics::Metrics;
 use crate::sys::listen::{Listener, Stream};
@@ -153,8 +153,9 @@ pub(super) struct ControlServer {
     paused_until_ms: Option<i64>,
 }
 
-/// How the loop answers: the snapshot for a peer, made when a request needs it.
-pub(super) type SnapshotFn<'a> = &'a dyn Fn(&Peer) -> Snapshot;
+/// How the loop answers: the snapshot of what a request wants for a peer, made when a request
+/// needs it.
+pub(super) type SnapshotFn<'a> = &'a dyn Fn(&Peer, &Want<'_>) -> Snapshot;
 
 impl ControlServer {
     pub(super) fn new(listener: Listener, started_ms: i64) -> ControlServer {
@@ -396,7 +397,7 @@ impl ControlServer {
             }
             let request = request.clone();
             let c = &mut self.connections[i];
-            let snap = snapshot(&c.peer);
+            let snap = snapshot(&c.peer, &request.want(&c.peer));
             match &request {
                 Request::Run { target } => match control::find(&snap, target) {
                     Ok(entry) => {
@@ -438,11 +439,13 @@ impl ControlServer {
     }
 }
 
-/// What the daemon knows, for `peer`: the entries they may see, each with its next run, last
-/// run and running jobs, and the status. `after`: the minute after which the next runs are
-/// looked for (the later of the minute handled last and the one before now).
+/// What the daemon knows, for `peer`: the entries they may see that the request wants, each
+/// with its next run, last run and running jobs (at most `want.max_entries`, the rest counted),
+/// and the status (the entries and jobs they may see, counted). The next runs are looked for
+/// after the later of the minute handled last and the one before now.
 pub(super) fn snapshot(
     peer: &Peer,
+    want: &Want<'_>,
     cycle: &Cycle<JobSpec>,
     running: impl Iterator<Item = (Pid, Option<EntryId>)>,
     metrics: &Metrics,
@@ -458,7 +461,7 @@ pub(super) fn snapshot(
             pids.entry(entry).or_default().push(pid.0);
         }
     }
-    let mut entries = Vec::new();
+    let (mut entries, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
     for id in cycle.ids() {
         let Some((_, zone, job, _)) = cycle.get(id) else {
             continue;
@@ -466,11 +469,20 @@ pub(super) fn snapshot(
         if !control::may_see(peer, job.user(), job.owner.uid.map(|u| u.0)) {
             continue;
         }
+        seen += 1;
+        let mut running = pids.remove(&id).unwrap_or_default();
+        seen_running += running.len();
+        if !want.wants(id.0, &job.owner.tab, job.line(), job.user()) {
+            continue;
+        }
+        if entries.len() >= want.max_entries {
+            omitted += 1;
+            continue;
+        }
         let next_s = match cycle.every_next_ms(id) {
             Some(ms) => Some(ms.div_euclid(1000)),
             None => cycle.next_fire(id, after).map(|m| m.start_second()),
         };
-        let mut running = pids.remove(&id).unwrap_or_default();
         running.sort_unstable();
         entries.push(EntryView {
             id: id.0,
@@ -489,16 +501,16 @@ pub(super) fn snapshot(
     }
     let own_only = !peer.is_root();
     let status = StatusView {
-        entries: entries.len(),
-        running: if own_only {
-            entries.iter().map(|e| e.running.len()).sum()
-        } else {
-            all_running
-        },
+        entries: seen,
+        running: if own_only { seen_running } else { all_running },
         own_only,
         ..status
     };
-    Snapshot { status, entries }
+    Snapshot {
+        status,
+        entries,
+        omitted,
+    }
 }
 
 #[cfg(test)]
@@ -515,7 +527,7 @@ mod tests {
         (ControlServer::new(listener, 0), path, dir)
     }
 
-    fn empty(peer: &Peer) -> Snapshot {
+    fn empty(peer: &Peer, _: &Want<'_>) -> Snapshot {
         Snapshot {
             status: StatusView {
                 version: "test",
@@ -528,6 +540,7 @@ mod tests {
                 own_only: !peer.is_root(),
             },
             entries: Vec::new(),
+            omitted: 0,
         }
     }
 
@@ -583,8 +596,8 @@ mod tests {
         let mut client = UnixStream::connect(&path).unwrap();
         client.write_all(b"list --json\n").unwrap();
         // Two mebibytes of answer: more than the socket takes at once.
-        let big = |peer: &Peer| {
-            let mut snap = empty(peer);
+        let big = |peer: &Peer, want: &Want<'_>| {
+            let mut snap = empty(peer, want);
             snap.entries = (0..8_000)
                 .map(|i| EntryView {
                     id: i,
@@ -657,8 +670,8 @@ mod tests {
         let (mut s, path, _dir) = server();
         let mut client = UnixStream::connect(&path).unwrap();
         client.write_all(b"run 7\n").unwrap();
-        let entry = |peer: &Peer| {
-            let mut snap = empty(peer);
+        let entry = |peer: &Peer, want: &Want<'_>| {
+            let mut snap = empty(peer, want);
             snap.entries.push(EntryView {
                 id: 7,
                 tab: "crontabs/alice".into(),

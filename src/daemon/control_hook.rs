@@ -14,6 +14,10 @@ use crate::log::{Level, lines};
 use crate::timeline::queue::Queued;
 use crate::timeline::{Due, UtcMinute};
 
+/// An answer made of this many entries or more gives its memory back to the system afterwards
+/// (as a reload that freed memory does).
+const LARGE_ANSWER_ENTRIES: usize = 1_000;
+
 impl Daemon {
     /// The control socket (`--control-socket`, by default `crond.sock` beside the pid file).
     /// One given on the command line that can't be made stops the start; the default one is
@@ -66,16 +70,24 @@ impl Daemon {
             running: 0,
             own_only: false,
         };
-        let snapshot = |peer: &crate::control::Peer| {
-            super::control::snapshot(
+        // How many entries the answers were made of: after a large list, the memory goes back.
+        let made = std::cell::Cell::new(0usize);
+        let snapshot = |peer: &crate::control::Peer, want: &crate::control::Want<'_>| {
+            let snap = super::control::snapshot(
                 peer,
+                want,
                 &self.cycle,
                 self.running.jobs(),
                 &self.metrics,
                 status.clone(),
-            )
+            );
+            made.set(made.get() + snap.entries.len());
+            snap
         };
         let orders = server.serve(ready, now.as_millisecond(), &snapshot);
+        if made.get() >= LARGE_ANSWER_ENTRIES {
+            self.freed = true;
+        }
         for order in orders {
             match self.run_now(&order, now) {
                 Some(ran) => server.ran(order.ticket, &order.place, &ran),
