@@ -40,7 +40,7 @@ pub const MAX_ANSWER_ROOT: usize = 8 << 20;
 
 /// The fewest bytes an entry takes in a `list` answer (a table row; a JSON object takes more):
 /// a snapshot holds at most an answer's bound over this many entries, and counts the rest.
-pub const MIN_ENTRY_BYTES: usize = 100;
+pub const MIN_ENTRY_BYTES: usize = 200;
 
 /// The most bytes of an answer to any other user.
 pub const MAX_ANSWER_USER: usize = 1 << 20;

@@ -48,7 +48,7 @@ pub(super) const DEADLINE_MS: i64 = 5_000;
 
 /// Requests of users other than root answered per second, all such users together (each `list`
 /// looks at every entry).
-pub(super) const USER_REQUESTS_PER_S: u32 = 20;
+pub(super) const USER_REQUESTS_PER_S: u32 = 5;
 
 /// Connections accepted per wake-up of the loop.
 pub(super) const ACCEPTS_PER_WAKE: usize = 16;
