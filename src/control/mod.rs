@@ -1,6 +1,6 @@
 //! The control socket's protocol (`cronctl list`, `cronctl run`, `cronctl status`; crond.8
 //! "CONTROL SOCKET"): what a request line says ([`parse_request`]), who may see and run what
-//! ([`may_see`]), and the answers ([`render`]). Pure: the daemon reads the socket, the peer's
+//! ([`may_see`]), and the answers ([`render()`]). Pure: the daemon reads the socket, the peer's
 //! credentials and the clock, and hands this module a snapshot of what it knows.
 //!
 //! One request line (at most [`MAX_REQUEST`] bytes, ending `\n`), one answer, then the daemon
