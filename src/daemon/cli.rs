@@ -24,7 +24,7 @@ pub const USAGE: &str =
              [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
              [--metrics-group NAME] [--metrics-entries-on-tcp] [--cluster-db CONNINFO]
              [--cluster-host NAME] [--cluster-helper PATH] [--cluster-keep DAYS]
-             [--cluster-keep-runs N] [--cluster-lease SECONDS]";
+             [--cluster-keep-runs N] [--cluster-lease SECONDS] [--control-socket PATH|off]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,6 +100,8 @@ pub struct Options {
     pub cluster_keep_runs: Option<u32>,
     /// `--cluster-lease SECONDS`: how long this host's lease lasts unrenewed (default 30).
     pub cluster_lease_s: Option<u32>,
+    /// `--control-socket PATH|off`, as given (`None`: `crond.sock` beside the pid file).
+    pub control_socket: Option<PathBuf>,
 }
 
 /// The most `--metrics` places.
@@ -194,6 +196,7 @@ impl Options {
                     o.cluster_lease_s =
                         Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
                 }
+                Long("control-socket") => o.control_socket = Some(path(&mut parser)?),
                 Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
                 Long("log") => o.log = Some(log_destination(&mut parser)?),
                 Long("log-format") => o.log_format = log_format(&mut parser)?,
@@ -409,6 +412,8 @@ mod tests {
             "100",
             "--cluster-lease",
             "10",
+            "--control-socket",
+            "/run/c.sock",
         ])
         .expect("parses");
         let expected = Options {
@@ -447,9 +452,22 @@ mod tests {
             cluster_keep_days: Some(7),
             cluster_keep_runs: Some(100),
             cluster_lease_s: Some(10),
+            control_socket: Some("/run/c.sock".into()),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());
+        assert_eq!(o.control_socket(), Some(("/run/c.sock".into(), true)));
+        let off = parse(&["--control-socket", "off"]).unwrap();
+        assert_eq!(off.control_socket(), None);
+        let beside = parse(&["--pid-file", "/tmp/t/crond.pid"]).unwrap();
+        assert_eq!(
+            beside.control_socket(),
+            Some(("/tmp/t/crond.sock".into(), false))
+        );
+        assert_eq!(
+            Options::default().control_socket(),
+            Some(("/run/crond.sock".into(), false))
+        );
     }
 
     #[test]

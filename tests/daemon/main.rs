@@ -9,6 +9,7 @@ mod support {
     pub mod user;
 }
 
+mod control;
 mod extensions;
 mod files;
 mod jobs;

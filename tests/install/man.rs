@@ -266,6 +266,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--cluster-keep",
             "--cluster-keep-runs",
             "--cluster-lease",
+            "--control-socket",
         ])
     );
     assert_eq!(
