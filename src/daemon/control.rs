@@ -564,11 +564,14 @@ pub(super) fn snapshot<'a>(
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::net::UnixStream;
 
     /// A server on a socket in a temporary directory, and a way to connect to it.
     fn server() -> (ControlServer, std::path::PathBuf, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
+        // Its mode as meant, whatever umask another test's bind had set meanwhile.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let path = dir.path().join("crond.sock");
         let listener = crate::sys::listen::listen_unix_for_all(&path).unwrap();
         (ControlServer::new(listener, 0), path, dir)

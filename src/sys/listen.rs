@@ -76,6 +76,9 @@ fn bind_unix(path: &Path, group: Option<Gid>, mask: u32, mode: u32) -> io::Resul
         Err(nix::errno::Errno::ENOENT) => {}
         Err(e) => return Err(e.into()),
     }
+    // Tests bind from parallel threads, and the umask and working directory are the process's.
+    #[cfg(test)]
+    let _one_at_a_time = BINDING.lock().unwrap_or_else(|e| e.into_inner());
     let listener = {
         let _mask = UmaskGuard::set(mask);
         // bind(2) takes a path, not a directory descriptor: the name alone, from inside the
@@ -106,6 +109,10 @@ fn bind_unix(path: &Path, group: Option<Gid>, mask: u32, mode: u32) -> io::Resul
     listener.set_nonblocking(true)?;
     Ok(Listener::Unix(listener))
 }
+
+/// Held by a bind in the unit tests (see [`UmaskGuard`], [`CwdGuard`]).
+#[cfg(test)]
+static BINDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Makes a directory the working directory while it lives, then goes back to the one before.
 struct CwdGuard(OwnedFd);
