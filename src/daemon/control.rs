@@ -759,5 +759,86 @@ mod tests {
             answer_of(client),
             "OK\nstarted crontabs/alice:3: job pid 99\n"
         );
+        // Its entry gone by the time the scheduler is asked: said so.
+        let mut client = UnixStream::connect(&path).unwrap();
+        client.write_all(b"run 7\n").unwrap();
+        let mut registry = crate::sys::poll::Registry::new();
+        for (token, fd, interest) in s.fds() {
+            registry.add(token, fd, interest);
+        }
+        let ready: Vec<Token> = registry.wait(Some(100)).unwrap().iter().collect();
+        let orders = s.serve(&ready, 2_000, &entry);
+        s.ran(&orders[0], None);
+        turn(&mut s, 2_100);
+        assert!(answer_of(client).starts_with("ERROR the entry is gone"));
+    }
+
+    #[test]
+    fn a_snapshot_holds_what_the_asker_may_see_and_the_request_wants_in_the_order_given() {
+        use crate::daemon::clock::{Clock, FakeClock};
+        use crate::daemon::effects::Recorded;
+        use crate::daemon::flow::change_of;
+        use crate::daemon::scheduler::Scheduler;
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let dir = tempfile::tempdir().unwrap();
+        let mut sched = Scheduler::new(clock.now(), Zone::utc(), dir.path().to_path_buf());
+        let now_ms = clock.now().as_millisecond();
+        let text = "0 3 * * * a\n@hourly b\n*/5 * * * * c\n";
+        let ids = sched.apply(change_of(text), now_ms, &mut fx);
+        let Some(Launched::Started(pid)) = sched.run_now(ids[1], "root", clock.now(), &mut fx)
+        else {
+            panic!("{:?}", fx.lines)
+        };
+        let request = |line: &str| control::parse_request(line.as_bytes()).unwrap();
+        let (root, alice, bob) = (peer(0, "root"), peer(1000, "alice"), peer(1001, "bob"));
+        let status = StatusView {
+            running: sched.running_len(),
+            ..empty(&root, &request("status").want(&root)).status
+        };
+        let make = |peer: &Peer, want: &Want<'_>| {
+            let entries = ids.iter().filter_map(|&id| sched.entry_state(id));
+            snapshot(peer, want, entries, status.clone())
+        };
+        let list = request("list");
+        let snap = make(&alice, &list.want(&alice));
+        let places: Vec<String> = snap.entries.iter().map(EntryView::place).collect();
+        assert_eq!(
+            places,
+            ["crontabs/alice:1", "crontabs/alice:2", "crontabs/alice:3"]
+        );
+        let b = &snap.entries[1];
+        assert_eq!(
+            (&b.schedule[..], &b.running[..]),
+            (&b"@hourly"[..], &[pid.0][..])
+        );
+        let three: jiff::Timestamp = "2026-11-28T03:00:00Z".parse().unwrap();
+        assert_eq!(snap.entries[0].next_s, Some(three.as_second()));
+        let counts =
+            |snap: &Snapshot| (snap.entries.len(), snap.status.entries, snap.status.running);
+        assert_eq!(counts(&snap), (3, 3, 1));
+        assert!(snap.status.own_only);
+        assert_eq!(counts(&make(&bob, &list.want(&bob))), (0, 0, 0));
+        // A status makes no entry, a run the one it names; a list past the bound counts the rest.
+        assert_eq!(
+            counts(&make(&root, &request("status").want(&root))),
+            (0, 3, 1)
+        );
+        let run = request("run crontabs/alice:3");
+        let snap = make(&root, &run.want(&root));
+        assert_eq!(snap.entries.len(), 1);
+        assert_eq!(snap.entries[0].command, b"c");
+        let mut two = list.want(&root);
+        two.max_entries = 2;
+        let snap = make(&root, &two);
+        assert_eq!((snap.entries.len(), snap.omitted), (2, 1));
+    }
+
+    fn peer(uid: u32, name: &str) -> Peer {
+        Peer {
+            uid,
+            pid: 1,
+            name: Some(name.as_bytes().to_vec()),
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! What flows between the daemon's owners, through the reactor: a reload's [`Change`] (sources
 //! → scheduler), a run that comes up ([`Run`], scheduler → cluster link), the link's answer
 //! ([`Claim`], and [`Granted`] runs later: cluster link → scheduler), and what a launch did
-//! ([`Launched`]: scheduler → cluster link). Plain data: no owner holds another's, and none
-//! calls another; the reactor passes these from one to the next.
+//! ([`Launched`]: scheduler → cluster link, and → control socket for a run asked for there).
+//! Plain data: no owner holds another's, and none calls another; the reactor passes these
+//! from one to the next.
 
 use crate::cluster::identity::EntryKey;
 use crate::cluster::wire::RunKey;
