@@ -8,7 +8,9 @@
 //!   both sides name), [`hash`] (FNV-1a), [`schedule`] (time fields, fire times,
 //!   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps of next
 //!   fire times, and [`timeline::queue`]: due jobs and the cycle deadline), [`crontab_cmd::access`]
-//!   (cron.allow/deny), [`metrics`] (the daemon's counters and their text).
+//!   (cron.allow/deny), [`metrics`] (the daemon's counters and their text), [`control`] (the
+//!   control socket's requests, who may see which entry, and the answers of `cronctl list`,
+//!   `run`, `status`).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load, and the
 //!   entries in memory: `database::entries`), [`job`] (the job child: its stdin writer, output
 //!   capture, and `job::mail`, the mail of what a job leaves behind), [`log`] (the one
@@ -33,6 +35,7 @@
 
 pub(crate) mod cli;
 pub mod cluster;
+pub(crate) mod control;
 pub mod cronctl;
 pub(crate) mod cronnext;
 pub mod crontab;

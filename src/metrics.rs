@@ -36,6 +36,16 @@ pub enum Outcome {
     TimedOut,
 }
 
+/// An entry's last run that ended, as the daemon saw its job child end (the scheduler keeps
+/// one per entry; `cronctl list` shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastRun {
+    /// When it started, epoch ms.
+    pub started_ms: i64,
+    pub duration_ms: i64,
+    pub outcome: Outcome,
+}
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     runs: u64,

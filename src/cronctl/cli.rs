@@ -1,13 +1,20 @@
 //! The `cronctl` command line: argv → [`Command`], or a usage error. Pure.
+//!
+//! `list`, `run` and `status` ask the daemon through its control socket (no database, no root);
+//! the other commands read the cluster database.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use super::helper::HelperArgs;
 use crate::cluster::identity::EntryKey;
 use crate::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crate::crontab::policy::is_cluster_name;
 
-pub const USAGE: &str = "usage: cronctl [--db CONNINFO] hosts
+pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--json] [PATTERN]
+       cronctl [--socket PATH] run FILE:LINE|ID
+       cronctl [--socket PATH] status [--json]
+       cronctl [--db CONNINFO] hosts
        cronctl [--db CONNINFO] claims [--cluster NAME]
        cronctl [--db CONNINFO] history [--cluster NAME] [--entry ID] [--limit N]
        cronctl [--db CONNINFO] paused
@@ -35,7 +42,15 @@ pub enum Command {
     },
     /// The daemon's helper (started by crond, not by hand).
     Helper(HelperArgs),
+    /// `list`, `run` or `status`: one request line to the daemon's control socket.
+    Control {
+        socket: PathBuf,
+        request: String,
+    },
 }
+
+/// Where crond's control socket is unless `--socket` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/crond.sock";
 
 /// One entry of one user in one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +87,8 @@ where
     let mut keep_days = 30;
     let mut keep_runs = DEFAULT_KEEP_RUNS;
     let mut lease_s = 30;
+    let mut socket = None;
+    let mut json = false;
     let text = |v: OsString| {
         v.into_string()
             .map_err(|_| "an argument is not UTF-8".to_string())
@@ -108,6 +125,10 @@ where
                 keep_runs = in_range(&mut parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
             }
             Long("lease") => lease_s = in_range(&mut parser, "--lease (seconds)", 3, 300)?,
+            Long("socket") => {
+                socket = Some(PathBuf::from(parser.value().map_err(|e| e.to_string())?))
+            }
+            Long("json") => json = true,
             Value(v) => words.push(text(v)?),
             _ => return Err(arg.unexpected().to_string()),
         }
@@ -142,10 +163,35 @@ where
             keep_runs,
             lease_s,
         }),
+        ["list", rest @ ..] if rest.len() <= 1 => {
+            if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
+                return Err(format!("list: '{p}' is not a pattern (no blanks)"));
+            }
+            let mut request = String::from("list");
+            if json {
+                request.push_str(" --json");
+            }
+            if let Some(p) = rest.first() {
+                request = format!("{request} {p}");
+            }
+            control(socket, request)
+        }
+        ["status"] => control(socket, if json { "status --json" } else { "status" }.into()),
+        ["run", target] => {
+            crate::control::parse_target(target)?;
+            control(socket, format!("run {target}"))
+        }
         [] => return Err("a command is required".into()),
         other => return Err(format!("unknown command '{}'", other.join(" "))),
     };
     Ok(Invocation { db, command })
+}
+
+fn control(socket: Option<PathBuf>, request: String) -> Command {
+    Command::Control {
+        socket: socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
+        request,
+    }
 }
 
 /// A number from `low` to `high` (both included): [`crate::cli::in_range`], worded as cronctl's
@@ -214,6 +260,25 @@ mod tests {
     }
 
     #[test]
+    fn list_run_and_status_are_one_request_line_to_the_control_socket() {
+        let control = |args: &[&str]| match parse_ok(args).command {
+            Command::Control { socket, request } => (socket.display().to_string(), request),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(control(&["list"]), (DEFAULT_SOCKET.into(), "list".into()));
+        assert_eq!(
+            control(&["--socket", "/tmp/c.sock", "list", "--json", "alice"]),
+            ("/tmp/c.sock".into(), "list --json alice".into())
+        );
+        assert_eq!(control(&["status", "--json"]).1, "status --json");
+        assert_eq!(
+            control(&["run", "/etc/cron.d/php:12"]).1,
+            "run /etc/cron.d/php:12"
+        );
+        assert_eq!(control(&["run", "42"]).1, "run 42");
+    }
+
+    #[test]
     fn bad_arguments_are_refused_with_a_reason() {
         for bad in [
             &[][..],
@@ -225,6 +290,11 @@ mod tests {
             &["resume", "bad/name", "alice", "0123456789abcdef"],
             &["helper", "--host", "h"],
             &["--db", "x", "helper", "--host", "h", "--lease", "1"],
+            &["list", "a", "b"],
+            &["run"],
+            &["run", "crontabs/alice"],
+            &["run", "1", "2"],
+            &["status", "x"],
         ] {
             assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");
         }

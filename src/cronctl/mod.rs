@@ -1,9 +1,11 @@
-//! `cronctl` (docs/cluster.md, cronctl(8)): what the cluster database says — hosts and their
+//! `cronctl` (cronctl(8)): `list`, `run` and `status` through crond's control socket
+//! ([`control`]); and (docs/cluster.md) what the cluster database says — hosts and their
 //! leases, claims, history, paused entries — and pause/resume of an entry on every host; and
 //! `cronctl helper`, the process through which crond reaches the database ([`helper`]).
 
 mod cli;
 pub mod conn;
+mod control;
 mod db;
 pub mod helper;
 mod sql;
@@ -30,6 +32,15 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Command::Help => return print(USAGE),
         Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
         Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
+        Command::Control { socket, request } => {
+            return match control::ask(&socket, &request) {
+                Ok(text) => print(&text),
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         other => other,
     };
     match report(connector, invocation.db, &command) {
@@ -166,7 +177,9 @@ fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String,
             Ok(table(&["CLUSTER", "USER", "ENTRY", "SINCE"], &rows))
         }
         Command::Pause { target, pause } => pause_entry(client, target, *pause),
-        Command::Help | Command::Version | Command::Helper(_) => Ok(String::new()),
+        Command::Help | Command::Version | Command::Helper(_) | Command::Control { .. } => {
+            Ok(String::new())
+        }
     }
 }
 

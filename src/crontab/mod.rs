@@ -126,6 +126,9 @@ pub struct Entry {
     /// Line number in the file (from 1).
     pub line: u32,
     pub when: When,
+    /// The time fields as written (`@daily`, `*/5 * * * mon-fri`), blanks between them kept,
+    /// the `-` before them left out: what `cronctl list` shows.
+    pub schedule_text: Vec<u8>,
     /// The user field of the system format.
     pub user: Option<Vec<u8>>,
     /// The command as written, `%` and all (what logs and the mail subject show).
@@ -461,6 +464,7 @@ impl<'o, 'z> Parser<'o, 'z> {
                 return;
             }
         };
+        let fields_end = pos;
         let user = match self.options.format {
             Format::User => None,
             Format::System => {
@@ -554,9 +558,11 @@ impl<'o, 'z> Parser<'o, 'z> {
             }
             self.cluster_count += 1;
         }
+        let written = &line[skip_blanks(line, fields_at)..fields_end];
         self.out.entries.push(Entry {
             line: number,
             when,
+            schedule_text: written.trim_ascii_end().to_vec(),
             user,
             command: command.to_vec(),
             env: Arc::clone(&self.out.env),

@@ -29,7 +29,8 @@ pub const USAGE: &str =
              [--metrics-group NAME] [--metrics-entries-on-tcp] [--cluster-db CONNINFO]
              [--cluster-host NAME] [--cluster-helper PATH] [--cluster-keep DAYS]
              [--cluster-keep-runs N] [--cluster-lease SECONDS] [--crontab FILE]...
-             [--keep-env NAME,...|'*'] [--stop-jobs] [--stop-timeout SECONDS]";
+             [--keep-env NAME,...|'*'] [--stop-jobs] [--stop-timeout SECONDS]
+             [--control-socket PATH|off]";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -115,6 +116,8 @@ pub struct Options {
     /// `--stop-timeout SECONDS`: how long a stop waits for jobs after SIGTERM before SIGKILL
     /// (default [`DEFAULT_STOP_TIMEOUT_S`]).
     pub stop_timeout_s: Option<u32>,
+    /// `--control-socket PATH|off`, as given (`None`: `crond.sock` beside the pid file).
+    pub control_socket: Option<PathBuf>,
 }
 
 /// The most `--crontab` files.
@@ -219,6 +222,7 @@ impl Options {
                 Long("keep-env") => o.keep_env = Some(keep_env(&mut parser, o.keep_env.take())?),
                 Long("stop-jobs") => o.stop_jobs = true,
                 Long("stop-timeout") => o.stop_timeout_s = Some(stop_timeout(&mut parser)?),
+                Long("control-socket") => o.control_socket = Some(path(&mut parser)?),
                 Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
                 Long("log") => o.log = Some(log_destination(&mut parser)?),
                 Long("log-format") => o.log_format = log_format(&mut parser)?,
@@ -499,6 +503,8 @@ mod tests {
             "--stop-jobs",
             "--stop-timeout",
             "30",
+            "--control-socket",
+            "/run/c.sock",
         ])
         .expect("parses");
         let expected = Options {
@@ -545,9 +551,22 @@ mod tests {
             ])),
             stop_jobs: true,
             stop_timeout_s: Some(30),
+            control_socket: Some("/run/c.sock".into()),
         };
         assert_eq!(o, expected);
         assert!(o.all_paths_overridden());
+        assert_eq!(o.control_socket(), Some(("/run/c.sock".into(), true)));
+        let off = parse(&["--control-socket", "off"]).unwrap();
+        assert_eq!(off.control_socket(), None);
+        let beside = parse(&["--pid-file", "/tmp/t/crond.pid"]).unwrap();
+        assert_eq!(
+            beside.control_socket(),
+            Some(("/tmp/t/crond.sock".into(), false))
+        );
+        assert_eq!(
+            Options::default().control_socket(),
+            Some(("/run/crond.sock".into(), false))
+        );
     }
 
     #[test]

@@ -254,7 +254,7 @@ impl ClusterLink {
             Launched::Started(pid) => {
                 self.started.insert(pid.0, key);
             }
-            Launched::Held => {}
+            Launched::Skipped | Launched::Waiting => {}
             Launched::Failed { entry, due } => {
                 if let Some(entry) = entry {
                     self.granted.insert((entry, due), key);

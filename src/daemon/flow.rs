@@ -1,14 +1,14 @@
 //! What flows between the daemon's owners, through the reactor: a reload's [`Change`] (sources
 //! → scheduler), a run that comes up ([`Run`], scheduler → cluster link), the link's answer
 //! ([`Claim`], and [`Granted`] runs later: cluster link → scheduler), and what a launch did
-//! ([`Launched`]: scheduler → cluster link). Plain data: no owner holds another's, and none
-//! calls another; the reactor passes these from one to the next.
+//! ([`Launched`]: scheduler → cluster link, and → control socket for a run asked for there).
+//! Plain data: no owner holds another's, and none calls another; the reactor passes these
+//! from one to the next.
 
 use crate::cluster::identity::EntryKey;
 use crate::cluster::wire::RunKey;
 use crate::database::entries::JobSpec;
 use crate::schedule::{Schedule, Zone};
-use crate::sys::process::Exit;
 use crate::timeline::queue::Queued;
 use crate::timeline::{Due, EntryId, UtcMinute};
 use crate::types::Pid;
@@ -78,41 +78,16 @@ pub(super) struct Granted {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Launched {
     Started(Pid),
-    /// Skipped or left waiting under CRON_OVERLAP (logged).
-    Held,
+    /// Not started under CRON_OVERLAP: skipped (logged, counted).
+    Skipped,
+    /// Not started yet under CRON_OVERLAP=queue: it starts when the entry's running job ends
+    /// (logged).
+    Waiting,
     /// The fork failed: the run is back in line, first.
     Failed {
         entry: Option<EntryId>,
         due: UtcMinute,
     },
-}
-
-/// One entry as the scheduler shows it, read-only (what a control socket lists): the entries
-/// come in their files' order from the sources ([`Sources::entries`]), the state of each from
-/// the scheduler ([`Scheduler::entry_state`]).
-///
-/// [`Sources::entries`]: super::sources::Sources::entries
-/// [`Scheduler::entry_state`]: super::scheduler::Scheduler::entry_state
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct EntryState {
-    pub(super) id: EntryId,
-    /// `FILE:LINE`.
-    pub(super) entry: String,
-    pub(super) user: Vec<u8>,
-    /// When it runs next (epoch ms).
-    pub(super) next_ms: Option<i64>,
-    /// Its last run that ended since the daemon started.
-    pub(super) last: Option<LastRun>,
-    /// Its job children running now.
-    pub(super) running: Vec<Pid>,
-}
-
-/// A run that ended: when it started (epoch ms), how long it ran, how its job child exited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct LastRun {
-    pub(super) started_ms: i64,
-    pub(super) duration_ms: i64,
-    pub(super) exit: Exit,
 }
 
 /// For the owners' tests: the [`Change`] that adds the entries of a user's crontab `text`
@@ -138,7 +113,7 @@ pub(super) fn change_of(text: &str) -> Change {
         crontab
             .entries
             .iter()
-            .map(|e| (e.line, e.command.as_slice())),
+            .map(|e| (e.line, e.schedule_text.as_slice(), e.command.as_slice())),
     );
     let mut change = Change {
         who: b"alice".to_vec(),

@@ -288,11 +288,14 @@ mod tests {
     use crate::daemon::clock::{Clock, FakeClock};
     use crate::daemon::effects::Recorded;
     use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::net::UnixStream;
 
     #[test]
     fn a_scrape_is_answered_from_the_snapshot_it_is_given_and_a_silent_client_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
+        // Its mode as meant, whatever umask another test's bind had set meanwhile.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let path = dir.path().join("metrics.sock");
         let mut fx = Recorded::default();
         let places = [MetricsAt::Unix(path.clone())];

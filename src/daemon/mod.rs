@@ -1,14 +1,15 @@
 //! The daemon (DESIGN §1, §2 "Shell"): start-up (root check, pid-file lock, daemonizing),
 //! then one single-threaded `poll` loop, the reactor (`reactor.rs`), over the descriptors of
-//! its owners — the scheduler, the sources, the cluster link, the metrics server — which keep
-//! their state private and act through one effects interface (docs/daemon.md). Decisions are
-//! made by the pure parts (`timeline`, `database::trust`, the daemon's tables); the owners
-//! carry them out with the time the reactor reads once per turn.
+//! its owners — the scheduler, the sources, the cluster link, the metrics server, the control
+//! socket — which keep their state private and act through one effects interface
+//! (docs/daemon.md). Decisions are made by the pure parts (`timeline`, `database::trust`, the
+//! daemon's tables); the owners carry them out with the time the reactor reads once per turn.
 
 pub mod cli;
 mod clock;
 mod cluster;
 mod container;
+mod control;
 mod effects;
 mod flow;
 mod load;

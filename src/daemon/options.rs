@@ -45,6 +45,13 @@ impl Options {
         for p in &mut self.crontabs {
             *p = std::path::absolute(&*p)?;
         }
+        if let Some(p) = self
+            .control_socket
+            .as_mut()
+            .filter(|p| p.as_os_str() != "off")
+        {
+            *p = std::path::absolute(&*p)?;
+        }
         Ok(())
     }
 
@@ -64,6 +71,16 @@ impl Options {
         self.pid_file
             .clone()
             .unwrap_or_else(|| PathBuf::from(paths::PID_FILE))
+    }
+
+    /// The control socket (`--control-socket`), and whether it was given (else it is
+    /// `crond.sock` beside the pid file: `/run/crond.sock`); `None` with `off`.
+    pub fn control_socket(&self) -> Option<(PathBuf, bool)> {
+        match &self.control_socket {
+            Some(p) if p.as_os_str() == "off" => None,
+            Some(p) => Some((p.clone(), true)),
+            None => Some((self.pid_file().with_file_name("crond.sock"), false)),
+        }
     }
 
     pub fn reboot_marker(&self) -> PathBuf {

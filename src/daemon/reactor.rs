@@ -4,17 +4,20 @@
 //! through [`Clock`], and dispatches: each ready descriptor to its owner, with the time; what
 //! one owner returns — a reload's [`Change`](super::flow::Change), a run that comes up, a
 //! [`Claim`], [`Granted`] runs, what a launch did — it passes to the next. The owners
-//! ([`Scheduler`], [`Sources`], [`ClusterLink`], [`MetricsServer`]) keep their fields private,
-//! never call each other, and act on the world only through the [`Effects`] they are handed.
+//! ([`Scheduler`], [`Sources`], [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep
+//! their fields private, never call each other, and act on the world only through the
+//! [`Effects`] they are handed.
 //!
-//! A new owner (a control socket) is a new file and a few lines here: a field of [`Daemon`],
-//! a [`Token`] variant, its descriptors added in [`Daemon::wait`], and one line in
-//! [`Daemon::dispatch`] that passes what it returns to the owner it concerns.
+//! A new owner is a new file and a few lines here: a field of [`Daemon`], a [`Token`]
+//! variant, its descriptors added in [`Daemon::wait`], and one line in [`Daemon::dispatch`]
+//! that passes what it returns to the owner it concerns (as the control socket's runs go to
+//! the scheduler, and what became of them back).
 
 use jiff::Timestamp;
 
 use super::clock::{Clock, WallClock};
 use super::cluster::ClusterLink;
+use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
 use super::flow::{Claim, Granted, Launched};
 use super::metrics_serve::{self, MetricsServer};
@@ -45,6 +48,7 @@ enum Token {
     /// The cluster helper's socket.
     Helper,
     Metrics(metrics_serve::Token),
+    Control(control::Token),
 }
 
 /// Whether the loop goes on after a turn.
@@ -69,6 +73,7 @@ pub(super) struct Daemon {
     sources: Sources,
     cluster: Option<ClusterLink>,
     metrics: Option<MetricsServer>,
+    control: Option<ControlServer>,
 }
 
 /// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
@@ -108,6 +113,7 @@ impl Daemon {
                 &mut fx,
             )?),
         };
+        let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)?;
         // Started before the crontabs are loaded: the helper is small when it forks.
         let cluster = setup.cluster_link(now, &mut fx);
         let reactor = Reactor {
@@ -122,6 +128,7 @@ impl Daemon {
             sources,
             cluster,
             metrics,
+            control,
         };
         daemon.load_at_start(now);
         Ok(daemon)
@@ -160,7 +167,8 @@ impl Daemon {
         loop {
             self.start_what_is_due(now);
             let timeout = self.timeout_ms(now);
-            if self.sources.take_freed() {
+            let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
+            if self.sources.take_freed() | answered_large {
                 self.scheduler.shrink();
                 crate::sys::give_back_free_memory();
             }
@@ -185,8 +193,8 @@ impl Daemon {
 
     /// How long the wait may sleep: until the next queued run may start (now, for a backlog;
     /// a second after a failed fork; a RANDOM_DELAY's start time; an `@every` run), a cluster
-    /// deadline or a metrics connection's deadline; the timer wakes the loop at the next
-    /// minute with something due.
+    /// deadline or a metrics or control connection's deadline; the timer wakes the loop at the
+    /// next minute with something due.
     fn timeout_ms(&self, now: Timestamp) -> Option<u32> {
         let now_ms = now.as_millisecond();
         let next_start = [
@@ -196,11 +204,14 @@ impl Daemon {
         .into_iter()
         .flatten()
         .min();
-        let timeout = start_timeout_ms(now_ms, next_start);
-        match self.metrics.as_ref().and_then(|m| m.timeout_ms(now_ms)) {
-            Some(ms) => Some(timeout.map_or(ms, |t| t.min(ms))),
-            None => timeout,
-        }
+        [
+            start_timeout_ms(now_ms, next_start),
+            self.metrics.as_ref().and_then(|m| m.timeout_ms(now_ms)),
+            self.control.as_ref().and_then(|c| c.timeout_ms(now_ms)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// One `poll` over every owner's descriptors: the tokens of those ready.
@@ -219,6 +230,11 @@ impl Daemon {
         if let Some(server) = &self.metrics {
             for (token, fd, interest) in server.fds() {
                 registry.add(Token::Metrics(token), fd, interest);
+            }
+        }
+        if let Some(server) = &self.control {
+            for (token, fd, interest) in server.fds() {
+                registry.add(Token::Control(token), fd, interest);
             }
         }
         let ready = registry
@@ -243,6 +259,7 @@ impl Daemon {
                 scheduler.render_metrics(entries)
             });
         }
+        self.on_control(ready, now);
         if ready.contains(&Token::Signals) && self.on_signals(now) == Turn::Stop {
             return Ok(Turn::Stop);
         }
@@ -275,6 +292,40 @@ impl Daemon {
         let zone = self.scheduler.local_zone();
         for granted in link.on_readable(now_ms, zone, &mut self.reactor.fx) {
             self.launch_granted(granted, now_ms);
+        }
+    }
+
+    /// The control socket: its requests answered from the scheduler's entries in the sources'
+    /// order; each run asked for started by the scheduler, and what became of it told back.
+    fn on_control(&mut self, ready: &[Token], now: Timestamp) {
+        let Some(server) = &mut self.control else {
+            return;
+        };
+        let tokens: Vec<_> = ready
+            .iter()
+            .filter_map(|t| match t {
+                Token::Control(token) => Some(*token),
+                _ => None,
+            })
+            .collect();
+        let now_ms = now.as_millisecond();
+        let (scheduler, sources) = (&self.scheduler, &self.sources);
+        let status = server.status(now_ms, scheduler.local_zone(), scheduler.running_len());
+        let orders = server.serve(&tokens, now_ms, &|peer, want| {
+            let entries = sources.entries().filter_map(|id| scheduler.entry_state(id));
+            control::snapshot(peer, want, entries, status.clone())
+        });
+        let mut failed = false;
+        for order in orders {
+            let asked_by = order.peer.describe();
+            let fx = &mut self.reactor.fx;
+            let launched = self.scheduler.run_now(order.entry, &asked_by, now, fx);
+            failed |= matches!(launched, Some(Launched::Failed { .. }));
+            server.ran(&order, launched);
+        }
+        if failed {
+            // Back in the queue, retried in a second.
+            self.arm(now);
         }
     }
 

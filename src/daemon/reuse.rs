@@ -257,7 +257,7 @@ mod tests {
             lines
                 .iter()
                 .enumerate()
-                .map(|(i, (_, command))| (i as u32 + 1, command.as_bytes())),
+                .map(|(i, (expr, command))| (i as u32 + 1, expr.as_bytes(), command.as_bytes())),
         );
         let owner = Arc::new(Owner {
             user: b"alice".to_vec(),

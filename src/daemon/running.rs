@@ -144,7 +144,6 @@ impl<J> Running<J> {
     }
 
     /// How many jobs of this entry are running.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn count(&self, entry: EntryId) -> u32 {
         self.by_entry.get(&entry).map_or(0, |b| b.count)
     }

@@ -13,7 +13,7 @@ use jiff::Timestamp;
 
 use super::clock;
 use super::effects::Effects;
-use super::flow::{Change, ClusterEntry, EntryState, LastRun, Launched, NewEntry, Run};
+use super::flow::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::missed;
 use super::running::{Admit, Running};
 use crate::cluster::identity::entry_key;
@@ -21,10 +21,10 @@ use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
 use crate::log::Level;
 use crate::log::lines;
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{LastRun, Metrics, Outcome};
 use crate::schedule::Zone;
 use crate::sys::process::Exit;
-use crate::timeline::{Cycle, EntryId, Movement, UtcMinute, clock_moved};
+use crate::timeline::{Cycle, Due, EntryId, Movement, UtcMinute, clock_moved};
 use crate::types::Pid;
 
 /// What woke the daemon for a minute.
@@ -62,7 +62,8 @@ pub(super) struct Scheduler {
     metrics: Metrics,
     /// The scheduled entries with `CRON_MISSED=once`.
     once: BTreeSet<EntryId>,
-    /// Each entry's last run that ended (for a snapshot of the entries).
+    /// Each loaded entry's last run that ended since its load (what `cronctl list` shows):
+    /// about 40 bytes an entry that ran, removed with the entry.
     last: HashMap<EntryId, LastRun>,
     /// `--state-dir`, and the minute the state file was last written with.
     state_dir: PathBuf,
@@ -270,8 +271,8 @@ impl Scheduler {
     /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
     /// (skipped or left waiting, logged), or failed (back first in line, which waits a second).
     pub(super) fn launch(&mut self, run: Run, now_ms: i64, fx: &mut dyn Effects) -> Launched {
-        if !self.admit(&run, fx) {
-            return Launched::Held;
+        if let Some(held) = self.admit(&run, fx) {
+            return held;
         }
         match self.start(run.job.entry, &run.job.job, now_ms, fx) {
             Some(pid) => Launched::Started(pid),
@@ -286,31 +287,33 @@ impl Scheduler {
         }
     }
 
-    /// Whether `run` may start now under `CRON_OVERLAP`; if not, it is skipped (counted) or
+    /// `None` when `run` may start now under `CRON_OVERLAP`; else it is skipped (counted) or
     /// kept until its entry is idle, and logged.
-    fn admit(&mut self, run: &Run, fx: &mut dyn Effects) -> bool {
+    fn admit(&mut self, run: &Run, fx: &mut dyn Effects) -> Option<Launched> {
         let (entry, job) = (run.job.entry, &run.job.job);
         let overlap = job.env().policy().overlap;
         if overlap == Overlap::Allow {
-            return true;
+            return None;
         }
-        let line = match self.running.admit(entry, overlap, job.clone()) {
-            Admit::Start(_) => return true,
+        let (line, held) = match self.running.admit(entry, overlap, job.clone()) {
+            Admit::Start(_) => return None,
             Admit::Skip {
                 since_ms,
                 also_waiting,
             } => {
                 self.metrics.skipped();
                 let since = clock::time(self.cycle.local_zone(), since_ms);
-                lines::skip_line(job.user(), job.command(), &since, also_waiting)
+                let line = lines::skip_line(job.user(), job.command(), &since, also_waiting);
+                (line, Launched::Skipped)
             }
             Admit::Wait { since_ms } => {
                 let since = clock::time(self.cycle.local_zone(), since_ms);
-                lines::wait_line(job.user(), job.command(), &since)
+                let line = lines::wait_line(job.user(), job.command(), &since);
+                (line, Launched::Waiting)
             }
         };
         fx.info(line.with_job(job.log_fields(None)));
-        false
+        Some(held)
     }
 
     /// The one way a job child is started: forked, counted, recorded as running; a failed
@@ -385,7 +388,7 @@ impl Scheduler {
             let last = LastRun {
                 started_ms: ended.started_ms,
                 duration_ms,
-                exit,
+                outcome,
             };
             self.last.insert(entry, last);
         }
@@ -412,32 +415,49 @@ impl Scheduler {
         self.running.len()
     }
 
-    /// Entry `id` as it stands (`None`: gone): for a snapshot of the entries, in the order
-    /// the sources give them.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(super) fn entry_state(&self, id: EntryId) -> Option<EntryState> {
-        let (_, _, job, _) = self.cycle.get(id)?;
+    /// Entry `id` as it stands, read-only (`None`: gone): for a snapshot of the entries, in
+    /// the order the sources give them ([`Sources::entries`]). Cheap: what costs (the next
+    /// run, the pids) is worked out only when asked.
+    ///
+    /// [`Sources::entries`]: super::sources::Sources::entries
+    pub(super) fn entry_state(&self, id: EntryId) -> Option<EntryState<'_>> {
+        let (_, cron_tz, job, _) = self.cycle.get(id)?;
         Some(EntryState {
             id,
-            entry: job.entry(),
-            user: job.user().to_vec(),
-            next_ms: self.cycle.next_run_ms(id),
+            job,
+            cron_tz,
             last: self.last.get(&id).copied(),
-            running: self.running.pids_of(id),
+            running: self.running.count(id),
+            scheduler: self,
         })
     }
 
-    /// Starts a run of entry `id` now, as if it were due this minute (the control socket's
-    /// `run`). Returns whether there is such an entry.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(super) fn run_now(&mut self, id: EntryId, now: Timestamp) -> bool {
-        let Some((_, _, job, _)) = self.cycle.get(id) else {
-            return false;
-        };
+    /// Starts a run of entry `id` now (the control socket's `run`, `asked_by` naming who
+    /// asked, as the RUN line says first), through the one launch path: `CRON_OVERLAP`
+    /// applies, and a failed fork puts it in the queue. Always local, even with
+    /// `CRON_CLUSTER`: who asked chose this host. `None`: there is no such entry.
+    pub(super) fn run_now(
+        &mut self,
+        id: EntryId,
+        asked_by: &str,
+        now: Timestamp,
+        fx: &mut dyn Effects,
+    ) -> Option<Launched> {
+        let (_, _, job, _) = self.cycle.get(id)?;
         let job = job.clone();
-        self.cycle
-            .queue_run(Some(id), job, UtcMinute::containing(now.as_second()));
-        true
+        let line = lines::run_now_line(job.user(), job.command(), &job.entry(), asked_by);
+        fx.info(line.with_job(job.log_fields(None)));
+        let now_ms = now.as_millisecond();
+        let run = Run {
+            job: Due {
+                entry: Some(id),
+                job,
+            },
+            due: UtcMinute::containing(now.as_second()),
+            postponed: 0,
+            start_ms: now_ms,
+        };
+        Some(self.launch(run, now_ms, fx))
     }
 
     /// The exposition for `--metrics` (`entries`: with the per-entry series).
@@ -467,6 +487,36 @@ impl Scheduler {
         }
         let handled = self.cycle.handled();
         self.write_handled_if_needed(handled, fx);
+    }
+}
+
+/// One entry as the scheduler shows it, read-only ([`Scheduler::entry_state`]: what the
+/// control socket lists): its job (file, line, user, schedule as written, command, policy),
+/// its own `CRON_TZ`, its last run, how many of its jobs run now; its next run and those jobs'
+/// pids when asked.
+pub(super) struct EntryState<'a> {
+    pub(super) id: EntryId,
+    pub(super) job: &'a JobSpec,
+    pub(super) cron_tz: Option<&'a Zone>,
+    /// Its last run that ended since its load.
+    pub(super) last: Option<LastRun>,
+    /// Its job children running now.
+    pub(super) running: u32,
+    scheduler: &'a Scheduler,
+}
+
+impl EntryState<'_> {
+    /// When it runs next (epoch ms; `None`: never again).
+    pub(super) fn next_ms(&self) -> Option<i64> {
+        self.scheduler.cycle.next_run_ms(self.id)
+    }
+
+    /// The pids of its job children running now.
+    pub(super) fn pids(&self) -> Vec<Pid> {
+        match self.running {
+            0 => Vec::new(),
+            _ => self.scheduler.running.pids_of(self.id),
+        }
     }
 }
 
@@ -713,7 +763,7 @@ mod tests {
             panic!("{:?}", fx.lines)
         };
         clock.advance_ms(60_000);
-        assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Held]);
+        assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Waiting]);
         assert_eq!(
             fx.logged("(alice) WAIT (sleep) still running since 10:01")
                 .len(),
@@ -750,11 +800,13 @@ mod tests {
                 panic!("{:?}", fx.lines)
             };
             clock.advance_ms(60_000);
-            assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Held]);
+            assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Waiting]);
             s.stopping(stops_jobs, &mut fx);
             assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
             // Left to finish on its own, it is said so; stopped by the daemon, the stop says it.
-            let said = fx.logged("1 jobs still running; they finish on their own").len();
+            let said = fx
+                .logged("1 jobs still running; they finish on their own")
+                .len();
             assert_eq!(said, usize::from(!stops_jobs), "{:?}", fx.lines);
             assert_eq!(
                 fx.logged("1 runs waiting for a running one (CRON_OVERLAP=queue) not started")
@@ -802,24 +854,73 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_asked_to_run_now_starts_at_once_and_a_gone_one_does_not() {
+    fn a_run_asked_for_is_logged_with_who_asked_and_goes_through_the_launch_path() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let state = tempfile::tempdir().unwrap();
+        let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().to_path_buf());
+        let now_ms = clock.now().as_millisecond();
+        let text = "0 0 1 1 * yearly\nCRON_OVERLAP=skip\n0 0 1 1 * skip\n\
+                    CRON_OVERLAP=queue\n0 0 1 1 * queue\n";
+        let ids = s.apply(change_of(text), now_ms, &mut fx);
+        let asker = "bob (uid 1001, pid 77)";
+        let run = |s: &mut Scheduler, i: usize, fx: &mut Recorded| {
+            s.run_now(ids[i], asker, clock.now(), fx).unwrap()
+        };
+        let started = run(&mut s, 0, &mut fx);
+        assert!(matches!(started, Launched::Started(_)), "{:?}", fx.lines);
+        let asked = "(alice) RUN (yearly) crontabs/alice:1 asked by bob (uid 1001, pid 77)";
+        assert_eq!(fx.logged(asked).len(), 1, "{:?}", fx.lines);
+        // Under CRON_OVERLAP, as a due run.
+        assert!(matches!(run(&mut s, 1, &mut fx), Launched::Started(_)));
+        assert_eq!(run(&mut s, 1, &mut fx), Launched::Skipped);
+        assert_eq!(fx.logged("(alice) SKIP (skip)").len(), 1, "{:?}", fx.lines);
+        assert!(matches!(run(&mut s, 2, &mut fx), Launched::Started(_)));
+        assert_eq!(run(&mut s, 2, &mut fx), Launched::Waiting);
+        // A failed fork: queued, and started from the queue.
+        fx.fail_starts = 1;
+        assert!(matches!(run(&mut s, 0, &mut fx), Launched::Failed { .. }));
+        clock.advance_ms(1_000);
+        assert!(matches!(
+            start_due(&mut s, &clock, &mut fx)[..],
+            [Launched::Started(_)]
+        ));
+        assert_eq!(fx.logged(" RUN (").len(), 6, "{:?}", fx.lines);
+        assert_eq!(fx.started.len(), 4, "{:?}", fx.started);
+        let mut gone = change_of("");
+        gone.remove = ids.clone();
+        s.apply(gone, now_ms, &mut fx);
+        assert_eq!(s.run_now(ids[0], asker, clock.now(), &mut fx), None);
+        assert_eq!(fx.started.len(), 4);
+    }
+
+    #[test]
+    fn an_entrys_state_tells_its_job_next_run_last_run_and_running_pids() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
         let state = tempfile::tempdir().unwrap();
         let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().to_path_buf());
         let now_ms = clock.now().as_millisecond();
         let ids = s.apply(change_of("0 0 1 1 * yearly\n"), now_ms, &mut fx);
-        assert!(s.run_now(ids[0], clock.now()));
-        let [Launched::Started(pid)] = start_due(&mut s, &clock, &mut fx)[..] else {
+        let Some(Launched::Started(pid)) = s.run_now(ids[0], "root", clock.now(), &mut fx) else {
             panic!("{:?}", fx.lines)
         };
         let state = s.entry_state(ids[0]).unwrap();
         assert_eq!(
-            (state.entry.as_str(), &state.user[..], &state.running[..]),
-            ("crontabs/alice:1", &b"alice"[..], &[pid][..])
+            (
+                state.job.entry(),
+                state.job.user(),
+                state.job.schedule_text()
+            ),
+            (
+                "crontabs/alice:1".to_string(),
+                &b"alice"[..],
+                &b"0 0 1 1 *"[..]
+            )
         );
+        assert_eq!((state.running, state.pids()), (1, vec![pid]));
         let new_year: Timestamp = "2027-01-01T00:00:00Z".parse().unwrap();
-        assert_eq!(state.next_ms, Some(new_year.as_millisecond()));
+        assert_eq!(state.next_ms(), Some(new_year.as_millisecond()));
         assert_eq!(state.last, None);
         clock.advance_ms(2_500);
         s.on_reaped(pid, Exit::Code(3), clock.now(), &mut fx);
@@ -827,14 +928,17 @@ mod tests {
         let last = LastRun {
             started_ms: now_ms,
             duration_ms: 2_500,
-            exit: Exit::Code(3),
+            outcome: Outcome::Failed,
         };
-        assert_eq!((state.last, state.running.len()), (Some(last), 0));
+        assert_eq!(
+            (state.last, state.running, state.pids()),
+            (Some(last), 0, vec![])
+        );
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);
-        assert!(!s.run_now(ids[0], clock.now()));
-        assert_eq!(fx.started, [("yearly".to_string(), true)]);
+        assert!(s.entry_state(ids[0]).is_none());
+        assert!(s.last.is_empty());
     }
 
     #[test]

@@ -148,7 +148,6 @@ impl Sources {
 
     /// Every loaded entry, file by file, in each file's order (for a snapshot of the entries:
     /// the scheduler tells each one's state).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
         self.table.entries()
     }
@@ -402,7 +401,7 @@ impl Sources {
             crontab
                 .entries
                 .iter()
-                .map(|e| (e.line, e.command.as_slice())),
+                .map(|e| (e.line, e.schedule_text.as_slice(), e.command.as_slice())),
         );
         let tab: Arc<str> = file.key.tab_name(&self.paths).into();
         let mut owners = Owners::new(tab, commands, file.owner_uid);
@@ -597,7 +596,7 @@ mod tests {
         let listed: Vec<String> = s
             .entries()
             .filter_map(|id| sched.entry_state(id))
-            .map(|e| e.entry)
+            .map(|e| e.job.entry())
             .collect();
         let tab = file.display();
         assert_eq!(listed, [format!("{tab}:1"), format!("{tab}:2")]);

@@ -1,6 +1,7 @@
 //! The daemon's in-memory entries: who runs them ([`Owner`], one per file, or per user and run of
 //! variables in a system file) and the 16 bytes each entry costs ([`JobSpec`]: its owner and
-//! where its command sits in the owner's one allocation, [`pack_commands`]). Made by the load,
+//! where its command sits in the owner's one allocation, [`pack_commands`], with its line
+//! number and its time fields as written). Made by the load,
 //! kept by the scheduler, handed to the job child.
 //!
 //! Pure: data and its accessors.
@@ -22,9 +23,12 @@ pub struct Owner {
     pub uid: Option<Uid>,
     /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
-    /// The commands of the file's entries, one after the other, each after its line number
+    /// The commands of the file's entries, one after the other, each after its time fields as
+    /// written (at most [`MAX_SCHEDULE_TEXT`] bytes), their length (1 byte) and its line number
     /// (4 bytes, little-endian): an entry holds where its command is, not a copy (one
-    /// allocation per file instead of one per entry), and finds its line just before it.
+    /// allocation per file instead of one per entry), and finds its line and its schedule just
+    /// before it. The schedule text costs its length plus one byte per entry (`*/5 * * * *`:
+    /// 12 bytes), in this one allocation.
     pub commands: Arc<[u8]>,
     /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
     /// without it have an owner each (the flag costs the entry nothing).
@@ -42,14 +46,22 @@ pub struct Span {
     pub len: u32,
 }
 
-/// A file's commands in one allocation, each after its line number (see [`Owner::commands`]),
-/// and where each is. A file is at most 64 MiB, so offsets fit in u32.
+/// The most bytes of an entry's time fields kept as written; longer ones (a list of every
+/// minute spelt out) are kept cut, and shown ending `...`.
+pub const MAX_SCHEDULE_TEXT: usize = 255;
+
+/// A file's commands in one allocation, each after its time fields as written and its line
+/// number (see [`Owner::commands`]), and where each is. A file is at most 64 MiB, so offsets
+/// fit in u32.
 pub fn pack_commands<'a>(
-    commands: impl ExactSizeIterator<Item = (u32, &'a [u8])>,
+    commands: impl ExactSizeIterator<Item = (u32, &'a [u8], &'a [u8])>,
 ) -> (Arc<[u8]>, Vec<Span>) {
     let mut spans = Vec::with_capacity(commands.len());
     let mut all = Vec::new();
-    for (line, command) in commands {
+    for (line, schedule, command) in commands {
+        let schedule = &schedule[..schedule.len().min(MAX_SCHEDULE_TEXT)];
+        all.extend_from_slice(schedule);
+        all.push(schedule.len() as u8);
         all.extend_from_slice(&line.to_le_bytes());
         spans.push(Span {
             start: all.len() as u32,
@@ -94,6 +106,20 @@ impl JobSpec {
             .map_or(0, u32::from_le_bytes)
     }
 
+    /// The time fields as written (`@daily`), cut at [`MAX_SCHEDULE_TEXT`] bytes; empty when
+    /// not known.
+    pub fn schedule_text(&self) -> &[u8] {
+        let start = self.command.start as usize;
+        let Some(len_at) = start.checked_sub(5) else {
+            return b"";
+        };
+        let len = usize::from(self.owner.commands[len_at]);
+        len_at
+            .checked_sub(len)
+            .and_then(|from| self.owner.commands.get(from..len_at))
+            .unwrap_or(b"")
+    }
+
     /// Where the entry is written, `crontabs/alice:3`, as the JSON log's `entry` shows it.
     pub fn entry(&self) -> String {
         format!("{}:{}", self.owner.tab, self.line())
@@ -122,9 +148,16 @@ mod tests {
 
     #[test]
     fn a_job_finds_its_command_and_its_line_in_its_files_one_allocation() {
-        let (commands, spans) =
-            pack_commands([(3, &b"echo a"[..]), (70_000, b""), (70_001, b"echo %c")].into_iter());
-        assert_eq!(commands.len(), 3 * 4 + 6 + 7);
+        let long = [b'1'; 300];
+        let (commands, spans) = pack_commands(
+            [
+                (3, &b"@daily"[..], &b"echo a"[..]),
+                (70_000, b"", b""),
+                (70_001, &long[..], b"echo %c"),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(commands.len(), 3 * 5 + 6 + 6 + 255 + 7);
         let owner = Arc::new(Owner {
             user: b"alice".to_vec(),
             uid: None,
@@ -146,5 +179,7 @@ mod tests {
             [(&b"echo a"[..], 3), (b"", 70_000), (b"echo %c", 70_001)]
         );
         assert_eq!(jobs[2].entry(), "crontabs/alice:70001");
+        let written: Vec<&[u8]> = jobs.iter().map(|j| j.schedule_text()).collect();
+        assert_eq!(written, [&b"@daily"[..], b"", &long[..MAX_SCHEDULE_TEXT]]);
     }
 }

@@ -231,6 +231,12 @@ pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {
         .with_note(format!("still running since {since}: starts when it ends"))
 }
 
+/// `cronctl run`: `(user) RUN (command) FILE:LINE asked by NAME (uid N, pid N)`, before the
+/// run's own CMD line (or its SKIP or WAIT line, under `CRON_OVERLAP`).
+pub fn run_now_line(user: &[u8], command: &[u8], place: &str, asked_by: &str) -> LogLine {
+    LogLine::new(user, "RUN", printable(command)).with_note(format!("{place} asked by {asked_by}"))
+}
+
 /// Cluster mode: `(user) CLUSTER (command) NOTE`, what became of a run on this host
 /// (`10:05 runs on host-b`, `10:05 not run: paused`).
 pub fn cluster_line(user: &[u8], command: &[u8], note: String) -> LogLine {
@@ -700,6 +706,25 @@ pub fn helper_said_line(error: bool, text: &str) -> LogLine {
 /// A `--metrics` place is served (`shown`: the place, and what it shows).
 pub fn metrics_at_line(shown: &str) -> LogLine {
     cron("INFO", format!("metrics served at {shown}"))
+}
+
+/// The control socket is served at `path`.
+pub fn control_socket_line(path: &std::path::Path) -> LogLine {
+    cron(
+        "INFO",
+        format!(
+            "control socket at {} (cronctl list|run|status)",
+            path.display()
+        ),
+    )
+}
+
+/// The default control socket could not be made: the daemon runs without it.
+pub fn no_control_socket_line(path: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!("no control socket at {}: {e}", path.display()),
+    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! The metrics endpoint's sockets (`--metrics`): a Unix socket readable by root and one group, or
-//! a TCP port on a loopback address (any local user can connect to it); both non-blocking, for
-//! the daemon's poll loop.
+//! The daemon's listening sockets: the metrics endpoint's (`--metrics`: a Unix socket readable by
+//! root and one group, or a TCP port on a loopback address, which any local user can connect
+//! to) and the control socket (`--control-socket`: any local user may connect; the daemon asks
+//! each connection's credentials, [`Stream::peer_credentials`]); all non-blocking, for the
+//! daemon's poll loop.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -9,7 +11,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
 use super::fs;
-use super::user::Gid;
+use super::user::{Gid, Uid};
 
 /// A listening socket.
 #[derive(Debug)]
@@ -40,6 +42,21 @@ pub enum Stream {
 /// chmod by path); the group is set without following a link, then the name is checked to be
 /// the daemon's socket with that mode.
 pub fn listen_unix(path: &Path, group: Option<Gid>) -> io::Result<Listener> {
+    match group {
+        Some(_) => bind_unix(path, group, 0o117, 0o660),
+        None => bind_unix(path, None, 0o177, 0o600),
+    }
+}
+
+/// Listens on the Unix socket `path` as [`listen_unix`] does (the same checks of every
+/// directory on the way), but with mode 0666: any local user may connect, and the daemon tells
+/// them apart by their credentials.
+pub fn listen_unix_for_all(path: &Path) -> io::Result<Listener> {
+    bind_unix(path, None, 0o111, 0o666)
+}
+
+/// [`listen_unix`]'s steps, the socket made with umask `mask` and checked to have `mode`.
+fn bind_unix(path: &Path, group: Option<Gid>, mask: u32, mode: u32) -> io::Result<Listener> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::other("not a path to a socket"));
     };
@@ -59,8 +76,11 @@ pub fn listen_unix(path: &Path, group: Option<Gid>) -> io::Result<Listener> {
         Err(nix::errno::Errno::ENOENT) => {}
         Err(e) => return Err(e.into()),
     }
+    // Tests bind from parallel threads, and the umask and working directory are the process's.
+    #[cfg(test)]
+    let _one_at_a_time = BINDING.lock().unwrap_or_else(|e| e.into_inner());
     let listener = {
-        let _mask = UmaskGuard::set(if group.is_some() { 0o117 } else { 0o177 });
+        let _mask = UmaskGuard::set(mask);
         // bind(2) takes a path, not a directory descriptor: the name alone, from inside the
         // checked directory (the daemon is single-threaded: nothing else resolves a relative
         // path meanwhile).
@@ -77,7 +97,6 @@ pub fn listen_unix(path: &Path, group: Option<Gid>) -> io::Result<Listener> {
         )?;
     }
     let st = nix::sys::stat::fstatat(&dir, name, nofollow)?;
-    let mode = if group.is_some() { 0o660 } else { 0o600 };
     if st.st_mode & libc::S_IFMT != libc::S_IFSOCK
         || st.st_uid != owner.0
         || st.st_mode & 0o7777 != mode
@@ -90,6 +109,10 @@ pub fn listen_unix(path: &Path, group: Option<Gid>) -> io::Result<Listener> {
     listener.set_nonblocking(true)?;
     Ok(Listener::Unix(listener))
 }
+
+/// Held by a bind in the unit tests (see [`UmaskGuard`], [`CwdGuard`]).
+#[cfg(test)]
+static BINDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Makes a directory the working directory while it lives, then goes back to the one before.
 struct CwdGuard(OwnedFd);
@@ -162,7 +185,49 @@ impl Listener {
     }
 }
 
+/// Who is at the other end of a Unix socket, as the kernel recorded it when they connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credentials {
+    pub pid: i32,
+    pub uid: Uid,
+    pub gid: Gid,
+}
+
 impl Stream {
+    /// The peer's credentials (`SO_PEERCRED`): set by the kernel at `connect`, not by the peer,
+    /// so a client can't claim another user's. A TCP stream has none.
+    pub fn peer_credentials(&self) -> io::Result<Credentials> {
+        let Stream::Unix(s) = self else {
+            return Err(io::Error::other("not a Unix socket"));
+        };
+        let mut cred = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: `s` is an open socket for the call's length; `cred` is a valid, writable
+        // `ucred` and `len` says its size, which is what SO_PEERCRED writes (at most `len`
+        // bytes); nothing else is read or kept.
+        let r = unsafe {
+            libc::getsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(s),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&raw mut cred).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Credentials {
+            pid: cred.pid,
+            uid: Uid(cred.uid),
+            gid: Gid(cred.gid),
+        })
+    }
+
     fn set_nonblocking(&self) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_nonblocking(true),
@@ -197,5 +262,22 @@ impl Write for Stream {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_peer_is_known_by_the_credentials_the_kernel_recorded_and_tcp_has_none() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let cred = Stream::Unix(ours).peer_credentials().unwrap();
+        assert_eq!(cred.pid, std::process::id() as i32);
+        assert_eq!(cred.uid, super::super::user::effective_uid());
+        assert_eq!(cred.gid, super::super::user::effective_gid());
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        assert!(Stream::Tcp(tcp).peer_credentials().is_err());
     }
 }

@@ -10,6 +10,7 @@ mod support {
 }
 
 mod container;
+mod control;
 mod extensions;
 mod files;
 mod jobs;

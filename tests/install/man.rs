@@ -270,6 +270,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--keep-env",
             "--stop-jobs",
             "--stop-timeout",
+            "--control-socket",
         ])
     );
     assert_eq!(

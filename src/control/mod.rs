@@ -1,0 +1,365 @@
+//! The control socket's protocol (`cronctl list`, `cronctl run`, `cronctl status`; crond.8
+//! "CONTROL SOCKET"): what a request line says ([`parse_request`]), who may see and run what
+//! ([`may_see`]), and the answers ([`render()`]). Pure: the daemon reads the socket, the peer's
+//! credentials and the clock, and hands this module a snapshot of what it knows.
+//!
+//! One request line (at most [`MAX_REQUEST`] bytes, ending `\n`), one answer, then the daemon
+//! closes the connection:
+//!
+//! ```text
+//! list [--json] [PATTERN]     every entry the asker may see (PATTERN: part of FILE:LINE or user)
+//! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
+//! run FILE:LINE | run ID      one run of that entry now, as the scheduler would start it
+//! ```
+//!
+//! The answer's first line is `OK` or `ERROR message`; the rest is a table (the default) or one
+//! JSON object per line (`--json`). An answer is at most [`MAX_ANSWER_ROOT`] bytes for root and
+//! [`MAX_ANSWER_USER`] for other users: a list longer than that ends with a line that says how
+//! many entries were left out.
+//!
+//! Who sees what: root (uid 0) every entry; any other user the entries that run as that user —
+//! a user's own crontab (whose uid was checked at load) and the lines of system files whose
+//! user field is that user's name. Nothing else is shown, counted or run for them: an entry
+//! they may not see is "no such entry" to them.
+
+mod render;
+
+use std::sync::Arc;
+
+pub use render::render;
+
+use crate::crontab::policy::Policy;
+use crate::metrics::LastRun;
+use crate::schedule::Zone;
+
+/// The longest request line read; a longer one is answered `ERROR` and closed.
+pub const MAX_REQUEST: usize = 4096;
+
+/// The most bytes of an answer to root.
+pub const MAX_ANSWER_ROOT: usize = 8 << 20;
+
+/// The fewest bytes an entry takes in a `list` answer (a table row; a JSON object takes more):
+/// a snapshot holds at most an answer's bound over this many entries, and counts the rest.
+pub const MIN_ENTRY_BYTES: usize = 200;
+
+/// The most bytes of an answer to any other user.
+pub const MAX_ANSWER_USER: usize = 1 << 20;
+
+/// How an answer is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Which entry a `run` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `FILE:LINE`, as `list` and the JSON log's `entry` show it (`crontabs/alice:3`).
+    Place { tab: String, line: u32 },
+    /// The number `list` shows in its ID column.
+    Id(u64),
+}
+
+/// What a client asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    List {
+        format: Format,
+        /// Only entries whose `FILE:LINE` or user contains it.
+        pattern: Option<String>,
+    },
+    Status {
+        format: Format,
+    },
+    Run {
+        target: Target,
+    },
+}
+
+/// Who is asking: the connection's credentials (`SO_PEERCRED`) and the name passwd gives the
+/// uid now (`None`: no passwd entry; such a user sees nothing but the status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    pub uid: u32,
+    pub pid: i32,
+    pub name: Option<Vec<u8>>,
+}
+
+impl Peer {
+    pub fn is_root(&self) -> bool {
+        self.uid == 0
+    }
+
+    /// The most bytes an answer to this peer may have.
+    pub fn max_answer(&self) -> usize {
+        if self.is_root() {
+            MAX_ANSWER_ROOT
+        } else {
+            MAX_ANSWER_USER
+        }
+    }
+
+    /// `alice (uid 1000, pid 4242)`, as the log names who asked for a run.
+    pub fn describe(&self) -> String {
+        let name = self.name.as_deref().map_or_else(
+            || "?".to_string(),
+            |n| String::from_utf8_lossy(n).into_owned(),
+        );
+        format!("{name} (uid {}, pid {})", self.uid, self.pid)
+    }
+}
+
+/// Whether `peer` may see and run an entry that runs as `user`; `checked_uid`: the uid its
+/// crontab's ownership was checked for at load (a user's crontab), `None` for a system file's
+/// line. Root may see everything; a user the entries that run as their name (and, for a user's
+/// crontab, as their uid too: a name that now belongs to another uid shows nothing).
+pub fn may_see(peer: &Peer, user: &[u8], checked_uid: Option<u32>) -> bool {
+    if peer.is_root() {
+        return true;
+    }
+    let Some(name) = &peer.name else {
+        return false;
+    };
+    name.as_slice() == user && checked_uid.is_none_or(|uid| uid == peer.uid)
+}
+
+/// Parses one request line (without its `\n`).
+pub fn parse_request(line: &[u8]) -> Result<Request, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "the request is not UTF-8".to_string())?;
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
+    match verb {
+        "list" => {
+            let mut format = Format::Table;
+            let mut pattern = None;
+            for word in rest.split(' ').filter(|w| !w.is_empty()) {
+                match word {
+                    "--json" => format = Format::Json,
+                    w if pattern.is_none() && !w.starts_with('-') => pattern = Some(w.to_string()),
+                    w => return Err(format!("list: unexpected {w:?}")),
+                }
+            }
+            Ok(Request::List { format, pattern })
+        }
+        "status" => match rest.trim() {
+            "" => Ok(Request::Status {
+                format: Format::Table,
+            }),
+            "--json" => Ok(Request::Status {
+                format: Format::Json,
+            }),
+            other => Err(format!("status: unexpected {other:?}")),
+        },
+        "run" => Ok(Request::Run {
+            target: parse_target(rest.trim())?,
+        }),
+        "" => Err("an empty request".to_string()),
+        other => Err(format!("unknown request {other:?} (list, status or run)")),
+    }
+}
+
+/// `FILE:LINE` or an ID.
+pub fn parse_target(text: &str) -> Result<Target, String> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(Target::Id)
+            .map_err(|_| format!("run: {text:?} is not an id"));
+    }
+    let Some((tab, line)) = text.rsplit_once(':') else {
+        return Err(format!(
+            "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
+        ));
+    };
+    match line.parse() {
+        Ok(line) if !tab.is_empty() => Ok(Target::Place {
+            tab: tab.to_string(),
+            line,
+        }),
+        _ => Err(format!("run: {text:?} is neither FILE:LINE nor an id")),
+    }
+}
+
+/// One entry as `list` shows it: what the daemon knows of it at the moment of the request.
+#[derive(Debug, Clone)]
+pub struct EntryView {
+    pub id: u64,
+    /// The crontab, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
+    pub tab: Arc<str>,
+    pub line: u32,
+    pub user: Vec<u8>,
+    /// The time fields as written.
+    pub schedule: Vec<u8>,
+    /// The entry's `CRON_TZ`, if it has one.
+    pub cron_tz: Option<String>,
+    /// The zone its times are read in: its `CRON_TZ`, else the daemon's.
+    pub zone: Zone,
+    /// Its next run, epoch seconds (`None`: never again).
+    pub next_s: Option<i64>,
+    pub last: Option<LastRun>,
+    /// The pids of its job children running now.
+    pub running: Vec<i32>,
+    pub policy: Policy,
+    pub command: Vec<u8>,
+}
+
+impl EntryView {
+    /// `FILE:LINE`.
+    pub fn place(&self) -> String {
+        format!("{}:{}", self.tab, self.line)
+    }
+
+    /// Whether it is the entry `target` names.
+    pub fn is(&self, target: &Target) -> bool {
+        match target {
+            Target::Id(id) => self.id == *id,
+            Target::Place { tab, line } => *self.tab == **tab && self.line == *line,
+        }
+    }
+}
+
+/// The daemon as `status` shows it.
+#[derive(Debug, Clone)]
+pub struct StatusView {
+    pub version: &'static str,
+    pub pid: i32,
+    /// When the daemon started, and now: epoch milliseconds.
+    pub started_ms: i64,
+    pub now_ms: i64,
+    pub zone: Zone,
+    /// Entries the asker may see (all, for root), and how many of their jobs run now.
+    pub entries: usize,
+    pub running: usize,
+    /// Whether the counts are the asker's own (not root).
+    pub own_only: bool,
+}
+
+/// What an answer is made from: the daemon's state at the request, the entries already
+/// filtered by [`may_see`] and [`Want::wants`] (at most [`Want::max_entries`] of them).
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub status: StatusView,
+    pub entries: Vec<EntryView>,
+    /// Entries wanted past [`Want::max_entries`]: counted, not made.
+    pub omitted: usize,
+}
+
+/// Which entries a request needs in its snapshot, so that the daemon makes only those (a
+/// `status` none, a `run` the one it names, a `list` those its pattern matches, up to what the
+/// answer can hold).
+#[derive(Debug, Clone, Copy)]
+pub struct Want<'a> {
+    /// Whether entries are made at all (`status` only counts them).
+    pub entries: bool,
+    pub pattern: Option<&'a str>,
+    pub target: Option<&'a Target>,
+    pub max_entries: usize,
+}
+
+impl Request {
+    /// What the snapshot for this request must hold, for `peer`.
+    pub fn want(&self, peer: &Peer) -> Want<'_> {
+        let none = Want {
+            entries: false,
+            pattern: None,
+            target: None,
+            max_entries: 0,
+        };
+        match self {
+            Request::Status { .. } => none,
+            Request::List { pattern, .. } => Want {
+                entries: true,
+                pattern: pattern.as_deref(),
+                max_entries: peer.max_answer() / MIN_ENTRY_BYTES,
+                ..none
+            },
+            Request::Run { target } => Want {
+                entries: true,
+                target: Some(target),
+                max_entries: 1,
+                ..none
+            },
+        }
+    }
+}
+
+impl Want<'_> {
+    /// Whether the entry `id`, `tab:line`, run as `user`, is one the request needs (who may
+    /// see it is [`may_see`]'s question, asked first).
+    pub fn wants(&self, id: u64, tab: &str, line: u32, user: &[u8]) -> bool {
+        if !self.entries {
+            return false;
+        }
+        if let Some(target) = self.target {
+            return match target {
+                Target::Id(t) => *t == id,
+                Target::Place { tab: t, line: l } => t == tab && *l == line,
+            };
+        }
+        self.pattern.is_none_or(|p| {
+            format!("{tab}:{line}").contains(p) || String::from_utf8_lossy(user).contains(p)
+        })
+    }
+}
+
+/// The answer to a `run`, as the daemon carried it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ran {
+    /// Started: the job child's pid.
+    Started(i32),
+    /// Not started: the entry's `CRON_OVERLAP` (skip, or queue with a run already waiting).
+    Skipped,
+    /// Will start when the entry's running job ends (`CRON_OVERLAP=queue`).
+    Waiting,
+    /// The fork failed: the run is in the queue and is tried again.
+    Queued,
+}
+
+/// The answer to a `run`: the entry `place` and what became of the run.
+pub fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
+    match ran {
+        Ran::Started(pid) => format!("OK\nstarted {place}: job pid {pid}\n"),
+        Ran::Skipped => format!(
+            "ERROR {place} is running and its CRON_OVERLAP does not start another run: \
+             nothing started\n"
+        ),
+        Ran::Waiting => {
+            format!("OK\n{place} is running: this run starts when it ends (CRON_OVERLAP=queue)\n")
+        }
+        Ran::Queued => format!("OK\n{place}: the fork failed; the run is queued and retried\n"),
+    }
+    .into_bytes()
+}
+
+/// An `ERROR` answer.
+pub fn error_answer(message: &str) -> Vec<u8> {
+    let one_line: String = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("ERROR {one_line}\n").into_bytes()
+}
+
+/// The entry of `snapshot` that `target` names, or the answer that says it is not there (to
+/// this asker: an entry they may not see is not named differently from one that does not
+/// exist).
+pub fn find<'a>(snapshot: &'a Snapshot, target: &Target) -> Result<&'a EntryView, Vec<u8>> {
+    snapshot
+        .entries
+        .iter()
+        .find(|e| e.is(target))
+        .ok_or_else(|| {
+            let named = match target {
+                Target::Id(id) => format!("id {id}"),
+                Target::Place { tab, line } => format!("{tab}:{line}"),
+            };
+            error_answer(&format!(
+                "no entry {named} that you may run (see cronctl list)"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests;
