@@ -88,6 +88,8 @@ install: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
 	$(INSTALL) -m 0755 "$(bins)/crond" "$(D)$(sbindir)/crond"
 	ln -sfn crond "$(D)$(sbindir)/cron"
 	$(INSTALL) -m 0755 "$(bins)/cronctl" "$(D)$(sbindir)/cronctl"
+	# Users run `cronctl list|run|status` too: found on their PATH, as crontab is.
+	ln -sfn "$(sbindir)/cronctl" "$(D)$(bindir)/cronctl"
 	$(INSTALL) -m 0755 "$(bins)/cronnext" "$(D)$(bindir)/cronnext"
 	$(INSTALL) -m 0755 "$(bins)/crontab" "$(D)$(bindir)/crontab"
 	$(INSTALL) -m 0644 man/crontab.1 man/cronnext.1 "$(D)$(mandir)/man1/"
@@ -128,7 +130,8 @@ uninstall:
 	    "$(D)$(sbindir)/cronctl" "$(D)$(mandir)/man8/cronctl.8" \
 	    "$(D)$(mandir)/man1/crontab.1" "$(D)$(mandir)/man1/cronnext.1" \
 	    "$(D)$(mandir)/man5/crontab.5" "$(D)$(mandir)/man8/crond.8" "$(D)$(unitdir)/crond.service"
-	@for l in "$(D)$(sbindir)/cron:crond" "$(D)$(mandir)/man8/cron.8:crond.8"; do \
+	@for l in "$(D)$(sbindir)/cron:crond" "$(D)$(mandir)/man8/cron.8:crond.8" \
+	    "$(D)$(bindir)/cronctl:$(sbindir)/cronctl"; do \
 	    p="$${l%:*}"; if [ "$$(readlink "$$p")" = "$${l##*:}" ]; then echo "rm -f $$p"; rm -f "$$p"; fi; \
 	done
 	@for f in $(etc_files); do \

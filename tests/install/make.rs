@@ -28,6 +28,11 @@ fn make_install_puts_every_file_in_place_with_its_mode() {
         link_target(&dest.path().join("usr/share/man/man8/cron.8")),
         Path::new("crond.8")
     );
+    // Users run `cronctl list` from their PATH; the program stays in sbin beside crond.
+    assert_eq!(
+        link_target(&dest.path().join("usr/bin/cronctl")),
+        Path::new("/usr/sbin/cronctl")
+    );
     for name in ["crond", "crontab", "cronnext"] {
         let dir = if name == "crond" {
             "usr/sbin"
@@ -86,6 +91,10 @@ fn an_existing_etc_file_is_kept_by_install_and_a_changed_one_by_uninstall() {
             );
         }
     }
+    assert!(
+        std::fs::symlink_metadata(dest.path().join("usr/bin/cronctl")).is_err(),
+        "the cronctl link removed"
+    );
     assert_eq!(read(&crontab), mine, "a changed /etc/crontab is kept");
     assert!(
         !dest.path().join("etc/default/cron").exists(),
