@@ -136,6 +136,31 @@ pub fn wait_for(pid: Pid) -> io::Result<Exit> {
     }
 }
 
+/// Waits for the child `pid` to end and reaps it, with its whole wait status (a signal's core
+/// dump flag included); `block: false` returns `Ok(None)` while it runs.
+pub fn wait_status(pid: u32, block: bool) -> io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let flags = if block { 0 } else { libc::WNOHANG };
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: waitpid writes one int through the pointer, which points at `status`, alive
+        // for the call.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r == pid {
+            return Ok(Some(std::process::ExitStatus::from_raw(status)));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Reaps every child that has ended, without blocking.
 pub fn reap() -> Vec<(Pid, Exit)> {
     let mut out = Vec::new();
