@@ -377,9 +377,21 @@ impl Daemon {
             let now = wall_clock();
             for (pid, exit) in process::reap() {
                 self.cluster_reaped(pid.0, exit, now);
+                let reaped = self.fork_failures.reaped(&self.log, pid, exit);
                 let Some(ended) = self.running.ended(pid) else {
                     continue;
                 };
+                if let super::minute::Reaped::NotStarted(queued, first) = reaped {
+                    // Nothing of the job ran (its child could not make its processes): back
+                    // in the queue, first in line, retried after a second as a failed fork of
+                    // the daemon's own is; not counted as a run.
+                    self.running.not_started(queued.job.entry, first);
+                    self.cycle.put_back(queued, now.as_millisecond());
+                    if let Some(waiting) = ended.waiting {
+                        self.start_waiting(ended.entry, waiting, now);
+                    }
+                    continue;
+                }
                 let outcome = match exit {
                     process::Exit::Code(0) => Outcome::Succeeded,
                     process::Exit::Code(2) => Outcome::TimedOut,

@@ -192,7 +192,9 @@ impl Daemon {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, queued.job.entry, now_ms);
-                self.fork_failures.succeeded(&self.log);
+                // Whether the job's own processes start is known when the child is reaped
+                // (`job::NOT_STARTED`); till then the run is kept to be put back.
+                self.fork_failures.launched(pid, queued, first);
                 Ok(Some(pid.0))
             }
             Err(e) => {
@@ -213,7 +215,14 @@ impl Daemon {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now.as_millisecond());
-                self.fork_failures.succeeded(&self.log);
+                let minute = UtcMinute::containing(now.as_second());
+                let queued = Queued {
+                    job: Due { entry, job },
+                    due: minute,
+                    postponed: 0,
+                    start_ms: now.as_millisecond(),
+                };
+                self.fork_failures.launched(pid, queued, first);
             }
             Err(e) => {
                 self.running.not_started(entry, first);
@@ -247,7 +256,10 @@ impl Daemon {
     }
 }
 
-/// Fork failures, counted and logged once a minute rather than once per attempt.
+/// Fork failures, counted and logged once a minute rather than once per attempt: the daemon's
+/// own fork of a job child, and the forks inside a job child (its shell, its stdin writer),
+/// which the child reports by exiting with [`job::NOT_STARTED`]. For these the runs whose
+/// child has not been reaped yet are kept here, to be put back in the queue.
 #[derive(Debug, Default)]
 pub(super) struct ForkFailures {
     /// Failures since the last line, and the last error.
@@ -255,9 +267,45 @@ pub(super) struct ForkFailures {
     last: Option<std::io::Error>,
     /// Failures since the last success (for the line that says forks work again).
     in_a_row: u64,
+    /// Each running job child's run (and whether it was its entry's first since the load).
+    in_flight: std::collections::HashMap<crate::types::Pid, (Queued<Due<JobSpec>>, bool)>,
+}
+
+/// What a reaped job child means for its run.
+pub(super) enum Reaped {
+    /// The job ran (or was refused, or failed): the run is over.
+    Ran,
+    /// Nothing of it ran, for want of a process: the run, to go back in the queue.
+    NotStarted(Queued<Due<JobSpec>>, bool),
 }
 
 impl ForkFailures {
+    /// A job child was forked for `queued`.
+    fn launched(&mut self, pid: crate::types::Pid, queued: Queued<Due<JobSpec>>, first: bool) {
+        self.in_flight.insert(pid, (queued, first));
+    }
+
+    /// A job child `pid` was reaped with `exit`: a run whose processes could not start is a
+    /// fork failure (counted, logged as the daemon's own are) and comes back; any other end is
+    /// a fork that worked.
+    pub(super) fn reaped(
+        &mut self,
+        log: &crate::log::Log,
+        pid: crate::types::Pid,
+        exit: crate::sys::process::Exit,
+    ) -> Reaped {
+        let Some((queued, first)) = self.in_flight.remove(&pid) else {
+            return Reaped::Ran;
+        };
+        if exit == crate::sys::process::Exit::Code(job::NOT_STARTED) {
+            let e = std::io::Error::other("no process for the job in its job child");
+            self.failed(log, e);
+            return Reaped::NotStarted(queued, first);
+        }
+        self.succeeded(log);
+        Reaped::Ran
+    }
+
     fn failed(&mut self, log: &crate::log::Log, e: std::io::Error) {
         self.in_a_row += 1;
         self.since_logged += 1;
@@ -273,6 +321,7 @@ impl ForkFailures {
         self.last = Some(e);
     }
 
+    /// A job child ran its job: forks work (logged once after failures).
     fn succeeded(&mut self, log: &crate::log::Log) {
         if self.in_a_row > 0 {
             log.info(
