@@ -49,6 +49,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CROND = os.environ.get("CROND") or os.path.join(REPO, "target", "release", "crond")
+# Another build of crond (an earlier commit's) to measure in the same run, as crond-before and
+# crond-before-nopam.
+CROND_BEFORE = os.environ.get("CROND_BEFORE")
 MIRROR = "http://deb.debian.org/debian"
 
 
@@ -116,12 +119,14 @@ class Crond:
     """Our daemon, on a private tree of paths."""
     system_user_field = True
 
-    def __init__(self, stamp, pam=True):
+    def __init__(self, stamp, pam=True, binary=None):
         self.stamp, self.pam = stamp, pam
-        self.name = "crond" if pam else "crond-nopam"
+        self.binary = binary or CROND
+        base = "crond-before" if binary else "crond"
+        self.name = base if pam else base + "-nopam"
 
     def available(self):
-        return os.access(CROND, os.X_OK)
+        return os.access(self.binary, os.X_OK)
 
     def prepare(self):
         self.dir = tempfile.mkdtemp(prefix="compare-crond")
@@ -152,7 +157,7 @@ class Crond:
         os.rename(new, path)
 
     def start(self):
-        args = [CROND, "-f", "--log", "stderr", "--spool-dir", os.path.join(self.dir, "spool"),
+        args = [self.binary, "-f", "--log", "stderr", "--spool-dir", os.path.join(self.dir, "spool"),
                 "--system-crontab", os.path.join(self.dir, "crontab"),
                 "--cron-d", os.path.join(self.dir, "cron.d"),
                 "--pid-file", os.path.join(self.dir, "pid"),
@@ -455,6 +460,8 @@ def main():
     wanted = args.peers.split(",")
     peers = [Crond(stamp), Crond(stamp, pam=False), Busybox(stamp), Debian(stamp),
              Cronie(stamp)]
+    if CROND_BEFORE:
+        peers += [Crond(stamp, binary=CROND_BEFORE), Crond(stamp, pam=False, binary=CROND_BEFORE)]
     peers = [p for p in peers if p.name in wanted]
     names = [p.name for p in peers]
     missing = [p.name for p in peers if not p.available()]
