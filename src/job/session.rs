@@ -1,5 +1,5 @@
-//! The job's PAM session, as Debian's job child opens it (do_command.c): as root, before the
-//! privilege drop, service `cron` for the job's user: the account check (an expired or refused
+//! The job's PAM session, as Debian's job child opens it (do_command.c): as root, before any
+//! process of the job is started, service `cron` for the job's user: the account check (an expired or refused
 //! account's job does not run; the refusal is logged in PAM's words, as Debian logs it), the
 //! credentials, the session (pam_limits' limits, pam_loginuid's audit uid, pam_env's
 //! variables). The job then runs from this same process, which stays root: each of its processes
