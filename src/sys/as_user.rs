@@ -402,7 +402,9 @@ pub fn signal_group(
 /// Clones a child that shares this process's memory and runs `action` on a stack of its own;
 /// returns when it has exec'd or exited, with its pid and what it reported.
 fn clone_vfork(creds: Option<&Credentials>, action: Action<'_>) -> io::Result<(i32, Report)> {
-    let mut stack = vec![0u8; STACK];
+    // Allocated, not zeroed: the child writes before it reads, and touches only the top few
+    // hundred bytes of it.
+    let mut stack: Vec<u8> = Vec::with_capacity(STACK);
     // SAFETY: `all` and `old` are local sigsets, initialised by sigfillset / written by
     // pthread_sigmask before they are read.
     let old = unsafe {
@@ -420,7 +422,7 @@ fn clone_vfork(creds: Option<&Credentials>, action: Action<'_>) -> io::Result<(i
         report: Report::default(),
     };
     // The stack grows down: its top, aligned to 16 bytes as both ABIs want.
-    let top = (stack.as_mut_ptr() as usize + STACK) & !15;
+    let top = (stack.spare_capacity_mut().as_mut_ptr() as usize + STACK) & !15;
     // SAFETY: the child runs `child_main` on `stack` (alive until the clone returns, which with
     // CLONE_VFORK is after the child has exec'd or exited, so the child never uses it after it
     // is freed). It shares this process's memory; what it does there is said at `child_main`:

@@ -104,6 +104,53 @@ fn root_pam_environment_variables_reach_the_job_under_the_crontabs() {
 }
 
 #[test]
+fn root_the_shell_has_the_users_ids_groups_and_login_uid_and_no_way_back_to_root() {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home("i", &tree.path().join("out"));
+    let seen = tree.out("seen");
+    // The shell's own entries ($$): its ids, groups and capabilities, and the audit login
+    // uid pam_loginuid set in the (root) job child, which the shell inherits.
+    tree.user_crontab(
+        &user.name,
+        &format!(
+            "0 10 * * * (cat /proc/$$/status; echo loginuid $(cat /proc/$$/loginuid)) > {}\n",
+            seen.display()
+        ),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start(&tree, 1, &[]);
+    let text = wait_for_file(&seen, 15);
+    let field = |name: &str| -> Vec<String> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let uid = user.uid();
+    assert_eq!(
+        field("Uid:"),
+        [uid.as_str(); 4],
+        "real, effective, saved, fs: {text}"
+    );
+    let gid = field("Gid:");
+    assert!(gid.iter().all(|g| g == &gid[0]) && gid[0] != "0", "{text}");
+    let mut groups = field("Groups:");
+    groups.sort();
+    let mut expected: Vec<String> = user.groups().split(' ').map(str::to_string).collect();
+    expected.sort();
+    assert_eq!(groups, expected, "{text}");
+    // No capability to take root back with (setuid(0) needs CAP_SETUID).
+    for caps in ["CapPrm:", "CapEff:", "CapAmb:"] {
+        assert_eq!(field(caps), ["0000000000000000"], "{caps} {text}");
+    }
+    assert_eq!(field("loginuid"), [uid.as_str()], "{text}");
+}
+
+#[test]
 fn root_a_pam_limits_nofile_limit_reaches_the_job() {
     require_root();
     let tree = Tree::new();
