@@ -303,8 +303,9 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             let run_as = RunAs {
                 creds: prepared.creds.as_ref(),
                 dir: &home,
+                env: &prepared.env,
             };
-            let outcome = mail::mail_output_as(&job, &config, output, &prepared.env, run_as);
+            let outcome = mail::mail_output_as(&job, &config, output, run_as);
             if let Some(line) = outcome.log_line(spec.user()) {
                 let level = match outcome {
                     MailOutcome::NoMta => Level::Info,

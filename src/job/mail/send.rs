@@ -21,21 +21,25 @@ use crate::job::output::Output;
 use crate::sys::as_user::{self, Credentials, Launch, StdFds};
 use crate::sys::process::{self, GroupSignal};
 
-/// Whom the MTA runs as, and where.
+/// Whom the MTA runs as, where, and with which environment.
 #[derive(Debug, Clone, Copy)]
 pub struct RunAs<'a> {
     /// The job's user's ids (`None`: this process's own).
     pub creds: Option<&'a Credentials>,
     /// Its working directory (the job's HOME; `/` when it can't be entered).
     pub dir: &'a [u8],
+    /// Exactly its environment: nothing of the daemon's leaks into it (the job's environment
+    /// is the natural choice, as cronie passes it).
+    pub env: &'a [(Vec<u8>, Vec<u8>)],
 }
 
 impl RunAs<'_> {
-    /// As this process, in `/`.
-    pub fn this_process() -> RunAs<'static> {
+    /// As this process, in `/`, with `env`.
+    pub fn this_process(env: &[(Vec<u8>, Vec<u8>)]) -> RunAs<'_> {
         RunAs {
             creds: None,
             dir: b"/",
+            env,
         }
     }
 }
@@ -56,7 +60,7 @@ pub fn mail_output(
     output: &Output,
     mta_env: &[(Vec<u8>, Vec<u8>)],
 ) -> MailOutcome {
-    mail_output_as(job, config, output, mta_env, RunAs::this_process())
+    mail_output_as(job, config, output, RunAs::this_process(mta_env))
 }
 
 /// [`mail_output`] with the MTA run as `run_as` says.
@@ -64,7 +68,6 @@ pub fn mail_output_as(
     job: &JobMail<'_>,
     config: &MailConfig,
     output: &Output,
-    mta_env: &[(Vec<u8>, Vec<u8>)],
     run_as: RunAs<'_>,
 ) -> MailOutcome {
     match plan(job, config, output.is_empty(), output.text_kind()) {
@@ -96,7 +99,7 @@ pub fn mail_output_as(
                 &recipients,
                 &header,
                 output.reader().chain(&note[..]),
-                (mta_env, run_as),
+                run_as,
                 MTA_TIMEOUT,
             )
         }
@@ -114,8 +117,8 @@ pub fn deliver(
     mta_env: &[(Vec<u8>, Vec<u8>)],
     timeout: Duration,
 ) -> MailOutcome {
-    let how = (mta_env, RunAs::this_process());
-    deliver_as(command, recipients, header, body, how, timeout)
+    let run_as = RunAs::this_process(mta_env);
+    deliver_as(command, recipients, header, body, run_as, timeout)
 }
 
 /// The MTA's argv: the sendmail command with its arguments and the recipients, or `/bin/sh -c`
@@ -145,13 +148,13 @@ fn mta_argv(
     }
 }
 
-/// [`deliver`] with the MTA's environment and whom it runs as.
+/// [`deliver`] with the MTA run as `run_as` says.
 pub fn deliver_as(
     command: &MailCommand,
     recipients: &[Vec<u8>],
     header: &[u8],
     mut body: impl Read,
-    (mta_env, run_as): (&[(Vec<u8>, Vec<u8>)], RunAs<'_>),
+    run_as: RunAs<'_>,
     timeout: Duration,
 ) -> MailOutcome {
     let deadline = Instant::now() + timeout;
@@ -162,7 +165,7 @@ pub fn deliver_as(
     let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     // Its own group, so a timeout kills whatever it started too (a queue runner, a shell's
     // children), not only the process we ran.
-    let launch = match Launch::new(&path, &args, mta_env) {
+    let launch = match Launch::new(&path, &args, run_as.env) {
         Ok(launch) => launch.dir(run_as.dir).own_group(),
         Err(e) => return MailOutcome::MtaError(e),
     };

@@ -183,10 +183,7 @@ fn a_group_signal_sent_as_the_user_reaches_only_what_the_user_may_signal() {
     let theirs = spawn(&launch, fds, Some(&creds)).unwrap();
     let mut up = [0u8; 3];
     std::fs::File::from(r).read_exact(&mut up).unwrap();
-    assert_eq!(
-        signal_group(Some(&creds), theirs.pid, GroupSignal::Kill).unwrap(),
-        true
-    );
+    assert!(signal_group(Some(&creds), theirs.pid, GroupSignal::Kill).unwrap());
     let status = process::wait_status(theirs.pid, true).unwrap().unwrap();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
