@@ -176,11 +176,13 @@ pub struct SpawnError {
 }
 
 impl SpawnError {
-    /// The process could not be made at all (no free process, no memory): worth a retry, and
-    /// nothing of the job ran.
+    /// The process could not be made at all (no free process in the system or the cgroup, no
+    /// memory): worth a retry, and nothing of the job ran. The clone is made as root, so a
+    /// user's own process limit never counts here: an exec refused with EAGAIN for the user's
+    /// RLIMIT_NPROC (pam_limits) is that user's failure, reported as any failed exec, and does
+    /// not hold the daemon's queue as a retry would.
     pub fn is_fork_failure(&self) -> bool {
         self.step == Step::Fork
-            || (self.step == Step::Exec && self.error.raw_os_error() == Some(libc::EAGAIN))
     }
 }
 
