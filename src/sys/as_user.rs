@@ -465,7 +465,9 @@ fn errno() -> c_int {
 /// `libc::syscall` (which sets the parent thread's errno, unused by the parent across the clone)
 /// or `_exit`: no allocation, no lock, no stdio, no libc state. Its descriptor table and its ids
 /// are its own (no CLONE_FILES, no CLONE_THREAD), so what it closes and the ids it takes are not
-/// the parent's.
+/// the parent's. `syscall` is variadic: every argument is passed as a pointer, a `c_long` or a
+/// type the kernel declares no wider than `int` (it reads only those bits), never a narrower
+/// integer where it declares a `size_t`.
 extern "C" fn child_main(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the `ChildArgs` the parent passed, alive while this runs (see above).
     let args = unsafe { &*(arg as *const ChildArgs<'_>) };
@@ -522,7 +524,13 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                     }
                 }
                 let mask = &args.mask as *const libc::sigset_t;
-                if libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, mask, 0usize, 8) != 0
+                if libc::syscall(
+                    libc::SYS_rt_sigprocmask,
+                    libc::SIG_SETMASK,
+                    mask,
+                    0usize,
+                    8usize,
+                ) != 0
                 {
                     fail(Step::Signals, errno());
                 }

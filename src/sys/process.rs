@@ -293,7 +293,10 @@ mod tests {
         });
         drop(stop);
         let _ = other.join();
-        assert!(agreed, "the link count of /proc/self/task never matched Threads:");
+        assert!(
+            agreed,
+            "the link count of /proc/self/task never matched Threads:"
+        );
     }
 
     #[test]
