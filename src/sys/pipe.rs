@@ -334,6 +334,46 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_for_a_user_runs_as_that_user_before_it_writes() {
+        assert_eq!(
+            crate::sys::user::effective_uid().0,
+            0,
+            "this test needs root"
+        );
+        let nobody = crate::sys::user::User::resolve_name(b"nobody")
+            .unwrap()
+            .expect("user nobody");
+        let creds = Credentials::of(&nobody)
+            .unwrap()
+            .expect("credentials as root");
+        let (r, w) = pipe().unwrap();
+        // More than the pipe holds and nobody reading yet: the writer waits, and can be looked at.
+        let writer = spawn_writer_as(w, &vec![b'x'; 1 << 20], Some(&creds)).unwrap();
+        let stat = format!("/proc/{}/status", writer.pid);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let uids = loop {
+            let status = std::fs::read_to_string(&stat).unwrap();
+            let uids: Vec<String> = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            // Just forked, it may still be root for an instant.
+            if uids[0] != "0" || std::time::Instant::now() > deadline {
+                break uids;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert_eq!(uids, vec![nobody.uid.0.to_string(); 4]);
+        let mut back = Vec::new();
+        File::from(r).read_to_end(&mut back).unwrap();
+        assert_eq!(back.len(), 1 << 20);
+        assert_eq!(writer.wait().unwrap(), WriterExit::AllWritten);
+    }
+
+    #[test]
     fn the_drain_reads_everything_until_the_last_writer_closes() {
         use std::io::Write;
         let (r, w) = pipe().unwrap();
