@@ -90,6 +90,22 @@ def status_kib(pid, field):
     return 0
 
 
+def smaps_kib(pid):
+    """PSS, USS (private clean + dirty) and anonymous memory from /proc/PID/smaps_rollup: what
+    the machine pays for the process (RSS counts every shared library page in full)."""
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[2] == "kB":
+                    fields[parts[0].rstrip(":")] = int(parts[1])
+    except OSError:
+        return None, None, None
+    uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return fields.get("Pss"), uss, fields.get("Anonymous")
+
+
 def settle(pid, quiet_s=1.0, limit_s=60):
     """Waits until the process has used no CPU for quiet_s (it has loaded); returns its CPU."""
     end = time.time() + limit_s
@@ -387,6 +403,7 @@ def memory(peer):
     time.sleep(1)
     settle(p.pid)
     out["rss1k"], out["hwm1k"] = status_kib(p.pid, "VmRSS"), status_kib(p.pid, "VmHWM")
+    out["pss1k"], out["uss1k"], out["anon1k"] = smaps_kib(p.pid)
     stop(p)
     peer.cleanup()
 
@@ -517,6 +534,9 @@ def main():
         f"{results.get(n, {}).get('many', {}).get('ran', '–')} / "
         f"{results.get(n, {}).get('many', {}).get('twice', '–')}" for n in shown) + " | |")
     row("RSS, 1,000 entries, KiB", lambda r: r.get("rss1k"))
+    row("PSS, 1,000 entries, KiB", lambda r: r.get("pss1k"))
+    row("USS, 1,000 entries, KiB", lambda r: r.get("uss1k"))
+    row("anonymous, 1,000 entries, KiB", lambda r: r.get("anon1k"))
     row("RSS, 100,000 entries, KiB", lambda r: r.get("rss100k"))
     row("peak RSS, 100,000 entries, KiB", lambda r: r.get("hwm100k"))
     row("CPU to start and load 100,000, ms", lambda r: r.get("load"))
