@@ -64,6 +64,12 @@ impl Metrics {
         self.runs += 1;
     }
 
+    /// A job child that could not make the job's processes (`job::NOT_STARTED`): its run goes
+    /// back in the queue and is counted when it starts again.
+    pub fn not_started(&mut self) {
+        self.runs = self.runs.saturating_sub(1);
+    }
+
     pub fn skipped(&mut self) {
         self.skipped += 1;
     }

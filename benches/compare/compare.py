@@ -49,6 +49,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CROND = os.environ.get("CROND") or os.path.join(REPO, "target", "release", "crond")
+# Another build of crond (an earlier commit's) to measure in the same run, as crond-before and
+# crond-before-nopam.
+CROND_BEFORE = os.environ.get("CROND_BEFORE")
 MIRROR = "http://deb.debian.org/debian"
 
 
@@ -87,6 +90,22 @@ def status_kib(pid, field):
     return 0
 
 
+def smaps_kib(pid):
+    """PSS, USS (private clean + dirty) and anonymous memory from /proc/PID/smaps_rollup: what
+    the machine pays for the process (RSS counts every shared library page in full)."""
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[2] == "kB":
+                    fields[parts[0].rstrip(":")] = int(parts[1])
+    except OSError:
+        return None, None, None
+    uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return fields.get("Pss"), uss, fields.get("Anonymous")
+
+
 def settle(pid, quiet_s=1.0, limit_s=60):
     """Waits until the process has used no CPU for quiet_s (it has loaded); returns its CPU."""
     end = time.time() + limit_s
@@ -116,12 +135,14 @@ class Crond:
     """Our daemon, on a private tree of paths."""
     system_user_field = True
 
-    def __init__(self, stamp, pam=True):
+    def __init__(self, stamp, pam=True, binary=None):
         self.stamp, self.pam = stamp, pam
-        self.name = "crond" if pam else "crond-nopam"
+        self.binary = binary or CROND
+        base = "crond-before" if binary else "crond"
+        self.name = base if pam else base + "-nopam"
 
     def available(self):
-        return os.access(CROND, os.X_OK)
+        return os.access(self.binary, os.X_OK)
 
     def prepare(self):
         self.dir = tempfile.mkdtemp(prefix="compare-crond")
@@ -152,7 +173,7 @@ class Crond:
         os.rename(new, path)
 
     def start(self):
-        args = [CROND, "-f", "--log", "stderr", "--spool-dir", os.path.join(self.dir, "spool"),
+        args = [self.binary, "-f", "--log", "stderr", "--spool-dir", os.path.join(self.dir, "spool"),
                 "--system-crontab", os.path.join(self.dir, "crontab"),
                 "--cron-d", os.path.join(self.dir, "cron.d"),
                 "--pid-file", os.path.join(self.dir, "pid"),
@@ -382,6 +403,7 @@ def memory(peer):
     time.sleep(1)
     settle(p.pid)
     out["rss1k"], out["hwm1k"] = status_kib(p.pid, "VmRSS"), status_kib(p.pid, "VmHWM")
+    out["pss1k"], out["uss1k"], out["anon1k"] = smaps_kib(p.pid)
     stop(p)
     peer.cleanup()
 
@@ -455,6 +477,8 @@ def main():
     wanted = args.peers.split(",")
     peers = [Crond(stamp), Crond(stamp, pam=False), Busybox(stamp), Debian(stamp),
              Cronie(stamp)]
+    if CROND_BEFORE:
+        peers += [Crond(stamp, binary=CROND_BEFORE), Crond(stamp, pam=False, binary=CROND_BEFORE)]
     peers = [p for p in peers if p.name in wanted]
     names = [p.name for p in peers]
     missing = [p.name for p in peers if not p.available()]
@@ -510,6 +534,9 @@ def main():
         f"{results.get(n, {}).get('many', {}).get('ran', '–')} / "
         f"{results.get(n, {}).get('many', {}).get('twice', '–')}" for n in shown) + " | |")
     row("RSS, 1,000 entries, KiB", lambda r: r.get("rss1k"))
+    row("PSS, 1,000 entries, KiB", lambda r: r.get("pss1k"))
+    row("USS, 1,000 entries, KiB", lambda r: r.get("uss1k"))
+    row("anonymous, 1,000 entries, KiB", lambda r: r.get("anon1k"))
     row("RSS, 100,000 entries, KiB", lambda r: r.get("rss100k"))
     row("peak RSS, 100,000 entries, KiB", lambda r: r.get("hwm100k"))
     row("CPU to start and load 100,000, ms", lambda r: r.get("load"))

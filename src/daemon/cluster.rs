@@ -378,6 +378,12 @@ impl ClusterLink {
         self.start_helper(now_ms, fx);
     }
 
+    /// A job child `pid` ended without running its job (`job::NOT_STARTED`): its run is queued
+    /// again and claimed again, which this session's claim answers with a start; no end is sent.
+    pub(super) fn forget(&mut self, pid: i32) {
+        self.started.remove(&pid);
+    }
+
     /// A reaped child: the helper (lost), or a cluster run's job child (its `END`).
     pub(super) fn on_reaped(
         &mut self,

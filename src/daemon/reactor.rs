@@ -337,11 +337,17 @@ impl Daemon {
             // the daemon learns here which entry's job ended.
             for (pid, exit) in process::reap() {
                 let fx = &mut self.reactor.fx;
+                let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
                 if let Some(link) = &mut self.cluster {
                     let zone = self.scheduler.local_zone();
-                    link.on_reaped(pid.0, exit, now.as_millisecond(), zone, fx);
+                    if reaped == Reaped::NotStarted {
+                        // Nothing ran: the claim stays this host's, started again with the run.
+                        link.forget(pid.0);
+                    } else {
+                        link.on_reaped(pid.0, exit, now.as_millisecond(), zone, fx);
+                    }
                 }
-                if self.scheduler.on_reaped(pid, exit, now, fx) == Reaped::Requeued {
+                if matches!(reaped, Reaped::Requeued | Reaped::NotStarted) {
                     self.arm(now);
                 }
             }

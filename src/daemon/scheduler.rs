@@ -48,6 +48,10 @@ pub(super) enum Reaped {
     /// A job child ended, and the run that waited for it (`CRON_OVERLAP=queue`) could not be
     /// forked: it is queued again, and the timer must be armed again.
     Requeued,
+    /// A job child could not make the job's processes (`job::NOT_STARTED`): nothing of the
+    /// job ran, and its run is back in the queue, first in line (arm the timer again; a
+    /// cluster run's claim stays this host's, to be started again, not ended).
+    NotStarted,
 }
 
 pub(super) struct Scheduler {
@@ -70,6 +74,9 @@ pub(super) struct Scheduler {
     written_handled: Option<UtcMinute>,
     /// SIGTERM or SIGINT came: no run starts any more.
     stopped: bool,
+    /// Each running job child's run, and whether it was its entry's first since the load: a
+    /// child that exits `job::NOT_STARTED` gives it back (bounded by the running children).
+    in_flight: HashMap<Pid, (Run, bool)>,
 }
 
 impl Scheduler {
@@ -88,6 +95,7 @@ impl Scheduler {
             state_dir,
             written_handled: None,
             stopped: false,
+            in_flight: HashMap::new(),
         }
     }
 
@@ -274,7 +282,7 @@ impl Scheduler {
         if let Some(held) = self.admit(&run, fx) {
             return held;
         }
-        match self.start(run.job.entry, &run.job.job, now_ms, fx) {
+        match self.start(&run, now_ms, fx) {
             Some(pid) => Launched::Started(pid),
             None => {
                 let failed = Launched::Failed {
@@ -316,23 +324,20 @@ impl Scheduler {
         Some(held)
     }
 
-    /// The one way a job child is started: forked, counted, recorded as running; a failed
-    /// fork is counted and logged once a minute (so that a fork failing for lack of processes
-    /// does not turn the loop into a busy retry). `None`: the fork failed; the caller puts the
-    /// run back.
-    fn start(
-        &mut self,
-        entry: Option<EntryId>,
-        job: &JobSpec,
-        now_ms: i64,
-        fx: &mut dyn Effects,
-    ) -> Option<Pid> {
+    /// The one way a job child is started: forked, counted, recorded as running (its run
+    /// kept until it is reaped: a child that could not make the job's processes gives it
+    /// back); a failed fork is counted and logged once a minute (so that a fork failing for
+    /// lack of processes does not turn the loop into a busy retry). `None`: the fork failed;
+    /// the caller puts the run back. Forks work again (the recovery line) when a child that
+    /// ran its job is reaped, since the child's own forks can fail too.
+    fn start(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> Option<Pid> {
+        let entry = run.job.entry;
         let first = self.running.first_since_load(entry);
-        match fx.start(job, first) {
+        match fx.start(&run.job.job, first) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
-                self.fork_failures.succeeded(fx);
+                self.in_flight.insert(pid, (run.clone(), first));
                 Some(pid)
             }
             Err(e) => {
@@ -374,6 +379,21 @@ impl Scheduler {
         let Some(ended) = self.running.ended(pid) else {
             return Reaped::NotOurs;
         };
+        let launched = self.in_flight.remove(&pid);
+        if exit == Exit::Code(crate::job::NOT_STARTED) {
+            if let Some((run, first)) = launched {
+                self.not_started(run, first, now.as_millisecond(), fx);
+                // A run that waited for this one (CRON_OVERLAP=queue) goes on waiting: the
+                // one put back starts first and it follows.
+                if let Some(waiting) = ended.waiting.filter(|_| !self.stopped) {
+                    let minute = UtcMinute::containing(now.as_second());
+                    self.cycle.queue_run(ended.entry, waiting, minute);
+                }
+                return Reaped::NotStarted;
+            }
+        } else if launched.is_some() {
+            self.fork_failures.succeeded(fx);
+        }
         let outcome = match exit {
             Exit::Code(0) => Outcome::Succeeded,
             Exit::Code(2) => Outcome::TimedOut,
@@ -395,13 +415,33 @@ impl Scheduler {
         let Some(waiting) = ended.waiting.filter(|_| !self.stopped) else {
             return Reaped::Ended;
         };
-        if self.start(ended.entry, &waiting, now_ms, fx).is_some() {
+        let minute = UtcMinute::containing(now.as_second());
+        let run = Run {
+            job: Due {
+                entry: ended.entry,
+                job: waiting,
+            },
+            due: minute,
+            postponed: 0,
+            start_ms: now_ms,
+        };
+        if self.start(&run, now_ms, fx).is_some() {
             return Reaped::Ended;
         }
         // Not forked: it joins the queue, first in line.
-        let minute = UtcMinute::containing(now.as_second());
-        self.cycle.queue_run(ended.entry, waiting, minute);
+        self.cycle.queue_run(run.job.entry, run.job.job, minute);
         Reaped::Requeued
+    }
+
+    /// A job child could not make its job's processes: a fork failure as the daemon's own
+    /// (counted, logged at once then once a minute), not a run (uncounted), and its run back
+    /// first in line, retried after a second.
+    fn not_started(&mut self, run: Run, first: bool, now_ms: i64, fx: &mut dyn Effects) {
+        self.metrics.not_started();
+        self.running.not_started(run.job.entry, first);
+        let e = std::io::Error::other("the job child could not start the job's processes");
+        self.fork_failures.failed(fx, e);
+        self.cycle.put_back(run, now_ms);
     }
 
     /// The running job children's pids: what a stop that signals and waits for them needs
@@ -742,7 +782,12 @@ mod tests {
             fx.lines
         );
         let launched = start_due(&mut s, &clock, &mut fx);
-        assert!(matches!(launched[0], Launched::Started(_)), "{launched:?}");
+        let Launched::Started(pid) = launched[0] else {
+            panic!("{launched:?}")
+        };
+        // Forks work again once the child has run its job (its own forks could fail too).
+        assert!(fx.logged("fork works again").is_empty(), "{:?}", fx.lines);
+        s.on_reaped(pid, Exit::Code(0), clock.now(), &mut fx);
         assert_eq!(
             fx.logged("fork works again after 3 failed attempts").len(),
             1,
@@ -751,6 +796,47 @@ mod tests {
         );
         // The run that failed three times was still its entry's first since the load.
         assert_eq!(fx.started[0], ("echo a".to_string(), true));
+    }
+
+    #[test]
+    fn a_job_child_that_could_not_start_its_job_gives_its_run_back_once_counted_as_a_fork_failure()
+    {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let (mut s, _state) = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(pid)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        clock.advance_ms(100);
+        let not_started = Exit::Code(crate::job::NOT_STARTED);
+        assert_eq!(
+            s.on_reaped(pid, not_started, clock.now(), &mut fx),
+            Reaped::NotStarted
+        );
+        assert_eq!(s.running_len(), 0);
+        assert_eq!(fx.logged("can't fork").len(), 1, "{:?}", fx.lines);
+        // Back first in line, held a second as after the daemon's own failed fork.
+        assert!(s.next_to_start(clock.now().as_millisecond()).is_none());
+        clock.advance_ms(1_000);
+        let [Launched::Started(again)] = start_due(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        // Still its entry's first run since the load; one run counted, not two.
+        assert_eq!(
+            fx.started,
+            [("echo a".to_string(), true), ("echo a".to_string(), true)]
+        );
+        assert!(s.render_metrics(false).contains("crond_runs_total 1\n"));
+        s.on_reaped(again, Exit::Code(0), clock.now(), &mut fx);
+        assert_eq!(
+            fx.logged("fork works again after 1 failed attempts").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        // Nothing more comes up this minute: the run happened once.
+        assert!(start_due(&mut s, &clock, &mut fx).is_empty());
     }
 
     #[test]

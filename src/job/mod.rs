@@ -1,11 +1,17 @@
-//! The job child (DESIGN §5, §6): the daemon forks one per job ([`start`]) and the child lives
-//! in three phases. **Prepare**: reset signals, close the daemon's descriptors, log as `CRON`
-//! from then on, start a session, drop privileges to the entry's user for good, build the clean
-//! environment (`env`), change to HOME (or to `/`, as Debian's, when HOME can't be entered:
-//! a notice on the entry's first run after its file was loaded, nothing on the others, since
-//! www-data's or nobody's missing home would otherwise be a line every minute). **Run** (`shell`): the text after `%` reaches the shell
-//! through a writer grandchild (`stdin`), the shell's stdout and stderr share one pipe, read
-//! into `output` until the shell exits, then the shell and the writer are reaped. **Report**:
+//! The job child (DESIGN §5, §6): the daemon forks one per job ([`start`]); it stays root for
+//! the job's life, as Vixie's, Debian's and cronie's do, and holds the PAM session
+//! (`session`); there is no second copy of the daemon per job. It lives in three phases.
+//! **Prepare**: reset signals, close the daemon's descriptors, log as `CRON` from then on, start
+//! a session, compute the user's ids (`as_user::Credentials`, groups included) and the clean
+//! environment (`env`). **Run** (`shell`): the shell is started with vfork semantics and becomes
+//! the user between the clone and the exec (`sys::as_user`), in HOME (or in `/`, as Debian's,
+//! when HOME can't be entered: a notice on the entry's first run after its file was loaded,
+//! nothing on the others, since www-data's or nobody's missing home would otherwise be a line
+//! every minute); the text after `%` reaches it through a writer grandchild of the user
+//! (`stdin`); its stdout and stderr share one pipe, which this root process reads as bytes
+//! only into `output` until the shell exits, then the shell and the writer are reaped. When no
+//! process can be made for the shell or the writer, the child exits with [`NOT_STARTED`]
+//! and logs nothing: the daemon puts the run back in its queue. **Report**:
 //! mail the output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END (and with `-s`
 //! cronie's CMDEND) (`log::lines`), and exit with `_exit`. With `CRON_TIMEOUT`, between the
 //! report and the exit, the child keeps the limit on what the shell left in its process group
@@ -14,9 +20,11 @@
 //! duration and timeout count). The child never returns into the daemon's code: a panic aborts
 //! the child only.
 //!
-//! Everything the job's user could use to act as someone else is created after the privilege
-//! drop: the stdin writer, the spill file, the MTA. The job's log lines are built by
-//! `log::lines` only.
+//! Every process of the job runs as its user, with ids taken before its first instruction of
+//! the job's: the shell, the stdin writer, the output drain, the MTA, and the signals of
+//! `CRON_TIMEOUT`. What root keeps is the PAM session and the output's bytes (in memory and an
+//! unnamed spill file of root's, which no process of the user can reach). The job's log lines
+//! are built by `log::lines` only.
 
 pub mod env;
 pub mod mail;
@@ -30,23 +38,21 @@ pub mod stdin;
 pub(crate) mod test_support;
 pub mod time_limit;
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 use crate::crontab::JobInput;
 use crate::log::lines::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
-use crate::sys::privs::irrevocably_drop_privileges;
+use crate::sys::as_user::Credentials;
 use crate::sys::process::{self, Pid};
 use crate::sys::signal;
 use crate::sys::spawn::{self, Forked};
 use crate::sys::user::User;
 use env::{environment, lookup};
-use mail::{JobMail, MailCommand, MailConfig, MailOutcome};
+use mail::{JobMail, MailCommand, MailConfig, MailOutcome, RunAs};
 use output::Output;
-use shell::Finished;
+use shell::{Finished, ShellFailure};
 
 /// What the child inherits from the daemon's configuration.
 #[derive(Debug, Clone)]
@@ -140,24 +146,26 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, first: bool) -> i32 {
     };
     match &setup.pam {
         Some(pam) => session::run_in_session(spec, setup, &user, pam, first),
-        None => run_as_user(spec, setup, &user, Vec::new(), first),
+        None => run_job(spec, setup, &user, Vec::new(), first),
     }
 }
 
-/// The job as its user: becomes the user, runs the shell, reports. `pam_env` is the PAM
+/// The job, from this root process: runs the shell as the user, reports. `pam_env` is the PAM
 /// environment, under the job's own; `first`: the entry's first run since its file was loaded.
-fn run_as_user(
+fn run_job(
     spec: &JobSpec,
     setup: &ChildSetup,
     user: &User,
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
     first: bool,
 ) -> i32 {
-    let Some(prepared) = prepare(spec, setup, user, pam_env, first) else {
+    let Some(prepared) = prepare(spec, setup, user, pam_env) else {
         return 1;
     };
-    let Some(finished) = shell::run_shell(spec, setup, &prepared.env, &prepared.input) else {
-        return 1;
+    let finished = match shell::run_shell(spec, setup, &prepared, first) {
+        Ok(finished) => finished,
+        Err(ShellFailure::Logged) => return 1,
+        Err(ShellFailure::Retry) => return NOT_STARTED,
     };
     report(spec, setup, &prepared, &finished);
     let succeeded = finished.exit.success();
@@ -167,12 +175,17 @@ fn run_as_user(
     // empty or has had its signals. The output and the spill file go first.
     let left_group = finished.left_group;
     drop(finished.output);
-    drop(prepared);
     if let Some(left) = left_group {
-        timed_out |= shell::watch_left_group(spec, setup.log, left);
+        timed_out |= shell::watch_left_group(spec, setup.log, prepared.creds.as_ref(), left);
     }
     child_exit_code(succeeded, timed_out)
 }
+
+/// The job child's exit status when nothing of the job ran because no process could be made
+/// for it (its shell or its stdin writer: a pids or process limit, no memory): EX_TEMPFAIL.
+/// Nothing was logged as a run and nothing mailed; the daemon puts the run back in its queue,
+/// to start again when it retries its own failed forks, and counts it with them.
+pub const NOT_STARTED: i32 = 75;
 
 /// The job child's exit status, which the daemon counts (`--metrics`): 0 the job ran and
 /// succeeded, 1 it failed or did not run, 2 it reached `CRON_TIMEOUT` (its shell, or what the
@@ -185,8 +198,11 @@ pub fn child_exit_code(succeeded: bool, timed_out: bool) -> i32 {
     }
 }
 
-/// What the job runs with, once the child is the job's user.
+/// What the job runs with.
 struct Prepared {
+    /// The user's ids, which every process of the job takes (`None`: this process is the user
+    /// already, a daemon that is not root).
+    creds: Option<Credentials>,
     /// The whole environment: PAM's, then Debian's defaults and the crontab's over it.
     env: Vec<(Vec<u8>, Vec<u8>)>,
     /// Without PAM's: what the mail's `X-Cron-Env` lines show, as Debian's.
@@ -227,25 +243,24 @@ fn resolve_user(spec: &JobSpec, setup: &ChildSetup) -> Option<User> {
     Some(user)
 }
 
-/// Becomes the job's user for good, in HOME (or `/`). `None` when the job must not run
-/// (logged).
+/// The user's ids and the job's environment. `None` when the job must not run (logged).
 fn prepare(
     spec: &JobSpec,
     setup: &ChildSetup,
     user: &User,
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
-    first: bool,
 ) -> Option<Prepared> {
-    let log = setup.log;
-    let who = spec.user();
-    if let Err(e) = irrevocably_drop_privileges(user) {
-        log.error(
-            who,
-            "ERROR",
-            &format!("can't drop privileges, job not run: {e}"),
-        );
-        return None;
-    }
+    let creds = match Credentials::of(user) {
+        Ok(creds) => creds,
+        Err(e) => {
+            setup.log.error(
+                spec.user(),
+                "ERROR",
+                &format!("can't drop privileges, job not run: {e}"),
+            );
+            return None;
+        }
+    };
     // The kept variables are the daemon's, not cron's: not in the mail's X-Cron-Env lines.
     let cron_env = environment(
         user,
@@ -261,21 +276,8 @@ fn prepare(
         &setup.kept_env,
         pam_env,
     );
-    let home = lookup(&env, b"HOME").unwrap_or_default();
-    if let Err(e) = process::chdir(Path::new(OsStr::from_bytes(&home))) {
-        // Debian runs the job anyway, from / (cronie skips it). Said once per entry and load,
-        // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
-        // run (every minute, for some packages' entries) would bury the log.
-        if first {
-            let line = lines::home_notice_line(who, &home, &e, &spec.entry());
-            log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
-        }
-        if let Err(e) = process::chdir(Path::new("/")) {
-            log.error(who, "ERROR", &format!("chdir(/) failed: {e}; job not run"));
-            return None;
-        }
-    }
     Some(Prepared {
+        creds,
         env,
         cron_env,
         input: crate::crontab::split_percent(spec.command()),
@@ -315,7 +317,13 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 exit,
                 timed_out: finished.timed_out,
             };
-            let outcome = mail::mail_output(&job, &config, output, &prepared.env);
+            let home = lookup(&prepared.env, b"HOME").unwrap_or_default();
+            let run_as = RunAs {
+                creds: prepared.creds.as_ref(),
+                dir: &home,
+                env: &prepared.env,
+            };
+            let outcome = mail::mail_output_as(&job, &config, output, run_as);
             if let Some(line) = outcome.log_line(spec.user()) {
                 let level = match outcome {
                     MailOutcome::NoMta => Level::Info,

@@ -1,20 +1,21 @@
-//! The job's PAM session, as Debian's job child opens it (do_command.c): as root, before the
-//! privilege drop, service `cron` for the job's user: the account check (an expired or refused
+//! The job's PAM session, as Debian's job child opens it (do_command.c): as root, before any
+//! process of the job is started, service `cron` for the job's user: the account check (an expired or refused
 //! account's job does not run; the refusal is logged in PAM's words, as Debian logs it), the
 //! credentials, the session (pam_limits' limits, pam_loginuid's audit uid, pam_env's
-//! variables). The job then runs in a child of this process, which closes every descriptor
-//! above stderr again (the modules ran as root here and may have opened some without
-//! close-on-exec), drops privileges for good and does everything the job child does without
-//! PAM; this process waits for it, closes the session, deletes the credentials and ends. So the
-//! per-job cost of PAM is the job child's, never the daemon's.
+//! variables). The job then runs from this same process, which stays root: each of its processes
+//! becomes the user between its clone and its exec and closes every descriptor above stderr
+//! first (the modules ran as root here and may have opened some without close-on-exec)
+//! (`sys::as_user`); after the shell this process closes the session, then deletes the
+//! credentials, and ends. So the per-job cost of PAM is the job child's, never the daemon's,
+//! and no second copy of the daemon is made for it.
 //!
 //! A module that starts a thread when it is loaded (its ELF constructor) is not loaded in the
-//! daemon (`preload_pam`): the daemon stays single-threaded. The job child loads it, and then
-//! forks the job's process from a process with that thread (`spawn::fork_in_session`, as
-//! Debian's cron forks there), logged.
+//! daemon (`preload_pam`): the daemon stays single-threaded. The job child loads it; the shell's
+//! clone shares memory and makes only raw system calls, which is sound with that thread there
+//! (as glibc's posix_spawn is); the stdin writer's fork makes only async-signal-safe calls.
 
 #[cfg(feature = "pam")]
-use super::run_as_user;
+use super::run_job;
 use super::{ChildSetup, JobSpec, PamSetup};
 #[cfg(feature = "pam")]
 use crate::log::{Level, LogLine};
@@ -30,9 +31,6 @@ pub(super) fn run_in_session(
     first: bool,
 ) -> i32 {
     use crate::sys::pam::Pam;
-    use crate::sys::process::{self, Exit};
-    use crate::sys::spawn::{self, Forked};
-    use crate::sys::syslog;
 
     let log = setup.log;
     let opened = Pam::start(c"cron", &user.name, pam.confdir.as_deref()).and_then(|mut session| {
@@ -52,47 +50,7 @@ pub(super) fn run_in_session(
         }
     };
     let env = session.environment();
-    let code = match spawn::fork_in_session() {
-        Ok((Forked::Child, threads)) => {
-            // The modules ran as root in this process: what they opened without close-on-exec
-            // (a log, a socket) must not reach the job. The syslog connection, which a module
-            // may have used too, is closed properly first and made again after.
-            syslog::close();
-            process::close_all_above_stderr();
-            setup.log.reopen();
-            if threads > 1 {
-                log.event(
-                    Level::Warning,
-                    spec.user(),
-                    "WARNING",
-                    &format!(
-                        "PAM modules left the job's process with {threads} threads; the job \
-                         is forked from it"
-                    ),
-                );
-            }
-            // The session (its handle, its limits, its loginuid) was made for this: the job
-            // runs here; the handle is the parent's to close, so this process never returns.
-            let code = run_as_user(spec, setup, user, env, first);
-            process::exit_immediately(code)
-        }
-        Ok((Forked::Parent(pid), _)) => match process::wait_for(pid) {
-            Ok(Exit::Code(code)) => code,
-            Ok(Exit::Signal(_)) => 1,
-            Err(e) => {
-                log.error(spec.user(), "ERROR", &format!("wait failed: {e}"));
-                1
-            }
-        },
-        Err(e) => {
-            log.error(
-                spec.user(),
-                "ERROR",
-                &format!("can't fork for the job: {e}"),
-            );
-            1
-        }
-    };
+    let code = run_job(spec, setup, user, env, first);
     if let Err(e) = session.close() {
         log.line(Level::Error, &refusal(spec, e.message));
     }

@@ -1,11 +1,15 @@
 //! Running the job's shell in the job child: the stdin writer grandchild (`stdin`), the shell
 //! with stdout and stderr on one pipe, the capture of that pipe (`output`), the wait for the shell
-//! and the reaping of the writer. The shell is started by `sys::spawn::shell` (exec without a
-//! hook in the child, DESIGN §5), only after the privilege drop: everything it creates belongs
-//! to the job's user. It logs CMD and its own failures; what happens to the output is the caller's.
+//! and the reaping of the writer. The job child stays root; the shell is started by
+//! `sys::as_user::spawn` (vfork semantics, the user's ids taken between the clone and the exec,
+//! DESIGN §5), the writer forked and made the user the same way, so everything the job creates
+//! belongs to its user. The job child reads the output as bytes only (`output`). It logs CMD
+//! and its own failures; what happens to the output is the caller's. A process that can't be
+//! made at all (no free process) is [`ShellFailure::Retry`], logged by nobody here: the daemon
+//! counts it with its own fork failures and runs the job again.
 //!
-//! With `CRON_TIMEOUT` the shell leads a process group of its own (std's spawn sets it, still
-//! without a hook), which gets SIGTERM at the limit and SIGKILL after the grace
+//! With `CRON_TIMEOUT` the shell leads a process group of its own, which gets SIGTERM at the
+//! limit and SIGKILL after the grace, each sent as the job's user (`as_user::signal_group`)
 //! (`time_limit`); while the shell runs it is reaped only after that, so the group's id stays
 //! the job's. A shell that exits before the limit and leaves processes in its group ends the
 //! job as any shell does; then [`watch_left_group`] keeps the limit on what is left, looking
@@ -22,13 +26,23 @@ use super::env::lookup;
 use super::output::Output;
 use super::stdin::JobStdin;
 use super::time_limit::{Action, TimeLimit};
-use super::{ChildSetup, JobSpec};
-use crate::crontab::JobInput;
+use super::{ChildSetup, JobSpec, Prepared};
 use crate::log::lines::{self, JobExit};
 use crate::log::{Level, Log, printable};
+use crate::sys::as_user::{self, Credentials, Launch, StdFds};
 use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
-use crate::sys::{pipe, poll, spawn};
+use crate::sys::{pipe, poll};
+
+/// Why the shell did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ShellFailure {
+    /// It could not run (a bad SHELL, the ids refused): logged; the run counts as failed.
+    Logged,
+    /// No process could be made for it or its stdin writer (a pids or process limit): not
+    /// logged, nothing of the job ran; the daemon runs it again.
+    Retry,
+}
 
 /// A shell that ran to its end.
 #[derive(Debug)]
@@ -52,29 +66,42 @@ pub(super) struct LeftGroup {
     limit: TimeLimit,
 }
 
+/// What signals to the job's group need: the user to send them as.
+#[derive(Clone, Copy)]
+struct Signaller<'a> {
+    spec: &'a JobSpec,
+    log: Log,
+    creds: Option<&'a Credentials>,
+}
+
 /// Starts the shell with its stdin (the `%` text through a writer grandchild, or /dev/null) and
 /// its stdout+stderr on one pipe, logs CMD, reads the output to end-of-file, reaps the shell and
-/// then the writer. `None` when the shell could not run (logged).
+/// then the writer. `first`: the entry's first run since its file was loaded (a HOME that
+/// can't be entered is said then).
 pub(super) fn run_shell(
     spec: &JobSpec,
     setup: &ChildSetup,
-    env: &[(Vec<u8>, Vec<u8>)],
-    input: &JobInput,
-) -> Option<Finished> {
+    prepared: &Prepared,
+    first: bool,
+) -> Result<Finished, ShellFailure> {
     let log = setup.log;
     let who = spec.user();
     let spill_dir = crate::sys::tmpfile::default_dir();
     let Running {
-        mut child,
+        shell_pid,
         output_pipe,
         stdin,
         started,
         mut limit,
-    } = start_shell(spec, setup, env, input)?;
-    let shell_pid = child.id();
+    } = start_shell(spec, setup, prepared, first)?;
     let output = Output::new(&spill_dir).with_limit(setup.max_output);
-    let captured = capture(spec, log, output, output_pipe, shell_pid, &mut limit);
-    let status = wait_for_shell(&mut child, log, who).map(|status| (status, started.elapsed()));
+    let signaller = Signaller {
+        spec,
+        log,
+        creds: prepared.creds.as_ref(),
+    };
+    let captured = capture(signaller, output, output_pipe, shell_pid, &mut limit);
+    let status = wait_for_shell(shell_pid, log, who).map(|status| (status, started.elapsed()));
     reap_writer(log, who, stdin);
     let output = match captured {
         Ok(output) => output,
@@ -95,10 +122,11 @@ pub(super) fn run_shell(
         ),
         None => (None, None),
     };
-    Some(Finished {
+    let status = status.ok_or(ShellFailure::Logged)?;
+    Ok(Finished {
         shell_pid,
-        exit: JobExit::from_status(status?.0),
-        duration_ms: u64::try_from(status?.1.as_millis()).unwrap_or(u64::MAX),
+        exit: JobExit::from_status(status.0),
+        duration_ms: u64::try_from(status.1.as_millis()).unwrap_or(u64::MAX),
         output,
         timed_out,
         left_group,
@@ -107,7 +135,7 @@ pub(super) fn run_shell(
 
 /// A shell just started, with what the job child keeps of it.
 struct Running {
-    child: std::process::Child,
+    shell_pid: u32,
     /// The output pipe's read end (the shell has the write end).
     output_pipe: OwnedFd,
     stdin: JobStdin,
@@ -116,21 +144,24 @@ struct Running {
     limit: Option<TimeLimit>,
 }
 
-/// Starts the stdin writer, makes the output pipe, starts the shell and logs CMD. `None` when
-/// any of it failed (logged; a writer already started is reaped).
+/// Starts the stdin writer, makes the output pipe, starts the shell as the user in HOME (or `/`,
+/// said on the entry's `first` run) and logs CMD. An error when any of it failed (logged unless
+/// it is a retry; a writer already started is reaped).
 fn start_shell(
     spec: &JobSpec,
     setup: &ChildSetup,
-    env: &[(Vec<u8>, Vec<u8>)],
-    input: &JobInput,
-) -> Option<Running> {
+    prepared: &Prepared,
+    first: bool,
+) -> Result<Running, ShellFailure> {
     let log = setup.log;
     let who = spec.user();
-    let mut stdin = match JobStdin::start(input.stdin.as_deref()) {
+    let (env, input, creds) = (&prepared.env, &prepared.input, prepared.creds.as_ref());
+    let mut stdin = match JobStdin::start_as(input.stdin.as_deref(), creds) {
         Ok(stdin) => stdin,
+        Err(e) if as_user::is_no_process(&e) => return Err(ShellFailure::Retry),
         Err(e) => {
             log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
-            return None;
+            return Err(ShellFailure::Logged);
         }
     };
     let (read_end, out_end) = match pipe::pipe() {
@@ -138,41 +169,62 @@ fn start_shell(
         Err(e) => {
             log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
             reap_writer(log, who, stdin);
-            return None;
+            return Err(ShellFailure::Logged);
         }
     };
     let shell = lookup(env, b"SHELL").unwrap_or_else(|| b"/bin/sh".to_vec());
     let timeout_s = spec.env().policy().timeout_s;
+    let home = lookup(env, b"HOME").unwrap_or_default();
     // Returns with the shell's ends of both pipes closed here, so end-of-file on the output
     // means the job is done with it, and the stdin writer never waits for us.
-    let spawned = spawn::shell(
-        &shell,
-        &input.command,
-        env,
-        stdin.take_for_shell(),
-        out_end,
-        timeout_s.is_some(),
-    );
-    let child = match spawned {
-        Ok(child) => child,
+    let spawned = Launch::new(&shell, &[b"-c", &input.command], env)
+        .map(|launch| launch.dir(&home))
+        .map(|launch| match timeout_s {
+            Some(_) => launch.own_group(),
+            None => launch,
+        })
+        .map_err(|error| as_user::SpawnError {
+            step: as_user::Step::Exec,
+            error,
+        })
+        .and_then(|launch| {
+            let fds = StdFds {
+                stdin: stdin.take_shell_end(),
+                stdout: Some(out_end),
+                stderr: None,
+            };
+            as_user::spawn(&launch, fds, creds)
+        });
+    let spawned = match spawned {
+        Ok(spawned) => spawned,
         Err(e) => {
-            let shown = printable(&shell);
-            log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
             drop(read_end);
             reap_writer(log, who, stdin);
-            return None;
+            if e.is_fork_failure() {
+                return Err(ShellFailure::Retry);
+            }
+            let shown = printable(&shell);
+            log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
+            return Err(ShellFailure::Logged);
         }
     };
     let started = Instant::now();
-    let shell_pid = child.id();
+    let shell_pid = spawned.pid;
+    if let (Some(e), true) = (&spawned.dir_error, first) {
+        // Debian runs the job anyway, from / (cronie skips it). Said once per entry and load,
+        // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
+        // run (every minute, for some packages' entries) would bury the log.
+        let line = lines::home_notice_line(who, &home, e, &spec.entry());
+        log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
+    }
     if let Some(line) = lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
         log.line(
             Level::Info,
             &line.with_job(spec.log_fields(Some(shell_pid))),
         );
     }
-    Some(Running {
-        child,
+    Ok(Running {
+        shell_pid,
         output_pipe: read_end,
         stdin,
         started,
@@ -186,16 +238,15 @@ fn start_shell(
 /// (`server &`) is reported at once; what that process prints later goes to a drain. Without
 /// pidfd (Linux < 5.3), to end-of-file, and without the time limit (logged, `limit` cleared).
 fn capture(
-    spec: &JobSpec,
-    log: Log,
+    signaller: Signaller<'_>,
     output: Output,
     pipe: OwnedFd,
     shell_pid: u32,
     limit: &mut Option<TimeLimit>,
 ) -> io::Result<Output> {
-    let who = spec.user();
+    let (log, who) = (signaller.log, signaller.spec.user());
     let mut signal =
-        |action: Action, seconds: u32| signal_group(spec, log, shell_pid, action, seconds);
+        |action: Action, seconds: u32| signal_group(signaller, shell_pid, action, seconds);
     let (output, left_behind) = match process::exit_watch(shell_pid) {
         Ok(exit) => capture_until_exit(output, pipe, &exit, limit, &mut signal)?,
         Err(_) => {
@@ -212,7 +263,7 @@ fn capture(
     if let Some(pipe) = left_behind {
         // What the left-behind processes print from now on is read and discarded by a
         // process of the job's user, which ends when the last of them closes the pipe.
-        if let Err(e) = crate::sys::pipe::spawn_drain(pipe) {
+        if let Err(e) = crate::sys::pipe::spawn_drain(pipe, signaller.creds) {
             log.error(
                 who,
                 "ERROR",
@@ -224,19 +275,12 @@ fn capture(
 }
 
 /// Reaps the shell; `None` when the wait failed (logged).
-fn wait_for_shell(
-    child: &mut std::process::Child,
-    log: Log,
-    who: &[u8],
-) -> Option<std::process::ExitStatus> {
-    loop {
-        match child.wait() {
-            Ok(status) => return Some(status),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                log.error(who, "ERROR", &format!("wait failed: {e}"));
-                return None;
-            }
+fn wait_for_shell(shell_pid: u32, log: Log, who: &[u8]) -> Option<std::process::ExitStatus> {
+    match process::wait_status(shell_pid, true) {
+        Ok(status) => status,
+        Err(e) => {
+            log.error(who, "ERROR", &format!("wait failed: {e}"));
+            None
         }
     }
 }
@@ -262,8 +306,10 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
     }
 }
 
-/// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first.
-fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, seconds: u32) {
+/// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first, sent as
+/// the job's user: what the job could signal itself, never more.
+fn signal_group(signaller: Signaller<'_>, shell_pid: u32, action: Action, seconds: u32) {
+    let Signaller { spec, log, creds } = signaller;
     let who = spec.user();
     let line = lines::timeout_line(who, spec.command(), seconds, action)
         .with_job(spec.log_fields(Some(shell_pid)));
@@ -273,7 +319,7 @@ fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, second
         Action::Kill => GroupSignal::Kill,
     };
     // Ok(false), nothing left to signal: the group ended between our look and the signal.
-    if let Err(e) = process::signal_group(shell_pid, signal) {
+    if let Err(e) = as_user::signal_group(creds, shell_pid, signal) {
         log.error(who, "ERROR", &format!("can't signal the job's group: {e}"));
     }
 }
@@ -282,9 +328,15 @@ fn signal_group(spec: &JobSpec, log: Log, shell_pid: u32, action: Action, second
 /// shell left in its process group. Looks every [`GROUP_CHECK_MS`](super::time_limit::GROUP_CHECK_MS)
 /// whether the group is empty, and returns then; at the limit sends SIGTERM to what is left,
 /// and SIGKILL after the grace, each logged as for a shell that ran to the limit. Returns
-/// whether the limit was reached. Called as the job's user, so what it can signal is the
-/// user's own.
-pub(super) fn watch_left_group(spec: &JobSpec, log: Log, left: LeftGroup) -> bool {
+/// whether the limit was reached. The signals go as the job's user (`creds`), so what they can
+/// reach is the user's own.
+pub(super) fn watch_left_group(
+    spec: &JobSpec,
+    log: Log,
+    creds: Option<&Credentials>,
+    left: LeftGroup,
+) -> bool {
+    let signaller = Signaller { spec, log, creds };
     let LeftGroup { pgid, mut limit } = left;
     loop {
         // Looked at just before any signal: while the group has a member its id is the job's.
@@ -302,7 +354,7 @@ pub(super) fn watch_left_group(spec: &JobSpec, log: Log, left: LeftGroup) -> boo
         }
         let now = Instant::now();
         if let Some(action) = limit.due(now) {
-            signal_group(spec, log, pgid, action, limit.seconds);
+            signal_group(signaller, pgid, action, limit.seconds);
         }
         let Some(wait_ms) = limit.watch_wait_ms(Instant::now()) else {
             return true;

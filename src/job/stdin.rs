@@ -9,14 +9,18 @@
 //! `%` rule (further `%` become newlines, a final newline is added). It does no logging.
 
 use std::io;
+use std::os::fd::OwnedFd;
+#[cfg(test)]
 use std::process::Stdio;
 
+use crate::sys::as_user::Credentials;
 use crate::sys::pipe::{self, WriterExit, WriterProcess};
 
-/// The shell's standard input, ready to hand to `Command::stdin`, and the writer behind it.
+/// The shell's standard input (the read end of the writer's pipe, or none: /dev/null), and the
+/// writer behind it.
 #[derive(Debug)]
 pub struct JobStdin {
-    shell_end: Option<Stdio>,
+    shell_end: Option<OwnedFd>,
     writer: Option<WriterProcess>,
 }
 
@@ -25,30 +29,41 @@ impl JobStdin {
     /// started at once. The writer may start writing before the shell exists; the pipe buffers
     /// what it can and the writer waits for the rest.
     ///
-    /// Call it in the job child after dropping privileges and resetting signal handlers (see
-    /// [`pipe::spawn_writer`]).
+    /// Call it in the job child after resetting signal handlers (see [`pipe::spawn_writer`]).
     pub fn start(text: Option<&[u8]>) -> io::Result<JobStdin> {
+        JobStdin::start_as(text, None)
+    }
+
+    /// [`JobStdin::start`] with the writer running as `creds`'s user (`None`: as this process).
+    /// An error when the writer could not be forked.
+    pub fn start_as(text: Option<&[u8]>, creds: Option<&Credentials>) -> io::Result<JobStdin> {
         match text {
             None => Ok(JobStdin {
-                shell_end: Some(Stdio::null()),
+                shell_end: None,
                 writer: None,
             }),
             Some(text) => {
                 let (read_end, write_end) = pipe::pipe()?;
-                let writer = pipe::spawn_writer(write_end, text)?;
+                let writer = pipe::spawn_writer_as(write_end, text, creds)?;
                 Ok(JobStdin {
-                    shell_end: Some(Stdio::from(read_end)),
+                    shell_end: Some(read_end),
                     writer: Some(writer),
                 })
             }
         }
     }
 
-    /// The end to give the shell (`Command::stdin`). Drop the `Command` after spawning, so the
-    /// job child holds no copy of the read end: otherwise a writer whose shell has exited
-    /// would wait for a reader that is the job child itself.
+    /// The end to give the shell (`None`: /dev/null). The job child must hold no copy of it
+    /// once the shell has started: otherwise a writer whose shell has exited would wait for a
+    /// reader that is the job child itself.
+    pub fn take_shell_end(&mut self) -> Option<OwnedFd> {
+        self.shell_end.take()
+    }
+
+    /// [`JobStdin::take_shell_end`] for `std::process::Command` (the tests' jobs).
+    #[cfg(test)]
     pub fn take_for_shell(&mut self) -> Stdio {
-        self.shell_end.take().unwrap_or_else(Stdio::null)
+        self.shell_end.take().map_or_else(Stdio::null, Stdio::from)
     }
 
     /// The writer's process id, if there is one.

@@ -36,11 +36,11 @@ pub fn hostname() -> Vec<u8> {
         .map(|h| h.into_encoded_bytes())
         .unwrap_or_default()
 }
+pub mod as_user;
 pub mod fs;
 pub mod inotify;
 pub mod listen;
 pub mod poll;
-pub mod privs;
 pub mod process;
 pub mod pump;
 pub mod session;

@@ -13,6 +13,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::as_user::Credentials;
 use super::process::close_range_or_each;
 use super::spawn::{Forked, fork_async_signal_safe};
 
@@ -120,10 +121,23 @@ fn decode(status: WaitStatus) -> Option<WriterExit> {
 /// `write_end` is closed on return, so the reader sees end-of-file exactly when the writer is
 /// done.
 ///
-/// Preconditions (the job child meets them): the process runs as the job's user already, so
-/// the writer does too; signal handlers have been reset to their defaults (the writer must not
-/// run the daemon's handlers). SIGPIPE may be ignored or default: both end as `ReaderGone`.
+/// Preconditions (the job child meets them): signal handlers have been reset to their defaults
+/// (the writer must not run the daemon's handlers); SIGPIPE may be ignored, caught or default:
+/// each ends as `ReaderGone`.
 pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess> {
+    spawn_writer_as(write_end, data, None)
+}
+
+/// [`spawn_writer`] as `creds`'s user: the writer changes its ids with raw system calls
+/// ([`Credentials::become_raw`]) right after the fork, before it writes a byte (`None`: it keeps
+/// this process's). It is a fork of the job child, not a vfork: it runs our code (a loop of
+/// writes) while the job child goes on, which only a process of its own can do; it is made only
+/// for an entry with `%` text.
+pub fn spawn_writer_as(
+    write_end: OwnedFd,
+    data: &[u8],
+    creds: Option<&Credentials>,
+) -> io::Result<WriterProcess> {
     // Computed before fork: sysconf is not on the async-signal-safe list.
     let open_max = super::process::open_max();
     let fd = write_end.as_raw_fd();
@@ -144,7 +158,7 @@ pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess
         Forked::Child => {
             // SAFETY: see the fork above: async-signal-safe calls only, each on descriptors or
             // memory this process owns, ending in _exit.
-            unsafe { writer_child(fd, ptr, len, open_max) }
+            unsafe { writer_child(fd, ptr, len, open_max, creds) }
         }
     }
 }
@@ -153,15 +167,26 @@ pub fn spawn_writer(write_end: OwnedFd, data: &[u8]) -> io::Result<WriterProcess
 ///
 /// # Safety
 /// Must only be called in a freshly forked child; `ptr..ptr+len` must be readable.
-unsafe fn writer_child(fd: i32, ptr: *const u8, len: usize, open_max: i32) -> ! {
-    // SAFETY: only async-signal-safe libc calls on plain integers and on the caller-guaranteed
-    // buffer (`ptr..ptr+len` readable); every path ends in _exit.
+unsafe fn writer_child(
+    fd: i32,
+    ptr: *const u8,
+    len: usize,
+    open_max: i32,
+    creds: Option<&Credentials>,
+) -> ! {
+    // SAFETY: only async-signal-safe libc calls and raw system calls on plain integers and on
+    // the caller-guaranteed buffer (`ptr..ptr+len` readable); every path ends in _exit.
     unsafe {
         if fd != KEPT_FD && libc::dup2(fd, KEPT_FD) < 0 {
             libc::_exit(EXIT_SETUP_FAILED);
         }
         close_range_or_each(0, (KEPT_FD - 1) as u32, open_max);
         close_range_or_each((KEPT_FD + 1) as u32, u32::MAX, open_max);
+        if let Some(creds) = creds
+            && creds.become_raw().is_err()
+        {
+            libc::_exit(EXIT_SETUP_FAILED);
+        }
         let mut done = 0usize;
         while done < len {
             let n = libc::write(KEPT_FD, ptr.add(done).cast(), len - done);
@@ -201,8 +226,9 @@ pub fn bytes_waiting(fd: BorrowedFd<'_>) -> io::Result<usize> {
 /// behind still hold the write end: they can go on writing (never a broken pipe, never a full
 /// one), and the job child is not kept waiting for them.
 ///
-/// Preconditions as for [`spawn_writer`]: run as the job's user, default signal handlers.
-pub fn spawn_drain(read_end: OwnedFd) -> io::Result<()> {
+/// Run as `creds`'s user (`None`: as this process), with the ids changed right after the fork
+/// as the writer's are; default signal handlers.
+pub fn spawn_drain(read_end: OwnedFd, creds: Option<&Credentials>) -> io::Result<()> {
     let open_max = super::process::open_max();
     let fd = read_end.as_raw_fd();
     // SAFETY: the child below calls only async-signal-safe functions (dup2, close_range/close,
@@ -215,7 +241,7 @@ pub fn spawn_drain(read_end: OwnedFd) -> io::Result<()> {
         }
         Forked::Child => {
             // SAFETY: see the fork above.
-            unsafe { drain_child(fd, open_max) }
+            unsafe { drain_child(fd, open_max, creds) }
         }
     }
 }
@@ -224,15 +250,20 @@ pub fn spawn_drain(read_end: OwnedFd) -> io::Result<()> {
 ///
 /// # Safety
 /// Must only be called in a freshly forked child.
-unsafe fn drain_child(fd: i32, open_max: i32) -> ! {
-    // SAFETY: async-signal-safe libc calls on plain integers and on a local buffer; every path
-    // ends in _exit.
+unsafe fn drain_child(fd: i32, open_max: i32, creds: Option<&Credentials>) -> ! {
+    // SAFETY: async-signal-safe libc calls and raw system calls on plain integers and on a
+    // local buffer; every path ends in _exit.
     unsafe {
         if fd != KEPT_FD && libc::dup2(fd, KEPT_FD) < 0 {
             libc::_exit(EXIT_SETUP_FAILED);
         }
         close_range_or_each(0, (KEPT_FD - 1) as u32, open_max);
         close_range_or_each((KEPT_FD + 1) as u32, u32::MAX, open_max);
+        if let Some(creds) = creds
+            && creds.become_raw().is_err()
+        {
+            libc::_exit(EXIT_SETUP_FAILED);
+        }
         let mut buf = [0u8; 4096];
         loop {
             let n = libc::read(KEPT_FD, buf.as_mut_ptr().cast(), buf.len());
@@ -303,10 +334,50 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_for_a_user_runs_as_that_user_before_it_writes() {
+        assert_eq!(
+            crate::sys::user::effective_uid().0,
+            0,
+            "this test needs root"
+        );
+        let nobody = crate::sys::user::User::resolve_name(b"nobody")
+            .unwrap()
+            .expect("user nobody");
+        let creds = Credentials::of(&nobody)
+            .unwrap()
+            .expect("credentials as root");
+        let (r, w) = pipe().unwrap();
+        // More than the pipe holds and nobody reading yet: the writer waits, and can be looked at.
+        let writer = spawn_writer_as(w, &vec![b'x'; 1 << 20], Some(&creds)).unwrap();
+        let stat = format!("/proc/{}/status", writer.pid);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let uids = loop {
+            let status = std::fs::read_to_string(&stat).unwrap();
+            let uids: Vec<String> = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            // Just forked, it may still be root for an instant.
+            if uids[0] != "0" || std::time::Instant::now() > deadline {
+                break uids;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert_eq!(uids, vec![nobody.uid.0.to_string(); 4]);
+        let mut back = Vec::new();
+        File::from(r).read_to_end(&mut back).unwrap();
+        assert_eq!(back.len(), 1 << 20);
+        assert_eq!(writer.wait().unwrap(), WriterExit::AllWritten);
+    }
+
+    #[test]
     fn the_drain_reads_everything_until_the_last_writer_closes() {
         use std::io::Write;
         let (r, w) = pipe().unwrap();
-        spawn_drain(r).unwrap();
+        spawn_drain(r, None).unwrap();
         // Far more than a pipe holds: the write ends only because the drain reads.
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

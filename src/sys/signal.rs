@@ -126,13 +126,24 @@ pub fn reset_in_child() {
     }
 }
 
-/// In the job child, after [`reset_in_child`]: SIGPIPE ignored, so a mail command or a job that
-/// closes its end early shows up as a write error, not as the job child's death. Children
-/// started through `std::process::Command` get SIGPIPE back at its default (std resets it before
-/// exec); a plain `fork` (the stdin writer) keeps it ignored and sees EPIPE.
+/// In the job child, after [`reset_in_child`]: SIGPIPE caught by a handler that does nothing,
+/// so a mail command or a job that closes its end early shows up as a write error (EPIPE), not
+/// as the job child's death. A handler, not SIG_IGN: exec puts a caught signal back to its
+/// default, so the shell and the MTA (`as_user::spawn`) get SIGPIPE's default with no
+/// `sigaction` between their clone and their exec, while an ignored signal would stay ignored in
+/// them. A plain `fork` (the stdin writer) keeps the handler and sees EPIPE.
 pub fn ignore_sigpipe() {
-    // SAFETY: SIG_IGN installs no Rust code; the job child is single-threaded.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: the handler does nothing at all (no memory, no call), so it is sound whenever and
+    // in whichever process sharing this memory it runs; `action` is a local, zeroed sigaction
+    // with the handler and an empty mask set before the call reads it.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGPIPE, &action, std::ptr::null_mut());
+    }
 }
 
 /// The terminal's signals (^C, ^\, the terminal going away), which crontab(1) ignores while a

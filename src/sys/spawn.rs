@@ -1,13 +1,13 @@
 //! The one place processes are started. Two flavours, each for its own reason:
 //!
-//! - **fork**, for a child that runs our own code (the daemon's detachment, the job child, the
-//!   job's process in its PAM session, PAM's trial child): [`fork_single_threaded`]. The child
-//!   goes on with the parent's state (its log, its setup, its PAM session), which no `exec`
-//!   could hand over. It refuses when the process has other threads: see its definition.
-//!   Two documented exceptions: [`fork_in_session`] (after PAM's modules may have started
-//!   threads) and [`fork_async_signal_safe`] (a child that makes only async-signal-safe calls).
-//! - **spawn+exec**, for a program (the job's shell, the MTA, the cluster helper, the editor):
-//!   [`Program`], and [`shell`] for the job's shell.
+//! - **fork**, for a child that runs our own code (the daemon's detachment, the job child,
+//!   PAM's trial child): [`fork_single_threaded`]. The child goes on with the parent's state
+//!   (its log, its setup), which no `exec` could hand over. It refuses when the process has
+//!   other threads: see its definition. One documented exception: [`fork_async_signal_safe`]
+//!   (a child that makes only async-signal-safe calls: the stdin writer, the output drain).
+//! - **spawn+exec**, for a program run as this process (the cluster helper, the editor):
+//!   [`Program`]. A job's programs (its shell, the MTA) run as its user and are started by
+//!   `sys::as_user::spawn`, which takes the user's ids between its clone and its exec.
 //!
 //! Every descriptor the daemon opens is close-on-exec, so an exec'd program inherits only the
 //! ones it is handed (stdin, stdout, stderr); a forked child that does not exec closes what it
@@ -15,7 +15,6 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -48,33 +47,6 @@ pub fn fork_single_threaded() -> io::Result<Forked> {
     match unsafe { unistd::fork() }.map_err(io::Error::from)? {
         ForkResult::Child => Ok(Forked::Child),
         ForkResult::Parent { child } => Ok(Forked::Parent(Pid(child.as_raw()))),
-    }
-}
-
-/// Forks the job's process in the job child once PAM has opened the session (`job::session`),
-/// and returns with it this process's thread count before the fork. With one thread this is
-/// [`fork_single_threaded`]. With more, the others were started by PAM modules: the daemon's
-/// code starts none, and the daemon itself never loads a stack whose modules start threads
-/// (`pam::preload`), so only the job child, which loads them itself then, meets them. It forks
-/// anyway, as Debian's cron and cronie do at the same point, because the session's effects
-/// (limits, login uid, keyring, cgroup) are this process's and reach the job only through a
-/// fork; the caller logs it. What that costs is said at the `fork` below.
-pub fn fork_in_session() -> io::Result<(Forked, usize)> {
-    let threads = thread_count().unwrap_or(1);
-    if threads == 1 {
-        return fork_single_threaded().map(|forked| (forked, 1));
-    }
-    // SAFETY: the child is a copy of this thread alone with a copy of the memory; the other
-    // threads are foreign (started by PAM modules' C code, sharing no Rust object with ours), so
-    // no Rust value is left half-updated by them. glibc's fork takes malloc's and stdio's locks
-    // around the fork and makes them usable in the child, so the child may allocate and log.
-    // A lock of another kind (syslog's, a module library's) that a module's thread holds at this
-    // instant would stay taken in the child: the job's process would wait on it for ever — one
-    // job hangs, visible as a run that never ends, and the root daemon is not touched. The
-    // sound way out is no fork after PAM at all (the shell started by vfork from this process).
-    match unsafe { unistd::fork() }.map_err(io::Error::from)? {
-        ForkResult::Child => Ok((Forked::Child, threads)),
-        ForkResult::Parent { child } => Ok((Forked::Parent(Pid(child.as_raw())), threads)),
     }
 }
 
@@ -188,79 +160,9 @@ impl Program {
     }
 }
 
-/// Starts the job's shell: `shell -c command` with exactly `env`, `stdin`, and stdout and
-/// stderr both on `output`; leading a process group of its own when `own_group` (for a time
-/// limit). Called in the job child after the privilege drop (`privs`), so the shell is the
-/// job's user's already; it adds no hook, so std takes its `posix_spawn` path (DESIGN §5 wants
-/// the drop itself done between vfork and exec: this is the one function that changes then).
-pub fn shell(
-    shell: &[u8],
-    command: &[u8],
-    env: &[(Vec<u8>, Vec<u8>)],
-    stdin: Stdio,
-    output: OwnedFd,
-    own_group: bool,
-) -> io::Result<Child> {
-    let errors = output.try_clone()?;
-    let mut program = Program::new(OsStr::from_bytes(shell));
-    program
-        .arg("-c")
-        .arg(OsStr::from_bytes(command))
-        .env_exactly(env)
-        .stdin(stdin)
-        .stdout(Stdio::from(output))
-        .stderr(Stdio::from(errors));
-    if own_group {
-        program.own_process_group();
-    }
-    program.spawn()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
-
-    fn run_shell(command: &[u8], env: &[(Vec<u8>, Vec<u8>)], own_group: bool) -> String {
-        let (read_end, write_end) = super::super::pipe::pipe().unwrap();
-        let mut child = shell(
-            b"/bin/sh",
-            command,
-            env,
-            Stdio::null(),
-            write_end,
-            own_group,
-        )
-        .expect("spawn /bin/sh");
-        let mut out = String::new();
-        // End of file only once the shell is done: the caller's copy of the write end is
-        // closed by the spawn.
-        std::fs::File::from(read_end)
-            .read_to_string(&mut out)
-            .unwrap();
-        assert!(child.wait().unwrap().success());
-        out
-    }
-
-    #[test]
-    fn the_shell_has_exactly_its_environment_and_one_pipe_for_both_outputs() {
-        let env = [(b"A".to_vec(), b"x y".to_vec())];
-        let out = run_shell(b"echo \"$A\"; echo \"[$HOME]\" >&2", &env, false);
-        assert_eq!(out, "x y\n[]\n");
-    }
-
-    #[test]
-    fn a_shell_with_a_group_of_its_own_leads_it() {
-        // /proc/PID/stat: pid (comm) state ppid pgrp ...
-        let stat = b"echo $$; cut -d' ' -f5 /proc/$$/stat";
-        let path = [(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())];
-        let out = run_shell(stat, &path, true);
-        let (pid, group) = out.trim().split_once('\n').unwrap();
-        assert_eq!(pid, group, "{out}");
-        let out = run_shell(stat, &path, false);
-        let (pid, group) = out.trim().split_once('\n').unwrap();
-        assert_ne!(pid, group, "{out}");
-    }
 
     #[test]
     fn a_process_with_threads_is_refused_a_fork() {

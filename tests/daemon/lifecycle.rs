@@ -379,7 +379,7 @@ impl ForkLimit {
     fn on(pid: u32) -> ForkLimit {
         match ForkLimit::pids_cgroup_root() {
             Some(root) => {
-                let dir = root.join(format!("crond-test-fork-{}", std::process::id()));
+                let dir = root.join(format!("crond-test-fork-{}-{pid}", std::process::id()));
                 std::fs::create_dir(&dir).expect("create the cgroup");
                 std::fs::write(dir.join("cgroup.procs"), pid.to_string()).expect("cgroup.procs");
                 ForkLimit::Cgroup { dir, root }
@@ -481,6 +481,64 @@ fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without
         failing.contains("jobs wait and are retried every second"),
         "{failing}"
     );
+}
+
+#[test]
+fn root_when_a_job_childs_own_fork_fails_the_run_goes_back_in_the_queue_and_runs_once() {
+    require_root();
+    if ForkLimit::pids_cgroup_root().is_none() {
+        panic!("this test needs a pids cgroup (cgroup v1's pids, or v2 with pids enabled)");
+    }
+    let tree = Tree::new();
+    let runs = tree.out("runs");
+    let lines: String = (0..20)
+        .map(|i| format!("0 10 * * * root echo {i} >> {}\n", runs.display()))
+        .collect();
+    tree.write_file(&tree.cron_d().join("many"), &lines, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("entries loaded", 10);
+    let limit = ForkLimit::on(crond.pid());
+    // The daemon and one job child: the daemon's fork works while no child runs, and that
+    // child's own (its shell's) never does.
+    let ForkLimit::Cgroup { dir, .. } = &limit else {
+        unreachable!("a pids cgroup was found above");
+    };
+    std::fs::write(dir.join("pids.max"), "2").expect("pids.max");
+    // Through 10:00 and 10:01 (fake), the runs of 10:00 failing and put back again and again.
+    crond.wait_for_log("more failed attempts in the last minute", 20);
+    let failing = crond.log_text();
+    assert!(
+        failing.contains("no process for the job in its job child"),
+        "{failing}"
+    );
+    limit.set(false);
+    crond.wait_for_log("(CRON) INFO (fork works again after ", 10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the jobs did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Give a doubled run the time to show.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut ran: Vec<u32> = std::fs::read_to_string(&runs)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    ran.sort();
+    assert_eq!(
+        ran,
+        (0..20).collect::<Vec<u32>>(),
+        "each run once: none lost, none doubled"
+    );
+    // While the children's forks failed: no run was logged as started, and the failures were
+    // logged as the daemon's own are: the first at once, then one line a minute with the count.
+    assert!(!failing.contains("(root) CMD ("), "{failing}");
+    let fork_lines = failing.lines().filter(|l| l.contains("can't fork")).count();
+    assert!((2..=3).contains(&fork_lines), "{failing}");
 }
 
 /// The fake minute (`HH:MM`) of each `CMD` line with `command` in the log: when the job child

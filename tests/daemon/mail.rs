@@ -536,7 +536,7 @@ fn root_the_mail_command_runs_as_the_jobs_user_with_the_jobs_environment() {
 }
 
 #[test]
-fn root_spilled_output_is_a_nameless_file_of_the_jobs_user_that_lives_only_while_the_job_runs() {
+fn root_spilled_output_is_a_nameless_file_of_roots_out_of_the_users_reach_while_the_job_runs() {
     let user = mail_user();
     let tree = Tree::new();
     // More than the 64 KiB kept in memory, then time to look at the job child's descriptors.
@@ -567,13 +567,28 @@ fn root_spilled_output_is_a_nameless_file_of_the_jobs_user_that_lives_only_while
         std::thread::sleep(Duration::from_millis(20));
     };
     let meta = fs::metadata(&spill).expect("stat through /proc");
-    let uid = crond::sys::user::User::resolve_name(user.name.as_bytes())
-        .unwrap()
-        .unwrap()
-        .uid;
-    assert_eq!(meta.uid(), uid.0, "the spill file is the job's user's");
+    // The job child is root for the job's life and reads the output: the file is root's, and
+    // no process of the user can open it (it has no name, and the job child's /proc entry is
+    // root's).
+    assert_eq!(meta.uid(), 0, "the spill file is root's");
     assert_eq!(meta.nlink(), 0, "the spill file has no name");
     assert_eq!(meta.mode() & 0o777, 0o600);
+    let as_user = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            &user.name,
+            "--regid",
+            &user.name,
+            "--clear-groups",
+            "--",
+        ])
+        .arg("head")
+        .arg("-c1")
+        .arg(&spill)
+        .output()
+        .expect("setpriv");
+    assert!(!as_user.status.success(), "the user read root's spill file");
+    assert!(as_user.stdout.is_empty());
     crond.wait_for_log(&format!("({}) END (head", user.name), 15);
     // END is the child's last line; it exits, and the daemon reaps it, just after.
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -36,7 +36,7 @@ use crate::log::lines::{self, JobExit};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use send::{deliver, mail_output};
+pub use send::{RunAs, deliver, deliver_as, mail_output, mail_output_as};
 
 /// The arguments Debian gives sendmail (at [`crate::paths::SENDMAIL`] unless `--sendmail`)
 /// before the recipients.
