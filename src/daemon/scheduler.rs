@@ -439,7 +439,7 @@ impl Scheduler {
     fn not_started(&mut self, run: Run, first: bool, now_ms: i64, fx: &mut dyn Effects) {
         self.metrics.not_started();
         self.running.not_started(run.job.entry, first);
-        let e = std::io::Error::other("the job child could not start the job's processes");
+        let e = std::io::Error::other("no process for the job in its job child");
         self.fork_failures.failed(fx, e);
         self.cycle.put_back(run, now_ms);
     }
