@@ -73,9 +73,21 @@ D := $(DESTDIR)
 
 .PHONY: install uninstall deb
 
-$(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl:
+# The binaries of the default `bins` are rebuilt whenever install or deb runs (cargo does nothing
+# when they are current): an install after `git pull` must never copy the old ones. Binaries
+# given with `bins=DIR` (the tests' target/debug) are taken as they are.
+ifeq ($(bins),target/release)
+$(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl &: FORCE
 	@$(MAKE) --no-print-directory build-deps
 	$(CARGO) build --release --locked
+else
+$(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl &:
+	@$(MAKE) --no-print-directory build-deps
+	$(CARGO) build --release --locked
+endif
+
+.PHONY: FORCE
+FORCE:
 
 install: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
 	@if [ -e "$(D)$(sbindir)/cron" ] && [ "$$(readlink "$(D)$(sbindir)/cron")" != crond ]; then \

@@ -126,8 +126,9 @@ pub struct Entry {
     /// Line number in the file (from 1).
     pub line: u32,
     pub when: When,
-    /// The time fields as written (`@daily`, `*/5 * * * mon-fri`), blanks between them kept,
-    /// the `-` before them left out: what `cronctl list` shows.
+    /// The time fields as written (`@daily`, `*/5 * * * mon-fri`), each run of blanks between
+    /// them one space (Debian's /etc/crontab separates them with tabs, which a table would show
+    /// escaped), the `-` before them left out: what `cronctl list` shows.
     pub schedule_text: Vec<u8>,
     /// The user field of the system format.
     pub user: Option<Vec<u8>>,
@@ -562,7 +563,7 @@ impl<'o, 'z> Parser<'o, 'z> {
         self.out.entries.push(Entry {
             line: number,
             when,
-            schedule_text: written.trim_ascii_end().to_vec(),
+            schedule_text: one_space_between(written),
             user,
             command: command.to_vec(),
             env: Arc::clone(&self.out.env),
@@ -585,6 +586,18 @@ fn word_end(line: &[u8], start: usize) -> usize {
         .iter()
         .position(|&b| is_blank(b))
         .map_or(line.len(), |n| start + n)
+}
+
+/// `fields` with each run of blanks (spaces, tabs) between them made one space.
+fn one_space_between(fields: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fields.len());
+    for field in fields.split(|b| matches!(b, b' ' | b'\t')).filter(|f| !f.is_empty()) {
+        if !out.is_empty() {
+            out.push(b' ');
+        }
+        out.extend_from_slice(field);
+    }
+    out
 }
 
 #[cfg(test)]

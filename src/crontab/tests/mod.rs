@@ -476,12 +476,12 @@ fn unsafe_mail_settings_are_errors_at_the_values_column_and_not_in_force() {
 mod limits;
 
 #[test]
-fn each_entry_keeps_its_time_fields_as_written_without_the_dash_or_the_user() {
+fn each_entry_keeps_its_time_fields_as_written_one_space_apart_without_the_dash_or_the_user() {
     let c = user("@daily a\n */5  *\t* * mon-fri   b\n@every 1h30m c\n");
     let written: Vec<&[u8]> = c.entries.iter().map(|e| &e.schedule_text[..]).collect();
     assert_eq!(
         written,
-        [&b"@daily"[..], b"*/5  *\t* * mon-fri", b"@every 1h30m"]
+        [&b"@daily"[..], b"*/5 * * * mon-fri", b"@every 1h30m"]
     );
     let s = system("- 0 3 * * sun  root  backup\n@reboot www-data warm\n");
     let written: Vec<&[u8]> = s.entries.iter().map(|e| &e.schedule_text[..]).collect();
