@@ -269,18 +269,6 @@ fn hold_and_flood_control_connections() {
     }
 }
 
-/// The daemon's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
 /// `setpriv` as `user` with their own group and no others.
 fn as_user(user: &str) -> Command {
     let gid = String::from_utf8(

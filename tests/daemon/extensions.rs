@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use crate::support::daemon::{
-    Crond, START, Tree, current_user, require_root, user_with_home, wait_for_file,
+    Crond, START, Tree, cpu_ticks, current_user, require_root, user_with_home, wait_for_file,
 };
 use crate::support::mail::mail_user;
 
@@ -669,19 +669,6 @@ fn hold_idle_metrics_connections() {
     {
         println!("held: closed by the daemon {closed}");
     }
-}
-
-/// The daemon's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    // After the command: state is field 3, utime 14 and stime 15.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 /// How many times the daemon slept in the kernel and was woken (voluntary context switches).

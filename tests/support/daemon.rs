@@ -203,6 +203,20 @@ pub fn uid_of(path: &Path) -> u32 {
 /// A running `crond -f --log stderr` under libfaketime.
 /// How a test daemon is started: at fake time `start`, `speed` times faster than real time,
 /// through `wrapper` (e.g. `setpriv`), with `extra` arguments, a steppable `clock` file, and
+/// A process's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat): what the
+/// tests that hold the daemon's sockets read before and after.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    // After the command: state is field 3, utime 14 and stime 15.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 /// `env` added to its environment.
 struct Launch<'a> {
     start: &'a str,
