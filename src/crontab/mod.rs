@@ -591,7 +591,10 @@ fn word_end(line: &[u8], start: usize) -> usize {
 /// `fields` with each run of blanks (spaces, tabs) between them made one space.
 fn one_space_between(fields: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(fields.len());
-    for field in fields.split(|b| matches!(b, b' ' | b'\t')).filter(|f| !f.is_empty()) {
+    for field in fields
+        .split(|b| matches!(b, b' ' | b'\t'))
+        .filter(|f| !f.is_empty())
+    {
         if !out.is_empty() {
             out.push(b' ');
         }
