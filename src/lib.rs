@@ -44,6 +44,7 @@ pub(crate) mod daemon;
 pub(crate) mod database;
 pub(crate) mod hash;
 pub mod job;
+pub(crate) mod localtime;
 pub mod log;
 pub(crate) mod metrics;
 pub mod paths;

@@ -1,6 +1,6 @@
 //! The owners' one way out: [`Effects`] — write a log line, start a job child, arm the minute
-//! timer, start or kill the cluster helper. An owner decides and calls these; it never touches
-//! the log, `fork`, the timer or the helper itself. [`RealEffects`] does them; [`Recorded`]
+//! timer, start or kill the cluster helper, give the log the local zone. An owner decides and
+//! calls these; it never touches the log, `fork`, the timer or the helper itself. [`RealEffects`] does them; [`Recorded`]
 //! (tests) writes down what was asked and answers as told, so each owner is unit-tested
 //! without processes, a timer or syslog.
 
@@ -13,6 +13,7 @@ use std::process::Stdio;
 
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log, LogLine};
+use crate::schedule::Zone;
 use crate::sys::spawn::Program;
 use crate::sys::timer::MinuteTimer;
 use crate::timeline::UtcMinute;
@@ -31,6 +32,8 @@ pub(super) trait Effects {
     fn spawn_helper(&mut self, program: &Path, args: &[OsString]) -> io::Result<(u32, UnixStream)>;
     /// Kills a child of the daemon (the cluster helper) with SIGKILL.
     fn kill(&mut self, pid: u32);
+    /// The local zone was read: the log's time stamps follow it.
+    fn local_zone(&mut self, zone: &Zone);
 
     fn info(&mut self, line: LogLine) {
         self.log(Level::Info, line);
@@ -93,6 +96,10 @@ impl Effects for RealEffects {
     fn kill(&mut self, pid: u32) {
         let _ = crate::sys::process::kill_child(pid);
     }
+
+    fn local_zone(&mut self, zone: &Zone) {
+        crate::log::stamps_in(zone.time_zone().clone());
+    }
 }
 
 /// Effects written down instead of done, for the owners' tests: each log line as syslog would
@@ -107,6 +114,8 @@ pub(super) struct Recorded {
     pub(super) fail_starts: usize,
     pub(super) helper: Option<UnixStream>,
     pub(super) killed: Vec<u32>,
+    /// The local zones handed to the log, by name.
+    pub(super) zones: Vec<String>,
     next_pid: i32,
 }
 
@@ -162,5 +171,9 @@ impl Effects for Recorded {
 
     fn kill(&mut self, pid: u32) {
         self.killed.push(pid);
+    }
+
+    fn local_zone(&mut self, zone: &Zone) {
+        self.zones.push(zone.name().to_string());
     }
 }

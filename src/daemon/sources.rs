@@ -118,6 +118,7 @@ impl Sources {
             fx.error(lines::zone_unread_line(&e));
             Zone::utc()
         });
+        fx.local_zone(&zone);
         let sources = Sources {
             paths,
             rules,
@@ -204,6 +205,7 @@ impl Sources {
         match zone::read(&self.localtime) {
             Ok(zone) => {
                 fx.info(lines::zone_changed_line(zone.name()));
+                fx.local_zone(&zone);
                 Some(zone)
             }
             Err(e) => {
@@ -575,6 +577,25 @@ mod tests {
         let added = sched.apply(change, 0, fx);
         s.settle(pending, &added, fx);
         counts
+    }
+
+    #[test]
+    fn the_log_is_given_the_zone_read_at_start_and_each_zone_read_after_a_change() {
+        let mut fx = Recorded::default();
+        let (mut s, _sched, dir) = set_up(&mut fx);
+        // No zone file: UTC for the schedule and for the log's stamps.
+        assert_eq!(fx.zones, ["UTC"]);
+        assert_eq!(s.recheck_zone(&mut fx), None);
+        let link = dir.path().join("localtime");
+        std::os::unix::fs::symlink("/usr/share/zoneinfo/America/New_York", &link).unwrap();
+        let zone = s.recheck_zone(&mut fx).expect("the new zone");
+        assert_eq!(zone.name(), "America/New_York");
+        assert_eq!(fx.zones, ["UTC", "America/New_York"]);
+        // A zone file that can't be read keeps the zone, and the log's.
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(&link, b"not tzif").unwrap();
+        assert_eq!(s.recheck_zone(&mut fx), None);
+        assert_eq!(fx.zones, ["UTC", "America/New_York"]);
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub mod line;
 pub mod lines;
 
 use std::io::Write;
+use std::sync::Mutex;
+
+use jiff::tz::TimeZone;
 
 use crate::sys::syslog;
 
@@ -116,9 +119,7 @@ impl Log {
     }
 
     fn json(&self, level: Level, line: &LogLine) {
-        let time = jiff::Zoned::now()
-            .strftime("%Y-%m-%dT%H:%M:%S%.3f%:z")
-            .to_string();
+        let time = now().strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string();
         let host = String::from_utf8_lossy(&crate::sys::hostname()).into_owned();
         let source = format!(
             "{}[{}]",
@@ -150,7 +151,7 @@ impl Log {
         if self.destination != Destination::Syslog {
             let message = line.to_bytes_named();
             // The pid says which process logged: the daemon or one of its job children.
-            let stamp = jiff::Zoned::now().strftime("%b %e %H:%M:%S");
+            let stamp = now().strftime("%b %e %H:%M:%S");
             let mut line = format!(
                 "{stamp} {}[{}]: ",
                 self.ident.name().to_string_lossy(),
@@ -170,4 +171,24 @@ impl Log {
     pub fn error(&self, who: impl AsRef<[u8]>, event: &str, detail: &str) {
         self.event(Level::Error, who, event, detail);
     }
+}
+
+/// The zone of the time stamps on stderr and in JSON: the daemon's own, once it has read it
+/// ([`stamps_in`]), else the zone file's, read on the first stamp.
+static STAMP_ZONE: Mutex<Option<TimeZone>> = Mutex::new(None);
+
+/// Stamps from now on are in `zone` (the daemon's local zone, read again when its file
+/// changes: the log follows the schedule's zone). Job children forked after it inherit it.
+pub fn stamps_in(zone: TimeZone) {
+    *STAMP_ZONE.lock().unwrap_or_else(|e| e.into_inner()) = Some(zone);
+}
+
+/// The time now in the stamps' zone.
+fn now() -> jiff::Zoned {
+    let mut zone = STAMP_ZONE.lock().unwrap_or_else(|e| e.into_inner());
+    let tz = zone.get_or_insert_with(|| {
+        crate::localtime::read(std::path::Path::new(crate::paths::LOCALTIME))
+            .map_or(TimeZone::UTC, |z| z.time_zone().clone())
+    });
+    jiff::Timestamp::now().to_zoned(tz.clone())
 }

@@ -283,6 +283,13 @@ fn root_a_zone_link_pointed_elsewhere_moves_the_local_entries_within_the_minute(
     std::fs::rename(&staged, &localtime).unwrap();
     crond.wait_for_log("local time zone changed: America/New_York", 10);
     crond.wait_for_log("(root) CMD (true at five past one)", 20);
+    // The log's time stamps follow the zone too, as syslog's do: 05:01 in New York.
+    let log = crond.log_text();
+    let cmd = log
+        .lines()
+        .find(|l| l.contains("(root) CMD (true at five past one)"))
+        .unwrap();
+    assert!(cmd.starts_with("Nov 21 05:01:"), "{log}");
 }
 
 #[test]
