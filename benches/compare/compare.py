@@ -409,7 +409,8 @@ def memory(peer):
 
     stamp, _ = peer.prepare()
     user = " root" if peer.system_user_field else ""
-    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} /bin/true {i}\n" for i in range(100_000)]
+    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} " + f"/bin/true {i} ".ljust(20, "x") + "\n"
+             for i in range(100_000)]
     peer.write_system(lines)
     p = peer.start()
     time.sleep(0.5)
@@ -427,6 +428,7 @@ def memory(peer):
     out["reload"] = settle(p.pid, quiet_s=2.0) - before
     stop(p)
     peer.cleanup()
+    out["load_long"], out["rss100k_long"] = long_command_load(peer)
     if isinstance(peer, Crond) and not isinstance(peer, (Busybox, Debian)):
         # crond and cronie: one system file of 100,000 lines.
         out["reload1"] = single_file_reload(peer, lines)
@@ -434,6 +436,23 @@ def memory(peer):
         # Busybox's crontab is one file already: its reload above is of a single file.
         out["reload1"] = out["reload"]
     return out
+
+
+def long_command_load(peer):
+    """CPU to start and load 100,000 entries whose commands are 110 bytes (the ones above are
+    20: `/bin/true 12345 xxxx`), and the RSS after."""
+    peer.prepare()
+    user = " root" if peer.system_user_field else ""
+    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} " + f"/bin/true {i} ".ljust(110, "x") + "\n"
+             for i in range(100_000)]
+    peer.write_system(lines)
+    p = peer.start()
+    time.sleep(0.5)
+    load = settle(p.pid, quiet_s=2.0)
+    rss = status_kib(p.pid, "VmRSS")
+    stop(p)
+    peer.cleanup()
+    return load, rss
 
 
 def single_file_reload(peer, lines):
@@ -539,7 +558,9 @@ def main():
     row("anonymous, 1,000 entries, KiB", lambda r: r.get("anon1k"))
     row("RSS, 100,000 entries, KiB", lambda r: r.get("rss100k"))
     row("peak RSS, 100,000 entries, KiB", lambda r: r.get("hwm100k"))
-    row("CPU to start and load 100,000, ms", lambda r: r.get("load"))
+    row("CPU to start and load 100,000 (20-byte commands), ms", lambda r: r.get("load"))
+    row("CPU to start and load 100,000 (110-byte commands), ms", lambda r: r.get("load_long"))
+    row("RSS, 100,000 entries (110-byte commands), KiB", lambda r: r.get("rss100k_long"))
     row("reload CPU, one line of 100,000 changed, ms", lambda r: r.get("reload"))
     row("reload CPU, one line of a single 100,000-line file, ms", lambda r: r.get("reload1"))
 
