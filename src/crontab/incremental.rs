@@ -167,7 +167,7 @@ fn chunk_ranges(text: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
     let mut ranges = Vec::with_capacity(text.len() / (CHUNK_LINES * 32) + 1);
     let mut start = 0;
     let mut lines = 0;
-    for (at, _) in text.iter().enumerate().filter(|&(_, &b)| b == b'\n') {
+    for at in memchr::memchr_iter(b'\n', text) {
         lines += 1;
         if lines == CHUNK_LINES {
             ranges.push(start..at + 1);
@@ -230,7 +230,7 @@ fn parse_chunks(
         let chunk = &text[ranges[at].clone()];
         // The chunk ends with its newline: the pieces before it are its lines.
         let first_line = at * CHUNK_LINES + 1;
-        for (i, line) in chunk[..chunk.len() - 1].split(|&b| b == b'\n').enumerate() {
+        for (i, line) in super::split_lines(&chunk[..chunk.len() - 1]).enumerate() {
             parser.line((first_line + i) as u32, line);
         }
         let kept = parser.out.entries[before..]

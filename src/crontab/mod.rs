@@ -221,11 +221,30 @@ fn is_blank(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
 
+/// `text` cut at each newline as `split(|&b| b == b'\n')` cuts it (the piece after the last
+/// newline included: empty when the text ends with one), the newlines found with SIMD.
+fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        match memchr::memchr(b'\n', t) {
+            Some(at) => {
+                rest = Some(&t[at + 1..]);
+                Some(&t[..at])
+            }
+            None => {
+                rest = None;
+                Some(t)
+            }
+        }
+    })
+}
+
 /// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
 /// line is in `entries`.
 pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
     let mut parser = Parser::resume(options, incremental::State::initial());
-    let mut lines = text.split(|&b| b == b'\n').peekable();
+    let mut lines = split_lines(text).peekable();
     let mut number = 0u32;
     while let Some(line) = lines.next() {
         number = number.saturating_add(1);
@@ -330,7 +349,7 @@ impl<'o, 'z> Parser<'o, 'z> {
         // Anywhere else a CR hides text: a terminal showing the line (`crontab -l`, `cat`)
         // returns to its start and overwrites what comes before with what comes after, so
         // the command that runs would not be the one anyone sees.
-        if let Some(cr) = line.iter().position(|&b| b == b'\r') {
+        if let Some(cr) = memchr::memchr(b'\r', line) {
             self.error(
                 number,
                 cr,
@@ -344,7 +363,7 @@ impl<'o, 'z> Parser<'o, 'z> {
         if line[first] == b'#' {
             return;
         }
-        if let Some(nul) = line.iter().position(|&b| b == 0) {
+        if let Some(nul) = memchr::memchr(0, line) {
             self.error(number, nul, "NUL byte in the line".to_string());
             return;
         }

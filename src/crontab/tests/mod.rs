@@ -487,3 +487,21 @@ fn each_entry_keeps_its_time_fields_as_written_one_space_apart_without_the_dash_
     let written: Vec<&[u8]> = s.entries.iter().map(|e| &e.schedule_text[..]).collect();
     assert_eq!(written, [&b"0 3 * * sun"[..], b"@reboot"]);
 }
+
+#[test]
+fn lines_are_cut_where_split_cuts_them() {
+    for text in [
+        &b""[..],
+        b"\n",
+        b"\n\n",
+        b"a",
+        b"a\n",
+        b"a\nb",
+        b"a\n\nb\n",
+        b"* * * * * x\r\n# c\n\0\n",
+    ] {
+        let ours: Vec<&[u8]> = super::split_lines(text).collect();
+        let std: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        assert_eq!(ours, std, "{:?}", String::from_utf8_lossy(text));
+    }
+}
