@@ -217,6 +217,13 @@ fn parse_chunks(
 ) -> (Crontab, State, usize) {
     let (text, ranges, hashes) = (cut.text, &cut.ranges, &cut.hashes);
     let mut parser = Parser::resume(options, state);
+    if stop.is_none() && from < ranges.len() {
+        // To the end: room for the entries at once (growing by doubling copied them again at
+        // each step, and held the old and the new room together).
+        let room =
+            super::entry_lines(&text[ranges[from].start..]).min(parser.options.limits.max_entries);
+        parser.out.entries.reserve_exact(room);
+    }
     let mut at = from;
     while at < ranges.len() {
         if let Some((stop_at, stop_state)) = stop

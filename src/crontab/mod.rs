@@ -240,6 +240,18 @@ fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
+/// How many lines of `text` may be entries: those neither empty nor blank nor comments (the
+/// room a parse reserves, never more than the lines that can use it).
+fn entry_lines(text: &[u8]) -> usize {
+    split_lines(text)
+        .filter(|line| {
+            line.iter()
+                .find(|&&b| !is_blank(b))
+                .is_some_and(|&b| b != b'#')
+        })
+        .count()
+}
+
 /// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
 /// line is in `entries`.
 pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::reuse::Same;
 use crate::crontab::incremental::Fingerprint;
 use crate::crontab::{Crontab, Entry, Env};
-use crate::database::entries::Owner;
+use crate::database::entries::{Commands, Owner};
 use crate::log::printable;
 use crate::schedule::{Schedule, Zone};
 use crate::sys::user::{Uid, User};
@@ -57,14 +57,14 @@ pub(super) fn new_same<'a>(
 /// which the owner keeps alive.
 pub(super) struct Owners {
     tab: Arc<str>,
-    commands: Arc<[u8]>,
+    commands: Commands,
     uid: Option<Uid>,
     made: HashMap<(Vec<u8>, bool, *const Env), Arc<Owner>>,
     last: Option<Arc<Owner>>,
 }
 
 impl Owners {
-    pub(super) fn new(tab: Arc<str>, commands: Arc<[u8]>, uid: Option<Uid>) -> Owners {
+    pub(super) fn new(tab: Arc<str>, commands: Commands, uid: Option<Uid>) -> Owners {
         Owners {
             tab,
             commands,

@@ -29,7 +29,7 @@ pub struct Owner {
     /// allocation per file instead of one per entry), and finds its line and its schedule just
     /// before it. The schedule text costs its length plus one byte per entry (`*/5 * * * *`:
     /// 12 bytes), in this one allocation.
-    pub commands: Arc<[u8]>,
+    pub commands: Commands,
     /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
     /// without it have an owner each (the flag costs the entry nothing).
     pub quiet: bool,
@@ -38,6 +38,11 @@ pub struct Owner {
     /// entry itself holds no pointer to them.
     pub env: Arc<Env>,
 }
+
+/// A file's commands in one allocation ([`pack_commands`]), shared by its owners. A box in the
+/// `Arc` rather than an `Arc<[u8]>`: making one of those from the packed bytes copied them
+/// again, a large file's commands held three times at the peak of its load.
+pub type Commands = Arc<Box<[u8]>>;
 
 /// Where an entry's command sits in its owner's [`Owner::commands`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,10 +59,15 @@ pub const MAX_SCHEDULE_TEXT: usize = 255;
 /// number (see [`Owner::commands`]), and where each is. A file is at most 64 MiB, so offsets
 /// fit in u32.
 pub fn pack_commands<'a>(
-    commands: impl ExactSizeIterator<Item = (u32, &'a [u8], &'a [u8])>,
-) -> (Arc<[u8]>, Vec<Span>) {
+    commands: impl ExactSizeIterator<Item = (u32, &'a [u8], &'a [u8])> + Clone,
+) -> (Commands, Vec<Span>) {
     let mut spans = Vec::with_capacity(commands.len());
-    let mut all = Vec::new();
+    // Sized once: growing it by doubling copied a large file's commands again at each step.
+    let size = commands
+        .clone()
+        .map(|(_, schedule, command)| schedule.len().min(MAX_SCHEDULE_TEXT) + 5 + command.len())
+        .sum();
+    let mut all = Vec::with_capacity(size);
     for (line, schedule, command) in commands {
         let schedule = &schedule[..schedule.len().min(MAX_SCHEDULE_TEXT)];
         all.extend_from_slice(schedule);
@@ -69,7 +79,7 @@ pub fn pack_commands<'a>(
         });
         all.extend_from_slice(command);
     }
-    (all.into(), spans)
+    (Arc::new(all.into_boxed_slice()), spans)
 }
 
 /// One job to start: 16 bytes, as the daemon keeps one per entry.
