@@ -407,14 +407,7 @@ def memory(peer):
     stop(p)
     peer.cleanup()
 
-    stamp, _ = peer.prepare()
-    user = " root" if peer.system_user_field else ""
-    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} " + f"/bin/true {i} ".ljust(20, "x") + "\n"
-             for i in range(100_000)]
-    peer.write_system(lines)
-    p = peer.start()
-    time.sleep(0.5)
-    out["load"] = settle(p.pid, quiet_s=2.0)
+    lines, p, out["load"] = load_100k(peer, 20)
     out["rss100k"], out["hwm100k"] = status_kib(p.pid, "VmRSS"), status_kib(p.pid, "VmHWM")
     before = schedstat_ms(p.pid)
     lines[0] = "1" + lines[0][1:]
@@ -438,17 +431,23 @@ def memory(peer):
     return out
 
 
-def long_command_load(peer):
-    """CPU to start and load 100,000 entries whose commands are 110 bytes (the ones above are
-    20: `/bin/true 12345 xxxx`), and the RSS after."""
+def load_100k(peer, width):
+    """Starts the peer on 100,000 entries whose commands are `width` bytes (`/bin/true 12345
+    xxxx`, padded), due on 1 January: the lines, the process, and its CPU once it has loaded."""
     peer.prepare()
     user = " root" if peer.system_user_field else ""
-    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} " + f"/bin/true {i} ".ljust(110, "x") + "\n"
-             for i in range(100_000)]
+    lines = [f"{i % 60} {(i // 60) % 24} 1 1 *{user} " + f"/bin/true {i} ".ljust(width, "x")
+             + "\n" for i in range(100_000)]
     peer.write_system(lines)
     p = peer.start()
     time.sleep(0.5)
-    load = settle(p.pid, quiet_s=2.0)
+    return lines, p, settle(p.pid, quiet_s=2.0)
+
+
+def long_command_load(peer):
+    """CPU to start and load 100,000 entries whose commands are 110 bytes (the ones above are
+    20), and the RSS after."""
+    _, p, load = load_100k(peer, 110)
     rss = status_kib(p.pid, "VmRSS")
     stop(p)
     peer.cleanup()
