@@ -633,45 +633,74 @@ impl Scheduler {
     }
 }
 
-/// Fork failures, counted and logged once a minute rather than once per attempt.
+/// Fork failures, counted and logged once a minute rather than once per attempt: at most one
+/// line of each kind a minute (the first failure of a series, the count of the others, forks
+/// working again), so forks that fail and work in turn — a pids limit just at the edge, where
+/// every other job gets through — can't write two lines a second.
 #[derive(Debug, Default)]
 struct ForkFailures {
-    /// Failures since the last line, and the last error.
-    since_logged: u64,
-    last: Option<std::io::Error>,
-    /// Failures since the last success (for the line that says forks work again).
+    /// Failures since the last fork that worked: the first of a series is said at once.
     in_a_row: u64,
+    /// Failures no line has counted yet, and the last error.
+    unlogged: u64,
+    last: Option<std::io::Error>,
+    /// Failures since the last line that said forks work again (the count that line gives).
+    since_recovered: u64,
+    /// This minute's lines, one of each kind at most.
+    failed_said: bool,
+    works_said: bool,
+    /// Forks work again, but this minute has said so already: said at the minute's end.
+    works_owed: bool,
 }
 
 impl ForkFailures {
     fn failed(&mut self, fx: &mut dyn Effects, e: std::io::Error) {
         self.in_a_row += 1;
-        self.since_logged += 1;
-        if self.in_a_row == 1 {
-            // The first failure is logged at once; the rest are counted.
+        self.since_recovered += 1;
+        self.works_owed = false;
+        if self.in_a_row == 1 && !self.failed_said {
             fx.error(lines::fork_failed_line(&e.to_string()));
-            self.since_logged = 0;
+            self.failed_said = true;
+        } else {
+            self.unlogged += 1;
         }
         self.last = Some(e);
     }
 
     fn succeeded(&mut self, fx: &mut dyn Effects) {
-        if self.in_a_row > 0 {
-            fx.info(lines::fork_works_line(self.in_a_row));
-            self.in_a_row = 0;
-            self.since_logged = 0;
+        if self.in_a_row == 0 {
+            return;
+        }
+        self.in_a_row = 0;
+        if self.works_said {
+            self.works_owed = true;
+        } else {
+            self.say_works(fx);
         }
     }
 
+    fn say_works(&mut self, fx: &mut dyn Effects) {
+        fx.info(lines::fork_works_line(self.since_recovered));
+        self.since_recovered = 0;
+        self.works_said = true;
+        self.works_owed = false;
+    }
+
     fn minute_passed(&mut self, fx: &mut dyn Effects) {
-        if self.since_logged > 0 {
+        if self.unlogged > 0 {
             let e = self
                 .last
                 .as_ref()
                 .map(ToString::to_string)
                 .unwrap_or_default();
-            fx.error(lines::fork_still_failing_line(&e, self.since_logged));
-            self.since_logged = 0;
+            fx.error(lines::fork_still_failing_line(&e, self.unlogged));
+            self.unlogged = 0;
+        }
+        self.failed_said = false;
+        self.works_said = false;
+        if self.works_owed {
+            self.say_works(fx);
+            self.works_said = false;
         }
     }
 }
@@ -796,6 +825,46 @@ mod tests {
         );
         // The run that failed three times was still its entry's first since the load.
         assert_eq!(fx.started[0], ("echo a".to_string(), true));
+    }
+
+    #[test]
+    fn forks_that_fail_and_work_in_turn_write_at_most_one_line_of_each_kind_a_minute() {
+        let mut fx = Recorded::default();
+        let mut f = ForkFailures::default();
+        let eagain = || std::io::Error::from_raw_os_error(11);
+        for _ in 0..30 {
+            f.failed(&mut fx, eagain());
+            f.succeeded(&mut fx);
+        }
+        assert_eq!(fx.logged("can't fork").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.logged("fork works again after 1 failed").len(), 1);
+        assert_eq!(fx.lines.len(), 2, "{:?}", fx.lines);
+        // The minute's end: the others counted, and that forks work (owed since the second).
+        f.minute_passed(&mut fx);
+        assert_eq!(
+            fx.logged("; 29 more failed attempts in the last minute")
+                .len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        assert_eq!(fx.logged("fork works again after 29 failed").len(), 1);
+        assert_eq!(fx.lines.len(), 4, "{:?}", fx.lines);
+        // A quiet minute says nothing; the next failure is a series of its own, said at once.
+        f.minute_passed(&mut fx);
+        assert_eq!(fx.lines.len(), 4, "{:?}", fx.lines);
+        f.failed(&mut fx, eagain());
+        assert_eq!(fx.lines.len(), 5, "{:?}", fx.lines);
+        assert!(
+            fx.lines[4]
+                .1
+                .contains("jobs wait and are retried every second")
+        );
+        // Still failing at the minute's end: the count, and no word of forks working.
+        f.failed(&mut fx, eagain());
+        f.minute_passed(&mut fx);
+        assert_eq!(fx.lines.len(), 6, "{:?}", fx.lines);
+        assert!(fx.lines[5].1.contains("; 1 more failed attempts"));
     }
 
     #[test]

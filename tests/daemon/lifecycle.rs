@@ -545,6 +545,67 @@ fn root_when_a_job_childs_own_fork_fails_the_run_goes_back_in_the_queue_and_runs
     );
 }
 
+#[test]
+fn root_at_the_edge_of_a_pids_limit_forks_that_fail_and_work_in_turn_write_a_few_lines_a_minute() {
+    require_root();
+    if ForkLimit::pids_cgroup_root().is_none() {
+        panic!("this test needs a pids cgroup (cgroup v1's pids, or v2 with pids enabled)");
+    }
+    let tree = Tree::new();
+    let runs = tree.out("runs");
+    let lines: String = (0..20)
+        .map(|i| format!("0 10 * * * root echo {i} >> {}\n", runs.display()))
+        .collect();
+    tree.write_file(&tree.cron_d().join("many"), &lines, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("entries loaded", 10);
+    let limit = ForkLimit::on(crond.pid());
+    let ForkLimit::Cgroup { dir, .. } = &limit else {
+        unreachable!("a pids cgroup was found above");
+    };
+    // The daemon, a job child and one more: some forks fail (the daemon's of a second child, or
+    // a child's of its shell while another child lives), some work, in turn.
+    std::fs::write(dir.join("pids.max"), "3").expect("pids.max");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the jobs did not all start: {}",
+            crond.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The minute after: the failures counted in one line.
+    crond.wait_for_log("more failed attempts in the last minute", 20);
+    // Give a doubled run the time to show.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut ran: Vec<u32> = std::fs::read_to_string(&runs)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    ran.sort();
+    assert_eq!(ran, (0..20).collect::<Vec<u32>>(), "each run once");
+    // Two lines a second before (a failure, then a recovery, for every job). Now, in each
+    // minute (by the lines' stamps), at most two of each kind: the count of the minute before
+    // and the first failure of a new series; the recovery owed by the minute before and one
+    // of this minute.
+    let log = crond.log_text();
+    let per_minute = |what: &str| {
+        let mut minutes: std::collections::BTreeMap<String, usize> = Default::default();
+        for line in log.lines().filter(|l| l.contains(what)) {
+            let minute = line.split_whitespace().nth(2).unwrap()[..5].to_string();
+            *minutes.entry(minute).or_default() += 1;
+        }
+        minutes
+    };
+    let failed = per_minute("can't fork");
+    let works = per_minute("fork works again");
+    assert!(!failed.is_empty() && !works.is_empty(), "{log}");
+    assert!(failed.values().all(|&n| n <= 2), "{failed:?}\n{log}");
+    assert!(works.values().all(|&n| n <= 2), "{works:?}\n{log}");
+}
+
 /// The fake minute (`HH:MM`) of each `CMD` line with `command` in the log: when the job child
 /// started it, by the daemon's clock (jobs themselves get a clean environment and real time).
 fn minutes_run(crond: &Crond, command: &str) -> Vec<String> {
