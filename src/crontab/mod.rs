@@ -130,8 +130,9 @@ pub struct Entry {
     /// them one space (Debian's /etc/crontab separates them with tabs, which a table would show
     /// escaped), the `-` before them left out: what `cronctl list` shows.
     pub schedule_text: Vec<u8>,
-    /// The user field of the system format.
-    pub user: Option<Vec<u8>>,
+    /// The user field of the system format (one allocation for consecutive entries of one
+    /// user).
+    pub user: Option<Arc<[u8]>>,
     /// The command as written, `%` and all (what logs and the mail subject show).
     pub command: Vec<u8>,
     /// The variables set above the entry.
@@ -511,7 +512,13 @@ impl<'o, 'z> Parser<'o, 'z> {
                     return;
                 }
                 pos = end;
-                Some(line[start..end].to_vec())
+                // A system file's entries mostly run as one user: they share its name.
+                let name = &line[start..end];
+                let last = self.out.entries.last().and_then(|e| e.user.as_ref());
+                Some(match last {
+                    Some(user) if user[..] == *name => Arc::clone(user),
+                    _ => Arc::from(name),
+                })
             }
         };
         let start = skip_blanks(line, pos);

@@ -109,19 +109,19 @@ pub(super) type OldFingerprint = (Box<Fingerprint>, Option<Uid>);
 /// line (the entry stays: it runs once the user exists, and is refused with a line naming the
 /// file until then). One lookup per name, however many entries share it.
 pub(super) fn warn_unknown_users(crontab: &mut Crontab) {
-    let mut known: HashMap<Vec<u8>, bool> = HashMap::new();
+    let mut known: HashMap<Arc<[u8]>, bool> = HashMap::new();
     let mut unknown = Vec::new();
     // Consecutive entries are mostly the same user's: the last answer first.
     let mut last: Option<(&[u8], bool)> = None;
     for entry in &crontab.entries {
         let Some(user) = &entry.user else { continue };
         let exists = match last {
-            Some((name, exists)) if name == user.as_slice() => exists,
-            _ => match known.get(user.as_slice()) {
+            Some((name, exists)) if name == &user[..] => exists,
+            _ => match known.get(&user[..]) {
                 Some(&exists) => exists,
                 None => {
                     let exists = !matches!(User::resolve_name(user), Ok(None));
-                    known.insert(user.clone(), exists);
+                    known.insert(Arc::clone(user), exists);
                     exists
                 }
             },
