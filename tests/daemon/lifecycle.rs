@@ -458,21 +458,12 @@ fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without
     limit.set(false);
     crond.wait_for_log("(CRON) INFO (fork works again after ", 10);
     // Each entry once: the run of 10:01 merged into the one of 10:00 still waiting.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 20 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the jobs did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let mut ran: Vec<u32> = std::fs::read_to_string(&runs)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    ran.sort();
-    assert_eq!(ran, (0..20).collect::<Vec<u32>>(), "each entry once");
+    wait_for_runs(&crond, &runs, 20, 10);
+    assert_eq!(
+        sorted_runs(&runs),
+        (0..20).collect::<Vec<u32>>(),
+        "each entry once"
+    );
     // While forks failed: the first failure logged at once, then one line a minute with the
     // count, never a line per attempt (the old loop wrote 899 lines in 9 s).
     let fork_lines = failing.lines().filter(|l| l.contains("can't fork")).count();
@@ -513,14 +504,7 @@ fn root_when_a_job_childs_own_fork_fails_the_run_goes_back_in_the_queue_and_runs
     let failing = crond.log_text();
     limit.set(false);
     crond.wait_for_log("(CRON) INFO (fork works again after ", 10);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for_runs(&crond, &runs, 1, 10);
     // Give a doubled run the time to show.
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(
@@ -566,26 +550,16 @@ fn root_at_the_edge_of_a_pids_limit_forks_that_fail_and_work_in_turn_write_a_few
     // The daemon, a job child and one more: some forks fail (the daemon's of a second child, or
     // a child's of its shell while another child lives), some work, in turn.
     std::fs::write(dir.join("pids.max"), "3").expect("pids.max");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count()) < 20 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the jobs did not all start: {}",
-            crond.log_text()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_for_runs(&crond, &runs, 20, 60);
     // The minute after: the failures counted in one line.
     crond.wait_for_log("more failed attempts in the last minute", 20);
     // Give a doubled run the time to show.
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let mut ran: Vec<u32> = std::fs::read_to_string(&runs)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    ran.sort();
-    assert_eq!(ran, (0..20).collect::<Vec<u32>>(), "each run once");
+    assert_eq!(
+        sorted_runs(&runs),
+        (0..20).collect::<Vec<u32>>(),
+        "each run once"
+    );
     // Two lines a second before (a failure, then a recovery, for every job). Now, in each
     // minute (by the lines' stamps), at most two of each kind: the count of the minute before
     // and the first failure of a new series; the recovery owed by the minute before and one
@@ -604,6 +578,30 @@ fn root_at_the_edge_of_a_pids_limit_forks_that_fail_and_work_in_turn_write_a_few
     assert!(!failed.is_empty() && !works.is_empty(), "{log}");
     assert!(failed.values().all(|&n| n <= 2), "{failed:?}\n{log}");
     assert!(works.values().all(|&n| n <= 2), "{works:?}\n{log}");
+}
+
+/// Waits up to `secs` for the file the jobs append their number to to hold `n` lines.
+fn wait_for_runs(crond: &Crond, runs: &std::path::Path, n: usize, secs: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::fs::read_to_string(runs).map_or(0, |t| t.lines().count()) < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than {n} runs in {secs} s: {}",
+            crond.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The numbers the jobs appended to `runs`, sorted.
+fn sorted_runs(runs: &std::path::Path) -> Vec<u32> {
+    let mut ran: Vec<u32> = std::fs::read_to_string(runs)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    ran.sort();
+    ran
 }
 
 /// The fake minute (`HH:MM`) of each `CMD` line with `command` in the log: when the job child
