@@ -224,9 +224,9 @@ impl Scheduler {
     /// A minute boundary (or a clock step): the minute's runs queued, what a clock jump
     /// missed made up (`CRON_MISSED=once`), and the lines that say so.
     pub(super) fn on_minute(&mut self, now: Timestamp, wake: Wake, fx: &mut dyn Effects) {
-        self.fork_failures.minute_passed(fx);
-        let before = self.cycle.handled();
         let now_minute = UtcMinute::containing(now.as_second());
+        self.fork_failures.minute_passed(now_minute, fx);
+        let before = self.cycle.handled();
         let woke = self.cycle.on_wake(now_minute);
         if matches!(
             woke.movement,
@@ -651,6 +651,8 @@ struct ForkFailures {
     works_said: bool,
     /// Forks work again, but this minute has said so already: said at the minute's end.
     works_owed: bool,
+    /// The minute whose lines these are: a second wake in it (a clock set) starts no new one.
+    minute: Option<UtcMinute>,
 }
 
 impl ForkFailures {
@@ -686,7 +688,11 @@ impl ForkFailures {
         self.works_owed = false;
     }
 
-    fn minute_passed(&mut self, fx: &mut dyn Effects) {
+    /// The minute `now` began (or the clock was set within it): the minute before's lines.
+    fn minute_passed(&mut self, now: UtcMinute, fx: &mut dyn Effects) {
+        if self.minute.replace(now) == Some(now) {
+            return;
+        }
         if self.unlogged > 0 {
             let e = self
                 .last
@@ -797,7 +803,7 @@ mod tests {
         }
         assert_eq!(fx.logged("can't fork").len(), 1, "{:?}", fx.lines);
         assert!(fx.logged("can't fork")[0].ends_with("jobs wait and are retried every second)"));
-        clock.advance_ms(57_000);
+        clock.advance_ms(58_000);
         s.on_minute(clock.now(), Wake::Timer, &mut fx);
         assert_eq!(
             fx.logged("more failed attempts in the last minute").len(),
@@ -840,7 +846,7 @@ mod tests {
         assert_eq!(fx.logged("fork works again after 1 failed").len(), 1);
         assert_eq!(fx.lines.len(), 2, "{:?}", fx.lines);
         // The minute's end: the others counted, and that forks work (owed since the second).
-        f.minute_passed(&mut fx);
+        f.minute_passed(UtcMinute(1), &mut fx);
         assert_eq!(
             fx.logged("; 29 more failed attempts in the last minute")
                 .len(),
@@ -850,8 +856,9 @@ mod tests {
         );
         assert_eq!(fx.logged("fork works again after 29 failed").len(), 1);
         assert_eq!(fx.lines.len(), 4, "{:?}", fx.lines);
-        // A quiet minute says nothing; the next failure is a series of its own, said at once.
-        f.minute_passed(&mut fx);
+        // A second wake in the same minute (the clock was set) says nothing and starts no
+        // minute: a failure now is a new series, said at once, and the next is counted.
+        f.minute_passed(UtcMinute(1), &mut fx);
         assert_eq!(fx.lines.len(), 4, "{:?}", fx.lines);
         f.failed(&mut fx, eagain());
         assert_eq!(fx.lines.len(), 5, "{:?}", fx.lines);
@@ -860,11 +867,18 @@ mod tests {
                 .1
                 .contains("jobs wait and are retried every second")
         );
-        // Still failing at the minute's end: the count, and no word of forks working.
+        f.minute_passed(UtcMinute(1), &mut fx);
         f.failed(&mut fx, eagain());
-        f.minute_passed(&mut fx);
+        assert_eq!(fx.lines.len(), 5, "{:?}", fx.lines);
+        // Still failing at the minute's end: the count, and no word of forks working.
+        f.minute_passed(UtcMinute(2), &mut fx);
         assert_eq!(fx.lines.len(), 6, "{:?}", fx.lines);
         assert!(fx.lines[5].1.contains("; 1 more failed attempts"));
+        f.succeeded(&mut fx);
+        assert_eq!(fx.logged("fork works again after 2 failed").len(), 1);
+        // A quiet minute says nothing.
+        f.minute_passed(UtcMinute(3), &mut fx);
+        assert_eq!(fx.lines.len(), 7, "{:?}", fx.lines);
     }
 
     #[test]
