@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use crate::support::install::*;
 
 const MIRROR: &str = "http://deb.debian.org/debian";
-const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// This host's Debian release: the root must run the binaries built here (same glibc).
 pub(crate) fn codename() -> String {

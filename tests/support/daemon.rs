@@ -458,6 +458,30 @@ impl Drop for Crond {
             let _ = child.kill();
             let _ = child.wait();
         }
+        sweep_faketime_leftovers();
+    }
+}
+
+/// Removes what libfaketime left in /dev/shm for processes that have ended. Each process it is
+/// preloaded into makes a semaphore and a shared memory object named after its pid and removes
+/// them at a normal exit, not at an `exec` or a kill: every job shell and killed daemon leaves a
+/// pair, thousands over a run of the suite. Objects of a live pid are kept (another test's).
+fn sweep_faketime_leftovers() {
+    let Ok(dir) = fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let pid = name
+            .strip_prefix("faketime_shm_")
+            .or_else(|| name.strip_prefix("sem.faketime_sem_"));
+        let ended = pid
+            .filter(|p| p.parse::<u32>().is_ok())
+            .is_some_and(|p| !Path::new("/proc").join(p).exists());
+        if ended {
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -10,6 +10,9 @@ use std::process::{Command, Output};
 
 pub use super::root::require_root;
 
+/// libfaketime, preloaded into a daemon that must start seconds before a minute boundary.
+pub const FAKETIME_LIB: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
 /// The repository (where the Makefile is).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
