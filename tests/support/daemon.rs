@@ -302,7 +302,11 @@ impl Crond {
     /// change (which libfaketime can't produce) would wake the daemon.
     pub fn set_clock(&self, tree: &Tree, to: &str) {
         let clock = tree.path().join("out").join("clock");
-        fs::write(&clock, format!("@{to} x10\n")).expect("clock file");
+        // Written beside and renamed over: libfaketime reads the file at every clock call, and
+        // must never see it empty or half written.
+        let new = tree.path().join("out").join("clock.new");
+        fs::write(&new, format!("@{to} x10\n")).expect("clock file");
+        fs::rename(&new, &clock).expect("clock file");
         let status = Command::new("kill")
             .args(["-HUP", &self.pid().to_string()])
             .status()
