@@ -20,16 +20,6 @@ pub fn random_bytes(bytes: &mut [u8]) -> std::io::Result<()> {
     std::fs::File::open("/dev/urandom")?.read_exact(bytes)
 }
 
-/// Hands the free memory at the top and in the middle of the heap back to the kernel
-/// (`malloc_trim`): after a reload the parser's buffers and the replaced entries are free, and
-/// glibc would otherwise keep their pages, so the daemon's size would follow its largest load,
-/// not its entries.
-pub fn give_back_free_memory() {
-    // SAFETY: malloc_trim only releases free pages of glibc's own arenas; it touches no memory
-    // the program owns, and the daemon is single-threaded.
-    unsafe { libc::malloc_trim(0) };
-}
-
 /// The host name (the node name of `uname`), as bytes; empty if it can't be read.
 pub fn hostname() -> Vec<u8> {
     nix::unistd::gethostname()
@@ -40,6 +30,7 @@ pub mod as_user;
 pub mod fs;
 pub mod inotify;
 pub mod listen;
+pub mod memory;
 pub mod poll;
 pub mod process;
 pub mod pump;

@@ -1,0 +1,124 @@
+//! The daemon's own memory handed back to the kernel when it stops needing it: glibc's free
+//! heap pages after a load, and the file pages (code, constants) mapped on the way that it does
+//! not run again.
+
+/// Hands the free memory at the top and in the middle of the heap back to the kernel
+/// (`malloc_trim`): after a reload the parser's buffers and the replaced entries are free, and
+/// glibc would otherwise keep their pages, so the daemon's size would follow its largest load,
+/// not its entries.
+pub fn give_back_free_memory() {
+    // SAFETY: malloc_trim only releases free pages of glibc's own arenas; it touches no memory
+    // the program owns, and the daemon is single-threaded.
+    unsafe { libc::malloc_trim(0) };
+}
+
+/// Unmaps the pages of files this process maps read-only (the binary's code and constants,
+/// libc's, PAM's and NSS's modules) and has not modified; each page is mapped again at its next
+/// use. On a fault the kernel maps up to 64 KiB of cached file around the page that faulted, so
+/// after the start and a load most of the binary is mapped though little of it runs again (the
+/// parser, the setup, the error paths): mapped, those pages count in the daemon's size and are
+/// kept from reclaim as pages of a running program; unmapped, they stay in the page cache,
+/// reclaimable like any file page. Returns the kilobytes unmapped.
+pub fn unmap_idle_file_pages() -> usize {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+        return 0;
+    };
+    let mut unmapped = 0;
+    for (start, end) in unmodified_read_only_file_mappings(&smaps) {
+        // SAFETY: the range is one whole mapping of this process, private, backed by a file,
+        // not writable, and without a single anonymous page (smaps says so, and the daemon is
+        // single-threaded, so nothing maps or writes between the read and this call): every
+        // page is the file's page as the page cache holds it (ld.so's relocations made the
+        // pages they wrote anonymous, and those mappings are skipped). MADV_DONTNEED on such a
+        // mapping drops only page-table entries; a later read maps the same bytes again.
+        let rc =
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        if rc == 0 {
+            unmapped += end - start;
+        }
+    }
+    unmapped / 1024
+}
+
+/// The `(start, end)` of each mapping in `smaps` (the text of /proc/PID/smaps) that is private,
+/// backed by a file, readable and not writable, and holds no anonymous (modified) page.
+fn unmodified_read_only_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut candidate = None;
+    for line in smaps.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let Some(first) = fields.next() else { continue };
+        if let Some((start, end)) = first.split_once('-') {
+            // A mapping's header: `start-end perms offset dev inode [path]`.
+            let perms = fields.next().unwrap_or("");
+            let path = fields.nth(3).unwrap_or("");
+            let read_only = matches!(perms, "r--p" | "r-xp");
+            candidate = match (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) {
+                (Ok(start), Ok(end)) if read_only && path.starts_with('/') => Some((start, end)),
+                _ => None,
+            };
+        } else if first == "Anonymous:" {
+            let anonymous_kib = fields.next().and_then(|n| n.parse::<u64>().ok());
+            if let (Some((start, end)), Some(0)) = (candidate.take(), anonymous_kib) {
+                found.push((start, end));
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMAPS: &str = "\
+55d0a0000000-55d0a0010000 r--p 00000000 fe:00 100 /usr/sbin/crond
+Size:                 64 kB
+Rss:                  64 kB
+Anonymous:             0 kB
+55d0a0010000-55d0a0130000 r-xp 00010000 fe:00 100 /usr/sbin/crond
+Size:               1152 kB
+Rss:                1100 kB
+Anonymous:             0 kB
+55d0a0130000-55d0a0140000 r--p 00130000 fe:00 100 /usr/sbin/crond
+Size:                 64 kB
+Anonymous:            12 kB
+55d0a0140000-55d0a0142000 rw-p 00140000 fe:00 100 /usr/sbin/crond
+Anonymous:             8 kB
+55d0a1000000-55d0a1100000 rw-p 00000000 00:00 0                  [heap]
+Anonymous:           320 kB
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0
+Anonymous:             0 kB
+7f0000010000-7f0000020000 r-xp 00000000 fe:00 200 /usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)
+Anonymous:             0 kB
+7fff00000000-7fff00002000 r-xp 00000000 00:00 0                  [vdso]
+Anonymous:             0 kB
+7fff00010000-7fff00011000 r-xp 00000000 fe:00 300 /usr/lib/x86_64-linux-gnu/gconv/breakpoint.so
+Anonymous:             4 kB
+";
+
+    #[test]
+    fn only_unmodified_read_only_mappings_of_files_are_unmapped() {
+        assert_eq!(
+            unmodified_read_only_file_mappings(SMAPS),
+            [
+                (0x55d0a0000000, 0x55d0a0010000),
+                (0x55d0a0010000, 0x55d0a0130000),
+                (0x7f0000010000, 0x7f0000020000),
+            ],
+            "the binary's constants and code and a (deleted) library's code; not the relocated \
+             constants (anonymous pages), the data, the heap, an anonymous mapping, the vdso, \
+             or code a debugger wrote a breakpoint into"
+        );
+    }
+
+    #[test]
+    fn a_header_without_its_anonymous_line_is_not_taken_for_the_next_mappings() {
+        let cut = "1000-2000 r-xp 00000000 fe:00 1 /bin/a\nRss: 4 kB\n\
+                   3000-4000 rw-p 00000000 00:00 0\nAnonymous: 0 kB\n";
+        assert!(unmodified_read_only_file_mappings(cut).is_empty());
+    }
+}
