@@ -50,8 +50,12 @@ pub(super) fn install(
         // Root writes files that must belong to the user; the group is the spool directory's
         // (`crontab`). A user's own file already has both (uid, and the setgid effective gid).
         let owner = root.then(|| (target.uid, dir.facts().group));
-        let result = spool_dir::write_durably(&mut file, &data, owner)
-            .and_then(|()| dir.rename(&temp, &name));
+        let written = spool_dir::write_durably(&mut file, &data, owner);
+        // Closed before the rename: closed after it, the close is one more event on the
+        // installed name (IN_CLOSE_WRITE) for a daemon watching the directory, which read it as
+        // a second change and logged RELOAD twice.
+        drop(file);
+        let result = written.and_then(|()| dir.rename(&temp, &name));
         if result.is_err() {
             let _ = dir.remove(&temp);
         }

@@ -23,7 +23,7 @@ use super::flow::{Claim, Granted, Launched};
 use super::metrics_serve::{self, MetricsServer};
 use super::scheduler::{Reaped, Scheduler, Wake};
 use super::setup::{self, Setup};
-use super::sources::Sources;
+use super::sources::{Announce, Sources};
 use super::stop::Stop;
 use super::{Error, Options};
 use crate::database::SourceKey;
@@ -141,7 +141,7 @@ impl Daemon {
         self.sources.watch(self.setup.options.no_inotify, fx);
         // `@every` intervals count from the start.
         self.scheduler.set_every_base(started.as_millisecond());
-        let reboot = self.load_all(false, started);
+        let reboot = self.load_all(Announce::Never, started);
         let (entries, files) = (self.scheduler.len(), self.sources.len());
         let fx = &mut self.reactor.fx;
         fx.info(lines::loaded_line(entries, files));
@@ -373,7 +373,7 @@ impl Daemon {
         if arrived.hangup {
             self.reactor.fx.log.reopen();
             self.reactor.fx.info(lines::hangup_line());
-            self.load_all(true, now);
+            self.load_all(Announce::Always, now);
             self.scheduler.files_loaded(&mut self.reactor.fx);
             // As a clock change: a step the kernel did not report is acted on now (a minute
             // already handled is not run again).
@@ -389,10 +389,10 @@ impl Daemon {
                 self.scheduler.set_local_zone(zone);
             }
             if noticed.everything {
-                self.load_all(true, now);
+                self.load_all(Announce::IfChanged, now);
             }
             for key in noticed.sources {
-                self.reload(&key, true, now);
+                self.reload(&key, Announce::IfChanged, now);
             }
             self.arm(now);
         }
@@ -403,10 +403,10 @@ impl Daemon {
     /// changed, the minute's runs queued and started, the timer armed.
     fn on_minute(&mut self, now: Timestamp, wake: Wake) {
         for key in self.sources.changed_files() {
-            self.reload(&key, true, now);
+            self.reload(&key, Announce::IfChanged, now);
         }
         for key in self.sources.to_recheck() {
-            self.reload(&key, true, now);
+            self.reload(&key, Announce::IfChanged, now);
         }
         if let Some(zone) = self.sources.recheck_zone(&mut self.reactor.fx) {
             self.scheduler.set_local_zone(zone);
@@ -471,7 +471,7 @@ impl Daemon {
     }
 
     /// Loads every source (and drops the ones that vanished); returns the @reboot jobs found.
-    fn load_all(&mut self, announce: bool, now: Timestamp) -> Vec<JobSpec> {
+    fn load_all(&mut self, announce: Announce, now: Timestamp) -> Vec<JobSpec> {
         let mut reboot = Vec::new();
         for key in self.sources.all(&mut self.reactor.fx) {
             reboot.extend(self.reload(&key, announce, now));
@@ -481,7 +481,7 @@ impl Daemon {
 
     /// One source read again, its change applied to the scheduler, the new entries' ids
     /// handed back to the sources. Returns its @reboot jobs.
-    fn reload(&mut self, key: &SourceKey, announce: bool, now: Timestamp) -> Vec<JobSpec> {
+    fn reload(&mut self, key: &SourceKey, announce: Announce, now: Timestamp) -> Vec<JobSpec> {
         let fx = &mut self.reactor.fx;
         let entries = self.scheduler.entries();
         let (mut change, pending) = self.sources.reload(key, announce, entries, fx);

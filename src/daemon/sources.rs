@@ -248,13 +248,13 @@ impl Sources {
     pub(super) fn reload(
         &mut self,
         key: &SourceKey,
-        announce: bool,
+        announce: Announce,
         entries: &Cycle<JobSpec>,
         fx: &mut dyn Effects,
     ) -> (Change, Pending) {
         let who = key.who();
         let tab = key.tab_name(&self.paths);
-        let (old, previous) = self.take_old(key);
+        let (old, previous, old_mtime_ns) = self.take_old(key);
         let previous = previous
             .as_ref()
             .map(|(fingerprint, uid)| (&**fingerprint, *uid));
@@ -278,7 +278,15 @@ impl Sources {
                 if let Some(watches) = &mut self.watches {
                     watches.follow(key, target.as_deref(), fx);
                 }
-                if announce {
+                let said = match announce {
+                    Announce::Never => false,
+                    // As Debian's: RELOAD when the file's time changed. A second look at an
+                    // unchanged file (two events of one write) reloads it all the same,
+                    // silently.
+                    Announce::IfChanged => old_mtime_ns != Some(mtime_ns),
+                    Announce::Always => true,
+                };
+                if said {
                     fx.info(lines::reload_line(&who, &tab));
                 }
                 self.freed = true;
@@ -346,15 +354,23 @@ impl Sources {
 
     /// Takes a source's entries out of the table, for a reload: its entries and the
     /// fingerprint its file was last loaded with.
-    fn take_old(&mut self, key: &SourceKey) -> (Vec<EntryId>, Option<OldFingerprint>) {
-        let (old, previous) = match self.table.take(key) {
-            Some(old) => (old.entries.iter().collect::<Vec<_>>(), old.fingerprint),
-            None => (Vec::new(), None),
+    /// The entries of `key`'s last load, its fingerprint, and the file's time then.
+    fn take_old(
+        &mut self,
+        key: &SourceKey,
+    ) -> (Vec<EntryId>, Option<OldFingerprint>, Option<i128>) {
+        let (old, previous, mtime_ns) = match self.table.take(key) {
+            Some(old) => (
+                old.entries.iter().collect::<Vec<_>>(),
+                old.fingerprint,
+                Some(old.mtime_ns),
+            ),
+            None => (Vec::new(), None, None),
         };
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
-        (old, previous)
+        (old, previous, mtime_ns)
     }
 
     /// Loads the file, parsing only what changed since `previous` when it can; a whole parse
@@ -490,6 +506,17 @@ fn refused(key: &SourceKey, level: Level, event: impl Into<String>, detail: Stri
     Pending::Refused(key.clone(), problem)
 }
 
+/// Whether a reload that loads its file says so in the log (`(who) RELOAD (tab)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Announce {
+    /// The start's first load.
+    Never,
+    /// An event or the minute's look: when the file's time changed since the last load.
+    IfChanged,
+    /// SIGHUP (`systemctl reload`): every file, as the admin asked for them all.
+    Always,
+}
+
 /// The file a reload loaded.
 struct File<'a> {
     key: &'a SourceKey,
@@ -570,9 +597,18 @@ mod tests {
         (sources, scheduler, dir)
     }
 
-    /// A reload as the reactor runs it: (entries rebound, added, removed).
+    /// A reload as the reactor runs it after an event: (entries rebound, added, removed).
     fn reload(s: &mut Sources, sched: &mut Scheduler, fx: &mut Recorded) -> (usize, usize, usize) {
-        let (change, pending) = s.reload(&SourceKey::System, true, sched.entries(), fx);
+        reload_as(s, sched, Announce::IfChanged, fx)
+    }
+
+    fn reload_as(
+        s: &mut Sources,
+        sched: &mut Scheduler,
+        announce: Announce,
+        fx: &mut Recorded,
+    ) -> (usize, usize, usize) {
+        let (change, pending) = s.reload(&SourceKey::System, announce, sched.entries(), fx);
         let counts = (change.rebind.len(), change.add.len(), change.remove.len());
         let added = sched.apply(change, 0, fx);
         s.settle(pending, &added, fx);
@@ -628,6 +664,39 @@ mod tests {
         assert_eq!(s.changed_files(), [SourceKey::System]);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 2));
         assert_eq!((sched.len(), s.len()), (0, 0));
+    }
+
+    #[test]
+    fn root_a_second_look_at_an_unchanged_file_reloads_it_without_a_second_reload_line() {
+        require_root();
+        let mut fx = Recorded::default();
+        let (mut s, mut sched, dir) = set_up(&mut fx);
+        let file = dir.path().join("crontab");
+        std::fs::write(&file, "* * * * * root echo a\n").unwrap();
+        let said = |fx: &Recorded| fx.logged("(*system*) RELOAD (").len();
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 1, 0));
+        assert_eq!(said(&fx), 1, "{:?}", fx.lines);
+        // One write seen twice (crontab(1) closing its file after the rename did that): the
+        // file is read again, its entry kept, and nothing more is said.
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (1, 0, 0));
+        assert_eq!(said(&fx), 1, "{:?}", fx.lines);
+        // SIGHUP asks for every file.
+        let sighup = reload_as(&mut s, &mut sched, Announce::Always, &mut fx);
+        assert_eq!(sighup, (1, 0, 0));
+        assert_eq!(said(&fx), 2, "{:?}", fx.lines);
+        // A new time (a `touch`, as Debian's cron sees it) is said again.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_modified(later))
+            .unwrap();
+        assert_eq!(reload(&mut s, &mut sched, &mut fx), (1, 0, 0));
+        assert_eq!(said(&fx), 3, "{:?}", fx.lines);
+        // The start's load says nothing.
+        fx.clear();
+        reload_as(&mut s, &mut sched, Announce::Never, &mut fx);
+        assert_eq!(said(&fx), 0, "{:?}", fx.lines);
     }
 
     #[test]

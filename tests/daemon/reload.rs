@@ -1,6 +1,7 @@
 //! Changes reach the real `crond` without inotify too: Debian's per-minute mtime check (`-i`)
 //! and SIGHUP, which reloads every file at once.
 
+use std::io::Write;
 use std::process::Command;
 
 use crate::support::daemon::*;
@@ -38,6 +39,37 @@ fn sighup_reloads_the_crontabs_at_once() {
     let line = crond.wait_for_log(&format!("({me}) RELOAD (spool/{me})"), 5);
     // Read before the first minute check (10:00:00): the signal did it.
     assert!(line.contains("09:59:5"), "reloaded at once: {line}");
+}
+
+#[test]
+fn root_a_crontab_installed_with_the_crontab_command_is_reloaded_with_one_line() {
+    require_root();
+    let tree = Tree::new();
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("running with inotify support", 10);
+    let mut install = Command::new(env!("CARGO_BIN_EXE_crontab"))
+        .arg("--spool-dir")
+        .arg(tree.spool())
+        .args(["-u", "root", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("run crontab");
+    let mut stdin = install.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"0 0 1 1 * true\n")
+        .expect("write the crontab");
+    drop(stdin);
+    assert!(install.wait().expect("wait for crontab").success());
+    crond.wait_for_log("(root) RELOAD (spool/root)", 10);
+    // A later change, seen after every event of the install: then count.
+    tree.write_file(&tree.cron_d().join("later"), "0 0 1 1 * root true\n", 0o644);
+    crond.wait_for_log("(*system*later) RELOAD (", 10);
+    let log = crond.log_text();
+    assert_eq!(
+        log.matches("(root) RELOAD (spool/root)").count(),
+        1,
+        "one install, one line: {log}"
+    );
 }
 
 #[test]
