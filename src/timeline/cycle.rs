@@ -294,8 +294,13 @@ impl<J: Clone> Cycle<J> {
     /// run the plan for `now` produces joins the queue, in time order, unless its entry is
     /// still in the queue.
     pub fn on_wake(&mut self, now: UtcMinute) -> Woke {
-        let postponed = self.queue.end_cycle();
         let (movement, runs) = self.agenda.advance(now);
+        // A wake in a minute handled already (the clock set within it) ends no cycle: what
+        // waits was counted as postponed when this minute began.
+        let postponed = match movement {
+            Movement::Repeat => 0,
+            _ => self.queue.end_cycle(),
+        };
         let (mut queued, mut merged) = (0, 0);
         let mut this_wake: Vec<EntryId> = Vec::new();
         for run in runs {
@@ -555,6 +560,27 @@ mod tests {
             order,
             [(Some(b), UtcMinute(1001), 1), (Some(a), UtcMinute(1002), 0)]
         );
+    }
+
+    #[test]
+    fn a_second_wake_in_the_same_minute_postpones_nothing_again() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        cycle.add(schedule("* * * * *"), None, "a", 0);
+        cycle.add(schedule("* * * * *"), None, "b", 0);
+        cycle.on_wake(UtcMinute(1001));
+        let woke = cycle.on_wake(UtcMinute(1002));
+        assert_eq!((woke.postponed, woke.merged), (2, 2));
+        // The clock set within minute 1002 (the kernel's notice): the same two still wait,
+        // counted once, and they keep their one postponement.
+        let again = cycle.on_wake(UtcMinute(1002));
+        assert_eq!(
+            (again.movement, again.postponed, again.queued),
+            (Movement::Repeat, 0, 0)
+        );
+        let postponed: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(1002 * 60_000))
+            .map(|q| q.postponed)
+            .collect();
+        assert_eq!(postponed, [1, 1]);
     }
 
     #[test]
