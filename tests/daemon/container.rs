@@ -5,7 +5,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::support::daemon::{
     Crond, FAKETIME_LIB, START, Tree, chown, require_root, user_with_home, wait_for_file,
@@ -22,8 +22,6 @@ fn start_plain(
     env: &[(&str, &str)],
     unset: &[&str],
 ) -> Crond {
-    let log = tree.log_file(n);
-    let err = fs::File::create(&log).expect("log file");
     let mut command = Command::new(wrapper.first().copied().unwrap_or("env"));
     if !wrapper.is_empty() {
         command.args(&wrapper[1..]).arg("env");
@@ -41,16 +39,7 @@ fn start_plain(
     for name in unset {
         command.env_remove(name);
     }
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .expect("start crond");
-    Crond {
-        child: Some(child),
-        log,
-    }
+    Crond::spawn(&mut command, tree.log_file(n))
 }
 
 /// A directory in the tree owned by `owner` (a name or a uid), mode 0700.

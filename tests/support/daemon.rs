@@ -348,7 +348,6 @@ impl Crond {
             "libfaketime is missing: run .ci/deps (Debian package faketime)"
         );
         let log = tree.log_file(n);
-        let err = fs::File::create(&log).expect("log file");
         let mut command = match wrapper.split_first() {
             // libfaketime must start after the wrapper has changed user: its shared memory,
             // made by a root process, can't be opened by the daemon's user.
@@ -378,8 +377,7 @@ impl Crond {
             }
         }
         command.envs(env.iter().copied());
-        let child = tree
-            .daemon_args(&mut command)
+        tree.daemon_args(&mut command)
             .args(extra)
             .env("FAKETIME_DONT_RESET", "1")
             // With --localtime the zone comes from that file; TZ would override it.
@@ -390,7 +388,14 @@ impl Crond {
                 } else {
                     "UTC"
                 },
-            )
+            );
+        Crond::spawn(&mut command, log)
+    }
+
+    /// Starts `command` (a crond command line) with its stderr in `log` and no stdin.
+    pub fn spawn(command: &mut Command, log: PathBuf) -> Crond {
+        let err = fs::File::create(&log).expect("log file");
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(err)
