@@ -30,7 +30,8 @@ pub fn unmap_idle_file_pages() -> usize {
         // single-threaded, so nothing maps or writes between the read and this call): every
         // page is the file's page as the page cache holds it (ld.so's relocations made the
         // pages they wrote anonymous, and those mappings are skipped). MADV_DONTNEED on such a
-        // mapping drops only page-table entries; a later read maps the same bytes again.
+        // mapping drops only page-table entries; a later read maps the same bytes again, as
+        // after the kernel's own reclaim, which may unmap such clean pages at any time.
         let rc =
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
         if rc == 0 {
