@@ -26,12 +26,13 @@ pub fn unmap_idle_file_pages() -> usize {
     let mut unmapped = 0;
     for (start, end) in unmodified_read_only_file_mappings(&smaps) {
         // SAFETY: the range is one whole mapping of this process, private, backed by a file,
-        // not writable, and without a single anonymous page (smaps says so, and the daemon is
-        // single-threaded, so nothing maps or writes between the read and this call): every
-        // page is the file's page as the page cache holds it (ld.so's relocations made the
-        // pages they wrote anonymous, and those mappings are skipped). MADV_DONTNEED on such a
-        // mapping drops only page-table entries; a later read maps the same bytes again, as
-        // after the kernel's own reclaim, which may unmap such clean pages at any time.
+        // not writable, and without an anonymous page, resident or swapped (smaps says so; the
+        // daemon is single-threaded, so nothing maps or writes between the read and this call):
+        // every page is the file's page as the page cache holds it (ld.so's relocations made
+        // the pages they wrote anonymous, and those mappings are skipped). MADV_DONTNEED on
+        // such a mapping drops only page-table entries; a later read maps the same bytes
+        // again, as after the kernel's own reclaim, which may unmap such clean pages at any
+        // time.
         let rc =
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
         if rc == 0 {
@@ -42,13 +43,20 @@ pub fn unmap_idle_file_pages() -> usize {
 }
 
 /// The `(start, end)` of each mapping in `smaps` (the text of /proc/PID/smaps) that is private,
-/// backed by a file, readable and not writable, and holds no anonymous (modified) page.
+/// backed by a file, readable and not writable, and holds no anonymous (modified) page, in
+/// memory or swapped out (`Anonymous` counts only the resident ones: a relocated page in swap
+/// would be lost).
 fn unmodified_read_only_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
+    // The mapping being read, while nothing says it was modified.
     let mut candidate = None;
+    let mut anonymous_zero = false;
     for line in smaps.lines() {
         let mut fields = line.split_ascii_whitespace();
         let Some(first) = fields.next() else { continue };
+        let kib = |mut fields: std::str::SplitAsciiWhitespace<'_>| {
+            fields.next().and_then(|n| n.parse::<u64>().ok())
+        };
         if let Some((start, end)) = first.split_once('-') {
             // A mapping's header: `start-end perms offset dev inode [path]`.
             let perms = fields.next().unwrap_or("");
@@ -61,10 +69,13 @@ fn unmodified_read_only_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
                 (Ok(start), Ok(end)) if read_only && path.starts_with('/') => Some((start, end)),
                 _ => None,
             };
+            anonymous_zero = false;
         } else if first == "Anonymous:" {
-            let anonymous_kib = fields.next().and_then(|n| n.parse::<u64>().ok());
-            if let (Some((start, end)), Some(0)) = (candidate.take(), anonymous_kib) {
-                found.push((start, end));
+            anonymous_zero = kib(fields) == Some(0);
+        } else if first == "Swap:" {
+            // After `Anonymous:` in every kernel's smaps.
+            if let (Some(range), true, Some(0)) = (candidate.take(), anonymous_zero, kib(fields)) {
+                found.push(range);
             }
         }
     }
@@ -80,25 +91,37 @@ mod tests {
 Size:                 64 kB
 Rss:                  64 kB
 Anonymous:             0 kB
+Swap:                  0 kB
 55d0a0010000-55d0a0130000 r-xp 00010000 fe:00 100 /usr/sbin/crond
 Size:               1152 kB
 Rss:                1100 kB
 Anonymous:             0 kB
+Swap:                  0 kB
 55d0a0130000-55d0a0140000 r--p 00130000 fe:00 100 /usr/sbin/crond
 Size:                 64 kB
 Anonymous:            12 kB
+Swap:                  0 kB
 55d0a0140000-55d0a0142000 rw-p 00140000 fe:00 100 /usr/sbin/crond
 Anonymous:             8 kB
+Swap:                  0 kB
 55d0a1000000-55d0a1100000 rw-p 00000000 00:00 0                  [heap]
 Anonymous:           320 kB
+Swap:                  0 kB
 7f0000000000-7f0000001000 rw-p 00000000 00:00 0
 Anonymous:             0 kB
+Swap:                  0 kB
 7f0000010000-7f0000020000 r-xp 00000000 fe:00 200 /usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)
 Anonymous:             0 kB
+Swap:                  0 kB
 7fff00000000-7fff00002000 r-xp 00000000 00:00 0                  [vdso]
 Anonymous:             0 kB
+Swap:                  0 kB
 7fff00010000-7fff00011000 r-xp 00000000 fe:00 300 /usr/lib/x86_64-linux-gnu/gconv/breakpoint.so
 Anonymous:             4 kB
+Swap:                  0 kB
+7fff00020000-7fff00030000 r--p 00020000 fe:00 300 /usr/lib/x86_64-linux-gnu/libpam.so.0
+Anonymous:             0 kB
+Swap:                  8 kB
 ";
 
     #[test]
@@ -112,14 +135,14 @@ Anonymous:             4 kB
             ],
             "the binary's constants and code and a (deleted) library's code; not the relocated \
              constants (anonymous pages), the data, the heap, an anonymous mapping, the vdso, \
-             or code a debugger wrote a breakpoint into"
+             code a debugger wrote a breakpoint into, or relocated constants now in swap"
         );
     }
 
     #[test]
-    fn a_header_without_its_anonymous_line_is_not_taken_for_the_next_mappings() {
-        let cut = "1000-2000 r-xp 00000000 fe:00 1 /bin/a\nRss: 4 kB\n\
-                   3000-4000 rw-p 00000000 00:00 0\nAnonymous: 0 kB\n";
+    fn a_mapping_without_its_swap_line_is_not_taken_for_the_next_one() {
+        let cut = "1000-2000 r-xp 00000000 fe:00 1 /bin/a\nRss: 4 kB\nAnonymous: 0 kB\n\
+                   3000-4000 rw-p 00000000 00:00 0\nAnonymous: 0 kB\nSwap: 0 kB\n";
         assert!(unmodified_read_only_file_mappings(cut).is_empty());
     }
 }
