@@ -352,9 +352,8 @@ impl Sources {
         }
     }
 
-    /// Takes a source's entries out of the table, for a reload: its entries and the
-    /// fingerprint its file was last loaded with.
-    /// The entries of `key`'s last load, its fingerprint, and the file's time then.
+    /// Takes a source's entries out of the table, for a reload: its entries, the fingerprint
+    /// its file was last loaded with, and the file's modification time then.
     fn take_old(
         &mut self,
         key: &SourceKey,
