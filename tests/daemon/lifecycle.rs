@@ -398,6 +398,14 @@ impl ForkLimit {
         }
     }
 
+    /// The daemon's group may hold `processes` at once (a pids cgroup only).
+    fn allow(&self, processes: u32) {
+        let ForkLimit::Cgroup { dir, .. } = self else {
+            panic!("a number of processes needs a pids cgroup");
+        };
+        std::fs::write(dir.join("pids.max"), processes.to_string()).expect("pids.max");
+    }
+
     /// Forks fail (`block`) or work again.
     fn set(&self, block: bool) {
         match self {
@@ -495,10 +503,7 @@ fn root_when_a_job_childs_own_fork_fails_the_run_goes_back_in_the_queue_and_runs
     let limit = ForkLimit::on(crond.pid());
     // The daemon and one job child: the daemon's fork works while no child runs, and that
     // child's own (its shell's) never does.
-    let ForkLimit::Cgroup { dir, .. } = &limit else {
-        unreachable!("a pids cgroup was found above");
-    };
-    std::fs::write(dir.join("pids.max"), "2").expect("pids.max");
+    limit.allow(2);
     // Through 10:00 and 10:01 (fake), the run of 10:00 failing and put back again and again.
     crond.wait_for_log("more failed attempts in the last minute", 20);
     let failing = crond.log_text();
@@ -544,12 +549,9 @@ fn root_at_the_edge_of_a_pids_limit_forks_that_fail_and_work_in_turn_write_a_few
     let crond = Crond::start(&tree, 1, &[]);
     crond.wait_for_log("entries loaded", 10);
     let limit = ForkLimit::on(crond.pid());
-    let ForkLimit::Cgroup { dir, .. } = &limit else {
-        unreachable!("a pids cgroup was found above");
-    };
     // The daemon, a job child and one more: some forks fail (the daemon's of a second child, or
     // a child's of its shell while another child lives), some work, in turn.
-    std::fs::write(dir.join("pids.max"), "3").expect("pids.max");
+    limit.allow(3);
     wait_for_runs(&crond, &runs, 20, 60);
     // The minute after: the failures counted in one line.
     crond.wait_for_log("more failed attempts in the last minute", 20);
