@@ -290,6 +290,10 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
     );
     // A slot not in the record may only be one the database marked started on a host that was
     // killed right then, before its daemon forked the job (at most once: docs/cluster.md).
+    // "Right then" is within 5 s: a host works through a minute's hundred starts one fork at
+    // a time, and on a loaded machine the last can still be unforked more than 2 s after the
+    // first (seen once: 37 slots of 10:02 lost in a run whose first kill fell in that minute,
+    // failing the 2 s this window was before).
     let missing: Vec<u32> = (0..1000).filter(|k| !counts.contains_key(k)).collect();
     if !missing.is_empty() {
         let rows = pg.psql(
@@ -312,7 +316,7 @@ fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_re
                 h == host
                     && started_by
                         .get(host)
-                        .is_some_and(|s| s.iter().any(|&t| t <= kill && kill - t < 2.0))
+                        .is_some_and(|s| s.iter().any(|&t| t <= kill && kill - t < 5.0))
             })
         };
         assert!(
