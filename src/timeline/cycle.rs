@@ -7,8 +7,11 @@
 //!
 //! Pure.
 
+use std::collections::VecDeque;
+
 use super::ids::IdMap;
 
+use super::agenda::Run;
 use super::queue::{Queue, Queued, RETRY_MS};
 use super::{Agenda, EntryId, Movement, UtcMinute};
 use crate::schedule::{Schedule, Zone};
@@ -72,7 +75,14 @@ pub struct Cycle<J> {
     /// The entries, each with its job and its start delay in seconds (RANDOM_DELAY, scaled).
     agenda: Agenda<(J, u32)>,
     queue: Queue<Due<J>>,
-    /// How many runs of each entry are in the queue.
+    /// The last wake's runs not made queue items yet, in order, behind the queue's line: at a
+    /// wake with nothing of before waiting (nearly every wake) the runs join the line as they
+    /// come up, so the first of a minute's 10,000 jobs starts without 10,000 items (and the
+    /// memory they touch for the first time) built first. While any remain, the line has a
+    /// ready item ([`Cycle::feed`]); whatever changes an entry or asks what is queued makes
+    /// them all items first ([`Cycle::flush`]).
+    fresh: VecDeque<Run>,
+    /// How many runs of each entry are queue items.
     queued: IdMap<EntryId, usize>,
     /// The `@every` entries (few: their places in the agenda never fire by the minute).
     every: IdMap<EntryId, Every>,
@@ -105,6 +115,7 @@ impl<J: Clone> Cycle<J> {
         Cycle {
             agenda: Agenda::new(handled, local),
             queue: Queue::default(),
+            fresh: VecDeque::new(),
             queued: IdMap::default(),
             every: IdMap::default(),
             every_base_ms: handled.0 * 60_000,
@@ -156,6 +167,9 @@ impl<J: Clone> Cycle<J> {
             }
         }
         due.sort();
+        if !due.is_empty() {
+            self.flush();
+        }
         let minute = UtcMinute(now_ms.div_euclid(60_000));
         let mut queued = 0;
         for id in due {
@@ -190,6 +204,8 @@ impl<J: Clone> Cycle<J> {
 
     /// An entry's job, to change what it points to (not when it runs).
     pub fn job_mut(&mut self, id: EntryId) -> Option<&mut J> {
+        // A run already due keeps the job it was due with.
+        self.flush();
         self.agenda.payload_mut(id).map(|(job, _)| job)
     }
 
@@ -197,6 +213,7 @@ impl<J: Clone> Cycle<J> {
     /// RANDOM_DELAY is cancelled; a run that is due and only waits its turn still starts: it
     /// was due. Returns how many runs were cancelled.
     pub fn remove(&mut self, id: EntryId) -> usize {
+        self.flush();
         self.agenda.remove(id);
         self.every.remove(&id);
         let cancelled = self.queue.cancel_waiting(|due| due.entry == Some(id));
@@ -239,6 +256,7 @@ impl<J: Clone> Cycle<J> {
     /// that waited for its entry's last run to end (`CRON_OVERLAP=queue`) and could not be
     /// forked then.
     pub fn queue_run(&mut self, entry: Option<EntryId>, job: J, minute: UtcMinute) {
+        self.flush();
         if let Some(entry) = entry {
             *self.queued.entry(entry).or_insert(0) += 1;
         }
@@ -259,6 +277,7 @@ impl<J: Clone> Cycle<J> {
         now: UtcMinute,
     ) -> Option<UtcMinute> {
         let missed = self.agenda.fire_after(id, after)?;
+        self.flush();
         if missed >= before || self.queued.contains_key(&id) {
             return None;
         }
@@ -294,6 +313,8 @@ impl<J: Clone> Cycle<J> {
     /// run the plan for `now` produces joins the queue, in time order, unless its entry is
     /// still in the queue.
     pub fn on_wake(&mut self, now: UtcMinute) -> Woke {
+        // What the last minute did not start is all counted as postponed, so all of it items.
+        self.flush();
         let (movement, runs) = self.agenda.advance(now);
         // A wake in a minute handled already (the clock set within it) ends no cycle: what
         // waits was counted as postponed when this minute began.
@@ -301,12 +322,21 @@ impl<J: Clone> Cycle<J> {
             Movement::Repeat => 0,
             _ => self.queue.end_cycle(),
         };
+        if self.queued.is_empty() {
+            // Nothing of before waits, so no run merges: all join the line, as they come up.
+            let queued = runs.len();
+            self.fresh = runs.into();
+            self.feed();
+            return Woke {
+                movement,
+                postponed,
+                queued,
+                merged: 0,
+            };
+        }
         let (mut queued, mut merged) = (0, 0);
         let mut this_wake: Vec<EntryId> = Vec::new();
         for run in runs {
-            let Some((_, _, (job, delay_s))) = self.agenda.get(run.entry) else {
-                continue;
-            };
             let in_queue = self.queued.get(&run.entry).copied().unwrap_or(0);
             if in_queue > 0 && !this_wake.contains(&run.entry) {
                 // A run from before this wake-up still waits: this one merges into it.
@@ -316,14 +346,9 @@ impl<J: Clone> Cycle<J> {
             if in_queue == 0 {
                 this_wake.push(run.entry);
             }
-            *self.queued.entry(run.entry).or_insert(0) += 1;
-            let due = Due {
-                entry: Some(run.entry),
-                job: job.clone(),
-            };
-            let start_ms = run.minute.0 * 60_000 + i64::from(*delay_s) * 1000;
-            self.queue.push(due, run.minute, start_ms);
-            queued += 1;
+            if self.enqueue(run) {
+                queued += 1;
+            }
         }
         Woke {
             movement,
@@ -333,16 +358,55 @@ impl<J: Clone> Cycle<J> {
         }
     }
 
+    /// Makes `run` a queue item, behind the others (or waiting for its RANDOM_DELAY); false if
+    /// its entry is gone.
+    fn enqueue(&mut self, run: Run) -> bool {
+        let Some((_, _, (job, delay_s))) = self.agenda.get(run.entry) else {
+            return false;
+        };
+        let due = Due {
+            entry: Some(run.entry),
+            job: job.clone(),
+        };
+        let start_ms = run.minute.0 * 60_000 + i64::from(*delay_s) * 1000;
+        self.queue.push(due, run.minute, start_ms);
+        *self.queued.entry(run.entry).or_insert(0) += 1;
+        true
+    }
+
+    /// Makes fresh runs items until one is ready to start or none is left.
+    fn feed(&mut self) {
+        while !self.queue.has_ready() {
+            let Some(run) = self.fresh.pop_front() else {
+                return;
+            };
+            self.enqueue(run);
+        }
+    }
+
+    /// Makes every fresh run an item.
+    fn flush(&mut self) {
+        while let Some(run) = self.fresh.pop_front() {
+            self.enqueue(run);
+        }
+    }
+
     /// The next job to start at `now_ms`. A job not started by the next wake-up is counted
     /// there as postponed (it keeps its place at the head of the line).
     pub fn next_to_start(&mut self, now_ms: i64) -> Option<Queued<Due<J>>> {
-        for ready in self.queue.promote(now_ms) {
+        let promoted = self.queue.promote(now_ms);
+        if !promoted.is_empty() {
+            // They go behind every run of the last wake.
+            self.flush();
+        }
+        for ready in promoted {
             self.queue.push_ready(ready);
         }
         let next = self.queue.next(now_ms, end_of_minute_ms(now_ms))?;
         if let Some(entry) = next.job.entry {
             self.dequeued(entry);
         }
+        self.feed();
         Some(next)
     }
 
@@ -611,6 +675,77 @@ mod tests {
         );
         assert_eq!(cycle.on_wake(UtcMinute(1002)).queued, 0);
         assert!(cycle.is_empty());
+    }
+
+    #[test]
+    fn a_minutes_runs_join_the_line_as_they_come_up_and_keep_the_job_they_were_due_with() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        // First in the table: its run is the first to become an item, and waits.
+        let late = cycle.add(schedule("* * * * *"), None, "late", 1);
+        let ids: Vec<EntryId> = ["a", "b", "c", "d"]
+            .into_iter()
+            .map(|job| cycle.add(schedule("* * * * *"), None, job, 0))
+            .collect();
+        let woke = cycle.on_wake(UtcMinute(1001));
+        assert_eq!((woke.queued, woke.merged), (5, 0));
+        let minute = 1001 * 60_000;
+        assert_eq!(cycle.next_to_start(minute).map(|q| q.job.job), Some("a"));
+        // The late run's second comes while b, c and d wait their turn: it goes behind them.
+        let order: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(minute + 1000))
+            .map(|q| q.job.job)
+            .collect();
+        assert_eq!(order, ["b", "c", "d", "late"]);
+        assert!(!cycle.has_backlog());
+        // Next minute, while b, c and d wait their turn, c's entry is edited: its run starts
+        // with the job it was due with. The minute after, d's entry is removed while it
+        // waits: its run still starts.
+        let starts = |cycle: &mut Cycle<&'static str>, minute: i64| -> Vec<&str> {
+            std::iter::from_fn(|| cycle.next_to_start(minute * 60_000))
+                .map(|q| q.job.job)
+                .collect()
+        };
+        cycle.remove(late);
+        assert_eq!(cycle.on_wake(UtcMinute(1002)).queued, 4);
+        assert_eq!(
+            cycle.next_to_start(1002 * 60_000).map(|q| q.job.job),
+            Some("a")
+        );
+        *cycle.job_mut(ids[2]).expect("c") = "c edited";
+        assert_eq!(starts(&mut cycle, 1002), ["b", "c", "d"]);
+        assert_eq!(cycle.on_wake(UtcMinute(1003)).queued, 4);
+        assert_eq!(
+            cycle.next_to_start(1003 * 60_000).map(|q| q.job.job),
+            Some("a")
+        );
+        cycle.remove(ids[3]);
+        assert_eq!(starts(&mut cycle, 1003), ["b", "c edited", "d"]);
+        assert_eq!(cycle.on_wake(UtcMinute(1004)).queued, 3);
+        assert_eq!(starts(&mut cycle, 1004), ["a", "b", "c edited"]);
+    }
+
+    #[test]
+    fn runs_a_minute_did_not_start_are_all_postponed_and_first_in_the_next() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        for job in ["a", "b", "c"] {
+            cycle.add(schedule("* * * * *"), None, job, 0);
+        }
+        cycle.on_wake(UtcMinute(1001));
+        assert_eq!(
+            cycle.next_to_start(1001 * 60_000).map(|q| q.job.job),
+            Some("a")
+        );
+        assert!(cycle.has_backlog());
+        assert_eq!(
+            cycle.next_start_ms(),
+            Some(i64::MIN),
+            "a ready job may start at once"
+        );
+        let woke = cycle.on_wake(UtcMinute(1002));
+        assert_eq!((woke.postponed, woke.queued, woke.merged), (2, 1, 2));
+        let order: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(1002 * 60_000))
+            .map(|q| (q.job.job, q.due.0, q.postponed))
+            .collect();
+        assert_eq!(order, [("b", 1001, 1), ("c", 1001, 1), ("a", 1002, 0)]);
     }
 
     #[test]

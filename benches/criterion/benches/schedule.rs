@@ -140,8 +140,9 @@ fn parse(c: &mut Criterion) {
 }
 
 /// The daemon's work at a minute boundary with 10,000 entries due: the cycle pops them and
-/// queues the runs (`Cycle::on_wake`), and the first job can start; then each one's next fire
-/// time is computed (`Cycle::next_wake`, which the daemon asks after the first jobs started).
+/// queues the runs (`Cycle::on_wake`), and the first job comes up (`Cycle::next_to_start`);
+/// then each one's next fire time is computed (`Cycle::next_wake`, which the daemon asks after
+/// the first jobs started).
 fn minute(c: &mut Criterion) {
     use crond::schedule::{When, parse_expression};
     use crond::timeline::{Cycle, UtcMinute};
@@ -174,9 +175,10 @@ fn minute(c: &mut Criterion) {
                 |mut cycle| {
                     let woke = cycle.on_wake(black_box(ten));
                     assert_eq!(woke.queued, DUE);
+                    assert!(cycle.next_to_start(ten.0 * 60_000).is_some());
                     if settle {
-                        // The runs are still queued (nothing started them): the next wake is
-                        // the next minute.
+                        // The other runs are still queued (nothing started them): the next
+                        // wake is the next minute.
                         assert_eq!(cycle.next_wake(ten, false), UtcMinute(ten.0 + 1));
                     }
                     cycle
