@@ -54,9 +54,6 @@ fn unmodified_read_only_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
     for line in smaps.lines() {
         let mut fields = line.split_ascii_whitespace();
         let Some(first) = fields.next() else { continue };
-        let kib = |mut fields: std::str::SplitAsciiWhitespace<'_>| {
-            fields.next().and_then(|n| n.parse::<u64>().ok())
-        };
         if let Some((start, end)) = first.split_once('-') {
             // A mapping's header: `start-end perms offset dev inode [path]`.
             let perms = fields.next().unwrap_or("");
@@ -71,10 +68,12 @@ fn unmodified_read_only_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
             };
             anonymous_zero = false;
         } else if first == "Anonymous:" {
-            anonymous_zero = kib(fields) == Some(0);
+            anonymous_zero = fields.next() == Some("0");
         } else if first == "Swap:" {
             // After `Anonymous:` in every kernel's smaps.
-            if let (Some(range), true, Some(0)) = (candidate.take(), anonymous_zero, kib(fields)) {
+            if let (Some(range), true, Some("0")) =
+                (candidate.take(), anonymous_zero, fields.next())
+            {
                 found.push(range);
             }
         }
