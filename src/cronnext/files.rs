@@ -134,7 +134,7 @@ pub(super) fn run(
     let per_entry = count.unwrap_or(if until.is_some() { u64::MAX } else { 1 });
     let mut runs: Vec<Run<'_>> = Vec::new();
     for (owner, shown, tab) in &tabs {
-        for entry in &tab.entries {
+        for (entry, command) in tab.entries.iter().zip(tab.commands()) {
             let user = entry.user.as_deref().unwrap_or(owner);
             let schedule: &Schedule = match &entry.when {
                 When::Periodic(s) => s,
@@ -161,12 +161,7 @@ pub(super) fn run(
                 .get(b"CRON_CLUSTER")
                 .filter(|_| entry.env.policy().clustered);
             let cluster = cluster.map(|name| {
-                let id = entry_key(
-                    schedule,
-                    entry.zone.as_ref().map(Zone::name),
-                    user,
-                    &entry.command,
-                );
+                let id = entry_key(schedule, entry.zone.as_ref().map(Zone::name), user, command);
                 (name, id)
             });
             let mut at = after;
@@ -183,7 +178,7 @@ pub(super) fn run(
                     user,
                     policy: entry.env.policy(),
                     cluster,
-                    command: &entry.command,
+                    command,
                 });
                 at = next;
                 n += 1;

@@ -220,9 +220,13 @@ fn parse_chunks(
     if stop.is_none() && from < ranges.len() {
         // To the end: room for the entries at once (growing by doubling copied them again at
         // each step, and held the old and the new room together).
-        let room =
-            super::entry_lines(&text[ranges[from].start..]).min(parser.options.limits.max_entries);
+        let rest = &text[ranges[from].start..];
+        let room = super::entry_lines(rest).min(parser.options.limits.max_entries);
         parser.out.entries.reserve_exact(room);
+        parser.out.spans.reserve_exact(room);
+        // An entry's packed text is at most its line (newline included) and four bytes more
+        // (super::packed): room for all, given back below when the file had comments.
+        parser.out.text.reserve_exact(rest.len() + 4 * room);
     }
     let mut at = from;
     while at < ranges.len() {
@@ -252,6 +256,7 @@ fn parse_chunks(
         at += 1;
     }
     let state = parser.state();
+    parser.out.text.shrink_to_fit();
     (parser.out, state, at)
 }
 

@@ -32,6 +32,7 @@ mod command;
 mod diagnostic;
 mod env;
 pub mod incremental;
+pub mod packed;
 pub mod policy;
 
 use std::fmt;
@@ -126,15 +127,9 @@ pub struct Entry {
     /// Line number in the file (from 1).
     pub line: u32,
     pub when: When,
-    /// The time fields as written (`@daily`, `*/5 * * * mon-fri`), each run of blanks between
-    /// them one space (Debian's /etc/crontab separates them with tabs, which a table would show
-    /// escaped), the `-` before them left out: what `cronctl list` shows.
-    pub schedule_text: Vec<u8>,
     /// The user field of the system format (one allocation for consecutive entries of one
     /// user).
     pub user: Option<Arc<[u8]>>,
-    /// The command as written, `%` and all (what logs and the mail subject show).
-    pub command: Vec<u8>,
     /// The variables set above the entry.
     pub env: Arc<Env>,
     /// `CRON_TZ` in force for this entry; `None` means the daemon's local zone.
@@ -145,36 +140,19 @@ pub struct Entry {
     pub quiet: bool,
 }
 
-impl Entry {
-    /// The command the shell runs and the text it reads on stdin (the `%` rule).
-    pub fn job_input(&self) -> JobInput {
-        split_percent(&self.command)
-    }
-
-    /// The entry as a crontab line (canonical time fields, original command).
-    pub fn to_line(&self) -> Vec<u8> {
-        let mut line = if self.quiet {
-            b"-".to_vec()
-        } else {
-            Vec::new()
-        };
-        line.extend_from_slice(self.when.to_string().as_bytes());
-        if let Some(user) = &self.user {
-            line.push(b' ');
-            line.extend_from_slice(user);
-        }
-        line.push(b' ');
-        line.extend_from_slice(&self.command);
-        line
-    }
-}
-
 /// A parsed file: what loads, and what is wrong.
 #[derive(Debug, Clone, Default)]
 pub struct Crontab {
     /// The variables in force at the end of the file.
     pub env: Arc<Env>,
+    /// The entries; the text of entry `i` is found with [`Crontab::command`] and
+    /// [`Crontab::schedule_text`].
     pub entries: Vec<Entry>,
+    /// The entries' commands and time fields as written, one after the other
+    /// ([`packed`]): one allocation for the file instead of two per entry.
+    text: Vec<u8>,
+    /// Where each entry's command is in `text`, in the order of `entries`.
+    spans: Vec<packed::Span>,
     /// The first problems of the file, [`SHOWN_PROBLEMS`] at most between the two lists.
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
@@ -183,6 +161,55 @@ pub struct Crontab {
 }
 
 impl Crontab {
+    /// Entry `i`'s command as written, `%` and all (what logs and the mail subject show).
+    pub fn command(&self, i: usize) -> &[u8] {
+        packed::command(&self.text, self.spans[i])
+    }
+
+    /// The entries' commands, in order.
+    pub fn commands(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.spans
+            .iter()
+            .map(|&span| packed::command(&self.text, span))
+    }
+
+    /// Entry `i`'s time fields as written (`@daily`, `*/5 * * * mon-fri`), each run of blanks
+    /// between them one space (Debian's /etc/crontab separates them with tabs, which a table
+    /// would show escaped), the `-` before them left out, at most
+    /// [`packed::MAX_SCHEDULE_TEXT`] bytes: what `cronctl list` shows.
+    pub fn schedule_text(&self, i: usize) -> &[u8] {
+        packed::schedule_text(&self.text, self.spans[i])
+    }
+
+    /// The command entry `i`'s shell runs and the text it reads on stdin (the `%` rule).
+    pub fn job_input(&self, i: usize) -> JobInput {
+        split_percent(self.command(i))
+    }
+
+    /// Entry `i` as a crontab line (canonical time fields, original command).
+    pub fn to_line(&self, i: usize) -> Vec<u8> {
+        let entry = &self.entries[i];
+        let mut line = if entry.quiet {
+            b"-".to_vec()
+        } else {
+            Vec::new()
+        };
+        line.extend_from_slice(entry.when.to_string().as_bytes());
+        if let Some(user) = &entry.user {
+            line.push(b' ');
+            line.extend_from_slice(user);
+        }
+        line.push(b' ');
+        line.extend_from_slice(self.command(i));
+        line
+    }
+
+    /// The entries with where each one's command is in the packed text, and that text
+    /// ([`packed`]), for a caller that keeps them (the daemon) without copying a command.
+    pub fn into_packed(self) -> (Vec<Entry>, Vec<packed::Span>, Vec<u8>) {
+        (self.entries, self.spans, self.text)
+    }
+
     /// Whether any line is an error, shown or not (an install is refused on any).
     pub fn has_errors(&self) -> bool {
         !self.errors.is_empty() || self.errors_not_shown > 0
@@ -598,12 +625,12 @@ impl<'o, 'z> Parser<'o, 'z> {
             self.cluster_count += 1;
         }
         let written = &line[skip_blanks(line, fields_at)..fields_end];
+        let span = packed::push(&mut self.out.text, number, written, command);
+        self.out.spans.push(span);
         self.out.entries.push(Entry {
             line: number,
             when,
-            schedule_text: one_space_between(written),
             user,
-            command: command.to_vec(),
             env: Arc::clone(&self.out.env),
             zone,
             random_delay: self.random_delay,
@@ -624,25 +651,6 @@ fn word_end(line: &[u8], start: usize) -> usize {
         .iter()
         .position(|&b| is_blank(b))
         .map_or(line.len(), |n| start + n)
-}
-
-/// `fields` with each run of blanks (spaces, tabs) between them made one space.
-fn one_space_between(fields: &[u8]) -> Vec<u8> {
-    // Most files separate their fields with single spaces already: one copy then.
-    if !fields.contains(&b'\t') && !fields.windows(2).any(|w| w == b"  ") {
-        return fields.to_vec();
-    }
-    let mut out = Vec::with_capacity(fields.len());
-    for field in fields
-        .split(|b| matches!(b, b' ' | b'\t'))
-        .filter(|f| !f.is_empty())
-    {
-        if !out.is_empty() {
-            out.push(b' ');
-        }
-        out.extend_from_slice(field);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ pub(super) enum Launched {
 #[cfg(test)]
 pub(super) fn change_of(text: &str) -> Change {
     use crate::crontab::{Format, Limits, ParseOptions};
-    use crate::database::entries::{Owner, pack_commands};
+    use crate::database::entries::Owner;
     use crate::schedule::When;
     use crate::types::Uid;
     use std::sync::Arc;
@@ -109,18 +109,14 @@ pub(super) fn change_of(text: &str) -> Change {
     };
     let crontab = crate::crontab::parse(text.as_bytes(), &mut options);
     assert!(crontab.errors.is_empty(), "{:?}", crontab.errors);
-    let (commands, spans) = pack_commands(
-        crontab
-            .entries
-            .iter()
-            .map(|e| (e.line, e.schedule_text.as_slice(), e.command.as_slice())),
-    );
+    let (entries, spans, text) = crontab.into_packed();
+    let commands: crate::database::entries::Commands = Arc::new(text.into_boxed_slice());
     let mut change = Change {
         who: b"alice".to_vec(),
         tab: "crontabs/alice".into(),
         ..Change::default()
     };
-    for (entry, command) in crontab.entries.into_iter().zip(spans) {
+    for (entry, command) in entries.into_iter().zip(spans) {
         let owner = Arc::new(Owner {
             user: b"alice".to_vec(),
             uid: Some(Uid(1000)),

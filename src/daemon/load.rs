@@ -34,6 +34,7 @@ pub(super) struct Kept {
 /// [`Reusable::claim`].
 pub(super) fn new_same<'a>(
     entry: &'a Entry,
+    command: &'a [u8],
     schedule: &'a Schedule,
     user: &'a [u8],
     uid: Option<Uid>,
@@ -45,7 +46,7 @@ pub(super) fn new_same<'a>(
         delay,
         user,
         uid,
-        command: &entry.command,
+        command,
         quiet: entry.quiet,
         env: &entry.env,
     }

@@ -19,7 +19,8 @@ use super::watch::{self, Watches};
 use super::zone;
 use crate::crontab::Crontab;
 use crate::crontab::incremental::Fingerprint;
-use crate::database::entries::{JobSpec, pack_commands};
+use crate::crontab::packed;
+use crate::database::entries::{Commands, JobSpec};
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::log::{Level, lines};
 use crate::schedule::{When, Zone};
@@ -298,7 +299,7 @@ impl Sources {
                 };
                 self.install(
                     &file,
-                    crontab,
+                    *crontab,
                     &mut reusable,
                     kept,
                     entries,
@@ -414,15 +415,12 @@ impl Sources {
         }
         let mut order = Order::default();
         kept.front.iter().for_each(|&id| order.push_old(id));
-        let (commands, spans) = pack_commands(
-            crontab
-                .entries
-                .iter()
-                .map(|e| (e.line, e.schedule_text.as_slice(), e.command.as_slice())),
-        );
+        // The parser's packed text becomes the owners' (one allocation, no command copied).
+        let (parsed, spans, text) = crontab.into_packed();
+        let commands: Commands = Arc::new(text.into_boxed_slice());
         let tab: Arc<str> = file.key.tab_name(&self.paths).into();
-        let mut owners = Owners::new(tab, commands, file.owner_uid);
-        for (entry, span) in crontab.entries.into_iter().zip(spans) {
+        let mut owners = Owners::new(tab, Arc::clone(&commands), file.owner_uid);
+        for (entry, span) in parsed.into_iter().zip(spans) {
             let user = match (file.key.owner_name(), &entry.user) {
                 (Some(owner), _) => owner,
                 (None, Some(user)) => &user[..],
@@ -435,7 +433,8 @@ impl Sources {
             };
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
             if let When::Periodic(schedule) = &entry.when {
-                let same = new_same(&entry, schedule, user, file.owner_uid, delay);
+                let command = packed::command(&commands, span);
+                let same = new_same(&entry, command, schedule, user, file.owner_uid, delay);
                 // The old entry identical to the new one keeps its place; its job now points
                 // into the new text, so the old text's memory goes.
                 if let Some(id) = old.claim(entries, &same) {

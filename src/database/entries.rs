@@ -1,14 +1,15 @@
 //! The daemon's in-memory entries: who runs them ([`Owner`], one per file, or per user and run of
 //! variables in a system file) and the 16 bytes each entry costs ([`JobSpec`]: its owner and
-//! where its command sits in the owner's one allocation, [`pack_commands`], with its line
-//! number and its time fields as written). Made by the load,
-//! kept by the scheduler, handed to the job child.
+//! where its command sits in the owner's one allocation, the parser's packed text
+//! ([`crate::crontab::packed`]), with its line number and its time fields as written). Made by
+//! the load, kept by the scheduler, handed to the job child.
 //!
 //! Pure: data and its accessors.
 
 use std::sync::Arc;
 
-use crate::crontab::Env;
+pub use crate::crontab::packed::Span;
+use crate::crontab::{Env, packed};
 use crate::log::JobFields;
 use crate::types::Uid;
 
@@ -23,12 +24,10 @@ pub struct Owner {
     pub uid: Option<Uid>,
     /// The crontab the entries come from, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
-    /// The commands of the file's entries, one after the other, each after its time fields as
-    /// written (at most [`MAX_SCHEDULE_TEXT`] bytes), their length (1 byte) and its line number
-    /// (4 bytes, little-endian): an entry holds where its command is, not a copy (one
-    /// allocation per file instead of one per entry), and finds its line and its schedule just
-    /// before it. The schedule text costs its length plus one byte per entry (`*/5 * * * *`:
-    /// 12 bytes), in this one allocation.
+    /// The commands of the file's entries as the parser packed them
+    /// ([`crate::crontab::packed`]): each after its time fields as written (at most
+    /// [`packed::MAX_SCHEDULE_TEXT`] bytes), their length and its line number. An entry holds where
+    /// its command is, not a copy (one allocation per file instead of one per entry).
     pub commands: Commands,
     /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
     /// without it have an owner each (the flag costs the entry nothing).
@@ -39,46 +38,22 @@ pub struct Owner {
     pub env: Arc<Env>,
 }
 
-/// A file's commands in one allocation ([`pack_commands`]), shared by its owners. A box in the
+/// A file's commands in one allocation ([`crate::crontab::packed`]), shared by its owners. A box in the
 /// `Arc` rather than an `Arc<[u8]>`: making one of those from the packed bytes copied them
 /// again, a large file's commands held three times at the peak of its load.
 pub type Commands = Arc<Box<[u8]>>;
 
-/// Where an entry's command sits in its owner's [`Owner::commands`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Span {
-    pub start: u32,
-    pub len: u32,
-}
-
-/// The most bytes of an entry's time fields kept as written; longer ones (a list of every
-/// minute spelt out) are kept cut, and shown ending `...`.
-pub const MAX_SCHEDULE_TEXT: usize = 255;
-
 /// A file's commands in one allocation, each after its time fields as written and its line
-/// number (see [`Owner::commands`]), and where each is. A file is at most 64 MiB, so offsets
-/// fit in u32.
+/// number (see [`Owner::commands`]), and where each is: what the parser gives the daemon,
+/// made from a list (the tests' files).
+#[cfg(test)]
 pub fn pack_commands<'a>(
-    commands: impl ExactSizeIterator<Item = (u32, &'a [u8], &'a [u8])> + Clone,
+    commands: impl ExactSizeIterator<Item = (u32, &'a [u8], &'a [u8])>,
 ) -> (Commands, Vec<Span>) {
-    let mut spans = Vec::with_capacity(commands.len());
-    // Sized once: growing it by doubling copied a large file's commands again at each step.
-    let size = commands
-        .clone()
-        .map(|(_, schedule, command)| schedule.len().min(MAX_SCHEDULE_TEXT) + 5 + command.len())
-        .sum();
-    let mut all = Vec::with_capacity(size);
-    for (line, schedule, command) in commands {
-        let schedule = &schedule[..schedule.len().min(MAX_SCHEDULE_TEXT)];
-        all.extend_from_slice(schedule);
-        all.push(schedule.len() as u8);
-        all.extend_from_slice(&line.to_le_bytes());
-        spans.push(Span {
-            start: all.len() as u32,
-            len: command.len() as u32,
-        });
-        all.extend_from_slice(command);
-    }
+    let mut all = Vec::new();
+    let spans = commands
+        .map(|(line, schedule, command)| packed::push(&mut all, line, schedule, command))
+        .collect();
     (Arc::new(all.into_boxed_slice()), spans)
 }
 
@@ -108,26 +83,13 @@ impl JobSpec {
 
     /// The entry's line in its file (0 when not known: the line number is missing).
     pub fn line(&self) -> u32 {
-        let start = self.command.start as usize;
-        start
-            .checked_sub(4)
-            .and_then(|at| self.owner.commands.get(at..start))
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u32::from_le_bytes)
+        packed::line(&self.owner.commands, self.command)
     }
 
-    /// The time fields as written (`@daily`), cut at [`MAX_SCHEDULE_TEXT`] bytes; empty when
+    /// The time fields as written (`@daily`), cut at [`packed::MAX_SCHEDULE_TEXT`] bytes; empty when
     /// not known.
     pub fn schedule_text(&self) -> &[u8] {
-        let start = self.command.start as usize;
-        let Some(len_at) = start.checked_sub(5) else {
-            return b"";
-        };
-        let len = usize::from(self.owner.commands[len_at]);
-        len_at
-            .checked_sub(len)
-            .and_then(|from| self.owner.commands.get(from..len_at))
-            .unwrap_or(b"")
+        packed::schedule_text(&self.owner.commands, self.command)
     }
 
     /// Where the entry is written, `crontabs/alice:3`, as the JSON log's `entry` shows it.
@@ -147,8 +109,7 @@ impl JobSpec {
 
     /// The command as written.
     pub fn command(&self) -> &[u8] {
-        let start = self.command.start as usize;
-        &self.owner.commands[start..start + self.command.len as usize]
+        packed::command(&self.owner.commands, self.command)
     }
 }
 
@@ -190,6 +151,9 @@ mod tests {
         );
         assert_eq!(jobs[2].entry(), "crontabs/alice:70001");
         let written: Vec<&[u8]> = jobs.iter().map(|j| j.schedule_text()).collect();
-        assert_eq!(written, [&b"@daily"[..], b"", &long[..MAX_SCHEDULE_TEXT]]);
+        assert_eq!(
+            written,
+            [&b"@daily"[..], b"", &long[..packed::MAX_SCHEDULE_TEXT]]
+        );
     }
 }

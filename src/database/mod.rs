@@ -119,8 +119,8 @@ pub enum Outcome {
     /// The file is trusted and parsed (bad lines are in `crontab.errors`).
     Loaded {
         /// The whole file's entries and problems, or (`kept` is set) those of the lines that
-        /// changed since `previous`.
-        crontab: Crontab,
+        /// changed since `previous` (boxed: the other outcomes are small).
+        crontab: Box<Crontab>,
         /// When only the changed lines were parsed: how many of the old entries to keep at the
         /// front and at the back (see [`crontab::incremental::Reparse::Partial`]).
         kept: Option<(usize, usize)>,
@@ -261,7 +261,7 @@ pub fn load(
         },
     };
     Outcome::Loaded {
-        crontab,
+        crontab: Box::new(crontab),
         kept,
         fingerprint: fingerprint.map(Box::new),
         owner_uid,

@@ -3,7 +3,7 @@
 //! commands, variables, zones, delays), and the problems are the same.
 
 use super::*;
-use crate::crontab::{Entry, Format, Limits, parse};
+use crate::crontab::{Crontab, Entry, Format, Limits, parse};
 use crate::schedule::ZoneError;
 
 fn options_with<'a>(
@@ -46,10 +46,12 @@ fn text(lines: &[String]) -> Vec<u8> {
     t
 }
 
-fn kept(entries: &[Entry]) -> Vec<&Entry> {
-    entries
-        .iter()
-        .filter(|e| !matches!(e.when, When::Reboot))
+/// The entries the daemon keeps (all but `@reboot`), each with its command and its time
+/// fields as written.
+fn kept(tab: &Crontab) -> Vec<(&Entry, &[u8], &[u8])> {
+    (0..tab.entries.len())
+        .map(|i| (&tab.entries[i], tab.command(i), tab.schedule_text(i)))
+        .filter(|(e, _, _)| !matches!(e.when, When::Reboot))
         .collect()
 }
 
@@ -64,10 +66,11 @@ fn check(
     let mut zones = zone;
     let whole_old = parse(old, &mut options_with(&mut zones, limits));
     let whole_new = parse(new, &mut options_with(&mut zones, limits));
-    let old_kept = kept(&whole_old.entries);
+    let old_kept = kept(&whole_old);
     match reparse(new, &mut options_with(&mut zones, limits), fingerprint) {
         Reparse::Whole(crontab, fp) => {
             assert_eq!(crontab.entries, whole_new.entries);
+            assert!(crontab.commands().eq(whole_new.commands()));
             assert_eq!(crontab.errors, whole_new.errors);
             (fp, false)
         }
@@ -77,10 +80,10 @@ fn check(
             middle,
             fingerprint,
         } => {
-            let mut got: Vec<&Entry> = old_kept[..front].to_vec();
-            got.extend(kept(&middle.entries));
+            let mut got = old_kept[..front].to_vec();
+            got.extend(kept(&middle));
             got.extend(&old_kept[old_kept.len() - back..]);
-            assert_eq!(got, kept(&whole_new.entries), "kept entries");
+            assert_eq!(got, kept(&whole_new), "kept entries");
             assert_eq!(middle.errors, whole_new.errors);
             assert_eq!(middle.warnings, whole_new.warnings);
             assert_eq!(*middle.env, *whole_new.env, "the file's last variables");

@@ -153,7 +153,7 @@ fn a_user_crontab_marks_at_most_its_bound_of_entries_for_the_cluster() {
           run on every host)"
         ]
     );
-    let loaded: Vec<&[u8]> = tab.entries.iter().map(|e| &e.command[..]).collect();
+    let loaded: Vec<&[u8]> = tab.commands().collect();
     assert_eq!(
         loaded,
         [&b"local"[..], b"one", b"boot", b"tick", b"two", b"four"],

@@ -61,12 +61,12 @@ fn a_user_crontab_yields_entries_with_their_line_numbers_and_commands() {
     assert!(tab.warnings.is_empty(), "{:?}", shown(&tab.warnings));
     assert_eq!(tab.entries.len(), 2);
     assert_eq!(tab.entries[0].line, 3);
-    assert_eq!(tab.entries[0].command, b"/usr/bin/backup --fast");
+    assert_eq!(tab.command(0), b"/usr/bin/backup --fast");
     assert_eq!(tab.entries[0].user, None);
     assert_eq!(schedule(&tab.entries[0]).class(), Class::Wildcard);
     assert_eq!(tab.entries[1].line, 4);
     assert_eq!(tab.entries[1].when, When::Reboot);
-    assert_eq!(tab.entries[1].command, b"echo up");
+    assert_eq!(tab.command(1), b"echo up");
 }
 
 #[test]
@@ -78,11 +78,11 @@ fn the_system_format_takes_a_user_between_the_time_fields_and_the_command() {
     assert_eq!(tab.entries.len(), 2);
     assert_eq!(tab.entries[0].user.as_deref(), Some(&b"root"[..]));
     assert_eq!(
-        tab.entries[0].command,
+        tab.command(0),
         b"cd / && run-parts --report /etc/cron.hourly"
     );
     assert_eq!(tab.entries[1].user.as_deref(), Some(&b"www-data"[..]));
-    assert_eq!(tab.entries[1].command, b"/srv/rotate");
+    assert_eq!(tab.command(1), b"/srv/rotate");
 }
 
 #[test]
@@ -92,10 +92,10 @@ fn cronies_dash_before_the_time_fields_makes_a_quiet_entry_in_roots_crontab_and_
     let quiet: Vec<bool> = tab.entries.iter().map(|e| e.quiet).collect();
     assert_eq!(quiet, [true, true, false]);
     assert_eq!(schedule(&tab.entries[0]).class(), Class::Wildcard);
-    assert_eq!(tab.entries[0].command, b"date");
-    assert_eq!(tab.entries[0].to_line(), b"-*/5 * * * * date");
-    assert_eq!(tab.entries[1].command, b"backup");
-    assert_eq!(tab.entries[2].to_line(), b"0 0 * * * loud");
+    assert_eq!(tab.command(0), b"date");
+    assert_eq!(tab.to_line(0), b"-*/5 * * * * date");
+    assert_eq!(tab.command(1), b"backup");
+    assert_eq!(tab.to_line(2), b"0 0 * * * loud");
     // The `-` does not change a `~` pick: adding it keeps the entry's minute.
     let picked = |t: &Crontab| *schedule(&t.entries[0]);
     assert_eq!(
@@ -116,7 +116,7 @@ fn a_users_crontab_may_not_hide_a_job_from_the_log_and_the_other_entries_still_l
         shown(&tab.errors),
         ["tab:2:3: only root's crontab and system files may use '-' (no CMD log line)"]
     );
-    let commands: Vec<&[u8]> = tab.entries.iter().map(|e| &e.command[..]).collect();
+    let commands: Vec<&[u8]> = tab.commands().collect();
     assert_eq!(commands, [&b"first"[..], b"third"]);
     assert!(tab.entries.iter().all(|e| !e.quiet));
 }
@@ -139,7 +139,7 @@ fn a_system_entry_without_a_user_or_a_command_is_an_error() {
 fn comments_are_whole_lines_only() {
     let tab = user("  # indented comment\n0 0 * * * echo a # not a comment\n");
     assert_eq!(tab.entries.len(), 1);
-    assert_eq!(tab.entries[0].command, b"echo a # not a comment");
+    assert_eq!(tab.command(0), b"echo a # not a comment");
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn an_unknown_cron_tz_is_an_error_and_the_entries_under_it_do_not_load() {
         "tab:3:1: entry not loaded: the CRON_TZ on line 1 is not a valid zone"
     );
     assert_eq!(tab.entries.len(), 1);
-    assert_eq!(tab.entries[0].command, b"c");
+    assert_eq!(tab.command(0), b"c");
 }
 
 #[test]
@@ -296,7 +296,7 @@ fn a_bad_line_is_reported_with_line_and_column_and_the_good_lines_still_load() {
             "tab:5:1: 'nonsense' is not a number, in the minute field (or is this meant to be NAME=value?)",
         ]
     );
-    let commands: Vec<&[u8]> = tab.entries.iter().map(|e| e.command.as_slice()).collect();
+    let commands: Vec<&[u8]> = tab.commands().collect();
     assert_eq!(commands, [&b"good one"[..], b"good two"]);
 }
 
@@ -331,7 +331,7 @@ fn a_missing_final_newline_is_a_warning_and_the_last_line_still_loads() {
         ["tab:2:1: missing newline at the end of the file"]
     );
     assert_eq!(tab.entries.len(), 2);
-    assert_eq!(tab.entries[1].command, b"b");
+    assert_eq!(tab.command(1), b"b");
 }
 
 #[test]
@@ -349,7 +349,7 @@ fn an_empty_file_is_an_empty_crontab() {
 fn dos_line_endings_are_dropped_with_a_warning() {
     let tab = user("MAILTO=a\r\n0 0 * * * run\r\n");
     assert!(tab.errors.is_empty());
-    assert_eq!(tab.entries[0].command, b"run");
+    assert_eq!(tab.command(0), b"run");
     assert_eq!(tab.entries[0].env.get(b"MAILTO"), Some(&b"a"[..]));
     assert_eq!(
         shown(&tab.warnings),
@@ -369,8 +369,8 @@ fn commands_that_are_not_utf8_survive_byte_for_byte() {
         false,
     );
     assert!(tab.errors.is_empty());
-    assert_eq!(tab.entries[0].command, b"echo caf\xe9 \xff%\xfe");
-    let input = tab.entries[0].job_input();
+    assert_eq!(tab.command(0), b"echo caf\xe9 \xff%\xfe");
+    let input = tab.job_input(0);
     assert_eq!(input.command, b"echo caf\xe9 \xff");
     assert_eq!(input.stdin.as_deref(), Some(&b"\xfe\n"[..]));
 }
@@ -431,15 +431,15 @@ fn an_entry_prints_as_a_line_that_parses_back_to_the_same_entry() {
     let text = "*/7 1-5 * jan,jun sun-tue\troot  echo '%' \\% é\n@reboot nobody /bin/true\n";
     let tab = system(text);
     assert!(tab.errors.is_empty(), "{:?}", shown(&tab.errors));
-    for entry in &tab.entries {
-        let mut line = entry.to_line();
+    for (i, entry) in tab.entries.iter().enumerate() {
+        let mut line = tab.to_line(i);
         line.push(b'\n');
         let again = parse_with(&line, Format::System, Limits::SYSTEM, false);
         assert!(again.errors.is_empty(), "{:?}", shown(&again.errors));
         let e = &again.entries[0];
         assert_eq!(
-            (&e.when, &e.user, &e.command),
-            (&entry.when, &entry.user, &entry.command)
+            (&e.when, &e.user, again.command(0)),
+            (&entry.when, &entry.user, tab.command(i))
         );
     }
 }
@@ -478,13 +478,13 @@ mod limits;
 #[test]
 fn each_entry_keeps_its_time_fields_as_written_one_space_apart_without_the_dash_or_the_user() {
     let c = user("@daily a\n */5  *\t* * mon-fri   b\n@every 1h30m c\n");
-    let written: Vec<&[u8]> = c.entries.iter().map(|e| &e.schedule_text[..]).collect();
+    let written: Vec<&[u8]> = (0..c.entries.len()).map(|i| c.schedule_text(i)).collect();
     assert_eq!(
         written,
         [&b"@daily"[..], b"*/5 * * * mon-fri", b"@every 1h30m"]
     );
     let s = system("- 0 3 * * sun  root  backup\n@reboot www-data warm\n");
-    let written: Vec<&[u8]> = s.entries.iter().map(|e| &e.schedule_text[..]).collect();
+    let written: Vec<&[u8]> = (0..s.entries.len()).map(|i| s.schedule_text(i)).collect();
     assert_eq!(written, [&b"0 3 * * sun"[..], b"@reboot"]);
 }
 
