@@ -138,6 +138,7 @@ impl Scheduler {
                 *kept = job;
             }
         }
+        self.cycle.reserve(change.add.len());
         let added = change
             .add
             .into_iter()

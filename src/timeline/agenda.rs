@@ -119,11 +119,69 @@ pub struct Agenda<P = ()> {
     local: Zone,
     /// The entries with a zone of their own: few, so not a field of every slot.
     zones: IdMap<EntryId, Zone>,
+    /// While a large load adds entries ([`Agenda::reserve`]), the first fire times worked out
+    /// so far; dropped by [`Agenda::shrink`].
+    first_fires: Option<FirstFires>,
     /// Entries the last step ran for the minute it ended at, whose next fire time is not
     /// computed yet (the entry, the minute to look after): a minute's first job can start
     /// before 10,000 next fire times are worked out. [`Agenda::settle`] queues them; every
     /// method that reads the heaps or the cursors settles first.
     taken: Vec<(EntryId, i64)>,
+}
+
+/// The first fire times of entries in the daemon's zone, by schedule and the minute they follow:
+/// a file's entries mostly share a few schedules, so a large load works each out once. Two ways
+/// to a set, the older replaced: a schedule whose set is full is worked out again, never
+/// given another's time, so schedules chosen to collide cost only the computation. 128 KiB.
+struct FirstFires {
+    sets: Box<[[Option<FirstFire>; 2]]>,
+}
+
+/// A schedule, the minute its first fire time follows, and that time ([`Slot::next`]).
+type FirstFire = (Schedule, i64, i32);
+
+impl std::fmt::Debug for FirstFires {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FirstFires").finish_non_exhaustive()
+    }
+}
+
+/// Sets of [`FirstFires`] (a power of two).
+const FIRST_FIRE_SETS: usize = 2048;
+
+/// A load adding at least this many entries keeps [`FirstFires`].
+const FIRST_FIRES_FROM: usize = 1024;
+
+impl FirstFires {
+    fn new() -> FirstFires {
+        FirstFires {
+            sets: vec![[None; 2]; FIRST_FIRE_SETS].into_boxed_slice(),
+        }
+    }
+
+    fn set(schedule: &Schedule, after: i64) -> usize {
+        use crate::hash::mix;
+        use crate::schedule::Field;
+        let days = schedule.bits(Field::DayOfMonth)
+            | schedule.bits(Field::Month) << 32
+            | schedule.bits(Field::DayOfWeek) << 48;
+        let h = mix(schedule.bits(Field::Minute) ^ mix(schedule.bits(Field::Hour) ^ mix(days)));
+        (mix(h ^ after as u64) as usize) & (FIRST_FIRE_SETS - 1)
+    }
+
+    fn get(&self, schedule: &Schedule, after: i64) -> Option<i32> {
+        self.sets[Self::set(schedule, after)]
+            .iter()
+            .flatten()
+            .find(|(s, a, _)| s == schedule && *a == after)
+            .map(|&(_, _, next)| next)
+    }
+
+    fn put(&mut self, schedule: Schedule, after: i64, next: i32) {
+        let set = &mut self.sets[Self::set(&schedule, after)];
+        set[1] = set[0];
+        set[0] = Some((schedule, after, next));
+    }
 }
 
 fn minute_of(ts: Timestamp) -> i64 {
@@ -151,7 +209,21 @@ impl<P> Agenda<P> {
             },
             local,
             zones: IdMap::default(),
+            first_fires: None,
             taken: Vec::new(),
+        }
+    }
+
+    /// Room for `additional` entries about to be added at once (a load): the table grows
+    /// once, not by doubling, and a large load works out each distinct schedule's first fire
+    /// time once ([`FirstFires`], kept until [`Agenda::shrink`]).
+    pub fn reserve(&mut self, additional: usize) {
+        let new_places = additional.saturating_sub(self.free.len());
+        self.slots.reserve(new_places);
+        self.generations
+            .reserve((self.slots.len() + new_places).saturating_sub(self.generations.len()));
+        if additional >= FIRST_FIRES_FROM && self.first_fires.is_none() {
+            self.first_fires = Some(FirstFires::new());
         }
     }
 
@@ -202,6 +274,7 @@ impl<P> Agenda<P> {
     /// went). Less is left alone: reallocating the table is a copy of all of it, and the
     /// room a vector reserved but never wrote costs no memory.
     pub fn shrink(&mut self) {
+        self.first_fires = None;
         while matches!(self.slots.last(), Some(None)) {
             self.slots.pop();
         }
@@ -258,7 +331,19 @@ impl<P> Agenda<P> {
             payload,
         };
         let after = self.cursor(class).0;
-        let next = slot.reschedule(zone.as_ref().unwrap_or(&self.local), after);
+        let next = match (&zone, &mut self.first_fires) {
+            (None, Some(memo)) => {
+                if let Some(next) = memo.get(&schedule, after) {
+                    slot.next = next;
+                    slot.next()
+                } else {
+                    let next = slot.reschedule(&self.local, after);
+                    memo.put(schedule, after, slot.next);
+                    next
+                }
+            }
+            _ => slot.reschedule(zone.as_ref().unwrap_or(&self.local), after),
+        };
         if let Some(zone) = zone {
             self.zones.insert(id, zone);
         }
@@ -314,6 +399,8 @@ impl<P> Agenda<P> {
     /// A new local zone: every entry without its own zone gets new fire times.
     pub fn set_local_zone(&mut self, zone: Zone) {
         self.local = zone;
+        // Worked out in the old zone.
+        self.first_fires = self.first_fires.take().map(|_| FirstFires::new());
         self.rebuild(Class::FixedTime, None);
         self.rebuild(Class::Wildcard, None);
     }
@@ -529,6 +616,69 @@ mod places {
             crate::schedule::When::Periodic(s) => s,
             other => unreachable!("{other}"),
         }
+    }
+
+    fn schedule(expr: &str) -> Schedule {
+        match crate::schedule::parse_expression(expr, 0).unwrap() {
+            crate::schedule::When::Periodic(s) => s,
+            other => unreachable!("{other}"),
+        }
+    }
+
+    #[test]
+    fn a_large_loads_remembered_first_fire_times_are_the_ones_each_entry_gets_alone() {
+        // 1,440 fixed times, a wildcard, one that never fires: each many times over.
+        let schedules: Vec<Schedule> = (0..3_000)
+            .map(|i| match i % 100 {
+                0 => schedule("*/7 * * * *"),
+                1 => schedule("0 0 30 2 *"),
+                _ => schedule(&format!("{} {} * * *", i % 60, (i / 60) % 24)),
+            })
+            .collect();
+        let mut alone: Agenda<()> = Agenda::new(UtcMinute(0), Zone::utc());
+        let mut loaded: Agenda<()> = Agenda::new(UtcMinute(0), Zone::utc());
+        let fire_times = |a: &Agenda<()>| -> Vec<Option<i32>> {
+            a.slots.iter().map(|s| s.as_ref().map(|s| s.next)).collect()
+        };
+        let add_all = |alone: &mut Agenda<()>, loaded: &mut Agenda<()>| {
+            loaded.reserve(schedules.len());
+            assert!(loaded.first_fires.is_some());
+            for &s in &schedules {
+                alone.insert(s, None, ());
+                loaded.insert(s, None, ());
+            }
+            assert_eq!(fire_times(alone), fire_times(loaded));
+        };
+        add_all(&mut alone, &mut loaded);
+        // The cursor moved: what the load worked out before counts for no entry added now.
+        alone.advance(UtcMinute(90));
+        loaded.advance(UtcMinute(90));
+        add_all(&mut alone, &mut loaded);
+        // Nor after the daemon's zone changed.
+        let zone = Zone::get("America/New_York").unwrap();
+        alone.set_local_zone(zone.clone());
+        loaded.set_local_zone(zone);
+        add_all(&mut alone, &mut loaded);
+        loaded.shrink();
+        assert!(loaded.first_fires.is_none());
+    }
+
+    #[test]
+    fn a_remembered_first_fire_time_counts_only_for_the_minute_it_followed() {
+        // A later cursor whose key falls in the same set as the first: the set alone can't
+        // tell them apart.
+        let s = schedule("5 0 * * *");
+        let later = (1..1_000_000)
+            .find(|&m| FirstFires::set(&s, m) == FirstFires::set(&s, 0) && m % 1440 > 5)
+            .expect("a minute in the same set");
+        let mut loaded: Agenda<()> = Agenda::new(UtcMinute(0), Zone::utc());
+        loaded.reserve(FIRST_FIRES_FROM);
+        let first = loaded.insert(s, None, ());
+        assert_eq!(loaded.slot(first).unwrap().next(), Some(5));
+        loaded.advance(UtcMinute(later));
+        let second = loaded.insert(s, None, ());
+        let day_after = (later / 1440 + 1) * 1440 + 5;
+        assert_eq!(loaded.slot(second).unwrap().next(), Some(day_after));
     }
 
     #[test]

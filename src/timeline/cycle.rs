@@ -196,6 +196,11 @@ impl<J: Clone> Cycle<J> {
         self.agenda.insert(schedule, zone, (job, delay_s))
     }
 
+    /// Room for `additional` entries about to be added at once (see [`Agenda::reserve`]).
+    pub fn reserve(&mut self, additional: usize) {
+        self.agenda.reserve(additional);
+    }
+
     /// An entry as it was added: its schedule, its own zone, its job and its delay.
     pub fn get(&self, id: EntryId) -> Option<(&Schedule, Option<&Zone>, &J, u32)> {
         let (schedule, zone, (job, delay)) = self.agenda.get(id)?;
