@@ -386,10 +386,16 @@ impl<'o, 'z> Parser<'o, 'z> {
                 "carriage return at the end of the line (DOS line ending) ignored".to_string(),
             );
         }
+        // One look for both bytes a line must not hold (most lines hold neither).
+        let odd = memchr::memchr2(b'\r', 0, line);
         // Anywhere else a CR hides text: a terminal showing the line (`crontab -l`, `cat`)
         // returns to its start and overwrites what comes before with what comes after, so
-        // the command that runs would not be the one anyone sees.
-        if let Some(cr) = memchr::memchr(b'\r', line) {
+        // the command that runs would not be the one anyone sees. Even in a comment.
+        let cr = odd.and_then(|at| match line[at] {
+            b'\r' => Some(at),
+            _ => memchr::memchr(b'\r', &line[at..]).map(|n| at + n),
+        });
+        if let Some(cr) = cr {
             self.error(
                 number,
                 cr,
@@ -403,7 +409,8 @@ impl<'o, 'z> Parser<'o, 'z> {
         if line[first] == b'#' {
             return;
         }
-        if let Some(nul) = memchr::memchr(0, line) {
+        // No CR: what was found is the first NUL.
+        if let Some(nul) = odd {
             self.error(number, nul, "NUL byte in the line".to_string());
             return;
         }

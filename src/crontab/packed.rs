@@ -27,7 +27,7 @@ pub const OVERHEAD: usize = 5;
 pub fn push(text: &mut Vec<u8>, line: u32, fields: &[u8], command: &[u8]) -> Span {
     let from = text.len();
     // Most files separate their fields with single spaces already: one copy then.
-    if !fields.contains(&b'\t') && memchr::memmem::find(fields, b"  ").is_none() {
+    if single_spaced(fields) {
         text.extend_from_slice(&fields[..fields.len().min(MAX_SCHEDULE_TEXT)]);
     } else {
         for field in fields
@@ -49,6 +49,19 @@ pub fn push(text: &mut Vec<u8>, line: u32, fields: &[u8], command: &[u8]) -> Spa
     };
     text.extend_from_slice(command);
     span
+}
+
+/// Whether `fields` has no tab and no two spaces in a row (a short text: one pass, no search
+/// set up).
+fn single_spaced(fields: &[u8]) -> bool {
+    let mut after_space = false;
+    for &b in fields {
+        if b == b'\t' || (b == b' ' && after_space) {
+            return false;
+        }
+        after_space = b == b' ';
+    }
+    true
 }
 
 /// The command at `span`.

@@ -385,6 +385,23 @@ fn a_nul_byte_makes_the_line_an_error() {
     );
     assert_eq!(shown(&tab.errors), ["tab:1:17: NUL byte in the line"]);
     assert_eq!(tab.entries.len(), 1);
+    // A CR after the NUL is what the line is refused for (it hides text, even in a comment);
+    // a NUL in a comment is no error.
+    let tab = parse_with(
+        b"0 0 * * * a\x00b\rc\n# x\x00y\n# x\ry\n0 0 * * * \x00\x00\n",
+        Format::User,
+        Limits::USER,
+        false,
+    );
+    assert_eq!(
+        shown(&tab.errors),
+        [
+            "tab:1:14: carriage return inside the line (it would hide text on a terminal)",
+            "tab:3:4: carriage return inside the line (it would hide text on a terminal)",
+            "tab:4:11: NUL byte in the line",
+        ]
+    );
+    assert!(tab.entries.is_empty());
 }
 
 #[test]
