@@ -12,14 +12,17 @@ use std::sync::{Arc, OnceLock};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-/// A named time zone. Cheap to clone (the rules are shared).
+/// A named time zone. One pointer, cheap to clone (the rules are shared): every entry under a
+/// `CRON_TZ` holds one.
 #[derive(Clone)]
-pub struct Zone {
-    name: Arc<str>,
+pub struct Zone(Arc<Rules>);
+
+struct Rules {
+    name: Box<str>,
     tz: TimeZone,
     /// Built on first use: a crontab may name the same zone thousands of times, and only the
     /// zones of entries that get scheduled need it.
-    table: Arc<OnceLock<Table>>,
+    table: OnceLock<Table>,
 }
 
 /// The zone's offset changes from 1970 to 2200, read from jiff once when the zone is made:
@@ -113,13 +116,13 @@ impl std::error::Error for ZoneError {}
 
 impl fmt::Debug for Zone {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Zone").field(&self.name).finish()
+        f.debug_tuple("Zone").field(&self.0.name).finish()
     }
 }
 
 impl PartialEq for Zone {
     fn eq(&self, other: &Zone) -> bool {
-        self.name == other.name && self.tz == other.tz
+        Arc::ptr_eq(&self.0, &other.0) || (self.0.name == other.0.name && self.0.tz == other.0.tz)
     }
 }
 
@@ -149,11 +152,11 @@ impl Zone {
 
     /// Wraps a zone obtained elsewhere (the system's local zone, read by the shell).
     pub fn new(name: &str, tz: TimeZone) -> Zone {
-        Zone {
-            name: Arc::from(name),
-            table: Arc::new(OnceLock::new()),
+        Zone(Arc::new(Rules {
+            name: name.into(),
+            table: OnceLock::new(),
             tz,
-        }
+        }))
     }
 
     pub fn utc() -> Zone {
@@ -161,15 +164,15 @@ impl Zone {
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     pub fn time_zone(&self) -> &TimeZone {
-        &self.tz
+        &self.0.tz
     }
 
     fn table(&self) -> &Table {
-        self.table.get_or_init(|| Table::build(&self.tz))
+        self.0.table.get_or_init(|| Table::build(&self.0.tz))
     }
 
     /// The UTC offset in seconds at an instant given in Unix seconds.
@@ -178,7 +181,7 @@ impl Zone {
         if let Some(i) = table.index(second) {
             return table.offset_after(i);
         }
-        jiff_offset_at(&self.tz, second)
+        jiff_offset_at(&self.0.tz, second)
     }
 
     /// The first offset change strictly after `second`: (instant, offset after it).
@@ -190,7 +193,7 @@ impl Zone {
             return Some((table.at[i], table.after[i]));
         }
         let ts = Timestamp::from_second(second).ok()?;
-        let tr = self.tz.following(ts).next()?;
+        let tr = self.0.tz.following(ts).next()?;
         Some((tr.timestamp().as_second(), i64::from(tr.offset().seconds())))
     }
 
@@ -217,25 +220,25 @@ impl Zone {
         let Ok(ts) = Timestamp::from_second(second.saturating_add(1)) else {
             return None;
         };
-        for tr in self.tz.preceding(ts) {
+        for tr in self.0.tz.preceding(ts) {
             let at = tr.timestamp().as_second();
             if at < second - horizon {
                 break;
             }
-            add(at, jiff_offset_at(&self.tz, at - 1));
+            add(at, jiff_offset_at(&self.0.tz, at - 1));
         }
         peak
     }
 
     /// Formats an instant as RFC 3339 with this zone's offset, e.g. `2026-03-08T03:00:00-04:00`.
     pub fn format_rfc3339(&self, at: Timestamp) -> String {
-        at.to_zoned(self.tz.clone())
+        at.to_zoned(self.0.tz.clone())
             .strftime("%Y-%m-%dT%H:%M:%S%:z")
             .to_string()
     }
 
     /// The wall-clock time of an instant in this zone.
     pub fn civil(&self, at: Timestamp) -> jiff::civil::DateTime {
-        self.tz.to_datetime(at)
+        self.0.tz.to_datetime(at)
     }
 }
