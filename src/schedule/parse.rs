@@ -314,6 +314,12 @@ impl FieldParser<'_> {
             }
             step = n;
         }
+        if step == 1 {
+            // A whole range at once (`*` is 60 values in the minute field).
+            let below_first = (1u64 << first) - 1;
+            let up_to_last = (1u64 << last << 1).wrapping_sub(1);
+            return Ok(up_to_last & !below_first);
+        }
         let mut bits = 0u64;
         let mut v = u32::from(first);
         while v <= u32::from(last) {
