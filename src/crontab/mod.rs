@@ -284,6 +284,9 @@ fn entry_lines(text: &[u8]) -> usize {
 /// line is in `entries`.
 pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
     let mut parser = Parser::resume(options, incremental::State::initial());
+    // The packed text is about the file's size (less its comments and user fields): room
+    // for that at once rather than growing by doubling.
+    parser.out.text.reserve_exact(text.len());
     let mut lines = split_lines(text).peekable();
     let mut number = 0u32;
     while let Some(line) = lines.next() {
