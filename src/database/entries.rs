@@ -26,8 +26,8 @@ pub struct Owner {
     pub tab: Arc<str>,
     /// The commands of the file's entries as the parser packed them
     /// ([`crate::crontab::packed`]): each after its time fields as written (at most
-    /// [`packed::MAX_SCHEDULE_TEXT`] bytes), their length and its line number. An entry holds where
-    /// its command is, not a copy (one allocation per file instead of one per entry).
+    /// [`packed::MAX_SCHEDULE_TEXT`] bytes), their length and its line number. An entry holds
+    /// where its command is, not a copy (one allocation per file instead of one per entry).
     pub commands: Commands,
     /// cronie's `-` before the entries: no CMD, END or CMDEND line. A file's entries with and
     /// without it have an owner each (the flag costs the entry nothing).
@@ -38,9 +38,9 @@ pub struct Owner {
     pub env: Arc<Env>,
 }
 
-/// A file's commands in one allocation ([`crate::crontab::packed`]), shared by its owners. A box in the
-/// `Arc` rather than an `Arc<[u8]>`: making one of those from the packed bytes copied them
-/// again, a large file's commands held three times at the peak of its load.
+/// A file's commands in one allocation ([`crate::crontab::packed`]), shared by its owners. A
+/// box in the `Arc` rather than an `Arc<[u8]>`: making one of those from the packed bytes
+/// copied them again, a large file's commands held three times at the peak of its load.
 pub type Commands = Arc<Box<[u8]>>;
 
 /// A file's commands in one allocation, each after its time fields as written and its line
@@ -86,8 +86,8 @@ impl JobSpec {
         packed::line(&self.owner.commands, self.command)
     }
 
-    /// The time fields as written (`@daily`), cut at [`packed::MAX_SCHEDULE_TEXT`] bytes; empty when
-    /// not known.
+    /// The time fields as written (`@daily`), cut at [`packed::MAX_SCHEDULE_TEXT`] bytes; empty
+    /// when not known.
     pub fn schedule_text(&self) -> &[u8] {
         packed::schedule_text(&self.owner.commands, self.command)
     }
