@@ -137,8 +137,9 @@ struct FirstFires {
     sets: Box<[[Option<FirstFire>; 2]]>,
 }
 
-/// A schedule, the minute its first fire time follows, and that time ([`Slot::next`]).
-type FirstFire = (Schedule, i64, i32);
+/// A schedule, the minute its first fire time follows, and that time, both in UTC minutes as
+/// 32 bits (as [`Slot::next`]).
+type FirstFire = (Schedule, i32, i32);
 
 impl std::fmt::Debug for FirstFires {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -173,14 +174,18 @@ impl FirstFires {
         self.sets[Self::set(schedule, after)]
             .iter()
             .flatten()
-            .find(|(s, a, _)| s == schedule && *a == after)
+            .find(|(s, a, _)| s == schedule && i64::from(*a) == after)
             .map(|&(_, _, next)| next)
     }
 
     fn put(&mut self, schedule: Schedule, after: i64, next: i32) {
+        // Past the year 6053: worked out each time.
+        let Ok(kept_after) = i32::try_from(after) else {
+            return;
+        };
         let set = &mut self.sets[Self::set(&schedule, after)];
         set[1] = set[0];
-        set[0] = Some((schedule, after, next));
+        set[0] = Some((schedule, kept_after, next));
     }
 }
 
@@ -604,6 +609,10 @@ mod size {
             std::mem::size_of::<Option<super::Slot<(JobSpec, u32)>>>(),
             48
         );
+        // What a large load keeps while it adds entries (docs/limits.md).
+        let first_fires =
+            super::FIRST_FIRE_SETS * 2 * std::mem::size_of::<Option<super::FirstFire>>();
+        assert_eq!(first_fires, 128 << 10);
     }
 }
 
