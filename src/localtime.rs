@@ -61,11 +61,7 @@ fn from_tz(tz: &std::ffi::OsStr, dir: &Path) -> Option<Zone> {
     }
     match name {
         "UTC" => Some(Zone::utc()),
-        // A POSIX string needs an offset: "FOO" alone is not a zone.
-        _ if name.bytes().any(|b| b.is_ascii_digit()) => {
-            TimeZone::posix(name).ok().map(|tz| Zone::new(name, tz))
-        }
-        _ => None,
+        _ => Zone::posix(name),
     }
 }
 

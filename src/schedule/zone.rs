@@ -139,15 +139,19 @@ impl Zone {
         if bare.is_empty() {
             return Err(err("empty zone name".to_string()));
         }
-        let tz = match TimeZone::get(bare) {
-            Ok(tz) => tz,
-            Err(db_err) => match TimeZone::posix(bare) {
-                // A POSIX string needs a rule or an offset: "FOO" alone is not a zone.
-                Ok(tz) if bare.bytes().any(|b| b.is_ascii_digit()) => tz,
-                _ => return Err(err(db_err.to_string())),
-            },
-        };
-        Ok(Zone::new(bare, tz))
+        match TimeZone::get(bare) {
+            Ok(tz) => Ok(Zone::new(bare, tz)),
+            Err(db_err) => Zone::posix(bare).ok_or_else(|| err(db_err.to_string())),
+        }
+    }
+
+    /// A POSIX TZ string (`EST5EDT,M3.2.0,M11.1.0`, `UTC0`), named as written. It needs an
+    /// offset: "FOO" alone is not a zone.
+    pub fn posix(text: &str) -> Option<Zone> {
+        if !text.bytes().any(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        TimeZone::posix(text).ok().map(|tz| Zone::new(text, tz))
     }
 
     /// Wraps a zone obtained elsewhere (the system's local zone, read by the shell).

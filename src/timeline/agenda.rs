@@ -405,7 +405,7 @@ impl<P> Agenda<P> {
     pub fn set_local_zone(&mut self, zone: Zone) {
         self.local = zone;
         // Worked out in the old zone.
-        self.first_fires = self.first_fires.take().map(|_| FirstFires::new());
+        self.first_fires = None;
         self.rebuild(Class::FixedTime, None);
         self.rebuild(Class::Wildcard, None);
     }
