@@ -10,7 +10,9 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Instant;
 
+use crate::job::identity::{self, Identities, Identity, Looked};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log, LogLine};
 use crate::schedule::Zone;
@@ -44,16 +46,23 @@ pub(super) trait Effects {
     }
 }
 
-/// The effects carried out: the log, the job children's setup, the timer.
+/// The effects carried out: the log, the job children's setup, the timer, and the users the
+/// job children of this second run as (`job::identity`).
 pub(super) struct RealEffects {
     pub(super) log: Log,
     setup: ChildSetup,
     timer: MinuteTimer,
+    identities: Identities,
 }
 
 impl RealEffects {
     pub(super) fn new(log: Log, setup: ChildSetup, timer: MinuteTimer) -> RealEffects {
-        RealEffects { log, setup, timer }
+        RealEffects {
+            log,
+            setup,
+            timer,
+            identities: Identities::default(),
+        }
     }
 
     /// The timer, for the poll.
@@ -73,7 +82,15 @@ impl Effects for RealEffects {
     }
 
     fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
-        crate::job::start(job, &self.setup, first)
+        let now = Instant::now();
+        let looked = match &self.setup.run_as {
+            // `--crontab` mode: every job is the daemon's user, looked up once at start.
+            Some(user) => self.identities.get(&user.name, now, |_| {
+                Looked::Found(Identity::of(user.clone()))
+            }),
+            None => self.identities.get(job.user(), now, identity::look_up),
+        };
+        crate::job::start(job, &self.setup, looked, first)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {

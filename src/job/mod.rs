@@ -1,9 +1,10 @@
 //! The job child (DESIGN §5, §6): the daemon forks one per job ([`start`]); it stays root for
 //! the job's life, as Vixie's, Debian's and cronie's do, and holds the PAM session
 //! (`session`); there is no second copy of the daemon per job. It lives in three phases.
-//! **Prepare**: reset signals, close the daemon's descriptors, log as `CRON` from then on, start
-//! a session, compute the user's ids (`as_user::Credentials`, groups included) and the clean
-//! environment (`env`). **Run** (`shell`): the shell is started with vfork semantics and becomes
+//! **Prepare**: reset signals, close the daemon's descriptors, log as `CRON` from then on, take
+//! the user and its ids (`as_user::Credentials`, groups included) as the daemon looked them up
+//! before the fork (`identity`: at most once a second per user), start a session, compute the
+//! clean environment (`env`). **Run** (`shell`): the shell is started with vfork semantics and becomes
 //! the user between the clone and the exec (`sys::as_user`), in HOME (or in `/`, as Debian's,
 //! when HOME can't be entered: a notice on the entry's first run after its file was loaded,
 //! nothing on the others, since www-data's or nobody's missing home would otherwise be a line
@@ -27,6 +28,7 @@
 //! are built by `log::lines` only.
 
 pub mod env;
+pub mod identity;
 pub mod mail;
 pub mod output;
 mod session;
@@ -50,6 +52,7 @@ use crate::sys::signal;
 use crate::sys::spawn::{self, Forked};
 use crate::sys::user::User;
 use env::{environment, lookup};
+use identity::{Identity, Looked};
 use mail::{JobMail, MailCommand, MailConfig, MailOutcome, RunAs};
 use output::Output;
 use shell::{Finished, ShellFailure};
@@ -103,14 +106,15 @@ pub struct MailSetup {
     pub charset: String,
 }
 
-/// Forks the job child; returns its pid in the daemon. `first`: the entry's first run since
-/// its file was loaded, which the daemon remembers (a HOME that can't be entered is logged on
-/// that run only).
-pub fn start(spec: &JobSpec, setup: &ChildSetup, first: bool) -> io::Result<Pid> {
+/// Forks the job child; returns its pid in the daemon. `looked`: the entry's user as the
+/// daemon looked it up (`identity`; in `--crontab` mode `setup.run_as`, whom every job runs
+/// as). `first`: the entry's first run since its file was loaded, which the daemon remembers
+/// (a HOME that can't be entered is logged on that run only).
+pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
-            let run = || run_child(spec, setup, first);
+            let run = || run_child(spec, setup, looked, first);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
         }
@@ -118,7 +122,7 @@ pub fn start(spec: &JobSpec, setup: &ChildSetup, first: bool) -> io::Result<Pid>
 }
 
 /// The child's whole life; returns its exit status (0: the job ran and succeeded).
-fn run_child(spec: &JobSpec, setup: &ChildSetup, first: bool) -> i32 {
+fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> i32 {
     // The daemon's handlers go first (one must not write into a descriptor number reused
     // below), then the daemon's descriptors; the syslog socket was among them, and the child
     // logs as Debian's does, `CRON[pid]`.
@@ -141,12 +145,12 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, first: bool) -> i32 {
             .log
             .error(spec.user(), "ERROR", &format!("setsid failed: {e}"));
     }
-    let Some(user) = resolve_user(spec, setup) else {
+    let Some(identity) = resolve_user(spec, setup, looked) else {
         return 1;
     };
     match &setup.pam {
-        Some(pam) => session::run_in_session(spec, setup, &user, pam, first),
-        None => run_job(spec, setup, &user, Vec::new(), first),
+        Some(pam) => session::run_in_session(spec, setup, &identity, pam, first),
+        None => run_job(spec, setup, &identity, Vec::new(), first),
     }
 }
 
@@ -155,11 +159,11 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, first: bool) -> i32 {
 fn run_job(
     spec: &JobSpec,
     setup: &ChildSetup,
-    user: &User,
+    identity: &Identity,
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
     first: bool,
 ) -> i32 {
-    let Some(prepared) = prepare(spec, setup, user, pam_env) else {
+    let Some(prepared) = prepare(spec, setup, identity, pam_env) else {
         return 1;
     };
     let finished = match shell::run_shell(spec, setup, &prepared, first) {
@@ -210,23 +214,20 @@ struct Prepared {
     input: JobInput,
 }
 
-/// The entry's user as passwd says now (in `--crontab` mode, the daemon's own, from
-/// `setup.run_as`); `None` (logged) when unknown or no longer the uid the crontab was checked
-/// for.
-fn resolve_user(spec: &JobSpec, setup: &ChildSetup) -> Option<User> {
-    if let Some(user) = &setup.run_as {
-        return Some(user.clone());
-    }
+/// The entry's user as the daemon looked it up before the fork (in `--crontab` mode, the
+/// daemon's own, `setup.run_as`); `None` (logged) when unknown or no longer the uid the
+/// crontab was checked for.
+fn resolve_user(spec: &JobSpec, setup: &ChildSetup, looked: &Looked) -> Option<Identity> {
     let log = setup.log;
     let who = spec.user();
-    let user = match User::resolve_name(spec.user()) {
-        Ok(Some(user)) => user,
-        Ok(None) => {
+    let identity = match looked {
+        Looked::Found(identity) => identity,
+        Looked::Unknown => {
             let line = lines::unknown_user_line(who, &spec.owner.tab);
             log.line(Level::Error, &line);
             return None;
         }
-        Err(e) => {
+        Looked::Failed(e) => {
             log.error(
                 who,
                 "ERROR",
@@ -235,23 +236,26 @@ fn resolve_user(spec: &JobSpec, setup: &ChildSetup) -> Option<User> {
             return None;
         }
     };
-    if let Some(checked) = spec.owner.uid.filter(|&checked| checked != user.uid) {
-        let line = lines::uid_changed_line(who, checked, user.uid, &spec.owner.tab);
+    let uid = identity.user.uid;
+    let checked = spec.owner.uid.filter(|_| setup.run_as.is_none());
+    if let Some(checked) = checked.filter(|&checked| checked != uid) {
+        let line = lines::uid_changed_line(who, checked, uid, &spec.owner.tab);
         log.line(Level::Error, &line);
         return None;
     }
-    Some(user)
+    Some(identity.clone())
 }
 
 /// The user's ids and the job's environment. `None` when the job must not run (logged).
 fn prepare(
     spec: &JobSpec,
     setup: &ChildSetup,
-    user: &User,
+    identity: &Identity,
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
 ) -> Option<Prepared> {
-    let creds = match Credentials::of(user) {
-        Ok(creds) => creds,
+    let user = &identity.user;
+    let creds = match &identity.creds {
+        Ok(creds) => creds.clone(),
         Err(e) => {
             setup.log.error(
                 spec.user(),

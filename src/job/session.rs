@@ -14,31 +14,32 @@
 //! clone shares memory and makes only raw system calls, which is sound with that thread there
 //! (as glibc's posix_spawn is); the stdin writer's fork makes only async-signal-safe calls.
 
+use super::identity::Identity;
 #[cfg(feature = "pam")]
 use super::run_job;
 use super::{ChildSetup, JobSpec, PamSetup};
 #[cfg(feature = "pam")]
 use crate::log::{Level, LogLine};
-use crate::sys::user::User;
 
 /// Runs the job inside a PAM session; returns the job child's exit status.
 #[cfg(feature = "pam")]
 pub(super) fn run_in_session(
     spec: &JobSpec,
     setup: &ChildSetup,
-    user: &User,
+    identity: &Identity,
     pam: &PamSetup,
     first: bool,
 ) -> i32 {
     use crate::sys::pam::Pam;
 
     let log = setup.log;
-    let opened = Pam::start(c"cron", &user.name, pam.confdir.as_deref()).and_then(|mut session| {
-        session.account()?;
-        session.establish_credentials()?;
-        session.open_session()?;
-        Ok(session)
-    });
+    let opened =
+        Pam::start(c"cron", &identity.user.name, pam.confdir.as_deref()).and_then(|mut session| {
+            session.account()?;
+            session.establish_credentials()?;
+            session.open_session()?;
+            Ok(session)
+        });
     let session = match opened {
         Ok(session) => session,
         Err(e) => {
@@ -50,7 +51,7 @@ pub(super) fn run_in_session(
         }
     };
     let env = session.environment();
-    let code = run_job(spec, setup, user, env, first);
+    let code = run_job(spec, setup, identity, env, first);
     if let Err(e) = session.close() {
         log.line(Level::Error, &refusal(spec, e.message));
     }
@@ -115,7 +116,7 @@ pub fn preload_pam(_pam: &PamSetup, _log: crate::log::Log) {}
 pub(super) fn run_in_session(
     spec: &JobSpec,
     setup: &ChildSetup,
-    _user: &User,
+    _identity: &Identity,
     _pam: &PamSetup,
     _first: bool,
 ) -> i32 {

@@ -56,6 +56,55 @@ fn root_a_user_job_runs_as_that_user_with_its_groups_and_a_clean_environment() {
 }
 
 #[test]
+fn root_a_user_taken_out_of_a_group_runs_its_next_job_without_it() {
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("out");
+    let user = user_with_home("g", &home);
+    let ids = tree.out("ids");
+    tree.use_pam_files("", None);
+    // Two runs a fake minute apart (six real seconds).
+    tree.user_crontab(
+        &user.name,
+        &format!("0,1 10 * * * id -G >> {}\n", ids.display()),
+        0o600,
+        &user.name,
+    );
+    let _crond = Crond::start(&tree, 1, &[]);
+    let before = user.groups();
+    let users_gid = String::from_utf8(
+        std::process::Command::new("getent")
+            .args(["group", "users"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .split(':')
+    .nth(2)
+    .unwrap()
+    .to_string();
+    assert!(before.split(' ').any(|g| g == users_gid), "{before}");
+    let first = wait_for_file(&ids, 15);
+    assert_eq!(first.lines().collect::<Vec<_>>(), [before.as_str()]);
+    // The daemon looked the user up for the first run; the second, a minute later, takes the
+    // group database as it is then.
+    user.leave_group("users");
+    let after = user.groups();
+    assert!(!after.split(' ').any(|g| g == users_gid), "{after}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut text = first;
+    while text.lines().count() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        text = std::fs::read_to_string(&ids).unwrap();
+    }
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [before.as_str(), after.as_str()]
+    );
+}
+
+#[test]
 fn root_a_crontab_edited_while_the_daemon_runs_fires_at_the_new_time() {
     require_root();
     let tree = Tree::new();

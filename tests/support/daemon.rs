@@ -550,6 +550,21 @@ impl TestUser {
     pub fn groups(&self) -> String {
         self.id("-G")
     }
+
+    /// Takes the user out of the supplementary group `group` (`gpasswd -d`).
+    pub fn leave_group(&self, group: &str) {
+        let _lock = super::user::passwd_lock();
+        let out = Command::new("gpasswd")
+            .args(["-d", &self.name, group])
+            .output()
+            .expect("run gpasswd");
+        assert!(
+            out.status.success(),
+            "gpasswd -d {} {group}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// A real user for a job to run as: its own group and the extra group `users`, home `home`

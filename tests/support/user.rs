@@ -16,7 +16,7 @@ static THREADS: Mutex<()> = Mutex::new(());
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 /// Holds the lock on /etc/passwd's tools while alive.
-fn passwd_lock() -> (std::sync::MutexGuard<'static, ()>, Flock<File>) {
+pub fn passwd_lock() -> (std::sync::MutexGuard<'static, ()>, Flock<File>) {
     let threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
     let file = File::create("/run/lock/crond-tests-useradd.lock").expect("create the lock file");
     let lock = Flock::lock(file, FlockArg::LockExclusive)
