@@ -74,6 +74,9 @@ pub struct ChildSetup {
     pub output: OutputTo,
     /// The most output kept per job (`--max-output`); `None`: no limit.
     pub max_output: Option<u64>,
+    /// Where output beyond memory spills (`sys::tmpfile::default_dir()`: the daemon's
+    /// `TMPDIR`, read once at start).
+    pub spill_dir: std::path::PathBuf,
     /// Run each job in a PAM session (Debian's service `cron`); `None`: `--no-pam`, a build
     /// without PAM, or a daemon that is not root.
     pub pam: Option<PamSetup>,

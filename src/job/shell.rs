@@ -86,7 +86,7 @@ pub(super) fn run_shell(
 ) -> Result<Finished, ShellFailure> {
     let log = setup.log;
     let who = spec.user();
-    let spill_dir = crate::sys::tmpfile::default_dir();
+    let spill_dir = &setup.spill_dir;
     let Running {
         shell_pid,
         output_pipe,
@@ -94,7 +94,7 @@ pub(super) fn run_shell(
         started,
         mut limit,
     } = start_shell(spec, setup, prepared, first)?;
-    let output = Output::new(&spill_dir).with_limit(setup.max_output);
+    let output = Output::new(spill_dir).with_limit(setup.max_output);
     let signaller = Signaller {
         spec,
         log,
@@ -107,10 +107,10 @@ pub(super) fn run_shell(
         Ok(output) => output,
         Err(e) => {
             log.error(who, "ERROR", &format!("can't read the job's output: {e}"));
-            Output::new(&spill_dir)
+            Output::new(spill_dir)
         }
     };
-    log_output_losses(log, who, &output, &spill_dir);
+    log_output_losses(log, who, &output, spill_dir);
     let (timed_out, left_group) = match limit {
         Some(limit) if limit.reached() => (Some(limit.seconds), None),
         Some(limit) => (
