@@ -152,8 +152,8 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -
         return 1;
     };
     match &setup.pam {
-        Some(pam) => session::run_in_session(spec, setup, &identity, pam, first),
-        None => run_job(spec, setup, &identity, Vec::new(), first),
+        Some(pam) => session::run_in_session(spec, setup, identity, pam, first),
+        None => run_job(spec, setup, identity, Vec::new(), first),
     }
 }
 
@@ -220,7 +220,11 @@ struct Prepared {
 /// The entry's user as the daemon looked it up before the fork (in `--crontab` mode, the
 /// daemon's own, `setup.run_as`); `None` (logged) when unknown or no longer the uid the
 /// crontab was checked for.
-fn resolve_user(spec: &JobSpec, setup: &ChildSetup, looked: &Looked) -> Option<Identity> {
+fn resolve_user<'a>(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    looked: &'a Looked,
+) -> Option<&'a Identity> {
     let log = setup.log;
     let who = spec.user();
     let identity = match looked {
@@ -246,7 +250,7 @@ fn resolve_user(spec: &JobSpec, setup: &ChildSetup, looked: &Looked) -> Option<I
         log.line(Level::Error, &line);
         return None;
     }
-    Some(identity.clone())
+    Some(identity)
 }
 
 /// The user's ids and the job's environment. `None` when the job must not run (logged).
