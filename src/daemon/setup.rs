@@ -44,7 +44,9 @@ impl Setup {
     pub(super) fn prepare_job_children(&self, fx: &mut RealEffects) {
         crate::sys::user::load_group_sources();
         if let Some(pam) = &fx.setup().pam {
-            crate::job::preload_pam(pam, fx.log);
+            if crate::job::preload_pam(pam, fx.log) {
+                fx.start_pam_for_children();
+            }
             return;
         }
         let why = if !cfg!(feature = "pam") {
