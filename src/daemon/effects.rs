@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use crate::job::identity::{self, Identities, Identity, Looked};
-use crate::job::{ChildSetup, JobSpec, Readied, Templates};
+use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log, LogLine};
 use crate::schedule::Zone;
 use crate::sys::spawn::Program;
@@ -46,15 +46,13 @@ pub(super) trait Effects {
     }
 }
 
-/// The effects carried out: the log, the job children's setup, the timer, and what the job
-/// children of this second take over: the users they run as (`job::identity`) and the PAM
-/// transaction (`job::Templates`).
+/// The effects carried out: the log, the job children's setup, the timer, and the users the
+/// job children of this second run as (`job::identity`).
 pub(super) struct RealEffects {
     pub(super) log: Log,
     setup: ChildSetup,
     timer: MinuteTimer,
     identities: Identities,
-    pam: Templates,
 }
 
 impl RealEffects {
@@ -64,15 +62,6 @@ impl RealEffects {
             setup,
             timer,
             identities: Identities::default(),
-            pam: Templates::default(),
-        }
-    }
-
-    /// PAM's modules are loaded in the daemon (`job::preload_pam`): from now on it starts the
-    /// transactions its job children take over.
-    pub(super) fn start_pam_for_children(&mut self) {
-        if let Some(pam) = &self.setup.pam {
-            self.pam = Templates::new(pam);
         }
     }
 
@@ -101,11 +90,7 @@ impl Effects for RealEffects {
             }),
             None => self.identities.get(job.user(), now, identity::look_up),
         };
-        let readied = Readied {
-            looked,
-            pam: self.pam.get(now),
-        };
-        crate::job::start(job, &self.setup, readied, first)
+        crate::job::start(job, &self.setup, looked, first)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {

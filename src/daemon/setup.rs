@@ -44,9 +44,7 @@ impl Setup {
     pub(super) fn prepare_job_children(&self, fx: &mut RealEffects) {
         crate::sys::user::load_group_sources();
         if let Some(pam) = &fx.setup().pam {
-            if crate::job::preload_pam(pam, fx.log) {
-                fx.start_pam_for_children();
-            }
+            crate::job::preload_pam(pam, fx.log);
             return;
         }
         let why = if !cfg!(feature = "pam") {

@@ -33,7 +33,7 @@ pub mod mail;
 pub mod output;
 mod session;
 pub use crate::database::entries::JobSpec;
-pub use session::{Template, Templates, preload_pam};
+pub use session::preload_pam;
 mod shell;
 pub mod stdin;
 #[cfg(test)]
@@ -109,30 +109,15 @@ pub struct MailSetup {
     pub charset: String,
 }
 
-/// What the daemon readied for one job child before the fork: its user (`identity`) and the
-/// PAM transaction it takes over (`session::Templates`; `None`: it starts its own, or none
-/// without PAM).
-#[derive(Debug, Clone, Copy)]
-pub struct Readied<'a> {
-    /// The entry's user as the daemon looked it up (in `--crontab` mode `setup.run_as`, whom
-    /// every job runs as).
-    pub looked: &'a Looked,
-    pub pam: Option<&'a Template>,
-}
-
-/// Forks the job child; returns its pid in the daemon. `first`: the entry's first run since its
-/// file was loaded, which the daemon remembers (a HOME that can't be entered is logged on that
-/// run only).
-pub fn start(
-    spec: &JobSpec,
-    setup: &ChildSetup,
-    readied: Readied<'_>,
-    first: bool,
-) -> io::Result<Pid> {
+/// Forks the job child; returns its pid in the daemon. `looked`: the entry's user as the
+/// daemon looked it up (`identity`; in `--crontab` mode `setup.run_as`, whom every job runs
+/// as). `first`: the entry's first run since its file was loaded, which the daemon remembers
+/// (a HOME that can't be entered is logged on that run only).
+pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
-            let run = || run_child(spec, setup, readied, first);
+            let run = || run_child(spec, setup, looked, first);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
         }
@@ -140,7 +125,7 @@ pub fn start(
 }
 
 /// The child's whole life; returns its exit status (0: the job ran and succeeded).
-fn run_child(spec: &JobSpec, setup: &ChildSetup, readied: Readied<'_>, first: bool) -> i32 {
+fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> i32 {
     // The daemon's handlers go first (one must not write into a descriptor number reused
     // below), then the daemon's descriptors; the syslog socket was among them, and the child
     // logs as Debian's does, `CRON[pid]`.
@@ -163,11 +148,11 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, readied: Readied<'_>, first: bo
             .log
             .error(spec.user(), "ERROR", &format!("setsid failed: {e}"));
     }
-    let Some(identity) = resolve_user(spec, setup, readied.looked) else {
+    let Some(identity) = resolve_user(spec, setup, looked) else {
         return 1;
     };
     match &setup.pam {
-        Some(pam) => session::run_in_session(spec, setup, identity, pam, readied.pam, first),
+        Some(pam) => session::run_in_session(spec, setup, identity, pam, first),
         None => run_job(spec, setup, identity, Vec::new(), first),
     }
 }

@@ -28,25 +28,18 @@ pub(super) fn run_in_session(
     setup: &ChildSetup,
     identity: &Identity,
     pam: &PamSetup,
-    template: Option<&Template>,
     first: bool,
 ) -> i32 {
     use crate::sys::pam::Pam;
 
     let log = setup.log;
-    let user = &identity.user.name;
-    let started = match template {
-        // This child's copy of the daemon's transaction: the service's files and modules as the
-        // daemon read them, a second ago at most.
-        Some(template) => template.adopt(user),
-        None => Pam::start(c"cron", user, pam.confdir.as_deref()),
-    };
-    let opened = started.and_then(|mut session| {
-        session.account()?;
-        session.establish_credentials()?;
-        session.open_session()?;
-        Ok(session)
-    });
+    let opened =
+        Pam::start(c"cron", &identity.user.name, pam.confdir.as_deref()).and_then(|mut session| {
+            session.account()?;
+            session.establish_credentials()?;
+            session.open_session()?;
+            Ok(session)
+        });
     let session = match opened {
         Ok(session) => session,
         Err(e) => {
@@ -75,24 +68,18 @@ fn refusal(spec: &JobSpec, message: impl Into<Vec<u8>>) -> LogLine {
 /// [`crate::sys::pam::preload`]), so that a job child's `pam_start` does not load them again.
 /// Logged: how many modules are kept, or why none (the jobs then load them, or fail to start
 /// their session, and say so).
-///
-/// Returns whether the daemon may start transactions for its children ([`Templates`]): the
-/// modules are loaded here and no thread was started.
 #[cfg(feature = "pam")]
-pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) -> bool {
+pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) {
     use crate::sys::pam::Preload;
     match crate::sys::pam::preload(c"cron", pam.confdir.as_deref()) {
         Ok(Preload::Kept {
             modules,
             threads: 1,
-        }) => {
-            log.info(
-                "CRON",
-                "INFO",
-                &format!("PAM service cron: {modules} modules loaded"),
-            );
-            return true;
-        }
+        }) => log.info(
+            "CRON",
+            "INFO",
+            &format!("PAM service cron: {modules} modules loaded"),
+        ),
         // A module started a thread here although it did not in the trial: nothing can take
         // it back, and no job can be forked. Said as plainly as possible.
         Ok(Preload::Kept { threads, .. }) => log.error(
@@ -118,72 +105,10 @@ pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) -> bool {
             &format!("PAM service cron not loaded: {e}"),
         ),
     }
-    false
 }
 
 #[cfg(not(feature = "pam"))]
-pub fn preload_pam(_pam: &PamSetup, _log: crate::log::Log) -> bool {
-    false
-}
-
-#[cfg(feature = "pam")]
-pub use crate::sys::pam::Template;
-
-/// Without PAM in the build there is no transaction to take over.
-#[cfg(not(feature = "pam"))]
-#[derive(Debug)]
-pub enum Template {}
-
-/// The transaction the daemon keeps for its job children to take over (`sys::pam::Template`):
-/// started when a job is started and the one kept is a second old or more (or there is none),
-/// so that the service's files and modules are read once a second at most instead of once per
-/// job, and a change to them reaches the jobs started a second later — Debian's cron reads them
-/// for every job. None when the daemon may not load the modules (a module that starts threads,
-/// `--no-pam`); when it can't be started the job children start their own and log why, as
-/// before.
-#[derive(Debug, Default)]
-pub struct Templates {
-    /// `Some` when templates are made: the service's directory (`--pam-dir`).
-    confdir: Option<Option<std::path::PathBuf>>,
-    made: Option<std::time::Instant>,
-    kept: Option<Template>,
-}
-
-impl Templates {
-    /// Templates of `pam`'s service, made by the daemon from now on.
-    pub fn new(pam: &PamSetup) -> Templates {
-        Templates {
-            confdir: Some(pam.confdir.clone()),
-            made: None,
-            kept: None,
-        }
-    }
-
-    /// The template for a job started `now`: the one kept if it is younger than
-    /// [`super::identity::VALID_FOR`], else a new one (the old one ended first).
-    pub fn get(&mut self, now: std::time::Instant) -> Option<&Template> {
-        let confdir = self.confdir.as_ref()?;
-        let fresh = self
-            .made
-            .is_some_and(|made| now.saturating_duration_since(made) < super::identity::VALID_FOR);
-        if !fresh {
-            self.kept = None;
-            self.made = Some(now);
-            self.kept = start_template(confdir.as_deref());
-        }
-        self.kept.as_ref()
-    }
-}
-
-#[cfg(feature = "pam")]
-fn start_template(confdir: Option<&std::path::Path>) -> Option<Template> {
-    Template::start(c"cron", confdir).ok()
-}
-
-#[cfg(not(feature = "pam"))]
-fn start_template(_confdir: Option<&std::path::Path>) -> Option<Template> {
-    None
-}
+pub fn preload_pam(_pam: &PamSetup, _log: crate::log::Log) {}
 
 /// Without PAM in the build the daemon never sets [`ChildSetup::pam`]; should it, the job does
 /// not run (a session that was asked for is never skipped silently).
@@ -193,7 +118,6 @@ pub(super) fn run_in_session(
     setup: &ChildSetup,
     _identity: &Identity,
     _pam: &PamSetup,
-    _template: Option<&Template>,
     _first: bool,
 ) -> i32 {
     setup.log.error(

@@ -55,7 +55,6 @@ const PAM_CONV_ERR: c_int = 19;
 const PAM_SILENT: c_int = 0x8000;
 const PAM_ESTABLISH_CRED: c_int = 0x0002;
 const PAM_DELETE_CRED: c_int = 0x0004;
-const PAM_USER: c_int = 2;
 const PAM_TTY: c_int = 3;
 const PAM_ERROR_MSG: c_int = 3;
 const PAM_TEXT_INFO: c_int = 4;
@@ -154,19 +153,57 @@ impl Pam {
     /// `pam_start(service, user)`, reading the service from `confdir` when given (else
     /// /etc/pam.d), then the tty item Debian sets (`cron`).
     pub fn start(service: &CStr, user: &[u8], confdir: Option<&Path>) -> Result<Pam, PamError> {
-        let user = c_string("pam_start", user, "user name")?;
-        let handle = start_handle(service, Some(&user), confdir)?;
-        Ok(Pam::of(handle))
-    }
-
-    /// A transaction on `handle`, which this `Pam` ends.
-    fn of(handle: *mut PamHandle) -> Pam {
-        Pam {
+        let user = CString::new(user).map_err(|_| PamError {
+            step: "pam_start",
+            code: -1,
+            message: "user name with a NUL byte".into(),
+        })?;
+        let confdir = confdir
+            .map(|d| CString::new(d.as_os_str().as_encoded_bytes()))
+            .transpose()
+            .map_err(|_| PamError {
+                step: "pam_start",
+                code: -1,
+                message: "PAM directory with a NUL byte".into(),
+            })?;
+        let mut handle: *mut PamHandle = ptr::null_mut();
+        // SAFETY: every pointer is valid for the call (NUL-terminated strings we own, the
+        // 'static conversation, a place for the handle); libpam copies the strings and the
+        // conversation.
+        let code = unsafe {
+            match &confdir {
+                Some(dir) => pam_start_confdir(
+                    service.as_ptr(),
+                    user.as_ptr(),
+                    &CONVERSATION,
+                    dir.as_ptr(),
+                    &mut handle,
+                ),
+                None => pam_start(service.as_ptr(), user.as_ptr(), &CONVERSATION, &mut handle),
+            }
+        };
+        if code != PAM_SUCCESS || handle.is_null() {
+            let error = PamError {
+                step: "pam_start",
+                code,
+                message: message_of(handle, code),
+            };
+            if !handle.is_null() {
+                // SAFETY: a handle pam_start returned, ended once.
+                unsafe { pam_end(handle, code) };
+            }
+            return Err(error);
+        }
+        let mut pam = Pam {
             handle,
             session_open: false,
             credentials: false,
             last: PAM_SUCCESS,
-        }
+        };
+        // SAFETY: a live handle and a NUL-terminated 'static string, which libpam copies.
+        let code = unsafe { pam_set_item(pam.handle, PAM_TTY, c"cron".as_ptr().cast()) };
+        pam.check("pam_set_item", code)?;
+        Ok(pam)
     }
 
     /// `pam_acct_mgmt(PAM_SILENT)`: may this user run something now (expiry, access rules)?
@@ -268,138 +305,6 @@ impl Drop for Pam {
         self.delete_credentials();
         // SAFETY: the handle is live (it is ended only here), and ended once.
         unsafe { pam_end(self.handle, self.last) };
-    }
-}
-
-/// `pam_start` of `service` for `user` (`None`: set later), from `confdir` when given, and the
-/// tty item Debian sets (`cron`): a live handle, or the error (the handle ended).
-fn start_handle(
-    service: &CStr,
-    user: Option<&CStr>,
-    confdir: Option<&Path>,
-) -> Result<*mut PamHandle, PamError> {
-    let confdir = confdir
-        .map(|d| {
-            c_string(
-                "pam_start",
-                d.as_os_str().as_encoded_bytes(),
-                "PAM directory",
-            )
-        })
-        .transpose()?;
-    let user = user.map_or(ptr::null(), CStr::as_ptr);
-    let mut handle: *mut PamHandle = ptr::null_mut();
-    // SAFETY: every pointer is valid for the call (NUL-terminated strings we own or null for
-    // the user, the 'static conversation, a place for the handle); libpam copies the strings
-    // and the conversation.
-    let code = unsafe {
-        match &confdir {
-            Some(dir) => pam_start_confdir(
-                service.as_ptr(),
-                user,
-                &CONVERSATION,
-                dir.as_ptr(),
-                &mut handle,
-            ),
-            None => pam_start(service.as_ptr(), user, &CONVERSATION, &mut handle),
-        }
-    };
-    if code != PAM_SUCCESS || handle.is_null() {
-        let error = PamError {
-            step: "pam_start",
-            code,
-            message: message_of(handle, code),
-        };
-        if !handle.is_null() {
-            // SAFETY: a handle pam_start returned, ended once.
-            unsafe { pam_end(handle, code) };
-        }
-        return Err(error);
-    }
-    // SAFETY: a live handle and a NUL-terminated 'static string, which libpam copies.
-    let code = unsafe { pam_set_item(handle, PAM_TTY, c"cron".as_ptr().cast()) };
-    if code != PAM_SUCCESS {
-        let error = PamError {
-            step: "pam_set_item",
-            code,
-            message: message_of(handle, code),
-        };
-        // SAFETY: the live handle, ended once, not used after.
-        unsafe { pam_end(handle, code) };
-        return Err(error);
-    }
-    Ok(handle)
-}
-
-/// `bytes` as a C string for `step`; an error naming `what` when it holds a NUL byte.
-fn c_string(step: &'static str, bytes: &[u8], what: &str) -> Result<CString, PamError> {
-    CString::new(bytes).map_err(|_| PamError {
-        step,
-        code: -1,
-        message: format!("{what} with a NUL byte"),
-    })
-}
-
-/// A transaction the daemon starts for its job children to take over: `pam_start` of the
-/// service with no user yet, so the service's files are read, its modules loaded and their
-/// functions looked up once, not in every job child. No PAM function but `pam_start` and
-/// `pam_end` is ever called on it in the process that made it. A job child, forked after,
-/// holds its own copy of the handle and everything it points to (fork copies the address
-/// space); [`Template::adopt`] makes that copy the child's transaction for one user, and the
-/// child's calls write only its own pages. The daemon ends its handle when it makes the next
-/// one (a second later at most, so a change to the service's files reaches the jobs started
-/// after it) or stops.
-#[derive(Debug)]
-pub struct Template {
-    handle: *mut PamHandle,
-    /// The process that started it: the one process that may not adopt it.
-    maker: libc::pid_t,
-}
-
-impl Template {
-    /// `pam_start(service, NULL)` from `confdir` when given, and the tty item.
-    pub fn start(service: &CStr, confdir: Option<&Path>) -> Result<Template, PamError> {
-        let handle = start_handle(service, None, confdir)?;
-        Ok(Template {
-            handle,
-            maker: std::process::id() as libc::pid_t,
-        })
-    }
-
-    /// In a process forked from the maker: this process's copy of the transaction, for `user`
-    /// (`PAM_USER`); the returned [`Pam`] ends it. Refused in the maker itself, whose handle
-    /// must stay as it was started for the children forked later. Call it once per process:
-    /// the copy has one owner.
-    pub fn adopt(&self, user: &[u8]) -> Result<Pam, PamError> {
-        let refused = |message: &str| PamError {
-            step: "pam_start",
-            code: -1,
-            message: message.into(),
-        };
-        if std::process::id() as libc::pid_t == self.maker {
-            return Err(refused(
-                "a PAM template is taken over in a forked child only",
-            ));
-        }
-        let user = c_string("pam_set_item", user, "user name")?;
-        // The handle's memory is this process's own copy since the fork: the maker's is not
-        // touched by anything done with it here. This process never drops the `Template` (a
-        // job child ends with `_exit` and never returns into the daemon's code), so the `Pam`
-        // is the copy's one owner and ends it once.
-        let mut pam = Pam::of(self.handle);
-        // SAFETY: a live handle (this process's copy of one pam_start returned) and a
-        // NUL-terminated string, which libpam copies.
-        let code = unsafe { pam_set_item(pam.handle, PAM_USER, user.as_ptr().cast()) };
-        pam.check("pam_set_item", code)?;
-        Ok(pam)
-    }
-}
-
-impl Drop for Template {
-    fn drop(&mut self) {
-        // SAFETY: the handle is live (ended only here), and ended once; in the maker (a child
-        // that adopted its copy never drops the template: see `adopt`).
-        unsafe { pam_end(self.handle, PAM_SUCCESS) };
     }
 }
 
@@ -604,24 +509,6 @@ mod tests {
         pam.open_session().unwrap();
         assert!(pam.environment().is_empty());
         pam.close().unwrap();
-    }
-
-    #[test]
-    fn a_template_is_not_taken_over_by_the_process_that_made_it() {
-        let dir = tempfile::tempdir().unwrap();
-        service(dir.path(), "cron", "account required pam_permit.so\n");
-        let template = Template::start(c"cron", Some(dir.path())).unwrap();
-        // Taking it over here would leave the template changed (or ended) for the children
-        // forked after; a forked child takes over its own copy (the daemon's PAM tests).
-        let err = template.adopt(b"root").unwrap_err();
-        assert_eq!(err.step, "pam_start");
-        assert!(err.message.contains("forked child"), "{}", err.message);
-        let err = template.adopt(b"ro\0ot").unwrap_err();
-        assert_eq!(err.step, "pam_start");
-        // No service file: pam_start's error, as a job's own start would get.
-        let none = tempfile::tempdir().unwrap();
-        let err = Template::start(c"cron", Some(none.path())).unwrap_err();
-        assert_eq!(err.step, "pam_start");
     }
 
     #[test]

@@ -55,36 +55,6 @@ fn root_an_expired_accounts_job_is_refused_and_logged_in_pams_words() {
 }
 
 #[test]
-fn root_a_change_to_the_pam_service_reaches_the_next_job() {
-    require_root();
-    let tree = Tree::new();
-    let user = user_with_home("s", &tree.path().join("out"));
-    let ran = tree.out("ran");
-    // Two runs a fake minute apart (six real seconds).
-    tree.user_crontab(
-        &user.name,
-        &format!("0,1 10 * * * echo ran >> {}\n", ran.display()),
-        0o600,
-        &user.name,
-    );
-    tree.set_pam_service(&shipped_pam_service());
-    let crond = Crond::start(&tree, 1, &[]);
-    assert_eq!(wait_for_file(&ran, 15), "ran\n");
-    // The daemon read the service for the first run; the second, a minute later, is checked
-    // by the service as it is then.
-    tree.set_pam_service(&format!(
-        "account requisite pam_deny.so\n{}",
-        shipped_pam_service()
-    ));
-    crond.wait_for_log(
-        &format!("Authentication failure (user {}, entry spool/", user.name),
-        15,
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n");
-}
-
-#[test]
 fn root_a_locked_accounts_job_runs_as_on_debian() {
     // `usermod -L` locks the password only; pam_unix's account stack (which Debian's cron runs)
     // does not look at it, so Debian runs the job, and so do we.
