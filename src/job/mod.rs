@@ -4,11 +4,11 @@
 //! **Prepare**: reset signals, close the daemon's descriptors, log as `CRON` from then on, take
 //! the user and its ids (`as_user::Credentials`, groups included) as the daemon looked them up
 //! before the fork (`identity`: at most once a second per user), start a session, compute the
-//! clean environment (`env`). **Run** (`shell`): the shell is started with vfork semantics and becomes
-//! the user between the clone and the exec (`sys::as_user`), in HOME (or in `/`, as Debian's,
-//! when HOME can't be entered: a notice on the entry's first run after its file was loaded,
-//! nothing on the others, since www-data's or nobody's missing home would otherwise be a line
-//! every minute); the text after `%` reaches it through a writer grandchild of the user
+//! clean environment (`env`). **Run** (`shell`): the shell is started with vfork semantics and
+//! becomes the user between the clone and the exec (`sys::as_user`), in HOME (or in `/`, as
+//! Debian's, when HOME can't be entered: a notice on the entry's first run after its file was
+//! loaded, nothing on the others, since www-data's or nobody's missing home would otherwise be
+//! a line every minute); the text after `%` reaches it through a writer grandchild of the user
 //! (`stdin`); its stdout and stderr share one pipe, which this root process reads as bytes
 //! only into `output` until the shell exits, then the shell and the writer are reaped. When no
 //! process can be made for the shell or the writer, the child exits with [`NOT_STARTED`]

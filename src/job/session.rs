@@ -33,13 +33,13 @@ pub(super) fn run_in_session(
     use crate::sys::pam::Pam;
 
     let log = setup.log;
-    let opened =
-        Pam::start(c"cron", &identity.user.name, pam.confdir.as_deref()).and_then(|mut session| {
-            session.account()?;
-            session.establish_credentials()?;
-            session.open_session()?;
-            Ok(session)
-        });
+    let user = &identity.user.name;
+    let opened = Pam::start(c"cron", user, pam.confdir.as_deref()).and_then(|mut session| {
+        session.account()?;
+        session.establish_credentials()?;
+        session.open_session()?;
+        Ok(session)
+    });
     let session = match opened {
         Ok(session) => session,
         Err(e) => {
