@@ -37,6 +37,7 @@ burst waits for one (about 15 minutes in all at the defaults). Run as root, from
 """
 
 import argparse
+import glob
 import os
 import platform
 import shutil
@@ -117,6 +118,38 @@ def negative_dentries():
             return int(f.read().split()[4])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def proactive_reclaim():
+    """What DAMON is set to page out on this machine, if anything: a kdamond that is on with
+    a `pageout` scheme evicts page-cache pages that have gone unused for a while, without any
+    memory pressure. Pages no process maps (the files PAM reads with read(), code a job child
+    ran before it exited, and crond's own code it unmapped after a load) are then read from
+    disk again by the next job after an idle minute: the "1 due" and "first start" rows
+    include those reads. None when nothing is set up (or the interface is absent)."""
+    root = "/sys/kernel/mm/damon/admin/kdamonds"
+    found = []
+    for kd in glob.glob(os.path.join(root, "[0-9]*")):
+        try:
+            with open(os.path.join(kd, "state")) as f:
+                if f.read().strip() != "on":
+                    continue
+        except OSError:
+            continue
+        for scheme in glob.glob(os.path.join(kd, "contexts", "[0-9]*", "schemes", "[0-9]*")):
+            try:
+                with open(os.path.join(scheme, "action")) as f:
+                    if f.read().strip() != "pageout":
+                        continue
+                with open(os.path.join(scheme, "access_pattern", "age", "min")) as f:
+                    age = int(f.read())
+                aggr = os.path.join(scheme, "..", "..", "monitoring_attrs", "intervals", "aggr_us")
+                with open(aggr) as f:
+                    idle_s = age * int(f.read()) / 1e6
+            except (OSError, ValueError):
+                continue
+            found.append(f"DAMON pages out page cache idle {idle_s:.0f} s or more")
+    return "; ".join(found) or None
 
 
 def settle(pid, quiet_s=1.0, limit_s=60):
@@ -509,6 +542,7 @@ def main():
         sys.exit("run as root: jobs run as root and Debian's cron runs in a chroot")
     started = time.time()
     negative_dentries_at_start = negative_dentries()
+    reclaim = proactive_reclaim()
     tmp = tempfile.mkdtemp(prefix="compare-tools")
     stamp, floor = build_tools(tmp)
     wanted = args.peers.split(",")
@@ -553,7 +587,8 @@ def main():
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {os.cpu_count()} cores"
           f" ({cpu}), Linux {platform.release()}; `python3 benches/compare/compare.py "
           f"{' '.join(sys.argv[1:])}` took {(time.time() - started) / 60:.0f} min;"
-          f" {negative_dentries_at_start:,} negative dentries cached at the start")
+          f" {negative_dentries_at_start:,} negative dentries cached at the start"
+          + (f"; {reclaim}" if reclaim else ""))
     if missing:
         print(f"not found: {', '.join(missing)}")
     print()
