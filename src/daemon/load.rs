@@ -77,13 +77,16 @@ impl Owners {
 
     /// The owner of an entry of `user`, with `quiet` and `env`: made the first time.
     pub(super) fn of(&mut self, user: &[u8], quiet: bool, env: &Arc<Env>) -> Arc<Owner> {
-        // Consecutive entries are mostly the same user's: the last owner first.
-        let last = self
-            .last
-            .as_ref()
-            .filter(|o| o.user == user && o.quiet == quiet && Arc::ptr_eq(&o.env, env));
+        // Consecutive entries are mostly the same user's: the last owner first, kept as it is.
+        if let Some(last) = &self.last
+            && last.user == user
+            && last.quiet == quiet
+            && Arc::ptr_eq(&last.env, env)
+        {
+            return Arc::clone(last);
+        }
         let key = || (user.to_vec(), quiet, Arc::as_ptr(env));
-        let owner = match last.or_else(|| self.made.get(&key())) {
+        let owner = match self.made.get(&key()) {
             Some(owner) => Arc::clone(owner),
             None => {
                 let owner = Arc::new(Owner {
