@@ -564,8 +564,8 @@ impl<'o, 'z> Parser<'o, 'z> {
             return;
         }
         let command = &line[start..];
-        let first_word = &line[start..word_end(line, start)];
-        if first_word == b"*" || first_word.starts_with(b"*/") {
+        // A first word `*` or `*/...`: a sixth time field (no look for the word's end).
+        if command[0] == b'*' && command.get(1).is_none_or(|&b| b == b'/' || is_blank(b)) {
             self.error(
                 number,
                 start,

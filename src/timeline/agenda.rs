@@ -160,14 +160,21 @@ impl FirstFires {
         }
     }
 
+    /// A place to look, not a proof (a set's keys are compared whole): independent products
+    /// folded into the top bits, a few instructions for each of a load's entries.
     fn set(schedule: &Schedule, after: i64) -> usize {
-        use crate::hash::mix;
         use crate::schedule::Field;
         let days = schedule.bits(Field::DayOfMonth)
             | schedule.bits(Field::Month) << 32
             | schedule.bits(Field::DayOfWeek) << 48;
-        let h = mix(schedule.bits(Field::Minute) ^ mix(schedule.bits(Field::Hour) ^ mix(days)));
-        (mix(h ^ after as u64) as usize) & (FIRST_FIRE_SETS - 1)
+        let h = schedule
+            .bits(Field::Minute)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (schedule.bits(Field::Hour) ^ days.rotate_left(24))
+                .wrapping_mul(0xbf58_476d_1ce4_e5b9)
+            ^ (after as u64).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (h ^ (h >> 29)).wrapping_mul(0x2545_f491_4f6c_dd1d) as usize
+            >> (usize::BITS - FIRST_FIRE_SETS.trailing_zeros())
     }
 
     fn get(&self, schedule: &Schedule, after: i64) -> Option<i32> {

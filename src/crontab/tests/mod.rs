@@ -311,6 +311,13 @@ fn a_six_field_expression_with_seconds_is_caught() {
     );
     assert_eq!(tab.errors[0].column, 12);
     assert!(tab.entries.is_empty());
+    // The sixth field alone or before a tab is caught too; a command that only starts with
+    // `*` is a command.
+    let tab = user("0 0 12 * * *\n0 0 12 * * *\tx\n0 0 12 * * *.sh\n0 0 12 * * **/x\n");
+    let lines: Vec<u32> = tab.errors.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [1, 2], "{:?}", shown(&tab.errors));
+    let commands: Vec<&[u8]> = tab.commands().collect();
+    assert_eq!(commands, [&b"*.sh"[..], b"**/x"]);
 }
 
 #[test]
