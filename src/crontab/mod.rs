@@ -520,7 +520,11 @@ impl<'o, 'z> Parser<'o, 'z> {
             return;
         }
         let fields_at = if quiet { first + 1 } else { 0 };
-        let (when, mut pos) = match schedule::parse_fields(line, fields_at, self.options.seed) {
+        let schedule::Fields {
+            when,
+            end: mut pos,
+            single_spaced,
+        } = match schedule::parse_fields(line, fields_at, self.options.seed) {
             Ok(parsed) => parsed,
             Err(e) => {
                 let message = if e.offset == line.iter().position(|&b| !is_blank(b)).unwrap_or(0)
@@ -635,7 +639,7 @@ impl<'o, 'z> Parser<'o, 'z> {
             self.cluster_count += 1;
         }
         let written = &line[skip_blanks(line, fields_at)..fields_end];
-        let span = packed::push(&mut self.out.text, number, written, command);
+        let span = packed::push_fields(&mut self.out.text, number, written, single_spaced, command);
         self.out.spans.push(span);
         self.out.entries.push(Entry {
             line: number,

@@ -25,9 +25,21 @@ pub const OVERHEAD: usize = 5;
 /// Appends an entry: `fields` are its time fields as written (blanks between them made one
 /// space here), `command` its command.
 pub fn push(text: &mut Vec<u8>, line: u32, fields: &[u8], command: &[u8]) -> Span {
+    push_fields(text, line, fields, single_spaced(fields), command)
+}
+
+/// [`push`], told whether one space, and nothing else, already separates each field from the
+/// next (the parser saw it as it read them).
+pub fn push_fields(
+    text: &mut Vec<u8>,
+    line: u32,
+    fields: &[u8],
+    single_spaced: bool,
+    command: &[u8],
+) -> Span {
     let from = text.len();
     // Most files separate their fields with single spaces already: one copy then.
-    if single_spaced(fields) {
+    if single_spaced {
         text.extend_from_slice(&fields[..fields.len().min(MAX_SCHEDULE_TEXT)]);
     } else {
         for field in fields

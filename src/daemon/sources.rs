@@ -432,7 +432,9 @@ impl Sources {
                 command: span,
             };
             let delay = scaled_delay(entry.random_delay, self.delay_factor);
-            if let When::Periodic(schedule) = &entry.when {
+            if let When::Periodic(schedule) = &entry.when
+                && !old.is_empty()
+            {
                 let command = packed::command(&commands, span);
                 let same = new_same(&entry, command, schedule, user, file.owner_uid, delay);
                 // The old entry identical to the new one keeps its place; its job now points

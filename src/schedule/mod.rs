@@ -58,7 +58,7 @@ mod zone;
 
 use std::fmt;
 
-pub use parse::{ParseError, host_seed, parse_expression, parse_fields};
+pub use parse::{Fields, ParseError, host_seed, parse_expression, parse_fields};
 pub use zone::{Zone, ZoneError};
 
 /// One of the five time fields.

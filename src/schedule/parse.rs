@@ -37,7 +37,7 @@ fn is_blank(b: u8) -> bool {
 /// `seed` feeds cronie's `~` (pass a hash of the host name, see [`host_seed`]).
 pub fn parse_expression(text: &str, seed: u64) -> Result<When, ParseError> {
     let bytes = text.as_bytes();
-    let (when, end) = parse_fields(bytes, 0, seed)?;
+    let Fields { when, end, .. } = parse_fields(bytes, 0, seed)?;
     let rest = skip_blanks(bytes, end);
     if rest < bytes.len() {
         let extra = bytes[rest..]
@@ -65,18 +65,41 @@ pub fn host_seed(host: &[u8]) -> u64 {
     fnv1a(FNV_OFFSET, host)
 }
 
+/// A time specification read from the start of a line: what it says, where it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields {
+    pub when: When,
+    /// The offset just past the last field.
+    pub end: usize,
+    /// Whether one space, and nothing else, separates each of the five fields from the next,
+    /// as nearly every file writes them: the text from the first field to `end` can then be
+    /// kept as it is. `false` for an `@` special, whose text is not looked at here.
+    pub single_spaced: bool,
+}
+
 /// Parses the time specification at the start of `line[start..]` (leading blanks skipped).
-/// Returns the schedule and the offset just past it. Offsets in errors are into `line`.
-pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<(When, usize), ParseError> {
+/// Offsets in errors are into `line`.
+pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<Fields, ParseError> {
     let pos = skip_blanks(line, start);
     if line.get(pos) == Some(&b'@') {
-        return parse_special(line, pos);
+        let (when, end) = parse_special(line, pos)?;
+        // Rare enough to be looked at again (`@every  1h` has two spaces).
+        return Ok(Fields {
+            when,
+            end,
+            single_spaced: false,
+        });
     }
     let mut bits = [0u64; 5];
     let mut stars = [false; 5];
     let mut pos = pos;
+    let mut single_spaced = true;
     for field in Field::ALL {
-        pos = skip_blanks(line, pos);
+        if field != Field::Minute {
+            let next = skip_blanks(line, pos);
+            single_spaced &= next == pos + 1 && line[pos] == b' ';
+            pos = next;
+        }
         if pos >= line.len() {
             let found = field as usize;
             return Err(ParseError {
@@ -105,7 +128,11 @@ pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<(When, usize
         stars[field as usize] = starred;
         pos = end;
     }
-    Ok((When::Periodic(Schedule::from_parts(bits, stars)), pos))
+    Ok(Fields {
+        when: When::Periodic(Schedule::from_parts(bits, stars)),
+        end: pos,
+        single_spaced,
+    })
 }
 
 /// The two ways nearly every field is written, `*` and a number of one or two digits within

@@ -501,11 +501,22 @@ mod limits;
 
 #[test]
 fn each_entry_keeps_its_time_fields_as_written_one_space_apart_without_the_dash_or_the_user() {
-    let c = user("@daily a\n */5  *\t* * mon-fri   b\n@every 1h30m c\n");
+    let c = user(
+        "@daily a\n */5  *\t* * mon-fri   b\n@every 1h30m c\n@every  2h d\n\t1 2 3 4 5 e\n\
+         1 2 3 4\t5 f\n1 2 3 4 5\tg\n",
+    );
     let written: Vec<&[u8]> = (0..c.entries.len()).map(|i| c.schedule_text(i)).collect();
     assert_eq!(
         written,
-        [&b"@daily"[..], b"*/5 * * * mon-fri", b"@every 1h30m"]
+        [
+            &b"@daily"[..],
+            b"*/5 * * * mon-fri",
+            b"@every 1h30m",
+            b"@every 2h",
+            b"1 2 3 4 5",
+            b"1 2 3 4 5",
+            b"1 2 3 4 5"
+        ]
     );
     let s = system("- 0 3 * * sun  root  backup\n@reboot www-data warm\n");
     let written: Vec<&[u8]> = (0..s.entries.len()).map(|i| s.schedule_text(i)).collect();
