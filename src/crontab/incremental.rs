@@ -159,26 +159,33 @@ pub enum Reparse {
 }
 
 /// The byte ranges of the text's chunks: [`CHUNK_LINES`] lines each (the last may have
-/// fewer), each ending with its newline. `None` when the text does not end with one.
-fn chunk_ranges(text: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+/// fewer), each ending with its newline, and how many lines of each may be entries (the room
+/// a parse reserves: counted here, where each line is passed anyway). `None` when the text
+/// does not end with a newline.
+fn chunk_ranges(text: &[u8]) -> Option<(Vec<std::ops::Range<usize>>, Vec<u32>)> {
     if text.last() != Some(&b'\n') {
         return None;
     }
-    let mut ranges = Vec::with_capacity(text.len() / (CHUNK_LINES * 32) + 1);
-    let mut start = 0;
-    let mut lines = 0;
+    let chunks = text.len() / (CHUNK_LINES * 32) + 1;
+    let (mut ranges, mut entry_lines) = (Vec::with_capacity(chunks), Vec::with_capacity(chunks));
+    let (mut start, mut line_start) = (0, 0);
+    let (mut lines, mut entries) = (0, 0);
     for at in memchr::memchr_iter(b'\n', text) {
+        entries += u32::from(super::may_be_entry(&text[line_start..at]));
+        line_start = at + 1;
         lines += 1;
         if lines == CHUNK_LINES {
             ranges.push(start..at + 1);
+            entry_lines.push(entries);
             start = at + 1;
-            lines = 0;
+            (lines, entries) = (0, 0);
         }
     }
     if start < text.len() {
         ranges.push(start..text.len());
+        entry_lines.push(entries);
     }
-    Some(ranges)
+    Some((ranges, entry_lines))
 }
 
 /// A text cut into chunks ([`chunk_ranges`]), with each chunk's hash.
@@ -186,12 +193,14 @@ struct Cut<'t> {
     text: &'t [u8],
     ranges: Vec<std::ops::Range<usize>>,
     hashes: Vec<u64>,
+    /// How many lines of each chunk may be entries.
+    entry_lines: Vec<u32>,
 }
 
 impl<'t> Cut<'t> {
     /// `None` when the text has fewer than [`MIN_CHUNKS`] chunks or no final newline.
     fn new(text: &'t [u8], keys: &RandomState) -> Option<Cut<'t>> {
-        let ranges = chunk_ranges(text).filter(|r| r.len() >= MIN_CHUNKS)?;
+        let (ranges, entry_lines) = chunk_ranges(text).filter(|(r, _)| r.len() >= MIN_CHUNKS)?;
         let hashes = ranges
             .iter()
             .map(|r| keys.hash_one(&text[r.clone()]))
@@ -200,6 +209,7 @@ impl<'t> Cut<'t> {
             text,
             ranges,
             hashes,
+            entry_lines,
         })
     }
 }
@@ -221,7 +231,11 @@ fn parse_chunks(
         // To the end: room for the entries at once (growing by doubling copied them again at
         // each step, and held the old and the new room together).
         let rest = &text[ranges[from].start..];
-        let room = super::entry_lines(rest).min(parser.options.limits.max_entries);
+        let room = cut.entry_lines[from..]
+            .iter()
+            .map(|&n| n as usize)
+            .sum::<usize>()
+            .min(parser.options.limits.max_entries);
         parser.out.entries.reserve_exact(room);
         parser.out.spans.reserve_exact(room);
         // An entry's packed text is at most its line (newline included) and four bytes more
@@ -241,8 +255,9 @@ fn parse_chunks(
         let chunk = &text[ranges[at].clone()];
         // The chunk ends with its newline: the pieces before it are its lines.
         let first_line = at * CHUNK_LINES + 1;
+        let clean = super::Clean::of(chunk);
         for (i, line) in super::split_lines(&chunk[..chunk.len() - 1]).enumerate() {
-            parser.line((first_line + i) as u32, line);
+            parser.line((first_line + i) as u32, line, clean);
         }
         let kept = parser.out.entries[before..]
             .iter()

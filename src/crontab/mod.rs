@@ -268,16 +268,11 @@ fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// How many lines of `text` may be entries: those neither empty nor blank nor comments (the
-/// room a parse reserves, never more than the lines that can use it).
-fn entry_lines(text: &[u8]) -> usize {
-    split_lines(text)
-        .filter(|line| {
-            line.iter()
-                .find(|&&b| !is_blank(b))
-                .is_some_and(|&b| b != b'#')
-        })
-        .count()
+/// Whether a line is neither empty nor blank nor a comment (its first byte mostly says).
+fn may_be_entry(line: &[u8]) -> bool {
+    line.iter()
+        .find(|&&b| !is_blank(b))
+        .is_some_and(|&b| b != b'#')
 }
 
 /// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
@@ -287,6 +282,7 @@ pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
     // The packed text is about the file's size (less its comments and user fields): room
     // for that at once rather than growing by doubling.
     parser.out.text.reserve_exact(text.len());
+    let clean = Clean::of(text);
     let mut lines = split_lines(text).peekable();
     let mut number = 0u32;
     while let Some(line) = lines.next() {
@@ -302,9 +298,28 @@ pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
                 "missing newline at the end of the file".to_string(),
             );
         }
-        parser.line(number, line);
+        parser.line(number, line, clean);
     }
     parser.out
+}
+
+/// Whether a text holds no CR and no NUL: the lines of such a text (nearly every file, and
+/// every chunk of one) are not looked through for them one by one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clean {
+    /// Neither byte in the text.
+    Known,
+    /// Either may be in it: each line is looked at.
+    Unknown,
+}
+
+impl Clean {
+    fn of(text: &[u8]) -> Clean {
+        match memchr::memchr2(b'\r', 0, text) {
+            None => Clean::Known,
+            Some(_) => Clean::Unknown,
+        }
+    }
 }
 
 struct Parser<'o, 'z> {
@@ -375,13 +390,17 @@ impl<'o, 'z> Parser<'o, 'z> {
         });
     }
 
-    fn line(&mut self, number: u32, mut line: &[u8]) {
+    /// One line (its newline cut off); `clean`: whether the text it is in holds no CR and no
+    /// NUL.
+    fn line(&mut self, number: u32, mut line: &[u8], clean: Clean) {
         if line.len() > self.options.limits.max_line {
             let max = self.options.limits.max_line;
             self.error(number, max, format!("line longer than {max} bytes"));
             return;
         }
-        if let Some(&b'\r') = line.last() {
+        if clean == Clean::Unknown
+            && let Some(&b'\r') = line.last()
+        {
             line = &line[..line.len() - 1];
             self.warn(
                 number,
@@ -390,7 +409,10 @@ impl<'o, 'z> Parser<'o, 'z> {
             );
         }
         // One look for both bytes a line must not hold (most lines hold neither).
-        let odd = memchr::memchr2(b'\r', 0, line);
+        let odd = match clean {
+            Clean::Known => None,
+            Clean::Unknown => memchr::memchr2(b'\r', 0, line),
+        };
         // Anywhere else a CR hides text: a terminal showing the line (`crontab -l`, `cat`)
         // returns to its start and overwrites what comes before with what comes after, so
         // the command that runs would not be the one anyone sees. Even in a comment.

@@ -314,3 +314,33 @@ mod any_edits {
         }
     }
 }
+
+#[test]
+fn each_chunk_counts_the_lines_that_may_be_entries() {
+    // Two whole chunks and a last one of three lines: in each, every fourth line a comment,
+    // and the second chunk's first line blank.
+    let mut text = String::new();
+    for i in 0..2 * CHUNK_LINES + 3 {
+        text.push_str(match i % 4 {
+            _ if i == CHUNK_LINES => " \t",
+            0 => "  # a comment",
+            _ => "* * * * * root x",
+        });
+        text.push('\n');
+    }
+    let (ranges, entry_lines) = chunk_ranges(text.as_bytes()).expect("a final newline");
+    assert_eq!(ranges.len(), 3);
+    let whole = CHUNK_LINES as u32 * 3 / 4;
+    assert_eq!(entry_lines, [whole, whole, 2]);
+    let parsed: usize = ranges
+        .iter()
+        .map(|r| {
+            let mut zones = zone;
+            let mut options = options_with(&mut zones, Limits::SYSTEM);
+            parse(&text.as_bytes()[r.clone()], &mut options)
+                .entries
+                .len()
+        })
+        .sum();
+    assert_eq!(parsed, entry_lines.iter().sum::<u32>() as usize);
+}
