@@ -144,11 +144,7 @@ fn plain_field(line: &[u8], pos: usize, field: Field) -> Option<(u64, bool, usiz
     let (lo, hi) = field.bounds();
     let ends_at = |at: usize| line.get(at).is_none_or(|&b| is_blank(b));
     match *line.get(pos)? {
-        b'*' if ends_at(pos + 1) => {
-            let below_lo = (1u64 << lo) - 1;
-            let up_to_hi = (1u64 << hi << 1).wrapping_sub(1);
-            Some((up_to_hi & !below_lo, true, pos + 1))
-        }
+        b'*' if ends_at(pos + 1) => Some((range_bits(lo, hi), true, pos + 1)),
         first @ b'0'..=b'9' => {
             let (n, end) = match line.get(pos + 1) {
                 Some(&second @ b'0'..=b'9') => ((first - b'0') * 10 + (second - b'0'), pos + 2),
@@ -158,6 +154,13 @@ fn plain_field(line: &[u8], pos: usize, field: Field) -> Option<(u64, bool, usiz
         }
         _ => None,
     }
+}
+
+/// The bits of every value from `first` to `last` (at most 63).
+fn range_bits(first: u8, last: u8) -> u64 {
+    let below_first = (1u64 << first) - 1;
+    let up_to_last = (1u64 << last << 1).wrapping_sub(1);
+    up_to_last & !below_first
 }
 
 fn parse_special(line: &[u8], at: usize) -> Result<(When, usize), ParseError> {
@@ -374,9 +377,7 @@ impl FieldParser<'_> {
         }
         if step == 1 {
             // A whole range at once (`*` is 60 values in the minute field).
-            let below_first = (1u64 << first) - 1;
-            let up_to_last = (1u64 << last << 1).wrapping_sub(1);
-            return Ok(up_to_last & !below_first);
+            return Ok(range_bits(first, last));
         }
         let mut bits = 0u64;
         let mut v = u32::from(first);
