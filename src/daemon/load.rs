@@ -76,10 +76,17 @@ impl Owners {
     }
 
     /// The owner of an entry of `user`, with `quiet` and `env`: made the first time.
-    pub(super) fn of(&mut self, user: &[u8], quiet: bool, env: &Arc<Env>) -> Arc<Owner> {
+    /// `same_user`: the caller knows `user` is the one of the last call (else it is compared).
+    pub(super) fn of(
+        &mut self,
+        user: &[u8],
+        same_user: bool,
+        quiet: bool,
+        env: &Arc<Env>,
+    ) -> Arc<Owner> {
         // Consecutive entries are mostly the same user's: the last owner first, kept as it is.
         if let Some(last) = &self.last
-            && last.user == user
+            && (same_user || last.user == user)
             && last.quiet == quiet
             && Arc::ptr_eq(&last.env, env)
         {
@@ -116,11 +123,12 @@ pub(super) fn warn_unknown_users(crontab: &mut Crontab) {
     let mut known: HashMap<Arc<[u8]>, bool> = HashMap::new();
     let mut unknown = Vec::new();
     // Consecutive entries are mostly the same user's: the last answer first.
-    let mut last: Option<(&[u8], bool)> = None;
+    let mut last: Option<(&Arc<[u8]>, bool)> = None;
     for entry in &crontab.entries {
         let Some(user) = &entry.user else { continue };
         let exists = match last {
-            Some((name, exists)) if name == &user[..] => exists,
+            // One allocation of the name for consecutive entries of one user (the parser's).
+            Some((name, exists)) if Arc::ptr_eq(name, user) || name[..] == user[..] => exists,
             _ => match known.get(&user[..]) {
                 Some(&exists) => exists,
                 None => {

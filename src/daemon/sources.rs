@@ -420,13 +420,20 @@ impl Sources {
         let commands: Commands = Arc::new(text.into_boxed_slice());
         let tab: Arc<str> = file.key.tab_name(&self.paths).into();
         let mut owners = Owners::new(tab, Arc::clone(&commands), file.owner_uid);
-        for (entry, span) in parsed.into_iter().zip(spans) {
-            let user = match (file.key.owner_name(), &entry.user) {
-                (Some(owner), _) => owner,
-                (None, Some(user)) => &user[..],
+        // The user of the last entry given an owner: the parser gives consecutive entries of
+        // one user one allocation of the name, so most are told the same without reading it.
+        let mut last_user: Option<&Arc<[u8]>> = None;
+        for (entry, span) in parsed.iter().zip(spans) {
+            let (user, same_user) = match (file.key.owner_name(), &entry.user) {
+                (Some(owner), _) => (owner, true),
+                (None, Some(user)) => {
+                    let same = last_user.is_some_and(|last| Arc::ptr_eq(last, user));
+                    last_user = Some(user);
+                    (&user[..], same)
+                }
                 (None, None) => continue,
             };
-            let owner = owners.of(user, entry.quiet, &entry.env);
+            let owner = owners.of(user, same_user, entry.quiet, &entry.env);
             let job = JobSpec {
                 owner,
                 command: span,
@@ -436,7 +443,7 @@ impl Sources {
                 && !old.is_empty()
             {
                 let command = packed::command(&commands, span);
-                let same = new_same(&entry, command, schedule, user, file.owner_uid, delay);
+                let same = new_same(entry, command, schedule, user, file.owner_uid, delay);
                 // The old entry identical to the new one keeps its place; its job now points
                 // into the new text, so the old text's memory goes.
                 if let Some(id) = old.claim(entries, &same) {
@@ -454,7 +461,7 @@ impl Sources {
                 When::Periodic(schedule) => {
                     change.add.push(NewEntry::Periodic {
                         schedule,
-                        zone: entry.zone,
+                        zone: entry.zone.clone(),
                         job,
                         delay,
                     });
