@@ -209,6 +209,7 @@ pub fn load(
     };
     let Opened {
         mut file,
+        size,
         owner_uid,
         stamp,
         target,
@@ -222,7 +223,11 @@ pub fn load(
         Format::User => (Format::User, Limits::USER),
         Format::System => (Format::System, Limits::SYSTEM),
     };
-    let mut text = Vec::new();
+    // Room for the size read by `fstat` and one byte more, so that a file read at that size
+    // is read without growing the buffer by doubling (each growth a copy) and its end is seen
+    // without another allocation; never more than the limit allows.
+    let room = size.min(limits.max_file).saturating_add(1);
+    let mut text = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
     if let Err(e) = (&mut file).take(limits.max_file + 1).read_to_end(&mut text) {
         return Outcome::Failed(e);
     }
@@ -273,6 +278,8 @@ pub fn load(
 /// A source opened and trusted, not read yet.
 struct Opened {
     file: std::fs::File,
+    /// The size `fstat` gave (the text read may differ if the file is written meanwhile).
+    size: u64,
     owner_uid: Option<Uid>,
     stamp: i128,
     target: Option<PathBuf>,
@@ -307,6 +314,7 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
     }
     Ok(Ok(Opened {
         file,
+        size: facts.size,
         owner_uid: Some(user.uid),
         stamp: change_stamp(facts.mtime_ns, None),
         target: None,
@@ -338,6 +346,7 @@ fn open_system(path: &Path, kind: Kind, rules: &Rules) -> io::Result<Result<Open
     }
     Ok(Ok(Opened {
         file,
+        size: facts.size,
         owner_uid: match kind {
             Kind::Given { owner } => Some(owner),
             _ => None,
