@@ -158,58 +158,84 @@ pub enum Reparse {
     },
 }
 
-/// The byte ranges of the text's chunks: [`CHUNK_LINES`] lines each (the last may have
-/// fewer), each ending with its newline, and how many lines of each may be entries (the room
-/// a parse reserves: counted here, where each line is passed anyway). `None` when the text
-/// does not end with a newline.
-fn chunk_ranges(text: &[u8]) -> Option<(Vec<std::ops::Range<usize>>, Vec<u32>)> {
-    if text.last() != Some(&b'\n') {
+/// A text cut into chunks of [`CHUNK_LINES`] lines (the last may have fewer), each ending
+/// with its newline.
+struct Chunks {
+    ranges: Vec<std::ops::Range<usize>>,
+    /// How many lines of each chunk may be entries (the room a parse reserves: counted here,
+    /// where each line is passed anyway).
+    entry_lines: Vec<u32>,
+    /// Where each line's newline is, so that the parse does not look for them again.
+    ends: Vec<u32>,
+}
+
+/// [`Chunks`] of the text. `None` when the text does not end with a newline, or is too large
+/// for its offsets to be kept in 32 bits (the daemon reads no file over 64 MiB).
+fn chunk_ranges(text: &[u8]) -> Option<Chunks> {
+    if text.last() != Some(&b'\n') || u32::try_from(text.len()).is_err() {
         return None;
     }
     let chunks = text.len() / (CHUNK_LINES * 32) + 1;
-    let (mut ranges, mut entry_lines) = (Vec::with_capacity(chunks), Vec::with_capacity(chunks));
+    let mut cut = Chunks {
+        ranges: Vec::with_capacity(chunks),
+        entry_lines: Vec::with_capacity(chunks),
+        ends: Vec::with_capacity(chunks * CHUNK_LINES),
+    };
     let (mut start, mut line_start) = (0, 0);
     let (mut lines, mut entries) = (0, 0);
     for at in memchr::memchr_iter(b'\n', text) {
         entries += u32::from(super::may_be_entry(&text[line_start..at]));
+        // Below the text's length, checked above.
+        cut.ends.push(at as u32);
         line_start = at + 1;
         lines += 1;
         if lines == CHUNK_LINES {
-            ranges.push(start..at + 1);
-            entry_lines.push(entries);
+            cut.ranges.push(start..at + 1);
+            cut.entry_lines.push(entries);
             start = at + 1;
             (lines, entries) = (0, 0);
         }
     }
     if start < text.len() {
-        ranges.push(start..text.len());
-        entry_lines.push(entries);
+        cut.ranges.push(start..text.len());
+        cut.entry_lines.push(entries);
     }
-    Some((ranges, entry_lines))
+    Some(cut)
 }
 
 /// A text cut into chunks ([`chunk_ranges`]), with each chunk's hash.
 struct Cut<'t> {
     text: &'t [u8],
-    ranges: Vec<std::ops::Range<usize>>,
+    chunks: Chunks,
     hashes: Vec<u64>,
-    /// How many lines of each chunk may be entries.
-    entry_lines: Vec<u32>,
 }
 
 impl<'t> Cut<'t> {
     /// `None` when the text has fewer than [`MIN_CHUNKS`] chunks or no final newline.
     fn new(text: &'t [u8], keys: &RandomState) -> Option<Cut<'t>> {
-        let (ranges, entry_lines) = chunk_ranges(text).filter(|(r, _)| r.len() >= MIN_CHUNKS)?;
-        let hashes = ranges
+        let chunks = chunk_ranges(text).filter(|c| c.ranges.len() >= MIN_CHUNKS)?;
+        let hashes = chunks
+            .ranges
             .iter()
             .map(|r| keys.hash_one(&text[r.clone()]))
             .collect();
         Some(Cut {
             text,
-            ranges,
+            chunks,
             hashes,
-            entry_lines,
+        })
+    }
+
+    /// The lines of chunk `at`, without their newlines.
+    fn lines(&self, at: usize) -> impl Iterator<Item = &'t [u8]> + use<'_, 't> {
+        let text = self.text;
+        let ends = &self.chunks.ends[at * CHUNK_LINES..];
+        let ends = &ends[..ends.len().min(CHUNK_LINES)];
+        let mut start = self.chunks.ranges[at].start;
+        ends.iter().map(move |&end| {
+            let line = &text[start..end as usize];
+            start = end as usize + 1;
+            line
         })
     }
 }
@@ -225,13 +251,13 @@ fn parse_chunks(
     options: &mut ParseOptions<'_>,
     marks: &mut Vec<Chunk>,
 ) -> (Crontab, State, usize) {
-    let (text, ranges, hashes) = (cut.text, &cut.ranges, &cut.hashes);
+    let (text, ranges, hashes) = (cut.text, &cut.chunks.ranges, &cut.hashes);
     let mut parser = Parser::resume(options, state);
     if stop.is_none() && from < ranges.len() {
         // To the end: room for the entries at once (growing by doubling copied them again at
         // each step, and held the old and the new room together).
         let rest = &text[ranges[from].start..];
-        let room = cut.entry_lines[from..]
+        let room = cut.chunks.entry_lines[from..]
             .iter()
             .map(|&n| n as usize)
             .sum::<usize>()
@@ -253,10 +279,9 @@ fn parse_chunks(
         let start = parser.state();
         let before = parser.out.entries.len();
         let chunk = &text[ranges[at].clone()];
-        // The chunk ends with its newline: the pieces before it are its lines.
         let first_line = at * CHUNK_LINES + 1;
         let clean = super::Clean::of(chunk);
-        for (i, line) in super::split_lines(&chunk[..chunk.len() - 1]).enumerate() {
+        for (i, line) in cut.lines(at).enumerate() {
             parser.line((first_line + i) as u32, line, clean);
         }
         let kept = parser.out.entries[before..]
@@ -295,7 +320,7 @@ fn parse_whole(
     let Some(cut) = Cut::new(text, &keys) else {
         return (super::parse(text, options), None);
     };
-    let mut marks = Vec::with_capacity(cut.ranges.len());
+    let mut marks = Vec::with_capacity(cut.chunks.ranges.len());
     let (crontab, end, _) = parse_chunks(&cut, 0, State::initial(), None, options, &mut marks);
     let fingerprint = clean(&crontab).then_some(Fingerprint {
         keys,

@@ -328,8 +328,15 @@ fn each_chunk_counts_the_lines_that_may_be_entries() {
         });
         text.push('\n');
     }
-    let (ranges, entry_lines) = chunk_ranges(text.as_bytes()).expect("a final newline");
+    let Chunks {
+        ranges,
+        entry_lines,
+        ends,
+    } = chunk_ranges(text.as_bytes()).expect("a final newline");
     assert_eq!(ranges.len(), 3);
+    // Each newline, in order.
+    let newlines: Vec<u32> = text.match_indices('\n').map(|(at, _)| at as u32).collect();
+    assert_eq!(ends, newlines);
     let whole = CHUNK_LINES as u32 * 3 / 4;
     assert_eq!(entry_lines, [whole, whole, 2]);
     let parsed: usize = ranges
@@ -343,4 +350,23 @@ fn each_chunk_counts_the_lines_that_may_be_entries() {
         })
         .sum();
     assert_eq!(parsed, entry_lines.iter().sum::<u32>() as usize);
+}
+
+#[test]
+fn a_cuts_lines_are_the_texts_lines_chunk_by_chunk() {
+    // Lines of every length from empty to 40 bytes, over more chunks than a fingerprint needs.
+    let text: String = (0..CHUNK_LINES * MIN_CHUNKS + 17)
+        .map(|i| format!("{}\n", "x".repeat(i % 41)))
+        .collect();
+    let cut = Cut::new(text.as_bytes(), &RandomState::new()).expect("enough chunks");
+    let by_chunk: Vec<&[u8]> = (0..cut.chunks.ranges.len())
+        .flat_map(|at| {
+            let lines: Vec<&[u8]> = cut.lines(at).collect();
+            assert!(lines.len() <= CHUNK_LINES);
+            lines
+        })
+        .collect();
+    let whole: Vec<&[u8]> =
+        crate::crontab::split_lines(&text.as_bytes()[..text.len() - 1]).collect();
+    assert_eq!(by_chunk, whole);
 }
