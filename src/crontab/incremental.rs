@@ -13,11 +13,13 @@
 //! the old entries of the chunks not parsed ([`Reparse::Partial`]).
 //!
 //! Only a clean old parse is used: no error or warning anywhere (so none would have to be
-//! repeated for lines not parsed again) and a final newline. The hash is SipHash with a key
-//! drawn when the fingerprint was first made: a text can't be built to collide with a chunk
-//! of another without knowing it.
+//! repeated for lines not parsed again) and a final newline. The hash ([`keyed`]: NH's sums
+//! of the text's blocks, then SipHash) has keys drawn when the fingerprint was first made: a
+//! text can't be built to collide with a chunk of another without knowing them.
 
-use std::hash::{BuildHasher, RandomState};
+mod keyed;
+
+use keyed::Keys;
 use std::sync::Arc;
 
 use super::{Crontab, Env, ParseOptions, Parser};
@@ -113,7 +115,7 @@ struct Chunk {
 /// What a parse leaves to parse the file's next text faster (see the module's text).
 #[derive(Clone)]
 pub struct Fingerprint {
-    keys: RandomState,
+    keys: Keys,
     chunks: Vec<Chunk>,
     /// The state after the last line.
     end: State,
@@ -203,6 +205,11 @@ fn chunk_ranges(text: &[u8]) -> Option<Chunks> {
     Some(cut)
 }
 
+/// The text's chunks, when it has a final newline and at least [`MIN_CHUNKS`].
+fn enough_chunks(text: &[u8]) -> Option<Chunks> {
+    chunk_ranges(text).filter(|c| c.ranges.len() >= MIN_CHUNKS)
+}
+
 /// A text cut into chunks ([`chunk_ranges`]), with each chunk's hash.
 struct Cut<'t> {
     text: &'t [u8],
@@ -212,18 +219,21 @@ struct Cut<'t> {
 
 impl<'t> Cut<'t> {
     /// `None` when the text has fewer than [`MIN_CHUNKS`] chunks or no final newline.
-    fn new(text: &'t [u8], keys: &RandomState) -> Option<Cut<'t>> {
-        let chunks = chunk_ranges(text).filter(|c| c.ranges.len() >= MIN_CHUNKS)?;
+    fn new(text: &'t [u8], keys: &Keys) -> Option<Cut<'t>> {
+        Some(Cut::of(text, enough_chunks(text)?, keys))
+    }
+
+    fn of(text: &'t [u8], chunks: Chunks, keys: &Keys) -> Cut<'t> {
         let hashes = chunks
             .ranges
             .iter()
-            .map(|r| keys.hash_one(&text[r.clone()]))
+            .map(|r| keys.hash(&text[r.clone()]))
             .collect();
-        Some(Cut {
+        Cut {
             text,
             chunks,
             hashes,
-        })
+        }
     }
 
     /// The lines of chunk `at`, without their newlines.
@@ -309,17 +319,21 @@ pub fn parse_tracked(
     text: &[u8],
     options: &mut ParseOptions<'_>,
 ) -> (Crontab, Option<Fingerprint>) {
-    parse_whole(text, options, RandomState::new())
+    parse_whole(text, options, None)
 }
 
+/// A whole parse, with a fingerprint made with `keys` (fresh ones when `None`: drawn only for
+/// a text with enough chunks to keep one).
 fn parse_whole(
     text: &[u8],
     options: &mut ParseOptions<'_>,
-    keys: RandomState,
+    keys: Option<Keys>,
 ) -> (Crontab, Option<Fingerprint>) {
-    let Some(cut) = Cut::new(text, &keys) else {
+    let Some(chunks) = enough_chunks(text) else {
         return (super::parse(text, options), None);
     };
+    let keys = keys.unwrap_or_else(Keys::new);
+    let cut = Cut::of(text, chunks, &keys);
     let mut marks = Vec::with_capacity(cut.chunks.ranges.len());
     let (crontab, end, _) = parse_chunks(&cut, 0, State::initial(), None, options, &mut marks);
     let fingerprint = clean(&crontab).then_some(Fingerprint {
@@ -333,7 +347,7 @@ fn parse_whole(
 /// Parses a new text of a file whose last text left `old` (see the module's text).
 pub fn reparse(text: &[u8], options: &mut ParseOptions<'_>, old: &Fingerprint) -> Reparse {
     let whole = |options: &mut ParseOptions<'_>| {
-        let (crontab, fingerprint) = parse_whole(text, options, old.keys.clone());
+        let (crontab, fingerprint) = parse_whole(text, options, Some(old.keys.clone()));
         Reparse::Whole(crontab, fingerprint)
     };
     let Some(cut) = Cut::new(text, &old.keys) else {

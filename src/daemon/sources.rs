@@ -42,6 +42,10 @@ pub(super) struct Sources {
     delay_factor: f64,
     /// A reload freed memory since the reactor last gave free memory back.
     freed: bool,
+    /// The room files are read into: kept from one file to the next while the daemon loads
+    /// many (its pages are touched once, not once a file), dropped when the reactor gives
+    /// memory back.
+    read: Vec<u8>,
 }
 
 /// What is left of a reload once the scheduler has applied its [`Change`]: the file's
@@ -129,6 +133,7 @@ impl Sources {
             localtime,
             delay_factor,
             freed: false,
+            read: Vec::new(),
         };
         (sources, zone)
     }
@@ -163,6 +168,7 @@ impl Sources {
 
     /// Whether a reload freed memory since the last call.
     pub(super) fn take_freed(&mut self) -> bool {
+        self.read = Vec::new();
         std::mem::take(&mut self.freed)
     }
 
@@ -376,12 +382,13 @@ impl Sources {
     /// Loads the file, parsing only what changed since `previous` when it can; a whole parse
     /// when the fingerprint would keep more than the `old_len` entries the file has.
     fn load_against(
-        &self,
+        &mut self,
         key: &SourceKey,
         previous: Option<(&Fingerprint, Option<Uid>)>,
         old_len: usize,
     ) -> Outcome {
-        let outcome = database::load(key, &self.paths, &self.rules, previous);
+        let read = &mut self.read;
+        let outcome = database::load(key, &self.paths, &self.rules, previous, read);
         if let Outcome::Loaded {
             kept: Some((front, back)),
             ..
@@ -390,7 +397,7 @@ impl Sources {
         {
             // The fingerprint counts entries this file no longer has in the cycle: never
             // expected, and a whole parse is always right.
-            return database::load(key, &self.paths, &self.rules, None);
+            return database::load(key, &self.paths, &self.rules, None, read);
         }
         outcome
     }

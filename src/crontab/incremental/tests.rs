@@ -358,7 +358,7 @@ fn a_cuts_lines_are_the_texts_lines_chunk_by_chunk() {
     let text: String = (0..CHUNK_LINES * MIN_CHUNKS + 17)
         .map(|i| format!("{}\n", "x".repeat(i % 41)))
         .collect();
-    let cut = Cut::new(text.as_bytes(), &RandomState::new()).expect("enough chunks");
+    let cut = Cut::new(text.as_bytes(), &Keys::new()).expect("enough chunks");
     let by_chunk: Vec<&[u8]> = (0..cut.chunks.ranges.len())
         .flat_map(|at| {
             let lines: Vec<&[u8]> = cut.lines(at).collect();
