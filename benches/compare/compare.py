@@ -192,7 +192,7 @@ class Crond:
 
     def prepare(self):
         self.dir = tempfile.mkdtemp(prefix="compare-crond")
-        for sub in ("spool", "cron.d", "pam.d"):
+        for sub in ("spool", "cron.d", "pam.d", "out"):
             os.mkdir(os.path.join(self.dir, sub))
         open(os.path.join(self.dir, "crontab"), "w").close()
         shutil.copy(os.path.join(REPO, "etc", "pam.d", "cron"), os.path.join(self.dir, "pam.d"))
@@ -200,7 +200,9 @@ class Crond:
             if name.startswith("common-"):
                 os.symlink(os.path.join("/etc/pam.d", name),
                            os.path.join(self.dir, "pam.d", name))
-        self.starts = os.path.join(self.dir, "starts")
+        # Not beside `crontab`: the daemon watches that directory (as /etc for /etc/crontab),
+        # and each job's stamp would wake it twice, which no job writing elsewhere does.
+        self.starts = os.path.join(self.dir, "out", "starts")
         return self.stamp, self.starts
 
     def write_system(self, lines):
@@ -337,14 +339,14 @@ class Cronie(Crond):
 
     def prepare(self):
         self.dir = tempfile.mkdtemp(prefix="compare-cronie")
-        for sub in ("spool", "cron.d", "run"):
+        for sub in ("spool", "cron.d", "run", "out"):
             os.mkdir(os.path.join(self.dir, sub))
         open(os.path.join(self.dir, "crontab"), "w").close()
         # Its PAM service is `crond`: Debian's `cron` service under that name, beside the rest.
         pam = os.path.join(self.dir, "pam.d")
         shutil.copytree("/etc/pam.d", pam, symlinks=True)
         shutil.copy(os.path.join(REPO, "etc", "pam.d", "cron"), os.path.join(pam, "crond"))
-        self.starts = os.path.join(self.dir, "starts")
+        self.starts = os.path.join(self.dir, "out", "starts")
         return self.stamp, self.starts
 
     def write_user(self, lines):
