@@ -77,6 +77,16 @@ pub struct Fields {
     pub single_spaced: bool,
 }
 
+impl Fields {
+    fn periodic(bits: [u64; 5], stars: [bool; 5], end: usize, single_spaced: bool) -> Fields {
+        Fields {
+            when: When::Periodic(Schedule::from_parts(bits, stars)),
+            end,
+            single_spaced,
+        }
+    }
+}
+
 /// Parses the time specification at the start of `line[start..]` (leading blanks skipped).
 /// Offsets in errors are into `line`.
 pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<Fields, ParseError> {
@@ -112,15 +122,9 @@ fn plain_fields(line: &[u8], pos: usize) -> Option<Fields> {
             at += 1;
         }
         let (value, starred, end) = plain_field(line, at, field)?;
-        bits[field as usize] = value;
-        stars[field as usize] = starred;
-        at = end;
+        (bits[field as usize], stars[field as usize], at) = (value, starred, end);
     }
-    Some(Fields {
-        when: When::Periodic(Schedule::from_parts(bits, stars)),
-        end: at,
-        single_spaced: true,
-    })
+    Some(Fields::periodic(bits, stars, at, true))
 }
 
 /// [`parse_fields`] after the blanks at `start` (`pos`), for any way of writing the fields.
@@ -159,15 +163,9 @@ fn any_fields(line: &[u8], start: usize, pos: usize, seed: u64) -> Result<Fields
                 (value, starred, parser.pos)
             }
         };
-        bits[field as usize] = value;
-        stars[field as usize] = starred;
-        pos = end;
+        (bits[field as usize], stars[field as usize], pos) = (value, starred, end);
     }
-    Ok(Fields {
-        when: When::Periodic(Schedule::from_parts(bits, stars)),
-        end: pos,
-        single_spaced,
-    })
+    Ok(Fields::periodic(bits, stars, pos, single_spaced))
 }
 
 /// The two ways nearly every field is written, `*` and a number of one or two digits within
