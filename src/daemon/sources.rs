@@ -42,10 +42,6 @@ pub(super) struct Sources {
     delay_factor: f64,
     /// A reload freed memory since the reactor last gave free memory back.
     freed: bool,
-    /// The room files are read into: kept from one file to the next while the daemon loads
-    /// many (its pages are touched once, not once a file), dropped when the reactor gives
-    /// memory back.
-    read: Vec<u8>,
 }
 
 /// What is left of a reload once the scheduler has applied its [`Change`]: the file's
@@ -133,7 +129,6 @@ impl Sources {
             localtime,
             delay_factor,
             freed: false,
-            read: Vec::new(),
         };
         (sources, zone)
     }
@@ -168,7 +163,6 @@ impl Sources {
 
     /// Whether a reload freed memory since the last call.
     pub(super) fn take_freed(&mut self) -> bool {
-        self.read = Vec::new();
         std::mem::take(&mut self.freed)
     }
 
@@ -382,12 +376,14 @@ impl Sources {
     /// Loads the file, parsing only what changed since `previous` when it can; a whole parse
     /// when the fingerprint would keep more than the `old_len` entries the file has.
     fn load_against(
-        &mut self,
+        &self,
         key: &SourceKey,
         previous: Option<(&Fingerprint, Option<Uid>)>,
         old_len: usize,
     ) -> Outcome {
-        let read = &mut self.read;
+        // Its own room for each file: a buffer kept from file to file saved page faults in a
+        // load of many equal files but left the daemon's jobs slower (docs/daemon.md).
+        let read = &mut Vec::new();
         let outcome = database::load(key, &self.paths, &self.rules, previous, read);
         if let Outcome::Loaded {
             kept: Some((front, back)),

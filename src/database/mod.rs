@@ -195,7 +195,7 @@ pub fn key_for(name: OsString, in_spool: bool, rules: &Rules) -> Option<SourceKe
 /// Opens, checks, reads and parses one source.
 /// `previous`: the fingerprint the last load of this file left, and the owner it was loaded
 /// for; used only for the same owner. `text`: room to read the file into (its contents are
-/// replaced; a caller loading many files keeps it from one to the next).
+/// replaced: a whole parse after a partial one reads into the same room).
 pub fn load(
     key: &SourceKey,
     paths: &Paths,
