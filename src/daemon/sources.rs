@@ -381,10 +381,7 @@ impl Sources {
         previous: Option<(&Fingerprint, Option<Uid>)>,
         old_len: usize,
     ) -> Outcome {
-        // Its own room for each file: a buffer kept from file to file saved page faults in a
-        // load of many equal files but left the daemon's jobs slower (docs/daemon.md).
-        let read = &mut Vec::new();
-        let outcome = database::load(key, &self.paths, &self.rules, previous, read);
+        let outcome = database::load(key, &self.paths, &self.rules, previous);
         if let Outcome::Loaded {
             kept: Some((front, back)),
             ..
@@ -393,7 +390,7 @@ impl Sources {
         {
             // The fingerprint counts entries this file no longer has in the cycle: never
             // expected, and a whole parse is always right.
-            return database::load(key, &self.paths, &self.rules, None, read);
+            return database::load(key, &self.paths, &self.rules, None);
         }
         outcome
     }

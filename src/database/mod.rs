@@ -194,14 +194,12 @@ pub fn key_for(name: OsString, in_spool: bool, rules: &Rules) -> Option<SourceKe
 
 /// Opens, checks, reads and parses one source.
 /// `previous`: the fingerprint the last load of this file left, and the owner it was loaded
-/// for; used only for the same owner. `text`: room to read the file into (its contents are
-/// replaced: a whole parse after a partial one reads into the same room).
+/// for; used only for the same owner.
 pub fn load(
     key: &SourceKey,
     paths: &Paths,
     rules: &Rules,
     previous: Option<(&Fingerprint, Option<Uid>)>,
-    text: &mut Vec<u8>,
 ) -> Outcome {
     let path = key.path(paths);
     let opened = match key {
@@ -229,9 +227,8 @@ pub fn load(
     // is read without growing the buffer by doubling (each growth a copy) and its end is seen
     // without another allocation; never more than the limit allows.
     let room = size.min(limits.max_file).saturating_add(1);
-    text.clear();
-    text.reserve(usize::try_from(room).unwrap_or(0));
-    if let Err(e) = (&mut file).take(limits.max_file + 1).read_to_end(text) {
+    let mut text = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
+    if let Err(e) = (&mut file).take(limits.max_file + 1).read_to_end(&mut text) {
         return Outcome::Failed(e);
     }
     if text.len() as u64 > limits.max_file {
@@ -255,10 +252,10 @@ pub fn load(
         .map(|(fingerprint, _)| fingerprint);
     let (crontab, kept, fingerprint): (_, _, Option<Fingerprint>) = match previous {
         None => {
-            let (crontab, fingerprint) = incremental::parse_tracked(text, &mut options);
+            let (crontab, fingerprint) = incremental::parse_tracked(&text, &mut options);
             (crontab, None, fingerprint)
         }
-        Some(old) => match incremental::reparse(text, &mut options, old) {
+        Some(old) => match incremental::reparse(&text, &mut options, old) {
             Reparse::Whole(crontab, fingerprint) => (crontab, None, fingerprint),
             Reparse::Partial {
                 front,
