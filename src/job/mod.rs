@@ -114,9 +114,11 @@ pub struct MailSetup {
 /// as). `first`: the entry's first run since its file was loaded, which the daemon remembers
 /// (a HOME that can't be entered is logged on that run only).
 pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
+    crate::log::stamp_for_children();
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
+            crate::sys::job_arena::enter();
             let run = || run_child(spec, setup, looked, first);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
@@ -315,6 +317,8 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     };
     match &setup.output {
         OutputTo::Syslog => log_output(log, spec.user(), output, &pid_only),
+        // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA.
+        OutputTo::Mail(_) if output.is_empty() => {}
         OutputTo::Mail(mail_setup) => {
             let config = MailConfig {
                 host: mail::subject_host(&crate::sys::hostname(), mail_setup.full_host),

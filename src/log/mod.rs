@@ -14,6 +14,7 @@ pub mod lines;
 
 use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use jiff::tz::TimeZone;
 
@@ -151,7 +152,7 @@ impl Log {
         if self.destination != Destination::Syslog {
             let message = line.to_bytes_named();
             // The pid says which process logged: the daemon or one of its job children.
-            let stamp = now().strftime("%b %e %H:%M:%S");
+            let stamp = text_stamp();
             let mut line = format!(
                 "{stamp} {}[{}]: ",
                 self.ident.name().to_string_lossy(),
@@ -181,14 +182,76 @@ static STAMP_ZONE: Mutex<Option<TimeZone>> = Mutex::new(None);
 /// changes: the log follows the schedule's zone). Job children forked after it inherit it.
 pub fn stamps_in(zone: TimeZone) {
     *STAMP_ZONE.lock().unwrap_or_else(|e| e.into_inner()) = Some(zone);
+    STAMP_SECOND.store(i64::MIN, Ordering::Release);
 }
 
 /// The time now in the stamps' zone.
 fn now() -> jiff::Zoned {
+    in_stamp_zone(jiff::Timestamp::now())
+}
+
+fn in_stamp_zone(time: jiff::Timestamp) -> jiff::Zoned {
     let mut zone = STAMP_ZONE.lock().unwrap_or_else(|e| e.into_inner());
     let tz = zone.get_or_insert_with(|| {
         crate::localtime::read(std::path::Path::new(crate::paths::LOCALTIME))
             .map_or(TimeZone::UTC, |z| z.time_zone().clone())
     });
-    jiff::Timestamp::now().to_zoned(tz.clone())
+    time.to_zoned(tz.clone())
+}
+
+/// The stamp of text lines on stderr (`%b %e %H:%M:%S`: 15 bytes, two words here) and the
+/// second it names (`i64::MIN`: none yet), made at most once a second. The daemon makes it
+/// before it forks a job child ([`stamp_for_children`]), so the child's `CMD` line copies it
+/// rather than running the zone and formatting code in a fresh copy of the daemon (each page
+/// of that code is a page fault there: docs/daemon.md). Atomics, not a lock: reading the stamp
+/// writes nothing, so neither the daemon nor a job child copies the page they share for it.
+static STAMP_SECOND: AtomicI64 = AtomicI64::new(i64::MIN);
+static STAMP_TEXT: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+const STAMP_LEN: usize = 15;
+static STAMP_WRITER: Mutex<()> = Mutex::new(());
+
+/// The stamp for `time`, if the one kept is for its second (and no writer changed it while it
+/// was read).
+fn kept_stamp(second: i64) -> Option<[u8; 16]> {
+    if STAMP_SECOND.load(Ordering::Acquire) != second {
+        return None;
+    }
+    let mut text = [0u8; 16];
+    text[..8].copy_from_slice(&STAMP_TEXT[0].load(Ordering::Acquire).to_ne_bytes());
+    text[8..].copy_from_slice(&STAMP_TEXT[1].load(Ordering::Acquire).to_ne_bytes());
+    (STAMP_SECOND.load(Ordering::Acquire) == second).then_some(text)
+}
+
+fn text_stamp() -> String {
+    let time = jiff::Timestamp::now();
+    if let Some(text) = kept_stamp(time.as_second()) {
+        return String::from_utf8_lossy(&text[..STAMP_LEN]).into_owned();
+    }
+    let text = in_stamp_zone(time).strftime("%b %e %H:%M:%S").to_string();
+    if text.len() == STAMP_LEN {
+        // One writer at a time; readers take no lock and check the second before and after.
+        let _writer = STAMP_WRITER.lock().unwrap_or_else(|e| e.into_inner());
+        let mut words = [0u8; 16];
+        words[..STAMP_LEN].copy_from_slice(text.as_bytes());
+        // Marked stale first, so a reader between the stores finds no stamp, not half a one.
+        STAMP_SECOND.store(i64::MIN, Ordering::Release);
+        STAMP_TEXT[0].store(
+            u64::from_ne_bytes(words[..8].try_into().unwrap()),
+            Ordering::Release,
+        );
+        STAMP_TEXT[1].store(
+            u64::from_ne_bytes(words[8..].try_into().unwrap()),
+            Ordering::Release,
+        );
+        STAMP_SECOND.store(time.as_second(), Ordering::Release);
+    }
+    text
+}
+
+/// Makes this second's stamp of text lines, for the job children forked in it to inherit.
+pub fn stamp_for_children() {
+    let second = jiff::Timestamp::now().as_second();
+    if kept_stamp(second).is_none() {
+        let _ = text_stamp();
+    }
 }
