@@ -17,107 +17,198 @@
 //! load of a zero per call.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::UnsafeCell;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The arena's size: what a job child's allocations reach (a 64 KiB output buffer, the clone
 /// stack of the shell's start, the environment, the log lines and the mail's header) many
 /// times over; beyond it, glibc.
 pub const ARENA_BYTES: usize = 1 << 20;
 
-/// A range of memory allocated from by a cursor. `end` is 0 while there is no range.
+/// Small blocks are rounded up to one of these sizes (16 bytes to 2 KiB, powers of two), and
+/// a freed one waits on its size's list for the next block of that size: a loop that makes and
+/// drops small temporaries (a poll's registry each time round) reuses the same few blocks.
+const CLASSES: usize = 8;
+const SMALLEST: usize = 16;
+const LARGEST_SMALL: usize = SMALLEST << (CLASSES - 1);
+
+/// The class of a block of `layout`, if it is small (and needs no more than 16-byte
+/// alignment, which every small block has).
+fn class_of(layout: Layout) -> Option<usize> {
+    if layout.size() > LARGEST_SMALL || layout.align() > SMALLEST {
+        return None;
+    }
+    let rounded = layout.size().max(SMALLEST).next_power_of_two();
+    Some(rounded.trailing_zeros() as usize - SMALLEST.trailing_zeros() as usize)
+}
+
+/// What the arena's lock guards.
+#[derive(Debug)]
+struct State {
+    /// Where the next block may start.
+    next: usize,
+    /// The highest the cursor has been: memory below it may have been written, memory above
+    /// it is as the kernel mapped it (zeros).
+    high: usize,
+    /// The first freed small block of each class (0: none); each holds the address of the
+    /// next in its first word.
+    free: [usize; CLASSES],
+}
+
+/// A range of memory allocated from by a cursor, with lists of freed small blocks.
 #[derive(Debug)]
 struct Arena {
+    /// The range, set once before the first block; `end` is 0 while there is none, and is read
+    /// without the lock (the one cost to a process that has no arena).
     start: AtomicUsize,
     end: AtomicUsize,
-    /// Where the next block may start.
-    next: AtomicUsize,
-    /// The highest the cursor has been: the memory below it may have been written and given
-    /// back, the memory above it is as the kernel mapped it (zeros).
-    high: AtomicUsize,
+    locked: AtomicBool,
+    state: UnsafeCell<State>,
 }
+
+// SAFETY: `state` is only reached through `Arena::locked`, which gives one thread at a time
+// the state (an acquire swap to take it, a release store to give it back); the range is set
+// through atomics.
+unsafe impl Sync for Arena {}
 
 impl Arena {
     const fn none() -> Arena {
         Arena {
             start: AtomicUsize::new(0),
             end: AtomicUsize::new(0),
-            next: AtomicUsize::new(0),
-            high: AtomicUsize::new(0),
+            locked: AtomicBool::new(false),
+            state: UnsafeCell::new(State {
+                next: 0,
+                high: 0,
+                free: [0; CLASSES],
+            }),
         }
     }
 
-    /// Allocates from `[start, start + len)`, which must be zeroed memory of this process
-    /// that nothing else uses for as long as the arena's blocks are in use.
+    /// Allocates from `[start, start + len)`, which must be zeroed memory of this process that
+    /// nothing else uses for as long as the arena's blocks are in use.
     fn set(&self, start: usize, len: usize) {
-        self.start.store(start, Relaxed);
-        self.next.store(start, Relaxed);
-        self.high.store(start, Relaxed);
-        self.end.store(start + len, Relaxed);
+        self.locked(|state| {
+            state.next = start;
+            state.high = start;
+            state.free = [0; CLASSES];
+        });
+        self.start.store(start, Ordering::Release);
+        self.end.store(start + len, Ordering::Release);
+    }
+
+    /// Runs `f` on the state, alone. `f` allocates nothing and does not panic.
+    fn locked<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the lock is ours until the store below, so no other reference to the state
+        // exists meanwhile.
+        let result = f(unsafe { &mut *self.state.get() });
+        self.locked.store(false, Ordering::Release);
+        result
     }
 
     fn holds(&self, block: *mut u8) -> bool {
         let at = block as usize;
-        at >= self.start.load(Relaxed) && at < self.end.load(Relaxed)
+        at >= self.start.load(Ordering::Acquire) && at < self.end.load(Ordering::Acquire)
     }
 
     /// A block for `layout`, or None when there is no range or no room left. A block that must
-    /// read as zeros starts above every byte given out before, so it is never written here.
+    /// read as zeros is zeroed here if it was used before, and otherwise starts above every
+    /// byte given out before.
     fn alloc(&self, layout: Layout, zeroed: bool) -> Option<*mut u8> {
-        let end = self.end.load(Relaxed);
+        let end = self.end.load(Ordering::Acquire);
         if end == 0 {
             return None;
         }
-        let mut current = self.next.load(Relaxed);
-        loop {
-            let from = if zeroed {
-                current.max(self.high.load(Relaxed))
-            } else {
-                current
+        let class = class_of(layout);
+        let (block, reused) = self.locked(|state| {
+            if let Some(class) = class {
+                let first = state.free[class];
+                if first != 0 {
+                    // SAFETY: a block on a list is a freed block of the arena, at least 16
+                    // bytes long and aligned to 16, whose first word its free wrote.
+                    state.free[class] = unsafe { *(first as *const usize) };
+                    return Some((first, true));
+                }
+            }
+            let (size, align) = match class {
+                Some(class) => (SMALLEST << class, SMALLEST),
+                None => (layout.size(), layout.align()),
             };
-            let start = from.checked_add(layout.align() - 1)? & !(layout.align() - 1);
-            let stop = start.checked_add(layout.size())?;
+            let from = if zeroed {
+                state.next.max(state.high)
+            } else {
+                state.next
+            };
+            let start = from.checked_add(align - 1)? & !(align - 1);
+            let stop = start.checked_add(size)?;
             if stop > end {
                 return None;
             }
-            match self
-                .next
-                .compare_exchange_weak(current, stop, Relaxed, Relaxed)
-            {
-                Ok(_) => {
-                    self.high.fetch_max(stop, Relaxed);
-                    return Some(start as *mut u8);
-                }
-                Err(now) => current = now,
-            }
+            state.next = stop;
+            state.high = state.high.max(stop);
+            Some((start, false))
+        })?;
+        if zeroed && reused {
+            // SAFETY: the block is ours alone now, and at least layout.size() bytes long.
+            unsafe { ptr::write_bytes(block as *mut u8, 0, layout.size()) };
         }
+        Some(block as *mut u8)
     }
 
-    /// Gives the block's room back if it is the last one.
-    fn free(&self, block: *mut u8, size: usize) {
+    /// Puts a small block on its list; a large one gives its room back if it is the last.
+    fn free(&self, block: *mut u8, layout: Layout) {
         let start = block as usize;
-        let _ = self
-            .next
-            .compare_exchange(start + size, start, Relaxed, Relaxed);
+        self.locked(|state| match class_of(layout) {
+            Some(class) => {
+                // SAFETY: a freed small block of the arena, 16 bytes or more, aligned to 16:
+                // its first word is ours to write until it is given out again.
+                unsafe { *(start as *mut usize) = state.free[class] };
+                state.free[class] = start;
+            }
+            None => {
+                if state.next == start + layout.size() {
+                    state.next = start;
+                }
+            }
+        });
     }
 
-    /// Grows or shrinks the block where it is, if it is the last one and the room is there.
-    fn resize_in_place(&self, block: *mut u8, size: usize, new_size: usize) -> bool {
-        let start = block as usize;
-        let Some(stop) = start.checked_add(new_size) else {
+    /// Makes the block `new_size` long where it is, if it can: a small block within its class,
+    /// a large one if it is the last and the room is there (and stays large).
+    fn resize_in_place(&self, block: *mut u8, layout: Layout, new_size: usize) -> bool {
+        let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return false;
         };
-        if stop > self.end.load(Relaxed) {
-            return false;
+        match (class_of(layout), class_of(new_layout)) {
+            (Some(class), Some(new_class)) => class == new_class,
+            (None, None) => {
+                let start = block as usize;
+                let Some(stop) = start.checked_add(new_size) else {
+                    return false;
+                };
+                let end = self.end.load(Ordering::Acquire);
+                self.locked(|state| {
+                    let last = state.next == start + layout.size();
+                    if last && stop <= end {
+                        state.next = stop;
+                        state.high = state.high.max(stop);
+                        return true;
+                    }
+                    // Another large block that shrinks keeps its place (its tail stays unused
+                    // until the process exits).
+                    !last && new_size <= layout.size()
+                })
+            }
+            _ => false,
         }
-        let resized = self
-            .next
-            .compare_exchange(start + size, stop, Relaxed, Relaxed)
-            .is_ok();
-        if resized {
-            self.high.fetch_max(stop, Relaxed);
-        }
-        resized
     }
 }
 
@@ -155,12 +246,13 @@ pub fn enter() {
 }
 
 // SAFETY: a block comes either from System, with the caller's layout (and goes back to
-// System), or from the arena: a range of its mapping, aligned as asked, that the cursor has
-// moved past, so no other block overlaps it until its room is given back; room is given back
-// (the cursor moved down) only by the block's own dealloc or realloc, and only while it is the
-// last block, so memory the cursor covers again belongs to no live block. A zeroed block lies
-// above every byte ever given out, in memory the kernel zeroed. The mapping stays for the
-// process's life. The atomics keep this true even if a thread ran; a job child has none.
+// System), or from the arena, aligned as asked and at least as long: a range of its mapping
+// that the cursor has moved past (so no other block overlaps it), or a freed small block of
+// the same class taken off its list (freed by its owner's dealloc, so no live block is there).
+// Room is given back (the cursor moved down) only by a large block's own dealloc or realloc,
+// and only while it is the last block, so no live or listed block lies above the cursor. A
+// zeroed block lies above every byte ever given out, in memory the kernel zeroed, or is zeroed
+// here. The mapping stays for the process's life.
 unsafe impl GlobalAlloc for JobArena {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match ARENA.alloc(layout, false) {
@@ -180,7 +272,7 @@ unsafe impl GlobalAlloc for JobArena {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if ARENA.holds(ptr) {
-            ARENA.free(ptr, layout.size());
+            ARENA.free(ptr, layout);
         } else {
             // SAFETY: not the arena's, so System gave it, with this layout.
             unsafe { System.dealloc(ptr, layout) }
@@ -192,9 +284,7 @@ unsafe impl GlobalAlloc for JobArena {
             // SAFETY: System gave it, with this layout.
             return unsafe { System.realloc(ptr, layout, new_size) };
         }
-        if ARENA.resize_in_place(ptr, layout.size(), new_size) || new_size <= layout.size() {
-            // The last block took the room it needs; any other block that shrinks keeps its
-            // place (its tail stays unused until the process exits).
+        if ARENA.resize_in_place(ptr, layout, new_size) {
             return ptr;
         }
         // SAFETY: the caller guarantees that new_size with layout's alignment is a valid layout.
@@ -202,10 +292,10 @@ unsafe impl GlobalAlloc for JobArena {
         // SAFETY: as alloc.
         let moved = unsafe { self.alloc(new_layout) };
         if !moved.is_null() {
-            // SAFETY: both blocks are live and distinct (the old one is not given back yet),
-            // and each holds at least the bytes copied.
-            unsafe { ptr::copy_nonoverlapping(ptr, moved, layout.size()) };
-            ARENA.free(ptr, layout.size());
+            // SAFETY: both blocks are live and distinct (the old one is not freed yet), and
+            // each holds at least the bytes copied.
+            unsafe { ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size)) };
+            ARENA.free(ptr, layout);
         }
         moved
     }
@@ -216,8 +306,8 @@ mod tests {
     use super::*;
 
     /// An arena over a zeroed buffer of `len` bytes (kept alive by the returned Vec).
-    fn arena(len: usize) -> (Arena, Vec<u64>) {
-        let mut buffer = vec![0u64; len / 8];
+    fn arena(len: usize) -> (Arena, Vec<u128>) {
+        let mut buffer = vec![0u128; len / 16];
         let arena = Arena::none();
         arena.set(buffer.as_mut_ptr() as usize, len);
         (arena, buffer)
@@ -235,14 +325,32 @@ mod tests {
     }
 
     #[test]
+    fn classes_are_powers_of_two_from_16_to_2_kib() {
+        assert_eq!(class_of(layout(1, 1)), Some(0));
+        assert_eq!(class_of(layout(16, 8)), Some(0));
+        assert_eq!(class_of(layout(17, 1)), Some(1));
+        assert_eq!(class_of(layout(2048, 16)), Some(7));
+        assert_eq!(class_of(layout(2049, 1)), None, "large");
+        assert_eq!(class_of(layout(64, 32)), None, "aligned beyond 16");
+    }
+
+    #[test]
     fn blocks_are_aligned_disjoint_and_inside() {
-        let (arena, mut buffer) = arena(4096);
+        let (arena, mut buffer) = arena(16384);
         let base = buffer.as_mut_ptr() as usize;
         let mut blocks = Vec::new();
-        for (size, align) in [(3, 1), (8, 8), (5, 2), (40, 32), (1, 1), (16, 16)] {
+        for (size, align) in [
+            (3, 1),
+            (8, 8),
+            (5, 2),
+            (40, 32),
+            (1, 1),
+            (3000, 8),
+            (16, 16),
+        ] {
             let block = arena.alloc(layout(size, align), false).unwrap() as usize;
             assert_eq!(block % align, 0, "{size} bytes aligned {align}");
-            assert!(block >= base && block + size <= base + 4096);
+            assert!(block >= base && block + size <= base + 16384);
             blocks.push((block, size));
         }
         for (i, &(a, a_len)) in blocks.iter().enumerate() {
@@ -257,49 +365,98 @@ mod tests {
     }
 
     #[test]
-    fn full_arena_answers_none_and_the_last_block_gives_its_room_back() {
-        let (arena, _buffer) = arena(64);
-        let a = arena.alloc(layout(32, 8), false).unwrap();
-        let b = arena.alloc(layout(32, 8), false).unwrap();
+    fn a_freed_small_block_is_the_next_of_its_class_and_only_of_it() {
+        let (arena, _buffer) = arena(4096);
+        let a = arena.alloc(layout(24, 8), false).unwrap();
+        let _b = arena.alloc(layout(24, 8), false).unwrap();
+        arena.free(a, layout(24, 8));
+        let other_class = arena.alloc(layout(100, 8), false).unwrap();
+        assert_ne!(other_class, a);
         assert_eq!(
-            arena.alloc(layout(1, 1), false),
-            None,
-            "no room past the end"
+            arena.alloc(layout(20, 4), false),
+            Some(a),
+            "same class (32 bytes)"
         );
+    }
+
+    #[test]
+    fn a_loop_of_temporaries_stays_in_a_few_blocks() {
+        // A poll loop's shape: each time round, two small vectors and a result made, then
+        // dropped in another order than made.
+        let (arena, _buffer) = arena(8192);
+        let mut highest = 0;
+        for _ in 0..10_000 {
+            let polls = arena.alloc(layout(32, 8), false).unwrap();
+            let tokens = arena.alloc(layout(4, 1), false).unwrap();
+            let ready = arena.alloc(layout(8, 4), false).unwrap();
+            arena.free(polls, layout(32, 8));
+            arena.free(tokens, layout(4, 1));
+            highest = highest.max(ready as usize);
+            arena.free(ready, layout(8, 4));
+        }
+        let first = arena.start.load(Ordering::Relaxed);
+        assert!(highest - first < 256, "{} bytes in use", highest - first);
+    }
+
+    #[test]
+    fn full_arena_answers_none_and_the_last_large_block_gives_its_room_back() {
+        let (arena, _buffer) = arena(8192);
+        let big = layout(4096, 8);
+        let a = arena.alloc(big, false).unwrap();
+        let b = arena.alloc(big, false).unwrap();
+        assert_eq!(arena.alloc(layout(1, 1), false), None, "no room left");
         // `a` is not the last block: freeing it gives nothing back.
-        arena.free(a, 32);
+        arena.free(a, big);
         assert_eq!(arena.alloc(layout(1, 1), false), None);
         // `b` is: its room is the next block's.
-        arena.free(b, 32);
-        assert_eq!(arena.alloc(layout(32, 8), false), Some(b));
+        arena.free(b, big);
+        assert_eq!(arena.alloc(big, false), Some(b));
     }
 
     #[test]
-    fn a_zeroed_block_never_reuses_written_room() {
-        let (arena, _buffer) = arena(256);
-        let a = arena.alloc(layout(64, 8), false).unwrap();
-        // SAFETY: a is 64 bytes of the arena's buffer, given to this test.
-        unsafe { ptr::write_bytes(a, 0xAA, 64) };
-        arena.free(a, 64);
-        let zeroed = arena.alloc(layout(64, 8), true).unwrap();
-        assert!(zeroed as usize >= a as usize + 64, "above what was written");
-        // SAFETY: 64 bytes of the buffer, given out as this block.
-        let bytes = unsafe { std::slice::from_raw_parts(zeroed, 64) };
-        assert!(bytes.iter().all(|&b| b == 0));
-        // The room jumped over stays unused; the zeroed block's own is given back as usual.
-        arena.free(zeroed, 64);
-        assert_eq!(arena.alloc(layout(8, 8), false), Some(zeroed));
+    fn a_zeroed_block_reads_zeros_whatever_was_there() {
+        let (arena, _buffer) = arena(16384);
+        for size in [24, 3000] {
+            let a = arena.alloc(layout(size, 8), false).unwrap();
+            // SAFETY: a is `size` bytes of the arena's buffer, given to this test.
+            unsafe { ptr::write_bytes(a, 0xAA, size) };
+            arena.free(a, layout(size, 8));
+            let zeroed = arena.alloc(layout(size, 8), true).unwrap();
+            // SAFETY: `size` bytes of the buffer, given out as this block.
+            let bytes = unsafe { std::slice::from_raw_parts(zeroed, size) };
+            assert!(bytes.iter().all(|&b| b == 0), "{size} bytes");
+        }
     }
 
     #[test]
-    fn only_the_last_block_resizes_in_place() {
-        let (arena, _buffer) = arena(128);
-        let a = arena.alloc(layout(16, 8), false).unwrap();
-        let b = arena.alloc(layout(16, 8), false).unwrap();
-        assert!(!arena.resize_in_place(a, 16, 32), "a block follows a");
-        assert!(arena.resize_in_place(b, 16, 100), "b is last, and 100 fit");
-        assert!(!arena.resize_in_place(b, 100, 200), "past the end");
-        assert!(arena.resize_in_place(b, 100, 8));
-        assert_eq!(arena.alloc(layout(8, 8), false), Some(b.wrapping_add(8)));
+    fn only_the_last_large_block_grows_in_place() {
+        let (arena, _buffer) = arena(16384);
+        let a = arena.alloc(layout(3000, 8), false).unwrap();
+        let b = arena.alloc(layout(3000, 8), false).unwrap();
+        assert!(
+            !arena.resize_in_place(a, layout(3000, 8), 4000),
+            "a block follows a"
+        );
+        assert!(
+            arena.resize_in_place(a, layout(3000, 8), 2900),
+            "a shrinks where it is"
+        );
+        assert!(
+            arena.resize_in_place(b, layout(3000, 8), 9000),
+            "b is last, and it fits"
+        );
+        assert!(
+            !arena.resize_in_place(b, layout(9000, 8), 20000),
+            "past the end"
+        );
+        assert!(arena.resize_in_place(b, layout(9000, 8), 2504));
+        assert_eq!(
+            arena.alloc(layout(3000, 8), false),
+            Some(b.wrapping_add(2504))
+        );
+        // Small blocks stay in their class.
+        let s = arena.alloc(layout(20, 8), false).unwrap();
+        assert!(arena.resize_in_place(s, layout(20, 8), 32));
+        assert!(!arena.resize_in_place(s, layout(32, 8), 33));
     }
 }
