@@ -255,3 +255,27 @@ pub fn stamp_for_children() {
         let _ = text_stamp();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_stamp_is_the_one_made_for_its_second_and_for_no_other() {
+        // The second may turn between the clock's read and the stamp's: then again.
+        for _ in 0..100 {
+            let second = jiff::Timestamp::now().as_second();
+            stamp_for_children();
+            let made = text_stamp();
+            let Some(kept) = kept_stamp(second) else {
+                continue;
+            };
+            assert_eq!(&kept[..STAMP_LEN], made.as_bytes());
+            assert_eq!(made.len(), STAMP_LEN, "{made:?}");
+            assert_eq!(kept_stamp(second - 1), None);
+            assert_eq!(kept_stamp(second + 1), None);
+            return;
+        }
+        panic!("no stamp was kept for the second it was made in");
+    }
+}
