@@ -9,12 +9,14 @@
 //! the same allocations touch a few pages that the kernel hands out zeroed.
 //!
 //! The arena: [`ARENA_BYTES`] of address space mapped without reserve (a page costs only once
-//! it is written), allocated from by moving a cursor up. A block freed while it is the last
-//! one gives its room back (most frees of a short process are of its latest temporaries); any
-//! other freed block stays used until the child exits. So the arena bounds what a child holds
+//! it is written). A small block (16 B to 2 KiB) is rounded up to its size class and, freed,
+//! waits on its class's list for the next block of that size; a larger one is cut from the
+//! cursor, which moves up, and gives its room back only when it is freed as the last block (a
+//! short process frees its latest temporaries first). So the arena bounds what a child holds
 //! in it; past that, and for a block glibc gave (the daemon's, before the fork), the child goes
-//! to glibc as before. A process that never calls [`enter`] (the daemon, crontab(1)) pays one
-//! load of a zero per call.
+//! to glibc as before. A spin lock keeps the state whole should a thread ever allocate; a job
+//! child has one thread. A process that never calls [`enter`] (the daemon, crontab(1)) pays
+//! one load of a zero per call.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
