@@ -114,7 +114,7 @@ pub struct MailSetup {
 /// as). `first`: the entry's first run since its file was loaded, which the daemon remembers
 /// (a HOME that can't be entered is logged on that run only).
 pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
-    crate::log::stamp_for_children();
+    setup.log.prepare_for_job_child();
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {

@@ -119,6 +119,14 @@ impl Log {
         self.format == Format::Json
     }
 
+    /// Before a job child is forked: makes this second's stamp for its text lines on stderr
+    /// ([`stamp_for_children`]); nothing when this log writes none (syslog only, or JSON).
+    pub fn prepare_for_job_child(&self) {
+        if self.destination != Destination::Syslog && self.format == Format::Text {
+            stamp_for_children();
+        }
+    }
+
     fn json(&self, level: Level, line: &LogLine) {
         let time = now().strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string();
         let host = String::from_utf8_lossy(&crate::sys::hostname()).into_owned();
@@ -249,7 +257,7 @@ fn text_stamp() -> String {
 }
 
 /// Makes this second's stamp of text lines, for the job children forked in it to inherit.
-pub fn stamp_for_children() {
+fn stamp_for_children() {
     let second = jiff::Timestamp::now().as_second();
     if kept_stamp(second).is_none() {
         let _ = text_stamp();
