@@ -20,7 +20,7 @@ use super::zone;
 use crate::crontab::Crontab;
 use crate::crontab::incremental::Fingerprint;
 use crate::crontab::packed;
-use crate::database::entries::{Commands, JobSpec};
+use crate::database::entries::{Commands, JobSpec, PackedText};
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::log::{Level, lines};
 use crate::schedule::{When, Zone};
@@ -417,7 +417,7 @@ impl Sources {
         kept.front.iter().for_each(|&id| order.push_old(id));
         // The parser's packed text becomes the owners' (one allocation, no command copied).
         let (parsed, spans, text) = crontab.into_packed();
-        let commands: Commands = Arc::new(text.into_boxed_slice());
+        let commands: Commands = Arc::new(PackedText::keep(text));
         let tab: Arc<str> = file.key.tab_name(&self.paths).into();
         let mut owners = Owners::new(tab, Arc::clone(&commands), file.owner_uid);
         // The user of the last entry given an owner: the parser gives consecutive entries of

@@ -1,6 +1,10 @@
 //! The daemon's own memory handed back to the kernel when it stops needing it: glibc's free
 //! heap pages after a load, and the file pages (code, constants) mapped on the way that it does
-//! not run again.
+//! not run again; and bytes a fork does not copy ([`UnforkedBytes`]).
+
+use std::io;
+use std::ops::Deref;
+use std::ptr::NonNull;
 
 /// Hands the free memory at the top and in the middle of the heap back to the kernel
 /// (`malloc_trim`): after a reload the parser's buffers and the replaced entries are free, and
@@ -40,6 +44,104 @@ pub fn unmap_idle_file_pages() -> usize {
         }
     }
     unmapped / 1024
+}
+
+/// Bytes in an anonymous mapping of their own that a fork leaves out of the child
+/// (`MADV_DONTFORK`): the kernel neither copies their page-table entries at the fork nor tears
+/// them down at the child's exit, and the daemon writing near them later copies no page a child
+/// still shares. For the large read-only data of the daemon's loaded files, which a job child
+/// never reads (it gets a copy of its own entry before the fork): without this, each job's fork
+/// and exit paid for every page of every loaded file. The child has no mapping at that address
+/// at all: reading these bytes there faults (SIGSEGV), so only a type that no job child is
+/// given may hold them.
+pub struct UnforkedBytes {
+    start: NonNull<u8>,
+    len: usize,
+    /// The mapping's length, `len` rounded up to whole pages (at least one).
+    mapped: usize,
+}
+
+// SAFETY: the bytes are written once, in `copy_of`, before the value exists, and only read
+// afterwards; the mapping is owned by the value alone (unmapped in `drop`).
+unsafe impl Send for UnforkedBytes {}
+// SAFETY: as above: no method writes through `&self`.
+unsafe impl Sync for UnforkedBytes {}
+
+impl UnforkedBytes {
+    /// A copy of `bytes` in a new mapping marked `MADV_DONTFORK`. Fails when the kernel gives no
+    /// mapping (or refuses the mark, and then the mapping is given back).
+    pub fn copy_of(bytes: &[u8]) -> io::Result<UnforkedBytes> {
+        let page = page_size();
+        let mapped = bytes.len().max(1).div_ceil(page) * page;
+        // SAFETY: a new private anonymous mapping at an address the kernel picks: it aliases
+        // nothing of this program's; the result is checked before use.
+        let start = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if start == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let Some(start) = NonNull::new(start.cast::<u8>()) else {
+            return Err(io::Error::other("mmap gave address 0"));
+        };
+        let unforked = UnforkedBytes {
+            start,
+            len: bytes.len(),
+            mapped,
+        };
+        // SAFETY: the range is the whole mapping made above, which nothing else knows of yet.
+        if unsafe { libc::madvise(start.as_ptr().cast(), mapped, libc::MADV_DONTFORK) } != 0 {
+            // Dropped here: unmapped.
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the mapping is `mapped >= bytes.len()` bytes, writable, and cannot overlap
+        // `bytes` (it is new); nothing reads it before this copy ends.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), start.as_ptr(), bytes.len());
+        }
+        Ok(unforked)
+    }
+}
+
+impl Deref for UnforkedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `start` is a live mapping of `mapped >= len` bytes, the first `len` written
+        // in `copy_of` and never again; in a forked child this address is not mapped, which is
+        // why no job child is given one of these (see the type's comment).
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for UnforkedBytes {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is this value's alone, and no reference into it outlives the
+        // value (`deref` borrows from it).
+        unsafe { libc::munmap(self.start.as_ptr().cast(), self.mapped) };
+    }
+}
+
+impl std::fmt::Debug for UnforkedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UnforkedBytes({} bytes)", self.len)
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system; it touches no memory of ours.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(4096)
 }
 
 /// The `(start, end)` of each mapping in `smaps` (the text of /proc/PID/smaps) that is private,
@@ -122,6 +224,54 @@ Swap:                  0 kB
 Anonymous:             0 kB
 Swap:                  8 kB
 ";
+
+    #[test]
+    fn unforked_bytes_read_back_as_copied_whatever_their_length() {
+        let page = page_size();
+        for len in [0, 1, page - 1, page, page + 1, 20 * page + 7] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let unforked = UnforkedBytes::copy_of(&bytes).expect("mapped");
+            assert_eq!(&unforked[..], &bytes[..], "{len} bytes");
+            assert_eq!(unforked.mapped % page, 0);
+            assert!(unforked.mapped >= len.max(1) && unforked.mapped < len.max(1) + page);
+        }
+    }
+
+    #[test]
+    fn a_forked_child_has_no_unforked_bytes() {
+        let unforked = UnforkedBytes::copy_of(&[7u8; 10_000]).expect("mapped");
+        let address = unforked.as_ptr() as usize;
+        // The kernel marks the mapping (smaps' `dc`: do not copy on fork).
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let flags = smaps
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("{address:x}-")))
+            .find(|l| l.starts_with("VmFlags:"))
+            .expect("the mapping in smaps");
+        assert!(flags.split_whitespace().any(|f| f == "dc"), "{flags}");
+        // A child that reads them dies of SIGSEGV; the parent still reads them.
+        // SAFETY: the test harness runs threads, so the child calls only what is safe after a
+        // fork of a threaded process: a volatile read (a load from memory) and `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            // SAFETY: see above; if the address is mapped (the mark failed) the read is of the
+            // copied bytes and the child exits 0, which fails the test.
+            unsafe {
+                std::ptr::read_volatile(address as *const u8);
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child made above; `status` is a valid out-pointer.
+        let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(waited, pid);
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGSEGV,
+            "the child read the bytes: status {status:#x}"
+        );
+        assert_eq!(unforked[9_999], 7);
+    }
 
     #[test]
     fn only_unmodified_read_only_mappings_of_files_are_unmapped() {
