@@ -7,6 +7,7 @@
 //!
 //! Only where the linker is rustc's own LLD (x86_64 Linux from Rust 1.90, unless the flags pick
 //! another linker): the ordering option is LLD's. Names the build no longer has are skipped.
+//! `CROND_LINK_ORDER=off` links in the default layout (to measure the difference).
 
 use std::env;
 use std::process::Command;
@@ -15,7 +16,9 @@ fn main() {
     let order = "benches/link-order/crond.order";
     println!("cargo:rerun-if-changed={order}");
     println!("cargo:rerun-if-changed=build.rs");
-    if env::var("PROFILE").as_deref() != Ok("release") || !linked_by_rust_lld() {
+    println!("cargo:rerun-if-env-changed=CROND_LINK_ORDER");
+    let off = env::var("CROND_LINK_ORDER").as_deref() == Ok("off");
+    if off || env::var("PROFILE").as_deref() != Ok("release") || !linked_by_rust_lld() {
         return;
     }
     let dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
