@@ -2,8 +2,8 @@
 //! code a job child runs, then the code the idle daemon runs, each together at the front of the
 //! text. Every 64 KiB of code a forked job child touches is a page fault there, and every 64 KiB
 //! window the idle daemon keeps mapped counts in its size; spread by the default layout, the
-//! job child's 89 functions touched 14 windows and the daemon's idle path 18; in this order 4
-//! and 5 (benches/link-order/README.md has the figures).
+//! job child's 88 functions touched 14 windows and the loaded daemon's 149 touched 18; in this
+//! order 4 and 4 (benches/link-order/README.md has the figures).
 //!
 //! Only where the linker is rustc's own LLD (x86_64 Linux from Rust 1.90, unless the flags pick
 //! another linker): the ordering option is LLD's. Names the build no longer has are skipped.
