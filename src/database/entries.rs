@@ -2,11 +2,11 @@
 //! variables in a system file) and the 16 bytes each entry costs ([`JobSpec`]: its owner and
 //! where its command sits in the owner's one allocation, the parser's packed text
 //! ([`crate::crontab::packed`]), with its line number and its time fields as written). Made by
-//! the load, kept by the scheduler, handed to the job child. A large file's packed text sits in
-//! memory a fork leaves out ([`PackedText`]); the job child is given a copy of its own entry
-//! ([`JobSpec::for_job_child`]).
+//! the load, kept by the scheduler, handed to the job child. The shell may keep a large file's
+//! packed text where a forked job child does not have it ([`PackedText::OutOfForks`]); the job
+//! child is then given a copy of its own entry ([`JobSpec::for_job_child`]).
 //!
-//! Data and its accessors; the one call into `sys` places a large text.
+//! Pure: data and its accessors.
 
 use std::borrow::Cow;
 use std::ops::Deref;
@@ -15,7 +15,6 @@ use std::sync::Arc;
 pub use crate::crontab::packed::Span;
 use crate::crontab::{Env, packed};
 use crate::log::JobFields;
-use crate::sys::memory::UnforkedBytes;
 use crate::types::Uid;
 
 /// Who runs a crontab's entries and where they come from: one per file (one per user named in a
@@ -48,37 +47,28 @@ pub struct Owner {
 /// commands held three times at the peak of its load.
 pub type Commands = Arc<PackedText>;
 
-/// A file's packed text as the daemon keeps it. From [`PackedText::UNFORKED_FROM`] bytes on, in
-/// a mapping of its own that a fork leaves out of the child (`sys::memory::UnforkedBytes`): the
-/// kernel copies a page-table entry of the daemon's at each job's fork and drops it at the
-/// job's exit for every page the daemon has, so with the loaded files' text in the daemon's
-/// heap each job's start and end cost more the more entries the host has (a burst of 3,000 jobs
-/// took 28 % longer with 30,000 more entries loaded, due at other times). A job child reads only
-/// its own entry, which it is given a copy of ([`JobSpec::for_job_child`]).
+/// A file's packed text as the daemon keeps it: in the heap, or (a large file's, the load's
+/// choice: `daemon::sources::keep_packed`) in memory a fork leaves out of the child. At a fork
+/// the kernel copies a page-table entry for every page of the daemon's memory, and tears it down
+/// again when the job child exits, so with every loaded file's text in the heap each job cost
+/// more the more entries the host had loaded, due or not. A job child reads only its own entry,
+/// which it is given a copy of ([`JobSpec::for_job_child`]).
 pub enum PackedText {
     Heap(Box<[u8]>),
-    Unforked(UnforkedBytes),
+    /// Bytes a forked child does not have: reading them there is a fault.
+    OutOfForks(Box<dyn OutOfForks>),
+}
+
+/// Bytes the shell keeps where a forked job child does not have them
+/// (`sys::memory::UnforkedBytes`).
+pub trait OutOfForks: Send + Sync {
+    fn bytes(&self) -> &[u8];
 }
 
 impl PackedText {
-    /// The smallest text kept out of the job children's forks: 16 pages, so that the page the
-    /// mapping rounds up to wastes at most 1/16 of it, and a host of small files keeps one heap.
-    pub const UNFORKED_FROM: usize = 64 * 1024;
-
-    /// The parser's text, kept: in a mapping of its own from [`Self::UNFORKED_FROM`] bytes on (in
-    /// the heap if the kernel gives no mapping: slower forks, nothing lost).
-    pub fn keep(text: Vec<u8>) -> PackedText {
-        if text.len() >= Self::UNFORKED_FROM
-            && let Ok(unforked) = UnforkedBytes::copy_of(&text)
-        {
-            return PackedText::Unforked(unforked);
-        }
-        PackedText::Heap(text.into_boxed_slice())
-    }
-
-    /// Whether a forked child would find these bytes unmapped.
-    pub fn is_unforked(&self) -> bool {
-        matches!(self, PackedText::Unforked(_))
+    /// Whether a forked job child would not have these bytes.
+    pub fn is_out_of_forks(&self) -> bool {
+        matches!(self, PackedText::OutOfForks(_))
     }
 }
 
@@ -88,15 +78,15 @@ impl Deref for PackedText {
     fn deref(&self) -> &[u8] {
         match self {
             PackedText::Heap(bytes) => bytes,
-            PackedText::Unforked(bytes) => bytes,
+            PackedText::OutOfForks(bytes) => bytes.bytes(),
         }
     }
 }
 
 impl std::fmt::Debug for PackedText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let place = if self.is_unforked() {
-            "unforked"
+        let place = if self.is_out_of_forks() {
+            "out of forks"
         } else {
             "heap"
         };
@@ -115,7 +105,7 @@ pub fn pack_commands<'a>(
     let spans = commands
         .map(|(line, schedule, command)| packed::push(&mut all, line, schedule, command))
         .collect();
-    (Arc::new(PackedText::keep(all)), spans)
+    (Arc::new(PackedText::Heap(all.into_boxed_slice())), spans)
 }
 
 /// One job to start: 16 bytes, as the daemon keeps one per entry.
@@ -174,11 +164,11 @@ impl JobSpec {
     }
 
     /// What a job child is given, made before the fork: this spec when its owner's text is in
-    /// the heap; when it is in memory the fork leaves out ([`PackedText`]), a copy whose owner
+    /// the heap; when it is out of forks ([`PackedText::OutOfForks`]), a copy whose owner
     /// holds this entry's text alone (its line, time fields and command), so the child reads
     /// nothing the fork did not give it.
     pub fn for_job_child(&self) -> Cow<'_, JobSpec> {
-        if !self.owner.commands.is_unforked() {
+        if !self.owner.commands.is_out_of_forks() {
             return Cow::Borrowed(self);
         }
         let (schedule, command) = (self.schedule_text(), self.command());
@@ -246,9 +236,21 @@ mod tests {
     #[test]
     fn a_job_child_gets_its_own_entry_when_the_file_is_kept_out_of_forks() {
         let fields = [b'5'; 300];
-        let big_command = vec![b'x'; PackedText::UNFORKED_FROM];
+        // What the shell keeps out of forks, as bytes of the heap here.
+        struct Kept(Box<[u8]>);
+        impl OutOfForks for Kept {
+            fn bytes(&self) -> &[u8] {
+                &self.0
+            }
+        }
         let owner = |entries: &[(u32, &[u8], &[u8])], quiet| {
             let (commands, spans) = pack_commands(entries.iter().copied());
+            let commands = if quiet {
+                let bytes: &[u8] = &commands;
+                Arc::new(PackedText::OutOfForks(Box::new(Kept(bytes.into()))))
+            } else {
+                commands
+            };
             let owner = Arc::new(Owner {
                 user: b"alice".to_vec(),
                 uid: Some(Uid(1000)),
@@ -267,23 +269,23 @@ mod tests {
             jobs
         };
         let small = owner(&[(3, b"@daily", b"echo a")], false);
-        assert!(!small[0].owner.commands.is_unforked());
+        assert!(!small[0].owner.commands.is_out_of_forks());
         assert!(matches!(small[0].for_job_child(), Cow::Borrowed(_)));
 
         let large = owner(
             &[
-                (1, b"* * * * *", &big_command),
+                (1, b"* * * * *", b"echo first"),
                 (70_001, &fields, b"echo %c"),
             ],
             true,
         );
-        assert!(large[1].owner.commands.is_unforked());
+        assert!(large[1].owner.commands.is_out_of_forks());
         for job in &large {
             let given = job.for_job_child();
             let Cow::Owned(copy) = &given else {
                 panic!("a large file's entry is copied");
             };
-            assert!(!copy.owner.commands.is_unforked());
+            assert!(!copy.owner.commands.is_out_of_forks());
             assert!(copy.owner.commands.len() < job.owner.commands.len());
             assert_eq!(copy.command(), job.command());
             assert_eq!(copy.line(), job.line());

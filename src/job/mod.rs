@@ -115,7 +115,7 @@ pub struct MailSetup {
 /// (a HOME that can't be entered is logged on that run only).
 pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
     setup.log.prepare_for_job_child();
-    // A large file's text is not in the child (`PackedText`): it gets its own entry's.
+    // A large file's text is not in the child (`PackedText::OutOfForks`): it gets its own entry's.
     let spec = spec.for_job_child();
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
