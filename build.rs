@@ -22,7 +22,15 @@ fn main() {
         return;
     }
     let dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    println!("cargo:rustc-link-arg-bin=crond=-Wl,--symbol-ordering-file={dir}/{order}");
+    let path = std::path::Path::new(&dir).join(order);
+    // A tree without the list (a package of the sources alone) links in the default layout.
+    if !path.is_file() {
+        return;
+    }
+    println!(
+        "cargo:rustc-link-arg-bin=crond=-Wl,--symbol-ordering-file={}",
+        path.display()
+    );
     println!("cargo:rustc-link-arg-bin=crond=-Wl,--no-warn-symbol-ordering");
 }
 
