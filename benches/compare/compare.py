@@ -353,7 +353,12 @@ class Cronie(Crond):
         self._write(os.path.join(self.dir, "spool", "root"), lines, 0o600)
 
     def start(self):
-        os.makedirs("/var/spool/cron", exist_ok=True)
+        # The bind mounts need their mount points: a machine without a cron package has no
+        # /etc/cron.d or /etc/crontab (made here, empty, if missing).
+        for d in ("/var/spool/cron", "/etc/cron.d"):
+            os.makedirs(d, exist_ok=True)
+        if not os.path.exists("/etc/crontab"):
+            open("/etc/crontab", "a").close()
         binds = [("spool", "/var/spool/cron"), ("cron.d", "/etc/cron.d"),
                  ("crontab", "/etc/crontab"), ("run", "/run"), ("pam.d", "/etc/pam.d")]
         script = " && ".join(f"mount --bind '{os.path.join(self.dir, mine)}' '{theirs}'"
