@@ -193,6 +193,25 @@ impl JobSpec {
 mod tests {
     use super::*;
 
+    /// The jobs of alice's crontab (uid 1000) whose packed text is `commands`.
+    fn alices_jobs(commands: Commands, spans: Vec<Span>, quiet: bool) -> Vec<JobSpec> {
+        let owner = Arc::new(Owner {
+            user: b"alice".to_vec(),
+            uid: Some(Uid(1000)),
+            tab: "crontabs/alice".into(),
+            commands,
+            quiet,
+            env: Arc::new(Env::default()),
+        });
+        spans
+            .into_iter()
+            .map(|command| JobSpec {
+                owner: Arc::clone(&owner),
+                command,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_job_finds_its_command_and_its_line_in_its_files_one_allocation() {
         let long = [b'1'; 300];
@@ -205,21 +224,7 @@ mod tests {
             .into_iter(),
         );
         assert_eq!(commands.len(), 3 * 5 + 6 + 6 + 255 + 7);
-        let owner = Arc::new(Owner {
-            user: b"alice".to_vec(),
-            uid: None,
-            tab: "crontabs/alice".into(),
-            commands,
-            quiet: false,
-            env: Arc::new(Env::default()),
-        });
-        let jobs: Vec<JobSpec> = spans
-            .into_iter()
-            .map(|command| JobSpec {
-                owner: Arc::clone(&owner),
-                command,
-            })
-            .collect();
+        let jobs = alices_jobs(commands, spans, false);
         let seen: Vec<(&[u8], u32)> = jobs.iter().map(|j| (j.command(), j.line())).collect();
         assert_eq!(
             seen,
@@ -251,22 +256,7 @@ mod tests {
             } else {
                 commands
             };
-            let owner = Arc::new(Owner {
-                user: b"alice".to_vec(),
-                uid: Some(Uid(1000)),
-                tab: "crontabs/alice".into(),
-                commands,
-                quiet,
-                env: Arc::new(Env::default()),
-            });
-            let jobs: Vec<JobSpec> = spans
-                .into_iter()
-                .map(|command| JobSpec {
-                    owner: Arc::clone(&owner),
-                    command,
-                })
-                .collect();
-            jobs
+            alices_jobs(commands, spans, quiet)
         };
         let small = owner(&[(3, b"@daily", b"echo a")], false);
         assert!(!small[0].owner.commands.is_out_of_forks());
