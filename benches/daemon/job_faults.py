@@ -34,7 +34,7 @@ import compare  # noqa: E402
 
 
 def mappings(pid):
-    """The daemon's mappings as (start, end, "file perms"), sorted."""
+    """The daemon's mappings as (start, end, "file perms", offset in the file), sorted."""
     found = []
     with open(f"/proc/{pid}/maps") as f:
         for line in f:

@@ -13,8 +13,8 @@ boundary at least 20 s away; the daemon's counts are zeroed when it unmaps the c
 start and load (`sys::memory::unmap_idle_file_pages`, after every load), a job child's when it
 enters `sys::job_arena::enter` (its first call after the fork), so neither list holds the
 start or the load. The child's list also gets what it runs where callgrind can't see it: its
-output loop (only where pidfd_open works, which valgrind 3.19 lacks) and the shell's vfork
-child up to the exec (UNSEEN_IN_CHILD). Takes about two minutes.
+output loop (only where pidfd_open works, which valgrind 3.19 lacks), the shell's vfork child
+up to the exec and the end of the fork it returns into (UNSEEN_IN_CHILD). Takes about two minutes.
 
 --check: prints how many of the listed names BINARY still has, and writes nothing. The names
 carry a hash of the build (the toolchain, the dependencies' versions): after a change of
