@@ -119,19 +119,26 @@ pub fn start() -> String {
 /// Looks at runs claimed elsewhere: takes over each that is not started and whose host's
 /// session holds no live lease, and reports the rest. One row per run: cluster, owner, entry,
 /// minute, `mine` (taken over: start it), `ran` (started there), `waiting` or `gone` (the claim
-/// was deleted), and the host.
+/// was deleted), and the host. A run this session holds and has not started is `mine` too:
+/// a claim can see a run as another's when the row is this session's own, inserted by an
+/// earlier try of the same claim that the helper gave up on (its call timed out) and that
+/// committed while the new try ran (READ COMMITTED: `ON CONFLICT DO NOTHING` waits for that
+/// row, but the statement's snapshot does not show it). Without this such a run waited for
+/// its own live lease to end, and never started.
 pub fn take_over() -> String {
     format!(
         "WITH q AS (SELECT * FROM {BATCH}),
          took AS (
             UPDATE crond_runs r SET host = $5, session = $6::bigint, claimed = now(),
-                   taken_from = r.host
+                   taken_from = CASE WHEN r.host = $5 AND r.session = $6::bigint
+                                     THEN r.taken_from ELSE r.host END
             FROM q
             WHERE (r.cluster, r.owner, r.entry, r.minute)
                   = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
               AND r.started IS NULL AND {LIVE}
-              AND NOT EXISTS (SELECT 1 FROM crond_hosts h
-                  WHERE h.host = r.host AND h.session = r.session AND h.lease_until > now())
+              AND ((r.host = $5 AND r.session = $6::bigint)
+                   OR NOT EXISTS (SELECT 1 FROM crond_hosts h
+                       WHERE h.host = r.host AND h.session = r.session AND h.lease_until > now()))
             RETURNING r.cluster, r.owner, r.entry, r.minute)
          SELECT q.cluster, q.owner, q.entry, q.minute::text,
             CASE WHEN r.cluster IS NULL THEN 'gone'

@@ -422,7 +422,8 @@ impl<S: Store> Machine<S> {
             self.log(
                 false,
                 format!(
-                    "took over {n} runs claimed by hosts whose lease ended before they started them"
+                    "took over {n} runs claimed by hosts whose lease ended before they started \
+                     them (or by an abandoned try of this host's claim)"
                 ),
             );
         }

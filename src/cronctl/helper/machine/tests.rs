@@ -22,6 +22,9 @@ struct World {
     hosts: HashMap<String, (i64, Instant)>,
     runs: HashMap<RunKey, Row>,
     down: bool,
+    /// A claim does not see the rows already there (`sql::take_over` says when PostgreSQL's
+    /// does that): it answers "taken" by no host.
+    claims_miss_rows: bool,
 }
 
 impl World {
@@ -31,6 +34,7 @@ impl World {
             hosts: HashMap::new(),
             runs: HashMap::new(),
             down: false,
+            claims_miss_rows: false,
         }))
     }
 
@@ -121,6 +125,7 @@ impl Store for FakeStore {
                     return Claim::Lease;
                 }
                 match w.runs.get(key) {
+                    Some(_) if w.claims_miss_rows => Claim::Taken(String::new()),
                     None => {
                         w.runs.insert(
                             key.clone(),
@@ -176,7 +181,8 @@ impl Store for FakeStore {
                 if r.started {
                     return Watched::Ran(r.host.clone());
                 }
-                if me_live && !w.live(&r.host, r.session) {
+                let own = r.host == self.host && r.session == self.session;
+                if me_live && (own || !w.live(&r.host, r.session)) {
                     w.runs.insert(
                         key.clone(),
                         Row {
@@ -463,4 +469,33 @@ fn a_claim_whose_holder_stops_before_starting_it_is_taken_over_within_a_lease() 
     let w = world.borrow();
     let row = &w.runs[&key(1)];
     assert!(row.host == "a" && row.started);
+}
+
+#[test]
+fn a_run_this_session_holds_but_its_claim_saw_as_anothers_starts_at_the_next_look() {
+    let clock = Rc::new(Cell::new(start()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    // An earlier try of this claim, given up on, committed its row while the next try ran,
+    // which could not see it and answered "taken" by no host.
+    world.borrow_mut().runs.insert(
+        key(1),
+        Row {
+            host: "a".into(),
+            session: 1,
+            started: false,
+        },
+    );
+    world.borrow_mut().claims_miss_rows = true;
+    a.ask(&[(1, key(1))]);
+    assert_eq!(a.no(), vec![(1, Denied::Taken(String::new()))]);
+    world.borrow_mut().claims_miss_rows = false;
+    // Its own live lease is no reason to wait: started at the next look, 5 s on.
+    advance(&clock, Duration::from_secs(5));
+    a.tick();
+    assert_eq!(a.go(), vec![1]);
+    let w = world.borrow();
+    let row = &w.runs[&key(1)];
+    assert!(row.host == "a" && row.session == 1 && row.started);
 }
