@@ -504,9 +504,9 @@ fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
 
 /// Per host: the crontab of `n` cluster entries due at 10:01 (the minute after [`START`]) and
 /// at no other time, each appending its number to the file `$OUT` (an environment line: the
-/// entries are the same entries on every host). Due every minute, a machine slow enough to
-/// start 10:01's runs after 10:02 came (6 s real) would make each number appear twice with no
-/// run doubled: CI saw that once, with the database locked for 3 s and other tests running.
+/// entries are the same entries on every host). Due every minute, a later minute's runs could
+/// stand in for lost 10:01 runs, or show as their seconds: that hid lost runs until stop 39
+/// (`sql::take_over`).
 fn numbered_crontab(out: &Path, n: usize) -> String {
     let mut text = format!("OUT={}\nCRON_CLUSTER=load\n", out.display());
     for k in 0..n {
