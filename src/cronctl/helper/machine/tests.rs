@@ -16,6 +16,17 @@ struct Row {
     started: bool,
 }
 
+impl Row {
+    /// A claim of `host`'s `session`, not started.
+    fn claimed(host: &str, session: i64) -> Row {
+        Row {
+            host: host.to_string(),
+            session,
+            started: false,
+        }
+    }
+}
+
 /// The database every fake store shares, and the clock its leases are judged by.
 struct World {
     clock: Rc<Cell<Instant>>,
@@ -127,14 +138,8 @@ impl Store for FakeStore {
                 match w.runs.get(key) {
                     Some(_) if w.claims_miss_rows => Claim::Taken(String::new()),
                     None => {
-                        w.runs.insert(
-                            key.clone(),
-                            Row {
-                                host: self.host.clone(),
-                                session: self.session,
-                                started: false,
-                            },
-                        );
+                        w.runs
+                            .insert(key.clone(), Row::claimed(&self.host, self.session));
                         Claim::Held
                     }
                     Some(r) if r.host == self.host && r.session == self.session => {
@@ -183,14 +188,8 @@ impl Store for FakeStore {
                 }
                 let own = r.host == self.host && r.session == self.session;
                 if me_live && (own || !w.live(&r.host, r.session)) {
-                    w.runs.insert(
-                        key.clone(),
-                        Row {
-                            host: self.host.clone(),
-                            session: self.session,
-                            started: false,
-                        },
-                    );
+                    w.runs
+                        .insert(key.clone(), Row::claimed(&self.host, self.session));
                     return Watched::Mine;
                 }
                 Watched::Waiting
@@ -441,14 +440,10 @@ fn a_claim_whose_holder_stops_before_starting_it_is_taken_over_within_a_lease() 
         .borrow_mut()
         .hosts
         .insert("ghost".into(), (9, now + Duration::from_secs(20)));
-    world.borrow_mut().runs.insert(
-        key(1),
-        Row {
-            host: "ghost".into(),
-            session: 9,
-            started: false,
-        },
-    );
+    world
+        .borrow_mut()
+        .runs
+        .insert(key(1), Row::claimed("ghost", 9));
     a.ask(&[(1, key(1))]);
     assert_eq!(a.no(), vec![(1, Denied::Taken("ghost".into()))]);
     // Looked at every 5 s (a sixth of the lease): waiting while the ghost's lease runs...
@@ -479,14 +474,7 @@ fn a_run_this_session_holds_but_its_claim_saw_as_anothers_starts_at_the_next_loo
     a.tick();
     // An earlier try of this claim, given up on, committed its row while the next try ran,
     // which could not see it and answered "taken" by no host.
-    world.borrow_mut().runs.insert(
-        key(1),
-        Row {
-            host: "a".into(),
-            session: 1,
-            started: false,
-        },
-    );
+    world.borrow_mut().runs.insert(key(1), Row::claimed("a", 1));
     world.borrow_mut().claims_miss_rows = true;
     a.ask(&[(1, key(1))]);
     assert_eq!(a.no(), vec![(1, Denied::Taken(String::new()))]);
