@@ -79,7 +79,8 @@ pub enum Request {
 }
 
 /// Who is asking: the connection's credentials (`SO_PEERCRED`) and the name passwd gives the
-/// uid now (`None`: no passwd entry; such a user sees nothing but the status).
+/// uid now, when that name gives the uid back (`None`: no passwd entry, or a name that belongs
+/// to another uid; such a user sees their own crontab's entries, and no system file's line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
     pub uid: u32,
@@ -112,17 +113,20 @@ impl Peer {
 }
 
 /// Whether `peer` may see and run an entry that runs as `user`; `checked_uid`: the uid its
-/// crontab's ownership was checked for at load (a user's crontab), `None` for a system file's
-/// line. Root may see everything; a user the entries that run as their name (and, for a user's
-/// crontab, as their uid too: a name that now belongs to another uid shows nothing).
+/// crontab's ownership was checked for at load (a user's crontab, or a `--crontab` file: the
+/// daemon's own uid), `None` for a system file's line. Root may see everything; a user the
+/// entries that run as their uid: a crontab checked for that uid (whatever name passwd gives
+/// it, or none), and the system files' lines whose user field is the peer's name — the name the
+/// daemon sets in [`Peer::name`] only when it names the peer's uid both ways, since such a
+/// line runs as whatever uid its name resolves to.
 pub fn may_see(peer: &Peer, user: &[u8], checked_uid: Option<u32>) -> bool {
     if peer.is_root() {
         return true;
     }
-    let Some(name) = &peer.name else {
-        return false;
-    };
-    name.as_slice() == user && checked_uid.is_none_or(|uid| uid == peer.uid)
+    match checked_uid {
+        Some(uid) => uid == peer.uid,
+        None => peer.name.as_deref() == Some(user),
+    }
 }
 
 /// Parses one request line (without its `\n`).

@@ -141,7 +141,15 @@ fn root_sees_everything_and_a_user_only_what_runs_as_them() {
         !may_see(&alice, b"alice", Some(1001)),
         "a crontab checked for another uid that now has alice's name"
     );
-    assert!(!may_see(&ghost, b"", None), "no passwd entry: nothing");
+    assert!(
+        !may_see(&ghost, b"", None),
+        "no passwd entry: no system line"
+    );
+    assert!(
+        may_see(&ghost, b"", Some(4321)),
+        "a uid without a passwd entry sees the crontab checked for it (a --crontab daemon's)"
+    );
+    assert!(!may_see(&ghost, b"alice", Some(1000)));
 }
 
 #[test]

@@ -313,10 +313,11 @@ impl Daemon {
         let now_ms = now.as_millisecond();
         let (scheduler, sources) = (&self.scheduler, &self.sources);
         let status = server.status(now_ms, scheduler.local_zone(), scheduler.running_len());
-        let orders = server.serve(&tokens, now_ms, &|peer, want| {
+        let snapshot = |peer: &crate::control::Peer, want: &crate::control::Want<'_>| {
             let entries = sources.entries().filter_map(|id| scheduler.entry_state(id));
             control::snapshot(peer, want, entries, status.clone())
-        });
+        };
+        let orders = server.serve(&tokens, now_ms, &snapshot, &mut self.reactor.fx);
         let mut failed = false;
         for order in orders {
             let asked_by = order.peer.describe();

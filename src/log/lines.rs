@@ -727,6 +727,22 @@ pub fn no_control_socket_line(path: &std::path::Path, e: &std::io::Error) -> Log
     )
 }
 
+/// Connections to the control socket turned away (`busy`) in the last minute, by uid.
+pub fn control_turned_away_line(counts: &[(u32, u64)]) -> LogLine {
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    let by_uid: Vec<String> = counts
+        .iter()
+        .map(|(uid, n)| format!("uid {uid}: {n}"))
+        .collect();
+    cron(
+        "ERROR",
+        format!(
+            "control socket: {total} connections turned away (busy) in the last minute ({})",
+            by_uid.join(", ")
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

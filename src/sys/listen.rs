@@ -110,6 +110,29 @@ fn bind_unix(path: &Path, group: Option<Gid>, mask: u32, mode: u32) -> io::Resul
     Ok(Listener::Unix(listener))
 }
 
+/// Connects to the Unix socket `path` as `uid` would (tests: the test runs as root and plays
+/// several users): from a thread of its own that takes `uid` as its effective uid, connects
+/// and ends. The kernel records the connecting thread's credentials for `SO_PEERCRED`, and the
+/// socket's and its directories' permissions are checked against that uid too.
+#[cfg(test)]
+pub fn connect_as(path: &Path, uid: u32) -> io::Result<UnixStream> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let none = -1 as libc::c_long;
+        // SAFETY: plain integers. The raw system call changes the ids of the calling thread
+        // alone (the kernel keeps credentials per thread; glibc's `setresuid` would change
+        // every thread's, which is why it is not called); this thread only connects and then
+        // ends, and its credentials end with it. The other threads of the test keep root.
+        let rc = unsafe { libc::syscall(libc::SYS_setresuid, none, uid as libc::c_long, none) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        UnixStream::connect(&path)
+    })
+    .join()
+    .expect("the connecting thread does not panic")
+}
+
 /// Held by a bind in the unit tests (see [`UmaskGuard`], [`CwdGuard`]).
 #[cfg(test)]
 static BINDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
