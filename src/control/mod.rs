@@ -24,6 +24,7 @@
 
 mod render;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use render::render;
@@ -31,6 +32,20 @@ pub use render::render;
 use crate::crontab::policy::Policy;
 use crate::metrics::LastRun;
 use crate::schedule::Zone;
+
+/// The private socket beside the shared one at `path` (mode 0600, for root and the daemon's
+/// own user): `.private` before its extension (`/run/crond.sock` → `/run/crond.private.sock`),
+/// or at its end when it has none.
+pub fn private_path(path: &Path) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default();
+    let mut name = stem.to_os_string();
+    name.push(".private");
+    if let Some(extension) = path.extension() {
+        name.push(".");
+        name.push(extension);
+    }
+    path.with_file_name(name)
+}
 
 /// The longest request line read; a longer one is answered `ERROR` and closed.
 pub const MAX_REQUEST: usize = 4096;

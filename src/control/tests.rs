@@ -403,3 +403,10 @@ fn a_runs_answer_says_what_became_of_it_and_an_error_is_one_line() {
     assert!(text(ran_answer("x:1", &Ran::Waiting)).starts_with("OK\n"));
     assert_eq!(text(error_answer("two\nlines")), "ERROR two lines\n");
 }
+
+#[test]
+fn the_private_socket_is_named_beside_the_shared_one() {
+    let private = |p: &str| private_path(Path::new(p)).display().to_string();
+    assert_eq!(private("/run/crond.sock"), "/run/crond.private.sock");
+    assert_eq!(private("/tmp/x/ctl"), "/tmp/x/ctl.private");
+}

@@ -1,33 +1,40 @@
 //! `cronctl list|run|status`: one request line to crond's control socket, and its answer
 //! printed (docs/limits.md bounds both). No database and no privilege: the daemon tells the
-//! asker apart by the socket's credentials and shows them what is theirs.
+//! asker apart by the socket's credentials and shows them what is theirs. Root (and the
+//! daemon's own user) go through the private socket beside the shared one when it is there,
+//! where no other user's connections can stand in front of theirs.
 
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::control::MAX_ANSWER_ROOT;
+use crate::control::{MAX_ANSWER_ROOT, private_path};
+
+/// How long cronctl waits for the daemon to take the connection (its backlog may be full).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long cronctl waits for the daemon (which answers at once, or drops the connection 5 s
 /// after accepting it).
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Sends `request` to the daemon at `socket`: the answer's text, or the error to print.
+/// Sends `request` to the daemon at `socket` (or its private socket, when this user may use
+/// it): the answer's text, or the error to print.
 pub fn ask(socket: &Path, request: &str) -> Result<String, String> {
-    let mut stream = UnixStream::connect(socket).map_err(|e| {
-        format!(
-            "can't reach crond at {}: {e} (is crond running? its --control-socket; \
-             cronctl --socket PATH)",
-            socket.display()
-        )
-    })?;
-    let lost = |e: std::io::Error| match e.kind() {
+    let (mut stream, socket) = connect(socket)?;
+    let socket = socket.as_path();
+    let lost = |e: io::Error| match e.kind() {
         // The daemon turned the connection away before reading it (busy).
-        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => format!(
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => format!(
             "{}: the daemon closed the connection before answering (too many connections \
              to the control socket: try again)",
             socket.display()
+        ),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+            "{}: no answer from crond within {} s (its control socket may be flooded with \
+             connections: try again)",
+            socket.display(),
+            TIMEOUT.as_secs()
         ),
         _ => format!("{}: {e}", socket.display()),
     };
@@ -54,4 +61,45 @@ pub fn ask(socket: &Path, request: &str) -> Result<String, String> {
             None => Err(format!("{}: not crond's answer", socket.display())),
         },
     }
+}
+
+/// A connection to the private socket beside `socket` when this user may use it (it is
+/// there, and theirs or root's), else to `socket`; and the path connected to.
+fn connect(socket: &Path) -> Result<(UnixStream, std::path::PathBuf), String> {
+    let private = private_path(socket);
+    let tried = match crate::sys::listen::connect_unix(&private, CONNECT_TIMEOUT) {
+        Ok(stream) => return Ok((stream, private)),
+        Err(e) => e,
+    };
+    // Not there, not ours, or left by a daemon that is gone: the shared socket says which.
+    let mut to = socket;
+    let e = match tried.kind() {
+        io::ErrorKind::NotFound
+        | io::ErrorKind::PermissionDenied
+        | io::ErrorKind::ConnectionRefused => {
+            match crate::sys::listen::connect_unix(socket, CONNECT_TIMEOUT) {
+                Ok(stream) => return Ok((stream, socket.to_path_buf())),
+                Err(e) => e,
+            }
+        }
+        _ => {
+            to = &private;
+            tried
+        }
+    };
+    Err(match e.kind() {
+        io::ErrorKind::WouldBlock => format!(
+            "crond at {} did not take the connection within {} s: its control socket is \
+             flooded with connections, or the daemon is stuck; try again (root's cronctl uses \
+             {})",
+            to.display(),
+            CONNECT_TIMEOUT.as_secs(),
+            private.display()
+        ),
+        _ => format!(
+            "can't reach crond at {}: {e} (is crond running? its --control-socket; \
+             cronctl --socket PATH)",
+            to.display()
+        ),
+    })
 }

@@ -36,13 +36,13 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::Error;
 use super::effects::Effects;
 use super::flow::Launched;
 use super::scheduler::EntryState;
-use crate::control::{self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want};
+use crate::control::{self, EntryView, private_path, Peer, Ran, Request, Snapshot, StatusView, Want};
 use crate::log::lines;
 use crate::schedule::Zone;
 use crate::sys::listen::{Listener, Stream};
@@ -93,19 +93,6 @@ const READ_CHUNK: usize = 1024;
 /// Answers made of this many entries or more give their memory back to the system afterwards
 /// (as a reload that freed memory does).
 const LARGE_ANSWER_ENTRIES: usize = 1_000;
-
-/// The private socket beside the shared `path`: `.private` before its extension
-/// (`/run/crond.sock` → `/run/crond.private.sock`), or at its end when it has none.
-pub fn private_path(path: &Path) -> PathBuf {
-    let stem = path.file_stem().unwrap_or_default();
-    let mut name = stem.to_os_string();
-    name.push(".private");
-    if let Some(extension) = path.extension() {
-        name.push(".");
-        name.push(extension);
-    }
-    path.with_file_name(name)
-}
 
 /// What a descriptor of the server is, in the poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,6 +457,8 @@ impl ControlServer {
         snapshot: SnapshotFn<'_>,
         fx: &mut dyn Effects,
     ) -> Vec<RunOrder> {
+        // A new second gives the shared socket its accepts back (polled again from here).
+        self.accepts.roll(now_ms);
         for (i, c) in self.connections.iter_mut().enumerate() {
             if ready.contains(&Token::Connection(i)) {
                 step(c);
@@ -1150,6 +1139,12 @@ mod tests {
         assert!(s.fds().iter().any(|(t, _, _)| *t == Token::Private));
         assert_eq!(s.timeout_ms(1_040), Some(960));
         turn_with(&mut s, 2_000, &empty);
+        assert!(
+            s.fds().iter().any(|(t, _, _)| *t == Token::Listener),
+            "polled again in the next second"
+        );
+        turn_with(&mut s, 2_001, &empty);
+        assert_eq!(s.accepts.second, 2);
         assert!(s.accepts.used > 0, "taken again in the next second");
         drop(clients);
     }
@@ -1185,12 +1180,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_private_socket_is_named_beside_the_shared_one() {
-        let private = |p: &str| private_path(Path::new(p)).display().to_string();
-        assert_eq!(private("/run/crond.sock"), "/run/crond.private.sock");
-        assert_eq!(private("/tmp/x/ctl"), "/tmp/x/ctl.private");
-    }
 
     mod interleavings {
         //! Random interleavings of clients against the real server on real sockets: connects

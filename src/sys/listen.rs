@@ -110,6 +110,28 @@ fn bind_unix(path: &Path, group: Option<Gid>, mask: u32, mode: u32) -> io::Resul
     Ok(Listener::Unix(listener))
 }
 
+/// Connects to the Unix socket `path`, waiting at most `timeout` for room in its listener's
+/// backlog (a full backlog makes `connect` wait, for ever without a timeout): `WouldBlock`
+/// after that.
+pub fn connect_unix(path: &Path, timeout: std::time::Duration) -> io::Result<UnixStream> {
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, UnixAddr, sockopt};
+    use std::os::fd::AsRawFd;
+    let fd = socket::socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // A connect on a Unix socket waits at most the send timeout.
+    let timeout = nix::sys::time::TimeVal::new(
+        timeout.as_secs() as _,
+        timeout.subsec_micros() as _,
+    );
+    socket::setsockopt(&fd, sockopt::SendTimeout, &timeout)?;
+    socket::connect(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
+    Ok(UnixStream::from(fd))
+}
+
 /// Connects to the Unix socket `path` as `uid` would (tests: the test runs as root and plays
 /// several users): from a thread of its own that takes `uid` as its effective uid, connects
 /// and ends. The kernel records the connecting thread's credentials for `SO_PEERCRED`, and the

@@ -211,64 +211,6 @@ fn root_the_socket_is_world_connectable_and_off_or_a_bad_path_is_said() {
     );
 }
 
-/// Not a test on its own: the process `nobody` runs for
-/// `root_users_holding_and_flooding_the_control_socket_starve_neither_root_nor_the_loop`
-/// with `CROND_TEST_HOLD_CONTROL="PATH SECONDS"` (without it, this does nothing). It keeps 16
-/// connections to the socket open, sends nothing, opens a new one for each the daemon closes
-/// (at once when turned away as busy), and prints how many the daemon closed.
-#[test]
-#[ignore = "a helper process of a control socket test"]
-fn hold_and_flood_control_connections() {
-    use std::io::Read;
-    use std::os::fd::AsFd;
-    use std::os::unix::net::UnixStream;
-    let Ok(spec) = std::env::var("CROND_TEST_HOLD_CONTROL") else {
-        return;
-    };
-    let (path, seconds) = spec.rsplit_once(' ').unwrap();
-    let seconds: u64 = seconds.parse().unwrap();
-    // Non-blocking connects: a full backlog is tried again on the next round.
-    let connect = || {
-        let s = UnixStream::connect(path).ok()?;
-        s.set_nonblocking(true).unwrap();
-        Some(s)
-    };
-    let mut held: Vec<Option<UnixStream>> = (0..16).map(|_| connect()).collect();
-    let (mut closed, mut attempts) = (0u64, 0u64);
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
-    while std::time::Instant::now() < end {
-        let ready: Vec<bool> = {
-            let mut fds: Vec<nix::poll::PollFd<'_>> = held
-                .iter()
-                .flatten()
-                .map(|s| nix::poll::PollFd::new(s.as_fd(), nix::poll::PollFlags::POLLIN))
-                .collect();
-            nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u16)).unwrap();
-            fds.iter().map(|f| f.any().unwrap_or(false)).collect()
-        };
-        let mut ready = ready.into_iter();
-        for slot in held.iter_mut() {
-            let gone = match slot {
-                Some(s) => {
-                    let mut byte = [0u8; 64];
-                    ready.next().unwrap_or(false)
-                        && !matches!(s.read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-                }
-                None => true,
-            };
-            if gone {
-                closed += u64::from(slot.is_some());
-                attempts += 1;
-                *slot = connect();
-            }
-        }
-    }
-    #[allow(clippy::print_stdout)]
-    {
-        println!("held: closed by the daemon {closed}, connects {attempts}");
-    }
-}
-
 /// `setpriv` as `user` with their own group and no others.
 fn as_user(user: &str) -> Command {
     let gid = String::from_utf8(
@@ -286,71 +228,124 @@ fn as_user(user: &str) -> Command {
     c
 }
 
+/// Not a test on its own: the process a user runs for
+/// `root_a_user_flooding_the_control_socket_keeps_neither_root_out_nor_the_daemon_busy` with
+/// `CROND_TEST_FLOOD_CONTROL="PATH SECONDS"` (without it, this does nothing). Two floods at
+/// once: a ring of thousands of connections made without waiting and never written to (the
+/// kernel's backlog kept full), and a loop that connects and closes as fast as it can. Prints
+/// how many connects each made.
+#[test]
+#[ignore = "a helper process of a control socket test"]
+fn flood_control_socket() {
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, UnixAddr};
+    use std::os::fd::{AsRawFd, OwnedFd};
+    let Ok(spec) = std::env::var("CROND_TEST_FLOOD_CONTROL") else {
+        return;
+    };
+    let (path, seconds) = spec.rsplit_once(' ').unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds.parse().unwrap());
+    let addr = UnixAddr::new(path).unwrap();
+    // A connect that does not wait: `None` when the backlog is full.
+    let connect = move || -> Option<OwnedFd> {
+        let flags = SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC;
+        let fd = socket::socket(AddressFamily::Unix, SockType::Stream, flags, None).ok()?;
+        socket::connect(fd.as_raw_fd(), &addr).ok()?;
+        Some(fd)
+    };
+    let looping = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while std::time::Instant::now() < end {
+            n += u64::from(connect().is_some());
+        }
+        n
+    });
+    let mut ring: std::collections::VecDeque<OwnedFd> = std::collections::VecDeque::new();
+    let mut pending = 0u64;
+    while std::time::Instant::now() < end {
+        match connect() {
+            Some(fd) => {
+                pending += 1;
+                ring.push_back(fd);
+                // As many as the descriptor limit allows (the test raises it), the oldest
+                // closed for each new one.
+                if ring.len() >= 15_000 {
+                    ring.pop_front();
+                }
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    }
+    let looped = looping.join().unwrap();
+    #[allow(clippy::print_stdout)]
+    {
+        println!("flood: pending connects {pending}, connect-close {looped}");
+    }
+}
+
 #[test]
 #[allow(clippy::print_stdout)] // the figures measured, for the reader of the test's output
-fn root_users_holding_and_flooding_the_control_socket_starve_neither_root_nor_the_loop() {
+fn root_a_user_flooding_the_control_socket_keeps_neither_root_out_nor_the_daemon_busy() {
     require_root();
-    const HOLD_S: u64 = 12;
+    const FLOOD_S: u64 = 14;
     let tree = Tree::new();
-    // Three users, each holding as many connections as it can (4: every slot but root's 4)
-    // and reconnecting each one the daemon closes.
-    let (a, b) = (TestUser::create("cfa", &[]), TestUser::create("cfb", &[]));
+    let flooder = TestUser::create("cfl", &[]);
     // Real time: the connections' deadlines are the daemon's, in its clock.
     let crond = Crond::start_fast(&tree, 1, START, 1, &[]);
     crond.wait_for_log("control socket at", 10);
     let socket = socket_of(&tree);
-    let holders: Vec<std::process::Child> = ["nobody", &a.name, &b.name]
-        .into_iter()
-        .map(|user| {
-            as_user(user)
-                .arg(std::env::current_exe().unwrap())
-                .args(["--exact", "control::hold_and_flood_control_connections"])
-                .args(["--ignored", "--nocapture", "--test-threads", "1"])
-                .env(
-                    "CROND_TEST_HOLD_CONTROL",
-                    format!("{} {HOLD_S}", socket.display()),
-                )
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("run this test binary as a user")
-        })
-        .collect();
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    let setpriv = as_user(&flooder.name);
+    let flood = Command::new("prlimit")
+        .arg("--nofile=16384:16384")
+        .arg("--")
+        .arg(setpriv.get_program())
+        .args(setpriv.get_args())
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", "control::flood_control_socket"])
+        .args(["--ignored", "--nocapture", "--test-threads", "1"])
+        .env(
+            "CROND_TEST_FLOOD_CONTROL",
+            format!("{} {FLOOD_S}", socket.display()),
+        )
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run this test binary as a user");
+    // The backlog fills.
+    std::thread::sleep(std::time::Duration::from_secs(2));
     let (ticks, since) = (cpu_ticks(crond.pid()), std::time::Instant::now());
-    let (mut ok, mut slowest) = (0, std::time::Duration::ZERO);
-    for _ in 0..20 {
+    let mut times = Vec::new();
+    for _ in 0..10 {
         let asked = std::time::Instant::now();
         let o = cronctl(None, &socket, &["status"]);
-        slowest = slowest.max(asked.elapsed());
-        ok += usize::from(o.status.success() && stdout(&o).contains("entries: 0 (all)"));
-        std::thread::sleep(std::time::Duration::from_millis(250));
+        let took = asked.elapsed();
+        assert!(
+            o.status.success() && stdout(&o).contains("entries: 0 (all)"),
+            "{o:?}"
+        );
+        times.push(took.as_secs_f64());
+        std::thread::sleep(std::time::Duration::from_millis(500));
     }
-    // A user's own requests are turned away (busy) or answered: never a wrong answer.
-    let nobody = cronctl(Some("nobody"), &socket, &["status"]);
-    let nobody_ok = nobody.status.success();
-    assert!(
-        nobody_ok || String::from_utf8_lossy(&nobody.stderr).contains("too many connections"),
-        "{nobody:?}"
-    );
     let (ticks, seconds) = (
         cpu_ticks(crond.pid()) - ticks,
         since.elapsed().as_secs_f64(),
     );
-    let mut closed = 0u64;
-    for holder in holders {
-        let out = holder.wait_with_output().unwrap();
-        let out = String::from_utf8_lossy(&out.stdout);
-        let report = out
-            .lines()
-            .find_map(|l| l.split("held: closed by the daemon ").nth(1))
-            .unwrap_or_else(|| panic!("the holder's report in {out}"));
-        closed += report
-            .split_once(", connects ")
-            .unwrap()
-            .0
-            .parse::<u64>()
-            .unwrap();
-    }
+    // Another user meanwhile: answered, turned away, or told the socket is flooded; never
+    // a wrong answer, and never a wait past cronctl's timeouts.
+    let nobody = cronctl(Some("nobody"), &socket, &["status"]);
+    let said = String::from_utf8_lossy(&nobody.stderr).into_owned();
+    assert!(
+        nobody.status.success()
+            || said.contains("too many connections")
+            || said.contains("did not take the connection")
+            || said.contains("no answer from crond within"),
+        "{nobody:?}"
+    );
+    let out = flood.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = report
+        .lines()
+        .find_map(|l| l.split("flood: ").nth(1))
+        .unwrap_or_else(|| panic!("the flood's report in {report}"))
+        .to_string();
     let hz: f64 = String::from_utf8(
         Command::new("getconf")
             .arg("CLK_TCK")
@@ -362,25 +357,134 @@ fn root_users_holding_and_flooding_the_control_socket_starve_neither_root_nor_th
     .trim()
     .parse()
     .unwrap();
+    let cpu = ticks as f64 / hz / seconds * 100.0;
     println!(
-        "3 users holding 16 connections each and renewing them for {HOLD_S} s: root's status \
-         {ok}/20 (the slowest in {:.2} s); daemon CPU {ticks} ticks in {seconds:.1} s ({:.2} % \
-         of a core); {closed} of their connections closed by the daemon; nobody's own status \
-         answered: {nobody_ok}",
-        slowest.as_secs_f64(),
-        ticks as f64 / hz / seconds * 100.0
+        "a user flooding the control socket for {FLOOD_S} s ({report}): root's status took \
+         {times:.3?} s; daemon CPU {ticks} ticks in {seconds:.1} s ({cpu:.2} % of a core)"
     );
-    assert_eq!(ok, 20, "every status of root is answered");
-    // Twelve held at a time (4 per user), each closed 2 s after its accept; the rest turned
-    // away at most 16 per 100 ms rest of the listener: far fewer than a spinning accept loop
-    // would close.
-    let most = 16 * (HOLD_S * 10 + 10) + 12 * (HOLD_S / 2 + 2);
-    assert!(
-        closed <= most,
-        "{closed} connections accepted and closed, more than {most}"
+    let slowest = times.iter().cloned().fold(0.0, f64::max);
+    assert!(slowest < 1.0, "root answered within a second each time: {times:?}");
+    // docs/limits.md: at most 200 accepts a second on the shared socket, a few per cent of a
+    // core at most (well under one per cent measured): ten per cent would be a loop gone wrong.
+    assert!(cpu < 10.0, "the daemon's CPU under the flood: {cpu:.2} % of a core");
+    let turned = crond.wait_for_log("connections turned away (busy)", 70);
+    assert!(turned.contains("uid "), "{turned}");
+}
+
+#[test]
+fn root_a_users_and_roots_requests_read_in_one_wake_up_are_both_answered_and_the_daemon_lives() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("c2w", &[]);
+    let crond = Crond::start_fast(&tree, 1, START, 1, &[]);
+    crond.wait_for_log("control socket at", 10);
+    let socket = socket_of(&tree);
+    // Stopped, the daemon reads both requests in the same wake-up when it goes on: the user's
+    // connection first in its table, root's after.
+    let pid = nix::unistd::Pid::from_raw(crond.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let ask = |user: Option<&str>| {
+        let mut command = match user {
+            None => Command::new(cronctl_bin()),
+            Some(user) => {
+                let mut c = as_user(user);
+                c.arg(cronctl_bin());
+                c
+            }
+        };
+        command
+            .arg("--socket")
+            .arg(&socket)
+            .arg("status")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let users = ask(Some(&user.name));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let roots = ask(None);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    for (who, child) in [("user", users), ("root", roots)] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{who}: {out:?}");
+        assert!(stdout(&out).contains("crond "), "{who}: {out:?}");
+    }
+    let again = cronctl(None, &socket, &["status"]);
+    assert!(again.status.success(), "the daemon lives: {again:?}");
+    assert!(!crond.log_text().contains("panicked"));
+}
+
+/// An entry /etc/passwd names twice: the first line's uid owns it; the uid of the second line
+/// of the same name is a different account.
+struct SecondLine {
+    line: String,
+}
+
+impl SecondLine {
+    fn add(name: &str, uid: u32) -> SecondLine {
+        let line = format!("{name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin\n");
+        let _lock = crate::support::user::passwd_lock();
+        let mut passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+        passwd.push_str(&line);
+        std::fs::write("/etc/passwd", passwd).unwrap();
+        SecondLine { line }
+    }
+}
+
+impl Drop for SecondLine {
+    fn drop(&mut self) {
+        let _lock = crate::support::user::passwd_lock();
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+        std::fs::write("/etc/passwd", passwd.replace(&self.line, "")).unwrap();
+    }
+}
+
+#[test]
+fn root_a_system_line_is_shown_to_the_uid_it_runs_as_not_to_another_uid_of_the_same_name() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("cdn", &[]);
+    let uid: u32 = {
+        let o = Command::new("id").args(["-u", &user.name]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    // Another account of the same name, as a second NSS source would give: getpwuid(other)
+    // says the name, getpwnam(name) the first uid.
+    let other = uid + 7_000;
+    let _second = SecondLine::add(&user.name, other);
+    tree.write_file(
+        &tree.system_crontab(),
+        &format!("*/10 * * * * {} echo system-line\n", user.name),
+        0o644,
     );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("entries loaded", 10);
+    let socket = socket_of(&tree);
+    let system = format!("{}:1", tree.system_crontab().display());
+    assert_eq!(
+        listed(&cronctl(Some(&user.name), &socket, &["list", "--json"])),
+        [system.clone()]
+    );
+    let as_other = |args: &[&str]| {
+        Command::new("setpriv")
+            .arg(format!("--reuid={other}"))
+            .arg(format!("--regid={other}"))
+            .arg("--clear-groups")
+            .arg(cronctl_bin())
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let seen = as_other(&["list", "--json"]);
+    assert!(seen.status.success(), "{seen:?}");
+    assert_eq!(stdout(&seen).trim(), "", "the other uid sees nothing");
+    let run = as_other(&["run", &system]);
+    assert!(!run.status.success(), "{run:?}");
     assert!(
-        closed > 0,
-        "the holders' connections were turned away or timed out"
+        String::from_utf8_lossy(&run.stderr).contains("no entry"),
+        "{run:?}"
     );
 }
