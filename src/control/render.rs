@@ -307,12 +307,15 @@ fn rfc3339(s: i64, zone: &Zone) -> String {
     zone.format_rfc3339(instant(s))
 }
 
-/// Bytes as text for a terminal: not UTF-8 as U+FFFD, control characters as `\xNN`.
+/// Bytes as text for a terminal: not UTF-8 as U+FFFD, control characters as `\xNN`,
+/// bidirectional and invisible format characters as `\u{NNNN}`.
 fn printable(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for c in String::from_utf8_lossy(bytes).chars() {
         if c.is_control() {
             let _ = write!(out, "\\x{:02x}", u32::from(c));
+        } else if crate::log::line::is_hidden_control(c) {
+            let _ = write!(out, "\\u{{{:04x}}}", u32::from(c));
         } else {
             out.push(c);
         }

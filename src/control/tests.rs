@@ -410,3 +410,38 @@ fn the_private_socket_is_named_beside_the_shared_one() {
     assert_eq!(private("/run/crond.sock"), "/run/crond.private.sock");
     assert_eq!(private("/tmp/x/ctl"), "/tmp/x/ctl.private");
 }
+
+#[test]
+fn c1_bidirectional_and_invisible_characters_are_spelled_out_in_the_table_and_in_json() {
+    let mut e = entry(1, "crontabs/bob", 1, "bob");
+    // U+009B (CSI), U+202E (right-to-left override), U+2066, U+200B.
+    e.command = "true # \u{9b}31mRED \u{202e} evil \u{2066}x\u{200b}"
+        .as_bytes()
+        .to_vec();
+    let ask = |format| {
+        text(render(
+            &Request::List {
+                format,
+                pattern: None,
+            },
+            &snapshot(vec![e.clone()]),
+            &peer(0, Some("root")),
+        ))
+    };
+    let table = ask(Format::Table);
+    assert!(
+        table.contains("\\x9b31mRED \\u{202e} evil \\u{2066}x\\u{200b}"),
+        "{table}"
+    );
+    let json = ask(Format::Json);
+    assert!(
+        json.contains(r#"\u009b31mRED \u202e evil \u2066x\u200b"#),
+        "{json}"
+    );
+    for answer in [table, json] {
+        assert!(
+            !answer.contains(['\u{9b}', '\u{202e}', '\u{2066}', '\u{200b}']),
+            "{answer}"
+        );
+    }
+}

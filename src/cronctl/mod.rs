@@ -230,7 +230,9 @@ fn printable(cell: &str) -> String {
             c if c.is_ascii_control() => out.push_str(&String::from_utf8_lossy(
                 &crate::crontab_cmd::text::protect_list(&[c as u8]),
             )),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c if crate::log::line::is_hidden_control(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)))
+            }
             c => out.push(c),
         }
     }

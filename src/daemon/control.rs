@@ -42,7 +42,9 @@ use super::Error;
 use super::effects::Effects;
 use super::flow::Launched;
 use super::scheduler::EntryState;
-use crate::control::{self, EntryView, private_path, Peer, Ran, Request, Snapshot, StatusView, Want};
+use crate::control::{
+    self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
+};
 use crate::log::lines;
 use crate::schedule::Zone;
 use crate::sys::listen::{Listener, Stream};
@@ -1179,7 +1181,6 @@ mod tests {
             assert!(names.kept.len() <= NAMES_KEPT);
         }
     }
-
 
     mod interleavings {
         //! Random interleavings of clients against the real server on real sockets: connects

@@ -99,7 +99,10 @@ pub(crate) fn string(out: &mut String, s: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+            // Control characters (C1 too: U+009B starts an escape sequence on some
+            // terminals), bidirectional and invisible format characters: a reader's terminal
+            // shows the escape, not what the character would do to the line.
+            c if crate::log::line::is_hidden_control(c) => {
                 out.push_str(&format!("\\u{:04x}", c as u32));
             }
             // Line and paragraph separators end a line for some JavaScript readers.

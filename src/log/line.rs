@@ -216,6 +216,24 @@ impl fmt::Display for LogLine {
     }
 }
 
+/// Whether `c` changes how a terminal shows the text around it without showing itself: a
+/// control character (C0, DEL, C1: U+009B is an escape sequence's start on some terminals), a
+/// bidirectional control (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069: a line
+/// can be made to read backwards) or an invisible format character (U+200B to U+200D, U+2060
+/// to U+2065, U+FEFF). Such characters in a user's text are spelled out before they reach
+/// another user's terminal.
+pub fn is_hidden_control(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
 /// Vixie's `mkprint`: printable ASCII as is, control bytes as `^X`, DEL as `^?`, bytes above
 /// 127 as a backslash and three octal digits. Its result is printable ASCII, so rendering twice
 /// changes nothing.
@@ -238,6 +256,18 @@ pub fn printable(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidirectional_and_invisible_format_characters_are_hidden_controls_and_letters_are_not() {
+        for c in [
+            '\u{1b}', '\u{7f}', '\u{9b}', '\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}',
+        ] {
+            assert!(is_hidden_control(c), "{c:?}");
+        }
+        for c in ['a', 'é', '\u{05d0}', '\u{2028}', '€', ' '] {
+            assert!(!is_hidden_control(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn mkprint_shows_control_bytes_as_carets_and_high_bytes_in_octal() {

@@ -123,10 +123,8 @@ pub fn connect_unix(path: &Path, timeout: std::time::Duration) -> io::Result<Uni
         None,
     )?;
     // A connect on a Unix socket waits at most the send timeout.
-    let timeout = nix::sys::time::TimeVal::new(
-        timeout.as_secs() as _,
-        timeout.subsec_micros() as _,
-    );
+    let timeout =
+        nix::sys::time::TimeVal::new(timeout.as_secs() as _, timeout.subsec_micros() as _);
     socket::setsockopt(&fd, sockopt::SendTimeout, &timeout)?;
     socket::connect(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
     Ok(UnixStream::from(fd))

@@ -363,10 +363,16 @@ fn root_a_user_flooding_the_control_socket_keeps_neither_root_out_nor_the_daemon
          {times:.3?} s; daemon CPU {ticks} ticks in {seconds:.1} s ({cpu:.2} % of a core)"
     );
     let slowest = times.iter().cloned().fold(0.0, f64::max);
-    assert!(slowest < 1.0, "root answered within a second each time: {times:?}");
+    assert!(
+        slowest < 1.0,
+        "root answered within a second each time: {times:?}"
+    );
     // docs/limits.md: at most 200 accepts a second on the shared socket, a few per cent of a
     // core at most (well under one per cent measured): ten per cent would be a loop gone wrong.
-    assert!(cpu < 10.0, "the daemon's CPU under the flood: {cpu:.2} % of a core");
+    assert!(
+        cpu < 10.0,
+        "the daemon's CPU under the flood: {cpu:.2} % of a core"
+    );
     let turned = crond.wait_for_log("connections turned away (busy)", 70);
     assert!(turned.contains("uid "), "{turned}");
 }
@@ -446,7 +452,10 @@ fn root_a_system_line_is_shown_to_the_uid_it_runs_as_not_to_another_uid_of_the_s
     let tree = Tree::new();
     let user = TestUser::create("cdn", &[]);
     let uid: u32 = {
-        let o = Command::new("id").args(["-u", &user.name]).output().unwrap();
+        let o = Command::new("id")
+            .args(["-u", &user.name])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
     };
     // Another account of the same name, as a second NSS source would give: getpwuid(other)
