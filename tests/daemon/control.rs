@@ -473,7 +473,7 @@ fn root_a_system_line_is_shown_to_the_uid_it_runs_as_not_to_another_uid_of_the_s
     let system = format!("{}:1", tree.system_crontab().display());
     assert_eq!(
         listed(&cronctl(Some(&user.name), &socket, &["list", "--json"])),
-        [system.clone()]
+        std::slice::from_ref(&system)
     );
     let as_other = |args: &[&str]| {
         Command::new("setpriv")
