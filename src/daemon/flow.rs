@@ -110,7 +110,7 @@ pub(super) fn change_of(text: &str) -> Change {
     let crontab = crate::crontab::parse(text.as_bytes(), &mut options);
     assert!(crontab.errors.is_empty(), "{:?}", crontab.errors);
     let (entries, spans, text) = crontab.into_packed();
-    let commands = Arc::new(super::sources::keep_packed(text));
+    let commands = Arc::new(text.into_boxed_slice());
     let mut change = Change {
         who: b"alice".to_vec(),
         tab: "crontabs/alice".into(),

@@ -170,8 +170,6 @@ impl Daemon {
             let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
             if self.sources.take_freed() | answered_large {
                 self.scheduler.shrink();
-                // Reading smaps allocates: the unmapping goes first, the trim then frees it too.
-                crate::sys::memory::unmap_idle_file_pages();
                 crate::sys::memory::give_back_free_memory();
             }
             let ready = self.wait(timeout)?;

@@ -20,13 +20,12 @@ use super::zone;
 use crate::crontab::Crontab;
 use crate::crontab::incremental::Fingerprint;
 use crate::crontab::packed;
-use crate::database::entries::{Commands, JobSpec, OutOfForks, PackedText};
+use crate::database::entries::{Commands, JobSpec};
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::log::{Level, lines};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
 use crate::sys::inotify::Lost;
-use crate::sys::memory::UnforkedBytes;
 use crate::timeline::{Cycle, EntryId};
 use crate::types::Uid;
 
@@ -418,7 +417,7 @@ impl Sources {
         kept.front.iter().for_each(|&id| order.push_old(id));
         // The parser's packed text becomes the owners' (one allocation, no command copied).
         let (parsed, spans, text) = crontab.into_packed();
-        let commands: Commands = Arc::new(keep_packed(text));
+        let commands: Commands = Arc::new(text.into_boxed_slice());
         let tab: Arc<str> = file.key.tab_name(&self.paths).into();
         let mut owners = Owners::new(tab, Arc::clone(&commands), file.owner_uid);
         // The user of the last entry given an owner: the parser gives consecutive entries of
@@ -560,28 +559,6 @@ fn created_complete(paths: &Paths, key: &SourceKey) -> bool {
     crate::sys::fs::link_facts(&key.path(paths))
         .map(|f| f.kind != FileKind::Regular || f.links > 1)
         .unwrap_or(true)
-}
-
-/// The smallest packed text kept out of the job children's forks: 16 pages, so that the page the
-/// mapping rounds up to wastes at most 1/16 of it, and a host of small files keeps one heap.
-pub(super) const UNFORKED_FROM: usize = 64 * 1024;
-
-/// A file's packed text as the daemon keeps it ([`PackedText`]): from [`UNFORKED_FROM`] bytes
-/// on, in a mapping of its own that a fork leaves out (`MADV_DONTFORK`); in the heap below that,
-/// or when the kernel gives no mapping (slower forks, nothing lost).
-pub(super) fn keep_packed(text: Vec<u8>) -> PackedText {
-    if text.len() >= UNFORKED_FROM
-        && let Ok(unforked) = UnforkedBytes::copy_of(&text)
-    {
-        return PackedText::OutOfForks(Box::new(unforked));
-    }
-    PackedText::Heap(text.into_boxed_slice())
-}
-
-impl OutOfForks for UnforkedBytes {
-    fn bytes(&self) -> &[u8] {
-        self
-    }
 }
 
 #[cfg(test)]

@@ -115,13 +115,10 @@ pub struct MailSetup {
 /// (a HOME that can't be entered is logged on that run only).
 pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
     setup.log.prepare_for_job_child();
-    // A large file's text is not in the child (`PackedText::OutOfForks`): it gets its own entry's.
-    let spec = spec.for_job_child();
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
-            crate::sys::job_arena::enter();
-            let run = || run_child(&spec, setup, looked, first);
+            let run = || run_child(spec, setup, looked, first);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
         }

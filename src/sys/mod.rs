@@ -29,7 +29,6 @@ pub fn hostname() -> Vec<u8> {
 pub mod as_user;
 pub mod fs;
 pub mod inotify;
-pub mod job_arena;
 pub mod listen;
 pub mod memory;
 pub mod poll;
