@@ -546,7 +546,9 @@ async fn plain(
 ) -> Result<(tokio_postgres::Client, Task), String> {
     let mut config = pg_config(info, password);
     config.ssl_mode(tokio_postgres::config::SslMode::Disable);
-    let guarded = Guard::new(socket, info.require_auth.clone(), Arc::clone(shared));
+    let untrusted = socket::untrusted_server(&socket, info);
+    let guarded =
+        Guard::new(socket, info.require_auth.clone(), Arc::clone(shared)).untrusted(untrusted);
     match config.connect_raw(guarded, NoTls).await {
         Ok((client, connection)) => Ok((client, tokio::spawn(connection))),
         Err(e) => Err(login_error(&e, info, shared, None)),

@@ -21,7 +21,9 @@
 //!   arrived whole and is checked against the methods the connection string allows; a request
 //!   for a method not allowed fails the connection before tokio-postgres ever sees it, so no
 //!   password, hash or SCRAM message is sent in answer. A server that lets the client in
-//!   without asking (`AuthenticationOk` first) is refused unless `none` is allowed.
+//!   without asking (`AuthenticationOk` first) is refused unless `none` is allowed. A server
+//!   on a Unix socket that an unexpected user runs ([`crate::socket::untrusted_server`]) is
+//!   refused any request that needs the password, whatever `require_auth` allows.
 //!
 //! A refusal is recorded in [`Shared`] so that the caller can report it as it is: tokio-postgres
 //! only sees an I/O error.
@@ -106,6 +108,9 @@ impl Shared {
 #[derive(Debug)]
 struct Auth {
     allowed: RequireAuth,
+    /// Why the server is not to be sent the password in any form (a Unix socket served by an
+    /// unexpected user), if it is not.
+    untrusted: Option<String>,
     /// The server asked for something (a password, md5, SASL).
     asked: bool,
     /// SASL began, and its final message came.
@@ -150,6 +155,7 @@ impl Auth {
                         "require_auth=password, over sslmode=verify-full only,",
                     ));
                 }
+                self.trusted("the password in clear text")?;
             }
             5 => {
                 self.asked = true;
@@ -159,6 +165,7 @@ impl Auth {
                         "require_auth=md5, over sslmode=verify-full only,",
                     ));
                 }
+                self.trusted("an md5 password hash")?;
             }
             10 => {
                 self.asked = true;
@@ -168,6 +175,9 @@ impl Auth {
                         "require_auth=scram-sha-256",
                     ));
                 }
+                // Not even SCRAM: whoever made the socket could pass the exchange on to the
+                // real server and take over the session it opens.
+                self.trusted("SCRAM-SHA-256 authentication")?;
                 self.sasl = true;
             }
             11 | 12 => {
@@ -190,6 +200,16 @@ impl Auth {
             }
         }
         Ok(())
+    }
+
+    /// Fails a request for `what` (which needs the password) when the server is not trusted.
+    fn trusted(&self, what: &str) -> Result<(), String> {
+        match &self.untrusted {
+            Some(why) => Err(format!(
+                "{why}: it asked for {what}; refused without sending it"
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -308,6 +328,7 @@ impl<S> Guard<S> {
             body_left: 0,
             auth: Auth {
                 allowed,
+                untrusted: None,
                 asked: false,
                 sasl: false,
                 sasl_final: false,
@@ -318,6 +339,13 @@ impl<S> Guard<S> {
             shared,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
         }
+    }
+
+    /// Refuses every authentication request that needs the password, for the reason given
+    /// (see [`crate::socket::untrusted_server`]).
+    pub fn untrusted(mut self, why: Option<String>) -> Guard<S> {
+        self.auth.untrusted = why;
+        self
     }
 
     /// Walks the framing of what arrived, moving `checked` past every byte that may go up.
@@ -689,6 +717,40 @@ mod tests {
             refused.as_deref(),
             Some("the server reported more than 64 parameters (ParameterStatus)")
         );
+    }
+
+    #[test]
+    fn an_untrusted_server_is_sent_no_password_in_any_form_and_may_let_the_client_in() {
+        let socket = crond::cluster::conninfo::parse("host=/tmp", "u")
+            .expect("conninfo")
+            .require_auth;
+        let why = "the server on /tmp/.s.PGSQL.5432 runs as uid 1000";
+        for (request, what) in [
+            (auth(3, b""), "the password in clear text"),
+            (auth(5, b"salt"), "an md5 password hash"),
+            (
+                auth(10, b"SCRAM-SHA-256\0\0"),
+                "SCRAM-SHA-256 authentication",
+            ),
+        ] {
+            let mut guard =
+                Guard::new((), socket.clone(), Shared::new()).untrusted(Some(why.into()));
+            guard.pending.extend_from_slice(&request);
+            assert_eq!(
+                guard.scan(),
+                Err(format!(
+                    "{why}: it asked for {what}; refused without sending it"
+                ))
+            );
+            assert_eq!(guard.checked, 0, "nothing of it passed");
+            // The same request from a trusted server passes.
+            assert_eq!(feed(socket.clone(), &request, 3), (request.clone(), None));
+        }
+        let trust = [auth(0, b""), msg(b'Z', b"I")].concat();
+        let mut guard = Guard::new((), socket, Shared::new()).untrusted(Some(why.into()));
+        guard.pending.extend_from_slice(&trust);
+        assert_eq!(guard.scan(), Ok(()));
+        assert_eq!(guard.checked, trust.len());
     }
 
     #[test]
