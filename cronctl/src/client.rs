@@ -7,10 +7,11 @@
 //!   call within [`CALL_TIMEOUT`], one second past the server's `statement_timeout` (set by
 //!   the caller) so that a slow statement ends with the server's error and the connection
 //!   lives; a call that runs out of time loses the connection (the server may still be at it).
-//! - **Memory.** A message is at most 64 MiB ([`crate::guard`]); a result is read as a stream
-//!   and counted as it comes: each row costs [`ROW_COST`] bytes, each value [`VALUE_COST`] plus
-//!   its wire bytes (a NULL included), up to [`MAX_RESULT_BYTES`], and at most
-//!   [`MAX_RESULT_ROWS`] rows; past either the call fails and the connection is dropped
+//! - **Memory.** A message is at most 64 MiB, and what tokio-postgres keeps of the server's
+//!   parameter statuses and notices is bounded too ([`crate::guard`]); a result is read as a
+//!   stream and counted as it comes: each row costs [`ROW_COST`] bytes, each value
+//!   [`VALUE_COST`] plus its wire bytes (a NULL included), up to [`MAX_RESULT_BYTES`], and at
+//!   most [`MAX_RESULT_ROWS`] rows; past either the call fails and the connection is dropped
 //!   (a server streaming rows without end is stopped there, not at the deadline).
 
 use std::sync::Arc;
@@ -545,7 +546,9 @@ async fn plain(
 ) -> Result<(tokio_postgres::Client, Task), String> {
     let mut config = pg_config(info, password);
     config.ssl_mode(tokio_postgres::config::SslMode::Disable);
-    let guarded = Guard::new(socket, info.require_auth.clone(), Arc::clone(shared));
+    let untrusted = socket::untrusted_server(&socket, info);
+    let guarded =
+        Guard::new(socket, info.require_auth.clone(), Arc::clone(shared)).untrusted(untrusted);
     match config.connect_raw(guarded, NoTls).await {
         Ok((client, connection)) => Ok((client, tokio::spawn(connection))),
         Err(e) => Err(login_error(&e, info, shared, None)),

@@ -1,17 +1,29 @@
 //! The plaintext side of a connection, between the socket (or the TLS layer) and tokio-postgres:
 //! every byte the server sends passes through [`Guard`] before the client library sees it.
 //!
-//! It parses only the framing (a tag byte and a 4-byte length per message) and does two things
+//! It parses only the framing (a tag byte and a 4-byte length per message) and does three things
 //! tokio-postgres does not:
 //!
 //! - **A message is at most [`MAX_MESSAGE_BYTES`]** (64 MiB). A longer length is refused when
 //!   its header arrives, before anything is buffered for it (tokio-postgres would buffer the
 //!   whole message, however long the server says it is).
+//! - **What tokio-postgres keeps is bounded.** It keeps every `ParameterStatus` (`S`) for the
+//!   connection's life, one value per name, and every `NoticeResponse` (`N`) that comes during
+//!   the login until the login ends. So a `ParameterStatus` is at most
+//!   [`MAX_PARAMETER_STATUS`] bytes (libpq's own limit for it) and names at most
+//!   [`MAX_PARAMETERS`] parameters in all; a notice, an error or a notification is at most
+//!   [`MAX_NOTICE_BYTES`]; and before the login ends (the first `ReadyForQuery`) the
+//!   parameter statuses, notices and notifications together are at most
+//!   [`MAX_LOGIN_ASYNC_BYTES`] and [`MAX_LOGIN_ASYNC_MESSAGES`]. After the login there is no
+//!   total: tokio-postgres drops each notice and notification once read, and a server may
+//!   rightly send many (a `RAISE NOTICE` in a loop).
 //! - **`require_auth`** (libpq 16). An authentication request (`R`) is held back until it has
 //!   arrived whole and is checked against the methods the connection string allows; a request
 //!   for a method not allowed fails the connection before tokio-postgres ever sees it, so no
 //!   password, hash or SCRAM message is sent in answer. A server that lets the client in
-//!   without asking (`AuthenticationOk` first) is refused unless `none` is allowed.
+//!   without asking (`AuthenticationOk` first) is refused unless `none` is allowed. A server
+//!   on a Unix socket that an unexpected user runs ([`crate::socket::untrusted_server`]) is
+//!   refused any request that needs the password, whatever `require_auth` allows.
 //!
 //! A refusal is recorded in [`Shared`] so that the caller can report it as it is: tokio-postgres
 //! only sees an I/O error.
@@ -30,6 +42,25 @@ use tokio_postgres::tls::{ChannelBinding, TlsStream};
 pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 /// The largest authentication request accepted (they are a few dozen bytes).
 const MAX_AUTH_MESSAGE: usize = 64 << 10;
+/// The largest `ParameterStatus` accepted, its length field included: libpq's limit for every
+/// message but rows, row descriptions, copy data, function results, errors, notices and
+/// notifications, so a server that libpq talks to passes. PostgreSQL 15 sends 13 at login,
+/// of 20 to 50 bytes.
+pub const MAX_PARAMETER_STATUS: usize = 30_000;
+/// The most parameter names a connection may report (PostgreSQL 15 reports 13, later versions
+/// a few more; an extension may add its own).
+pub const MAX_PARAMETERS: usize = 64;
+/// The largest `NoticeResponse`, `ErrorResponse` or `NotificationResponse` accepted. The
+/// server's own are a few hundred bytes (a notice of PostgreSQL 15 with its context: about
+/// 240), a notification's payload is under 8,000 bytes; tokio-postgres copies each into
+/// strings of its own, so one of 64 MiB would cost the client twice that.
+pub const MAX_NOTICE_BYTES: usize = 64 << 10;
+/// The most bytes of `ParameterStatus`, `NoticeResponse` and `NotificationResponse` before the
+/// login ends (PostgreSQL 15: 13 parameter statuses, about 370 bytes, and no notice unless
+/// `client_min_messages` asks for debug messages, which adds one).
+pub const MAX_LOGIN_ASYNC_BYTES: usize = 1 << 20;
+/// The most of those messages before the login ends.
+pub const MAX_LOGIN_ASYNC_MESSAGES: usize = 1_000;
 /// How much is read from the layer below at a time.
 const READ_CHUNK: usize = 16 << 10;
 
@@ -77,6 +108,9 @@ impl Shared {
 #[derive(Debug)]
 struct Auth {
     allowed: RequireAuth,
+    /// Why the server is not to be sent the password in any form (a Unix socket served by an
+    /// unexpected user), if it is not.
+    untrusted: Option<String>,
     /// The server asked for something (a password, md5, SASL).
     asked: bool,
     /// SASL began, and its final message came.
@@ -121,6 +155,7 @@ impl Auth {
                         "require_auth=password, over sslmode=verify-full only,",
                     ));
                 }
+                self.trusted("the password in clear text")?;
             }
             5 => {
                 self.asked = true;
@@ -130,6 +165,7 @@ impl Auth {
                         "require_auth=md5, over sslmode=verify-full only,",
                     ));
                 }
+                self.trusted("an md5 password hash")?;
             }
             10 => {
                 self.asked = true;
@@ -139,6 +175,9 @@ impl Auth {
                         "require_auth=scram-sha-256",
                     ));
                 }
+                // Not even SCRAM: whoever made the socket could pass the exchange on to the
+                // real server and take over the session it opens.
+                self.trusted("SCRAM-SHA-256 authentication")?;
                 self.sasl = true;
             }
             11 | 12 => {
@@ -162,6 +201,102 @@ impl Auth {
         }
         Ok(())
     }
+
+    /// Fails a request for `what` (which needs the password) when the server is not trusted.
+    fn trusted(&self, what: &str) -> Result<(), String> {
+        match &self.untrusted {
+            Some(why) => Err(format!(
+                "{why}: it asked for {what}; refused without sending it"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What tokio-postgres keeps of the server's asynchronous messages, counted as they pass.
+#[derive(Debug, Default)]
+struct Kept {
+    /// The first `ReadyForQuery` passed: the login is over.
+    logged_in: bool,
+    /// Bytes and messages of `S`, `N` and `A` before that.
+    login_bytes: usize,
+    login_messages: usize,
+    /// The parameter names reported so far.
+    names: Vec<Box<[u8]>>,
+}
+
+impl Kept {
+    /// Counts a message with tag `tag` and length `len` when its header arrives.
+    fn header(&mut self, tag: u8, len: usize) -> Result<(), String> {
+        let most = match tag {
+            b'S' => MAX_PARAMETER_STATUS,
+            b'N' | b'E' | b'A' => MAX_NOTICE_BYTES,
+            _ => MAX_MESSAGE_BYTES,
+        };
+        if len > most {
+            return Err(format!(
+                "the server sent {} of {len} bytes, over the limit of {}",
+                kind(tag),
+                size(most)
+            ));
+        }
+        if tag == b'Z' {
+            self.logged_in = true;
+        }
+        if self.logged_in || !matches!(tag, b'S' | b'N' | b'A') {
+            return Ok(());
+        }
+        self.login_bytes += 1 + len;
+        self.login_messages += 1;
+        if self.login_bytes > MAX_LOGIN_ASYNC_BYTES
+            || self.login_messages > MAX_LOGIN_ASYNC_MESSAGES
+        {
+            return Err(format!(
+                "the server sent more than {} or {MAX_LOGIN_ASYNC_MESSAGES} parameter statuses, \
+                 notices and notifications before the login ended",
+                size(MAX_LOGIN_ASYNC_BYTES)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the name of a whole `ParameterStatus` (its body).
+    fn parameter(&mut self, body: &[u8]) -> Result<(), String> {
+        let name = body.split(|&b| b == 0).next().unwrap_or_default();
+        if self.names.iter().any(|known| **known == *name) {
+            return Ok(());
+        }
+        if self.names.len() >= MAX_PARAMETERS {
+            return Err(format!(
+                "the server reported more than {MAX_PARAMETERS} parameters (ParameterStatus)"
+            ));
+        }
+        self.names.push(name.into());
+        Ok(())
+    }
+}
+
+/// A message's kind, for errors.
+fn kind(tag: u8) -> String {
+    let name = match tag {
+        b'S' => "ParameterStatus",
+        b'N' => "NoticeResponse",
+        b'E' => "ErrorResponse",
+        b'A' => "NotificationResponse",
+        _ => return format!("a message '{}'", tag.escape_ascii()),
+    };
+    format!("a message '{}' ({name})", tag as char)
+}
+
+/// A size for errors: in MiB or KiB when it is a whole number of them.
+fn size(bytes: usize) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// A stream whose incoming messages are checked as described in the module's header.
@@ -172,9 +307,12 @@ pub struct Guard<S> {
     pending: BytesMut,
     /// How many bytes at the front of `pending` are checked and may be handed up.
     checked: usize,
-    /// Bytes of the current message's body still to pass (a message other than `R`).
+    /// Bytes of the current message's body still to pass (a message passed as it arrives).
     body_left: usize,
     auth: Auth,
+    kept: Kept,
+    /// The header at `checked` is counted already (a message held until it is whole).
+    counted: bool,
     /// Set once the server is refused: every later read fails with it.
     failed: Option<String>,
     shared: Arc<Shared>,
@@ -190,14 +328,24 @@ impl<S> Guard<S> {
             body_left: 0,
             auth: Auth {
                 allowed,
+                untrusted: None,
                 asked: false,
                 sasl: false,
                 sasl_final: false,
             },
+            kept: Kept::default(),
+            counted: false,
             failed: None,
             shared,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
         }
+    }
+
+    /// Refuses every authentication request that needs the password, for the reason given
+    /// (see [`crate::socket::untrusted_server`]).
+    pub fn untrusted(mut self, why: Option<String>) -> Guard<S> {
+        self.auth.untrusted = why;
+        self
     }
 
     /// Walks the framing of what arrived, moving `checked` past every byte that may go up.
@@ -225,27 +373,36 @@ impl<S> Guard<S> {
                     tag.escape_ascii()
                 ));
             }
-            if len > MAX_MESSAGE_BYTES {
-                return Err(format!(
-                    "the server sent a message '{}' of {len} bytes, over the limit of {} MiB",
-                    tag.escape_ascii(),
-                    MAX_MESSAGE_BYTES >> 20
-                ));
+            if !self.counted {
+                self.kept.header(tag, len)?;
+                self.counted = true;
             }
-            if tag == b'R' {
-                if len > MAX_AUTH_MESSAGE {
-                    return Err(format!(
-                        "the server sent an authentication request of {len} bytes"
-                    ));
+            // An authentication request and a parameter status are held until whole and
+            // checked; any other message passes as it arrives.
+            match tag {
+                b'R' | b'S' => {
+                    if tag == b'R' && len > MAX_AUTH_MESSAGE {
+                        return Err(format!(
+                            "the server sent an authentication request of {len} bytes"
+                        ));
+                    }
+                    if head.len() < 1 + len {
+                        return Ok(());
+                    }
+                    let body = &head[5..1 + len];
+                    if tag == b'R' {
+                        self.auth.check(body)?;
+                    } else {
+                        self.kept.parameter(body)?;
+                    }
+                    self.checked += 1 + len;
+                    self.counted = false;
                 }
-                if head.len() < 1 + len {
-                    return Ok(());
+                _ => {
+                    self.counted = false;
+                    self.checked += 5;
+                    self.body_left = len - 4;
                 }
-                self.auth.check(&head[5..1 + len])?;
-                self.checked += 1 + len;
-            } else {
-                self.checked += 5;
-                self.body_left = len - 4;
             }
         }
     }
@@ -341,16 +498,18 @@ mod tests {
         msg(b'R', &body)
     }
 
-    /// Feeds `input` in pieces of `step` bytes; returns what was let through and the refusal.
+    /// Feeds `input` in pieces of `step` bytes; returns what was checked and the refusal (the
+    /// stream hands nothing more up once it refused).
     fn feed(allowed: RequireAuth, input: &[u8], step: usize) -> (Vec<u8>, Option<String>) {
         let mut guard = Guard::new((), allowed, Shared::new());
         let mut passed = Vec::new();
         for piece in input.chunks(step) {
             guard.pending.extend_from_slice(piece);
-            if let Err(e) = guard.scan() {
+            let outcome = guard.scan();
+            passed.extend_from_slice(&guard.pending[..guard.checked]);
+            if let Err(e) = outcome {
                 return (passed, Some(e));
             }
-            passed.extend_from_slice(&guard.pending[..guard.checked]);
             guard.pending.advance(guard.checked);
             guard.checked = 0;
         }
@@ -413,6 +572,185 @@ mod tests {
         );
         let (_, refused) = feed(tcp_default(), b"Z\0\0\0\x02", 100);
         assert!(refused.expect("refused").contains("invalid length 2"));
+    }
+
+    fn parameter(name: &str, value: &str) -> Vec<u8> {
+        msg(b'S', format!("{name}\0{value}\0").as_bytes())
+    }
+
+    fn notice(text: &str) -> Vec<u8> {
+        msg(b'N', format!("SNOTICE\0C00000\0M{text}\0\0").as_bytes())
+    }
+
+    /// What PostgreSQL 15 sends to a trust login, in order.
+    fn login() -> Vec<u8> {
+        let mut out = auth(0, b"");
+        for (name, value) in [
+            ("application_name", "crond"),
+            ("client_encoding", "UTF8"),
+            ("DateStyle", "ISO, MDY"),
+            ("default_transaction_read_only", "off"),
+            ("in_hot_standby", "off"),
+            ("integer_datetimes", "on"),
+            ("IntervalStyle", "postgres"),
+            ("is_superuser", "on"),
+            ("server_encoding", "UTF8"),
+            ("server_version", "15.18 (Debian 15.18-0+deb12u1)"),
+            ("session_authorization", "postgres"),
+            ("standard_conforming_strings", "on"),
+            ("TimeZone", "Etc/UTC"),
+        ] {
+            out.extend(parameter(name, value));
+        }
+        out.extend(msg(b'K', &[0; 8]));
+        out
+    }
+
+    #[test]
+    fn a_real_login_passes_whole_in_any_pieces() {
+        let mut input = login();
+        input.extend(notice("a debug message at login"));
+        input.extend(msg(b'Z', b"I"));
+        for step in [1, 5, 7, 1000] {
+            assert_eq!(feed(tcp_default(), &input, step), (input.clone(), None));
+        }
+    }
+
+    #[test]
+    fn a_parameter_status_over_libpqs_limit_is_refused_at_its_header() {
+        let fits = parameter("x", &"v".repeat(MAX_PARAMETER_STATUS - 7));
+        assert_eq!(fits.len(), 1 + MAX_PARAMETER_STATUS);
+        let input = [auth(0, b""), fits].concat();
+        assert_eq!(feed(tcp_default(), &input, 4096), (input.clone(), None));
+        let mut over = auth(0, b"");
+        over.push(b'S');
+        over.extend_from_slice(&(4u32 << 20).to_be_bytes());
+        let (passed, refused) = feed(tcp_default(), &over, 100);
+        assert_eq!(passed, auth(0, b""));
+        assert_eq!(
+            refused.as_deref(),
+            Some(
+                "the server sent a message 'S' (ParameterStatus) of 4194304 bytes, over the \
+                 limit of 30000 bytes"
+            )
+        );
+    }
+
+    #[test]
+    fn notices_errors_and_notifications_over_64_kib_are_refused_at_their_header() {
+        for tag in [b'N', b'E', b'A'] {
+            let fits = msg(tag, &vec![b'x'; MAX_NOTICE_BYTES - 4]);
+            let input = [auth(0, b""), msg(b'Z', b"I"), fits].concat();
+            assert_eq!(feed(tcp_default(), &input, 4096), (input.clone(), None));
+            let over = [auth(0, b""), msg(tag, &vec![b'x'; MAX_NOTICE_BYTES - 3])].concat();
+            let e = feed(tcp_default(), &over, 4096).1.expect("refused");
+            assert!(
+                e.starts_with(&format!("the server sent a message '{}' (", tag as char))
+                    && e.ends_with(" of 65537 bytes, over the limit of 64 KiB"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn before_the_login_ends_its_asynchronous_messages_are_bounded_in_all() {
+        // Notices of 2 KB: the mebibyte is reached before the count.
+        let mut input = auth(0, b"");
+        let one = notice(&"n".repeat(2000));
+        let fit = MAX_LOGIN_ASYNC_BYTES / one.len();
+        for _ in 0..fit {
+            input.extend_from_slice(&one);
+        }
+        let whole = input.len();
+        input.extend_from_slice(&one);
+        let (passed, refused) = feed(tcp_default(), &input, 64 << 10);
+        assert_eq!(passed.len(), whole, "all but the last notice passed");
+        assert_eq!(
+            refused.as_deref(),
+            Some(
+                "the server sent more than 1 MiB or 1000 parameter statuses, notices and \
+                 notifications before the login ended"
+            )
+        );
+        // Empty notices: the count is reached first; parameter statuses count too.
+        let mut input = [auth(0, b""), parameter("a", "1")].concat();
+        for _ in 1..MAX_LOGIN_ASYNC_MESSAGES {
+            input.extend(msg(b'N', b"\0"));
+        }
+        let whole = input.len();
+        input.extend(parameter("a", "2"));
+        let (passed, refused) = feed(tcp_default(), &input, 100);
+        assert_eq!(passed.len(), whole);
+        assert!(refused.expect("refused").contains("before the login ended"));
+    }
+
+    #[test]
+    fn after_the_login_notices_pass_without_a_total() {
+        // PostgreSQL's RAISE NOTICE in a loop: thousands of notices in one statement.
+        let mut input = login();
+        input.extend(msg(b'Z', b"I"));
+        let one = notice(&"n".repeat(200));
+        for _ in 0..(2 * MAX_LOGIN_ASYNC_BYTES / one.len()) {
+            input.extend_from_slice(&one);
+        }
+        input.extend(parameter("application_name", "again"));
+        input.extend(msg(b'Z', b"I"));
+        let (passed, refused) = feed(tcp_default(), &input, 64 << 10);
+        assert_eq!(refused, None);
+        assert_eq!(passed.len(), input.len());
+    }
+
+    #[test]
+    fn more_than_64_parameter_names_are_refused_and_a_name_sent_again_is_not_counted() {
+        let mut input = [login(), msg(b'Z', b"I")].concat();
+        for i in 13..MAX_PARAMETERS {
+            input.extend(parameter(&format!("custom.p{i}"), "1"));
+        }
+        for _ in 0..MAX_PARAMETERS {
+            input.extend(parameter("TimeZone", "UTC"));
+        }
+        let whole = input.len();
+        input.extend(parameter("one.more", "1"));
+        let (passed, refused) = feed(tcp_default(), &input, 333);
+        assert_eq!(passed.len(), whole);
+        assert_eq!(
+            refused.as_deref(),
+            Some("the server reported more than 64 parameters (ParameterStatus)")
+        );
+    }
+
+    #[test]
+    fn an_untrusted_server_is_sent_no_password_in_any_form_and_may_let_the_client_in() {
+        let socket = crond::cluster::conninfo::parse("host=/tmp", "u")
+            .expect("conninfo")
+            .require_auth;
+        let why = "the server on /tmp/.s.PGSQL.5432 runs as uid 1000";
+        for (request, what) in [
+            (auth(3, b""), "the password in clear text"),
+            (auth(5, b"salt"), "an md5 password hash"),
+            (
+                auth(10, b"SCRAM-SHA-256\0\0"),
+                "SCRAM-SHA-256 authentication",
+            ),
+        ] {
+            let mut guard =
+                Guard::new((), socket.clone(), Shared::new()).untrusted(Some(why.into()));
+            guard.pending.extend_from_slice(&request);
+            assert_eq!(
+                guard.scan(),
+                Err(format!(
+                    "{why}: it asked for {what}; refused without sending it"
+                ))
+            );
+            assert_eq!(guard.checked, 0, "nothing of it passed");
+            // The same request from a trusted server passes.
+            assert_eq!(feed(socket.clone(), &request, 3), (request.clone(), None));
+        }
+        let trust = [auth(0, b""), msg(b'Z', b"I")].concat();
+        let mut guard = Guard::new((), socket, Shared::new()).untrusted(Some(why.into()));
+        guard.pending.extend_from_slice(&trust);
+        assert_eq!(guard.scan(), Ok(()));
+        assert_eq!(guard.checked, trust.len());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! The client is here, not in crond's crate, so that the daemon's binary links no database
 //! code, no TLS library and no async runtime (`.ci/crond-links-no-db`). It is tokio-postgres on
 //! a current-thread runtime ([`client`]), OpenSSL for TLS ([`tls`]), and two things of ours
-//! that tokio-postgres lacks: the guard on the server's messages (message size, libpq 16's
+//! that tokio-postgres lacks: the guard on the server's messages (their sizes, libpq 16's
 //! `require_auth`: [`guard`]) and values as text ([`text`]). docs/cluster.md says why.
 
 pub mod client;

@@ -5,8 +5,15 @@
 //! unanswered) and `TCP_USER_TIMEOUT` of 20 s (data unacknowledged that long breaks the
 //! connection), so that a connection to a host that vanished ends even while the helper is idle.
 //! The caller bounds the whole open with the connect timeout, name resolution included.
+//!
+//! Over a Unix socket, [`untrusted_server`] says whether the server may be sent the password:
+//! the process listening on the socket (its peer credentials, which no file can fake) must run
+//! as root, as this process's user, or as the owner of the socket's directory. Anyone else
+//! could have made the socket: in a directory others may write to (`/tmp`), or while the real
+//! server was down. Debian's /var/run/postgresql is the server's own (postgres, mode 2775).
 
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -54,6 +61,38 @@ pub async fn open(info: &ConnInfo) -> Result<Socket, String> {
             Err(last)
         }
     }
+}
+
+/// Why the server on a Unix socket is not trusted with the password (see the module's
+/// header), or `None`: trusted, or over TCP.
+pub fn untrusted_server(socket: &Socket, info: &ConnInfo) -> Option<String> {
+    let (Socket::Unix(stream), Host::Unix(dir)) = (socket, &info.host) else {
+        return None;
+    };
+    let path = dir.join(format!(".s.PGSQL.{}", info.port));
+    let server = match stream.peer_cred() {
+        Ok(cred) => cred.uid(),
+        Err(e) => {
+            return Some(format!(
+                "can't tell who runs the server on {}: {e}",
+                path.display()
+            ));
+        }
+    };
+    let me = crond::sys::user::effective_uid().0;
+    let owner = match std::fs::metadata(dir) {
+        Ok(meta) => meta.uid(),
+        Err(e) => return Some(format!("{}: {e}", dir.display())),
+    };
+    if server == 0 || server == me || server == owner {
+        return None;
+    }
+    Some(format!(
+        "the server on {} runs as uid {server}, neither root, this user (uid {me}) nor the \
+         owner of {} (uid {owner}), who alone decide what listens there",
+        path.display(),
+        dir.display()
+    ))
 }
 
 /// No delay for small messages, keepalives and the user timeout. Best effort: a kernel without

@@ -70,6 +70,36 @@ pub struct ConnInfo {
     pub statement_timeout_ms: u32,
 }
 
+impl ConnInfo {
+    /// Why nothing proves that the server is the database, or `None`. Over TCP that proof is
+    /// `sslmode=verify-full` (a trusted CA signed a certificate naming the host),
+    /// `sslmode=verify-ca` with a CA file of the admin's own (the system's store would accept
+    /// any public certificate), or `channel_binding=require` (SCRAM bound to the TLS session:
+    /// the server holds the password's verifier). Without one, libpq's defaults
+    /// (`sslmode=prefer`, a `require_auth` that includes `none`) let anyone on the network path
+    /// answer in the server's place. On a Unix socket the client checks who runs the server
+    /// when it connects.
+    pub fn unauthenticated_server(&self) -> Option<String> {
+        let Host::Tcp(name) = &self.host else {
+            return None;
+        };
+        let proven = match self.sslmode {
+            SslMode::VerifyFull => true,
+            SslMode::VerifyCa => matches!(self.sslrootcert, Some(RootCert::File(_))),
+            _ => false,
+        };
+        if proven || self.channel_binding == ChannelBinding::Require {
+            return None;
+        }
+        Some(format!(
+            "over TCP with sslmode={}, nothing proves that {name} is the database: anyone on \
+             the network path can answer in its place (and decide which host runs what); give \
+             sslmode=verify-full, with sslrootcert naming the server's CA",
+            self.sslmode.name()
+        ))
+    }
+}
+
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SslMode {
@@ -849,6 +879,38 @@ mod tests {
 
     fn methods(r: &RequireAuth) -> (bool, bool, bool, bool) {
         (r.password, r.md5, r.scram, r.none)
+    }
+
+    #[test]
+    fn only_a_tcp_server_nothing_proves_is_warned_of() {
+        let warned = |text: &str| ok(text).unauthenticated_server();
+        assert_eq!(
+            warned("host=db.example").as_deref(),
+            Some(
+                "over TCP with sslmode=prefer, nothing proves that db.example is the database: \
+                 anyone on the network path can answer in its place (and decide which host runs \
+                 what); give sslmode=verify-full, with sslrootcert naming the server's CA"
+            )
+        );
+        for weak in [
+            "host=10.0.0.5 sslmode=disable",
+            "host=db sslmode=require sslrootcert=/etc/ca.pem",
+            "host=db sslmode=verify-ca",
+            "host=db sslmode=require require_auth=scram-sha-256",
+        ] {
+            assert!(warned(weak).is_some(), "{weak}");
+        }
+        for proven in [
+            "host=db sslmode=verify-full",
+            "host=db sslrootcert=system",
+            "host=db sslmode=verify-ca sslrootcert=/etc/ca.pem",
+            "host=db sslmode=require channel_binding=require",
+            "",
+            "host=/run/postgresql",
+            "postgresql:///cron",
+        ] {
+            assert_eq!(warned(proven), None, "{proven}");
+        }
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub(super) struct ClusterLink {
     started: HashMap<i32, RunKey>,
     /// Runs the helper said `GO` to whose fork failed: back in the queue, not claimed again.
     granted: HashMap<(EntryId, UtcMinute), RunKey>,
+    /// Why nothing proves the database is what answers, until it is logged (once, when the
+    /// helper first starts).
+    unproven: Option<String>,
 }
 
 impl ClusterLink {
@@ -88,6 +91,10 @@ impl ClusterLink {
         if let Some(seconds) = lease_s {
             args.extend(["--lease".into(), seconds.to_string().into()]);
         }
+        // The daemon checked the setting at start; the default user does not matter here.
+        let unproven = crate::cluster::conninfo::parse(conninfo, "root")
+            .ok()
+            .and_then(|info| info.unauthenticated_server());
         ClusterLink {
             program,
             args,
@@ -96,6 +103,7 @@ impl ClusterLink {
             parked: Parked::default(),
             started: HashMap::new(),
             granted: HashMap::new(),
+            unproven,
         }
     }
 
@@ -156,6 +164,9 @@ pub(super) fn default_helper() -> PathBuf {
 impl ClusterLink {
     /// Starts the helper if it is time to (at start-up, and [`RESTART_AFTER_MS`] after a loss).
     pub(super) fn start_helper(&mut self, now_ms: i64, fx: &mut dyn Effects) {
+        if let Some(why) = self.unproven.take() {
+            fx.log(Level::Warning, lines::cluster_db_unproven_line(&why));
+        }
         if self.helper.is_some() || self.restart_at_ms.is_none_or(|at| at > now_ms) {
             return;
         }
@@ -566,6 +577,40 @@ mod tests {
         assert_eq!(link.next_deadline_ms(), Some(now_ms + RESTART_AFTER_MS));
         link.on_deadline(now_ms + RESTART_AFTER_MS, &zone, &mut fx);
         assert_eq!(fx.logged("cluster helper started").len(), 2);
+    }
+
+    #[test]
+    fn a_tcp_database_nothing_proves_is_warned_of_once_and_only_that() {
+        let zone = Zone::utc();
+        for (conninfo, warned) in [
+            ("host=db.example dbname=cron", 1),
+            ("host=db.example sslmode=require dbname=cron", 1),
+            ("host=db.example sslmode=verify-full dbname=cron", 0),
+            ("host=/run/postgresql dbname=cron", 0),
+        ] {
+            let mut fx = Recorded::default();
+            let mut link = ClusterLink::new("cronctl".into(), conninfo, "host-a", None, None, None);
+            link.start_helper(0, &mut fx);
+            // The helper exits and starts again 5 s later: no second warning.
+            let pid = link.helper.as_ref().unwrap().pid as i32;
+            link.on_reaped(pid, Exit::Code(1), 0, &zone, &mut fx);
+            link.on_deadline(RESTART_AFTER_MS, &zone, &mut fx);
+            assert_eq!(fx.logged("cluster helper started").len(), 2);
+            let lines: Vec<_> = fx
+                .lines
+                .iter()
+                .filter(|(_, line)| line.contains("nothing proves"))
+                .collect();
+            assert_eq!(lines.len(), warned, "{conninfo}: {:?}", fx.lines);
+            if let Some((level, line)) = lines.first() {
+                assert_eq!(*level, Level::Warning);
+                assert!(
+                    line.contains("--cluster-db: over TCP with sslmode=")
+                        && line.contains("give sslmode=verify-full"),
+                    "{line}"
+                );
+            }
+        }
     }
 
     #[test]

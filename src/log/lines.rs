@@ -663,6 +663,12 @@ pub fn cluster_mode_line(host: &str, helper: &std::path::Path) -> LogLine {
     )
 }
 
+/// Nothing proves that the cluster database is what answers (`why`, from
+/// `ConnInfo::unauthenticated_server`): said once, at start.
+pub fn cluster_db_unproven_line(why: &str) -> LogLine {
+    cron("WARNING", format!("--cluster-db: {why}"))
+}
+
 /// The cluster helper runs.
 pub fn helper_started_line(pid: u32) -> LogLine {
     cron("INFO", format!("cluster helper started (pid {pid})"))

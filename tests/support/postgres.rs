@@ -5,7 +5,7 @@
 //! `postgres` system user, which Debian's package creates, through `runuser`; as anyone else
 //! they run as that user. Authentication: trust on the socket, SCRAM-SHA-256 on TCP (role
 //! `crond_test`, password [`PASSWORD`]), md5 on TCP for role `crond_md5` ([`MD5_PASSWORD`]),
-//! a cleartext password for role `crond_clear` ([`CLEAR_PASSWORD`]).
+//! a cleartext password for role `crond_clear` ([`CLEAR_PASSWORD`]), on the socket too.
 //!
 //! [`PgServer::start_tls`] adds TLS: a CA, a server certificate for `localhost` and
 //! `127.0.0.1` and a client certificate for role `crond_cert` (pg_hba `cert` over TLS), made
@@ -191,7 +191,8 @@ impl PgServer {
         run(&mut initdb);
         fs::write(
             server.data.join("pg_hba.conf"),
-            "local all all trust\n\
+            "local all crond_clear password\n\
+             local all all trust\n\
              hostssl all crond_cert 127.0.0.0/8 cert\n\
              host all crond_md5 127.0.0.0/8 md5\n\
              host all crond_clear 127.0.0.0/8 password\n\

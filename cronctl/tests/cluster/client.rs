@@ -428,3 +428,41 @@ fn a_server_that_never_answers_the_login_times_out() {
         format!("connect to 127.0.0.1 port {port}: no answer within connect_timeout=1s")
     );
 }
+
+#[test]
+fn a_real_servers_notices_notifications_and_parameter_changes_pass_the_guard() {
+    let pg = PgServer::start();
+    // Debug messages from the login on: PostgreSQL 15 sends one notice with the login's
+    // parameter statuses, and many with every statement.
+    pg.psql("ALTER ROLE crond_test SET client_min_messages = debug5");
+    let mut client = connect(&format!(
+        "host={} port={} dbname=crond user=crond_test",
+        pg.socket_dir().display(),
+        pg.port()
+    ));
+    // About 4.7 MB of notices in one statement, more than the login's bound of all of them.
+    client
+        .batch(
+            "DO $$BEGIN FOR i IN 1..20000 LOOP \
+             RAISE NOTICE 'notice % %', i, repeat('x', 100); END LOOP; END$$",
+        )
+        .expect("a notice loop");
+    // About 2 MB of notifications, delivered to this session at the commit.
+    client.batch("LISTEN crond_test").expect("listen");
+    client
+        .batch(
+            "SELECT pg_notify('crond_test', i || repeat('x', 7000)) \
+             FROM generate_series(1, 300) AS i",
+        )
+        .expect("notifications");
+    // A reported parameter changed again and again: one name, many ParameterStatus.
+    for i in 0..200 {
+        client
+            .batch(&format!("SET application_name = 'crond-{i}'"))
+            .expect("set");
+    }
+    assert_eq!(
+        scalar(&mut client, "SELECT current_setting('application_name')").as_deref(),
+        Some("crond-199")
+    );
+}

@@ -323,3 +323,67 @@ fn a_refused_password_request_gets_no_answer_at_all() {
     );
     let _ = PASSWORD;
 }
+
+#[test]
+fn root_a_socket_server_run_by_another_user_than_its_directorys_owner_gets_no_password() {
+    crate::support::root::require_root();
+    // The server runs as postgres, in a socket directory of postgres's.
+    let pg = PgServer::start_tls();
+    let out = std::process::Command::new("id")
+        .args(["-u", "postgres"])
+        .output()
+        .expect("id -u postgres");
+    let postgres = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The same server seen from a directory anyone may write to, as /tmp: root's, mode 1777.
+    let shared = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777))
+        .expect("chmod 1777");
+    let name = format!(".s.PGSQL.{}", pg.port());
+    std::os::unix::fs::symlink(pg.socket_dir().join(&name), shared.path().join(&name))
+        .expect("symlink");
+    let clear = |dir: &std::path::Path| {
+        format!(
+            "host={} port={} dbname=crond user=crond_clear passfile={}",
+            dir.display(),
+            pg.port(),
+            pg.passfile().display()
+        )
+    };
+    let e = try_connect(&clear(shared.path())).expect_err("not trusted");
+    assert_eq!(
+        e,
+        format!(
+            "the server on {}/{name} runs as uid {postgres}, neither root, this user (uid 0) nor \
+             the owner of {} (uid 0), who alone decide what listens there: it asked for the \
+             password in clear text; refused without sending it",
+            shared.path().display(),
+            shared.path().display()
+        )
+    );
+    let log = pg.log();
+    assert!(
+        log.contains("connection received: host=[local]"),
+        "the server saw the attempt:\n{log}"
+    );
+    assert!(
+        !log.contains("password authentication failed") && !log.contains("user=crond_clear"),
+        "a password reached the server:\n{log}"
+    );
+    // Asked for no password (trust), the client goes on: nothing secret is at stake.
+    let mut client = connect(&format!(
+        "host={} port={} dbname=crond user=postgres",
+        shared.path().display(),
+        pg.port()
+    ));
+    assert_eq!(
+        scalar(&mut client, "SELECT current_user").as_deref(),
+        Some("postgres")
+    );
+    // From the directory the server's user owns, the password goes.
+    let mut client = connect(&clear(pg.socket_dir()));
+    assert_eq!(
+        scalar(&mut client, "SELECT current_user").as_deref(),
+        Some("crond_clear")
+    );
+    assert!(pg.log().contains("connection authorized: user=crond_clear"));
+}
