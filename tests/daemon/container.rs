@@ -456,3 +456,94 @@ fn a_crontab_mounted_as_a_kubernetes_configmap_is_reloaded_when_the_map_changes(
     crond.wait_for_log("RELOAD", 20);
     wait_for_file(&out_b, 30);
 }
+
+/// `ln -s target link`, the link then given to `owner` (`chown -h`).
+fn link_owned_by(target: &Path, link: &Path, owner: &str) {
+    std::os::unix::fs::symlink(target, link).expect("symlink");
+    let status = Command::new("chown")
+        .args(["-h", owner])
+        .arg(link)
+        .status()
+        .expect("chown -h");
+    assert!(status.success(), "chown -h {owner} {}", link.display());
+}
+
+#[test]
+fn root_a_crontab_reached_through_another_users_link_on_the_way_is_refused_and_a_roots_is_followed()
+{
+    require_root();
+    let tree = Tree::new();
+    let home = tree.path().join("home");
+    fs::create_dir(&home).expect("mkdir home");
+    let daemon_user = user_with_home("lka", &home);
+    let other = user_with_home("lkb", &home);
+    let runtime = own_dir(&tree, "runtime", &daemon_user.name);
+    let links = own_dir(&tree, "links", &daemon_user.name);
+    // Two of root's directories, each with root's crontab of the same name; the path to one
+    // goes through the other user's link, to the other through root's.
+    let shared = tree.path().join("ct3");
+    fs::create_dir(&shared).expect("mkdir");
+    for (dir, out) in [("rootdir", "via-other"), ("rootdir2", "via-root")] {
+        let dir = shared.join(dir);
+        fs::create_dir(&dir).expect("mkdir");
+        let text = format!("* * * * * echo ran > {}\n", show(&tree.out(out)));
+        tree.write_file(&dir.join("crontab"), &text, 0o644);
+    }
+    link_owned_by(&shared.join("rootdir"), &shared.join("bdir"), &other.name);
+    link_owned_by(&shared.join("rootdir2"), &shared.join("rdir"), "root");
+    // The daemon's user's own links, which a --crontab link may be.
+    let through_other = links.join("la2");
+    let through_root = links.join("la3");
+    link_owned_by(
+        &shared.join("bdir/crontab"),
+        &through_other,
+        &daemon_user.name,
+    );
+    link_owned_by(
+        &shared.join("rdir/crontab"),
+        &through_root,
+        &daemon_user.name,
+    );
+    let reuid = format!("--reuid={}", daemon_user.name);
+    let regid = format!("--regid={}", daemon_user.name);
+    let crond = start_plain(
+        &tree,
+        1,
+        &["setpriv", &reuid, &regid, "--init-groups"],
+        &[
+            "--crontab",
+            show(&through_other),
+            "--crontab",
+            show(&through_root),
+        ],
+        &[("XDG_RUNTIME_DIR", show(&runtime))],
+        &[],
+    );
+    let uid = String::from_utf8(
+        Command::new("id")
+            .args(["-u", &other.name])
+            .output()
+            .expect("id")
+            .stdout,
+    )
+    .expect("a number");
+    crond.wait_for_log(
+        &format!(
+            "({}) WRONG SYMLINK OWNER ({}: the link {} is uid {}'s)",
+            daemon_user.name,
+            show(&through_other),
+            show(&shared.join("bdir")),
+            uid.trim()
+        ),
+        10,
+    );
+    crond.wait_for_log("1 entries loaded from 1 files", 10);
+    // A run of the file reached through root's link, and a fake minute more.
+    wait_for_file(&tree.out("via-root"), 30);
+    std::thread::sleep(std::time::Duration::from_secs(7));
+    assert!(
+        !tree.out("via-other").exists(),
+        "the file reached through the other user's link ran:\n{}",
+        crond.log_text()
+    );
+}
