@@ -221,6 +221,14 @@ pub fn check_dir(facts: &FileFacts, owner: Uid, which: Dir) -> Result<(), Untrus
     Ok(())
 }
 
+/// A directory only its owner may enter (the default state directory in `--crontab` mode, where
+/// the control socket is): `None` when its mode has no group or other bits, else the mode it is
+/// to have instead, the owner's bits kept. Checked after [`check_dir`] (`Dir::Own`) found it the
+/// daemon's own: one made by an earlier version, mode 0755, is made private, not refused.
+pub fn private_dir_mode(facts: &FileFacts) -> Option<u32> {
+    (facts.mode & GROUP_OR_OTHER_BITS != 0).then_some(facts.mode & 0o700)
+}
+
 /// A secret file (a passfile, a TLS client key), as libpq demands of ~/.pgpass and of a client
 /// key: a regular file, owned by `reader` (the effective uid), no group or other permission bits.
 pub fn check_private(facts: &FileFacts, reader: Uid) -> Result<(), Untrusted> {
@@ -445,6 +453,14 @@ mod tests {
                 Err(Untrusted::DirWritableByOthers(mode))
             );
         }
+    }
+
+    #[test]
+    fn a_private_directory_keeps_its_owners_bits_only() {
+        assert_eq!(private_dir_mode(&dir(1000, 0o700)), None);
+        assert_eq!(private_dir_mode(&dir(1000, 0o500)), None);
+        assert_eq!(private_dir_mode(&dir(1000, 0o755)), Some(0o700));
+        assert_eq!(private_dir_mode(&dir(1000, 0o1711)), Some(0o700));
     }
 
     #[test]

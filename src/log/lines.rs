@@ -365,6 +365,18 @@ pub fn fork_ok_line() -> LogLine {
     LogLine::new("CRON", "STARTUP", "fork ok")
 }
 
+/// `--crontab` mode's default state directory had group or other bits (`mode`): now 0700.
+pub fn state_dir_made_private_line(dir: &std::path::Path, mode: u32) -> LogLine {
+    cron(
+        "NOTICE",
+        format!(
+            "state directory {} was mode {mode:04o}, now 0700: only its user reaches the \
+             control socket in it",
+            dir.display()
+        ),
+    )
+}
+
 /// The daemon stops with an error.
 pub fn death_line(why: &str) -> LogLine {
     LogLine::new("CRON", "DEATH", why)

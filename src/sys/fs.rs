@@ -299,7 +299,7 @@ impl Walk {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LastDir {
     /// The daemon's own (the state directory): owned by `owner` and writable by no one else,
-    /// sticky or not; with `make`, made (mode 0755) if it is missing.
+    /// sticky or not; with `make`, made (mode 0700) if it is missing.
     Own { make: bool },
     /// A directory the daemon puts a name in (the metrics socket's): as every other one.
     Holder,
@@ -338,7 +338,7 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
         is_last = components.peek().is_none();
         let opened = match fcntl::openat(&dir, name, flags, Mode::empty()) {
             Err(nix::errno::Errno::ENOENT) if is_last && last == (LastDir::Own { make: true }) => {
-                match stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o755)) {
+                match stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o700)) {
                     Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
                     Err(e) => return Err(refuse(&at, io::Error::from(e).to_string())),
                 }
@@ -363,6 +363,14 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
                     format!("{}: no such directory", at.display()),
                 ));
             }
+            Err(e @ nix::errno::Errno::EACCES) => {
+                // Someone else's, shut to us: the rule's reason says more than EACCES.
+                if let Ok(st) = stat::fstatat(&dir, name, fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    let facts = FileFacts::from_stat(&st);
+                    check_facts(&facts, &at, owner, is_last.then_some(last))?;
+                }
+                return Err(refuse(&at, io::Error::from(e).to_string()));
+            }
             Err(e) => return Err(refuse(&at, io::Error::from(e).to_string())),
         };
         check_dir(&dir, &at, owner, is_last.then_some(last))?;
@@ -370,15 +378,25 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
     Ok(dir)
 }
 
+/// Sets the permission bits of the open file or directory `fd` to `mode` (`fchmod`: the file
+/// that was opened and checked, not whatever its path names now).
+pub fn set_mode(fd: &OwnedFd, mode: u32) -> io::Result<()> {
+    stat::fchmod(fd, Mode::from_bits_truncate(mode)).map_err(io::Error::from)
+}
+
 /// [`open_checked_dir`]'s rule for one directory (`last`: the rule of the last one, if it is),
 /// as [`trust::check_dir`] decides it.
 fn check_dir(dir: &OwnedFd, at: &Path, owner: Uid, last: Option<LastDir>) -> io::Result<()> {
-    let facts = facts_of(dir)?;
+    check_facts(&facts_of(dir)?, at, owner, last)
+}
+
+/// [`check_dir`] on the facts of a directory at `at`.
+fn check_facts(facts: &FileFacts, at: &Path, owner: Uid, last: Option<LastDir>) -> io::Result<()> {
     let which = match last {
         Some(LastDir::Own { .. }) => trust::Dir::Own,
         _ => trust::Dir::Other,
     };
-    trust::check_dir(&facts, owner, which)
+    trust::check_dir(facts, owner, which)
         .map_err(|why| io::Error::other(format!("{}: {why}", at.display())))
 }
 

@@ -417,11 +417,3 @@ fn root_a_cron_d_reached_through_another_users_link_is_refused_until_the_link_is
     chown_link("root");
     assert_eq!(wait_for_file(&ran, 30), "ran\n");
 }
-
-fn uid_of_user(name: &str) -> String {
-    let out = Command::new("id")
-        .args(["-u", name])
-        .output()
-        .expect("id -u");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
