@@ -442,6 +442,19 @@ pub fn not_reported_line(jobs: usize) -> LogLine {
     )
 }
 
+/// The graceful stop: /proc is another PID namespace's (/proc/self is `shown`, this daemon
+/// `pid`), so each job's process group is signalled instead of its session.
+pub fn foreign_proc_line(shown: &str, pid: i32) -> LogLine {
+    cron(
+        "NOTICE",
+        format!(
+            "/proc shows another PID namespace (/proc/self is {}, this daemon is pid {pid}): \
+             signalling each job's process group instead of its session",
+            crate::log::printable(shown.as_bytes())
+        ),
+    )
+}
+
 /// The graceful stop could not list the jobs' processes (no /proc).
 pub fn cant_list_jobs_line(e: &std::io::Error) -> LogLine {
     cron("ERROR", format!("can't list the jobs' processes: {e}"))

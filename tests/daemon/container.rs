@@ -261,17 +261,22 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
 /// Starts crond as PID 1 of a new PID namespace on `crontab` with `extra` arguments, waits for
 /// `started`, sends SIGTERM to crond and returns its exit status and log.
 fn stop_as_pid_1(tree: &Tree, crontab: &Path, started: &Path, extra: &[&str]) -> (i32, String) {
+    let unshare = ["unshare", "--pid", "--fork", "--mount-proc"];
+    stop_in_namespace(tree, crontab, started, extra, &unshare)
+}
+
+/// [`stop_as_pid_1`] with crond started through `unshare` (its arguments: the namespaces).
+fn stop_in_namespace(
+    tree: &Tree,
+    crontab: &Path,
+    started: &Path,
+    extra: &[&str],
+    unshare: &[&str],
+) -> (i32, String) {
     let state = tree.path().join("state");
     let mut args = vec!["--crontab", show(crontab), "--state-dir", show(&state)];
     args.extend_from_slice(extra);
-    let mut crond = start_plain(
-        tree,
-        1,
-        &["unshare", "--pid", "--fork", "--mount-proc"],
-        &args,
-        &[],
-        &[],
-    );
+    let mut crond = start_plain(tree, 1, unshare, &args, &[], &[]);
     wait_for_file(started, 30);
     // unshare's child is crond, PID 1 in its namespace; unshare returns its exit status.
     let daemon = only_child(crond.pid());
@@ -283,6 +288,42 @@ fn stop_as_pid_1(tree: &Tree, crontab: &Path, started: &Path, extra: &[&str]) ->
     let mut child = crond.child.take().expect("running");
     let status = wait_with_timeout(&mut child, 120);
     (status.code().unwrap_or(-1), crond.log_text())
+}
+
+#[test]
+fn root_as_pid_1_with_the_parent_namespaces_proc_sigterm_reaches_the_job_through_its_group() {
+    require_root();
+    let tree = Tree::new();
+    let crontab = tree.path().join("crontab");
+    let started = tree.out("started");
+    let trapped = tree.out("trapped");
+    let text = format!(
+        "* * * * * trap 'echo got-TERM; echo trapped > {}; exit 0' TERM; echo started > {}; sleep 300 & wait\n",
+        show(&trapped),
+        show(&started)
+    );
+    tree.write_file(&crontab, &text, 0o600);
+    // No --mount-proc: /proc is the host's, whose pids are not the namespace's.
+    let unshare = ["unshare", "--pid", "--fork"];
+    let extra = ["--stop-timeout", "30"];
+    let (code, log) = stop_in_namespace(&tree, &crontab, &started, &extra, &unshare);
+    assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
+    assert_eq!(
+        fs::read_to_string(&trapped).ok().as_deref(),
+        Some("trapped\n"),
+        "the job's TERM trap ran:\n{log}"
+    );
+    assert_eq!(
+        log.matches("/proc shows another PID namespace").count(),
+        1,
+        "said once:\n{log}"
+    );
+    assert!(
+        log.contains("CMDOUT (got-TERM)"),
+        "the job child lived on to log the trap's output:\n{log}"
+    );
+    assert!(log.contains("every job has ended"), "{log}");
+    assert!(!log.contains("SIGKILL to what is left"), "{log}");
 }
 
 #[test]
