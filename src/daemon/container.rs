@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::Error;
 use super::cli::Options;
-use crate::database::SourceKey;
+use crate::database::{SourceKey, trust};
 use crate::job::env::{self, TooMuch, Vars};
 use crate::sys::fs::{self, LastDir};
 use crate::sys::user::{self, Uid, User};
@@ -51,18 +51,31 @@ impl Options {
     }
 
     /// Before the pid file is locked, in `--crontab` mode: the defaults filled in from the
-    /// environment, and the state directory made (or refused when someone else could change
-    /// it, as `daemon::missed` refuses it).
-    pub(super) fn prepare_crontab_mode(&mut self) -> Result<(), Error> {
+    /// environment, and the state directory made (mode 0700), or refused when someone else
+    /// could change it, as `daemon::missed` refuses it. The default one is also kept private:
+    /// the control socket is in it, and in /tmp/crond-UID on a shared host any user could
+    /// otherwise reach it; one of the daemon's own with group or other bits (made by an
+    /// earlier version) loses them. Returns the mode it had then, for the log.
+    pub(super) fn prepare_crontab_mode(&mut self) -> Result<Option<u32>, Error> {
         if !self.crontab_mode() {
-            return Ok(());
+            return Ok(None);
         }
         let euid = user::effective_uid();
+        let default = self.state_dir.is_none();
         self.fill_crontab_mode_defaults(std::env::var_os("XDG_RUNTIME_DIR").as_deref(), euid);
         let dir = self.state_dir();
-        fs::open_checked_dir(&dir, euid, LastDir::Own { make: true })
-            .map(drop)
-            .map_err(|e| Error::Config(format!("state directory {}: {e}", dir.display())))
+        let refused =
+            |e: std::io::Error| Error::Config(format!("state directory {}: {e}", dir.display()));
+        let fd = fs::open_checked_dir(&dir, euid, LastDir::Own { make: true }).map_err(refused)?;
+        if !default {
+            return Ok(None);
+        }
+        let facts = fs::facts_of(&fd).map_err(refused)?;
+        let Some(mode) = trust::private_dir_mode(&facts) else {
+            return Ok(None);
+        };
+        fs::set_mode(&fd, mode).map_err(refused)?;
+        Ok(Some(facts.mode))
     }
 
     /// In `--crontab` mode, the user every job runs as: the daemon's own, as passwd says, or

@@ -114,7 +114,7 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         Some(1),
         "crond must be single-threaded"
     );
-    options.prepare_crontab_mode()?;
+    let made_private = options.prepare_crontab_mode()?;
     if effective_uid().0 != 0 && !options.all_paths_overridden() && !options.crontab_mode() {
         return Err(Error::NotRoot);
     }
@@ -162,6 +162,10 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     let log = Log::open(options.log_destination(), options.log_format);
     if forked {
         log.line(Level::Info, &lines::fork_ok_line());
+    }
+    if let Some(mode) = made_private {
+        let line = lines::state_dir_made_private_line(&options.state_dir(), mode);
+        log.line(Level::Notice, &line);
     }
     let result = reactor::Daemon::start(options, log, lock).and_then(|mut d| d.run());
     if let Err(e) = &result {

@@ -309,6 +309,10 @@ impl Sources {
             }
             Outcome::Missing => Pending::Missing(key.clone()),
             Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
+            Outcome::RefusedOnTheWay(found) => {
+                let detail = found.detail(&tab);
+                refused(key, Level::Warning, found.refusal.to_string(), detail)
+            }
             // Rechecked every minute: passwd may come back (LDAP).
             Outcome::Orphan => refused(key, Level::Info, "ORPHAN", "no passwd entry".into()),
             Outcome::Failed(e) => {

@@ -8,6 +8,12 @@
 //! signalled: they report the end. Without either (a daemon on a host), the jobs outlive it,
 //! as Debian's under systemd's KillMode=process.
 //!
+//! The sessions' processes are found in /proc, which must be this PID namespace's
+//! (`session::proc_view`); where it is another's (`unshare --pid --fork` without
+//! `--mount-proc`) or missing, each job child's process group is signalled instead, said once
+//! in the log. The job child is in its group and catches SIGTERM with a handler that does
+//! nothing, so it still reports the end; SIGKILL ends it with the rest.
+//!
 //! The waits count on the monotonic clock: a wall-clock step during a stop changes nothing.
 
 use std::time::{Duration, Instant};
@@ -15,10 +21,11 @@ use std::time::{Duration, Instant};
 use super::clock::Clock;
 use super::effects::Effects;
 use super::scheduler::Scheduler;
+use crate::log::Level;
 use crate::log::lines;
 use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
-use crate::sys::session;
+use crate::sys::session::{self, ProcView};
 use crate::sys::signal::SignalPipe;
 
 /// How long the job children have to report after their jobs got SIGKILL.
@@ -49,7 +56,19 @@ impl Stop<'_> {
             return;
         }
         fx.info(lines::stopping_jobs_line(jobs, timeout_s));
-        if self.signal_jobs(GroupSignal::Term, fx) == 0 {
+        let by_group = match session::proc_view() {
+            ProcView::Own => false,
+            ProcView::Foreign { shown } => {
+                let line = lines::foreign_proc_line(&shown, process::own_pid().0);
+                fx.log(Level::Notice, line);
+                true
+            }
+            ProcView::Unreadable(e) => {
+                fx.error(lines::cant_list_jobs_line(&e));
+                true
+            }
+        };
+        if self.signal_jobs(GroupSignal::Term, by_group, fx) == 0 {
             fx.info(lines::no_job_process_line());
         }
         let waited = self.wait_for_job_children(Duration::from_secs(u64::from(timeout_s)), fx);
@@ -62,24 +81,25 @@ impl Stop<'_> {
             _ => format!("{timeout_s} s passed"),
         };
         fx.info(lines::kill_left_line(&why, self.scheduler.running_len()));
-        self.signal_jobs(GroupSignal::Kill, fx);
+        self.signal_jobs(GroupSignal::Kill, by_group, fx);
         if self.wait_for_job_children(KILL_GRACE, fx) != Waited::AllEnded {
             fx.error(lines::not_reported_line(self.scheduler.running_len()));
         }
     }
 
-    /// Signals every process of every running job but the job children. Returns how many.
-    fn signal_jobs(&mut self, signal: GroupSignal, fx: &mut dyn Effects) -> usize {
+    /// Signals every process of every running job but the job children, found in /proc; or
+    /// (`by_group`: /proc is not this PID namespace's, or missing) every job child's process
+    /// group. Returns how many processes, or groups, were signalled.
+    fn signal_jobs(&mut self, signal: GroupSignal, by_group: bool, fx: &mut dyn Effects) -> usize {
         let pids = self.scheduler.running_pids();
+        if by_group {
+            return signal_groups(&pids, signal);
+        }
         match session::signal_jobs(&pids, signal) {
             Ok(sent) => sent,
             Err(e) => {
                 fx.error(lines::cant_list_jobs_line(&e));
-                // Without /proc: each job child's own group (the shell's, without
-                // CRON_TIMEOUT), the job child included.
-                (pids.iter())
-                    .filter(|pid| process::signal_group(pid.0 as u32, signal).unwrap_or(false))
-                    .count()
+                signal_groups(&pids, signal)
             }
         }
     }
@@ -112,4 +132,15 @@ impl Stop<'_> {
             }
         }
     }
+}
+
+/// Without a /proc of this PID namespace: each job child's process group, which its shell is in
+/// (without `CRON_TIMEOUT`: that shell leads a group of its own, out of reach here) with what
+/// the shell starts in it. The job child is in it too: SIGTERM does nothing to it (a handler
+/// that does nothing, `sys::signal::survive_sigterm`), so it still reports the job's end;
+/// SIGKILL ends it with the rest.
+fn signal_groups(pids: &[process::Pid], signal: GroupSignal) -> usize {
+    (pids.iter())
+        .filter(|pid| process::signal_group(pid.0 as u32, signal).unwrap_or(false))
+        .count()
 }

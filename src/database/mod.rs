@@ -3,8 +3,9 @@
 //! or, in `--crontab` mode, only the files named (user format, run as the daemon's own user).
 //!
 //! The decisions are pure ([`trust`], [`names`], and `crontab::parse`); this module is the thin
-//! shell that lists directories, opens each file with `O_NOFOLLOW`, checks it from the open
-//! descriptor, reads and parses it. What a load found is returned as data ([`Outcome`]); the
+//! shell that lists directories, opens each file with `O_NOFOLLOW` (a system or `--crontab`
+//! file by a walk that shows the trust rule every link and directory on the way), checks it
+//! from the open descriptor, reads and parses it. What a load found is returned as data ([`Outcome`]); the
 //! daemon logs it and updates its agenda. Nothing here runs jobs or keeps time.
 
 pub mod entries;
@@ -20,7 +21,7 @@ use crate::crontab::incremental::{self, Fingerprint, Reparse};
 use crate::crontab::{self, Crontab, Format, Limits};
 use crate::log::printable;
 use crate::schedule::Zone;
-use crate::sys::fs::{self, FileKind};
+use crate::sys::fs::{self, FileKind, WalkError};
 use crate::sys::user::{Uid, User};
 use trust::{Kind, Refusal};
 
@@ -140,10 +141,36 @@ pub enum Outcome {
     Missing,
     /// The file failed a trust check.
     Refused(Refusal),
+    /// A symlink or a directory on the way to the file failed a trust check.
+    RefusedOnTheWay(OnTheWay),
     /// A spool file whose user has no passwd entry.
     Orphan,
     /// The file could not be opened or read.
     Failed(io::Error),
+}
+
+/// A symlink or a directory on the way to a file that [`trust::check_on_the_way`] refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnTheWay {
+    pub refusal: Refusal,
+    /// Where it is, links on the way followed.
+    pub at: PathBuf,
+    pub owner: Uid,
+    pub mode: u32,
+}
+
+impl OnTheWay {
+    /// The detail of the log line: the file's name in the log (`tab`), then what was refused
+    /// on the way to it, and why.
+    pub fn detail(&self, tab: &str) -> String {
+        let at = printable(self.at.as_os_str().as_bytes());
+        match self.refusal {
+            Refusal::WrongSymlinkOwner => {
+                format!("{tab}: the link {at} is uid {}'s", self.owner.0)
+            }
+            _ => format!("{tab}: the directory {at} has mode {:04o}", self.mode),
+        }
+    }
 }
 
 /// Every source present now: /etc/crontab if it exists, the good names in /etc/cron.d and the
@@ -321,42 +348,43 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
     }))
 }
 
-/// A system file (`Kind::System`) or a `--crontab` file (`Kind::Given`): a symlink is followed
-/// when the link itself passes [`trust::check_symlink`].
+/// A system file (`Kind::System`) or a `--crontab` file (`Kind::Given`), opened by a walk that
+/// shows [`trust::check_on_the_way`] every directory it goes through and every symlink before
+/// following it (the one at `path` itself, and each on the way to its target); the file is
+/// then checked by [`trust::check`].
 fn open_system(path: &Path, kind: Kind, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
     let link = fs::link_facts(path)?;
     let symlink = link.kind == FileKind::Symlink;
-    let (file, facts) = if symlink {
-        if let Err(refusal) = trust::check_symlink(&link, kind) {
-            return Ok(Err(Outcome::Refused(refusal)));
-        }
-        fs::open_following(path)?
-    } else {
-        match fs::open_no_follow(path) {
-            Ok(found) => found,
-            // Replaced by a symlink between the two looks: check again next time.
-            Err(e) if fs::is_symlink_refusal(&e) => {
-                return Ok(Err(Outcome::Refused(Refusal::NotRegular)));
-            }
-            Err(e) => return Err(e),
-        }
+    let mut rule = |met: fs::Met<'_>| {
+        trust::check_on_the_way(&met.facts, kind).map_err(|refusal| OnTheWay {
+            refusal,
+            at: met.at.to_path_buf(),
+            owner: met.facts.owner,
+            mode: met.facts.mode,
+        })
     };
+    let walked = match fs::open_walked(path, &mut rule) {
+        Ok(walked) => walked,
+        // The link at the path itself: Debian's line, which names the path.
+        Err(WalkError::Refused(found)) if found.at == path => {
+            return Ok(Err(Outcome::Refused(found.refusal)));
+        }
+        Err(WalkError::Refused(found)) => return Ok(Err(Outcome::RefusedOnTheWay(found))),
+        Err(WalkError::Io(e)) => return Err(e),
+    };
+    let facts = walked.facts;
     if let Err(refusal) = trust::check(&facts, kind, rules.permit_any_mode) {
         return Ok(Err(Outcome::Refused(refusal)));
     }
     Ok(Ok(Opened {
-        file,
+        file: walked.file,
         size: facts.size,
         owner_uid: match kind {
             Kind::Given { owner } => Some(owner),
             _ => None,
         },
         stamp: change_stamp(link.mtime_ns, symlink.then_some(facts.mtime_ns)),
-        target: if symlink {
-            std::fs::canonicalize(path).ok()
-        } else {
-            None
-        },
+        target: symlink.then_some(walked.resolved),
     }))
 }
 

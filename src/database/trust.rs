@@ -27,6 +27,8 @@ pub enum Refusal {
     WrongOwner,
     WrongSymlinkOwner,
     HardLinks,
+    /// A directory on the way to the file that anyone may write (and not sticky).
+    InsecureDirectory,
 }
 
 impl fmt::Display for Refusal {
@@ -38,6 +40,7 @@ impl fmt::Display for Refusal {
             Refusal::WrongOwner => "WRONG FILE OWNER",
             Refusal::WrongSymlinkOwner => "WRONG SYMLINK OWNER",
             Refusal::HardLinks => "NUMBER OF HARD LINKS > 1",
+            Refusal::InsecureDirectory => "INSECURE DIRECTORY (other writable, not sticky)",
         })
     }
 }
@@ -104,6 +107,25 @@ pub fn check_symlink(link: &FileFacts, kind: Kind) -> Result<(), Refusal> {
         Err(Refusal::WrongSymlinkOwner)
     }
 }
+
+/// A symlink or a directory on the way to a system file or a `--crontab` file (every one the
+/// path goes through, the directories of the links' targets too, `database::open_system`): a
+/// link must pass [`check_symlink`], as the last one must, since whoever owns a link chooses
+/// where the rest of the path leads; a directory must not be writable by others unless it is
+/// sticky, or anyone could put a link of their own or a directory in place of the next name.
+/// A directory writable by its group passes: the admin chose the group (Debian's `staff`
+/// directories, an image's group-0 directories made for OpenShift's random uid).
+pub fn check_on_the_way(facts: &FileFacts, kind: Kind) -> Result<(), Refusal> {
+    match facts.kind {
+        FileKind::Symlink => check_symlink(facts, kind),
+        FileKind::Directory if facts.mode & OTHER_WRITABLE != 0 && facts.mode & STICKY == 0 => {
+            Err(Refusal::InsecureDirectory)
+        }
+        _ => Ok(()),
+    }
+}
+
+const OTHER_WRITABLE: u32 = 0o002;
 
 /// Why the daemon's own file, a directory on the way to it, or a secret file is refused;
 /// `Display` is the reason as the log or the error says it.
@@ -197,6 +219,14 @@ pub fn check_dir(facts: &FileFacts, owner: Uid, which: Dir) -> Result<(), Untrus
         return Err(Untrusted::DirWritableByOthers(facts.mode));
     }
     Ok(())
+}
+
+/// A directory only its owner may enter (the default state directory in `--crontab` mode, where
+/// the control socket is): `None` when its mode has no group or other bits, else the mode it is
+/// to have instead, the owner's bits kept. Checked after [`check_dir`] (`Dir::Own`) found it the
+/// daemon's own: one made by an earlier version, mode 0755, is made private, not refused.
+pub fn private_dir_mode(facts: &FileFacts) -> Option<u32> {
+    (facts.mode & GROUP_OR_OTHER_BITS != 0).then_some(facts.mode & 0o700)
 }
 
 /// A secret file (a passfile, a TLS client key), as libpq demands of ~/.pgpass and of a client
@@ -304,6 +334,36 @@ mod tests {
     }
 
     #[test]
+    fn on_the_way_a_link_is_roots_or_the_given_files_users_and_a_directory_shut_to_others() {
+        let given = Kind::Given { owner: Uid(1000) };
+        let mut link = file(1000, 0o777, 1);
+        link.kind = FileKind::Symlink;
+        assert_eq!(check_on_the_way(&link, given), Ok(()));
+        assert_eq!(
+            check_on_the_way(&link, Kind::System),
+            Err(Refusal::WrongSymlinkOwner)
+        );
+        link.owner = Uid(1001);
+        assert_eq!(
+            check_on_the_way(&link, given),
+            Err(Refusal::WrongSymlinkOwner)
+        );
+        link.owner = Uid::ROOT;
+        assert_eq!(check_on_the_way(&link, Kind::System), Ok(()));
+        for (owner, mode) in [(0, 0o755), (1001, 0o755), (0, 0o2775), (0, 0o1777)] {
+            assert_eq!(check_on_the_way(&dir(owner, mode), Kind::System), Ok(()));
+        }
+        assert_eq!(
+            check_on_the_way(&dir(0, 0o777), given),
+            Err(Refusal::InsecureDirectory)
+        );
+        assert_eq!(
+            Refusal::InsecureDirectory.to_string(),
+            "INSECURE DIRECTORY (other writable, not sticky)"
+        );
+    }
+
+    #[test]
     fn hard_links_and_non_files_are_refused() {
         assert_eq!(
             check(&file(1000, 0o600, 2), ALICE, false),
@@ -393,6 +453,14 @@ mod tests {
                 Err(Untrusted::DirWritableByOthers(mode))
             );
         }
+    }
+
+    #[test]
+    fn a_private_directory_keeps_its_owners_bits_only() {
+        assert_eq!(private_dir_mode(&dir(1000, 0o700)), None);
+        assert_eq!(private_dir_mode(&dir(1000, 0o500)), None);
+        assert_eq!(private_dir_mode(&dir(1000, 0o755)), Some(0o700));
+        assert_eq!(private_dir_mode(&dir(1000, 0o1711)), Some(0o700));
     }
 
     #[test]

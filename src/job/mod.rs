@@ -134,6 +134,8 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -
     // The child itself keeps SIGPIPE ignored (an MTA that exits early is a status, not our
     // death); std gives the shell and the MTA the default back.
     signal::ignore_sigpipe();
+    // And it outlives a SIGTERM to its process group: it reports the job's end.
+    signal::survive_sigterm();
     process::close_all_above_stderr();
     let setup = &ChildSetup {
         log: setup.log.for_job_child(),

@@ -365,6 +365,18 @@ pub fn fork_ok_line() -> LogLine {
     LogLine::new("CRON", "STARTUP", "fork ok")
 }
 
+/// `--crontab` mode's default state directory had group or other bits (`mode`): now 0700.
+pub fn state_dir_made_private_line(dir: &std::path::Path, mode: u32) -> LogLine {
+    cron(
+        "NOTICE",
+        format!(
+            "state directory {} was mode {mode:04o}, now 0700: only its user reaches the \
+             control socket in it",
+            dir.display()
+        ),
+    )
+}
+
 /// The daemon stops with an error.
 pub fn death_line(why: &str) -> LogLine {
     LogLine::new("CRON", "DEATH", why)
@@ -427,6 +439,19 @@ pub fn not_reported_line(jobs: usize) -> LogLine {
     cron(
         "ERROR",
         format!("{jobs} job children had not reported when the daemon exited"),
+    )
+}
+
+/// The graceful stop: /proc is another PID namespace's (/proc/self is `shown`, this daemon
+/// `pid`), so each job's process group is signalled instead of its session.
+pub fn foreign_proc_line(shown: &str, pid: i32) -> LogLine {
+    cron(
+        "NOTICE",
+        format!(
+            "/proc shows another PID namespace (/proc/self is {}, this daemon is pid {pid}): \
+             signalling each job's process group instead of its session",
+            crate::log::printable(shown.as_bytes())
+        ),
     )
 }
 

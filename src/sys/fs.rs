@@ -1,5 +1,6 @@
-//! Files the daemon must not be fooled by: opens that refuse symlinks, the facts of an open file
-//! read from its descriptor (not its path, which may have changed), and the pid-file lock.
+//! Files the daemon must not be fooled by: opens that refuse symlinks or show each one on the
+//! way to the caller's rule, the facts of an open file read from its descriptor (not its path,
+//! which may have changed), and the pid-file lock.
 
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
@@ -63,16 +64,6 @@ pub fn open_no_follow(path: &Path) -> io::Result<(File, FileFacts)> {
     open_no_follow_at(AT_CWD, path.as_os_str())
 }
 
-/// Opens for reading, following symlinks (only after the link itself was checked).
-pub fn open_following(path: &Path) -> io::Result<(File, FileFacts)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let facts = facts_of(&file)?;
-    Ok((file, facts))
-}
-
 /// The facts of a path itself (a symlink is not followed).
 pub fn link_facts(path: &Path) -> io::Result<FileFacts> {
     stat::lstat(path)
@@ -85,12 +76,230 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 
+/// The most symlinks one [`open_walked`] follows, as the kernel's own path lookup (`ELOOP`
+/// past it).
+pub const MAX_LINKS: usize = 40;
+
+/// What [`open_walked`] meets on its way, shown to the caller's rule before the walk goes on:
+/// a symlink it is about to follow or a directory it is about to go through (`facts`, from the
+/// descriptor that holds it), and where (`at`: the path as resolved so far, this name last).
+#[derive(Debug, Clone, Copy)]
+pub struct Met<'a> {
+    pub at: &'a Path,
+    pub facts: FileFacts,
+}
+
+/// A file [`open_walked`] opened: the file, its facts, and the path it was found at once
+/// every symlink was followed.
+#[derive(Debug)]
+pub struct Walked {
+    pub file: File,
+    pub facts: FileFacts,
+    pub resolved: PathBuf,
+}
+
+/// Why [`open_walked`] did not open the file.
+#[derive(Debug)]
+pub enum WalkError<E> {
+    /// The caller's rule refused a link or a directory on the way.
+    Refused(E),
+    Io(io::Error),
+}
+
+impl<E> From<io::Error> for WalkError<E> {
+    fn from(e: io::Error) -> Self {
+        WalkError::Io(e)
+    }
+}
+
+impl<E> From<nix::errno::Errno> for WalkError<E> {
+    fn from(e: nix::errno::Errno) -> Self {
+        WalkError::Io(e.into())
+    }
+}
+
+/// Opens `path` for reading as [`open_no_follow_at`] does, resolving it one component at a
+/// time as the kernel would, but showing `rule` every directory it goes through (the first
+/// one, `/` or the working directory, too) and every symlink before it is followed, each
+/// from a descriptor that holds it (`O_PATH | O_NOFOLLOW`: a link read with `readlinkat` is
+/// the link that was shown). A link the rule refuses is not followed, and the open ends
+/// there. At most [`MAX_LINKS`] links are followed.
+///
+/// Why each link and not only the last: following the path in one `open` trusts whoever owns
+/// any link on the way, and the owner of a link chooses where the rest of the path leads.
+pub fn open_walked<E>(
+    path: &Path,
+    rule: &mut dyn FnMut(Met<'_>) -> Result<(), E>,
+) -> Result<Walked, WalkError<E>> {
+    let (start, at) = match path.is_absolute() {
+        true => ("/", PathBuf::from("/")),
+        false => (".", PathBuf::new()),
+    };
+    let mut walk = Walk {
+        dir: fcntl::openat(AT_CWD, start, Walk::DIR, Mode::empty())?,
+        at,
+        rest: std::collections::VecDeque::new(),
+        links: 0,
+    };
+    walk.check_dir(rule)?;
+    walk.go_to(path, rule)?;
+    while let Some(component) = walk.rest.pop_front() {
+        use std::path::Component;
+        match Path::new(&component).components().next() {
+            Some(Component::Normal(name)) => {
+                if let Some(found) = walk.step(name, rule)? {
+                    return Ok(found);
+                }
+            }
+            Some(Component::ParentDir) => walk.enter(OsStr::new(".."), None, rule)?,
+            _ => {}
+        }
+    }
+    Err(WalkError::Io(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{}: not a path to a file", path.display()),
+    )))
+}
+
+/// Where [`open_walked`] is: the directory it is in, its path as resolved so far, the
+/// components still to go, and how many links it followed.
+struct Walk {
+    dir: OwnedFd,
+    at: PathBuf,
+    rest: std::collections::VecDeque<std::ffi::OsString>,
+    links: usize,
+}
+
+impl Walk {
+    const DIR: OFlag = OFlag::O_PATH
+        .union(OFlag::O_DIRECTORY)
+        .union(OFlag::O_NOFOLLOW)
+        .union(OFlag::O_CLOEXEC);
+    const HOLD: OFlag = OFlag::O_PATH
+        .union(OFlag::O_NOFOLLOW)
+        .union(OFlag::O_CLOEXEC);
+
+    /// Puts `path`'s components in front of those still to go: from `/` for an absolute link
+    /// target (`/` shown to the rule again), else from where the walk is (a relative target
+    /// is relative to the link's directory).
+    fn go_to<E>(
+        &mut self,
+        path: &Path,
+        rule: &mut dyn FnMut(Met<'_>) -> Result<(), E>,
+    ) -> Result<(), WalkError<E>> {
+        if path.is_absolute() && self.at != Path::new("/") {
+            self.dir = fcntl::openat(AT_CWD, "/", Self::DIR, Mode::empty())?;
+            self.at = PathBuf::from("/");
+            self.check_dir(rule)?;
+        }
+        let names = path.components().filter(|c| c.as_os_str() != "/");
+        for (i, name) in names.enumerate() {
+            self.rest.insert(i, name.as_os_str().to_os_string());
+        }
+        Ok(())
+    }
+
+    /// Shows the rule the directory the walk is in.
+    fn check_dir<E>(
+        &self,
+        rule: &mut dyn FnMut(Met<'_>) -> Result<(), E>,
+    ) -> Result<(), WalkError<E>> {
+        let facts = facts_of(&self.dir)?;
+        rule(Met {
+            at: &self.at,
+            facts,
+        })
+        .map_err(WalkError::Refused)
+    }
+
+    /// Goes into the directory `name`, held by `held` (`None`: `..`, opened here), which the
+    /// rule is shown.
+    fn enter<E>(
+        &mut self,
+        name: &OsStr,
+        held: Option<OwnedFd>,
+        rule: &mut dyn FnMut(Met<'_>) -> Result<(), E>,
+    ) -> Result<(), WalkError<E>> {
+        match held {
+            Some(fd) => {
+                self.dir = fd;
+                self.at.push(name);
+            }
+            None => {
+                self.dir = fcntl::openat(&self.dir, name, Self::DIR, Mode::empty())?;
+                self.at.pop();
+            }
+        }
+        self.check_dir(rule)
+    }
+
+    /// One name: the file itself when it is the last and not a link (returned), else a
+    /// directory gone into or a link followed.
+    fn step<E>(
+        &mut self,
+        name: &OsStr,
+        rule: &mut dyn FnMut(Met<'_>) -> Result<(), E>,
+    ) -> Result<Option<Walked>, WalkError<E>> {
+        if self.rest.is_empty() {
+            match open_no_follow_at(&self.dir, name) {
+                Ok((file, facts)) => {
+                    let resolved = self.at.join(name);
+                    return Ok(Some(Walked {
+                        file,
+                        facts,
+                        resolved,
+                    }));
+                }
+                Err(e) if is_symlink_refusal(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let held = fcntl::openat(&self.dir, name, Self::HOLD, Mode::empty())?;
+        let facts = facts_of(&held)?;
+        match facts.kind {
+            FileKind::Symlink => self.follow(name, held, facts, rule)?,
+            FileKind::Directory => self.enter(name, Some(held), rule)?,
+            // Replaced since the open above: looked at again, as a link followed.
+            _ if self.rest.is_empty() => {
+                self.count_link()?;
+                self.rest.push_front(name.to_os_string());
+            }
+            _ => return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
+        }
+        Ok(None)
+    }
+
+    /// Follows the link `name`, held by `held`, once the rule has accepted it.
+    fn follow<E>(
+        &mut self,
+        name: &OsStr,
+        held: OwnedFd,
+        facts: FileFacts,
+        rule: &mut dyn FnMut(Met<'_>) -> Result<(), E>,
+    ) -> Result<(), WalkError<E>> {
+        let at = self.at.join(name);
+        rule(Met { at: &at, facts }).map_err(WalkError::Refused)?;
+        self.count_link()?;
+        // An empty name reads the link the descriptor holds (Linux 2.6.39).
+        let target = fcntl::readlinkat(&held, "")?;
+        self.go_to(Path::new(&target), rule)
+    }
+
+    fn count_link(&mut self) -> io::Result<()> {
+        self.links += 1;
+        if self.links > MAX_LINKS {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        Ok(())
+    }
+}
+
 /// What the last directory of a path given to [`open_checked_dir`] must be, besides what every
 /// directory on the path must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LastDir {
     /// The daemon's own (the state directory): owned by `owner` and writable by no one else,
-    /// sticky or not; with `make`, made (mode 0755) if it is missing.
+    /// sticky or not; with `make`, made (mode 0700) if it is missing.
     Own { make: bool },
     /// A directory the daemon puts a name in (the metrics socket's): as every other one.
     Holder,
@@ -129,7 +338,7 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
         is_last = components.peek().is_none();
         let opened = match fcntl::openat(&dir, name, flags, Mode::empty()) {
             Err(nix::errno::Errno::ENOENT) if is_last && last == (LastDir::Own { make: true }) => {
-                match stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o755)) {
+                match stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o700)) {
                     Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
                     Err(e) => return Err(refuse(&at, io::Error::from(e).to_string())),
                 }
@@ -154,6 +363,14 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
                     format!("{}: no such directory", at.display()),
                 ));
             }
+            Err(e @ nix::errno::Errno::EACCES) => {
+                // Someone else's, shut to us: the rule's reason says more than EACCES.
+                if let Ok(st) = stat::fstatat(&dir, name, fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    let facts = FileFacts::from_stat(&st);
+                    check_facts(&facts, &at, owner, is_last.then_some(last))?;
+                }
+                return Err(refuse(&at, io::Error::from(e).to_string()));
+            }
             Err(e) => return Err(refuse(&at, io::Error::from(e).to_string())),
         };
         check_dir(&dir, &at, owner, is_last.then_some(last))?;
@@ -161,15 +378,25 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
     Ok(dir)
 }
 
+/// Sets the permission bits of the open file or directory `fd` to `mode` (`fchmod`: the file
+/// that was opened and checked, not whatever its path names now).
+pub fn set_mode(fd: &OwnedFd, mode: u32) -> io::Result<()> {
+    stat::fchmod(fd, Mode::from_bits_truncate(mode)).map_err(io::Error::from)
+}
+
 /// [`open_checked_dir`]'s rule for one directory (`last`: the rule of the last one, if it is),
 /// as [`trust::check_dir`] decides it.
 fn check_dir(dir: &OwnedFd, at: &Path, owner: Uid, last: Option<LastDir>) -> io::Result<()> {
-    let facts = facts_of(dir)?;
+    check_facts(&facts_of(dir)?, at, owner, last)
+}
+
+/// [`check_dir`] on the facts of a directory at `at`.
+fn check_facts(facts: &FileFacts, at: &Path, owner: Uid, last: Option<LastDir>) -> io::Result<()> {
     let which = match last {
         Some(LastDir::Own { .. }) => trust::Dir::Own,
         _ => trust::Dir::Other,
     };
-    trust::check_dir(&facts, owner, which)
+    trust::check_dir(facts, owner, which)
         .map_err(|why| io::Error::other(format!("{}: {why}", at.display())))
 }
 
@@ -288,6 +515,65 @@ pub fn create_marker(path: &Path) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Follows `path` with a rule that refuses the link or directory at `refuse` and records
+    /// what it was shown.
+    fn walk(path: &Path, refuse: &Path) -> (Result<Walked, WalkError<PathBuf>>, Vec<PathBuf>) {
+        let mut shown = Vec::new();
+        let mut rule = |met: Met<'_>| {
+            shown.push(met.at.to_path_buf());
+            match met.at == refuse {
+                true => Err(met.at.to_path_buf()),
+                false => Ok(()),
+            }
+        };
+        let walked = open_walked(path, &mut rule);
+        (walked, shown)
+    }
+
+    #[test]
+    fn a_walk_shows_the_rule_every_link_and_directory_and_stops_at_a_refused_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("real/sub")).unwrap();
+        std::fs::write(base.join("real/file"), b"found").unwrap();
+        // abs -> BASE/mid/sub/up (absolute), mid -> real (relative), real/sub/up -> ../file.
+        std::os::unix::fs::symlink("real", base.join("mid")).unwrap();
+        std::os::unix::fs::symlink("../file", base.join("real/sub/up")).unwrap();
+        std::os::unix::fs::symlink(base.join("mid/sub/up"), base.join("abs")).unwrap();
+        let (walked, shown) = walk(&base.join("abs"), Path::new("/nowhere"));
+        let walked = walked.map_err(|_| "refused").unwrap();
+        assert_eq!(walked.resolved, base.join("real/file"));
+        assert_eq!(walked.facts.kind, FileKind::Regular);
+        assert_eq!(std::io::read_to_string(walked.file).unwrap(), "found");
+        for expected in ["abs", "mid", "real", "real/sub", "real/sub/up"] {
+            assert!(
+                shown.contains(&base.join(expected)),
+                "{expected}: {shown:?}"
+            );
+        }
+        assert_eq!(shown.first().map(PathBuf::as_path), Some(Path::new("/")));
+        // Refused: the link in the middle, and the directory its target is.
+        for refused in [base.join("mid"), base.join("real/sub")] {
+            let (walked, _) = walk(&base.join("abs"), &refused);
+            assert!(matches!(walked, Err(WalkError::Refused(at)) if at == refused));
+        }
+        // A file that is not there, and links that lead to each other.
+        let (walked, _) = walk(&base.join("real/none"), Path::new("/nowhere"));
+        assert!(matches!(walked, Err(WalkError::Io(e)) if e.kind() == io::ErrorKind::NotFound));
+        std::os::unix::fs::symlink("loop2", base.join("loop1")).unwrap();
+        std::os::unix::fs::symlink("loop1", base.join("loop2")).unwrap();
+        let (walked, shown) = walk(&base.join("loop1"), Path::new("/nowhere"));
+        assert!(matches!(walked, Err(WalkError::Io(e)) if e.raw_os_error() == Some(libc::ELOOP)));
+        let links = (shown.iter())
+            .filter(|p| p.parent() == Some(&base) && p.to_string_lossy().contains("/loop"))
+            .count();
+        assert_eq!(
+            links,
+            MAX_LINKS + 1,
+            "one past the bound is shown, then ELOOP"
+        );
+    }
 
     #[test]
     fn a_rename_through_a_path_only_descriptor_replaces_the_file_and_syncs() {

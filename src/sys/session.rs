@@ -5,7 +5,9 @@
 //! through a pidfd, checked again once the pidfd pins the process, so a pid reused between the
 //! look and the signal is never hit. The processes running the daemon's own executable (the
 //! job child itself, its PAM-session child, the stdin writer) are left alone: they report the
-//! job's end and exit when the job has.
+//! job's end and exit when the job has. That /proc must be this PID namespace's ([`proc_view`]);
+//! where it is another's, the daemon signals each job child's process group instead
+//! (`daemon::stop`).
 
 use std::collections::HashSet;
 use std::io;
@@ -24,6 +26,31 @@ pub fn group_and_session(stat: &str) -> Option<(i32, i32)> {
     let pgrp = fields.nth(2)?.parse().ok()?;
     let session = fields.next()?.parse().ok()?;
     Some((pgrp, session))
+}
+
+/// Whose processes /proc shows.
+#[derive(Debug)]
+pub enum ProcView {
+    /// This process's PID namespace's: /proc/self is this process's pid.
+    Own,
+    /// Another PID namespace's (an ancestor's, as under `unshare --pid --fork` without
+    /// `--mount-proc`): /proc/self names this process by `shown`, its pid there. The pids,
+    /// groups and sessions read there are not the ones this process signals.
+    Foreign { shown: String },
+    /// /proc/self can't be read: no /proc, or one where this process has no pid.
+    Unreadable(io::Error),
+}
+
+/// Whose processes /proc shows: [`signal_jobs`] finds the jobs' processes there only in
+/// [`ProcView::Own`].
+pub fn proc_view() -> ProcView {
+    match std::fs::read_link("/proc/self") {
+        Ok(shown) if shown.as_os_str() == std::process::id().to_string().as_str() => ProcView::Own,
+        Ok(shown) => ProcView::Foreign {
+            shown: shown.to_string_lossy().into_owned(),
+        },
+        Err(e) => ProcView::Unreadable(e),
+    }
 }
 
 fn session_of(pid: i32) -> Option<i32> {
@@ -108,6 +135,11 @@ fn pidfd_send_signal(fd: &OwnedFd, signal: i32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_proc_here_shows_this_process_by_its_own_pid() {
+        assert!(matches!(proc_view(), ProcView::Own), "{:?}", proc_view());
+    }
 
     #[test]
     fn the_stat_line_gives_group_and_session_whatever_the_command_name() {

@@ -133,6 +133,22 @@ pub fn reset_in_child() {
 /// `sigaction` between their clone and their exec, while an ignored signal would stay ignored in
 /// them. A plain `fork` (the stdin writer) keeps the handler and sees EPIPE.
 pub fn ignore_sigpipe() {
+    catch_and_do_nothing(libc::SIGPIPE);
+}
+
+/// In the job child, after [`reset_in_child`]: SIGTERM caught by a handler that does nothing,
+/// as SIGPIPE is (see [`ignore_sigpipe`]: the shell and the MTA still get its default). The
+/// graceful stop signals a job child's whole process group where it can't tell the job's
+/// processes apart (a /proc of another PID namespace, or none): the shell in it gets the
+/// signal, the job child lives on to log or mail what the job printed and report its end. A
+/// forked helper (the stdin writer, the PAM-session child) keeps the handler and ends with the
+/// job, as it would have anyway. SIGKILL still ends them all.
+pub fn survive_sigterm() {
+    catch_and_do_nothing(libc::SIGTERM);
+}
+
+/// Catches `sig` with a handler that does nothing (`SA_RESTART`).
+fn catch_and_do_nothing(sig: libc::c_int) {
     extern "C" fn nothing(_: libc::c_int) {}
     // SAFETY: the handler does nothing at all (no memory, no call), so it is sound whenever and
     // in whichever process sharing this memory it runs; `action` is a local, zeroed sigaction
@@ -142,7 +158,7 @@ pub fn ignore_sigpipe() {
         action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGPIPE, &action, std::ptr::null_mut());
+        libc::sigaction(sig, &action, std::ptr::null_mut());
     }
 }
 

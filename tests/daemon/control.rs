@@ -27,7 +27,7 @@ fn socket_of(tree: &Tree) -> PathBuf {
 }
 
 /// `cronctl --socket SOCKET ARGS` as `user` (`None`: root).
-fn cronctl(user: Option<&str>, socket: &Path, args: &[&str]) -> Output {
+pub(crate) fn cronctl(user: Option<&str>, socket: &Path, args: &[&str]) -> Output {
     let mut command = match user {
         None => Command::new(cronctl_bin()),
         Some(user) => {

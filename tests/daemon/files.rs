@@ -351,3 +351,69 @@ fn root_the_real_etc_localtime_rewritten_by_a_tzdata_upgrade_is_seen_within_the_
     // 05:01 in New York is 10:01 UTC.
     crond.wait_for_log("(root) CMD (true at five past one)", 20);
 }
+
+#[test]
+fn root_a_cron_d_reached_through_another_users_link_is_refused_until_the_link_is_roots() {
+    require_root();
+    let tree = Tree::new();
+    let other = user_with_home("cdl", &tree.path().join("out"));
+    // Root's directory of root's files, reached through the other user's link to it.
+    let real = tree.path().join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    let ran = tree.out("ran");
+    tree.write_file(
+        &real.join("job"),
+        &format!("* * * * * root echo ran > {}\n", ran.display()),
+        0o644,
+    );
+    let link = tree.path().join("blink");
+    symlink(&real, &link).expect("symlink");
+    let chown_link = |owner: &str| {
+        let status = Command::new("chown")
+            .args(["-h", owner])
+            .arg(&link)
+            .status()
+            .expect("chown -h");
+        assert!(status.success());
+    };
+    chown_link(&other.name);
+    // /etc/crontab in a directory anyone may write.
+    let open = tree.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("chmod");
+    let open_ran = tree.out("open-ran");
+    tree.write_file(
+        &open.join("crontab"),
+        &format!("* * * * * root echo ran > {}\n", open_ran.display()),
+        0o644,
+    );
+    let cron_d = link.display().to_string();
+    let system = open.join("crontab").display().to_string();
+    let crond = Crond::start(
+        &tree,
+        1,
+        &["--cron-d", &cron_d, "--system-crontab", &system],
+    );
+    let uid = uid_of_user(&other.name);
+    crond.wait_for_log(
+        &format!(
+            "(*system*job) WRONG SYMLINK OWNER ({cron_d}/job: the link {cron_d} is uid {uid}'s)"
+        ),
+        10,
+    );
+    crond.wait_for_log(
+        &format!(
+            "(*system*) INSECURE DIRECTORY (other writable, not sticky) ({system}: the directory {} has mode 0777)",
+            open.display()
+        ),
+        10,
+    );
+    // Past 10:00 and 10:01 (fake): neither ran.
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    assert!(!ran.exists(), "{}", crond.log_text());
+    assert!(!open_ran.exists(), "{}", crond.log_text());
+    // Root's link to the same directory: the file loads at the next minute's look and runs.
+    chown_link("root");
+    assert_eq!(wait_for_file(&ran, 30), "ran\n");
+}

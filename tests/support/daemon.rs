@@ -196,6 +196,16 @@ pub fn chown(path: &Path, owner: &str) {
     assert!(status.success(), "chown {owner} {}", path.display());
 }
 
+/// The uid of the user `name`, as `id -u` says it.
+pub fn uid_of_user(name: &str) -> String {
+    let out = Command::new("id")
+        .args(["-u", name])
+        .output()
+        .expect("id -u");
+    assert!(out.status.success(), "id -u {name}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn uid_of(path: &Path) -> u32 {
     fs::metadata(path).expect("stat").uid()
 }
