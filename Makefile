@@ -27,7 +27,8 @@ build-deps:
 	    fi; }
 
 # The README's test command: installs the Debian packages the tests need (as root), then
-# format, lints, the core boundary, that crond links no database code, and the whole test
+# format, lints, the core boundary, that crond links no database code, that no two modules
+# import each other, and the whole test
 # suite: both default workspace members, crond (.) and cronctl (cronctl/).
 test: deps check
 	$(CARGO) test --locked
@@ -42,6 +43,8 @@ check:
 	./.ci/core-boundary-selftest
 	./.ci/doc-tests-exist
 	./.ci/crond-links-no-db
+	./.ci/module-cycles
+	./.ci/module-cycles-selftest
 	./.ci/repo-small
 
 # Benchmarks are not tests: criterion lives in its own crate so `cargo test` never builds it.

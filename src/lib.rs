@@ -52,6 +52,7 @@ pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
+pub(crate) mod trust;
 pub mod types;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::conn::{Connect, Connection};
 use crate::cluster::conninfo::{self, ConnInfo};
-use crate::database::trust;
 use crate::sys::fs::open_no_follow;
 use crate::sys::user::{User, effective_uid};
+use crate::trust;
 
 /// How long one statement may take on the server (`statement_timeout`, sent by the client at
 /// login); the client's own deadline for a call is a second longer.

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 
 use super::Error;
 use super::cli::Options;
-use crate::database::{SourceKey, trust};
+use crate::database::SourceKey;
 use crate::job::env::{self, TooMuch, Vars};
 use crate::sys::fs::{self, LastDir};
 use crate::sys::user::{self, Uid, User};
+use crate::trust;
 
 /// Where `--crontab` mode keeps its pid file, @reboot marker and state without `--state-dir`:
 /// under `$XDG_RUNTIME_DIR` (a user's own tmpfs, emptied at boot) when it is an absolute path;

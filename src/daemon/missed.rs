@@ -22,9 +22,9 @@ use std::path::Path;
 
 use jiff::Timestamp;
 
-use crate::database::trust;
 use crate::sys::fs;
 use crate::timeline::UtcMinute;
+use crate::trust;
 
 /// The file's name in the state directory.
 pub(super) const FILE: &str = "handled";

@@ -2,7 +2,7 @@
 //! then one single-threaded `poll` loop, the reactor (`reactor.rs`), over the descriptors of
 //! its owners — the scheduler, the sources, the cluster link, the metrics server, the control
 //! socket — which keep their state private and act through one effects interface
-//! (docs/daemon.md). Decisions are made by the pure parts (`timeline`, `database::trust`, the
+//! (docs/daemon.md). Decisions are made by the pure parts (`timeline`, `trust`, the
 //! daemon's tables); the owners carry them out with the time the reactor reads once per turn.
 
 pub mod cli;

@@ -10,7 +10,6 @@
 
 pub mod entries;
 pub mod names;
-pub mod trust;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
@@ -23,7 +22,7 @@ use crate::log::printable;
 use crate::schedule::Zone;
 use crate::sys::fs::{self, FileKind, WalkError};
 use crate::sys::user::{Uid, User};
-use trust::{Kind, Refusal};
+use crate::trust::{self, Kind, Refusal};
 
 /// Where the crontabs are.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{self, Flock, FlockArg, OFlag};
 use nix::sys::stat::{self, FileStat, Mode, SFlag};
 
-use crate::database::trust;
+use crate::trust;
 use crate::types::{Gid, Uid};
 
 pub use crate::types::{FileFacts, FileKind};

@@ -1,5 +1,5 @@
 //! Whether a file may be trusted, decided purely from the facts `sys` read off the open
-//! descriptor: a crontab file (DESIGN §3, Debian's checks, research §1.3 and §2.8), the daemon's
+//! descriptor: a crontab file (Debian's checks: docs/design.md §3), the daemon's
 //! state file and the directories on the way to it, and a secret file cronctl reads (a
 //! passfile, a TLS client key). Pure: no syscalls here.
 
