@@ -1378,6 +1378,13 @@ mod tests {
         }
 
         fn play(acts: &[Act]) -> Result<(), TestCaseError> {
+            // Other tests of this process install signal handlers and start children: a
+            // signal taken on this thread would end a poll early (EINTR, nothing ready), a turn
+            // of the loop would see nothing, and the harness's clock would move past deadlines
+            // the real loop would not have slept through. Blocked here, they go to another
+            // thread.
+            use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
+            pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None).unwrap();
             let (mut s, path, private, _dir) = two_sockets();
             let mut clients: Vec<Client> = Vec::new();
             let mut half_closed: Vec<bool> = Vec::new();
