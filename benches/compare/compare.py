@@ -124,7 +124,7 @@ def proactive_reclaim():
     """What DAMON is set to page out on this machine, if anything: a kdamond that is on with
     a `pageout` scheme evicts page-cache pages that have gone unused for a while, without any
     memory pressure. Pages no process maps (the files PAM reads with read(), code a job child
-    ran before it exited, and crond's own code it unmapped after a load) are then read from
+    ran before it exited) are then read from
     disk again by the next job after an idle minute: the "1 due" and "first start" rows
     include those reads. None when nothing is set up (or the interface is absent)."""
     root = "/sys/kernel/mm/damon/admin/kdamonds"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Job-output benchmark (issue 4) on the real job child: the real crond runs one @reboot job
+# Job-output benchmark on the real job child: the real crond runs one @reboot job
 # printing SIZE bytes (default 1 GiB) with `-m` set to a command that counts the body it
 # receives and, once it has read everything, copies its parent's VmHWM (the job child's peak
 # RSS so far: capture, spill and the whole mail stream) from /proc. Prints both. Not a test:

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Output-capture benchmark (issue 4): a job printing SIZE bytes (default 1 GiB) captured by
-# crond::output and mailed through a byte-counting -m command; prints the byte count and the
+# Output-capture benchmark: a job printing SIZE bytes (default 1 GiB) captured by
+# crond::job::output and mailed through a byte-counting -m command; prints the byte count and the
 # capturing process's peak RSS from /proc/self/status (VmHWM). Not part of `cargo test`.
 #   benches/output/run.sh [SIZE]
 set -eu
