@@ -1,4 +1,4 @@
-//! Every compiled-in default path, in one place (DESIGN §2): the daemon, crontab(1) and the
+//! Every compiled-in default path, in one place (docs/design.md §2): the daemon, crontab(1) and the
 //! mailer take their defaults from here, and each can be overridden on the daemon's command
 //! line (crontab(1) honours its overrides only without setgid privilege). Constants only: no
 //! file is opened here.

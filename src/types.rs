@@ -5,7 +5,7 @@
 //! uid does not mean importing the module that talks to the kernel.
 //!
 //! Pure: data and formatting only; the functions that read these from the system are in `sys`.
-//! Kernel ids are newtypes so a uid can't be passed where a gid is expected (STYLE §3).
+//! Kernel ids are newtypes so a uid can't be passed where a gid is expected.
 
 #![forbid(unsafe_code)]
 

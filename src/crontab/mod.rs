@@ -9,7 +9,7 @@
 //! `@`-special, then the command) and the system format of `/etc/crontab` and `/etc/cron.d/*`
 //! (a user name between the time fields and the command).
 //!
-//! Rules, where they differ from Debian's cron (DESIGN §6):
+//! Rules, where they differ from Debian's cron (docs/design.md §6):
 //! * a bad line is reported and skipped; every other line still loads (Debian drops the whole
 //!   file, which silently stops all of a user's jobs);
 //! * a missing final newline is a warning, not a reason to ignore the file;

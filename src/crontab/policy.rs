@@ -1,4 +1,4 @@
-//! The extensions' variables (DESIGN §8, crontab.5 "Extensions"): like `CRON_TZ` and
+//! The extensions' variables (docs/design.md §8, crontab.5 "Extensions"): like `CRON_TZ` and
 //! `RANDOM_DELAY`, each applies to the entries below it, and a file without them means what it
 //! means to Debian's cron.
 //!

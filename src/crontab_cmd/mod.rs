@@ -2,8 +2,8 @@
 //! user's crontab in the spool directory, from a setgid binary.
 //!
 //! The binary is one call to [`crontab_main`]: argv is parsed into [`Options`] ([`cli`]), and
-//! everything else is here too, so tests reach every behaviour. The privilege rules (DESIGN §1,
-//! §2, docs/crontab-security.md): the group privilege is lowered before anything but parsing
+//! everything else is here too, so tests reach every behaviour. The privilege rules (docs/design.md
+//! §1, §2, docs/crontab-security.md): the group privilege is lowered before anything but parsing
 //! argv, and held only around spool operations ([`Privilege::with_group`]); a privileged process
 //! ignores every path override; only VISUAL, EDITOR, TMPDIR and CRONTAB_NOHEADER are read from
 //! the environment; a

@@ -3,8 +3,8 @@
 //! the defaults fill them is `daemon/options.rs`. Pure: no syscalls, no environment; the paths
 //! are made absolute and checked later, by `daemon::run`.
 //!
-//! Flags (DESIGN §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`; and
-//! the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
+//! Flags (docs/design.md §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`;
+//! and the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
 //! --sendmail --localtime`, plus `--log syslog|stderr|both`, `--max-output SIZE` (bytes, or with a
 //! K, M or G suffix, binary; 0: no limit), `--no-pam` and `--pam-dir DIR`; for containers
 //! `--crontab FILE` (repeatable: user-format files run as the daemon's own user, instead of the

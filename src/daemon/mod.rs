@@ -1,4 +1,4 @@
-//! The daemon (DESIGN §1, §2 "Shell"): start-up (root check, pid-file lock, daemonizing),
+//! The daemon (docs/design.md §1, §2 "Shell"): start-up (root check, pid-file lock, daemonizing),
 //! then one single-threaded `poll` loop, the reactor (`reactor.rs`), over the descriptors of
 //! its owners — the scheduler, the sources, the cluster link, the metrics server, the control
 //! socket — which keep their state private and act through one effects interface

@@ -1,12 +1,12 @@
-//! The database of lists (DESIGN §1): one source per crontab file — each user's file in the
+//! The database of lists (docs/design.md §1): one source per crontab file — each user's file in the
 //! spool directory, /etc/crontab, each file in /etc/cron.d whose name passes the run-parts rule;
 //! or, in `--crontab` mode, only the files named (user format, run as the daemon's own user).
 //!
 //! The decisions are pure ([`trust`], [`names`], and `crontab::parse`); this module is the thin
 //! shell that lists directories, opens each file with `O_NOFOLLOW` (a system or `--crontab`
 //! file by a walk that shows the trust rule every link and directory on the way), checks it
-//! from the open descriptor, reads and parses it. What a load found is returned as data ([`Outcome`]); the
-//! daemon logs it and updates its agenda. Nothing here runs jobs or keeps time.
+//! from the open descriptor, reads and parses it. What a load found is returned as data
+//! ([`Outcome`]); the daemon logs it and updates its agenda. Nothing here runs jobs or keeps time.
 
 pub mod entries;
 pub mod names;

@@ -1,6 +1,6 @@
-//! The environment a job runs with (DESIGN §3): Debian's defaults, the user's passwd entry, the
-//! daemon's variables that `--keep-env` keeps, then the crontab's variables above the entry; and
-//! which of the daemon's variables `--keep-env` keeps ([`kept`]), and the user a uid with no
+//! The environment a job runs with (docs/design.md §3): Debian's defaults, the user's passwd entry,
+//! the daemon's variables that `--keep-env` keeps, then the crontab's variables above the entry;
+//! and which of the daemon's variables `--keep-env` keeps ([`kept`]), and the user a uid with no
 //! passwd entry runs as ([`user_without_passwd`]). Pure: it reads neither the process's
 //! environment nor passwd (the daemon passes what it read at start, the job child the user it
 //! looked up and, with `-P`, the daemon's PATH), and it sets nothing.
@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use crate::crontab::Env;
 use crate::types::{Gid, Uid, User};
 
-/// Debian's default PATH for jobs (DESIGN §3).
+/// Debian's default PATH for jobs (docs/design.md §3).
 pub const DEFAULT_PATH: &[u8] = b"/usr/bin:/bin";
 
-/// The job's environment (DESIGN §3): the PAM environment `pam` (pam_env's /etc/environment
+/// The job's environment (docs/design.md §3): the PAM environment `pam` (pam_env's /etc/environment
 /// and /etc/default/locale; empty without PAM) at the bottom, as Debian puts it; over it
 /// SHELL=/bin/sh, PATH=/usr/bin:/bin (or the daemon's with `-P`), HOME, LOGNAME and USER from
 /// passwd; over those the daemon's variables that `--keep-env` keeps (`kept`, from [`kept`]:

@@ -1,5 +1,5 @@
-//! The job child (DESIGN §5, §6): the daemon forks one per job ([`start`]); it stays root for
-//! the job's life, as Vixie's, Debian's and cronie's do, and holds the PAM session
+//! The job child (docs/design.md §5, §6): the daemon forks one per job ([`start`]); it stays root
+//! for the job's life, as Vixie's, Debian's and cronie's do, and holds the PAM session
 //! (`session`); there is no second copy of the daemon per job. It lives in three phases.
 //! **Prepare**: reset signals, close the daemon's descriptors, log as `CRON` from then on, take
 //! the user and its ids (`as_user::Credentials`, groups included) as the daemon looked them up
@@ -94,7 +94,7 @@ pub struct PamSetup {
 pub enum OutputTo {
     /// cronie's `-s`: one `CMDOUT` log line per line of output.
     Syslog,
-    /// Mail (DESIGN §6).
+    /// Mail (docs/design.md §6).
     Mail(MailSetup),
 }
 

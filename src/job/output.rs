@@ -1,7 +1,7 @@
-//! A job's merged stdout+stderr, captured while it runs (DESIGN §5, §6): the first 64 KiB stay
-//! in memory, the rest spills to an anonymous temporary file (`sys::tmpfile`), so a job printing
-//! gigabytes keeps the job child at a fixed, small size and nothing is lost. The file has no
-//! name: the disk space is visible only while the job child holds it.
+//! A job's merged stdout+stderr, captured while it runs (docs/design.md §5, §6): the first 64 KiB
+//! stay in memory, the rest spills to an anonymous temporary file (`sys::tmpfile`), so a job
+//! printing gigabytes keeps the job child at a fixed, small size and nothing is lost. The file has
+//! no name: the disk space is visible only while the job child holds it.
 //!
 //! Carriage returns are dropped as cronie does (cronie PR #42, 2019: every `\r` byte read from
 //! the job is skipped before it is counted, mailed or logged), so output that was only `\r`

@@ -2,9 +2,9 @@
 //! with stdout and stderr on one pipe, the capture of that pipe (`output`), the wait for the shell
 //! and the reaping of the writer. The job child stays root; the shell is started by
 //! `sys::as_user::spawn` (vfork semantics, the user's ids taken between the clone and the exec,
-//! DESIGN §5), the writer forked and made the user the same way, so everything the job creates
-//! belongs to its user. The job child reads the output as bytes only (`output`). It logs CMD
-//! and its own failures; what happens to the output is the caller's. A process that can't be
+//! docs/design.md §5), the writer forked and made the user the same way, so everything the job
+//! creates belongs to its user. The job child reads the output as bytes only (`output`). It logs
+//! CMD and its own failures; what happens to the output is the caller's. A process that can't be
 //! made at all (no free process) is [`ShellFailure::Retry`], logged by nobody here: the daemon
 //! counts it with its own fork failures and runs the job again.
 //!
@@ -325,11 +325,11 @@ fn signal_group(signaller: Signaller<'_>, shell_pid: u32, action: Action, second
 }
 
 /// After the job has ended (its shell exited before the limit): keeps `CRON_TIMEOUT` on what the
-/// shell left in its process group. Looks every [`GROUP_CHECK_MS`](super::time_limit::GROUP_CHECK_MS)
-/// whether the group is empty, and returns then; at the limit sends SIGTERM to what is left,
-/// and SIGKILL after the grace, each logged as for a shell that ran to the limit. Returns
-/// whether the limit was reached. The signals go as the job's user (`creds`), so what they can
-/// reach is the user's own.
+/// shell left in its process group. Looks every
+/// [`GROUP_CHECK_MS`](super::time_limit::GROUP_CHECK_MS) whether the group is empty, and returns
+/// then; at the limit sends SIGTERM to what is left, and SIGKILL after the grace, each logged as
+/// for a shell that ran to the limit. Returns whether the limit was reached. The signals go as the
+/// job's user (`creds`), so what they can reach is the user's own.
 pub(super) fn watch_left_group(
     spec: &JobSpec,
     log: Log,

@@ -1,4 +1,4 @@
-//! The job's standard input (DESIGN §5): the text after the first unescaped `%` goes to the
+//! The job's standard input (docs/design.md §5): the text after the first unescaped `%` goes to the
 //! shell through a pipe written by a separate process that writes and exits, as Vixie's
 //! "wicked uncle ernie" does. A pipe holds 64 KiB; if the job child wrote a larger text itself,
 //! a job that never reads stdin would block it forever (and with it the output capture and the

@@ -20,7 +20,7 @@
 //!   date", exactly as Debian documents in crontab(5) LIMITATIONS.
 //! * **The class** ([`Class`]): a *wildcard* entry has its minute or hour field starred (or is
 //!   `@hourly`); every other entry is *fixed-time*. The DST and clock-step rules treat the two
-//!   differently (DESIGN §4).
+//!   differently (docs/design.md §4).
 //!
 //! # Where Debian and cronie disagree, and what we chose
 //!
@@ -41,7 +41,7 @@
 //! * A field with a step larger than its range (`*/90` in minutes) is accepted as in Debian (it
 //!   selects only the first value).
 //!
-//! # Fire times and daylight saving (DESIGN §4)
+//! # Fire times and daylight saving (docs/design.md §4)
 //!
 //! The local minutes that match are turned into instants by the rule in `next.rs`: a fixed-time
 //! entry fires when the wall clock first reaches a matching minute (so a minute inside a

@@ -1,4 +1,4 @@
-//! Next fire time in a zone, with the DST rule of DESIGN §4.
+//! Next fire time in a zone, with the DST rule of docs/design.md §4.
 //!
 //! Pure: the instant to start from is an argument.
 //!

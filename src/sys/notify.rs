@@ -5,7 +5,7 @@
 //!
 //! It must not fail the daemon: without `$NOTIFY_SOCKET` (not started by systemd, or `-f` from
 //! a shell) every call is a no-op that reports `Ok(false)`. It does not unset the variable; jobs
-//! never see it because the job child builds a clean environment (DESIGN §3).
+//! never see it because the job child builds a clean environment (docs/design.md §3).
 
 use std::ffi::OsStr;
 use std::io;

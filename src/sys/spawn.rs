@@ -35,7 +35,7 @@ pub enum Forked {
 /// single-threaded process is an exact copy with no lock held by a vanished thread, so it may
 /// call anything (NSS lookups, malloc); a child of a threaded one may not, and the daemon's
 /// children do. Where /proc can't be read the count is unknown and the fork goes ahead: the
-/// daemon starts no threads (DESIGN §2), and this check is what keeps that so.
+/// daemon starts no threads (docs/design.md §2), and this check is what keeps that so.
 pub fn fork_single_threaded() -> io::Result<Forked> {
     if let Some(n) = thread_count().filter(|&n| n != 1) {
         return Err(io::Error::other(format!(

@@ -1,4 +1,4 @@
-//! The minute loop's decisions as a pure function (DESIGN §4, STYLE §2): given where the
+//! The minute loop's decisions as a pure function (docs/design.md §4): given where the
 //! scheduler's clocks stand and the wall-clock minute now, which fire times to run, skip or
 //! coalesce. Pure: no clock reads, no syscalls; the daemon reads the clock and carries the plan out on
 //! an [`Agenda`] inside a [`Cycle`] (the agenda, the jobs and the queue of due jobs), and the
@@ -18,7 +18,8 @@
 //! | beyond ±180 | start afresh: the virtual clock is set to now and this minute runs |
 //!
 //! A fixed-time entry that was due several times in a 6…180-minute jump runs once, not once per
-//! missed time (DESIGN §4 "catch up the fixed-time entries once"; Debian runs each missed time).
+//! missed time (docs/design.md §4 "catch up the fixed-time entries once"; Debian runs each
+//! missed time).
 //!
 //! The two classes keep separate cursors (the last minute handled for each): fixed-time
 //! entries follow the virtual clock, wildcard entries the wall clock when it went back.

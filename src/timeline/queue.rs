@@ -1,6 +1,6 @@
-//! The due jobs (DESIGN §1). Jobs start in the order they became due while the current minute
-//! has time left; what is not started before the next boundary stays first in line for the next
-//! cycle (and the daemon logs it). Nothing is dropped and nothing is handed out twice: `next`
+//! The due jobs (docs/design.md §1). Jobs start in the order they became due while the current
+//! minute has time left; what is not started before the next boundary stays first in line for the
+//! next cycle (and the daemon logs it). Nothing is dropped and nothing is handed out twice: `next`
 //! moves a job out of the queue.
 //!
 //! A job may also have to wait: cronie's RANDOM_DELAY gives it a start time later in (or after)

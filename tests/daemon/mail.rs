@@ -1,5 +1,5 @@
-//! The real `crond` runs a user's job and its output leaves the job child the way DESIGN §5–§6
-//! say: mailed through the real MTA (exim4's /usr/sbin/sendmail, read back from
+//! The real `crond` runs a user's job and its output leaves the job child the way docs/design.md
+//! §5–§6 say: mailed through the real MTA (exim4's /usr/sbin/sendmail, read back from
 //! /var/mail/USER) with Debian's headers and the exact body, the exit status in the subject,
 //! nothing for MAILTO="", refused for an unsafe MAILTO; logged as CMDOUT lines with `-s` or
 //! when there is no MTA; every byte of a large output handed to a `-m` command; the `%` text

@@ -2,8 +2,8 @@
 //!
 //! `Schedule::next_after` is checked against a brute-force walk over UTC minutes that knows
 //! nothing of `next.rs`: it asks jiff for the offset of each instant and whether a wall-clock
-//! time is ambiguous, asks the schedule only `matches`, and applies the rule of DESIGN §4 as
-//! written there (a fixed-time entry fires once at the end of a gap that swallowed one of its
+//! time is ambiguous, asks the schedule only `matches`, and applies the rule of docs/design.md §4
+//! as written there (a fixed-time entry fires once at the end of a gap that swallowed one of its
 //! minutes and only in the first pass of a fold; a wildcard entry never in a gap, in both passes
 //! of a fold). Two more properties check that an expression printed by `Display` parses back to
 //! the same schedule, and that a crontab entry printed by `Crontab::to_line` loads back with the
@@ -100,7 +100,7 @@ impl<'a> Oracle<'a> {
         self.transitions.get(i).copied()
     }
 
-    /// Does the entry fire at instant `t` (a minute boundary)? DESIGN §4, case by case.
+    /// Does the entry fire at instant `t` (a minute boundary)? docs/design.md §4, case by case.
     fn fires_at(&self, t: i64, local: DateTime) -> bool {
         if self.schedule.matches(local) {
             match self.tz.to_ambiguous_timestamp(local).offset() {

@@ -1,4 +1,4 @@
-//! The mail of a job's output (DESIGN §6): who gets it, and the header written before the
+//! The mail of a job's output (docs/design.md §6): who gets it, and the header written before the
 //! output. Pure: [`plan`] looks at the job and its output and returns either a reason not to
 //! mail or the recipients and header bytes; [`send`] (not pure) pipes them to the MTA, and the
 //! daemon reads its locale's variables for [`charset_from_locale`].

@@ -48,8 +48,8 @@ impl RunAs<'_> {
 /// hangs must not keep a job child, and its output, waiting forever).
 pub const MTA_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Plans and sends the mail for one job: the whole of DESIGN §6 in one call. `mta_env` is the
-/// environment the MTA runs with (nothing of the daemon's leaks into it; the job's environment
+/// Plans and sends the mail for one job: the whole of docs/design.md §6 in one call. `mta_env` is
+/// the environment the MTA runs with (nothing of the daemon's leaks into it; the job's environment
 /// is the natural choice, as cronie passes it).
 ///
 /// When some output was lost (the spill file failed) or dropped (past `--max-output`), the mail
