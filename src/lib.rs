@@ -4,13 +4,14 @@
 //! that acts.
 //!
 //! * Core (pure: no clock reads, no syscalls, no files; a file is core when its module header
-//!   carries the marker `.ci/core-boundary` looks for, and that script checks each): [`types`] (the
-//! ids, file facts and log level   both sides name), [`hash`] (FNV-1a), [`schedule`] (time fields,
-//! fire times,   DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and the heaps
-//! of next   fire times, and [`timeline::queue`]: due jobs and the cycle deadline),
-//! [`crontab_cmd::access`]   (cron.allow/deny), [`metrics`] (the daemon's counters and their text),
-//! [`control`] (the   control socket's requests, who may see which entry, and the answers of
-//! `cronctl list`,   `run`, `status`).
+//!   carries the marker `.ci/core-boundary` looks for, and that script checks each): [`types`]
+//!   (the ids, file facts and log level both sides name), [`hash`] (FNV-1a), [`schedule`] (time
+//!   fields, fire times, DST), [`crontab`] (the file format), [`timeline`] (clock-step rules and
+//!   the heaps of next fire times, and [`timeline::queue`]: due jobs and the cycle deadline),
+//!   [`trust`] (which files and directories to trust, from their facts),
+//!   [`crontab_cmd::access`] (cron.allow/deny), [`metrics`] (the daemon's counters and their
+//!   text), [`control`] (the control socket's requests, who may see which entry, and the answers
+//!   of `cronctl list`, `run`, `status`).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load, and the
 //!   entries in memory: `database::entries`), [`job`] (the job child: its stdin writer, output
 //!   capture, and `job::mail`, the mail of what a job leaves behind), [`log`] (the one
@@ -22,9 +23,9 @@
 //!   the `cronctl` package, which crond's binary does not link), and [`sys`], the only module
 //!   that calls libc.
 //! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`];
-//!   `cronctl/src/main.rs` (its own package) calls [`cronctl_main`] with the real client. Argument
-//! parsing is in the library, with its tests: `daemon::cli`,   `crontab_cmd::cli`, `cronnext::cli`,
-//! `cronctl::cli`.
+//!   `cronctl/src/main.rs` (its own package) calls [`cronctl_main`] with the real client.
+//!   Argument parsing is in the library, with its tests: `daemon::cli`, `crontab_cmd::cli`,
+//!   `cronnext::cli`, `cronctl::cli`.
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
 //! there says why it is sound.
