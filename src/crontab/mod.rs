@@ -31,7 +31,6 @@ mod address;
 mod command;
 mod diagnostic;
 mod env;
-pub mod incremental;
 pub mod packed;
 pub mod policy;
 
@@ -268,17 +267,10 @@ fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// Whether a line is neither empty nor blank nor a comment (its first byte mostly says).
-fn may_be_entry(line: &[u8]) -> bool {
-    line.iter()
-        .find(|&&b| !is_blank(b))
-        .is_some_and(|&b| b != b'#')
-}
-
 /// Parses a whole file. Never fails: what is wrong is in `errors` and `warnings`, and every good
 /// line is in `entries`.
 pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
-    let mut parser = Parser::resume(options, incremental::State::initial());
+    let mut parser = Parser::new(options);
     // The packed text is about the file's size (less its comments and user fields): room
     // for that at once rather than growing by doubling.
     parser.out.text.reserve_exact(text.len());
@@ -303,8 +295,8 @@ pub fn parse(text: &[u8], options: &mut ParseOptions<'_>) -> Crontab {
     parser.out
 }
 
-/// Whether a text holds no CR and no NUL: the lines of such a text (nearly every file, and
-/// every chunk of one) are not looked through for them one by one.
+/// Whether a text holds no CR and no NUL: the lines of such a text (nearly every file) are not
+/// looked through for them one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Clean {
     /// Neither byte in the text.
@@ -330,39 +322,20 @@ struct Parser<'o, 'z> {
     env_count: usize,
     every_count: usize,
     cluster_count: usize,
-    /// Entries loaded above the first line this parser saw (a parse resumed mid-file).
-    entries_before: usize,
     options: &'o mut ParseOptions<'z>,
 }
 
 impl<'o, 'z> Parser<'o, 'z> {
-    /// A parser that goes on from `state` (the file's start: [`incremental::State::initial`]).
-    fn resume(options: &'o mut ParseOptions<'z>, state: incremental::State) -> Parser<'o, 'z> {
+    /// A parser at the start of a file.
+    fn new(options: &'o mut ParseOptions<'z>) -> Parser<'o, 'z> {
         Parser {
-            out: Crontab {
-                env: state.env,
-                ..Crontab::default()
-            },
-            zone: state.zone,
-            random_delay: state.random_delay,
-            env_count: state.env_count,
-            every_count: state.every_count,
-            cluster_count: state.cluster_count,
-            entries_before: state.entries,
+            out: Crontab::default(),
+            zone: Ok(None),
+            random_delay: 0,
+            env_count: 0,
+            every_count: 0,
+            cluster_count: 0,
             options,
-        }
-    }
-
-    /// Where the parser stands between two lines.
-    fn state(&self) -> incremental::State {
-        incremental::State {
-            env: Arc::clone(&self.out.env),
-            zone: self.zone.clone(),
-            random_delay: self.random_delay,
-            env_count: self.env_count,
-            every_count: self.every_count,
-            cluster_count: self.cluster_count,
-            entries: self.entries_before + self.out.entries.len(),
         }
     }
 
@@ -622,7 +595,7 @@ impl<'o, 'z> Parser<'o, 'z> {
                 return;
             }
         };
-        if self.entries_before + self.out.entries.len() >= self.options.limits.max_entries {
+        if self.out.entries.len() >= self.options.limits.max_entries {
             let max = self.options.limits.max_entries;
             self.error(
                 number,

@@ -1,33 +1,21 @@
 //! The parts of loading a crontab file that the sources owner (`daemon/sources.rs`) uses to
-//! turn a parsed file into entries: the RANDOM_DELAY scale, what an incremental reload keeps
-//! ([`Kept`]), a new entry's identity for reuse ([`new_same`]), the shared owners of a file's
-//! entries ([`Owners`]) and the warning for users passwd doesn't know.
+//! turn a parsed file into entries: the RANDOM_DELAY scale, a new entry's identity for reuse
+//! ([`new_same`]), the shared owners of a file's entries ([`Owners`]) and the warning for users
+//! passwd doesn't know.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::reuse::Same;
-use crate::crontab::incremental::Fingerprint;
 use crate::crontab::{Crontab, Entry, Env};
 use crate::database::entries::{Commands, Owner};
 use crate::log::printable;
 use crate::schedule::{Schedule, Zone};
 use crate::sys::user::{Uid, User};
-use crate::timeline::EntryId;
 
 /// RANDOM_DELAY minutes times the daemon's factor, in whole seconds.
 pub(super) fn scaled_delay(minutes: u32, factor: f64) -> u32 {
     (f64::from(minutes) * 60.0 * factor) as u32
-}
-
-/// What a reload keeps of a file's old entries without parsing their lines again
-/// (`crontab::incremental`): the first and the last ones, in order; and what the next reload
-/// parses against.
-#[derive(Default)]
-pub(super) struct Kept {
-    pub(super) front: Vec<EntryId>,
-    pub(super) back: Vec<EntryId>,
-    pub(super) fingerprint: Option<Box<Fingerprint>>,
 }
 
 /// A new scheduled entry's identity (run as `user`, the file checked for `uid`), for
@@ -112,9 +100,6 @@ impl Owners {
         owner
     }
 }
-
-/// What a source was last loaded with: the fingerprint and the owner's uid.
-pub(super) type OldFingerprint = (Box<Fingerprint>, Option<Uid>);
 
 /// A system file's entries whose user passwd doesn't know: a warning at load, at the entry's
 /// line (the entry stays: it runs once the user exists, and is refused with a line naming the

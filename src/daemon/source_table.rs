@@ -8,11 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::crontab::incremental::Fingerprint;
 use crate::database::SourceKey;
 use crate::log::Level;
 use crate::timeline::EntryId;
-use crate::types::Uid;
 
 /// A loaded source.
 #[derive(Debug, Default, Clone)]
@@ -21,9 +19,6 @@ pub(super) struct Loaded {
     /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
     pub(super) entries: EntryList,
     pub(super) mtime_ns: i128,
-    /// What the next reload parses the file's new text against, with the owner it was loaded
-    /// for (`crontab::incremental`; none for a small or unclean file).
-    pub(super) fingerprint: Option<(Box<Fingerprint>, Option<Uid>)>,
 }
 
 /// A file's entries in order, as runs of consecutive ids: a file's new entries take the
@@ -206,11 +201,7 @@ mod tests {
     fn loaded(mtime_ns: i128) -> Loaded {
         let mut entries = EntryList::default();
         entries.push(EntryId(1));
-        Loaded {
-            entries,
-            mtime_ns,
-            fingerprint: None,
-        }
+        Loaded { entries, mtime_ns }
     }
 
     #[test]

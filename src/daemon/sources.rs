@@ -1,6 +1,6 @@
 //! The sources, one of the daemon's owners: the crontab files — which are loaded with which
 //! entries, which were refused ([`SourceTable`]), the inotify watches, the local zone's file,
-//! the fingerprints a reload parses against, and the reuse of unchanged entries. It reads the
+//! and the reuse of unchanged entries. It reads the
 //! files (through `database`) and returns what the scheduler must do as a [`Change`] per file;
 //! the reactor applies it to the scheduler and hands the new entries' ids back
 //! ([`Sources::settle`]). It reads the scheduler's entries (to find the unchanged ones) but
@@ -12,13 +12,12 @@ use std::sync::Arc;
 
 use super::effects::Effects;
 use super::flow::{Change, NewEntry};
-use super::load::{Kept, OldFingerprint, Owners, new_same, scaled_delay, warn_unknown_users};
+use super::load::{Owners, new_same, scaled_delay, warn_unknown_users};
 use super::reuse::Reusable;
 use super::source_table::{EntryList, Loaded, Problem, SourceTable};
 use super::watch::{self, Watches};
 use super::zone;
 use crate::crontab::Crontab;
-use crate::crontab::incremental::Fingerprint;
 use crate::crontab::packed;
 use crate::database::entries::{Commands, JobSpec};
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
@@ -255,12 +254,9 @@ impl Sources {
     ) -> (Change, Pending) {
         let who = key.who();
         let tab = key.tab_name(&self.paths);
-        let (old, previous, old_mtime_ns) = self.take_old(key);
-        let previous = previous
-            .as_ref()
-            .map(|(fingerprint, uid)| (&**fingerprint, *uid));
-        let outcome = self.load_against(key, previous, old.len());
-        let (mut reusable, mut kept) = split_old(&outcome, &old);
+        let (old, old_mtime_ns) = self.take_old(key);
+        let outcome = database::load(key, &self.paths, &self.rules);
+        let mut reusable = Reusable::index(old.iter().copied());
         let mut change = Change {
             who: who.clone(),
             tab: tab.clone(),
@@ -270,8 +266,6 @@ impl Sources {
         let pending = match outcome {
             Outcome::Loaded {
                 crontab,
-                kept: _,
-                fingerprint,
                 owner_uid,
                 mtime_ns,
                 target,
@@ -291,21 +285,12 @@ impl Sources {
                     fx.info(lines::reload_line(&who, &tab));
                 }
                 self.freed = true;
-                kept.fingerprint = fingerprint;
                 let file = File {
                     key,
                     owner_uid,
                     mtime_ns,
                 };
-                self.install(
-                    &file,
-                    *crontab,
-                    &mut reusable,
-                    kept,
-                    entries,
-                    &mut change,
-                    fx,
-                )
+                self.install(&file, *crontab, &mut reusable, entries, &mut change, fx)
             }
             Outcome::Missing => Pending::Missing(key.clone()),
             Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
@@ -357,57 +342,26 @@ impl Sources {
         }
     }
 
-    /// Takes a source's entries out of the table, for a reload: its entries, the fingerprint
-    /// its file was last loaded with, and the file's modification time then.
-    fn take_old(
-        &mut self,
-        key: &SourceKey,
-    ) -> (Vec<EntryId>, Option<OldFingerprint>, Option<i128>) {
-        let (old, previous, mtime_ns) = match self.table.take(key) {
-            Some(old) => (
-                old.entries.iter().collect::<Vec<_>>(),
-                old.fingerprint,
-                Some(old.mtime_ns),
-            ),
-            None => (Vec::new(), None, None),
+    /// Takes a source's entries out of the table, for a reload: its entries and the file's
+    /// modification time then.
+    fn take_old(&mut self, key: &SourceKey) -> (Vec<EntryId>, Option<i128>) {
+        let (old, mtime_ns) = match self.table.take(key) {
+            Some(old) => (old.entries.iter().collect::<Vec<_>>(), Some(old.mtime_ns)),
+            None => (Vec::new(), None),
         };
         // Memory is given back after a reload that replaced or dropped entries, not after the
         // minute's look at a file that stays refused.
         self.freed |= !old.is_empty();
-        (old, previous, mtime_ns)
-    }
-
-    /// Loads the file, parsing only what changed since `previous` when it can; a whole parse
-    /// when the fingerprint would keep more than the `old_len` entries the file has.
-    fn load_against(
-        &self,
-        key: &SourceKey,
-        previous: Option<(&Fingerprint, Option<Uid>)>,
-        old_len: usize,
-    ) -> Outcome {
-        let outcome = database::load(key, &self.paths, &self.rules, previous);
-        if let Outcome::Loaded {
-            kept: Some((front, back)),
-            ..
-        } = &outcome
-            && front + back > old_len
-        {
-            // The fingerprint counts entries this file no longer has in the cycle: never
-            // expected, and a whole parse is always right.
-            return database::load(key, &self.paths, &self.rules, None);
-        }
-        outcome
+        (old, mtime_ns)
     }
 
     /// Logs a loaded file's diagnostics and says which of its entries are new, which old ones
-    /// stay (`old`: claimed by an identical new entry; `kept`: lines not parsed again).
-    #[allow(clippy::too_many_arguments)]
+    /// stay (`old`: claimed by an identical new entry).
     fn install(
         &mut self,
         file: &File<'_>,
         mut crontab: Crontab,
         old: &mut Reusable,
-        kept: Kept,
         entries: &Cycle<JobSpec>,
         change: &mut Change,
         fx: &mut dyn Effects,
@@ -418,7 +372,6 @@ impl Sources {
             change.add.reserve_exact(crontab.entries.len());
         }
         let mut order = Order::default();
-        kept.front.iter().for_each(|&id| order.push_old(id));
         // The parser's packed text becomes the owners' (one allocation, no command copied).
         let (parsed, spans, text) = crontab.into_packed();
         let commands: Commands = Arc::new(text.into_boxed_slice());
@@ -473,13 +426,11 @@ impl Sources {
                 }
             }
         }
-        kept.back.iter().for_each(|&id| order.push_old(id));
         Pending::Loaded {
             key: file.key.clone(),
             loaded: Loaded {
                 entries: EntryList::default(),
                 mtime_ns: file.mtime_ns,
-                fingerprint: kept.fingerprint.map(|f| (f, file.owner_uid)),
             },
             order,
         }
@@ -533,27 +484,6 @@ struct File<'a> {
     key: &'a SourceKey,
     owner_uid: Option<Uid>,
     mtime_ns: i128,
-}
-
-/// The old entries of the lines not parsed again stay as they are ([`Kept`]); the others
-/// wait to be claimed by an identical new entry ([`Reusable`]).
-fn split_old(outcome: &Outcome, old: &[EntryId]) -> (Reusable, Kept) {
-    match outcome {
-        Outcome::Loaded {
-            kept: Some((front, back)),
-            ..
-        } => {
-            let (front, middle) = old.split_at(*front);
-            let (middle, back) = middle.split_at(middle.len() - back);
-            let kept = Kept {
-                front: front.to_vec(),
-                back: back.to_vec(),
-                fingerprint: None,
-            };
-            (Reusable::index(middle.iter().copied()), kept)
-        }
-        _ => (Reusable::index(old.iter().copied()), Kept::default()),
-    }
 }
 
 /// Whether the file of a bare inotify create is already whole: a symlink or a hard link

@@ -16,7 +16,6 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::crontab::incremental::{self, Fingerprint, Reparse};
 use crate::crontab::{self, Crontab, Format, Limits};
 use crate::log::printable;
 use crate::schedule::Zone;
@@ -118,14 +117,8 @@ impl SourceKey {
 pub enum Outcome {
     /// The file is trusted and parsed (bad lines are in `crontab.errors`).
     Loaded {
-        /// The whole file's entries and problems, or (`kept` is set) those of the lines that
-        /// changed since `previous` (boxed: the other outcomes are small).
+        /// The file's entries and problems (boxed: the other outcomes are small).
         crontab: Box<Crontab>,
-        /// When only the changed lines were parsed: how many of the old entries to keep at the
-        /// front and at the back (see [`crontab::incremental::Reparse::Partial`]).
-        kept: Option<(usize, usize)>,
-        /// What the next load of the file can parse against (none for a small or unclean file).
-        fingerprint: Option<Box<Fingerprint>>,
         /// For a user's crontab, the uid its ownership was checked against: the job runs as
         /// this uid or not at all (a name deleted and created again is another account).
         owner_uid: Option<Uid>,
@@ -219,14 +212,7 @@ pub fn key_for(name: OsString, in_spool: bool, rules: &Rules) -> Option<SourceKe
 }
 
 /// Opens, checks, reads and parses one source.
-/// `previous`: the fingerprint the last load of this file left, and the owner it was loaded
-/// for; used only for the same owner.
-pub fn load(
-    key: &SourceKey,
-    paths: &Paths,
-    rules: &Rules,
-    previous: Option<(&Fingerprint, Option<Uid>)>,
-) -> Outcome {
+pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
     let path = key.path(paths);
     let opened = match key {
         SourceKey::User(name) => open_user(&path, name, rules),
@@ -273,28 +259,9 @@ pub fn load(
         // System files, and root's own crontab, may hide a job from the log (cronie's '-').
         privileged: owner_uid.is_none_or(|uid| uid == Uid::ROOT),
     };
-    let previous = previous
-        .filter(|&(_, uid)| uid == owner_uid)
-        .map(|(fingerprint, _)| fingerprint);
-    let (crontab, kept, fingerprint): (_, _, Option<Fingerprint>) = match previous {
-        None => {
-            let (crontab, fingerprint) = incremental::parse_tracked(&text, &mut options);
-            (crontab, None, fingerprint)
-        }
-        Some(old) => match incremental::reparse(&text, &mut options, old) {
-            Reparse::Whole(crontab, fingerprint) => (crontab, None, fingerprint),
-            Reparse::Partial {
-                front,
-                back,
-                middle,
-                fingerprint,
-            } => (middle, Some((front, back)), fingerprint),
-        },
-    };
+    let crontab = crontab::parse(&text, &mut options);
     Outcome::Loaded {
         crontab: Box::new(crontab),
-        kept,
-        fingerprint: fingerprint.map(Box::new),
         owner_uid,
         mtime_ns: stamp,
         target,

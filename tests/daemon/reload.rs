@@ -147,9 +147,9 @@ fn after_the_inotify_queue_overflows_the_daemon_reloads_and_checks_every_minute(
     );
 }
 
-/// A one-line edit of a large system file (1,500 lines: the reload parses only the lines near
-/// the change and keeps the other entries as they were, `crontab::incremental`): the changed
-/// entry fires at its new time, the unchanged ones before and after it fire at theirs, each once.
+/// A one-line edit of a large system file (1,500 lines: the reload parses the whole file again
+/// and keeps the unchanged entries as they were, `daemon::reuse`): the changed entry fires at
+/// its new time, the unchanged ones before and after it fire at theirs, each once.
 #[test]
 fn root_a_one_line_edit_of_a_large_system_file_fires_the_changed_entry_and_keeps_the_rest() {
     require_root();

@@ -540,10 +540,3 @@ fn lines_are_cut_where_split_cuts_them() {
         assert_eq!(ours, std, "{:?}", String::from_utf8_lossy(text));
     }
 }
-
-#[test]
-fn the_room_reserved_counts_the_lines_that_may_be_entries() {
-    let text = b"# a comment\n\n \t \n  # another\n* * * * * x\nA=1\n@daily y";
-    let counted: Vec<bool> = super::split_lines(text).map(super::may_be_entry).collect();
-    assert_eq!(counted, [false, false, false, false, true, true, true]);
-}
