@@ -3,7 +3,7 @@
 //! [`Step`]s of a plan. Pure: fire times come from `Schedule::next_after`.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use jiff::Timestamp;
 
@@ -129,81 +129,18 @@ pub struct Agenda<P = ()> {
     taken: Vec<(EntryId, i64)>,
 }
 
-/// The first fire times of entries in the daemon's zone, by schedule and the minute they follow:
-/// a file's entries mostly share a few schedules, so a large load works each out once. Four
-/// ways to a set; a time worked out for another minute (the cursor moved) gives its way up,
-/// one for this minute never does: a schedule whose set is full of this minute's is worked
-/// out each time, never given another's time, so schedules chosen to collide cost only the
-/// computation. (Replacing the oldest made a cycle of more schedules than ways through one set
-/// miss every time: a load of 1,440 distinct schedules in 2,048 sets of two worked out 18,421
-/// first fire times for 100,000 entries.) 128 KiB.
-struct FirstFires {
-    sets: Box<[[Option<FirstFire>; FIRST_FIRE_WAYS]]>,
-}
-
-/// A schedule, the minute its first fire time follows, and that time, both in UTC minutes as
-/// 32 bits (as [`Slot::next`]).
-type FirstFire = (Schedule, i32, i32);
-
-impl std::fmt::Debug for FirstFires {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FirstFires").finish_non_exhaustive()
-    }
-}
-
-/// Sets of [`FirstFires`] (a power of two), and the ways of each.
-const FIRST_FIRE_SETS: usize = 1024;
-const FIRST_FIRE_WAYS: usize = 4;
+/// The first fire times of entries in the daemon's zone, by schedule and the minute they follow
+/// (in UTC minutes, as [`Slot::next`]): a file's entries mostly share a few schedules, so a large
+/// load works each out once. The keys are hashed with std's keyed hash, so schedules written to
+/// collide cost no more than others; at most [`FIRST_FIRES_MAX`] are kept (about 116 KiB), and
+/// the others are worked out each time.
+type FirstFires = HashMap<(Schedule, i32), i32>;
 
 /// A load adding at least this many entries keeps [`FirstFires`].
 const FIRST_FIRES_FROM: usize = 1024;
 
-impl FirstFires {
-    fn new() -> FirstFires {
-        FirstFires {
-            sets: vec![[None; FIRST_FIRE_WAYS]; FIRST_FIRE_SETS].into_boxed_slice(),
-        }
-    }
-
-    /// A place to look, not a proof (a set's keys are compared whole): independent products
-    /// folded into the top bits, a few instructions for each of a load's entries.
-    fn set(schedule: &Schedule, after: i64) -> usize {
-        use crate::schedule::Field;
-        let days = schedule.bits(Field::DayOfMonth)
-            | schedule.bits(Field::Month) << 32
-            | schedule.bits(Field::DayOfWeek) << 48;
-        let h = schedule
-            .bits(Field::Minute)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            ^ (schedule.bits(Field::Hour) ^ days.rotate_left(24))
-                .wrapping_mul(0xbf58_476d_1ce4_e5b9)
-            ^ (after as u64).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (h ^ (h >> 29)).wrapping_mul(0x2545_f491_4f6c_dd1d) as usize
-            >> (usize::BITS - FIRST_FIRE_SETS.trailing_zeros())
-    }
-
-    fn get(&self, schedule: &Schedule, after: i64) -> Option<i32> {
-        self.sets[Self::set(schedule, after)]
-            .iter()
-            .flatten()
-            .find(|(s, a, _)| s == schedule && i64::from(*a) == after)
-            .map(|&(_, _, next)| next)
-    }
-
-    fn put(&mut self, schedule: Schedule, after: i64, next: i32) {
-        // Past the year 6053: worked out each time.
-        let Ok(kept_after) = i32::try_from(after) else {
-            return;
-        };
-        let set = &mut self.sets[Self::set(&schedule, after)];
-        if let Some(way) = set
-            .iter_mut()
-            .find(|way| way.is_none_or(|(_, a, _)| a != kept_after))
-        {
-            *way = Some((schedule, kept_after, next));
-        }
-    }
-}
+/// The most first fire times a load keeps: as many as a table of 4,096 places holds.
+const FIRST_FIRES_MAX: usize = 3584;
 
 fn minute_of(ts: Timestamp) -> i64 {
     ts.as_second().div_euclid(60)
@@ -352,14 +289,18 @@ impl<P> Agenda<P> {
             payload,
         };
         let after = self.cursor(class).0;
-        let next = match (&zone, &mut self.first_fires) {
-            (None, Some(memo)) => {
-                if let Some(next) = memo.get(&schedule, after) {
+        // Past the year 6053 a first fire time is worked out each time.
+        let key = i32::try_from(after).ok().map(|after| (schedule, after));
+        let next = match (&zone, &mut self.first_fires, key) {
+            (None, Some(memo), Some(key)) => {
+                if let Some(&next) = memo.get(&key) {
                     slot.next = next;
                     slot.next()
                 } else {
                     let next = slot.reschedule(&self.local, after);
-                    memo.put(schedule, after, slot.next);
+                    if memo.len() < FIRST_FIRES_MAX {
+                        memo.insert(key, slot.next);
+                    }
                     next
                 }
             }
@@ -625,11 +566,6 @@ mod size {
             std::mem::size_of::<Option<super::Slot<(JobSpec, u32)>>>(),
             48
         );
-        // What a large load keeps while it adds entries (docs/limits.md).
-        let first_fires = super::FIRST_FIRE_SETS
-            * super::FIRST_FIRE_WAYS
-            * std::mem::size_of::<Option<super::FirstFire>>();
-        assert_eq!(first_fires, 128 << 10);
     }
 }
 
@@ -690,55 +626,28 @@ mod places {
     }
 
     #[test]
-    fn a_remembered_first_fire_time_counts_only_for_the_minute_it_followed() {
-        // A later cursor whose key falls in the same set as the first: the set alone can't
-        // tell them apart.
-        let s = schedule("5 0 * * *");
-        let later = (1..1_000_000)
-            .find(|&m| FirstFires::set(&s, m) == FirstFires::set(&s, 0) && m % 1440 > 5)
-            .expect("a minute in the same set");
+    fn a_load_of_many_distinct_schedules_keeps_a_bounded_number_of_first_fire_times() {
         let mut loaded: Agenda<()> = Agenda::new(UtcMinute(0), Zone::utc());
-        loaded.reserve(FIRST_FIRES_FROM);
-        let first = loaded.insert(s, None, ());
-        assert_eq!(loaded.slot(first).unwrap().next(), Some(5));
-        loaded.advance(UtcMinute(later));
-        let second = loaded.insert(s, None, ());
-        let day_after = (later / 1440 + 1) * 1440 + 5;
-        assert_eq!(loaded.slot(second).unwrap().next(), Some(day_after));
-    }
-
-    #[test]
-    fn a_full_set_keeps_this_minutes_first_fire_times_and_gives_up_older_ones() {
-        // More schedules than ways landing in one set, for the same minute.
-        let first = schedule("0 0 * * *");
-        let same_set: Vec<Schedule> = (0..1440 * 28)
-            .map(|i| schedule(&format!("{} {} {} * *", i % 60, i / 60 % 24, i / 1440 + 1)))
-            .filter(|s| FirstFires::set(s, 0) == FirstFires::set(&first, 0))
-            .take(FIRST_FIRE_WAYS + 1)
+        let mut alone: Agenda<()> = Agenda::new(UtcMinute(0), Zone::utc());
+        // 10,080 distinct schedules (minute, hour, day of week), more than are kept.
+        let schedules: Vec<Schedule> = (0..10_080)
+            .map(|i| schedule(&format!("{} {} * * {}", i % 60, i / 60 % 24, i / 1440)))
             .collect();
-        assert_eq!(
-            same_set.len(),
-            FIRST_FIRE_WAYS + 1,
-            "schedules sharing a set"
-        );
-        let mut memo = FirstFires::new();
-        for (i, s) in same_set.iter().enumerate() {
-            memo.put(*s, 0, i as i32);
+        loaded.reserve(schedules.len());
+        for &s in &schedules {
+            loaded.insert(s, None, ());
+            alone.insert(s, None, ());
         }
-        // The first ways stay (a cycle through the set would find them every time); the one
-        // that found no room is worked out again, never answered with another's time.
-        for (i, s) in same_set.iter().enumerate().take(FIRST_FIRE_WAYS) {
-            assert_eq!(memo.get(s, 0), Some(i as i32));
-        }
-        assert_eq!(memo.get(&same_set[FIRST_FIRE_WAYS], 0), None);
-        // A later minute's time takes the place of an earlier minute's.
-        let later = (1..1_000_000)
-            .find(|&m| FirstFires::set(&same_set[FIRST_FIRE_WAYS], m) == FirstFires::set(&first, 0))
-            .expect("a minute whose key falls in the same set");
-        memo.put(same_set[FIRST_FIRE_WAYS], later, 99);
-        assert_eq!(memo.get(&same_set[FIRST_FIRE_WAYS], later), Some(99));
-        assert_eq!(memo.get(&same_set[0], 0), None);
-        assert_eq!(memo.get(&same_set[1], 0), Some(1));
+        let memo = loaded.first_fires.as_ref().expect("kept during the load");
+        assert_eq!(memo.len(), FIRST_FIRES_MAX);
+        // The table never grew past 4,096 places (what docs/limits.md states).
+        assert_eq!(memo.capacity(), 4096 / 8 * 7);
+        assert_eq!(std::mem::size_of::<((Schedule, i32), i32)>(), 28);
+        // The entries past the bound got their own first fire times.
+        let fire_times = |a: &Agenda<()>| -> Vec<Option<i32>> {
+            a.slots.iter().map(|s| s.as_ref().map(|s| s.next)).collect()
+        };
+        assert_eq!(fire_times(&loaded), fire_times(&alone));
     }
 
     #[test]
