@@ -11,9 +11,9 @@
 //!
 //! Pure: entries and the agenda in, the kept entries out; `daemon/sources.rs` does the reading.
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use crate::cluster::identity::Identity;
 use crate::crontab::Env;
@@ -36,7 +36,7 @@ pub(super) struct Same<'a> {
     pub uid: Option<Uid>,
     pub command: &'a [u8],
     pub quiet: bool,
-    pub env: &'a Env,
+    pub env: &'a Arc<Env>,
 }
 
 impl<'a> Same<'a> {
@@ -79,52 +79,46 @@ impl<'a> Same<'a> {
     }
 }
 
-/// Hashes of environments, each computed once: a file's entries share a few. Keyed by address,
-/// which is sound for one reload: the old environments are hashed while they are in the cycle,
-/// and stay there while the parser makes the new ones; none is created while the entries are
-/// matched (an old one freed then leaves an address no environment takes), so an address never
-/// stands for two environments.
+/// The last comparison and the last hash of environments: a file's consecutive entries mostly
+/// share one, so most entries are answered without reading its variables. Each answer holds
+/// the environments it is about, so they can't be freed while it is kept, and an environment
+/// is told by its allocation ([`Arc::ptr_eq`]) only while that allocation is alive.
 #[derive(Default)]
 struct Envs {
-    by_address: HashMap<*const Env, u64>,
-    equal: HashMap<(*const Env, *const Env), bool>,
-    /// The last answers: consecutive entries mostly share their environment.
-    last_hash: Option<(*const Env, u64)>,
-    last_equal: Option<((*const Env, *const Env), bool)>,
+    last_hash: Option<(Arc<Env>, u64)>,
+    last_equal: Option<(Arc<Env>, Arc<Env>, bool)>,
 }
 
 impl Envs {
-    /// Whether two environments hold the same variables, compared once per pair.
-    fn equal(&mut self, a: &Env, b: &Env) -> bool {
-        if std::ptr::eq(a, b) {
+    /// Whether two environments hold the same variables: one allocation, or equal contents.
+    fn equal(&mut self, a: &Arc<Env>, b: &Arc<Env>) -> bool {
+        if Arc::ptr_eq(a, b) {
             return true;
         }
-        let pair = (a as *const Env, b as *const Env);
-        if let Some((last, answer)) = self.last_equal
-            && last == pair
+        if let Some((last_a, last_b, answer)) = &self.last_equal
+            && Arc::ptr_eq(last_a, a)
+            && Arc::ptr_eq(last_b, b)
         {
-            return answer;
+            return *answer;
         }
-        let answer = *self.equal.entry(pair).or_insert_with(|| a == b);
-        self.last_equal = Some((pair, answer));
+        let answer = **a == **b;
+        self.last_equal = Some((Arc::clone(a), Arc::clone(b), answer));
         answer
     }
 
-    fn hash_of(&mut self, env: &Env) -> u64 {
-        let address = env as *const Env;
-        if let Some((last, hash)) = self.last_hash
-            && last == address
+    /// A hash of the variables: equal environments get equal hashes.
+    fn hash_of(&mut self, env: &Arc<Env>) -> u64 {
+        if let Some((last, hash)) = &self.last_hash
+            && Arc::ptr_eq(last, env)
         {
-            return hash;
+            return *hash;
         }
-        let hash = *self.by_address.entry(address).or_insert_with(|| {
-            let mut h = DefaultHasher::new();
-            for pair in env.iter() {
-                pair.hash(&mut h);
-            }
-            h.finish()
-        });
-        self.last_hash = Some((address, hash));
+        let mut h = DefaultHasher::new();
+        for pair in env.iter() {
+            pair.hash(&mut h);
+        }
+        let hash = h.finish();
+        self.last_hash = Some((Arc::clone(env), hash));
         hash
     }
 }
@@ -280,7 +274,7 @@ mod tests {
             .collect()
     }
 
-    fn same<'a>(schedule: &'a Schedule, command: &'a str, env: &'a Env) -> Same<'a> {
+    fn same<'a>(schedule: &'a Schedule, command: &'a str, env: &'a Arc<Env>) -> Same<'a> {
         Same {
             schedule,
             zone: None,
@@ -305,7 +299,7 @@ mod tests {
         let ids = old.clone();
         let mut reusable = Reusable::index(old);
         // A new text's environment is another allocation with the same variables.
-        let new_env = Env::default();
+        let new_env = Arc::new(Env::default());
         let (one, two) = (schedule("0 1 * * *"), schedule("0 2 * * *"));
         let mut claim = |s: &Schedule, command: &str| {
             let entry = same(s, command, &new_env);
@@ -389,6 +383,24 @@ mod tests {
     }
 
     #[test]
+    fn environments_made_after_others_were_freed_are_compared_by_their_variables() {
+        let env = |mailto: &[u8]| Arc::new(Env::default()).with(b"MAILTO", mailto);
+        let fresh_hash = |e: &Arc<Env>| Envs::default().hash_of(e);
+        let mut envs = Envs::default();
+        // Each round's environments are freed at its end; the next round's are made the same
+        // way, in memory the allocator may hand out again, and hold other variables.
+        for round in 0..20 {
+            let (a, b) = if round % 2 == 0 {
+                (env(b"alice"), env(b"bob"))
+            } else {
+                (env(b"bob"), env(b"bob"))
+            };
+            assert_eq!(envs.equal(&a, &b), round % 2 == 1, "round {round}");
+            assert_eq!(envs.hash_of(&a), fresh_hash(&a), "round {round}");
+        }
+    }
+
+    #[test]
     fn entries_the_same_here_are_the_same_entry_in_a_cluster() {
         use crate::cluster::identity::entry_key;
         let schedules = [
@@ -398,7 +410,7 @@ mod tests {
             schedule("0 5 * * mon"),
             schedule("0 5 * * 1"),
         ];
-        let envs = [Env::default(), Env::default()];
+        let envs = [Arc::new(Env::default()), Arc::new(Env::default())];
         let mut entries = Vec::new();
         for schedule in &schedules {
             for zone in [None, Some("UTC"), Some("Europe/Paris")] {
