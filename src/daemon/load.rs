@@ -40,15 +40,32 @@ pub(super) fn new_same<'a>(
     }
 }
 
+/// An environment told by its allocation: the key holds it, so no other can take its place.
+struct SameEnv(Arc<Env>);
+
+impl PartialEq for SameEnv {
+    fn eq(&self, other: &SameEnv) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SameEnv {}
+
+impl std::hash::Hash for SameEnv {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.0).hash(state);
+    }
+}
+
 /// The owners of one file's entries, as `install` makes them: one per user named in the file (a
 /// user crontab has one), cronie's `-` and run of entries under the same variables: its entries
 /// share it. The environment is told by its allocation (the parser gives a run of entries one),
-/// which the owner keeps alive.
+/// which the key keeps alive ([`SameEnv`]).
 pub(super) struct Owners {
     tab: Arc<str>,
     commands: Commands,
     uid: Option<Uid>,
-    made: HashMap<(Vec<u8>, bool, *const Env), Arc<Owner>>,
+    made: HashMap<(Vec<u8>, bool, SameEnv), Arc<Owner>>,
     last: Option<Arc<Owner>>,
 }
 
@@ -80,7 +97,7 @@ impl Owners {
         {
             return Arc::clone(last);
         }
-        let key = || (user.to_vec(), quiet, Arc::as_ptr(env));
+        let key = || (user.to_vec(), quiet, SameEnv(Arc::clone(env)));
         let owner = match self.made.get(&key()) {
             Some(owner) => Arc::clone(owner),
             None => {
