@@ -33,10 +33,9 @@
 // and the docs are read with `cargo doc --document-private-items`, where these links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub(crate) mod cli;
+pub mod cli;
 pub mod cluster;
-pub(crate) mod control;
-pub mod cronctl;
+pub mod control;
 pub(crate) mod cronnext;
 pub mod crontab;
 pub(crate) mod crontab_cmd;
@@ -52,7 +51,7 @@ pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
-pub(crate) mod trust;
+pub mod trust;
 pub mod types;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts
@@ -61,7 +60,7 @@ pub mod types;
 #[cfg(test)]
 pub(crate) use sys::alloc_count;
 
-pub use cronctl::cronctl_main;
 pub use cronnext::cronnext_main;
 pub use crontab_cmd::crontab_main;
+pub use crontab_cmd::text::protect_list;
 pub use daemon::crond_main;

@@ -18,13 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crond::cluster::conninfo::{ChannelBinding, ConnInfo, Host, SslMode};
-use crond::cronctl::conn::{Connect, Connection, DbError, Rows};
 use futures_util::StreamExt;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 use tokio_postgres::error::Severity;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
+use crate::conn::{Connect, Connection, DbError, Rows};
 use crate::guard::{Guard, Shared};
 use crate::socket::{self, Socket};
 use crate::text::{Cell, TextParam, unspecified};

@@ -7,10 +7,20 @@
 //! that tokio-postgres lacks: the guard on the server's messages (their sizes, libpq 16's
 //! `require_auth`: [`guard`]) and values as text ([`text`]). docs/cluster.md says why.
 
+mod cli;
 pub mod client;
+mod commands;
+pub mod conn;
+mod control;
+mod db;
 pub mod guard;
+pub mod helper;
 mod socket;
+mod sql;
 mod text;
 pub mod tls;
 
+pub use cli::USAGE;
 pub use client::{Client, RealConnector};
+pub use commands::cronctl_main;
+pub use db::{STATEMENT_TIMEOUT, read_private_file};

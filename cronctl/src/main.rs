@@ -2,5 +2,5 @@
 //! the PostgreSQL client it connects with.
 
 fn main() -> std::process::ExitCode {
-    crond::cronctl_main(&cronctl::RealConnector)
+    cronctl::cronctl_main(&cronctl::RealConnector)
 }

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use crate::cluster::conninfo::ConnInfo;
-use crate::cluster::wire::RunKey;
+use crond::cluster::conninfo::ConnInfo;
+use crond::cluster::wire::RunKey;
 
 use super::super::conn::{Connect, Connection, DbError, Rows};
 use super::super::{db, sql};

@@ -3,21 +3,12 @@
 //! leases, claims, history, paused entries — and pause/resume of an entry on every host; and
 //! `cronctl helper`, the process through which crond reaches the database ([`helper`]).
 
-mod cli;
-pub mod conn;
-mod control;
-mod db;
-pub mod helper;
-mod sql;
-
 use std::io::Write;
 use std::process::ExitCode;
 
-pub use cli::USAGE;
-use cli::{Command, Target};
-pub use db::{STATEMENT_TIMEOUT, read_private_file};
-
-use conn::{Connect, Connection, DbError, Rows};
+use crate::cli::{self, Command, Target, USAGE};
+use crate::conn::{Connect, Connection, DbError, Rows};
+use crate::{control, db, helper, sql};
 
 /// `cronctl`'s `main`. Exit status 0; 1 for a database error; 2 for a usage error.
 pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
@@ -227,10 +218,10 @@ fn printable(cell: &str) -> String {
         match c {
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
-            c if c.is_ascii_control() => out.push_str(&String::from_utf8_lossy(
-                &crate::crontab_cmd::text::protect_list(&[c as u8]),
-            )),
-            c if crate::log::line::is_hidden_control(c) => {
+            c if c.is_ascii_control() => {
+                out.push_str(&String::from_utf8_lossy(&crond::protect_list(&[c as u8])))
+            }
+            c if crond::log::line::is_hidden_control(c) => {
                 out.push_str(&format!("\\u{{{:x}}}", u32::from(c)))
             }
             c => out.push(c),

@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use crate::cluster::wire::{self, FromHelper, ToHelper};
+use crond::cluster::wire::{self, FromHelper, ToHelper};
 
 use super::conn::Connect;
 use super::db;
@@ -100,8 +100,8 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
         // Everything the daemon has sent so far (up to a bound), so that the runs of one
         // minute go to the database in few statements.
         for _ in 0..MAX_READS_PER_TURN {
-            let mut registry = crate::sys::poll::Registry::new();
-            registry.add((), input.as_fd(), crate::sys::poll::Interest::Read);
+            let mut registry = crond::sys::poll::Registry::new();
+            registry.add((), input.as_fd(), crond::sys::poll::Interest::Read);
             if !registry
                 .wait(Some(wait))
                 .is_ok_and(|ready| ready.contains(()))

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::cluster::conninfo::ConnInfo;
+use crond::cluster::conninfo::ConnInfo;
 
 /// What a statement returned.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
