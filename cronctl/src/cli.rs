@@ -6,10 +6,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::helper::HelperArgs;
 use crond::cluster::identity::EntryKey;
 use crond::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crond::crontab::policy::is_cluster_name;
+
+use crate::helper::HelperArgs;
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--json] [PATTERN]
        cronctl [--socket PATH] run FILE:LINE|ID

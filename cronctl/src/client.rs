@@ -1,6 +1,6 @@
 //! A blocking PostgreSQL session for `cronctl` and its helper: tokio-postgres, driven by a
 //! current-thread tokio runtime that the session owns (no thread of its own; name resolution
-//! may borrow tokio's blocking pool), behind [`crond::cronctl::conn::Connection`].
+//! may borrow tokio's blocking pool), behind [`crate::conn::Connection`].
 //!
 //! Bounds:
 //! - **Time.** Connecting (name resolution, TCP, TLS, login) within `connect_timeout`; each

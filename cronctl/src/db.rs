@@ -4,18 +4,13 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::time::Duration;
 
-use super::conn::{Connect, Connection};
 use crond::cluster::conninfo::{self, ConnInfo};
 use crond::sys::fs::open_no_follow;
 use crond::sys::user::{User, effective_uid};
 use crond::trust;
 
-/// How long one statement may take on the server (`statement_timeout`, sent by the client at
-/// login); the client's own deadline for a call is a second longer.
-pub const STATEMENT_TIMEOUT: Duration =
-    Duration::from_millis(conninfo::DEFAULT_STATEMENT_TIMEOUT_MS as u64);
+use crate::conn::{Connect, Connection};
 
 /// The most read of a passfile or of /etc/default/cron (64 KiB).
 const MAX_READ: u64 = 64 * 1024;

@@ -19,9 +19,8 @@ use std::time::Instant;
 
 use crond::cluster::wire::{self, FromHelper, ToHelper};
 
-use super::conn::Connect;
-use super::db;
-pub use machine::DEFER;
+use crate::conn::Connect;
+use crate::db;
 use machine::Machine;
 use store::SqlStore;
 
