@@ -1,4 +1,5 @@
-//! What the command lines share (`daemon::cli`, `cronctl::cli`, ...): reading an option's value.
+//! What the command lines share (`daemon::cli`, and cronctl's in its own package): reading an
+//! option's value.
 //!
 //! Pure: argv in, values or errors out.
 

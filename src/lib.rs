@@ -17,28 +17,31 @@
 //!   capture, and `job::mail`, the mail of what a job leaves behind), [`log`] (the one
 //!   `(who) EVENT (detail)` line, the catalogue of every line's wording in `log::lines`, and
 //!   the sinks),
-//!   [`crontab_cmd`] (crontab(1)), [`cronnext`], [`cronctl`] (cluster mode's command and the
-//!   daemon's database helper), [`cluster`] (cluster mode: an entry's id, the daemon–helper
-//!   lines, runs waiting for a claim, the connection settings — pure; the PostgreSQL client is in
-//!   the `cronctl` package, which crond's binary does not link), and [`sys`], the only module
-//!   that calls libc.
-//! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`];
-//!   `cronctl/src/main.rs` (its own package) calls [`cronctl_main`] with the real client.
+//!   [`crontab_cmd`] (crontab(1)), [`cronnext`], [`cluster`] (cluster mode: an entry's id, the
+//!   daemon–helper lines, runs waiting for a claim, the connection settings — pure), and
+//!   [`sys`], the only module that calls libc.
+//! * `src/bin/*` are one call each: [`crond_main`], [`crontab_main`], [`cronnext_main`].
 //!   Argument parsing is in the library, with its tests: `daemon::cli`, `crontab_cmd::cli`,
-//!   `cronnext::cli`, `cronctl::cli`.
+//!   `cronnext::cli`, and what they share, [`cli`].
+//! * `cronctl` is a package of its own (`cronctl/`): the command, the cluster helper that the
+//!   daemon starts, and the PostgreSQL client, which crond's binary does not link. It uses this
+//!   library for what it shares with the daemon: [`cluster`] (the helper's side of the lines,
+//!   the connection settings), the control socket's paths and bounds and `run`'s target
+//!   ([`control`]), [`sys`], the rule for a secret file ([`trust::check_private`]), [`cli`] and
+//!   [`protect_list`].
 //!
 //! `unsafe` is denied everywhere; the one module allowed to hold it is `sys`, and each block
 //! there says why it is sound.
 
 #![deny(unsafe_code)]
-// The library exists for the three binaries and its own tests: most modules are crate-private,
-// and the docs are read with `cargo doc --document-private-items`, where these links resolve.
+// The library exists for the three binaries, the cronctl package and its own tests: most modules
+// are crate-private (the public ones are what those use), and the docs are read with
+// `cargo doc --document-private-items`, where these links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub(crate) mod cli;
+pub mod cli;
 pub mod cluster;
-pub(crate) mod control;
-pub mod cronctl;
+pub mod control;
 pub(crate) mod cronnext;
 pub mod crontab;
 pub(crate) mod crontab_cmd;
@@ -54,7 +57,7 @@ pub mod schedule;
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod timeline;
-pub(crate) mod trust;
+pub mod trust;
 pub mod types;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts
@@ -63,7 +66,8 @@ pub mod types;
 #[cfg(test)]
 pub(crate) use sys::alloc_count;
 
-pub use cronctl::cronctl_main;
 pub use cronnext::cronnext_main;
 pub use crontab_cmd::crontab_main;
+// cronctl spells out the control bytes of the database's text as `crontab -l` does.
+pub use crontab_cmd::text::protect_list;
 pub use daemon::crond_main;

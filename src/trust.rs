@@ -2,6 +2,9 @@
 //! descriptor: a crontab file (Debian's checks: docs/design.md §3), the daemon's
 //! state file and the directories on the way to it, and a secret file cronctl reads (a
 //! passfile, a TLS client key). Pure: no syscalls here.
+//!
+//! The secret file's rule ([`check_private`]) is public: the `cronctl` package applies it. The
+//! others are the daemon's and crontab's own.
 
 use std::fmt;
 
@@ -9,7 +12,7 @@ use crate::types::{FileFacts, FileKind, Uid};
 
 /// Which rule applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A spool file named after a user with this uid.
     User { owner: Uid },
     /// /etc/crontab or a file in /etc/cron.d.
@@ -20,7 +23,7 @@ pub enum Kind {
 
 /// Why a file is refused; `Display` is Debian's log event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     NotRegular,
     InsecureModeUser,
     InsecureModeSystem,
@@ -50,7 +53,7 @@ const GROUP_OR_WORLD_WRITABLE: u32 = 0o022;
 /// Debian's rule, in Debian's order: a regular file; mode (user: exactly 0600, or with
 /// `permit_any_mode` (cronie's -p) anything not group/world-writable; system: not
 /// group/world-writable); owner (user: the user or root; system: root); one link.
-pub fn check(facts: &FileFacts, kind: Kind, permit_any_mode: bool) -> Result<(), Refusal> {
+pub(crate) fn check(facts: &FileFacts, kind: Kind, permit_any_mode: bool) -> Result<(), Refusal> {
     if facts.kind != FileKind::Regular {
         return Err(Refusal::NotRegular);
     }
@@ -96,7 +99,7 @@ pub fn check(facts: &FileFacts, kind: Kind, permit_any_mode: bool) -> Result<(),
 /// A system crontab that is a symlink: the link itself must be root's (its target is then
 /// checked by [`check`] after opening); a `--crontab` file's link may also be its `owner`'s
 /// (`Kind::Given`; a Kubernetes ConfigMap is mounted as links to links).
-pub fn check_symlink(link: &FileFacts, kind: Kind) -> Result<(), Refusal> {
+pub(crate) fn check_symlink(link: &FileFacts, kind: Kind) -> Result<(), Refusal> {
     let owner = match kind {
         Kind::Given { owner } => owner,
         _ => Uid::ROOT,
@@ -115,7 +118,7 @@ pub fn check_symlink(link: &FileFacts, kind: Kind) -> Result<(), Refusal> {
 /// sticky, or anyone could put a link of their own or a directory in place of the next name.
 /// A directory writable by its group passes: the admin chose the group (Debian's `staff`
 /// directories, an image's group-0 directories made for OpenShift's random uid).
-pub fn check_on_the_way(facts: &FileFacts, kind: Kind) -> Result<(), Refusal> {
+pub(crate) fn check_on_the_way(facts: &FileFacts, kind: Kind) -> Result<(), Refusal> {
     match facts.kind {
         FileKind::Symlink => check_symlink(facts, kind),
         FileKind::Directory if facts.mode & OTHER_WRITABLE != 0 && facts.mode & STICKY == 0 => {
@@ -179,7 +182,7 @@ const STICKY: u32 = 0o1000;
 
 /// The daemon's state file (`CRON_MISSED=once`'s `handled`): a regular file, owned by the
 /// daemon's user `daemon`, writable by no one else.
-pub fn check_state_file(facts: &FileFacts, daemon: Uid) -> Result<(), Untrusted> {
+pub(crate) fn check_state_file(facts: &FileFacts, daemon: Uid) -> Result<(), Untrusted> {
     if facts.kind != FileKind::Regular {
         return Err(Untrusted::NotRegular);
     }
@@ -194,7 +197,7 @@ pub fn check_state_file(facts: &FileFacts, daemon: Uid) -> Result<(), Untrusted>
 
 /// Which directory [`check_dir`] is looking at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub(crate) enum Dir {
     /// The daemon's own (the state directory), the last on its path.
     Own,
     /// Any other: one on the way, or one the daemon only puts a name in.
@@ -204,7 +207,7 @@ pub enum Dir {
 /// A directory on a path the daemon walks (`sys::fs::open_checked_dir`): a directory; owned by
 /// `owner` or root (its own: by `owner`); not writable by group or others unless it is sticky
 /// (its own: not even then).
-pub fn check_dir(facts: &FileFacts, owner: Uid, which: Dir) -> Result<(), Untrusted> {
+pub(crate) fn check_dir(facts: &FileFacts, owner: Uid, which: Dir) -> Result<(), Untrusted> {
     if facts.kind != FileKind::Directory {
         return Err(Untrusted::NotDirectory);
     }
@@ -225,7 +228,7 @@ pub fn check_dir(facts: &FileFacts, owner: Uid, which: Dir) -> Result<(), Untrus
 /// the control socket is): `None` when its mode has no group or other bits, else the mode it is
 /// to have instead, the owner's bits kept. Checked after [`check_dir`] (`Dir::Own`) found it the
 /// daemon's own: one made by an earlier version, mode 0755, is made private, not refused.
-pub fn private_dir_mode(facts: &FileFacts) -> Option<u32> {
+pub(crate) fn private_dir_mode(facts: &FileFacts) -> Option<u32> {
     (facts.mode & GROUP_OR_OTHER_BITS != 0).then_some(facts.mode & 0o700)
 }
 

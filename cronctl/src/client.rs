@@ -1,6 +1,6 @@
 //! A blocking PostgreSQL session for `cronctl` and its helper: tokio-postgres, driven by a
 //! current-thread tokio runtime that the session owns (no thread of its own; name resolution
-//! may borrow tokio's blocking pool), behind [`crond::cronctl::conn::Connection`].
+//! may borrow tokio's blocking pool), behind [`crate::conn::Connection`].
 //!
 //! Bounds:
 //! - **Time.** Connecting (name resolution, TCP, TLS, login) within `connect_timeout`; each
@@ -18,13 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crond::cluster::conninfo::{ChannelBinding, ConnInfo, Host, SslMode};
-use crond::cronctl::conn::{Connect, Connection, DbError, Rows};
 use futures_util::StreamExt;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 use tokio_postgres::error::Severity;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
+use crate::conn::{Connect, Connection, DbError, Rows};
 use crate::guard::{Guard, Shared};
 use crate::socket::{self, Socket};
 use crate::text::{Cell, TextParam, unspecified};

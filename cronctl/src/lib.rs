@@ -1,16 +1,91 @@
-//! The `cronctl` package: the `cronctl` command (whose logic is crond's library,
-//! `crond::cronctl_main`) and the PostgreSQL client it reaches the cluster database with.
+//! `cronctl` (cronctl(8)), the one package that holds it: the command, the cluster helper and
+//! the PostgreSQL client.
+//!
+//! - `list`, `run` and `status` go through crond's control socket ([`control`]): no database
+//!   and no privilege.
+//! - `hosts`, `claims`, `history`, `paused`, `pause` and `resume` read or change the cluster
+//!   database ([`commands`], connected as [`db`] says).
+//! - `cronctl helper` is the process through which crond reaches the database ([`helper`]: a
+//!   pure state machine over a store, and the statements of [`sql`]).
+//! - The command line is [`cli`]; [`cronctl_main`] is the binary's `main`.
+//!
+//! The database is reached through the [`conn`] traits, so that the helper's logic runs on a
+//! fake in its unit tests. The real client is tokio-postgres on a current-thread runtime
+//! ([`client`]), OpenSSL for TLS ([`tls`]), and two things of ours that tokio-postgres lacks:
+//! the guard on the server's messages (their sizes, libpq 16's `require_auth`: [`guard`]) and
+//! values as text ([`text`]). docs/cluster.md says why.
 //!
 //! The client is here, not in crond's crate, so that the daemon's binary links no database
-//! code, no TLS library and no async runtime (`.ci/crond-links-no-db`). It is tokio-postgres on
-//! a current-thread runtime ([`client`]), OpenSSL for TLS ([`tls`]), and two things of ours
-//! that tokio-postgres lacks: the guard on the server's messages (their sizes, libpq 16's
-//! `require_auth`: [`guard`]) and values as text ([`text`]). docs/cluster.md says why.
+//! code, no TLS library and no async runtime (`.ci/crond-links-no-db`). What the daemon and
+//! cronctl share comes from crond's library: the lines between the daemon and the helper and
+//! the connection settings (`crond::cluster`), the control socket's paths and bounds
+//! (`crond::control`), and the system calls (`crond::sys`: this package has no `unsafe`).
 
+#![forbid(unsafe_code)]
+// Most modules are the package's own; the docs are read with `cargo doc
+// --document-private-items`, where these links resolve.
+#![allow(rustdoc::private_intra_doc_links)]
+
+mod cli;
 pub mod client;
+mod commands;
+pub mod conn;
+mod control;
+mod db;
 pub mod guard;
+mod helper;
 mod socket;
+mod sql;
 mod text;
 pub mod tls;
 
+use std::io::Write;
+use std::process::ExitCode;
+
 pub use client::{Client, RealConnector};
+
+use cli::{Command, USAGE};
+use conn::Connect;
+
+/// `cronctl`'s `main`, with `connector` to reach the database (the binary's is
+/// [`RealConnector`]). Exit status 0; 1 for a database error; 2 for a usage error.
+pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
+    let invocation = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let command = match invocation.command {
+        Command::Help => return print(USAGE),
+        Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
+        Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
+        Command::Control { socket, request } => {
+            return match control::ask(&socket, &request) {
+                Ok(text) => print(&text),
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        other => other,
+    };
+    match commands::report(connector, invocation.db, &command) {
+        Ok(text) => print(text.trim_end_matches('\n')),
+        Err(e) => {
+            // A server's message is text from the database too.
+            let text = commands::printable(&e);
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {text}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print(text: &str) -> ExitCode {
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    }
+}

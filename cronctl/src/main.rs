@@ -1,6 +1,6 @@
-//! `cronctl`: everything, argument parsing included, is in crond's library; this package adds
-//! the PostgreSQL client it connects with.
+//! `cronctl`: the package's library does everything, argument parsing included; `main` hands
+//! it the real PostgreSQL client.
 
 fn main() -> std::process::ExitCode {
-    crond::cronctl_main(&cronctl::RealConnector)
+    cronctl::cronctl_main(&cronctl::RealConnector)
 }

@@ -1,4 +1,4 @@
-//! Values as text, both ways: the helper's interface ([`crond::cronctl::conn`]) speaks text, and
+//! Values as text, both ways: the helper's interface ([`crate::conn`]) speaks text, and
 //! tokio-postgres speaks binary for results.
 //!
 //! - Parameters go in text format with their type left for the server to infer (as `psql`

@@ -5,9 +5,10 @@
 //!
 //! Pure: [`identity`] (an entry's id across hosts), [`wire`] (the daemon–helper lines),
 //! [`parked`] (runs waiting for an answer), [`conninfo`] (libpq's connection settings and
-//! pgpass). The database client itself is not here: it lives in the `cronctl` package
-//! (`cronctl/`), behind the [`crate::cronctl::conn`] traits, so that crond's binary links no
-//! database code, TLS library or async runtime (checked by `.ci/crond-links-no-db`).
+//! pgpass). The helper and the database client are not here: they live in the `cronctl`
+//! package (`cronctl/`), which uses these modules for its side of the lines, so that crond's
+//! binary links no database code, TLS library or async runtime (checked by
+//! `.ci/crond-links-no-db`).
 
 /// How many runs of one entry the history keeps at least, by default and at most
 /// (`--cluster-keep-runs`): older runs past it go at the hourly prune, as do runs older than

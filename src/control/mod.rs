@@ -21,13 +21,17 @@
 //! a user's own crontab (whose uid was checked at load) and the lines of system files whose
 //! user field is that user's name. Nothing else is shown, counted or run for them: an entry
 //! they may not see is "no such entry" to them.
+//!
+//! The client, `cronctl` (a package of its own), uses the public part: where the private
+//! socket is ([`private_path`]), the bound of an answer ([`MAX_ANSWER_ROOT`]), and what `run`
+//! takes ([`parse_target`]), checked before it connects. The rest is the daemon's.
 
 mod render;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use render::render;
+pub(crate) use render::render;
 
 use crate::crontab::policy::Policy;
 use crate::metrics::LastRun;
@@ -48,21 +52,21 @@ pub fn private_path(path: &Path) -> PathBuf {
 }
 
 /// The longest request line read; a longer one is answered `ERROR` and closed.
-pub const MAX_REQUEST: usize = 4096;
+pub(crate) const MAX_REQUEST: usize = 4096;
 
 /// The most bytes of an answer to root.
 pub const MAX_ANSWER_ROOT: usize = 8 << 20;
 
 /// The fewest bytes an entry takes in a `list` answer (a table row; a JSON object takes more):
 /// a snapshot holds at most an answer's bound over this many entries, and counts the rest.
-pub const MIN_ENTRY_BYTES: usize = 200;
+pub(crate) const MIN_ENTRY_BYTES: usize = 200;
 
 /// The most bytes of an answer to any other user.
-pub const MAX_ANSWER_USER: usize = 1 << 20;
+pub(crate) const MAX_ANSWER_USER: usize = 1 << 20;
 
 /// How an answer is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Table,
     /// One JSON object per line.
     Json,
@@ -79,7 +83,7 @@ pub enum Target {
 
 /// What a client asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     List {
         format: Format,
         /// Only entries whose `FILE:LINE` or user contains it.
@@ -97,7 +101,7 @@ pub enum Request {
 /// uid now, when that name gives the uid back (`None`: no passwd entry, or a name that belongs
 /// to another uid; such a user sees their own crontab's entries, and no system file's line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peer {
+pub(crate) struct Peer {
     pub uid: u32,
     pub pid: i32,
     pub name: Option<Vec<u8>>,
@@ -134,7 +138,7 @@ impl Peer {
 /// it, or none), and the system files' lines whose user field is the peer's name — the name the
 /// daemon sets in [`Peer::name`] only when it names the peer's uid both ways, since such a
 /// line runs as whatever uid its name resolves to.
-pub fn may_see(peer: &Peer, user: &[u8], checked_uid: Option<u32>) -> bool {
+pub(crate) fn may_see(peer: &Peer, user: &[u8], checked_uid: Option<u32>) -> bool {
     if peer.is_root() {
         return true;
     }
@@ -145,7 +149,7 @@ pub fn may_see(peer: &Peer, user: &[u8], checked_uid: Option<u32>) -> bool {
 }
 
 /// Parses one request line (without its `\n`).
-pub fn parse_request(line: &[u8]) -> Result<Request, String> {
+pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
     let text = std::str::from_utf8(line).map_err(|_| "the request is not UTF-8".to_string())?;
     let text = text.strip_suffix('\r').unwrap_or(text);
     let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
@@ -203,7 +207,7 @@ pub fn parse_target(text: &str) -> Result<Target, String> {
 
 /// One entry as `list` shows it: what the daemon knows of it at the moment of the request.
 #[derive(Debug, Clone)]
-pub struct EntryView {
+pub(crate) struct EntryView {
     pub id: u64,
     /// The crontab, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
@@ -241,7 +245,7 @@ impl EntryView {
 
 /// The daemon as `status` shows it.
 #[derive(Debug, Clone)]
-pub struct StatusView {
+pub(crate) struct StatusView {
     pub version: &'static str,
     pub pid: i32,
     /// When the daemon started, and now: epoch milliseconds.
@@ -258,7 +262,7 @@ pub struct StatusView {
 /// What an answer is made from: the daemon's state at the request, the entries already
 /// filtered by [`may_see`] and [`Want::wants`] (at most [`Want::max_entries`] of them).
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub status: StatusView,
     pub entries: Vec<EntryView>,
     /// Entries wanted past [`Want::max_entries`]: counted, not made.
@@ -269,7 +273,7 @@ pub struct Snapshot {
 /// `status` none, a `run` the one it names, a `list` those its pattern matches, up to what the
 /// answer can hold).
 #[derive(Debug, Clone, Copy)]
-pub struct Want<'a> {
+pub(crate) struct Want<'a> {
     /// Whether entries are made at all (`status` only counts them).
     pub entries: bool,
     pub pattern: Option<&'a str>,
@@ -325,7 +329,7 @@ impl Want<'_> {
 
 /// The answer to a `run`, as the daemon carried it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ran {
+pub(crate) enum Ran {
     /// Started: the job child's pid.
     Started(i32),
     /// Not started: the entry's `CRON_OVERLAP` (skip, or queue with a run already waiting).
@@ -337,7 +341,7 @@ pub enum Ran {
 }
 
 /// The answer to a `run`: the entry `place` and what became of the run.
-pub fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
+pub(crate) fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
     match ran {
         Ran::Started(pid) => format!("OK\nstarted {place}: job pid {pid}\n"),
         Ran::Skipped => format!(
@@ -353,7 +357,7 @@ pub fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
 }
 
 /// An `ERROR` answer.
-pub fn error_answer(message: &str) -> Vec<u8> {
+pub(crate) fn error_answer(message: &str) -> Vec<u8> {
     let one_line: String = message
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -364,7 +368,7 @@ pub fn error_answer(message: &str) -> Vec<u8> {
 /// The entry of `snapshot` that `target` names, or the answer that says it is not there (to
 /// this asker: an entry they may not see is not named differently from one that does not
 /// exist).
-pub fn find<'a>(snapshot: &'a Snapshot, target: &Target) -> Result<&'a EntryView, Vec<u8>> {
+pub(crate) fn find<'a>(snapshot: &'a Snapshot, target: &Target) -> Result<&'a EntryView, Vec<u8>> {
     snapshot
         .entries
         .iter()

@@ -23,7 +23,7 @@ const TAIL: usize = 200;
 
 /// The answer to a `list` or `status` (a `run` is answered by the daemon once it has started
 /// the run: `ran_answer`), at most `peer.max_answer()` bytes.
-pub fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec<u8> {
+pub(crate) fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec<u8> {
     let max = peer.max_answer();
     match request {
         Request::List { format, .. } => list(snapshot, *format, max),

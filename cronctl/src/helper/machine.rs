@@ -11,9 +11,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::cluster::identity::run_weight;
-use crate::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
-use crate::cluster::wire::{Denied, FromHelper, RunKey};
+use crond::cluster::identity::run_weight;
+use crond::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
+use crond::cluster::wire::{Denied, FromHelper, RunKey};
 
 use super::HelperArgs;
 use super::store::{Claim, Failure, Store, Watched};

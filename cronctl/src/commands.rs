@@ -1,71 +1,18 @@
-//! `cronctl` (cronctl(8)): `list`, `run` and `status` through crond's control socket
-//! ([`control`]); and (docs/cluster.md) what the cluster database says — hosts and their
-//! leases, claims, history, paused entries — and pause/resume of an entry on every host; and
-//! `cronctl helper`, the process through which crond reaches the database ([`helper`]).
+//! The commands that read the cluster database (docs/cluster.md) — hosts and their leases,
+//! claims, history, paused entries — and pause/resume of an entry on every host: one
+//! connection, the schema made if missing, one statement, its rows as a table.
 
-mod cli;
-pub mod conn;
-mod control;
-mod db;
-pub mod helper;
-mod sql;
-
-use std::io::Write;
-use std::process::ExitCode;
-
-pub use cli::USAGE;
-use cli::{Command, Target};
-pub use db::{STATEMENT_TIMEOUT, read_private_file};
-
-use conn::{Connect, Connection, DbError, Rows};
-
-/// `cronctl`'s `main`. Exit status 0; 1 for a database error; 2 for a usage error.
-pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
-    let invocation = match cli::parse(std::env::args_os().skip(1)) {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let command = match invocation.command {
-        Command::Help => return print(USAGE),
-        Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
-        Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
-        Command::Control { socket, request } => {
-            return match control::ask(&socket, &request) {
-                Ok(text) => print(&text),
-                Err(e) => {
-                    let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
-                    ExitCode::from(1)
-                }
-            };
-        }
-        other => other,
-    };
-    match report(connector, invocation.db, &command) {
-        Ok(text) => print(text.trim_end_matches('\n')),
-        Err(e) => {
-            // A server's message is text from the database too.
-            let _ = writeln!(std::io::stderr().lock(), "cronctl: {}", printable(&e));
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn print(text: &str) -> ExitCode {
-    match writeln!(std::io::stdout().lock(), "{text}") {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(_) => ExitCode::from(1),
-    }
-}
+use crate::cli::{Command, Target};
+use crate::conn::{Connect, Connection, DbError, Rows};
+use crate::{cli, db, sql};
 
 /// A time column as UTC RFC 3339, or empty.
 fn ts(column: &str) -> String {
     format!("coalesce(to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')")
 }
 
-fn report(
+/// Runs a database command with the settings `db` (or the defaults): its text, or the error.
+pub(crate) fn report(
     connector: &dyn Connect,
     db: Option<String>,
     command: &Command,
@@ -221,16 +168,16 @@ fn pause_entry(
 /// names) is anyone's text, so every control character is spelled out as `crontab -l` does
 /// (tab and newline too: a cell is one line), and the C1 controls (U+0080 to U+009F, which some
 /// terminals take as escape sequences) as `\u{9b}`.
-fn printable(cell: &str) -> String {
+pub(crate) fn printable(cell: &str) -> String {
     let mut out = String::with_capacity(cell.len());
     for c in cell.chars() {
         match c {
             '\t' => out.push_str("\\t"),
             '\n' => out.push_str("\\n"),
-            c if c.is_ascii_control() => out.push_str(&String::from_utf8_lossy(
-                &crate::crontab_cmd::text::protect_list(&[c as u8]),
-            )),
-            c if crate::log::line::is_hidden_control(c) => {
+            c if c.is_ascii_control() => {
+                out.push_str(&String::from_utf8_lossy(&crond::protect_list(&[c as u8])))
+            }
+            c if crond::log::line::is_hidden_control(c) => {
                 out.push_str(&format!("\\u{{{:x}}}", u32::from(c)))
             }
             c => out.push(c),

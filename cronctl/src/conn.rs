@@ -1,11 +1,10 @@
-//! What `cronctl` and its helper need of a PostgreSQL connection, as a trait: the client itself
-//! lives outside this crate (the `cronctl` package), so that crond's own binary links no
-//! database code, no TLS library and no async runtime, and so that the helper's logic can be
-//! driven by a fake in unit tests.
+//! What `cronctl` and its helper need of a PostgreSQL connection, as a trait: the real client
+//! ([`crate::client`]) is one implementation, and the helper's unit tests drive its logic with a
+//! fake.
 
 use std::fmt;
 
-use crate::cluster::conninfo::ConnInfo;
+use crond::cluster::conninfo::ConnInfo;
 
 /// What a statement returned.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,10 +6,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::helper::HelperArgs;
-use crate::cluster::identity::EntryKey;
-use crate::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
-use crate::crontab::policy::is_cluster_name;
+use crond::cluster::identity::EntryKey;
+use crond::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
+use crond::crontab::policy::is_cluster_name;
+
+use crate::helper::HelperArgs;
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--json] [PATTERN]
        cronctl [--socket PATH] run FILE:LINE|ID
@@ -178,7 +179,7 @@ where
         }
         ["status"] => control(socket, if json { "status --json" } else { "status" }.into()),
         ["run", target] => {
-            crate::control::parse_target(target)?;
+            crond::control::parse_target(target)?;
             control(socket, format!("run {target}"))
         }
         [] => return Err("a command is required".into()),
@@ -194,10 +195,10 @@ fn control(socket: Option<PathBuf>, request: String) -> Command {
     }
 }
 
-/// A number from `low` to `high` (both included): [`crate::cli::in_range`], worded as cronctl's
+/// A number from `low` to `high` (both included): [`crond::cli::in_range`], worded as cronctl's
 /// other errors are.
 fn in_range(parser: &mut lexopt::Parser, option: &str, low: u32, high: u32) -> Result<u32, String> {
-    crate::cli::in_range(parser, option, low, high).map_err(|e| match e {
+    crond::cli::in_range(parser, option, low, high).map_err(|e| match e {
         lexopt::Error::UnexpectedValue { value, .. } => {
             format!(
                 "{option}: {low} to {high}, not '{}'",

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::cluster::identity::EntryKey;
+use crond::cluster::identity::EntryKey;
 
 struct Row {
     host: String,

@@ -17,11 +17,10 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use crate::cluster::wire::{self, FromHelper, ToHelper};
+use crond::cluster::wire::{self, FromHelper, ToHelper};
 
-use super::conn::Connect;
-use super::db;
-pub use machine::DEFER;
+use crate::conn::Connect;
+use crate::db;
 use machine::Machine;
 use store::SqlStore;
 
@@ -100,8 +99,8 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
         // Everything the daemon has sent so far (up to a bound), so that the runs of one
         // minute go to the database in few statements.
         for _ in 0..MAX_READS_PER_TURN {
-            let mut registry = crate::sys::poll::Registry::new();
-            registry.add((), input.as_fd(), crate::sys::poll::Interest::Read);
+            let mut registry = crond::sys::poll::Registry::new();
+            registry.add((), input.as_fd(), crond::sys::poll::Interest::Read);
             if !registry
                 .wait(Some(wait))
                 .is_ok_and(|ready| ready.contains(()))

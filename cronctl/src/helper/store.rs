@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 
-use crate::cluster::conninfo::ConnInfo;
-use crate::cluster::wire::RunKey;
+use crond::cluster::conninfo::ConnInfo;
+use crond::cluster::wire::RunKey;
 
-use super::super::conn::{Connect, Connection, DbError, Rows};
-use super::super::{db, sql};
+use crate::conn::{Connect, Connection, DbError, Rows};
+use crate::{db, sql};
 
 /// Why a call failed, as far as the runs it carried are concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,18 +4,13 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::time::Duration;
 
-use super::conn::{Connect, Connection};
-use crate::cluster::conninfo::{self, ConnInfo};
-use crate::sys::fs::open_no_follow;
-use crate::sys::user::{User, effective_uid};
-use crate::trust;
+use crond::cluster::conninfo::{self, ConnInfo};
+use crond::sys::fs::open_no_follow;
+use crond::sys::user::{User, effective_uid};
+use crond::trust;
 
-/// How long one statement may take on the server (`statement_timeout`, sent by the client at
-/// login); the client's own deadline for a call is a second longer.
-pub const STATEMENT_TIMEOUT: Duration =
-    Duration::from_millis(conninfo::DEFAULT_STATEMENT_TIMEOUT_MS as u64);
+use crate::conn::{Connect, Connection};
 
 /// The most read of a passfile or of /etc/default/cron (64 KiB).
 const MAX_READ: u64 = 64 * 1024;
@@ -125,7 +120,7 @@ pub fn connect(connector: &dyn Connect, info: &ConnInfo) -> Result<Box<dyn Conne
 /// host name (a crashed helper's) are no longer this host's.
 pub fn new_session() -> i64 {
     let mut bytes = [0u8; 8];
-    if crate::sys::random_bytes(&mut bytes).is_err() {
+    if crond::sys::random_bytes(&mut bytes).is_err() {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();

@@ -3,7 +3,7 @@
 //! hosts' clocks only name the minute a run is due.
 //!
 //! Parameters are text (the client sends them so); arrays are PostgreSQL array literals made by
-//! [`array`], so a batch of runs is one statement.
+//! [`array()`], so a batch of runs is one statement.
 
 /// The tables, created by the first helper that connects (an advisory lock keeps two helpers
 /// from racing on `CREATE TABLE IF NOT EXISTS`).

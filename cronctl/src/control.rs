@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::control::{MAX_ANSWER_ROOT, private_path};
+use crond::control::{MAX_ANSWER_ROOT, private_path};
 
 /// How long cronctl waits for the daemon to take the connection (its backlog may be full).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -67,7 +67,7 @@ pub fn ask(socket: &Path, request: &str) -> Result<String, String> {
 /// there, and theirs or root's), else to `socket`; and the path connected to.
 fn connect(socket: &Path) -> Result<(UnixStream, std::path::PathBuf), String> {
     let private = private_path(socket);
-    let tried = match crate::sys::listen::connect_unix(&private, CONNECT_TIMEOUT) {
+    let tried = match crond::sys::listen::connect_unix(&private, CONNECT_TIMEOUT) {
         Ok(stream) => return Ok((stream, private)),
         Err(e) => e,
     };
@@ -77,7 +77,7 @@ fn connect(socket: &Path) -> Result<(UnixStream, std::path::PathBuf), String> {
         io::ErrorKind::NotFound
         | io::ErrorKind::PermissionDenied
         | io::ErrorKind::ConnectionRefused => {
-            match crate::sys::listen::connect_unix(socket, CONNECT_TIMEOUT) {
+            match crond::sys::listen::connect_unix(socket, CONNECT_TIMEOUT) {
                 Ok(stream) => return Ok((stream, socket.to_path_buf())),
                 Err(e) => e,
             }
