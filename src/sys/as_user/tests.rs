@@ -98,6 +98,15 @@ fn several_groups_given_in_any_order_are_exactly_the_programs_and_root_s_is_not_
 }
 
 #[test]
+fn a_group_list_past_the_kernels_bound_is_refused() {
+    let most: Vec<libc::gid_t> = (1..=MAX_GROUPS as u32).collect();
+    assert_eq!(Credentials::new(1, 1, most).unwrap().groups().len(), 65_536);
+    let past: Vec<libc::gid_t> = (1..=MAX_GROUPS as u32 + 1).collect();
+    let e = Credentials::new(1, 1, past).unwrap_err();
+    assert_eq!(e.to_string(), "the user is in too many groups");
+}
+
+#[test]
 fn a_start_made_to_fail_at_any_step_runs_nothing_and_says_which_step() {
     let (_, creds) = nobody();
     let dir = tempfile::tempdir().unwrap();
