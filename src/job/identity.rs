@@ -14,6 +14,7 @@
 //! the second ends or the table is full).
 
 use std::collections::HashMap;
+use std::io;
 use std::time::{Duration, Instant};
 
 use crate::sys::as_user::Credentials;
@@ -50,6 +51,29 @@ impl Identity {
     pub fn of(user: User) -> Identity {
         let creds = Credentials::of(&user).map_err(|e| e.to_string());
         Identity { user, creds }
+    }
+
+    /// Gives this process (the root job child) the user's supplementary groups, as
+    /// `initgroups` would; nothing when there are no ids to take (the job does not run then,
+    /// or this process is the user already).
+    pub fn take_groups_here(&self) -> io::Result<()> {
+        match &self.creds {
+            Ok(Some(creds)) => creds.take_groups_here(),
+            _ => Ok(()),
+        }
+    }
+
+    /// This identity with this process's supplementary groups as the ones its processes take:
+    /// in the job child once PAM's credentials are established, which may have added some.
+    pub fn with_groups_of_this_process(&self) -> io::Result<Identity> {
+        let creds = match &self.creds {
+            Ok(Some(creds)) => Ok(Some(creds.with_groups_of_this_process()?)),
+            other => other.clone(),
+        };
+        Ok(Identity {
+            user: self.user.clone(),
+            creds,
+        })
     }
 }
 

@@ -38,6 +38,8 @@ mod shell;
 pub mod stdin;
 #[cfg(test)]
 pub(crate) mod test_support;
+#[cfg(test)]
+mod tests;
 pub mod time_limit;
 
 use std::ffi::OsString;
@@ -46,7 +48,7 @@ use std::io;
 use crate::crontab::JobInput;
 use crate::log::lines::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
-use crate::sys::as_user::Credentials;
+use crate::sys::as_user::{Credentials, Fault};
 use crate::sys::process::{self, Pid};
 use crate::sys::signal;
 use crate::sys::spawn::{self, Forked};
@@ -169,9 +171,22 @@ fn run_job(
     pam_env: Vec<(Vec<u8>, Vec<u8>)>,
     first: bool,
 ) -> i32 {
-    let Some(prepared) = prepare(spec, setup, identity, pam_env) else {
+    run_job_with(spec, setup, identity, pam_env, first, Fault::NONE)
+}
+
+/// [`run_job`], the shell's start failing at `fault`'s step (the tests').
+fn run_job_with(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    identity: &Identity,
+    pam_env: Vec<(Vec<u8>, Vec<u8>)>,
+    first: bool,
+    fault: Fault,
+) -> i32 {
+    let Some(mut prepared) = prepare(spec, setup, identity, pam_env) else {
         return 1;
     };
+    prepared.fault = fault;
     let finished = match shell::run_shell(spec, setup, &prepared, first) {
         Ok(finished) => finished,
         Err(ShellFailure::Logged) => return 1,
@@ -218,6 +233,8 @@ struct Prepared {
     /// Without PAM's: what the mail's `X-Cron-Env` lines show, as Debian's.
     cron_env: Vec<(Vec<u8>, Vec<u8>)>,
     input: JobInput,
+    /// The step at which the shell's start fails: [`Fault::NONE`] but in the tests.
+    fault: Fault,
 }
 
 /// The entry's user as the daemon looked it up before the fork (in `--crontab` mode, the
@@ -295,6 +312,7 @@ fn prepare(
         env,
         cron_env,
         input: crate::crontab::split_percent(spec.command()),
+        fault: Fault::NONE,
     })
 }
 

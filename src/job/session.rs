@@ -1,8 +1,10 @@
 //! The job's PAM session, as Debian's job child opens it (do_command.c): as root, before any
 //! process of the job is started, service `cron` for the job's user: the account check (an expired or refused
 //! account's job does not run; the refusal is logged in PAM's words, as Debian logs it), the
-//! credentials, the session (pam_limits' limits, pam_loginuid's audit uid, pam_env's
-//! variables). The job then runs from this same process, which stays root: each of its processes
+//! user's groups on this process (Debian's and cronie's `initgroups`), the credentials (a
+//! module such as pam_group adds groups to this process's there: the job's processes take this
+//! process's groups from then on, not the list computed before the fork), the session
+//! (pam_limits' limits, pam_loginuid's audit uid, pam_env's variables). The job then runs from this same process, which stays root: each of its processes
 //! becomes the user between its clone and its exec and closes every descriptor above stderr
 //! first (the modules ran as root here and may have opened some without close-on-exec)
 //! (`sys::as_user`); after the shell this process closes the session, then deletes the
@@ -30,32 +32,59 @@ pub(super) fn run_in_session(
     pam: &PamSetup,
     first: bool,
 ) -> i32 {
-    use crate::sys::pam::Pam;
-
     let log = setup.log;
-    let user = &identity.user.name;
-    let opened = Pam::start(c"cron", user, pam.confdir.as_deref()).and_then(|mut session| {
-        session.account()?;
-        session.establish_credentials()?;
-        session.open_session()?;
-        Ok(session)
-    });
-    let session = match opened {
-        Ok(session) => session,
-        Err(e) => {
+    let (session, identity) = match open(identity, pam) {
+        Ok(opened) => opened,
+        Err(NotOpened::Pam(e)) => {
             // Debian logs pam_strerror's text alone (`Authentication failure`), and pam_unix
             // logs its own line with the user's name, to syslog. Where that line never arrives
             // (stderr in a container, the JSON log) ours names the user and the entry.
             log.line(Level::Error, &refusal(spec, e.message));
             return 1;
         }
+        Err(NotOpened::Groups(e)) => {
+            let said = format!("can't take the user's groups, job not run: {e}");
+            log.error(spec.user(), "ERROR", &said);
+            return 1;
+        }
     };
     let env = session.environment();
-    let code = run_job(spec, setup, identity, env, first);
+    let code = run_job(spec, setup, &identity, env, first);
     if let Err(e) = session.close() {
         log.line(Level::Error, &refusal(spec, e.message));
     }
     code
+}
+
+/// Why the session was not opened.
+#[cfg(feature = "pam")]
+enum NotOpened {
+    /// A PAM step failed (the account refused, a module's error).
+    Pam(crate::sys::pam::PamError),
+    /// This process's groups could not be set or read.
+    Groups(std::io::Error),
+}
+
+/// Opens `identity`'s session, in Debian's and cronie's order: the account check, the user's
+/// groups on this process (so a group a module adds is added to the user's, and root's own are
+/// gone before any module runs), the credentials, then the session. Returns the session and the
+/// identity the job's processes take: with this process's groups as the credentials left them.
+#[cfg(feature = "pam")]
+fn open(
+    identity: &Identity,
+    pam: &PamSetup,
+) -> Result<(crate::sys::pam::Pam, Identity), NotOpened> {
+    let confdir = pam.confdir.as_deref();
+    let mut session = crate::sys::pam::Pam::start(c"cron", &identity.user.name, confdir)
+        .map_err(NotOpened::Pam)?;
+    session.account().map_err(NotOpened::Pam)?;
+    identity.take_groups_here().map_err(NotOpened::Groups)?;
+    session.establish_credentials().map_err(NotOpened::Pam)?;
+    let identity = identity
+        .with_groups_of_this_process()
+        .map_err(NotOpened::Groups)?;
+    session.open_session().map_err(NotOpened::Pam)?;
+    Ok((session, identity))
 }
 
 /// PAM's text as Debian logs it, bare, naming the job's user and entry off syslog.

@@ -178,7 +178,7 @@ fn start_shell(
     // Returns with the shell's ends of both pipes closed here, so end-of-file on the output
     // means the job is done with it, and the stdin writer never waits for us.
     let spawned = Launch::new(&shell, &[b"-c", &input.command], env)
-        .map(|launch| launch.dir(&home))
+        .map(|launch| launch.dir(&home).with_fault(prepared.fault))
         .map(|launch| match timeout_s {
             Some(_) => launch.own_group(),
             None => launch,

@@ -13,7 +13,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::as_user::Credentials;
+use super::as_user::{Credentials, GroupsRoom};
 use super::process::close_range_or_each;
 use super::spawn::{Forked, fork_async_signal_safe};
 
@@ -138,8 +138,10 @@ pub fn spawn_writer_as(
     data: &[u8],
     creds: Option<&Credentials>,
 ) -> io::Result<WriterProcess> {
-    // Computed before fork: sysconf is not on the async-signal-safe list.
+    // Computed before fork: sysconf is not on the async-signal-safe list, and the child may
+    // not allocate.
     let open_max = super::process::open_max();
+    let mut user = creds.map(|creds| (creds, creds.groups_room()));
     let fd = write_end.as_raw_fd();
     let ptr = data.as_ptr();
     let len = data.len();
@@ -158,10 +160,13 @@ pub fn spawn_writer_as(
         Forked::Child => {
             // SAFETY: see the fork above: async-signal-safe calls only, each on descriptors or
             // memory this process owns, ending in _exit.
-            unsafe { writer_child(fd, ptr, len, open_max, creds) }
+            unsafe { writer_child(fd, ptr, len, open_max, user.as_mut()) }
         }
     }
 }
+
+/// The user a forked child becomes, with the room its group list is read back into.
+type ForkedUser<'a> = Option<&'a mut (&'a Credentials, GroupsRoom)>;
 
 /// The body of the writer process. Never returns.
 ///
@@ -172,7 +177,7 @@ unsafe fn writer_child(
     ptr: *const u8,
     len: usize,
     open_max: i32,
-    creds: Option<&Credentials>,
+    user: ForkedUser<'_>,
 ) -> ! {
     // SAFETY: only async-signal-safe libc calls and raw system calls on plain integers and on
     // the caller-guaranteed buffer (`ptr..ptr+len` readable); every path ends in _exit.
@@ -182,8 +187,8 @@ unsafe fn writer_child(
         }
         close_range_or_each(0, (KEPT_FD - 1) as u32, open_max);
         close_range_or_each((KEPT_FD + 1) as u32, u32::MAX, open_max);
-        if let Some(creds) = creds
-            && creds.become_raw().is_err()
+        if let Some((creds, room)) = user
+            && creds.become_raw(room).is_err()
         {
             libc::_exit(EXIT_SETUP_FAILED);
         }
@@ -230,6 +235,7 @@ pub fn bytes_waiting(fd: BorrowedFd<'_>) -> io::Result<usize> {
 /// as the writer's are; default signal handlers.
 pub fn spawn_drain(read_end: OwnedFd, creds: Option<&Credentials>) -> io::Result<()> {
     let open_max = super::process::open_max();
+    let mut user = creds.map(|creds| (creds, creds.groups_room()));
     let fd = read_end.as_raw_fd();
     // SAFETY: the child below calls only async-signal-safe functions (dup2, close_range/close,
     // read, _exit) on descriptors it owns and on a buffer on its own stack, and never returns
@@ -241,7 +247,7 @@ pub fn spawn_drain(read_end: OwnedFd, creds: Option<&Credentials>) -> io::Result
         }
         Forked::Child => {
             // SAFETY: see the fork above.
-            unsafe { drain_child(fd, open_max, creds) }
+            unsafe { drain_child(fd, open_max, user.as_mut()) }
         }
     }
 }
@@ -250,7 +256,7 @@ pub fn spawn_drain(read_end: OwnedFd, creds: Option<&Credentials>) -> io::Result
 ///
 /// # Safety
 /// Must only be called in a freshly forked child.
-unsafe fn drain_child(fd: i32, open_max: i32, creds: Option<&Credentials>) -> ! {
+unsafe fn drain_child(fd: i32, open_max: i32, user: ForkedUser<'_>) -> ! {
     // SAFETY: async-signal-safe libc calls and raw system calls on plain integers and on a
     // local buffer; every path ends in _exit.
     unsafe {
@@ -259,8 +265,8 @@ unsafe fn drain_child(fd: i32, open_max: i32, creds: Option<&Credentials>) -> ! 
         }
         close_range_or_each(0, (KEPT_FD - 1) as u32, open_max);
         close_range_or_each((KEPT_FD + 1) as u32, u32::MAX, open_max);
-        if let Some(creds) = creds
-            && creds.become_raw().is_err()
+        if let Some((creds, room)) = user
+            && creds.become_raw(room).is_err()
         {
             libc::_exit(EXIT_SETUP_FAILED);
         }

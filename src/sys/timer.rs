@@ -36,9 +36,13 @@ impl MinuteTimer {
 
     /// Arms the timer for the wall-clock instant `unix_second` (replacing any earlier one).
     pub fn arm_at(&self, unix_second: i64) -> io::Result<()> {
+        // A 32-bit `time_t` (i686, armhf) holds seconds up to 2038 only: an instant past that is
+        // refused rather than wrapped into the past.
+        let second = libc::time_t::try_from(unix_second)
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         self.fd
             .set(
-                Expiration::OneShot(TimeSpec::new(unix_second, 0)),
+                Expiration::OneShot(TimeSpec::new(second, 0)),
                 TimerSetTimeFlags::TFD_TIMER_ABSTIME | TimerSetTimeFlags::TFD_TIMER_CANCEL_ON_SET,
             )
             .map_err(io::Error::from)

@@ -486,6 +486,50 @@ fn root_the_metrics_endpoint_counts_runs_failures_timeouts_and_skips_for_a_real_
 }
 
 #[test]
+fn root_a_job_whose_shell_cannot_start_is_logged_and_counted_as_a_failed_run() {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home("f", &tree.path().join("out"));
+    tree.user_crontab(
+        &user.name,
+        "SHELL=/nonexistent/sh\n0 10 * * * true\n",
+        0o600,
+        &user.name,
+    );
+    let socket = tree.path().join("metrics.sock");
+    let crond = Crond::start(
+        &tree,
+        1,
+        &["--metrics", &format!("unix:{}", socket.display())],
+    );
+    crond.wait_for_log("metrics served at unix:", 10);
+    let line = crond.wait_for_log("can't run /nonexistent/sh", 20);
+    assert!(
+        line.ends_with(&format!(
+            "({}) ERROR (can't run /nonexistent/sh: No such file or directory (os error 2))",
+            user.name
+        )),
+        "{line}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = curl(Some(&socket), "http://localhost/metrics");
+        if sample(&text, "crond_jobs_running") == Some(0.0) || std::time::Instant::now() > deadline
+        {
+            break text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(sample(&text, "crond_runs_total"), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "crond_failures_total"), Some(1.0), "{text}");
+    assert!(
+        !crond.log_text().contains(&format!("({}) CMD (", user.name)),
+        "{}",
+        crond.log_text()
+    );
+}
+
+#[test]
 fn root_the_metrics_endpoint_on_a_loopback_port_answers_http_and_refuses_other_paths() {
     require_root();
     let tree = Tree::new();

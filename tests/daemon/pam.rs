@@ -311,3 +311,54 @@ fn root_a_refused_account_is_named_with_its_entry_on_stderr_and_in_the_json_log(
     }
     assert!(!ran.exists(), "the job did not run");
 }
+
+#[test]
+fn root_a_group_a_pam_module_adds_with_the_credentials_reaches_the_job_and_roots_groups_do_not() {
+    require_root();
+    let tree = Tree::new();
+    let user = user_with_home("g", &tree.path().join("out"));
+    let seen = tree.out("groups");
+    tree.user_crontab(
+        &user.name,
+        &format!(
+            "0 10 * * * grep ^Groups: /proc/$$/status > {}\n",
+            seen.display()
+        ),
+        0o600,
+        &user.name,
+    );
+    // A group no test user is in (it needs no name); the module adds it to the job child's
+    // groups in pam_setcred, as pam_group does.
+    let added = "59999";
+    let module = test_module(&tree, "pam_crond_test.so", &[]);
+    tree.set_pam_service(&format!(
+        "{}auth optional {} addgroup={added}\n",
+        shipped_pam_service(),
+        module.display()
+    ));
+    // The daemon has supplementary groups of root's own (0 and one more): none of them may
+    // reach the job, whatever the module adds to.
+    let crond = Crond::start_wrapped(
+        &tree,
+        1,
+        START,
+        &["setpriv", "--groups", "0,59998", "--"],
+        &[],
+    );
+    let text = wait_for_file(&seen, 15);
+    drop(crond);
+    let mut groups: Vec<&str> = text
+        .strip_prefix("Groups:")
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .collect();
+    groups.sort();
+    let own = user.groups();
+    let mut expected: Vec<&str> = own.split(' ').chain([added]).collect();
+    expected.sort();
+    assert_eq!(groups, expected, "{text}");
+    assert!(
+        !groups.contains(&"0") && !groups.contains(&"59998"),
+        "{text}"
+    );
+}

@@ -5,9 +5,14 @@
  *   open=PATH   pam_sm_open_session opens PATH (created if missing) without O_CLOEXEC and
  *               leaves it open, as a careless module would
  *   fail_open   pam_sm_open_session fails (PAM_SESSION_ERR)
+ *   addgroup=GID  pam_sm_setcred(PAM_ESTABLISH_CRED) adds GID to the process's supplementary
+ *               groups (getgroups, then setgroups with one more), as pam_group does
  * Built with -DTHREAD_IN_CONSTRUCTOR -pthread, its ELF constructor starts a thread that idles
  * for ever. */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <grp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef THREAD_IN_CONSTRUCTOR
@@ -18,6 +23,7 @@ typedef struct pam_handle pam_handle_t;
 
 #define PAM_SUCCESS 0
 #define PAM_SESSION_ERR 14
+#define PAM_CRED_ERR 17
 #define PAM_ESTABLISH_CRED 0x0002
 #define PAM_DELETE_CRED 0x0004
 
@@ -56,15 +62,38 @@ int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv)
     return PAM_SUCCESS;
 }
 
+/* Adds `gid` to this process's supplementary groups; 0 on success. */
+static int add_group(gid_t gid)
+{
+    int n = getgroups(0, NULL);
+    if (n < 0)
+        return -1;
+    gid_t *groups = malloc(((size_t)n + 1) * sizeof *groups);
+    if (groups == NULL)
+        return -1;
+    n = getgroups(n, groups);
+    int r = n < 0 ? -1 : 0;
+    if (r == 0) {
+        groups[n] = gid;
+        r = setgroups((size_t)n + 1, groups);
+    }
+    free(groups);
+    return r;
+}
+
 int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv)
 {
     (void)pamh;
-    if (flags & PAM_DELETE_CRED)
+    if (flags & PAM_DELETE_CRED) {
         note(argc, argv, "setcred delete");
-    else if (flags & PAM_ESTABLISH_CRED)
+    } else if (flags & PAM_ESTABLISH_CRED) {
         note(argc, argv, "setcred establish");
-    else
+        const char *gid = arg(argc, argv, "addgroup");
+        if (gid != NULL && add_group((gid_t)strtoul(gid, NULL, 10)) != 0)
+            return PAM_CRED_ERR;
+    } else {
         note(argc, argv, "setcred other");
+    }
     return PAM_SUCCESS;
 }
 

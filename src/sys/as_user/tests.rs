@@ -84,6 +84,72 @@ fn the_program_has_all_the_users_ids_and_groups_and_only_its_three_descriptors()
 }
 
 #[test]
+fn several_groups_given_in_any_order_are_exactly_the_programs_and_root_s_is_not_among_them() {
+    let (user, _) = nobody();
+    // Groups need no name to be set. Out of order and one twice, as a group file can list
+    // them; on a 32-bit target the old 16-bit setgroups read these as [1003, 0, 27, 0]: root's.
+    let creds = Credentials::new(user.uid.0, user.gid.0, vec![1003, 27, 70_000, 27]).unwrap();
+    assert_eq!(creds.groups(), [27, 1003, 70_000]);
+    let (out, _, code) = run("cat /proc/self/status", Some(&creds), b"/");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(field(&out, "Groups:"), ["27", "1003", "70000"], "{out}");
+    let uid = user.uid.0.to_string();
+    assert_eq!(field(&out, "Uid:"), [&uid[..]; 4], "{out}");
+}
+
+#[test]
+fn a_group_list_past_the_kernels_bound_is_refused() {
+    let most: Vec<libc::gid_t> = (1..=MAX_GROUPS as u32).collect();
+    assert_eq!(Credentials::new(1, 1, most).unwrap().groups().len(), 65_536);
+    let past: Vec<libc::gid_t> = (1..=MAX_GROUPS as u32 + 1).collect();
+    let e = Credentials::new(1, 1, past).unwrap_err();
+    assert_eq!(e.to_string(), "the user is in too many groups");
+}
+
+#[test]
+fn a_start_made_to_fail_at_any_step_runs_nothing_and_says_which_step() {
+    let (_, creds) = nobody();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let ran = dir.path().join("ran");
+    let script = format!("touch {}", ran.display());
+    // The same program, started as nobody, runs when nothing is made to fail.
+    let launch = |fault| {
+        Launch::new(b"/bin/sh", &[b"-c", script.as_bytes()], &[])
+            .unwrap()
+            .with_fault(fault)
+    };
+    let spawned = spawn(&launch(Fault::NONE), no_fds(), Some(&creds)).unwrap();
+    process::wait_status(spawned.pid, true).unwrap();
+    assert!(ran.exists(), "the program did not run");
+    std::fs::remove_file(&ran).unwrap();
+    for step in Step::OF_A_START {
+        let e = spawn(&launch(Fault::at(step)), no_fds(), Some(&creds))
+            .expect_err("a start made to fail");
+        assert_eq!(e.step, step);
+        assert_eq!(e.error.raw_os_error(), Some(FAULT_ERRNO), "{step:?}");
+        assert!(!e.is_fork_failure());
+        assert!(
+            e.to_string().contains(step.name()) || step == Step::Exec,
+            "{e}"
+        );
+        assert!(!ran.exists(), "the program ran although {step:?} failed");
+    }
+}
+
+fn no_fds() -> StdFds {
+    StdFds {
+        stdin: None,
+        stdout: None,
+        stderr: None,
+    }
+}
+
+#[test]
 fn the_program_runs_in_its_directory_or_in_the_root_when_the_user_cant_enter_it() {
     let (_, creds) = nobody();
     let shut = tempfile::tempdir().unwrap();
