@@ -779,6 +779,24 @@ mod tests {
         s.serve(&ready, now_ms, &empty, &mut Recorded::default())
     }
 
+    /// An `@daily` entry of alice's crontab, as a snapshot shows it.
+    fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
+        EntryView {
+            id,
+            tab: "crontabs/alice".into(),
+            line,
+            user: b"alice".to_vec(),
+            schedule: b"@daily".to_vec(),
+            cron_tz: None,
+            zone: crate::schedule::Zone::utc(),
+            next_s: None,
+            last: None,
+            running: Vec::new(),
+            policy: Default::default(),
+            command: command.to_vec(),
+        }
+    }
+
     fn answer_of(mut client: UnixStream) -> String {
         client.set_nonblocking(true).unwrap();
         let mut out = String::new();
@@ -897,20 +915,7 @@ mod tests {
         client.write_all(b"run 7\n").unwrap();
         let entry = |peer: &Peer, want: &Want<'_>| {
             let mut snap = empty(peer, want);
-            snap.entries.push(EntryView {
-                id: 7,
-                tab: "crontabs/alice".into(),
-                line: 3,
-                user: b"alice".to_vec(),
-                schedule: b"@daily".to_vec(),
-                cron_tz: None,
-                zone: crate::schedule::Zone::utc(),
-                next_s: None,
-                last: None,
-                running: Vec::new(),
-                policy: Default::default(),
-                command: b"date".to_vec(),
-            });
+            snap.entries.push(alices(7, 3, b"date"));
             snap
         };
         let mut registry = crate::sys::poll::Registry::new();
@@ -1275,20 +1280,7 @@ mod tests {
         /// them to fill the socket's buffer several times.
         fn snapshot_of(peer: &Peer, want: &Want<'_>) -> Snapshot {
             let mut snap = empty(peer, want);
-            let view = |id: u64| EntryView {
-                id,
-                tab: "crontabs/alice".into(),
-                line: id as u32,
-                user: b"alice".to_vec(),
-                schedule: b"@daily".to_vec(),
-                cron_tz: None,
-                zone: crate::schedule::Zone::utc(),
-                next_s: None,
-                last: None,
-                running: Vec::new(),
-                policy: Default::default(),
-                command: vec![b'c'; 150],
-            };
+            let view = |id: u64| alices(id, id as u32, &[b'c'; 150]);
             let n = match want.pattern {
                 Some("big") => 4_000,
                 _ if want.wants(7, "crontabs/alice", 7, b"alice") => 1,

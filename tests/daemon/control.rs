@@ -26,8 +26,8 @@ fn socket_of(tree: &Tree) -> PathBuf {
     tree.pid_file().with_file_name("crond.sock")
 }
 
-/// `cronctl --socket SOCKET ARGS` as `user` (`None`: root).
-pub(crate) fn cronctl(user: Option<&str>, socket: &Path, args: &[&str]) -> Output {
+/// `cronctl --socket SOCKET ARGS` as `user` (`None`: root), to run.
+fn cronctl_command(user: Option<&str>, socket: &Path, args: &[&str]) -> Command {
     let mut command = match user {
         None => Command::new(cronctl_bin()),
         Some(user) => {
@@ -36,10 +36,13 @@ pub(crate) fn cronctl(user: Option<&str>, socket: &Path, args: &[&str]) -> Outpu
             c
         }
     };
+    command.arg("--socket").arg(socket).args(args);
     command
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
+}
+
+/// `cronctl --socket SOCKET ARGS` as `user` (`None`: root), run to its end.
+pub(crate) fn cronctl(user: Option<&str>, socket: &Path, args: &[&str]) -> Output {
+    cronctl_command(user, socket, args)
         .output()
         .expect("run cronctl")
 }
@@ -390,18 +393,7 @@ fn root_a_users_and_roots_requests_read_in_one_wake_up_are_both_answered_and_the
     let pid = nix::unistd::Pid::from_raw(crond.pid() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
     let ask = |user: Option<&str>| {
-        let mut command = match user {
-            None => Command::new(cronctl_bin()),
-            Some(user) => {
-                let mut c = as_user(user);
-                c.arg(cronctl_bin());
-                c
-            }
-        };
-        command
-            .arg("--socket")
-            .arg(&socket)
-            .arg("status")
+        cronctl_command(user, &socket, &["status"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap()
