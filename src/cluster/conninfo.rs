@@ -256,38 +256,8 @@ fn set(given: &mut Given, key: &str, value: String) -> Result<(), String> {
 
 /// Applies the defaults and checks every value.
 fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
-    let host = match given.host.as_deref() {
-        None | Some("") => Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR)),
-        Some(h) if h.contains(',') => {
-            return Err(format!(
-                "host '{h}': several hosts are not supported, give one"
-            ));
-        }
-        Some(h) if h.starts_with('/') => Host::Unix(PathBuf::from(h)),
-        Some(h) => {
-            if h.chars()
-                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
-            {
-                return Err(format!(
-                    "host '{}' is not a host name or address",
-                    h.escape_debug()
-                ));
-            }
-            Host::Tcp(h.to_string())
-        }
-    };
-    let port = match given.port.as_deref() {
-        None | Some("") => DEFAULT_PORT,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => {
-                return Err(format!(
-                    "port '{}' is not a number from 1 to 65535",
-                    p.escape_debug()
-                ));
-            }
-        },
-    };
+    let host = host(given.host.as_deref())?;
+    let port = port(given.port.as_deref())?;
     let user = match given.user {
         Some(u) if !u.is_empty() => u,
         _ => default_user.to_string(),
@@ -299,24 +269,7 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
         Some(d) if !d.is_empty() => d,
         _ => user.clone(),
     };
-    let connect_timeout_s = match given.connect_timeout.as_deref() {
-        None | Some("") => DEFAULT_CONNECT_TIMEOUT_S,
-        Some(t) => match t.parse::<u32>() {
-            Ok(0) if t.bytes().all(|b| b.is_ascii_digit()) => DEFAULT_CONNECT_TIMEOUT_S,
-            Ok(n) if n <= MAX_CONNECT_TIMEOUT_S && t.bytes().all(|b| b.is_ascii_digit()) => n,
-            Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(format!(
-                    "connect_timeout {n} is over the maximum of {MAX_CONNECT_TIMEOUT_S} seconds"
-                ));
-            }
-            _ => {
-                return Err(format!(
-                    "connect_timeout '{}' is not a number of seconds",
-                    t.escape_debug()
-                ));
-            }
-        },
-    };
+    let connect_timeout_s = connect_timeout(given.connect_timeout.as_deref())?;
     let application_name = match given.application_name {
         Some(a) => a,
         None => DEFAULT_APPLICATION_NAME.to_string(),
@@ -330,48 +283,17 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
             return Err(format!("{what} contains a NUL byte"));
         }
     }
-    let passfile = match given.passfile {
-        Some(p) if p.contains('\0') => return Err("passfile contains a NUL byte".to_string()),
-        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ => None,
-    };
+    let passfile = path("passfile", given.passfile)?;
     if let Host::Unix(dir) = &host
         && dir.as_os_str().as_encoded_bytes().contains(&0)
     {
         return Err("host contains a NUL byte".to_string());
     }
-    let path = |what: &str, value: Option<String>| match value {
-        Some(p) if p.contains('\0') => Err(format!("{what} contains a NUL byte")),
-        Some(p) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
-        _ => Ok(None),
-    };
     let sslrootcert = match given.sslrootcert.as_deref() {
         Some("system") => Some(RootCert::System),
         _ => path("sslrootcert", given.sslrootcert)?.map(RootCert::File),
     };
-    let sslmode = match given.sslmode.as_deref() {
-        None | Some("") if sslrootcert == Some(RootCert::System) => SslMode::VerifyFull,
-        None | Some("") => SslMode::Prefer,
-        Some("disable") => SslMode::Disable,
-        Some("allow") => SslMode::Allow,
-        Some("prefer") => SslMode::Prefer,
-        Some("require") => SslMode::Require,
-        Some("verify-ca") => SslMode::VerifyCa,
-        Some("verify-full") => SslMode::VerifyFull,
-        Some(other) => {
-            return Err(format!(
-                "invalid sslmode value '{}' (disable, allow, prefer, require, verify-ca or \
-                 verify-full)",
-                other.escape_debug()
-            ));
-        }
-    };
-    if sslrootcert == Some(RootCert::System) && sslmode != SslMode::VerifyFull {
-        return Err(format!(
-            "sslmode={} may not be used with sslrootcert=system (use verify-full)",
-            sslmode.name()
-        ));
-    }
+    let sslmode = sslmode(given.sslmode.as_deref(), sslrootcert.as_ref())?;
     let sslcert = match (
         path("sslcert", given.sslcert)?,
         path("sslkey", given.sslkey)?,
@@ -381,33 +303,9 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
         (Some(_), None) => return Err("sslcert needs sslkey (the client key file)".to_string()),
         (None, Some(_)) => return Err("sslkey needs sslcert (the client certificate)".to_string()),
     };
-    let channel_binding = match given.channel_binding.as_deref() {
-        None | Some("") | Some("prefer") => ChannelBinding::Prefer,
-        Some("disable") => ChannelBinding::Disable,
-        Some("require") => ChannelBinding::Require,
-        Some(other) => {
-            return Err(format!(
-                "invalid channel_binding value '{}' (disable, prefer or require)",
-                other.escape_debug()
-            ));
-        }
-    };
+    let channel_binding = channel_binding(given.channel_binding.as_deref())?;
     let require_auth = match given.require_auth.as_deref() {
-        None | Some("") => match host {
-            Host::Tcp(_) => {
-                let mut r = parse_require_auth(DEFAULT_TCP_REQUIRE_AUTH)?;
-                r.spelled =
-                    format!("require_auth={DEFAULT_TCP_REQUIRE_AUTH} (the default over TCP)");
-                r
-            }
-            Host::Unix(_) => RequireAuth {
-                password: true,
-                md5: true,
-                scram: true,
-                none: true,
-                spelled: "require_auth (any method, the default on a Unix socket)".to_string(),
-            },
-        },
+        None | Some("") => default_require_auth(&host)?,
         Some(text) => parse_require_auth(text)?,
     };
     Ok(ConnInfo {
@@ -424,6 +322,135 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
         channel_binding,
         require_auth,
         statement_timeout_ms: DEFAULT_STATEMENT_TIMEOUT_MS,
+    })
+}
+
+/// The server's address: a socket directory when it starts with `/` or is not given, else one
+/// host name or address.
+fn host(given: Option<&str>) -> Result<Host, String> {
+    match given {
+        None | Some("") => Ok(Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR))),
+        Some(h) if h.contains(',') => Err(format!(
+            "host '{h}': several hosts are not supported, give one"
+        )),
+        Some(h) if h.starts_with('/') => Ok(Host::Unix(PathBuf::from(h))),
+        Some(h) => {
+            if h.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+            {
+                return Err(format!(
+                    "host '{}' is not a host name or address",
+                    h.escape_debug()
+                ));
+            }
+            Ok(Host::Tcp(h.to_string()))
+        }
+    }
+}
+
+/// The port: digits only, from 1 to 65535; [`DEFAULT_PORT`] when not given.
+fn port(given: Option<&str>) -> Result<u16, String> {
+    match given {
+        None | Some("") => Ok(DEFAULT_PORT),
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+            _ => Err(format!(
+                "port '{}' is not a number from 1 to 65535",
+                p.escape_debug()
+            )),
+        },
+    }
+}
+
+/// `connect_timeout` in seconds: digits only, 0 (as not given) meaning the default, at most
+/// [`MAX_CONNECT_TIMEOUT_S`].
+fn connect_timeout(given: Option<&str>) -> Result<u32, String> {
+    let Some(t) = given.filter(|t| !t.is_empty()) else {
+        return Ok(DEFAULT_CONNECT_TIMEOUT_S);
+    };
+    match t.parse::<u32>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => match n {
+            0 => Ok(DEFAULT_CONNECT_TIMEOUT_S),
+            n if n <= MAX_CONNECT_TIMEOUT_S => Ok(n),
+            n => Err(format!(
+                "connect_timeout {n} is over the maximum of {MAX_CONNECT_TIMEOUT_S} seconds"
+            )),
+        },
+        _ => Err(format!(
+            "connect_timeout '{}' is not a number of seconds",
+            t.escape_debug()
+        )),
+    }
+}
+
+/// A file named by a setting: none when not given or empty; a NUL byte is refused.
+fn path(what: &str, value: Option<String>) -> Result<Option<PathBuf>, String> {
+    match value {
+        Some(p) if p.contains('\0') => Err(format!("{what} contains a NUL byte")),
+        Some(p) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
+        _ => Ok(None),
+    }
+}
+
+/// `sslmode`, whose default is `prefer`, or `verify-full` with `sslrootcert=system`, which
+/// allows no other mode.
+fn sslmode(given: Option<&str>, rootcert: Option<&RootCert>) -> Result<SslMode, String> {
+    let system = rootcert == Some(&RootCert::System);
+    let mode = match given {
+        None | Some("") if system => SslMode::VerifyFull,
+        None | Some("") => SslMode::Prefer,
+        Some("disable") => SslMode::Disable,
+        Some("allow") => SslMode::Allow,
+        Some("prefer") => SslMode::Prefer,
+        Some("require") => SslMode::Require,
+        Some("verify-ca") => SslMode::VerifyCa,
+        Some("verify-full") => SslMode::VerifyFull,
+        Some(other) => {
+            return Err(format!(
+                "invalid sslmode value '{}' (disable, allow, prefer, require, verify-ca or \
+                 verify-full)",
+                other.escape_debug()
+            ));
+        }
+    };
+    if system && mode != SslMode::VerifyFull {
+        return Err(format!(
+            "sslmode={} may not be used with sslrootcert=system (use verify-full)",
+            mode.name()
+        ));
+    }
+    Ok(mode)
+}
+
+/// `channel_binding`, `prefer` unless given.
+fn channel_binding(given: Option<&str>) -> Result<ChannelBinding, String> {
+    match given {
+        None | Some("") | Some("prefer") => Ok(ChannelBinding::Prefer),
+        Some("disable") => Ok(ChannelBinding::Disable),
+        Some("require") => Ok(ChannelBinding::Require),
+        Some(other) => Err(format!(
+            "invalid channel_binding value '{}' (disable, prefer or require)",
+            other.escape_debug()
+        )),
+    }
+}
+
+/// The methods allowed when `require_auth` is not given: over TCP
+/// [`DEFAULT_TCP_REQUIRE_AUTH`], on a Unix socket any.
+fn default_require_auth(host: &Host) -> Result<RequireAuth, String> {
+    Ok(match host {
+        Host::Tcp(_) => {
+            let mut r = parse_require_auth(DEFAULT_TCP_REQUIRE_AUTH)?;
+            r.spelled = format!("require_auth={DEFAULT_TCP_REQUIRE_AUTH} (the default over TCP)");
+            r
+        }
+        Host::Unix(_) => RequireAuth {
+            password: true,
+            md5: true,
+            scram: true,
+            none: true,
+            spelled: "require_auth (any method, the default on a Unix socket)".to_string(),
+        },
     })
 }
 
