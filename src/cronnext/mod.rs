@@ -135,52 +135,7 @@ fn run_inner(
             writeln!(out, "cronnext (crond) {}", env!("CARGO_PKG_VERSION"))?;
             Ok(0)
         }
-        Action::Expression(expr) => {
-            let when = match schedule::parse_expression(expr, seed) {
-                Ok(when) => when,
-                Err(e) => {
-                    writeln!(err, "cronnext: {expr}")?;
-                    writeln!(err, "cronnext: {}^", " ".repeat(e.offset))?;
-                    writeln!(err, "cronnext: {e}")?;
-                    return Ok(2);
-                }
-            };
-            let schedule = match when {
-                When::Reboot => {
-                    writeln!(
-                        err,
-                        "cronnext: @reboot runs once when crond starts at boot; it has no next time"
-                    )?;
-                    return Ok(0);
-                }
-                When::Periodic(s) => s,
-                When::Every(_) => {
-                    writeln!(
-                        err,
-                        "cronnext: {when} runs at crond's start plus each interval; it has no fixed times"
-                    )?;
-                    return Ok(0);
-                }
-            };
-            if !schedule.can_fire() {
-                writeln!(
-                    err,
-                    "cronnext: this expression never runs (no such day in the chosen months)"
-                )?;
-                return Ok(0);
-            }
-            let mut at = after;
-            for _ in 0..options.count.unwrap_or(1) {
-                match schedule.next_after(at, &zone) {
-                    Some(next) => {
-                        writeln!(out, "{}", zone.format_rfc3339(next))?;
-                        at = next;
-                    }
-                    None => break,
-                }
-            }
-            Ok(0)
-        }
+        Action::Expression(expr) => expression(expr, options.count, after, &zone, seed, out, err),
         Action::Files(files) => {
             let until = match &options.until {
                 Some(text) => Some(parse_time(text, &zone).map_err(Failure::Usage)?),
@@ -203,6 +158,64 @@ fn run_inner(
             files::run(&request, out, err)
         }
     }
+}
+
+/// Expression mode: prints the next `count` (default 1) times of `expr` after `after`, in
+/// `zone`; an expression with no times (`@reboot`, `@every`, a day no chosen month has) is said
+/// so on `err`. Returns the exit status: 2 when the expression does not parse.
+fn expression(
+    expr: &str,
+    count: Option<u64>,
+    after: Timestamp,
+    zone: &Zone,
+    seed: u64,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let when = match schedule::parse_expression(expr, seed) {
+        Ok(when) => when,
+        Err(e) => {
+            writeln!(err, "cronnext: {expr}")?;
+            writeln!(err, "cronnext: {}^", " ".repeat(e.offset))?;
+            writeln!(err, "cronnext: {e}")?;
+            return Ok(2);
+        }
+    };
+    let schedule = match when {
+        When::Reboot => {
+            writeln!(
+                err,
+                "cronnext: @reboot runs once when crond starts at boot; it has no next time"
+            )?;
+            return Ok(0);
+        }
+        When::Periodic(s) => s,
+        When::Every(_) => {
+            writeln!(
+                err,
+                "cronnext: {when} runs at crond's start plus each interval; it has no fixed times"
+            )?;
+            return Ok(0);
+        }
+    };
+    if !schedule.can_fire() {
+        writeln!(
+            err,
+            "cronnext: this expression never runs (no such day in the chosen months)"
+        )?;
+        return Ok(0);
+    }
+    let mut at = after;
+    for _ in 0..count.unwrap_or(1) {
+        match schedule.next_after(at, zone) {
+            Some(next) => {
+                writeln!(out, "{}", zone.format_rfc3339(next))?;
+                at = next;
+            }
+            None => break,
+        }
+    }
+    Ok(0)
 }
 
 /// An RFC 3339 instant, or a civil date-time read in `zone`.
