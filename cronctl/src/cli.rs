@@ -77,122 +77,161 @@ where
     I: IntoIterator,
     I::Item: Into<OsString>,
 {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut db = None;
-    let mut words: Vec<String> = Vec::new();
-    let mut cluster = None;
-    let mut entry = None;
-    let mut limit = 50;
-    let mut host = None;
-    let mut keep_days = 30;
-    let mut keep_runs = DEFAULT_KEEP_RUNS;
-    let mut lease_s = 30;
-    let mut socket = None;
-    let mut json = false;
-    let text = |v: OsString| {
-        v.into_string()
-            .map_err(|_| "an argument is not UTF-8".to_string())
+    let mut flags = Flags::default();
+    let command = match flags.read(&mut lexopt::Parser::from_args(args))? {
+        Some(early) => early,
+        None => flags.command()?,
     };
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
-        match arg {
-            Short('h') | Long("help") => {
-                return Ok(Invocation {
-                    db,
-                    command: Command::Help,
-                });
-            }
-            Short('V') | Long("version") => {
-                return Ok(Invocation {
-                    db,
-                    command: Command::Version,
-                });
-            }
-            Long("db") => db = Some(text(parser.value().map_err(|e| e.to_string())?)?),
-            Long("cluster") => {
-                let name = text(parser.value().map_err(|e| e.to_string())?)?;
-                if !is_cluster_name(name.as_bytes()) {
-                    return Err(format!("'{name}' is not a cluster name"));
-                }
-                cluster = Some(name);
-            }
-            Long("entry") => {
-                entry = Some(text(parser.value().map_err(|e| e.to_string())?)?.parse()?)
-            }
-            Long("limit") => limit = in_range(&mut parser, "--limit", 1, MAX_LIMIT)?,
-            Long("host") => host = Some(text(parser.value().map_err(|e| e.to_string())?)?),
-            Long("keep-days") => keep_days = in_range(&mut parser, "--keep-days", 1, 3650)?,
-            Long("keep-runs") => {
-                keep_runs = in_range(&mut parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
-            }
-            Long("lease") => lease_s = in_range(&mut parser, "--lease (seconds)", 3, 300)?,
-            Long("socket") => {
-                socket = Some(PathBuf::from(parser.value().map_err(|e| e.to_string())?))
-            }
-            Long("json") => json = true,
-            Value(v) => words.push(text(v)?),
-            _ => return Err(arg.unexpected().to_string()),
-        }
-    }
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let command = match words.as_slice() {
-        ["hosts"] => Command::Hosts,
-        ["claims"] => Command::Claims { cluster },
-        ["history"] => Command::History {
-            cluster,
-            entry,
-            limit,
-        },
-        ["paused"] => Command::Paused,
-        [verb @ ("pause" | "resume"), c, user, id] => {
-            if !is_cluster_name(c.as_bytes()) {
-                return Err(format!("'{c}' is not a cluster name"));
-            }
-            Command::Pause {
-                target: Target {
-                    cluster: (*c).to_string(),
-                    user: (*user).to_string(),
-                    entry: id.parse()?,
-                },
-                pause: *verb == "pause",
-            }
-        }
-        ["helper"] => Command::Helper(HelperArgs {
-            db: db.clone().ok_or("helper: --db is required")?,
-            host: host.ok_or("helper: --host is required")?,
-            keep_days,
-            keep_runs,
-            lease_s,
-        }),
-        ["list", rest @ ..] if rest.len() <= 1 => {
-            if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
-                return Err(format!("list: '{p}' is not a pattern (no blanks)"));
-            }
-            let mut request = String::from("list");
-            if json {
-                request.push_str(" --json");
-            }
-            if let Some(p) = rest.first() {
-                request = format!("{request} {p}");
-            }
-            control(socket, request)
-        }
-        ["status"] => control(socket, if json { "status --json" } else { "status" }.into()),
-        ["run", target] => {
-            crond::control::parse_target(target)?;
-            control(socket, format!("run {target}"))
-        }
-        [] => return Err("a command is required".into()),
-        other => return Err(format!("unknown command '{}'", other.join(" "))),
-    };
-    Ok(Invocation { db, command })
+    Ok(Invocation {
+        db: flags.db,
+        command,
+    })
 }
 
-fn control(socket: Option<PathBuf>, request: String) -> Command {
-    Command::Control {
-        socket: socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
-        request,
+/// The options and words of a command line, as read before the words are looked at.
+struct Flags {
+    db: Option<String>,
+    words: Vec<String>,
+    cluster: Option<String>,
+    entry: Option<EntryKey>,
+    limit: u32,
+    host: Option<String>,
+    keep_days: u32,
+    keep_runs: u32,
+    lease_s: u32,
+    socket: Option<PathBuf>,
+    json: bool,
+}
+
+impl Default for Flags {
+    fn default() -> Flags {
+        Flags {
+            db: None,
+            words: Vec::new(),
+            cluster: None,
+            entry: None,
+            limit: 50,
+            host: None,
+            keep_days: 30,
+            keep_runs: DEFAULT_KEEP_RUNS,
+            lease_s: 30,
+            socket: None,
+            json: false,
+        }
     }
+}
+
+impl Flags {
+    /// Reads every argument; `-h` or `-V` ends the reading with its command, whatever
+    /// follows.
+    fn read(&mut self, parser: &mut lexopt::Parser) -> Result<Option<Command>, String> {
+        use lexopt::prelude::*;
+        while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+            match arg {
+                Short('h') | Long("help") => return Ok(Some(Command::Help)),
+                Short('V') | Long("version") => return Ok(Some(Command::Version)),
+                Long("db") => self.db = Some(text(parser.value().map_err(|e| e.to_string())?)?),
+                Long("cluster") => {
+                    let name = text(parser.value().map_err(|e| e.to_string())?)?;
+                    if !is_cluster_name(name.as_bytes()) {
+                        return Err(format!("'{name}' is not a cluster name"));
+                    }
+                    self.cluster = Some(name);
+                }
+                Long("entry") => {
+                    self.entry = Some(text(parser.value().map_err(|e| e.to_string())?)?.parse()?)
+                }
+                Long("limit") => self.limit = in_range(parser, "--limit", 1, MAX_LIMIT)?,
+                Long("host") => self.host = Some(text(parser.value().map_err(|e| e.to_string())?)?),
+                Long("keep-days") => self.keep_days = in_range(parser, "--keep-days", 1, 3650)?,
+                Long("keep-runs") => {
+                    self.keep_runs = in_range(parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
+                }
+                Long("lease") => self.lease_s = in_range(parser, "--lease (seconds)", 3, 300)?,
+                Long("socket") => {
+                    self.socket = Some(PathBuf::from(parser.value().map_err(|e| e.to_string())?))
+                }
+                Long("json") => self.json = true,
+                Value(v) => self.words.push(text(v)?),
+                _ => return Err(arg.unexpected().to_string()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The command the words name, with the options it takes.
+    fn command(&self) -> Result<Command, String> {
+        let words: Vec<&str> = self.words.iter().map(String::as_str).collect();
+        Ok(match words.as_slice() {
+            ["hosts"] => Command::Hosts,
+            ["claims"] => Command::Claims {
+                cluster: self.cluster.clone(),
+            },
+            ["history"] => Command::History {
+                cluster: self.cluster.clone(),
+                entry: self.entry,
+                limit: self.limit,
+            },
+            ["paused"] => Command::Paused,
+            [verb @ ("pause" | "resume"), c, user, id] => {
+                if !is_cluster_name(c.as_bytes()) {
+                    return Err(format!("'{c}' is not a cluster name"));
+                }
+                Command::Pause {
+                    target: Target {
+                        cluster: (*c).to_string(),
+                        user: (*user).to_string(),
+                        entry: id.parse()?,
+                    },
+                    pause: *verb == "pause",
+                }
+            }
+            ["helper"] => Command::Helper(HelperArgs {
+                db: self.db.clone().ok_or("helper: --db is required")?,
+                host: self.host.clone().ok_or("helper: --host is required")?,
+                keep_days: self.keep_days,
+                keep_runs: self.keep_runs,
+                lease_s: self.lease_s,
+            }),
+            ["list", rest @ ..] if rest.len() <= 1 => {
+                if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
+                    return Err(format!("list: '{p}' is not a pattern (no blanks)"));
+                }
+                let mut request = String::from("list");
+                if self.json {
+                    request.push_str(" --json");
+                }
+                if let Some(p) = rest.first() {
+                    request = format!("{request} {p}");
+                }
+                self.control(request)
+            }
+            ["status"] => self.control(if self.json { "status --json" } else { "status" }.into()),
+            ["run", target] => {
+                crond::control::parse_target(target)?;
+                self.control(format!("run {target}"))
+            }
+            [] => return Err("a command is required".into()),
+            other => return Err(format!("unknown command '{}'", other.join(" "))),
+        })
+    }
+
+    /// A request to the control socket: `--socket`'s, or [`DEFAULT_SOCKET`].
+    fn control(&self, request: String) -> Command {
+        Command::Control {
+            socket: self
+                .socket
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
+            request,
+        }
+    }
+}
+
+/// An argument as text: every argument cronctl takes is UTF-8.
+fn text(v: OsString) -> Result<String, String> {
+    v.into_string()
+        .map_err(|_| "an argument is not UTF-8".to_string())
 }
 
 /// A number from `low` to `high` (both included): [`crond::cli::in_range`], worded as cronctl's
