@@ -2,6 +2,8 @@
 //! claims, history, paused entries — and pause/resume of an entry on every host: one
 //! connection, the schema made if missing, one statement, its rows as a table.
 
+use crond::cluster::identity::EntryKey;
+
 use crate::cli::{Command, Target};
 use crate::conn::{Connect, Connection, DbError, Rows};
 use crate::{cli, db, sql};
@@ -27,107 +29,120 @@ pub(crate) fn report(
 
 fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String, DbError> {
     match command {
-        Command::Hosts => {
-            let rows = client.query(
-                &format!(
-                    "SELECT host, CASE WHEN lease_until > now() THEN 'live' ELSE 'expired' END,
-                            {}, {}, {}, session::text
-                     FROM crond_hosts ORDER BY host",
-                    ts("lease_until"),
-                    ts("started"),
-                    ts("seen")
-                ),
-                &[],
-            )?;
-            Ok(table(
-                &[
-                    "HOST",
-                    "LEASE",
-                    "LEASE UNTIL",
-                    "SESSION START",
-                    "SEEN",
-                    "SESSION",
-                ],
-                &rows,
-            ))
-        }
-        Command::Claims { cluster } => {
-            let rows = client.query(
-                &format!(
-                    "SELECT cluster, owner, entry, {}, host,
-                            CASE WHEN started IS NULL THEN 'claimed' ELSE 'running' END, {}
-                     FROM crond_runs
-                     WHERE ended IS NULL AND ($1::text IS NULL OR cluster = $1)
-                     ORDER BY minute, cluster, owner, entry LIMIT {}",
-                    ts("minute"),
-                    ts("claimed"),
-                    cli::MAX_LIMIT
-                ),
-                &[cluster.as_deref()],
-            )?;
-            Ok(table(
-                &[
-                    "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED",
-                ],
-                &rows,
-            ))
-        }
+        Command::Hosts => hosts(client),
+        Command::Claims { cluster } => claims(client, cluster.as_deref()),
         Command::History {
             cluster,
             entry,
             limit,
-        } => {
-            let entry = entry.map(|e| e.to_string());
-            let rows = client.query(
-                &format!(
-                    "SELECT cluster, owner, entry, {}, host, {}, {}, {},
-                            coalesce(status::text, ''), coalesce(taken_from, '')
-                     FROM crond_runs
-                     WHERE ($1::text IS NULL OR cluster = $1) AND ($2::text IS NULL OR entry = $2)
-                     ORDER BY minute DESC, cluster, owner, entry LIMIT $3::int",
-                    ts("minute"),
-                    ts("claimed"),
-                    ts("started"),
-                    ts("ended")
-                ),
-                &[
-                    cluster.as_deref(),
-                    entry.as_deref(),
-                    Some(&limit.to_string()),
-                ],
-            )?;
-            Ok(table(
-                &[
-                    "CLUSTER",
-                    "USER",
-                    "ENTRY",
-                    "DUE",
-                    "HOST",
-                    "CLAIMED",
-                    "STARTED",
-                    "ENDED",
-                    "STATUS",
-                    "TAKEN FROM",
-                ],
-                &rows,
-            ))
-        }
-        Command::Paused => {
-            let rows = client.query(
-                &format!(
-                    "SELECT cluster, owner, entry, {} FROM crond_paused
-                     ORDER BY cluster, owner, entry",
-                    ts("since")
-                ),
-                &[],
-            )?;
-            Ok(table(&["CLUSTER", "USER", "ENTRY", "SINCE"], &rows))
-        }
+        } => history(client, cluster.as_deref(), *entry, *limit),
+        Command::Paused => paused(client),
         Command::Pause { target, pause } => pause_entry(client, target, *pause),
         Command::Help | Command::Version | Command::Helper(_) | Command::Control { .. } => {
             Ok(String::new())
         }
     }
+}
+
+/// `hosts`: each host's lease and session.
+fn hosts(client: &mut dyn Connection) -> Result<String, DbError> {
+    let rows = client.query(
+        &format!(
+            "SELECT host, CASE WHEN lease_until > now() THEN 'live' ELSE 'expired' END,
+                    {}, {}, {}, session::text
+             FROM crond_hosts ORDER BY host",
+            ts("lease_until"),
+            ts("started"),
+            ts("seen")
+        ),
+        &[],
+    )?;
+    Ok(table(
+        &[
+            "HOST",
+            "LEASE",
+            "LEASE UNTIL",
+            "SESSION START",
+            "SEEN",
+            "SESSION",
+        ],
+        &rows,
+    ))
+}
+
+/// `claims`: the runs claimed and not ended, of one cluster or all.
+fn claims(client: &mut dyn Connection, cluster: Option<&str>) -> Result<String, DbError> {
+    let rows = client.query(
+        &format!(
+            "SELECT cluster, owner, entry, {}, host,
+                    CASE WHEN started IS NULL THEN 'claimed' ELSE 'running' END, {}
+             FROM crond_runs
+             WHERE ended IS NULL AND ($1::text IS NULL OR cluster = $1)
+             ORDER BY minute, cluster, owner, entry LIMIT {}",
+            ts("minute"),
+            ts("claimed"),
+            cli::MAX_LIMIT
+        ),
+        &[cluster],
+    )?;
+    Ok(table(
+        &[
+            "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED",
+        ],
+        &rows,
+    ))
+}
+
+/// `history`: the latest `limit` runs, of one cluster or all, one entry or all.
+fn history(
+    client: &mut dyn Connection,
+    cluster: Option<&str>,
+    entry: Option<EntryKey>,
+    limit: u32,
+) -> Result<String, DbError> {
+    let entry = entry.map(|e| e.to_string());
+    let rows = client.query(
+        &format!(
+            "SELECT cluster, owner, entry, {}, host, {}, {}, {},
+                    coalesce(status::text, ''), coalesce(taken_from, '')
+             FROM crond_runs
+             WHERE ($1::text IS NULL OR cluster = $1) AND ($2::text IS NULL OR entry = $2)
+             ORDER BY minute DESC, cluster, owner, entry LIMIT $3::int",
+            ts("minute"),
+            ts("claimed"),
+            ts("started"),
+            ts("ended")
+        ),
+        &[cluster, entry.as_deref(), Some(&limit.to_string())],
+    )?;
+    Ok(table(
+        &[
+            "CLUSTER",
+            "USER",
+            "ENTRY",
+            "DUE",
+            "HOST",
+            "CLAIMED",
+            "STARTED",
+            "ENDED",
+            "STATUS",
+            "TAKEN FROM",
+        ],
+        &rows,
+    ))
+}
+
+/// `paused`: the entries paused on every host, and since when.
+fn paused(client: &mut dyn Connection) -> Result<String, DbError> {
+    let rows = client.query(
+        &format!(
+            "SELECT cluster, owner, entry, {} FROM crond_paused
+             ORDER BY cluster, owner, entry",
+            ts("since")
+        ),
+        &[],
+    )?;
+    Ok(table(&["CLUSTER", "USER", "ENTRY", "SINCE"], &rows))
 }
 
 fn pause_entry(
