@@ -125,59 +125,26 @@ impl Auth {
             return Err("the server sent an authentication request of less than 4 bytes".into());
         };
         let code = i32::from_be_bytes([code[0], code[1], code[2], code[3]]);
-        let setting = &self.allowed.spelled;
-        let refused = |what: &str, allow: &str| {
-            format!(
-                "{setting}: the server asked for {what}; refused without sending it \
-                 ({allow} allows it)"
-            )
-        };
         match code {
-            0 => {
-                if !self.asked && !self.allowed.none {
-                    return Err(format!(
-                        "{setting}: the server let the client in without authentication (trust, \
-                         peer or a client certificate), which require_auth=none allows"
-                    ));
-                }
-                if self.sasl && !self.sasl_final && !self.allowed.none {
-                    return Err(format!(
-                        "{setting}: the server ended SCRAM authentication without proving it \
-                         knows the password"
-                    ));
-                }
-            }
-            3 => {
-                self.asked = true;
-                if !self.allowed.password {
-                    return Err(refused(
-                        "the password in clear text",
-                        "require_auth=password, over sslmode=verify-full only,",
-                    ));
-                }
-                self.trusted("the password in clear text")?;
-            }
-            5 => {
-                self.asked = true;
-                if !self.allowed.md5 {
-                    return Err(refused(
-                        "an md5 password hash",
-                        "require_auth=md5, over sslmode=verify-full only,",
-                    ));
-                }
-                self.trusted("an md5 password hash")?;
-            }
+            0 => self.let_in()?,
+            3 => self.asked_for(
+                "the password in clear text",
+                self.allowed.password,
+                "require_auth=password, over sslmode=verify-full only,",
+            )?,
+            5 => self.asked_for(
+                "an md5 password hash",
+                self.allowed.md5,
+                "require_auth=md5, over sslmode=verify-full only,",
+            )?,
             10 => {
-                self.asked = true;
-                if !self.allowed.scram {
-                    return Err(refused(
-                        "SCRAM-SHA-256 authentication",
-                        "require_auth=scram-sha-256",
-                    ));
-                }
-                // Not even SCRAM: whoever made the socket could pass the exchange on to the
-                // real server and take over the session it opens.
-                self.trusted("SCRAM-SHA-256 authentication")?;
+                // Not even SCRAM to an untrusted server: whoever made the socket could pass the
+                // exchange on to the real server and take over the session it opens.
+                self.asked_for(
+                    "SCRAM-SHA-256 authentication",
+                    self.allowed.scram,
+                    "require_auth=scram-sha-256",
+                )?;
                 self.sasl = true;
             }
             11 | 12 => {
@@ -200,6 +167,39 @@ impl Auth {
             }
         }
         Ok(())
+    }
+
+    /// `AuthenticationOk`: refused when the server asked for nothing, or ended SCRAM before
+    /// its final message (its proof that it knows the password), unless `none` is allowed.
+    fn let_in(&self) -> Result<(), String> {
+        let setting = &self.allowed.spelled;
+        if !self.asked && !self.allowed.none {
+            return Err(format!(
+                "{setting}: the server let the client in without authentication (trust, \
+                 peer or a client certificate), which require_auth=none allows"
+            ));
+        }
+        if self.sasl && !self.sasl_final && !self.allowed.none {
+            return Err(format!(
+                "{setting}: the server ended SCRAM authentication without proving it \
+                 knows the password"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A request for `what`, which needs the password: refused unless `allowed` (the setting
+    /// `allow` names allows it) and the server is trusted.
+    fn asked_for(&mut self, what: &str, allowed: bool, allow: &str) -> Result<(), String> {
+        self.asked = true;
+        if !allowed {
+            return Err(format!(
+                "{}: the server asked for {what}; refused without sending it \
+                 ({allow} allows it)",
+                self.allowed.spelled
+            ));
+        }
+        self.trusted(what)
     }
 
     /// Fails a request for `what` (which needs the password) when the server is not trusted.
