@@ -315,7 +315,9 @@ mod tests {
         assert_eq!(to_text(&Type::BYTEA, &[0xde, 0xad]).unwrap(), "\\xdead");
         assert!(to_text(&Type::INT4, &[0, 1]).is_err());
         assert!(to_text(&Type::TEXT, &[0xff]).is_err());
-        let e = to_text(&Type::TIMESTAMPTZ, &[0; 8]).unwrap_err().to_string();
+        let e = to_text(&Type::TIMESTAMPTZ, &[0; 8])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("timestamptz") && e.contains("::text"), "{e}");
     }
 }
