@@ -451,9 +451,9 @@ impl<'o, 'z> Parser<'o, 'z> {
                 }
             },
             name if policy::is_policy_name(name) => {
-                if let Err(message) = policy::Policy::default().with(name, value) {
+                if let Err(e) = policy::Policy::default().with(name, value) {
                     let column = value.as_ptr() as usize - line.as_ptr() as usize;
-                    self.error(number, column, message);
+                    self.error(number, column, e.to_string());
                     return;
                 }
             }
