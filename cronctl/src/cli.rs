@@ -208,7 +208,7 @@ impl Flags {
             }
             ["status"] => self.control(if self.json { "status --json" } else { "status" }.into()),
             ["run", target] => {
-                crond::control::parse_target(target)?;
+                crond::control::parse_target(target).map_err(|e| e.to_string())?;
                 self.control(format!("run {target}"))
             }
             [] => return Err("a command is required".into()),
