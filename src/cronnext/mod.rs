@@ -122,7 +122,7 @@ fn run_inner(
         None => ctx.local.clone(),
     };
     let after = match &options.after {
-        Some(text) => parse_time(text, &zone).map_err(Failure::Usage)?,
+        Some(text) => parse_time(text, &zone)?,
         None => ctx.now,
     };
     let seed = schedule::host_seed(&ctx.host);
@@ -138,7 +138,7 @@ fn run_inner(
         Action::Expression(expr) => expression(expr, options.count, after, &zone, seed, out, err),
         Action::Files(files) => {
             let until = match &options.until {
-                Some(text) => Some(parse_time(text, &zone).map_err(Failure::Usage)?),
+                Some(text) => Some(parse_time(text, &zone)?),
                 None => None,
             };
             let format = if options.system {
@@ -219,7 +219,7 @@ fn expression(
 }
 
 /// An RFC 3339 instant, or a civil date-time read in `zone`.
-fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, String> {
+fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, BadTime> {
     if let Ok(ts) = text.parse::<Timestamp>() {
         return Ok(ts);
     }
@@ -227,9 +227,35 @@ fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, String> {
         Ok(dt) => dt
             .to_zoned(zone.time_zone().clone())
             .map(|z| z.timestamp())
-            .map_err(|e| format!("bad time '{text}': {e}")),
-        Err(_) => Err(format!(
-            "bad time '{text}': expected RFC 3339 (2026-03-08T00:00:00-05:00) or a local date and time"
-        )),
+            .map_err(|e| BadTime::NotInZone(text.to_string(), e)),
+        Err(_) => Err(BadTime::Unread(text.to_string())),
+    }
+}
+
+/// Why `--after` or `--until` names no instant; each says the text.
+#[derive(Debug)]
+enum BadTime {
+    /// A local date and time the zone can't place.
+    NotInZone(String, jiff::Error),
+    /// Neither RFC 3339 nor a local date and time.
+    Unread(String),
+}
+
+impl std::fmt::Display for BadTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadTime::NotInZone(text, e) => write!(f, "bad time '{text}': {e}"),
+            BadTime::Unread(text) => write!(
+                f,
+                "bad time '{text}': expected RFC 3339 (2026-03-08T00:00:00-05:00) or a local \
+                 date and time"
+            ),
+        }
+    }
+}
+
+impl From<BadTime> for Failure {
+    fn from(e: BadTime) -> Failure {
+        Failure::Usage(e.to_string())
     }
 }
