@@ -2,10 +2,13 @@
 //! claims, history, paused entries — and pause/resume of an entry on every host: one
 //! connection, the schema made if missing, one statement, its rows as a table.
 
+use std::fmt;
+
 use crond::cluster::identity::EntryKey;
 
 use crate::cli::{Command, Target};
 use crate::conn::{Connect, Connection, DbError, Rows};
+use crate::db::SetupError;
 use crate::{cli, db, sql};
 
 /// A time column as UTC RFC 3339, or empty.
@@ -18,13 +21,41 @@ pub(crate) fn report(
     connector: &dyn Connect,
     db: Option<String>,
     command: &Command,
-) -> Result<String, String> {
+) -> Result<String, ReportError> {
     let info = db::conninfo(&db::settings(db)?)?;
     let mut client = db::connect(connector, &info)?;
-    client.batch(sql::SCHEMA).map_err(|e| e.to_string())?;
-    let out = run_command(client.as_mut(), command).map_err(|e| e.to_string());
+    client.batch(sql::SCHEMA)?;
+    let out = run_command(client.as_mut(), command).map_err(ReportError::Db);
     client.close();
     out
+}
+
+/// Why a database command gave no text: no connection, or the database's error.
+#[derive(Debug)]
+pub(crate) enum ReportError {
+    Setup(SetupError),
+    Db(DbError),
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReportError::Setup(e) => write!(f, "{e}"),
+            ReportError::Db(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<SetupError> for ReportError {
+    fn from(e: SetupError) -> ReportError {
+        ReportError::Setup(e)
+    }
+}
+
+impl From<DbError> for ReportError {
+    fn from(e: DbError) -> ReportError {
+        ReportError::Db(e)
+    }
 }
 
 fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String, DbError> {

@@ -77,7 +77,7 @@ impl GuardedTls {
             builder
                 .set_certificate_chain_file(cert)
                 .map_err(|e| format!("sslcert {}: {e}", cert.display()))?;
-            let pem = crate::db::read_private_file(key, "sslkey")?;
+            let pem = crate::db::read_private_file(key, "sslkey").map_err(|e| e.to_string())?;
             let pkey = PKey::private_key_from_pem(&pem)
                 .map_err(|e| format!("sslkey {}: not a PEM private key: {e}", key.display()))?;
             builder.set_private_key(&pkey).map_err(setup)?;
