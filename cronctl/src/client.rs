@@ -563,7 +563,7 @@ async fn over_tls(
     password: Option<&str>,
     shared: &Arc<Shared>,
 ) -> Result<(tokio_postgres::Client, Task), String> {
-    let tls = GuardedTls::new(info, host, shared)?;
+    let tls = GuardedTls::new(info, host, shared).map_err(|e| e.to_string())?;
     let mut config = pg_config(info, password);
     // The SSLRequest is done: tokio-postgres starts the handshake at once.
     config
