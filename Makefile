@@ -28,7 +28,7 @@ build-deps:
 
 # The README's test command: installs the Debian packages the tests need (as root), then
 # format, lints, the core boundary, that crond links no database code, that no two modules
-# import each other, and the whole test
+# import each other, that no function is over 80 lines, and the whole test
 # suite: both default workspace members, crond (.) and cronctl (cronctl/).
 test: deps check
 	$(CARGO) test --locked
@@ -54,6 +54,8 @@ check:
 	./.ci/crond-links-no-db
 	./.ci/module-cycles
 	./.ci/module-cycles-selftest
+	./.ci/function-length
+	./.ci/function-length-selftest
 	./.ci/repo-small
 
 # Benchmarks are not tests: criterion lives in its own crate so `cargo test` never builds it.

@@ -4,8 +4,9 @@
 //! link leads to, lists the whole zone database (some 600 files under /usr/share/zoneinfo,
 //! 170 KiB of heap kept for the daemon's life); `TZ` is read the same way (`from_tz`).
 
-use std::io::Read;
-use std::path::Path;
+use std::fmt;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use jiff::tz::TimeZone;
 
@@ -23,7 +24,7 @@ pub fn from_env() -> bool {
 /// The local zone: `TZ`'s if set, else the zone file's (named for the tz database entry its
 /// link leads to, `localtime` when it is not a link). An error names what is wrong with the
 /// file; the caller decides what stands instead.
-pub fn read(path: &Path) -> Result<Zone, String> {
+pub fn read(path: &Path) -> Result<Zone, ZoneFileError> {
     if let Some(tz) = std::env::var_os("TZ").filter(|tz| !tz.is_empty()) {
         let dir = std::env::var_os("TZDIR").unwrap_or_else(|| ZONE_DIR.into());
         return Ok(from_tz(&tz, Path::new(&dir)).unwrap_or_else(|| {
@@ -66,7 +67,7 @@ fn from_tz(tz: &std::ffi::OsStr, dir: &Path) -> Option<Zone> {
 }
 
 /// The zone of the file at `path`, whatever `TZ` says.
-fn read_file(path: &Path) -> Result<Zone, String> {
+fn read_file(path: &Path) -> Result<Zone, ZoneFileError> {
     let name = std::fs::read_link(path)
         .ok()
         .and_then(|target| {
@@ -80,22 +81,46 @@ fn read_file(path: &Path) -> Result<Zone, String> {
 }
 
 /// The zone file at `path`, under `name`.
-fn read_named(path: &Path, name: &str) -> Result<Zone, String> {
+fn read_named(path: &Path, name: &str) -> Result<Zone, ZoneFileError> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_ZONE_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("can't read {}: {e}", path.display()))?;
+        .map_err(|e| ZoneFileError::Unreadable(path.to_path_buf(), e))?;
     if bytes.len() as u64 > MAX_ZONE_FILE {
-        return Err(format!(
-            "{} is larger than {} KiB: not a zone file",
-            path.display(),
-            MAX_ZONE_FILE >> 10
-        ));
+        return Err(ZoneFileError::TooLarge(path.to_path_buf()));
     }
     TimeZone::tzif(name, &bytes)
         .map(|tz| Zone::new(name, tz))
-        .map_err(|e| format!("{} is not a zone file: {e}", path.display()))
+        .map_err(|e| ZoneFileError::NotTzif(path.to_path_buf(), e))
 }
+
+/// What is wrong with a zone file, naming it.
+#[derive(Debug)]
+pub enum ZoneFileError {
+    Unreadable(PathBuf, io::Error),
+    /// Over [`MAX_ZONE_FILE`].
+    TooLarge(PathBuf),
+    NotTzif(PathBuf, jiff::Error),
+}
+
+impl fmt::Display for ZoneFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZoneFileError::Unreadable(path, e) => write!(f, "can't read {}: {e}", path.display()),
+            ZoneFileError::TooLarge(path) => write!(
+                f,
+                "{} is larger than {} KiB: not a zone file",
+                path.display(),
+                MAX_ZONE_FILE >> 10
+            ),
+            ZoneFileError::NotTzif(path, e) => {
+                write!(f, "{} is not a zone file: {e}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ZoneFileError {}
 
 #[cfg(test)]
 mod tests {
@@ -138,13 +163,24 @@ mod tests {
         assert_eq!(read_file(&link).unwrap().name(), "America/New_York");
         let big = dir.path().join("big");
         std::fs::write(&big, vec![b'x'; MAX_ZONE_FILE as usize + 1]).unwrap();
-        assert!(read_file(&big).unwrap_err().contains("larger than 256 KiB"));
+        assert!(
+            read_file(&big)
+                .unwrap_err()
+                .to_string()
+                .contains("larger than 256 KiB")
+        );
         let junk = dir.path().join("junk");
         std::fs::write(&junk, b"not tzif").unwrap();
-        assert!(read_file(&junk).unwrap_err().contains("is not a zone file"));
+        assert!(
+            read_file(&junk)
+                .unwrap_err()
+                .to_string()
+                .contains("is not a zone file")
+        );
         assert!(
             read_file(&dir.path().join("missing"))
                 .unwrap_err()
+                .to_string()
                 .contains("can't read")
         );
     }

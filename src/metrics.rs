@@ -176,6 +176,15 @@ impl Metrics {
             "# HELP crond_jobs_running Job children running now.\n\
              # TYPE crond_jobs_running gauge\ncrond_jobs_running {running}\n"
         );
+        self.render_durations(&mut out);
+        if entries {
+            self.render_entries(&mut out, entry_name);
+        }
+        out
+    }
+
+    /// The histogram of how long jobs ran.
+    fn render_durations(&self, out: &mut String) {
         out.push_str(
             "# HELP crond_run_duration_seconds How long jobs ran.\n\
              # TYPE crond_run_duration_seconds histogram\n",
@@ -196,9 +205,10 @@ impl Metrics {
              crond_run_duration_seconds_count {cumulative}\n",
             self.duration_sum_s
         );
-        if !entries {
-            return out;
-        }
+    }
+
+    /// The time each entry's job last succeeded, by the entry's name, sorted.
+    fn render_entries(&self, out: &mut String, entry_name: impl Fn(EntryId) -> Option<String>) {
         out.push_str(
             "# HELP crond_last_success_timestamp_seconds When each entry's job last succeeded.\n\
              # TYPE crond_last_success_timestamp_seconds gauge\n",
@@ -216,7 +226,6 @@ impl Metrics {
                 label_value(&name)
             );
         }
-        out
     }
 }
 

@@ -4,10 +4,12 @@
 //! the other commands read the cluster database.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::path::PathBuf;
 
-use crond::cluster::identity::EntryKey;
+use crond::cluster::identity::{BadEntryKey, EntryKey};
 use crond::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
+use crond::control::TargetError;
 use crond::crontab::policy::is_cluster_name;
 
 use crate::helper::HelperArgs;
@@ -72,141 +74,246 @@ pub struct Invocation {
 pub const MAX_LIMIT: u32 = 100_000;
 
 /// Parses argv without the program name.
-pub fn parse<I>(args: I) -> Result<Invocation, String>
+pub fn parse<I>(args: I) -> Result<Invocation, UsageError>
 where
     I: IntoIterator,
     I::Item: Into<OsString>,
 {
-    use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(args);
-    let mut db = None;
-    let mut words: Vec<String> = Vec::new();
-    let mut cluster = None;
-    let mut entry = None;
-    let mut limit = 50;
-    let mut host = None;
-    let mut keep_days = 30;
-    let mut keep_runs = DEFAULT_KEEP_RUNS;
-    let mut lease_s = 30;
-    let mut socket = None;
-    let mut json = false;
-    let text = |v: OsString| {
-        v.into_string()
-            .map_err(|_| "an argument is not UTF-8".to_string())
+    let mut flags = Flags::default();
+    let command = match flags.read(&mut lexopt::Parser::from_args(args))? {
+        Some(early) => early,
+        None => flags.command()?,
     };
-    while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
-        match arg {
-            Short('h') | Long("help") => {
-                return Ok(Invocation {
-                    db,
-                    command: Command::Help,
-                });
-            }
-            Short('V') | Long("version") => {
-                return Ok(Invocation {
-                    db,
-                    command: Command::Version,
-                });
-            }
-            Long("db") => db = Some(text(parser.value().map_err(|e| e.to_string())?)?),
-            Long("cluster") => {
-                let name = text(parser.value().map_err(|e| e.to_string())?)?;
-                if !is_cluster_name(name.as_bytes()) {
-                    return Err(format!("'{name}' is not a cluster name"));
-                }
-                cluster = Some(name);
-            }
-            Long("entry") => {
-                entry = Some(text(parser.value().map_err(|e| e.to_string())?)?.parse()?)
-            }
-            Long("limit") => limit = in_range(&mut parser, "--limit", 1, MAX_LIMIT)?,
-            Long("host") => host = Some(text(parser.value().map_err(|e| e.to_string())?)?),
-            Long("keep-days") => keep_days = in_range(&mut parser, "--keep-days", 1, 3650)?,
-            Long("keep-runs") => {
-                keep_runs = in_range(&mut parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
-            }
-            Long("lease") => lease_s = in_range(&mut parser, "--lease (seconds)", 3, 300)?,
-            Long("socket") => {
-                socket = Some(PathBuf::from(parser.value().map_err(|e| e.to_string())?))
-            }
-            Long("json") => json = true,
-            Value(v) => words.push(text(v)?),
-            _ => return Err(arg.unexpected().to_string()),
-        }
-    }
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let command = match words.as_slice() {
-        ["hosts"] => Command::Hosts,
-        ["claims"] => Command::Claims { cluster },
-        ["history"] => Command::History {
-            cluster,
-            entry,
-            limit,
-        },
-        ["paused"] => Command::Paused,
-        [verb @ ("pause" | "resume"), c, user, id] => {
-            if !is_cluster_name(c.as_bytes()) {
-                return Err(format!("'{c}' is not a cluster name"));
-            }
-            Command::Pause {
-                target: Target {
-                    cluster: (*c).to_string(),
-                    user: (*user).to_string(),
-                    entry: id.parse()?,
-                },
-                pause: *verb == "pause",
-            }
-        }
-        ["helper"] => Command::Helper(HelperArgs {
-            db: db.clone().ok_or("helper: --db is required")?,
-            host: host.ok_or("helper: --host is required")?,
-            keep_days,
-            keep_runs,
-            lease_s,
-        }),
-        ["list", rest @ ..] if rest.len() <= 1 => {
-            if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
-                return Err(format!("list: '{p}' is not a pattern (no blanks)"));
-            }
-            let mut request = String::from("list");
-            if json {
-                request.push_str(" --json");
-            }
-            if let Some(p) = rest.first() {
-                request = format!("{request} {p}");
-            }
-            control(socket, request)
-        }
-        ["status"] => control(socket, if json { "status --json" } else { "status" }.into()),
-        ["run", target] => {
-            crond::control::parse_target(target)?;
-            control(socket, format!("run {target}"))
-        }
-        [] => return Err("a command is required".into()),
-        other => return Err(format!("unknown command '{}'", other.join(" "))),
-    };
-    Ok(Invocation { db, command })
+    Ok(Invocation {
+        db: flags.db,
+        command,
+    })
 }
 
-fn control(socket: Option<PathBuf>, request: String) -> Command {
-    Command::Control {
-        socket: socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
-        request,
+/// The options and words of a command line, as read before the words are looked at.
+struct Flags {
+    db: Option<String>,
+    words: Vec<String>,
+    cluster: Option<String>,
+    entry: Option<EntryKey>,
+    limit: u32,
+    host: Option<String>,
+    keep_days: u32,
+    keep_runs: u32,
+    lease_s: u32,
+    socket: Option<PathBuf>,
+    json: bool,
+}
+
+impl Default for Flags {
+    fn default() -> Flags {
+        Flags {
+            db: None,
+            words: Vec::new(),
+            cluster: None,
+            entry: None,
+            limit: 50,
+            host: None,
+            keep_days: 30,
+            keep_runs: DEFAULT_KEEP_RUNS,
+            lease_s: 30,
+            socket: None,
+            json: false,
+        }
     }
+}
+
+impl Flags {
+    /// Reads every argument; `-h` or `-V` ends the reading with its command, whatever
+    /// follows.
+    fn read(&mut self, parser: &mut lexopt::Parser) -> Result<Option<Command>, UsageError> {
+        use lexopt::prelude::*;
+        while let Some(arg) = parser.next()? {
+            match arg {
+                Short('h') | Long("help") => return Ok(Some(Command::Help)),
+                Short('V') | Long("version") => return Ok(Some(Command::Version)),
+                Long("db") => self.db = Some(text(parser.value()?)?),
+                Long("cluster") => {
+                    let name = text(parser.value()?)?;
+                    if !is_cluster_name(name.as_bytes()) {
+                        return Err(UsageError::NotClusterName(name));
+                    }
+                    self.cluster = Some(name);
+                }
+                Long("entry") => self.entry = Some(text(parser.value()?)?.parse()?),
+                Long("limit") => self.limit = in_range(parser, "--limit", 1, MAX_LIMIT)?,
+                Long("host") => self.host = Some(text(parser.value()?)?),
+                Long("keep-days") => self.keep_days = in_range(parser, "--keep-days", 1, 3650)?,
+                Long("keep-runs") => {
+                    self.keep_runs = in_range(parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
+                }
+                Long("lease") => self.lease_s = in_range(parser, "--lease (seconds)", 3, 300)?,
+                Long("socket") => self.socket = Some(PathBuf::from(parser.value()?)),
+                Long("json") => self.json = true,
+                Value(v) => self.words.push(text(v)?),
+                _ => return Err(arg.unexpected().into()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The command the words name, with the options it takes.
+    fn command(&self) -> Result<Command, UsageError> {
+        let words: Vec<&str> = self.words.iter().map(String::as_str).collect();
+        Ok(match words.as_slice() {
+            ["hosts"] => Command::Hosts,
+            ["claims"] => Command::Claims {
+                cluster: self.cluster.clone(),
+            },
+            ["history"] => Command::History {
+                cluster: self.cluster.clone(),
+                entry: self.entry,
+                limit: self.limit,
+            },
+            ["paused"] => Command::Paused,
+            [verb @ ("pause" | "resume"), c, user, id] => {
+                if !is_cluster_name(c.as_bytes()) {
+                    return Err(UsageError::NotClusterName((*c).to_string()));
+                }
+                Command::Pause {
+                    target: Target {
+                        cluster: (*c).to_string(),
+                        user: (*user).to_string(),
+                        entry: id.parse()?,
+                    },
+                    pause: *verb == "pause",
+                }
+            }
+            ["helper"] => Command::Helper(HelperArgs {
+                db: self.db.clone().ok_or(UsageError::HelperNeeds("--db"))?,
+                host: self.host.clone().ok_or(UsageError::HelperNeeds("--host"))?,
+                keep_days: self.keep_days,
+                keep_runs: self.keep_runs,
+                lease_s: self.lease_s,
+            }),
+            ["list", rest @ ..] if rest.len() <= 1 => {
+                if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
+                    return Err(UsageError::NotPattern((*p).to_string()));
+                }
+                let mut request = String::from("list");
+                if self.json {
+                    request.push_str(" --json");
+                }
+                if let Some(p) = rest.first() {
+                    request = format!("{request} {p}");
+                }
+                self.control(request)
+            }
+            ["status"] => self.control(if self.json { "status --json" } else { "status" }.into()),
+            ["run", target] => {
+                crond::control::parse_target(target)?;
+                self.control(format!("run {target}"))
+            }
+            [] => return Err(UsageError::NoCommand),
+            other => return Err(UsageError::UnknownCommand(other.join(" "))),
+        })
+    }
+
+    /// A request to the control socket: `--socket`'s, or [`DEFAULT_SOCKET`].
+    fn control(&self, request: String) -> Command {
+        Command::Control {
+            socket: self
+                .socket
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
+            request,
+        }
+    }
+}
+
+/// An argument as text: every argument cronctl takes is UTF-8.
+fn text(v: OsString) -> Result<String, UsageError> {
+    v.into_string().map_err(|_| UsageError::NotUtf8)
 }
 
 /// A number from `low` to `high` (both included): [`crond::cli::in_range`], worded as cronctl's
 /// other errors are.
-fn in_range(parser: &mut lexopt::Parser, option: &str, low: u32, high: u32) -> Result<u32, String> {
+fn in_range(
+    parser: &mut lexopt::Parser,
+    option: &'static str,
+    low: u32,
+    high: u32,
+) -> Result<u32, UsageError> {
     crond::cli::in_range(parser, option, low, high).map_err(|e| match e {
-        lexopt::Error::UnexpectedValue { value, .. } => {
-            format!(
-                "{option}: {low} to {high}, not '{}'",
-                value.to_string_lossy()
-            )
-        }
-        e => e.to_string(),
+        lexopt::Error::UnexpectedValue { value, .. } => UsageError::OutOfRange {
+            option,
+            low,
+            high,
+            value: value.to_string_lossy().into_owned(),
+        },
+        e => UsageError::Args(e),
     })
+}
+
+/// What is wrong with a command line; `cronctl_main` prints it before the usage.
+#[derive(Debug)]
+pub enum UsageError {
+    /// lexopt's reading of the arguments (an unknown option, a missing value).
+    Args(lexopt::Error),
+    NotUtf8,
+    NotClusterName(String),
+    Entry(BadEntryKey),
+    /// A number option's value outside `low` to `high`.
+    OutOfRange {
+        option: &'static str,
+        low: u32,
+        high: u32,
+        value: String,
+    },
+    /// `list`'s pattern holds a blank.
+    NotPattern(String),
+    /// `helper` without the option named.
+    HelperNeeds(&'static str),
+    Target(TargetError),
+    NoCommand,
+    UnknownCommand(String),
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UsageError::Args(e) => write!(f, "{e}"),
+            UsageError::NotUtf8 => f.write_str("an argument is not UTF-8"),
+            UsageError::NotClusterName(name) => write!(f, "'{name}' is not a cluster name"),
+            UsageError::Entry(e) => write!(f, "{e}"),
+            UsageError::OutOfRange {
+                option,
+                low,
+                high,
+                value,
+            } => write!(f, "{option}: {low} to {high}, not '{value}'"),
+            UsageError::NotPattern(p) => write!(f, "list: '{p}' is not a pattern (no blanks)"),
+            UsageError::HelperNeeds(option) => write!(f, "helper: {option} is required"),
+            UsageError::Target(e) => write!(f, "{e}"),
+            UsageError::NoCommand => f.write_str("a command is required"),
+            UsageError::UnknownCommand(words) => write!(f, "unknown command '{words}'"),
+        }
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+impl From<lexopt::Error> for UsageError {
+    fn from(e: lexopt::Error) -> UsageError {
+        UsageError::Args(e)
+    }
+}
+
+impl From<BadEntryKey> for UsageError {
+    fn from(e: BadEntryKey) -> UsageError {
+        UsageError::Entry(e)
+    }
+}
+
+impl From<TargetError> for UsageError {
+    fn from(e: TargetError) -> UsageError {
+        UsageError::Target(e)
+    }
 }
 
 #[cfg(test)]

@@ -503,16 +503,42 @@ async fn login(
     let name = match &info.host {
         Host::Tcp(name) => name.clone(),
         // libpq never uses TLS on a Unix socket; sslmode is ignored there.
-        Host::Unix(_) => return plain(socket::open(info).await?, info, password, shared).await,
+        Host::Unix(_) => {
+            return plain(
+                socket::open(info).await.map_err(|e| e.to_string())?,
+                info,
+                password,
+                shared,
+            )
+            .await;
+        }
     };
     match info.sslmode {
-        SslMode::Disable => plain(socket::open(info).await?, info, password, shared).await,
+        SslMode::Disable => {
+            plain(
+                socket::open(info).await.map_err(|e| e.to_string())?,
+                info,
+                password,
+                shared,
+            )
+            .await
+        }
         SslMode::Allow => {
-            match plain(socket::open(info).await?, info, password, shared).await {
+            match plain(
+                socket::open(info).await.map_err(|e| e.to_string())?,
+                info,
+                password,
+                shared,
+            )
+            .await
+            {
                 // Refused without TLS (pg_hba's hostssl): once more with it, as libpq does.
                 Err(e) if e.contains(" 28000:") || e.contains(" 28P01:") => {
-                    let mut socket = socket::open(info).await?;
-                    if !socket::ask_for_tls(&mut socket).await? {
+                    let mut socket = socket::open(info).await.map_err(|e| e.to_string())?;
+                    if !socket::ask_for_tls(&mut socket)
+                        .await
+                        .map_err(|e| e.to_string())?
+                    {
                         return Err(e);
                     }
                     over_tls(socket, &name, info, password, shared).await
@@ -521,8 +547,11 @@ async fn login(
             }
         }
         mode => {
-            let mut socket = socket::open(info).await?;
-            if socket::ask_for_tls(&mut socket).await? {
+            let mut socket = socket::open(info).await.map_err(|e| e.to_string())?;
+            if socket::ask_for_tls(&mut socket)
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 over_tls(socket, &name, info, password, shared).await
             } else if mode == SslMode::Prefer {
                 plain(socket, info, password, shared).await
@@ -563,7 +592,7 @@ async fn over_tls(
     password: Option<&str>,
     shared: &Arc<Shared>,
 ) -> Result<(tokio_postgres::Client, Task), String> {
-    let tls = GuardedTls::new(info, host, shared)?;
+    let tls = GuardedTls::new(info, host, shared).map_err(|e| e.to_string())?;
     let mut config = pg_config(info, password);
     // The SSLRequest is done: tokio-postgres starts the handshake at once.
     config

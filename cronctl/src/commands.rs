@@ -2,8 +2,13 @@
 //! claims, history, paused entries — and pause/resume of an entry on every host: one
 //! connection, the schema made if missing, one statement, its rows as a table.
 
+use std::fmt;
+
+use crond::cluster::identity::EntryKey;
+
 use crate::cli::{Command, Target};
 use crate::conn::{Connect, Connection, DbError, Rows};
+use crate::db::SetupError;
 use crate::{cli, db, sql};
 
 /// A time column as UTC RFC 3339, or empty.
@@ -16,118 +21,159 @@ pub(crate) fn report(
     connector: &dyn Connect,
     db: Option<String>,
     command: &Command,
-) -> Result<String, String> {
+) -> Result<String, ReportError> {
     let info = db::conninfo(&db::settings(db)?)?;
     let mut client = db::connect(connector, &info)?;
-    client.batch(sql::SCHEMA).map_err(|e| e.to_string())?;
-    let out = run_command(client.as_mut(), command).map_err(|e| e.to_string());
+    client.batch(sql::SCHEMA)?;
+    let out = run_command(client.as_mut(), command).map_err(ReportError::Db);
     client.close();
     out
 }
 
+/// Why a database command gave no text: no connection, or the database's error.
+#[derive(Debug)]
+pub(crate) enum ReportError {
+    Setup(SetupError),
+    Db(DbError),
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReportError::Setup(e) => write!(f, "{e}"),
+            ReportError::Db(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<SetupError> for ReportError {
+    fn from(e: SetupError) -> ReportError {
+        ReportError::Setup(e)
+    }
+}
+
+impl From<DbError> for ReportError {
+    fn from(e: DbError) -> ReportError {
+        ReportError::Db(e)
+    }
+}
+
 fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String, DbError> {
     match command {
-        Command::Hosts => {
-            let rows = client.query(
-                &format!(
-                    "SELECT host, CASE WHEN lease_until > now() THEN 'live' ELSE 'expired' END,
-                            {}, {}, {}, session::text
-                     FROM crond_hosts ORDER BY host",
-                    ts("lease_until"),
-                    ts("started"),
-                    ts("seen")
-                ),
-                &[],
-            )?;
-            Ok(table(
-                &[
-                    "HOST",
-                    "LEASE",
-                    "LEASE UNTIL",
-                    "SESSION START",
-                    "SEEN",
-                    "SESSION",
-                ],
-                &rows,
-            ))
-        }
-        Command::Claims { cluster } => {
-            let rows = client.query(
-                &format!(
-                    "SELECT cluster, owner, entry, {}, host,
-                            CASE WHEN started IS NULL THEN 'claimed' ELSE 'running' END, {}
-                     FROM crond_runs
-                     WHERE ended IS NULL AND ($1::text IS NULL OR cluster = $1)
-                     ORDER BY minute, cluster, owner, entry LIMIT {}",
-                    ts("minute"),
-                    ts("claimed"),
-                    cli::MAX_LIMIT
-                ),
-                &[cluster.as_deref()],
-            )?;
-            Ok(table(
-                &[
-                    "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED",
-                ],
-                &rows,
-            ))
-        }
+        Command::Hosts => hosts(client),
+        Command::Claims { cluster } => claims(client, cluster.as_deref()),
         Command::History {
             cluster,
             entry,
             limit,
-        } => {
-            let entry = entry.map(|e| e.to_string());
-            let rows = client.query(
-                &format!(
-                    "SELECT cluster, owner, entry, {}, host, {}, {}, {},
-                            coalesce(status::text, ''), coalesce(taken_from, '')
-                     FROM crond_runs
-                     WHERE ($1::text IS NULL OR cluster = $1) AND ($2::text IS NULL OR entry = $2)
-                     ORDER BY minute DESC, cluster, owner, entry LIMIT $3::int",
-                    ts("minute"),
-                    ts("claimed"),
-                    ts("started"),
-                    ts("ended")
-                ),
-                &[
-                    cluster.as_deref(),
-                    entry.as_deref(),
-                    Some(&limit.to_string()),
-                ],
-            )?;
-            Ok(table(
-                &[
-                    "CLUSTER",
-                    "USER",
-                    "ENTRY",
-                    "DUE",
-                    "HOST",
-                    "CLAIMED",
-                    "STARTED",
-                    "ENDED",
-                    "STATUS",
-                    "TAKEN FROM",
-                ],
-                &rows,
-            ))
-        }
-        Command::Paused => {
-            let rows = client.query(
-                &format!(
-                    "SELECT cluster, owner, entry, {} FROM crond_paused
-                     ORDER BY cluster, owner, entry",
-                    ts("since")
-                ),
-                &[],
-            )?;
-            Ok(table(&["CLUSTER", "USER", "ENTRY", "SINCE"], &rows))
-        }
+        } => history(client, cluster.as_deref(), *entry, *limit),
+        Command::Paused => paused(client),
         Command::Pause { target, pause } => pause_entry(client, target, *pause),
         Command::Help | Command::Version | Command::Helper(_) | Command::Control { .. } => {
             Ok(String::new())
         }
     }
+}
+
+/// `hosts`: each host's lease and session.
+fn hosts(client: &mut dyn Connection) -> Result<String, DbError> {
+    let rows = client.query(
+        &format!(
+            "SELECT host, CASE WHEN lease_until > now() THEN 'live' ELSE 'expired' END,
+                    {}, {}, {}, session::text
+             FROM crond_hosts ORDER BY host",
+            ts("lease_until"),
+            ts("started"),
+            ts("seen")
+        ),
+        &[],
+    )?;
+    Ok(table(
+        &[
+            "HOST",
+            "LEASE",
+            "LEASE UNTIL",
+            "SESSION START",
+            "SEEN",
+            "SESSION",
+        ],
+        &rows,
+    ))
+}
+
+/// `claims`: the runs claimed and not ended, of one cluster or all.
+fn claims(client: &mut dyn Connection, cluster: Option<&str>) -> Result<String, DbError> {
+    let rows = client.query(
+        &format!(
+            "SELECT cluster, owner, entry, {}, host,
+                    CASE WHEN started IS NULL THEN 'claimed' ELSE 'running' END, {}
+             FROM crond_runs
+             WHERE ended IS NULL AND ($1::text IS NULL OR cluster = $1)
+             ORDER BY minute, cluster, owner, entry LIMIT {}",
+            ts("minute"),
+            ts("claimed"),
+            cli::MAX_LIMIT
+        ),
+        &[cluster],
+    )?;
+    Ok(table(
+        &[
+            "CLUSTER", "USER", "ENTRY", "DUE", "HOST", "STATE", "CLAIMED",
+        ],
+        &rows,
+    ))
+}
+
+/// `history`: the latest `limit` runs, of one cluster or all, one entry or all.
+fn history(
+    client: &mut dyn Connection,
+    cluster: Option<&str>,
+    entry: Option<EntryKey>,
+    limit: u32,
+) -> Result<String, DbError> {
+    let entry = entry.map(|e| e.to_string());
+    let rows = client.query(
+        &format!(
+            "SELECT cluster, owner, entry, {}, host, {}, {}, {},
+                    coalesce(status::text, ''), coalesce(taken_from, '')
+             FROM crond_runs
+             WHERE ($1::text IS NULL OR cluster = $1) AND ($2::text IS NULL OR entry = $2)
+             ORDER BY minute DESC, cluster, owner, entry LIMIT $3::int",
+            ts("minute"),
+            ts("claimed"),
+            ts("started"),
+            ts("ended")
+        ),
+        &[cluster, entry.as_deref(), Some(&limit.to_string())],
+    )?;
+    Ok(table(
+        &[
+            "CLUSTER",
+            "USER",
+            "ENTRY",
+            "DUE",
+            "HOST",
+            "CLAIMED",
+            "STARTED",
+            "ENDED",
+            "STATUS",
+            "TAKEN FROM",
+        ],
+        &rows,
+    ))
+}
+
+/// `paused`: the entries paused on every host, and since when.
+fn paused(client: &mut dyn Connection) -> Result<String, DbError> {
+    let rows = client.query(
+        &format!(
+            "SELECT cluster, owner, entry, {} FROM crond_paused
+             ORDER BY cluster, owner, entry",
+            ts("since")
+        ),
+        &[],
+    )?;
+    Ok(table(&["CLUSTER", "USER", "ENTRY", "SINCE"], &rows))
 }
 
 fn pause_entry(

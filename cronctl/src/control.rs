@@ -4,9 +4,10 @@
 //! daemon's own user) go through the private socket beside the shared one when it is there,
 //! where no other user's connections can stand in front of theirs.
 
+use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crond::control::{MAX_ANSWER_ROOT, private_path};
@@ -20,23 +21,17 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Sends `request` to the daemon at `socket` (or its private socket, when this user may use
 /// it): the answer's text, or the error to print.
-pub fn ask(socket: &Path, request: &str) -> Result<String, String> {
+pub fn ask(socket: &Path, request: &str) -> Result<String, ControlError> {
     let (mut stream, socket) = connect(socket)?;
-    let socket = socket.as_path();
     let lost = |e: io::Error| match e.kind() {
         // The daemon turned the connection away before reading it (busy).
-        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => format!(
-            "{}: the daemon closed the connection before answering (too many connections \
-             to the control socket: try again)",
-            socket.display()
-        ),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
-            "{}: no answer from crond within {} s (its control socket may be flooded with \
-             connections: try again)",
-            socket.display(),
-            TIMEOUT.as_secs()
-        ),
-        _ => format!("{}: {e}", socket.display()),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
+            ControlError::TurnedAway(socket.clone())
+        }
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            ControlError::NoAnswer(socket.clone())
+        }
+        _ => ControlError::Lost(socket.clone(), e),
     };
     stream.set_read_timeout(Some(TIMEOUT)).map_err(lost)?;
     stream.set_write_timeout(Some(TIMEOUT)).map_err(lost)?;
@@ -53,19 +48,16 @@ pub fn ask(socket: &Path, request: &str) -> Result<String, String> {
     match status {
         "OK" => Ok(rest.trim_end_matches('\n').to_string()),
         _ => match status.strip_prefix("ERROR ") {
-            Some(message) => Err(message.to_string()),
-            None if answer.is_empty() => Err(format!(
-                "{}: the daemon closed the connection without an answer",
-                socket.display()
-            )),
-            None => Err(format!("{}: not crond's answer", socket.display())),
+            Some(message) => Err(ControlError::Refused(message.to_string())),
+            None if answer.is_empty() => Err(ControlError::Closed(socket)),
+            None => Err(ControlError::NotCrond(socket)),
         },
     }
 }
 
 /// A connection to the private socket beside `socket` when this user may use it (it is
 /// there, and theirs or root's), else to `socket`; and the path connected to.
-fn connect(socket: &Path) -> Result<(UnixStream, std::path::PathBuf), String> {
+fn connect(socket: &Path) -> Result<(UnixStream, PathBuf), ControlError> {
     let private = private_path(socket);
     let tried = match crond::sys::listen::connect_unix(&private, CONNECT_TIMEOUT) {
         Ok(stream) => return Ok((stream, private)),
@@ -88,18 +80,77 @@ fn connect(socket: &Path) -> Result<(UnixStream, std::path::PathBuf), String> {
         }
     };
     Err(match e.kind() {
-        io::ErrorKind::WouldBlock => format!(
-            "crond at {} did not take the connection within {} s: its control socket is \
-             flooded with connections, or the daemon is stuck; try again (root's cronctl uses \
-             {})",
-            to.display(),
-            CONNECT_TIMEOUT.as_secs(),
-            private.display()
-        ),
-        _ => format!(
-            "can't reach crond at {}: {e} (is crond running? its --control-socket; \
-             cronctl --socket PATH)",
-            to.display()
-        ),
+        io::ErrorKind::WouldBlock => ControlError::NotTaken {
+            socket: to.to_path_buf(),
+            private,
+        },
+        _ => ControlError::Unreachable(to.to_path_buf(), e),
     })
 }
+
+/// Why the daemon gave no answer, or the error it answered.
+#[derive(Debug)]
+pub enum ControlError {
+    /// The socket did not take the connection in time (the private one is named: root's).
+    NotTaken {
+        socket: PathBuf,
+        private: PathBuf,
+    },
+    Unreachable(PathBuf, io::Error),
+    /// The daemon closed the connection before reading the request (busy).
+    TurnedAway(PathBuf),
+    /// No answer within [`TIMEOUT`].
+    NoAnswer(PathBuf),
+    Lost(PathBuf, io::Error),
+    /// The daemon's `ERROR` answer, as it said it.
+    Refused(String),
+    /// The connection closed without a byte of answer.
+    Closed(PathBuf),
+    /// An answer that is neither `OK` nor `ERROR`.
+    NotCrond(PathBuf),
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlError::NotTaken { socket, private } => write!(
+                f,
+                "crond at {} did not take the connection within {} s: its control socket is \
+                 flooded with connections, or the daemon is stuck; try again (root's cronctl \
+                 uses {})",
+                socket.display(),
+                CONNECT_TIMEOUT.as_secs(),
+                private.display()
+            ),
+            ControlError::Unreachable(socket, e) => write!(
+                f,
+                "can't reach crond at {}: {e} (is crond running? its --control-socket; \
+                 cronctl --socket PATH)",
+                socket.display()
+            ),
+            ControlError::TurnedAway(socket) => write!(
+                f,
+                "{}: the daemon closed the connection before answering (too many connections \
+                 to the control socket: try again)",
+                socket.display()
+            ),
+            ControlError::NoAnswer(socket) => write!(
+                f,
+                "{}: no answer from crond within {} s (its control socket may be flooded with \
+                 connections: try again)",
+                socket.display(),
+                TIMEOUT.as_secs()
+            ),
+            ControlError::Lost(socket, e) => write!(f, "{}: {e}", socket.display()),
+            ControlError::Refused(message) => f.write_str(message),
+            ControlError::Closed(socket) => write!(
+                f,
+                "{}: the daemon closed the connection without an answer",
+                socket.display()
+            ),
+            ControlError::NotCrond(socket) => write!(f, "{}: not crond's answer", socket.display()),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}

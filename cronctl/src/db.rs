@@ -2,8 +2,9 @@
 //! (`--db`, `CRON_CLUSTER_DB`, or /etc/default/cron), the password from a `passfile` that only
 //! the caller's user can read, and the bounds every connection gets.
 
-use std::io::Read;
-use std::path::Path;
+use std::fmt;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use crond::cluster::conninfo::{self, ConnInfo};
 use crond::sys::fs::open_no_follow;
@@ -20,7 +21,7 @@ pub const DEFAULTS_FILE: &str = "/etc/default/cron";
 
 /// The connection settings: `--db`, else `CRON_CLUSTER_DB` from the environment, else from
 /// /etc/default/cron.
-pub fn settings(given: Option<String>) -> Result<String, String> {
+pub fn settings(given: Option<String>) -> Result<String, SetupError> {
     if let Some(db) = given {
         return Ok(db);
     }
@@ -34,11 +35,7 @@ pub fn settings(given: Option<String>) -> Result<String, String> {
         // A shell fragment of a few lines: what lies past 64 KiB is not read.
         let _ = file.take(MAX_READ).read_to_string(&mut text);
     }
-    defaults_value(&text, "CRON_CLUSTER_DB").ok_or_else(|| {
-        format!(
-            "no cluster database: give --db CONNINFO, or set CRON_CLUSTER_DB in {DEFAULTS_FILE}"
-        )
-    })
+    defaults_value(&text, "CRON_CLUSTER_DB").ok_or(SetupError::NoDatabase)
 }
 
 /// `NAME=value`, `NAME="value"` or `NAME='value'` in a shell-style defaults file (the last one
@@ -60,18 +57,18 @@ pub fn defaults_value(text: &str, name: &str) -> Option<String> {
 }
 
 /// Parses the settings with the caller's user name as the default user.
-pub fn conninfo(text: &str) -> Result<ConnInfo, String> {
+pub fn conninfo(text: &str) -> Result<ConnInfo, SetupError> {
     let user = User::resolve_uid(effective_uid())
         .ok()
         .flatten()
         .map(|u| String::from_utf8_lossy(&u.name).into_owned())
         .unwrap_or_else(|| "root".to_string());
-    conninfo::parse(text, &user).map_err(|e| format!("--cluster-db: {e}"))
+    conninfo::parse(text, &user).map_err(SetupError::ConnInfo)
 }
 
 /// The password for `info` from its passfile, which must be a regular file of the caller's
 /// own that no one else can read or write (as libpq demands of ~/.pgpass).
-fn password(info: &ConnInfo) -> Result<Option<String>, String> {
+fn password(info: &ConnInfo) -> Result<Option<String>, SetupError> {
     let Some(path) = &info.passfile else {
         return Ok(None);
     };
@@ -85,36 +82,96 @@ fn password(info: &ConnInfo) -> Result<Option<String>, String> {
     ))
 }
 
-fn read_passfile(path: &Path) -> Result<String, String> {
+fn read_passfile(path: &Path) -> Result<String, SetupError> {
     let bytes = read_private_file(path, "passfile")?;
-    String::from_utf8(bytes).map_err(|_| format!("passfile {}: not UTF-8", path.display()))
+    String::from_utf8(bytes).map_err(|_| SetupError::NotUtf8(path.to_path_buf()))
 }
 
 /// A secret file (a passfile, a TLS client key): a regular file, not a symlink, owned by the
 /// user reading it with no group or other permission bits (as libpq demands of ~/.pgpass and
 /// of a client key), at most 64 KiB. `what` names the setting in errors.
-pub fn read_private_file(path: &Path, what: &str) -> Result<Vec<u8>, String> {
-    let shown = path.display();
-    let (file, facts) = open_no_follow(path).map_err(|e| format!("{what} {shown}: {e}"))?;
-    trust::check_private(&facts, effective_uid())
-        .map_err(|why| format!("{what} {shown}: {why}"))?;
+pub fn read_private_file(path: &Path, what: &'static str) -> Result<Vec<u8>, SetupError> {
+    let fail = |why| SetupError::Private {
+        what,
+        path: path.to_path_buf(),
+        why,
+    };
+    let (file, facts) = open_no_follow(path).map_err(|e| fail(Private::Io(e)))?;
+    trust::check_private(&facts, effective_uid()).map_err(|why| fail(Private::Untrusted(why)))?;
     if facts.size > MAX_READ {
-        return Err(format!("{what} {shown}: larger than {MAX_READ} bytes"));
+        return Err(fail(Private::TooLarge));
     }
     let mut bytes = Vec::new();
     file.take(MAX_READ)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{what} {shown}: {e}"))?;
+        .map_err(|e| fail(Private::Io(e)))?;
     Ok(bytes)
 }
 
 /// Connects with the password from the passfile. The statement bound is the connection's own
 /// (`ConnInfo::statement_timeout_ms`, sent at login: no `SET`, which a pooler in transaction
 /// mode would leave on whichever server session ran it).
-pub fn connect(connector: &dyn Connect, info: &ConnInfo) -> Result<Box<dyn Connection>, String> {
+pub fn connect(
+    connector: &dyn Connect,
+    info: &ConnInfo,
+) -> Result<Box<dyn Connection>, SetupError> {
     let password = password(info)?;
-    connector.connect(info, password.as_deref())
+    connector
+        .connect(info, password.as_deref())
+        .map_err(SetupError::Connect)
 }
+
+/// Why no connection could be made: the settings, the passfile, or the connection itself.
+#[derive(Debug)]
+pub enum SetupError {
+    /// No `--db`, `CRON_CLUSTER_DB` or setting in [`DEFAULTS_FILE`].
+    NoDatabase,
+    ConnInfo(conninfo::ConnInfoError),
+    /// A secret file (`what` names its setting) that can't be used.
+    Private {
+        what: &'static str,
+        path: PathBuf,
+        why: Private,
+    },
+    /// The passfile is not UTF-8.
+    NotUtf8(PathBuf),
+    /// The connection failed, as the client says it.
+    Connect(String),
+}
+
+/// What is wrong with a secret file.
+#[derive(Debug)]
+pub enum Private {
+    Io(io::Error),
+    Untrusted(trust::Untrusted),
+    /// Over [`MAX_READ`].
+    TooLarge,
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::NoDatabase => write!(
+                f,
+                "no cluster database: give --db CONNINFO, or set CRON_CLUSTER_DB in \
+                 {DEFAULTS_FILE}"
+            ),
+            SetupError::ConnInfo(e) => write!(f, "--cluster-db: {e}"),
+            SetupError::Private { what, path, why } => {
+                write!(f, "{what} {}: ", path.display())?;
+                match why {
+                    Private::Io(e) => write!(f, "{e}"),
+                    Private::Untrusted(why) => write!(f, "{why}"),
+                    Private::TooLarge => write!(f, "larger than {MAX_READ} bytes"),
+                }
+            }
+            SetupError::NotUtf8(path) => write!(f, "passfile {}: not UTF-8", path.display()),
+            SetupError::Connect(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
 
 /// A random session number for this helper: claims made under another session of the same
 /// host name (a crashed helper's) are no longer this host's.
@@ -140,7 +197,7 @@ mod tests {
         let path = dir.path().join("pgpass");
         std::fs::write(&path, "*:*:*:cron:secret\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = read_passfile(&path).unwrap_err();
+        let e = read_passfile(&path).unwrap_err().to_string();
         assert!(e.contains("mode 0600") && e.contains("0644"), "{e}");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(read_passfile(&path).unwrap(), "*:*:*:cron:secret\n");

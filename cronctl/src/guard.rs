@@ -28,6 +28,7 @@
 //! A refusal is recorded in [`Shared`] so that the caller can report it as it is: tokio-postgres
 //! only sees an I/O error.
 
+use std::fmt;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -104,6 +105,121 @@ impl Shared {
     }
 }
 
+/// Why the guard refused the server: said in the connection's error, as the reason it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Refusal {
+    ShortAuthRequest,
+    /// An authentication request longer than [`MAX_AUTH_MESSAGE`].
+    LongAuthRequest(usize),
+    /// `AuthenticationOk` first, and `require_auth` (as spelled) does not allow `none`.
+    NoAuthentication(String),
+    /// `AuthenticationOk` before SCRAM's final message, `require_auth` as spelled.
+    ScramUnproven(String),
+    /// A request for `what`, which `require_auth` (as spelled in `setting`) does not allow;
+    /// `allow` says what would.
+    NotAllowed {
+        setting: String,
+        what: &'static str,
+        allow: &'static str,
+    },
+    /// A request for `what`, which needs the password, from a server not trusted (`why`).
+    Untrusted {
+        why: String,
+        what: &'static str,
+    },
+    SaslNotStarted,
+    /// Kerberos, SCM credentials, GSSAPI or SSPI (the request's code).
+    MethodLacking(i32),
+    UnknownMethod(i32),
+    /// A message of kind `tag` and length `len`, over its kind's limit `most`.
+    OverLimit {
+        tag: u8,
+        len: usize,
+        most: usize,
+    },
+    /// Over [`MAX_LOGIN_ASYNC_BYTES`] or [`MAX_LOGIN_ASYNC_MESSAGES`] before the login ended.
+    LoginFlood,
+    /// Over [`MAX_PARAMETERS`] parameter names.
+    TooManyParameters,
+    /// A message's length under 4 (the length field's own).
+    BadLength {
+        tag: u8,
+        len: usize,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::ShortAuthRequest => {
+                f.write_str("the server sent an authentication request of less than 4 bytes")
+            }
+            Refusal::LongAuthRequest(len) => {
+                write!(
+                    f,
+                    "the server sent an authentication request of {len} bytes"
+                )
+            }
+            Refusal::NoAuthentication(setting) => write!(
+                f,
+                "{setting}: the server let the client in without authentication (trust, \
+                 peer or a client certificate), which require_auth=none allows"
+            ),
+            Refusal::ScramUnproven(setting) => write!(
+                f,
+                "{setting}: the server ended SCRAM authentication without proving it \
+                 knows the password"
+            ),
+            Refusal::NotAllowed {
+                setting,
+                what,
+                allow,
+            } => write!(
+                f,
+                "{setting}: the server asked for {what}; refused without sending it \
+                 ({allow} allows it)"
+            ),
+            Refusal::Untrusted { why, what } => {
+                write!(f, "{why}: it asked for {what}; refused without sending it")
+            }
+            Refusal::SaslNotStarted => {
+                f.write_str("the server sent a SASL message without starting SASL")
+            }
+            Refusal::MethodLacking(code) => write!(
+                f,
+                "the server asks for Kerberos, SCM credentials, GSSAPI or SSPI \
+                 (authentication request {code}), which this client lacks: use \
+                 scram-sha-256, trust, peer or cert in pg_hba.conf"
+            ),
+            Refusal::UnknownMethod(code) => write!(
+                f,
+                "the server asked for an unknown authentication method ({code})"
+            ),
+            Refusal::OverLimit { tag, len, most } => write!(
+                f,
+                "the server sent {} of {len} bytes, over the limit of {}",
+                kind(*tag),
+                size(*most)
+            ),
+            Refusal::LoginFlood => write!(
+                f,
+                "the server sent more than {} or {MAX_LOGIN_ASYNC_MESSAGES} parameter statuses, \
+                 notices and notifications before the login ended",
+                size(MAX_LOGIN_ASYNC_BYTES)
+            ),
+            Refusal::TooManyParameters => write!(
+                f,
+                "the server reported more than {MAX_PARAMETERS} parameters (ParameterStatus)"
+            ),
+            Refusal::BadLength { tag, len } => write!(
+                f,
+                "the server sent a message '{}' with an invalid length {len}",
+                tag.escape_ascii()
+            ),
+        }
+    }
+}
+
 /// Where the authentication exchange stands.
 #[derive(Debug)]
 struct Auth {
@@ -120,94 +236,84 @@ struct Auth {
 
 impl Auth {
     /// Checks one authentication request (the body of an `R` message).
-    fn check(&mut self, body: &[u8]) -> Result<(), String> {
+    fn check(&mut self, body: &[u8]) -> Result<(), Refusal> {
         let Some(code) = body.get(..4) else {
-            return Err("the server sent an authentication request of less than 4 bytes".into());
+            return Err(Refusal::ShortAuthRequest);
         };
         let code = i32::from_be_bytes([code[0], code[1], code[2], code[3]]);
-        let setting = &self.allowed.spelled;
-        let refused = |what: &str, allow: &str| {
-            format!(
-                "{setting}: the server asked for {what}; refused without sending it \
-                 ({allow} allows it)"
-            )
-        };
         match code {
-            0 => {
-                if !self.asked && !self.allowed.none {
-                    return Err(format!(
-                        "{setting}: the server let the client in without authentication (trust, \
-                         peer or a client certificate), which require_auth=none allows"
-                    ));
-                }
-                if self.sasl && !self.sasl_final && !self.allowed.none {
-                    return Err(format!(
-                        "{setting}: the server ended SCRAM authentication without proving it \
-                         knows the password"
-                    ));
-                }
-            }
-            3 => {
-                self.asked = true;
-                if !self.allowed.password {
-                    return Err(refused(
-                        "the password in clear text",
-                        "require_auth=password, over sslmode=verify-full only,",
-                    ));
-                }
-                self.trusted("the password in clear text")?;
-            }
-            5 => {
-                self.asked = true;
-                if !self.allowed.md5 {
-                    return Err(refused(
-                        "an md5 password hash",
-                        "require_auth=md5, over sslmode=verify-full only,",
-                    ));
-                }
-                self.trusted("an md5 password hash")?;
-            }
+            0 => self.let_in()?,
+            3 => self.asked_for(
+                "the password in clear text",
+                self.allowed.password,
+                "require_auth=password, over sslmode=verify-full only,",
+            )?,
+            5 => self.asked_for(
+                "an md5 password hash",
+                self.allowed.md5,
+                "require_auth=md5, over sslmode=verify-full only,",
+            )?,
             10 => {
-                self.asked = true;
-                if !self.allowed.scram {
-                    return Err(refused(
-                        "SCRAM-SHA-256 authentication",
-                        "require_auth=scram-sha-256",
-                    ));
-                }
-                // Not even SCRAM: whoever made the socket could pass the exchange on to the
-                // real server and take over the session it opens.
-                self.trusted("SCRAM-SHA-256 authentication")?;
+                // Not even SCRAM to an untrusted server: whoever made the socket could pass the
+                // exchange on to the real server and take over the session it opens.
+                self.asked_for(
+                    "SCRAM-SHA-256 authentication",
+                    self.allowed.scram,
+                    "require_auth=scram-sha-256",
+                )?;
                 self.sasl = true;
             }
             11 | 12 => {
                 if !self.sasl {
-                    return Err("the server sent a SASL message without starting SASL".into());
+                    return Err(Refusal::SaslNotStarted);
                 }
                 self.sasl_final |= code == 12;
             }
-            2 | 6 | 7 | 8 | 9 => {
-                return Err(format!(
-                    "the server asks for Kerberos, SCM credentials, GSSAPI or SSPI \
-                     (authentication request {code}), which this client lacks: use \
-                     scram-sha-256, trust, peer or cert in pg_hba.conf"
-                ));
-            }
-            other => {
-                return Err(format!(
-                    "the server asked for an unknown authentication method ({other})"
-                ));
-            }
+            2 | 6 | 7 | 8 | 9 => return Err(Refusal::MethodLacking(code)),
+            other => return Err(Refusal::UnknownMethod(other)),
         }
         Ok(())
     }
 
+    /// `AuthenticationOk`: refused when the server asked for nothing, or ended SCRAM before
+    /// its final message (its proof that it knows the password), unless `none` is allowed.
+    fn let_in(&self) -> Result<(), Refusal> {
+        let setting = || self.allowed.spelled.clone();
+        if !self.asked && !self.allowed.none {
+            return Err(Refusal::NoAuthentication(setting()));
+        }
+        if self.sasl && !self.sasl_final && !self.allowed.none {
+            return Err(Refusal::ScramUnproven(setting()));
+        }
+        Ok(())
+    }
+
+    /// A request for `what`, which needs the password: refused unless `allowed` (the setting
+    /// `allow` names allows it) and the server is trusted.
+    fn asked_for(
+        &mut self,
+        what: &'static str,
+        allowed: bool,
+        allow: &'static str,
+    ) -> Result<(), Refusal> {
+        self.asked = true;
+        if !allowed {
+            return Err(Refusal::NotAllowed {
+                setting: self.allowed.spelled.clone(),
+                what,
+                allow,
+            });
+        }
+        self.trusted(what)
+    }
+
     /// Fails a request for `what` (which needs the password) when the server is not trusted.
-    fn trusted(&self, what: &str) -> Result<(), String> {
+    fn trusted(&self, what: &'static str) -> Result<(), Refusal> {
         match &self.untrusted {
-            Some(why) => Err(format!(
-                "{why}: it asked for {what}; refused without sending it"
-            )),
+            Some(why) => Err(Refusal::Untrusted {
+                why: why.clone(),
+                what,
+            }),
             None => Ok(()),
         }
     }
@@ -227,18 +333,14 @@ struct Kept {
 
 impl Kept {
     /// Counts a message with tag `tag` and length `len` when its header arrives.
-    fn header(&mut self, tag: u8, len: usize) -> Result<(), String> {
+    fn header(&mut self, tag: u8, len: usize) -> Result<(), Refusal> {
         let most = match tag {
             b'S' => MAX_PARAMETER_STATUS,
             b'N' | b'E' | b'A' => MAX_NOTICE_BYTES,
             _ => MAX_MESSAGE_BYTES,
         };
         if len > most {
-            return Err(format!(
-                "the server sent {} of {len} bytes, over the limit of {}",
-                kind(tag),
-                size(most)
-            ));
+            return Err(Refusal::OverLimit { tag, len, most });
         }
         if tag == b'Z' {
             self.logged_in = true;
@@ -251,25 +353,19 @@ impl Kept {
         if self.login_bytes > MAX_LOGIN_ASYNC_BYTES
             || self.login_messages > MAX_LOGIN_ASYNC_MESSAGES
         {
-            return Err(format!(
-                "the server sent more than {} or {MAX_LOGIN_ASYNC_MESSAGES} parameter statuses, \
-                 notices and notifications before the login ended",
-                size(MAX_LOGIN_ASYNC_BYTES)
-            ));
+            return Err(Refusal::LoginFlood);
         }
         Ok(())
     }
 
     /// Checks the name of a whole `ParameterStatus` (its body).
-    fn parameter(&mut self, body: &[u8]) -> Result<(), String> {
+    fn parameter(&mut self, body: &[u8]) -> Result<(), Refusal> {
         let name = body.split(|&b| b == 0).next().unwrap_or_default();
         if self.names.iter().any(|known| **known == *name) {
             return Ok(());
         }
         if self.names.len() >= MAX_PARAMETERS {
-            return Err(format!(
-                "the server reported more than {MAX_PARAMETERS} parameters (ParameterStatus)"
-            ));
+            return Err(Refusal::TooManyParameters);
         }
         self.names.push(name.into());
         Ok(())
@@ -349,7 +445,7 @@ impl<S> Guard<S> {
     }
 
     /// Walks the framing of what arrived, moving `checked` past every byte that may go up.
-    fn scan(&mut self) -> Result<(), String> {
+    fn scan(&mut self) -> Result<(), Refusal> {
         loop {
             let avail = self.pending.len() - self.checked;
             if self.body_left > 0 {
@@ -368,10 +464,7 @@ impl<S> Guard<S> {
             let tag = head[0];
             let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
             if len < 4 {
-                return Err(format!(
-                    "the server sent a message '{}' with an invalid length {len}",
-                    tag.escape_ascii()
-                ));
+                return Err(Refusal::BadLength { tag, len });
             }
             if !self.counted {
                 self.kept.header(tag, len)?;
@@ -382,9 +475,7 @@ impl<S> Guard<S> {
             match tag {
                 b'R' | b'S' => {
                     if tag == b'R' && len > MAX_AUTH_MESSAGE {
-                        return Err(format!(
-                            "the server sent an authentication request of {len} bytes"
-                        ));
+                        return Err(Refusal::LongAuthRequest(len));
                     }
                     if head.len() < 1 + len {
                         return Ok(());
@@ -437,6 +528,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guard<S> {
             }
             this.pending.extend_from_slice(buf.filled());
             if let Err(reason) = this.scan() {
+                let reason = reason.to_string();
                 this.shared.refuse(&reason);
                 this.failed = Some(reason);
             }
@@ -508,7 +600,7 @@ mod tests {
             let outcome = guard.scan();
             passed.extend_from_slice(&guard.pending[..guard.checked]);
             if let Err(e) = outcome {
-                return (passed, Some(e));
+                return (passed, Some(e.to_string()));
             }
             guard.pending.advance(guard.checked);
             guard.checked = 0;
@@ -737,7 +829,7 @@ mod tests {
                 Guard::new((), socket.clone(), Shared::new()).untrusted(Some(why.into()));
             guard.pending.extend_from_slice(&request);
             assert_eq!(
-                guard.scan(),
+                guard.scan().map_err(|e| e.to_string()),
                 Err(format!(
                     "{why}: it asked for {what}; refused without sending it"
                 ))

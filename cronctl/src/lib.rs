@@ -76,7 +76,7 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Ok(text) => print(text.trim_end_matches('\n')),
         Err(e) => {
             // A server's message is text from the database too.
-            let text = commands::printable(&e);
+            let text = commands::printable(&e.to_string());
             let _ = writeln!(std::io::stderr().lock(), "cronctl: {text}");
             ExitCode::from(1)
         }

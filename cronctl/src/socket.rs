@@ -12,6 +12,7 @@
 //! could have made the socket: in a directory others may write to (`/tmp`), or while the real
 //! server was down. Debian's /var/run/postgresql is the server's own (postgres, mode 2775).
 
+use std::fmt;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::pin::Pin;
@@ -35,33 +36,65 @@ pub enum Socket {
 }
 
 /// Connects to the Unix socket in the directory, or to each address of the TCP host in turn.
-pub async fn open(info: &ConnInfo) -> Result<Socket, String> {
+pub async fn open(info: &ConnInfo) -> Result<Socket, SocketError> {
     match &info.host {
         Host::Unix(dir) => {
             let path = dir.join(format!(".s.PGSQL.{}", info.port));
             UnixStream::connect(&path)
                 .await
                 .map(Socket::Unix)
-                .map_err(|e| format!("connect to {}: {e}", path.display()))
+                .map_err(|e| SocketError::Connect(path.display().to_string(), e))
         }
         Host::Tcp(name) => {
             let addrs = tokio::net::lookup_host((name.as_str(), info.port))
                 .await
-                .map_err(|e| format!("resolve {name}: {e}"))?;
-            let mut last = format!("resolve {name}: no address");
+                .map_err(|e| SocketError::Resolve(name.clone(), e))?;
+            let mut last = SocketError::NoAddress(name.clone());
             for addr in addrs {
                 match TcpStream::connect(addr).await {
                     Ok(stream) => {
                         tune(&stream);
                         return Ok(Socket::Tcp(stream));
                     }
-                    Err(e) => last = format!("connect to {addr}: {e}"),
+                    Err(e) => last = SocketError::Connect(addr.to_string(), e),
                 }
             }
             Err(last)
         }
     }
 }
+
+/// Why no connection to the server was opened, or TLS not agreed on it.
+#[derive(Debug)]
+pub enum SocketError {
+    /// Connecting to the socket path or address shown failed.
+    Connect(String, io::Error),
+    Resolve(String, io::Error),
+    /// The host name resolved to no address.
+    NoAddress(String),
+    /// Sending the SSLRequest or reading its answer failed.
+    AskingForTls(io::Error),
+    /// The SSLRequest's answer was this byte, neither `S` nor `N`.
+    NotPostgres(u8),
+}
+
+impl fmt::Display for SocketError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SocketError::Connect(to, e) => write!(f, "connect to {to}: {e}"),
+            SocketError::Resolve(name, e) => write!(f, "resolve {name}: {e}"),
+            SocketError::NoAddress(name) => write!(f, "resolve {name}: no address"),
+            SocketError::AskingForTls(e) => write!(f, "asking for TLS: {e}"),
+            SocketError::NotPostgres(byte) => write!(
+                f,
+                "the server answered the TLS request with '{}' (not a PostgreSQL server?)",
+                [*byte].escape_ascii()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SocketError {}
 
 /// Why the server on a Unix socket is not trusted with the password (see the module's
 /// header), or `None`: trusted, or over TCP.
@@ -109,25 +142,22 @@ fn tune(stream: &TcpStream) {
 }
 
 /// Asks the server for TLS (SSLRequest) and reads its one-byte answer: true for `S`.
-pub async fn ask_for_tls(socket: &mut Socket) -> Result<bool, String> {
+pub async fn ask_for_tls(socket: &mut Socket) -> Result<bool, SocketError> {
     // Length 8, then the request code 1234 5679.
     const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
     socket
         .write_all(&SSL_REQUEST)
         .await
-        .map_err(|e| format!("asking for TLS: {e}"))?;
+        .map_err(SocketError::AskingForTls)?;
     let mut answer = [0u8];
     socket
         .read_exact(&mut answer)
         .await
-        .map_err(|e| format!("asking for TLS: {e}"))?;
+        .map_err(SocketError::AskingForTls)?;
     match answer[0] {
         b'S' => Ok(true),
         b'N' => Ok(false),
-        other => Err(format!(
-            "the server answered the TLS request with '{}' (not a PostgreSQL server?)",
-            [other].escape_ascii()
-        )),
+        other => Err(SocketError::NotPostgres(other)),
     }
 }
 

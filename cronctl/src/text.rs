@@ -8,7 +8,7 @@
 //!   to cast the column to text in the SQL (which the cluster statements do).
 
 use std::error::Error;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use bytes::BytesMut;
 use tokio_postgres::types::{Format, FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
@@ -62,17 +62,56 @@ impl<'a> FromSql<'a> for Cell {
     }
 }
 
-fn utf8(raw: &[u8]) -> Result<String, String> {
-    String::from_utf8(raw.to_vec()).map_err(|_| "the server sent a value that is not UTF-8".into())
+/// Why a value could not be read as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueError {
+    NotUtf8,
+    UnknownJsonb,
+    /// A value of the named type whose length is not the type's.
+    Length {
+        ty: String,
+        len: usize,
+    },
+    /// A NUMERIC whose digits, weight, sign or scale are out of bounds.
+    Numeric,
+    /// A value of the named type that is not well formed.
+    Malformed(String),
+    /// The named type, which this client does not spell.
+    Unread(String),
 }
 
-fn fixed<const N: usize>(ty: &Type, raw: &[u8]) -> Result<[u8; N], String> {
-    raw.try_into()
-        .map_err(|_| format!("a {} value of {} bytes", ty.name(), raw.len()))
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueError::NotUtf8 => f.write_str("the server sent a value that is not UTF-8"),
+            ValueError::UnknownJsonb => f.write_str("a jsonb value in an unknown format"),
+            ValueError::Length { ty, len } => write!(f, "a {ty} value of {len} bytes"),
+            ValueError::Numeric => f.write_str("a malformed numeric value"),
+            ValueError::Malformed(ty) => write!(f, "a malformed {ty} value"),
+            ValueError::Unread(ty) => write!(
+                f,
+                "a column of type {ty} is not read as text by this client: cast it (::text) in \
+                 the SQL"
+            ),
+        }
+    }
+}
+
+impl Error for ValueError {}
+
+fn utf8(raw: &[u8]) -> Result<String, ValueError> {
+    String::from_utf8(raw.to_vec()).map_err(|_| ValueError::NotUtf8)
+}
+
+fn fixed<const N: usize>(ty: &Type, raw: &[u8]) -> Result<[u8; N], ValueError> {
+    raw.try_into().map_err(|_| ValueError::Length {
+        ty: ty.name().to_string(),
+        len: raw.len(),
+    })
 }
 
 /// One binary value as PostgreSQL's text output spells it.
-pub fn to_text(ty: &Type, raw: &[u8]) -> Result<String, String> {
+pub fn to_text(ty: &Type, raw: &[u8]) -> Result<String, ValueError> {
     Ok(match *ty {
         Type::TEXT
         | Type::VARCHAR
@@ -83,13 +122,18 @@ pub fn to_text(ty: &Type, raw: &[u8]) -> Result<String, String> {
         | Type::XML => utf8(raw)?,
         Type::JSONB => match raw.split_first() {
             Some((1, text)) => utf8(text)?,
-            _ => return Err("a jsonb value in an unknown format".into()),
+            _ => return Err(ValueError::UnknownJsonb),
         },
         Type::CHAR => utf8(raw)?,
         Type::BOOL => match raw {
             [0] => "f".into(),
             [_] => "t".into(),
-            _ => return Err(format!("a bool value of {} bytes", raw.len())),
+            _ => {
+                return Err(ValueError::Length {
+                    ty: "bool".into(),
+                    len: raw.len(),
+                });
+            }
         },
         Type::INT2 => i16::from_be_bytes(fixed(ty, raw)?).to_string(),
         Type::INT4 => i32::from_be_bytes(fixed(ty, raw)?).to_string(),
@@ -121,13 +165,7 @@ pub fn to_text(ty: &Type, raw: &[u8]) -> Result<String, String> {
             s
         }
         Type::INET | Type::CIDR => inet(ty, raw)?,
-        _ => {
-            return Err(format!(
-                "a column of type {} is not read as text by this client: cast it (::text) in \
-                 the SQL",
-                ty.name()
-            ));
-        }
+        _ => return Err(ValueError::Unread(ty.name().to_string())),
     })
 }
 
@@ -143,9 +181,9 @@ fn float(x: f64) -> String {
 
 /// NUMERIC's binary form: digit count, weight (of the first base-10000 digit), sign, display
 /// scale, then the digits.
-fn numeric(raw: &[u8]) -> Result<String, String> {
-    let bad = || "a malformed numeric value".to_string();
-    let word = |i: usize| -> Result<u16, String> {
+fn numeric(raw: &[u8]) -> Result<String, ValueError> {
+    let bad = || ValueError::Numeric;
+    let word = |i: usize| -> Result<u16, ValueError> {
         raw.get(i..i + 2)
             .map(|b| u16::from_be_bytes([b[0], b[1]]))
             .ok_or_else(bad)
@@ -207,8 +245,8 @@ fn numeric(raw: &[u8]) -> Result<String, String> {
 
 /// INET and CIDR: family, bits, is-cidr flag, address length, address. An inet host address
 /// (all bits) is shown without its prefix length, as PostgreSQL does.
-fn inet(ty: &Type, raw: &[u8]) -> Result<String, String> {
-    let bad = || format!("a malformed {} value", ty.name());
+fn inet(ty: &Type, raw: &[u8]) -> Result<String, ValueError> {
+    let bad = || ValueError::Malformed(ty.name().to_string());
     let [family, bits, _, len, addr @ ..] = raw else {
         return Err(bad());
     };
@@ -277,7 +315,9 @@ mod tests {
         assert_eq!(to_text(&Type::BYTEA, &[0xde, 0xad]).unwrap(), "\\xdead");
         assert!(to_text(&Type::INT4, &[0, 1]).is_err());
         assert!(to_text(&Type::TEXT, &[0xff]).is_err());
-        let e = to_text(&Type::TIMESTAMPTZ, &[0; 8]).unwrap_err();
+        let e = to_text(&Type::TIMESTAMPTZ, &[0; 8])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("timestamptz") && e.contains("::text"), "{e}");
     }
 }

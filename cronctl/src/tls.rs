@@ -14,13 +14,15 @@
 //! `ssl_min_protocol_version`. Server name indication is sent for a host name.
 
 use std::error::Error;
+use std::fmt;
 use std::future::Future;
-use std::io::Read;
-use std::path::Path;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
 use crond::cluster::conninfo::{ConnInfo, RootCert, SslMode};
+use openssl::error::ErrorStack;
 use openssl::pkey::PKey;
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode, SslVersion};
 use openssl::x509::X509;
@@ -28,6 +30,7 @@ use openssl::x509::store::X509StoreBuilder;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::tls::TlsConnect;
 
+use crate::db::SetupError;
 use crate::guard::{Guard, Shared};
 
 /// The most read of an `sslrootcert` file.
@@ -55,13 +58,17 @@ impl std::fmt::Debug for TlsConnectorBox {
 }
 
 impl GuardedTls {
-    pub fn new(info: &ConnInfo, host: &str, shared: &Arc<Shared>) -> Result<GuardedTls, String> {
+    pub fn new(
+        info: &ConnInfo,
+        host: &str,
+        shared: &Arc<Shared>,
+    ) -> Result<GuardedTls, TlsSetupError> {
         let mode = info.sslmode;
         let check_chain = match mode {
             SslMode::VerifyCa | SslMode::VerifyFull => true,
             _ => matches!(info.sslrootcert, Some(RootCert::File(_))),
         };
-        let setup = |e: openssl::error::ErrorStack| format!("TLS setup: {e}");
+        let setup = TlsSetupError::OpenSsl;
         let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(setup)?;
         builder
             .set_min_proto_version(Some(SslVersion::TLS1_2))
@@ -76,18 +83,17 @@ impl GuardedTls {
         if let Some((cert, key)) = &info.sslcert {
             builder
                 .set_certificate_chain_file(cert)
-                .map_err(|e| format!("sslcert {}: {e}", cert.display()))?;
-            let pem = crate::db::read_private_file(key, "sslkey")?;
+                .map_err(|e| TlsSetupError::Cert(cert.clone(), e))?;
+            let pem = crate::db::read_private_file(key, "sslkey").map_err(TlsSetupError::Key)?;
             let pkey = PKey::private_key_from_pem(&pem)
-                .map_err(|e| format!("sslkey {}: not a PEM private key: {e}", key.display()))?;
+                .map_err(|e| TlsSetupError::KeyNotPem(key.clone(), e))?;
             builder.set_private_key(&pkey).map_err(setup)?;
-            builder.check_private_key().map_err(|_| {
-                format!(
-                    "sslkey {} is not the key of sslcert {}",
-                    key.display(),
-                    cert.display()
-                )
-            })?;
+            builder
+                .check_private_key()
+                .map_err(|_| TlsSetupError::NotTheKey {
+                    key: key.clone(),
+                    cert: cert.clone(),
+                })?;
         }
         let verify = if check_chain {
             SslVerifyMode::PEER
@@ -114,19 +120,67 @@ impl GuardedTls {
 }
 
 /// The CA certificates of a PEM file (at least one).
-fn read_certificates(path: &Path) -> Result<Vec<X509>, String> {
-    let shown = path.display();
+fn read_certificates(path: &Path) -> Result<Vec<X509>, TlsSetupError> {
     let mut pem = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_ROOT_CERT_FILE).read_to_end(&mut pem))
-        .map_err(|e| format!("sslrootcert {shown}: {e}"))?;
-    let certs =
-        X509::stack_from_pem(&pem).map_err(|e| format!("sslrootcert {shown}: not PEM: {e}"))?;
+        .map_err(|e| TlsSetupError::RootCert(path.to_path_buf(), e))?;
+    let certs = X509::stack_from_pem(&pem)
+        .map_err(|e| TlsSetupError::RootCertNotPem(path.to_path_buf(), e))?;
     if certs.is_empty() {
-        return Err(format!("sslrootcert {shown}: no certificate in it"));
+        return Err(TlsSetupError::NoRootCert(path.to_path_buf()));
     }
     Ok(certs)
 }
+
+/// Why TLS could not be set up for a connection: OpenSSL itself, or a file the settings name.
+#[derive(Debug)]
+pub enum TlsSetupError {
+    OpenSsl(ErrorStack),
+    /// `sslcert`'s file could not be loaded.
+    Cert(PathBuf, ErrorStack),
+    /// `sslkey`'s file could not be read as a secret file.
+    Key(SetupError),
+    KeyNotPem(PathBuf, ErrorStack),
+    /// `sslkey` is not the key of `sslcert`.
+    NotTheKey {
+        key: PathBuf,
+        cert: PathBuf,
+    },
+    /// `sslrootcert`'s file could not be read.
+    RootCert(PathBuf, io::Error),
+    RootCertNotPem(PathBuf, ErrorStack),
+    /// `sslrootcert`'s file holds no certificate.
+    NoRootCert(PathBuf),
+}
+
+impl fmt::Display for TlsSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsSetupError::OpenSsl(e) => write!(f, "TLS setup: {e}"),
+            TlsSetupError::Cert(path, e) => write!(f, "sslcert {}: {e}", path.display()),
+            TlsSetupError::Key(e) => write!(f, "{e}"),
+            TlsSetupError::KeyNotPem(path, e) => {
+                write!(f, "sslkey {}: not a PEM private key: {e}", path.display())
+            }
+            TlsSetupError::NotTheKey { key, cert } => write!(
+                f,
+                "sslkey {} is not the key of sslcert {}",
+                key.display(),
+                cert.display()
+            ),
+            TlsSetupError::RootCert(path, e) => write!(f, "sslrootcert {}: {e}", path.display()),
+            TlsSetupError::RootCertNotPem(path, e) => {
+                write!(f, "sslrootcert {}: not PEM: {e}", path.display())
+            }
+            TlsSetupError::NoRootCert(path) => {
+                write!(f, "sslrootcert {}: no certificate in it", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for TlsSetupError {}
 
 /// Why a TLS handshake failed, naming the setting: a certificate check that failed, or
 /// OpenSSL's reason.

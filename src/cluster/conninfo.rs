@@ -195,6 +195,151 @@ pub const DEFAULT_APPLICATION_NAME: &str = "crond";
 const PASSWORD_REFUSED: &str = "a password may not be given in the connection string: put it in \
                                 a passfile readable only by root (passfile=PATH)";
 
+/// Why a connection string was refused; shown as a sentence that names the setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnInfoError {
+    /// `password=`, or a password in the URI: it belongs in a passfile.
+    Password,
+    /// A setting crond does not know (a typo is not silently ignored).
+    UnknownSetting(String),
+    /// `host` names several hosts.
+    SeveralHosts(String),
+    /// `host` holds a blank, a control character or a `/` past its start.
+    BadHost(String),
+    BadPort(String),
+    /// No `user`, and the caller's default is empty.
+    NoUser,
+    /// The setting named holds a NUL byte.
+    Nul(&'static str),
+    TimeoutOverMaximum(u32),
+    BadTimeout(String),
+    BadSslMode(String),
+    /// `sslrootcert=system` with an `sslmode` other than `verify-full`.
+    SystemRootCertWith(SslMode),
+    CertWithoutKey,
+    KeyWithoutCert,
+    BadChannelBinding(String),
+    /// `require_auth` (as given) mixes `!method` with `method`.
+    RequireAuthMixed(String),
+    /// `require_auth` (as given) names a method this client lacks.
+    RequireAuthUnsupported {
+        text: String,
+        method: String,
+    },
+    /// `require_auth` (as given) names no method at all.
+    RequireAuthInvalid {
+        text: String,
+        method: String,
+    },
+    /// `require_auth` (as given) names a method twice.
+    RequireAuthRepeated {
+        text: String,
+        method: String,
+    },
+    /// A `key=value` pair's key without its `=`.
+    MissingEquals(String),
+    /// A `=` with no key before it.
+    NoName,
+    /// The quoted value of the key has no closing quote.
+    Unterminated(String),
+    /// Text right after the closing quote of the key's value.
+    AfterQuote(String),
+    /// A URI's host with `[` and no `]`.
+    Unbracketed(String),
+    /// A URI's host with text after `]` other than a port.
+    AfterBracket(String),
+    /// A URI's query parameter without `=`.
+    ParameterWithoutEquals(String),
+    /// A bad `%XX` in the part of the URI named.
+    BadEscape(String),
+    /// The part of the URI named is not UTF-8 once decoded.
+    NotUtf8(String),
+}
+
+impl fmt::Display for ConnInfoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ConnInfoError as E;
+        match self {
+            E::Password => f.write_str(PASSWORD_REFUSED),
+            E::UnknownSetting(key) => write!(f, "unknown connection setting '{key}'"),
+            E::SeveralHosts(h) => {
+                write!(f, "host '{h}': several hosts are not supported, give one")
+            }
+            E::BadHost(h) => write!(
+                f,
+                "host '{}' is not a host name or address",
+                h.escape_debug()
+            ),
+            E::BadPort(p) => write!(
+                f,
+                "port '{}' is not a number from 1 to 65535",
+                p.escape_debug()
+            ),
+            E::NoUser => f.write_str("no user given, and no default user"),
+            E::Nul(what) => write!(f, "{what} contains a NUL byte"),
+            E::TimeoutOverMaximum(n) => write!(
+                f,
+                "connect_timeout {n} is over the maximum of {MAX_CONNECT_TIMEOUT_S} seconds"
+            ),
+            E::BadTimeout(t) => write!(
+                f,
+                "connect_timeout '{}' is not a number of seconds",
+                t.escape_debug()
+            ),
+            E::BadSslMode(mode) => write!(
+                f,
+                "invalid sslmode value '{}' (disable, allow, prefer, require, verify-ca or \
+                 verify-full)",
+                mode.escape_debug()
+            ),
+            E::SystemRootCertWith(mode) => write!(
+                f,
+                "sslmode={} may not be used with sslrootcert=system (use verify-full)",
+                mode.name()
+            ),
+            E::CertWithoutKey => f.write_str("sslcert needs sslkey (the client key file)"),
+            E::KeyWithoutCert => f.write_str("sslkey needs sslcert (the client certificate)"),
+            E::BadChannelBinding(value) => write!(
+                f,
+                "invalid channel_binding value '{}' (disable, prefer or require)",
+                value.escape_debug()
+            ),
+            E::RequireAuthMixed(text) => write!(
+                f,
+                "require_auth={text}: negative and positive methods cannot be mixed"
+            ),
+            E::RequireAuthUnsupported { text, method } => write!(
+                f,
+                "require_auth={text}: {method} is not supported by this client \
+                 (password, md5, scram-sha-256, none)"
+            ),
+            E::RequireAuthInvalid { text, method } => write!(
+                f,
+                "require_auth={text}: invalid method '{}' (password, md5, scram-sha-256, \
+                 none, each may be negated with !)",
+                method.escape_debug()
+            ),
+            E::RequireAuthRepeated { text, method } => write!(
+                f,
+                "require_auth={text}: method '{method}' is given more than once"
+            ),
+            E::MissingEquals(key) => {
+                write!(f, "missing '=' after '{key}' in the connection string")
+            }
+            E::NoName => f.write_str("a connection setting has no name before '='"),
+            E::Unterminated(key) => write!(f, "unterminated quoted value of '{key}'"),
+            E::AfterQuote(key) => write!(f, "text right after the quoted value of '{key}'"),
+            E::Unbracketed(host) => write!(f, "host '{host}': '[' without ']'"),
+            E::AfterBracket(host) => write!(f, "host '{host}': text after ']'"),
+            E::ParameterWithoutEquals(param) => write!(f, "URI parameter '{param}' has no '='"),
+            E::BadEscape(what) => write!(f, "invalid percent escape in the URI's {what}"),
+            E::NotUtf8(what) => write!(f, "the URI's {what} is not UTF-8 once decoded"),
+        }
+    }
+}
+
+impl std::error::Error for ConnInfoError {}
+
 /// The settings as given, before defaults.
 #[derive(Default)]
 struct Given {
@@ -215,7 +360,7 @@ struct Given {
 
 /// Parses a connection string in either of libpq's syntaxes. `default_user` is the user when
 /// none is given (libpq takes the OS user's name; this module reads no system state).
-pub fn parse(text: &str, default_user: &str) -> Result<ConnInfo, String> {
+pub fn parse(text: &str, default_user: &str) -> Result<ConnInfo, ConnInfoError> {
     let trimmed = text.trim();
     let mut given = Given::default();
     if let Some(rest) = trimmed
@@ -232,7 +377,7 @@ pub fn parse(text: &str, default_user: &str) -> Result<ConnInfo, String> {
 }
 
 /// Records one setting; later ones override earlier ones, as in libpq.
-fn set(given: &mut Given, key: &str, value: String) -> Result<(), String> {
+fn set(given: &mut Given, key: &str, value: String) -> Result<(), ConnInfoError> {
     let slot = match key {
         "host" => &mut given.host,
         "port" => &mut given.port,
@@ -247,76 +392,29 @@ fn set(given: &mut Given, key: &str, value: String) -> Result<(), String> {
         "sslkey" => &mut given.sslkey,
         "channel_binding" => &mut given.channel_binding,
         "require_auth" => &mut given.require_auth,
-        "password" => return Err(PASSWORD_REFUSED.to_string()),
-        _ => return Err(format!("unknown connection setting '{key}'")),
+        "password" => return Err(ConnInfoError::Password),
+        _ => return Err(ConnInfoError::UnknownSetting(key.to_string())),
     };
     *slot = Some(value);
     Ok(())
 }
 
 /// Applies the defaults and checks every value.
-fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
-    let host = match given.host.as_deref() {
-        None | Some("") => Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR)),
-        Some(h) if h.contains(',') => {
-            return Err(format!(
-                "host '{h}': several hosts are not supported, give one"
-            ));
-        }
-        Some(h) if h.starts_with('/') => Host::Unix(PathBuf::from(h)),
-        Some(h) => {
-            if h.chars()
-                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
-            {
-                return Err(format!(
-                    "host '{}' is not a host name or address",
-                    h.escape_debug()
-                ));
-            }
-            Host::Tcp(h.to_string())
-        }
-    };
-    let port = match given.port.as_deref() {
-        None | Some("") => DEFAULT_PORT,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => {
-                return Err(format!(
-                    "port '{}' is not a number from 1 to 65535",
-                    p.escape_debug()
-                ));
-            }
-        },
-    };
+fn finish(given: Given, default_user: &str) -> Result<ConnInfo, ConnInfoError> {
+    let host = host(given.host.as_deref())?;
+    let port = port(given.port.as_deref())?;
     let user = match given.user {
         Some(u) if !u.is_empty() => u,
         _ => default_user.to_string(),
     };
     if user.is_empty() {
-        return Err("no user given, and no default user".to_string());
+        return Err(ConnInfoError::NoUser);
     }
     let dbname = match given.dbname {
         Some(d) if !d.is_empty() => d,
         _ => user.clone(),
     };
-    let connect_timeout_s = match given.connect_timeout.as_deref() {
-        None | Some("") => DEFAULT_CONNECT_TIMEOUT_S,
-        Some(t) => match t.parse::<u32>() {
-            Ok(0) if t.bytes().all(|b| b.is_ascii_digit()) => DEFAULT_CONNECT_TIMEOUT_S,
-            Ok(n) if n <= MAX_CONNECT_TIMEOUT_S && t.bytes().all(|b| b.is_ascii_digit()) => n,
-            Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(format!(
-                    "connect_timeout {n} is over the maximum of {MAX_CONNECT_TIMEOUT_S} seconds"
-                ));
-            }
-            _ => {
-                return Err(format!(
-                    "connect_timeout '{}' is not a number of seconds",
-                    t.escape_debug()
-                ));
-            }
-        },
-    };
+    let connect_timeout_s = connect_timeout(given.connect_timeout.as_deref())?;
     let application_name = match given.application_name {
         Some(a) => a,
         None => DEFAULT_APPLICATION_NAME.to_string(),
@@ -327,87 +425,32 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
         ("application_name", &application_name),
     ] {
         if value.contains('\0') {
-            return Err(format!("{what} contains a NUL byte"));
+            return Err(ConnInfoError::Nul(what));
         }
     }
-    let passfile = match given.passfile {
-        Some(p) if p.contains('\0') => return Err("passfile contains a NUL byte".to_string()),
-        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ => None,
-    };
+    let passfile = path("passfile", given.passfile)?;
     if let Host::Unix(dir) = &host
         && dir.as_os_str().as_encoded_bytes().contains(&0)
     {
-        return Err("host contains a NUL byte".to_string());
+        return Err(ConnInfoError::Nul("host"));
     }
-    let path = |what: &str, value: Option<String>| match value {
-        Some(p) if p.contains('\0') => Err(format!("{what} contains a NUL byte")),
-        Some(p) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
-        _ => Ok(None),
-    };
     let sslrootcert = match given.sslrootcert.as_deref() {
         Some("system") => Some(RootCert::System),
         _ => path("sslrootcert", given.sslrootcert)?.map(RootCert::File),
     };
-    let sslmode = match given.sslmode.as_deref() {
-        None | Some("") if sslrootcert == Some(RootCert::System) => SslMode::VerifyFull,
-        None | Some("") => SslMode::Prefer,
-        Some("disable") => SslMode::Disable,
-        Some("allow") => SslMode::Allow,
-        Some("prefer") => SslMode::Prefer,
-        Some("require") => SslMode::Require,
-        Some("verify-ca") => SslMode::VerifyCa,
-        Some("verify-full") => SslMode::VerifyFull,
-        Some(other) => {
-            return Err(format!(
-                "invalid sslmode value '{}' (disable, allow, prefer, require, verify-ca or \
-                 verify-full)",
-                other.escape_debug()
-            ));
-        }
-    };
-    if sslrootcert == Some(RootCert::System) && sslmode != SslMode::VerifyFull {
-        return Err(format!(
-            "sslmode={} may not be used with sslrootcert=system (use verify-full)",
-            sslmode.name()
-        ));
-    }
+    let sslmode = sslmode(given.sslmode.as_deref(), sslrootcert.as_ref())?;
     let sslcert = match (
         path("sslcert", given.sslcert)?,
         path("sslkey", given.sslkey)?,
     ) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
-        (Some(_), None) => return Err("sslcert needs sslkey (the client key file)".to_string()),
-        (None, Some(_)) => return Err("sslkey needs sslcert (the client certificate)".to_string()),
+        (Some(_), None) => return Err(ConnInfoError::CertWithoutKey),
+        (None, Some(_)) => return Err(ConnInfoError::KeyWithoutCert),
     };
-    let channel_binding = match given.channel_binding.as_deref() {
-        None | Some("") | Some("prefer") => ChannelBinding::Prefer,
-        Some("disable") => ChannelBinding::Disable,
-        Some("require") => ChannelBinding::Require,
-        Some(other) => {
-            return Err(format!(
-                "invalid channel_binding value '{}' (disable, prefer or require)",
-                other.escape_debug()
-            ));
-        }
-    };
+    let channel_binding = channel_binding(given.channel_binding.as_deref())?;
     let require_auth = match given.require_auth.as_deref() {
-        None | Some("") => match host {
-            Host::Tcp(_) => {
-                let mut r = parse_require_auth(DEFAULT_TCP_REQUIRE_AUTH)?;
-                r.spelled =
-                    format!("require_auth={DEFAULT_TCP_REQUIRE_AUTH} (the default over TCP)");
-                r
-            }
-            Host::Unix(_) => RequireAuth {
-                password: true,
-                md5: true,
-                scram: true,
-                none: true,
-                spelled: "require_auth (any method, the default on a Unix socket)".to_string(),
-            },
-        },
+        None | Some("") => default_require_auth(&host)?,
         Some(text) => parse_require_auth(text)?,
     };
     Ok(ConnInfo {
@@ -427,9 +470,115 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, String> {
     })
 }
 
+/// The server's address: a socket directory when it starts with `/` or is not given, else one
+/// host name or address.
+fn host(given: Option<&str>) -> Result<Host, ConnInfoError> {
+    match given {
+        None | Some("") => Ok(Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR))),
+        Some(h) if h.contains(',') => Err(ConnInfoError::SeveralHosts(h.to_string())),
+        Some(h) if h.starts_with('/') => Ok(Host::Unix(PathBuf::from(h))),
+        Some(h) => {
+            if h.chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+            {
+                return Err(ConnInfoError::BadHost(h.to_string()));
+            }
+            Ok(Host::Tcp(h.to_string()))
+        }
+    }
+}
+
+/// The port: digits only, from 1 to 65535; [`DEFAULT_PORT`] when not given.
+fn port(given: Option<&str>) -> Result<u16, ConnInfoError> {
+    match given {
+        None | Some("") => Ok(DEFAULT_PORT),
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+            _ => Err(ConnInfoError::BadPort(p.to_string())),
+        },
+    }
+}
+
+/// `connect_timeout` in seconds: digits only, 0 (as not given) meaning the default, at most
+/// [`MAX_CONNECT_TIMEOUT_S`].
+fn connect_timeout(given: Option<&str>) -> Result<u32, ConnInfoError> {
+    let Some(t) = given.filter(|t| !t.is_empty()) else {
+        return Ok(DEFAULT_CONNECT_TIMEOUT_S);
+    };
+    match t.parse::<u32>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => match n {
+            0 => Ok(DEFAULT_CONNECT_TIMEOUT_S),
+            n if n <= MAX_CONNECT_TIMEOUT_S => Ok(n),
+            n => Err(ConnInfoError::TimeoutOverMaximum(n)),
+        },
+        _ => Err(ConnInfoError::BadTimeout(t.to_string())),
+    }
+}
+
+/// A file named by a setting: none when not given or empty; a NUL byte is refused.
+fn path(what: &'static str, value: Option<String>) -> Result<Option<PathBuf>, ConnInfoError> {
+    match value {
+        Some(p) if p.contains('\0') => Err(ConnInfoError::Nul(what)),
+        Some(p) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
+        _ => Ok(None),
+    }
+}
+
+/// `sslmode`, whose default is `prefer`, or `verify-full` with `sslrootcert=system`, which
+/// allows no other mode.
+fn sslmode(given: Option<&str>, rootcert: Option<&RootCert>) -> Result<SslMode, ConnInfoError> {
+    let system = rootcert == Some(&RootCert::System);
+    let mode = match given {
+        None | Some("") if system => SslMode::VerifyFull,
+        None | Some("") => SslMode::Prefer,
+        Some("disable") => SslMode::Disable,
+        Some("allow") => SslMode::Allow,
+        Some("prefer") => SslMode::Prefer,
+        Some("require") => SslMode::Require,
+        Some("verify-ca") => SslMode::VerifyCa,
+        Some("verify-full") => SslMode::VerifyFull,
+        Some(other) => {
+            return Err(ConnInfoError::BadSslMode(other.to_string()));
+        }
+    };
+    if system && mode != SslMode::VerifyFull {
+        return Err(ConnInfoError::SystemRootCertWith(mode));
+    }
+    Ok(mode)
+}
+
+/// `channel_binding`, `prefer` unless given.
+fn channel_binding(given: Option<&str>) -> Result<ChannelBinding, ConnInfoError> {
+    match given {
+        None | Some("") | Some("prefer") => Ok(ChannelBinding::Prefer),
+        Some("disable") => Ok(ChannelBinding::Disable),
+        Some("require") => Ok(ChannelBinding::Require),
+        Some(other) => Err(ConnInfoError::BadChannelBinding(other.to_string())),
+    }
+}
+
+/// The methods allowed when `require_auth` is not given: over TCP
+/// [`DEFAULT_TCP_REQUIRE_AUTH`], on a Unix socket any.
+fn default_require_auth(host: &Host) -> Result<RequireAuth, ConnInfoError> {
+    Ok(match host {
+        Host::Tcp(_) => {
+            let mut r = parse_require_auth(DEFAULT_TCP_REQUIRE_AUTH)?;
+            r.spelled = format!("require_auth={DEFAULT_TCP_REQUIRE_AUTH} (the default over TCP)");
+            r
+        }
+        Host::Unix(_) => RequireAuth {
+            password: true,
+            md5: true,
+            scram: true,
+            none: true,
+            spelled: "require_auth (any method, the default on a Unix socket)".to_string(),
+        },
+    })
+}
+
 /// `require_auth` as libpq 16 reads it: a comma list of methods that the server may use, or of
 /// `!`-negated methods it may not (the two forms do not mix; none is named twice).
-fn parse_require_auth(text: &str) -> Result<RequireAuth, String> {
+fn parse_require_auth(text: &str) -> Result<RequireAuth, ConnInfoError> {
     let mut named: Vec<&str> = Vec::new();
     let mut negated = None;
     for item in text.split(',') {
@@ -438,30 +587,28 @@ fn parse_require_auth(text: &str) -> Result<RequireAuth, String> {
             None => (false, item),
         };
         if *negated.get_or_insert(neg) != neg {
-            return Err(format!(
-                "require_auth={text}: negative and positive methods cannot be mixed"
-            ));
+            return Err(ConnInfoError::RequireAuthMixed(text.to_string()));
         }
         match method {
             "password" | "md5" | "scram-sha-256" | "none" => {}
             "gss" | "sspi" | "creds" => {
-                return Err(format!(
-                    "require_auth={text}: {method} is not supported by this client \
-                     (password, md5, scram-sha-256, none)"
-                ));
+                return Err(ConnInfoError::RequireAuthUnsupported {
+                    text: text.to_string(),
+                    method: method.to_string(),
+                });
             }
             _ => {
-                return Err(format!(
-                    "require_auth={text}: invalid method '{}' (password, md5, scram-sha-256, \
-                     none, each may be negated with !)",
-                    method.escape_debug()
-                ));
+                return Err(ConnInfoError::RequireAuthInvalid {
+                    text: text.to_string(),
+                    method: method.to_string(),
+                });
             }
         }
         if named.contains(&method) {
-            return Err(format!(
-                "require_auth={text}: method '{method}' is given more than once"
-            ));
+            return Err(ConnInfoError::RequireAuthRepeated {
+                text: text.to_string(),
+                method: method.to_string(),
+            });
         }
         named.push(method);
     }
@@ -476,7 +623,7 @@ fn parse_require_auth(text: &str) -> Result<RequireAuth, String> {
 }
 
 /// Splits `key=value key2 = 'quoted \' value'` into pairs, unescaping values.
-fn split_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+fn split_pairs(text: &str) -> Result<Vec<(String, String)>, ConnInfoError> {
     let mut pairs = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -490,12 +637,10 @@ fn split_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
         }
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
         if chars.next() != Some('=') {
-            return Err(format!(
-                "missing '=' after '{key}' in the connection string"
-            ));
+            return Err(ConnInfoError::MissingEquals(key));
         }
         if key.is_empty() {
-            return Err("a connection setting has no name before '='".to_string());
+            return Err(ConnInfoError::NoName);
         }
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
         let mut value = String::new();
@@ -503,18 +648,18 @@ fn split_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
             loop {
                 match chars.next() {
                     None => {
-                        return Err(format!("unterminated quoted value of '{key}'"));
+                        return Err(ConnInfoError::Unterminated(key));
                     }
                     Some('\'') => break,
                     Some('\\') => match chars.next() {
                         Some(c) => value.push(c),
-                        None => return Err(format!("unterminated quoted value of '{key}'")),
+                        None => return Err(ConnInfoError::Unterminated(key)),
                     },
                     Some(c) => value.push(c),
                 }
             }
             if chars.peek().is_some_and(|c| !c.is_whitespace()) {
-                return Err(format!("text right after the quoted value of '{key}'"));
+                return Err(ConnInfoError::AfterQuote(key));
             }
         } else {
             while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
@@ -532,7 +677,7 @@ fn split_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Parses what follows `postgresql://`.
-fn parse_uri(rest: &str, given: &mut Given) -> Result<(), String> {
+fn parse_uri(rest: &str, given: &mut Given) -> Result<(), ConnInfoError> {
     let (main, query) = match rest.split_once('?') {
         Some((m, q)) => (m, Some(q)),
         None => (rest, None),
@@ -544,7 +689,7 @@ fn parse_uri(rest: &str, given: &mut Given) -> Result<(), String> {
     let hostport = match authority.rsplit_once('@') {
         Some((userinfo, hostport)) => {
             if userinfo.contains(':') {
-                return Err(PASSWORD_REFUSED.to_string());
+                return Err(ConnInfoError::Password);
             }
             let user = percent_decode(userinfo, "user")?;
             if !user.is_empty() {
@@ -555,19 +700,17 @@ fn parse_uri(rest: &str, given: &mut Given) -> Result<(), String> {
         None => authority,
     };
     if hostport.contains(',') {
-        return Err(format!(
-            "host '{hostport}': several hosts are not supported, give one"
-        ));
+        return Err(ConnInfoError::SeveralHosts(hostport.to_string()));
     }
     let (host, port) = if let Some(bracketed) = hostport.strip_prefix('[') {
         let Some((inside, after)) = bracketed.split_once(']') else {
-            return Err(format!("host '{hostport}': '[' without ']'"));
+            return Err(ConnInfoError::Unbracketed(hostport.to_string()));
         };
         let port = match after {
             "" => None,
             p => match p.strip_prefix(':') {
                 Some(p) => Some(p),
-                None => return Err(format!("host '{hostport}': text after ']'")),
+                None => return Err(ConnInfoError::AfterBracket(hostport.to_string())),
             },
         };
         (inside.to_string(), port)
@@ -592,7 +735,7 @@ fn parse_uri(rest: &str, given: &mut Given) -> Result<(), String> {
     if let Some(query) = query {
         for param in query.split('&').filter(|p| !p.is_empty()) {
             let Some((key, value)) = param.split_once('=') else {
-                return Err(format!("URI parameter '{param}' has no '='"));
+                return Err(ConnInfoError::ParameterWithoutEquals(param.to_string()));
             };
             let key = percent_decode(key, "parameter name")?;
             let value = percent_decode(value, &key)?;
@@ -603,7 +746,7 @@ fn parse_uri(rest: &str, given: &mut Given) -> Result<(), String> {
 }
 
 /// Decodes `%XX` escapes; the result must be UTF-8. `what` names the part in errors.
-fn percent_decode(text: &str, what: &str) -> Result<String, String> {
+fn percent_decode(text: &str, what: &str) -> Result<String, ConnInfoError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -615,7 +758,7 @@ fn percent_decode(text: &str, what: &str) -> Result<String, String> {
                 .and_then(|h| u8::from_str_radix(h, 16).ok());
             match hex {
                 Some(b) => out.push(b),
-                None => return Err(format!("invalid percent escape in the URI's {what}")),
+                None => return Err(ConnInfoError::BadEscape(what.to_string())),
             }
             i += 3;
         } else {
@@ -623,7 +766,7 @@ fn percent_decode(text: &str, what: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("the URI's {what} is not UTF-8 once decoded"))
+    String::from_utf8(out).map_err(|_| ConnInfoError::NotUtf8(what.to_string()))
 }
 
 /// The password for a connection from a `.pgpass`-format text: the first line whose
@@ -721,7 +864,7 @@ mod tests {
     fn err(text: &str) -> String {
         match parse(text, "cron") {
             Ok(info) => panic!("{text:?} parsed as {info:?}"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
 

@@ -104,21 +104,35 @@ impl fmt::Display for EntryKey {
 }
 
 impl std::str::FromStr for EntryKey {
-    type Err = String;
+    type Err = BadEntryKey;
 
     /// 16 hex digits, as [`Display`](fmt::Display) writes them.
-    fn from_str(s: &str) -> Result<EntryKey, String> {
+    fn from_str(s: &str) -> Result<EntryKey, BadEntryKey> {
         if s.len() != 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!(
-                "'{}' is not an entry id (16 hex digits)",
-                s.escape_debug()
-            ));
+            return Err(BadEntryKey(s.to_string()));
         }
+        // 16 hex digits always fit.
         u64::from_str_radix(s, 16)
             .map(EntryKey)
-            .map_err(|e| e.to_string())
+            .map_err(|_| BadEntryKey(s.to_string()))
     }
 }
+
+/// A text that is not an entry id: says it, and what an id is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadEntryKey(pub String);
+
+impl fmt::Display for BadEntryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "'{}' is not an entry id (16 hex digits)",
+            self.0.escape_debug()
+        )
+    }
+}
+
+impl std::error::Error for BadEntryKey {}
 
 #[cfg(test)]
 mod tests {

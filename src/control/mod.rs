@@ -28,6 +28,7 @@
 
 mod render;
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -176,7 +177,7 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
             other => Err(format!("status: unexpected {other:?}")),
         },
         "run" => Ok(Request::Run {
-            target: parse_target(rest.trim())?,
+            target: parse_target(rest.trim()).map_err(|e| e.to_string())?,
         }),
         "" => Err("an empty request".to_string()),
         other => Err(format!("unknown request {other:?} (list, status or run)")),
@@ -184,26 +185,50 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
 }
 
 /// `FILE:LINE` or an ID.
-pub fn parse_target(text: &str) -> Result<Target, String> {
+pub fn parse_target(text: &str) -> Result<Target, TargetError> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return text
             .parse()
             .map(Target::Id)
-            .map_err(|_| format!("run: {text:?} is not an id"));
+            .map_err(|_| TargetError::NotId(text.to_string()));
     }
     let Some((tab, line)) = text.rsplit_once(':') else {
-        return Err(format!(
-            "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
-        ));
+        return Err(TargetError::NoColon(text.to_string()));
     };
     match line.parse() {
         Ok(line) if !tab.is_empty() => Ok(Target::Place {
             tab: tab.to_string(),
             line,
         }),
-        _ => Err(format!("run: {text:?} is neither FILE:LINE nor an id")),
+        _ => Err(TargetError::Neither(text.to_string())),
     }
 }
+
+/// Why a text names no entry to run; each says the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetError {
+    /// Digits only, too many for an id.
+    NotId(String),
+    /// No `:`: not FILE:LINE (the hint says where ids come from).
+    NoColon(String),
+    /// An empty FILE or a LINE that is not a number.
+    Neither(String),
+}
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TargetError::NotId(text) => write!(f, "run: {text:?} is not an id"),
+            TargetError::NoColon(text) => write!(
+                f,
+                "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
+            ),
+            TargetError::Neither(text) => write!(f, "run: {text:?} is neither FILE:LINE nor an id"),
+        }
+    }
+}
+
+impl std::error::Error for TargetError {}
 
 /// One entry as `list` shows it: what the daemon knows of it at the moment of the request.
 #[derive(Debug, Clone)]

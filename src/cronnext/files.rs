@@ -73,25 +73,24 @@ fn read_by_crond(path: &Path) -> bool {
     !in_cron_d || names::cron_d_name_ok(name.as_encoded_bytes(), false)
 }
 
+/// One file read and parsed: the owner of its entries (its name, for a user's crontab), the name
+/// it is shown by, and what was loaded.
+struct Loaded {
+    owner: Vec<u8>,
+    shown: String,
+    tab: crontab::Crontab,
+}
+
 /// Prints the runs `request` asks for; returns the exit status (2 if a file has errors).
 pub(super) fn run(
     request: &Request<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Failure> {
-    let &Request {
-        files,
-        format,
-        zone,
-        after,
-        until,
-        count,
-        seed,
-    } = request;
     let mut status = 0;
     let mut tabs = Vec::new();
-    for path in files {
-        if format == Format::System && !read_by_crond(path) {
+    for path in request.files {
+        if request.format == Format::System && !read_by_crond(path) {
             writeln!(
                 err,
                 "cronnext: {}: skipped: crond does not read this file ({})",
@@ -100,113 +99,141 @@ pub(super) fn run(
             )?;
             continue;
         }
-        let text =
-            std::fs::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-        let mut zones = |name: &str| Zone::get(name);
-        let mut options = ParseOptions {
-            format,
-            limits: Limits::SYSTEM,
-            seed,
-            zones: &mut zones,
-            // cronnext shows what a file says; who may write '-' is the daemon's check.
-            privileged: true,
-        };
-        let tab = crontab::parse(&text, &mut options);
-        let shown = path.display().to_string();
-        for d in &tab.warnings {
-            writeln!(err, "{} (warning)", d.in_file(&shown))?;
-        }
-        for d in &tab.errors {
-            writeln!(err, "{}", d.in_file(&shown))?;
-        }
-        if let Some(more) = tab.not_shown_line(&shown) {
-            writeln!(err, "{more}")?;
-        }
-        if tab.has_errors() {
+        let loaded = load(path, request, err)?;
+        if loaded.tab.has_errors() {
             status = 2;
         }
-        let owner = path
-            .file_name()
-            .map(|n| n.as_encoded_bytes().to_vec())
-            .unwrap_or_default();
-        tabs.push((owner, shown, tab));
+        tabs.push(loaded);
     }
-    let per_entry = count.unwrap_or(if until.is_some() { u64::MAX } else { 1 });
     let mut runs: Vec<Run<'_>> = Vec::new();
-    for (owner, shown, tab) in &tabs {
-        for (entry, command) in tab.entries.iter().zip(tab.commands()) {
-            let user = entry.user.as_deref().unwrap_or(owner);
-            let schedule: &Schedule = match &entry.when {
-                When::Periodic(s) => s,
-                When::Reboot => {
-                    writeln!(
-                        err,
-                        "cronnext: {shown}:{}: @reboot runs once when crond starts at boot",
-                        entry.line
-                    )?;
-                    continue;
-                }
-                When::Every(_) => {
-                    writeln!(
-                        err,
-                        "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
-                        entry.line, entry.when
-                    )?;
-                    continue;
-                }
-            };
-            let entry_zone = entry.zone.as_ref().unwrap_or(zone);
-            let cluster = entry
-                .env
-                .get(b"CRON_CLUSTER")
-                .filter(|_| entry.env.policy().clustered);
-            let cluster = cluster.map(|name| {
-                let id = entry_key(schedule, entry.zone.as_ref().map(Zone::name), user, command);
-                (name, id)
-            });
-            let mut at = after;
-            let mut n = 0;
-            while n < per_entry && runs.len() < MAX_LINES {
-                let Some(next) = schedule.next_after(at, entry_zone) else {
-                    break;
-                };
-                if until.is_some_and(|u| next > u) {
-                    break;
-                }
-                runs.push(Run {
-                    at: next,
-                    user,
-                    policy: entry.env.policy(),
-                    cluster,
-                    command,
-                });
-                at = next;
-                n += 1;
-            }
-        }
+    for loaded in &tabs {
+        push_runs(loaded, request, &mut runs, err)?;
     }
     runs.sort_by_key(|r| r.at);
     for run in &runs {
-        write!(out, "{} ", zone.format_rfc3339(run.at))?;
-        out.write_all(run.user)?;
-        out.write_all(b" ")?;
-        match run.cluster {
-            Some((name, id)) => {
-                let mut policy = run.policy;
-                policy.clustered = false;
-                out.write_all(b"[cluster=")?;
-                out.write_all(name)?;
-                write!(out, " id={id}")?;
-                if !policy.is_default() {
-                    write!(out, " {policy}")?;
-                }
-                out.write_all(b"] ")?;
-            }
-            None if !run.policy.is_default() => write!(out, "[{}] ", run.policy)?,
-            None => {}
-        }
-        out.write_all(run.command)?;
-        out.write_all(b"\n")?;
+        print_run(run, request.zone, out)?;
     }
     Ok(status)
+}
+
+/// Reads and parses one file as crond would, and prints its diagnostics to `err`.
+fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loaded, Failure> {
+    let text =
+        std::fs::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+    let mut zones = |name: &str| Zone::get(name);
+    let mut options = ParseOptions {
+        format: request.format,
+        limits: Limits::SYSTEM,
+        seed: request.seed,
+        zones: &mut zones,
+        // cronnext shows what a file says; who may write '-' is the daemon's check.
+        privileged: true,
+    };
+    let tab = crontab::parse(&text, &mut options);
+    let shown = path.display().to_string();
+    for d in &tab.warnings {
+        writeln!(err, "{} (warning)", d.in_file(&shown))?;
+    }
+    for d in &tab.errors {
+        writeln!(err, "{}", d.in_file(&shown))?;
+    }
+    if let Some(more) = tab.not_shown_line(&shown) {
+        writeln!(err, "{more}")?;
+    }
+    let owner = path
+        .file_name()
+        .map(|n| n.as_encoded_bytes().to_vec())
+        .unwrap_or_default();
+    Ok(Loaded { owner, shown, tab })
+}
+
+/// Adds the runs of each entry of one file that `request` asks for to `runs` (never past
+/// [`MAX_LINES`] in all); an `@reboot` or `@every` entry, which has no times to show, is
+/// named on `err` instead.
+fn push_runs<'a>(
+    loaded: &'a Loaded,
+    request: &Request<'_>,
+    runs: &mut Vec<Run<'a>>,
+    err: &mut dyn Write,
+) -> Result<(), Failure> {
+    let Loaded { owner, shown, tab } = loaded;
+    let per_entry = request
+        .count
+        .unwrap_or(if request.until.is_some() { u64::MAX } else { 1 });
+    for (entry, command) in tab.entries.iter().zip(tab.commands()) {
+        let user = entry.user.as_deref().unwrap_or(owner);
+        let schedule: &Schedule = match &entry.when {
+            When::Periodic(s) => s,
+            When::Reboot => {
+                writeln!(
+                    err,
+                    "cronnext: {shown}:{}: @reboot runs once when crond starts at boot",
+                    entry.line
+                )?;
+                continue;
+            }
+            When::Every(_) => {
+                writeln!(
+                    err,
+                    "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
+                    entry.line, entry.when
+                )?;
+                continue;
+            }
+        };
+        let entry_zone = entry.zone.as_ref().unwrap_or(request.zone);
+        let cluster = entry
+            .env
+            .get(b"CRON_CLUSTER")
+            .filter(|_| entry.env.policy().clustered);
+        let cluster = cluster.map(|name| {
+            let id = entry_key(schedule, entry.zone.as_ref().map(Zone::name), user, command);
+            (name, id)
+        });
+        let mut at = request.after;
+        let mut n = 0;
+        while n < per_entry && runs.len() < MAX_LINES {
+            let Some(next) = schedule.next_after(at, entry_zone) else {
+                break;
+            };
+            if request.until.is_some_and(|u| next > u) {
+                break;
+            }
+            runs.push(Run {
+                at: next,
+                user,
+                policy: entry.env.policy(),
+                cluster,
+                command,
+            });
+            at = next;
+            n += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Prints one run: `TIME USER [POLICY] COMMAND`, the time in `zone`.
+fn print_run(run: &Run<'_>, zone: &Zone, out: &mut dyn Write) -> Result<(), Failure> {
+    write!(out, "{} ", zone.format_rfc3339(run.at))?;
+    out.write_all(run.user)?;
+    out.write_all(b" ")?;
+    match run.cluster {
+        Some((name, id)) => {
+            let mut policy = run.policy;
+            policy.clustered = false;
+            out.write_all(b"[cluster=")?;
+            out.write_all(name)?;
+            write!(out, " id={id}")?;
+            if !policy.is_default() {
+                write!(out, " {policy}")?;
+            }
+            out.write_all(b"] ")?;
+        }
+        None if !run.policy.is_default() => write!(out, "[{}] ", run.policy)?,
+        None => {}
+    }
+    out.write_all(run.command)?;
+    out.write_all(b"\n")?;
+    Ok(())
 }

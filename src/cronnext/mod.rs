@@ -122,7 +122,7 @@ fn run_inner(
         None => ctx.local.clone(),
     };
     let after = match &options.after {
-        Some(text) => parse_time(text, &zone).map_err(Failure::Usage)?,
+        Some(text) => parse_time(text, &zone)?,
         None => ctx.now,
     };
     let seed = schedule::host_seed(&ctx.host);
@@ -135,55 +135,10 @@ fn run_inner(
             writeln!(out, "cronnext (crond) {}", env!("CARGO_PKG_VERSION"))?;
             Ok(0)
         }
-        Action::Expression(expr) => {
-            let when = match schedule::parse_expression(expr, seed) {
-                Ok(when) => when,
-                Err(e) => {
-                    writeln!(err, "cronnext: {expr}")?;
-                    writeln!(err, "cronnext: {}^", " ".repeat(e.offset))?;
-                    writeln!(err, "cronnext: {e}")?;
-                    return Ok(2);
-                }
-            };
-            let schedule = match when {
-                When::Reboot => {
-                    writeln!(
-                        err,
-                        "cronnext: @reboot runs once when crond starts at boot; it has no next time"
-                    )?;
-                    return Ok(0);
-                }
-                When::Periodic(s) => s,
-                When::Every(_) => {
-                    writeln!(
-                        err,
-                        "cronnext: {when} runs at crond's start plus each interval; it has no fixed times"
-                    )?;
-                    return Ok(0);
-                }
-            };
-            if !schedule.can_fire() {
-                writeln!(
-                    err,
-                    "cronnext: this expression never runs (no such day in the chosen months)"
-                )?;
-                return Ok(0);
-            }
-            let mut at = after;
-            for _ in 0..options.count.unwrap_or(1) {
-                match schedule.next_after(at, &zone) {
-                    Some(next) => {
-                        writeln!(out, "{}", zone.format_rfc3339(next))?;
-                        at = next;
-                    }
-                    None => break,
-                }
-            }
-            Ok(0)
-        }
+        Action::Expression(expr) => expression(expr, options.count, after, &zone, seed, out, err),
         Action::Files(files) => {
             let until = match &options.until {
-                Some(text) => Some(parse_time(text, &zone).map_err(Failure::Usage)?),
+                Some(text) => Some(parse_time(text, &zone)?),
                 None => None,
             };
             let format = if options.system {
@@ -205,8 +160,66 @@ fn run_inner(
     }
 }
 
+/// Expression mode: prints the next `count` (default 1) times of `expr` after `after`, in
+/// `zone`; an expression with no times (`@reboot`, `@every`, a day no chosen month has) is said
+/// so on `err`. Returns the exit status: 2 when the expression does not parse.
+fn expression(
+    expr: &str,
+    count: Option<u64>,
+    after: Timestamp,
+    zone: &Zone,
+    seed: u64,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let when = match schedule::parse_expression(expr, seed) {
+        Ok(when) => when,
+        Err(e) => {
+            writeln!(err, "cronnext: {expr}")?;
+            writeln!(err, "cronnext: {}^", " ".repeat(e.offset))?;
+            writeln!(err, "cronnext: {e}")?;
+            return Ok(2);
+        }
+    };
+    let schedule = match when {
+        When::Reboot => {
+            writeln!(
+                err,
+                "cronnext: @reboot runs once when crond starts at boot; it has no next time"
+            )?;
+            return Ok(0);
+        }
+        When::Periodic(s) => s,
+        When::Every(_) => {
+            writeln!(
+                err,
+                "cronnext: {when} runs at crond's start plus each interval; it has no fixed times"
+            )?;
+            return Ok(0);
+        }
+    };
+    if !schedule.can_fire() {
+        writeln!(
+            err,
+            "cronnext: this expression never runs (no such day in the chosen months)"
+        )?;
+        return Ok(0);
+    }
+    let mut at = after;
+    for _ in 0..count.unwrap_or(1) {
+        match schedule.next_after(at, zone) {
+            Some(next) => {
+                writeln!(out, "{}", zone.format_rfc3339(next))?;
+                at = next;
+            }
+            None => break,
+        }
+    }
+    Ok(0)
+}
+
 /// An RFC 3339 instant, or a civil date-time read in `zone`.
-fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, String> {
+fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, BadTime> {
     if let Ok(ts) = text.parse::<Timestamp>() {
         return Ok(ts);
     }
@@ -214,9 +227,35 @@ fn parse_time(text: &str, zone: &Zone) -> Result<Timestamp, String> {
         Ok(dt) => dt
             .to_zoned(zone.time_zone().clone())
             .map(|z| z.timestamp())
-            .map_err(|e| format!("bad time '{text}': {e}")),
-        Err(_) => Err(format!(
-            "bad time '{text}': expected RFC 3339 (2026-03-08T00:00:00-05:00) or a local date and time"
-        )),
+            .map_err(|e| BadTime::NotInZone(text.to_string(), e)),
+        Err(_) => Err(BadTime::Unread(text.to_string())),
+    }
+}
+
+/// Why `--after` or `--until` names no instant; each says the text.
+#[derive(Debug)]
+enum BadTime {
+    /// A local date and time the zone can't place.
+    NotInZone(String, jiff::Error),
+    /// Neither RFC 3339 nor a local date and time.
+    Unread(String),
+}
+
+impl std::fmt::Display for BadTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadTime::NotInZone(text, e) => write!(f, "bad time '{text}': {e}"),
+            BadTime::Unread(text) => write!(
+                f,
+                "bad time '{text}': expected RFC 3339 (2026-03-08T00:00:00-05:00) or a local \
+                 date and time"
+            ),
+        }
+    }
+}
+
+impl From<BadTime> for Failure {
+    fn from(e: BadTime) -> Failure {
+        Failure::Usage(e.to_string())
     }
 }

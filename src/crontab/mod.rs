@@ -432,22 +432,7 @@ impl<'o, 'z> Parser<'o, 'z> {
                 );
                 return;
             }
-            b"CRON_TZ" => {
-                self.zone = if value.is_empty() {
-                    Ok(None)
-                } else {
-                    match std::str::from_utf8(value)
-                        .map_err(|_| "the zone name is not UTF-8".to_string())
-                        .and_then(|v| (self.options.zones)(v).map_err(|e| e.to_string()))
-                    {
-                        Ok(zone) => Ok(Some(zone)),
-                        Err(message) => {
-                            self.error(number, at, message);
-                            Err(number)
-                        }
-                    }
-                };
-            }
+            b"CRON_TZ" => self.set_zone(number, at, value),
             b"RANDOM_DELAY" => match std::str::from_utf8(value)
                 .ok()
                 .and_then(|v| v.parse::<u32>().ok())
@@ -466,9 +451,9 @@ impl<'o, 'z> Parser<'o, 'z> {
                 }
             },
             name if policy::is_policy_name(name) => {
-                if let Err(message) = policy::Policy::default().with(name, value) {
+                if let Err(e) = policy::Policy::default().with(name, value) {
                     let column = value.as_ptr() as usize - line.as_ptr() as usize;
-                    self.error(number, column, message);
+                    self.error(number, column, e.to_string());
                     return;
                 }
             }
@@ -502,6 +487,25 @@ impl<'o, 'z> Parser<'o, 'z> {
         self.out.env = self.out.env.with(name, value);
     }
 
+    /// `CRON_TZ=value`: the zone of the entries below it, the system's when empty. A zone that
+    /// cannot be loaded is reported here, and each entry below it refuses to load.
+    fn set_zone(&mut self, number: u32, at: usize, value: &[u8]) {
+        self.zone = if value.is_empty() {
+            Ok(None)
+        } else {
+            match std::str::from_utf8(value)
+                .map_err(|_| "the zone name is not UTF-8".to_string())
+                .and_then(|v| (self.options.zones)(v).map_err(|e| e.to_string()))
+            {
+                Ok(zone) => Ok(Some(zone)),
+                Err(message) => {
+                    self.error(number, at, message);
+                    Err(number)
+                }
+            }
+        };
+    }
+
     fn entry(&mut self, number: u32, line: &[u8]) {
         let first = skip_blanks(line, 0);
         let quiet = line.get(first) == Some(&b'-');
@@ -515,65 +519,20 @@ impl<'o, 'z> Parser<'o, 'z> {
             return;
         }
         let fields_at = if quiet { first + 1 } else { 0 };
-        let schedule::Fields {
+        let Some(schedule::Fields {
             when,
-            end: mut pos,
+            end: fields_end,
             single_spaced,
-        } = match schedule::parse_fields(line, fields_at, self.options.seed) {
-            Ok(parsed) => parsed,
-            Err(e) => {
-                let message = if e.offset == line.iter().position(|&b| !is_blank(b)).unwrap_or(0)
-                    && line[e.offset].is_ascii_alphabetic()
-                {
-                    format!("{} (or is this meant to be NAME=value?)", e.message)
-                } else {
-                    e.message
-                };
-                self.error(number, e.offset, message);
-                return;
-            }
-        };
-        let fields_end = pos;
-        let user = match self.options.format {
-            Format::User => None,
-            Format::System => {
-                let start = skip_blanks(line, pos);
-                let end = word_end(line, start);
-                if start == end {
-                    self.error(
-                        number,
-                        start,
-                        "missing user name after the time fields".to_string(),
-                    );
-                    return;
-                }
-                pos = end;
-                // A system file's entries mostly run as one user: they share its name.
-                let name = &line[start..end];
-                let last = self.out.entries.last().and_then(|e| e.user.as_ref());
-                Some(match last {
-                    Some(user) if user[..] == *name => Arc::clone(user),
-                    _ => Arc::from(name),
-                })
-            }
-        };
-        let start = skip_blanks(line, pos);
-        if start >= line.len() {
-            self.error(number, start, "missing command".to_string());
+        }) = self.fields(number, line, fields_at)
+        else {
             return;
-        }
-        let command = &line[start..];
-        // A first word `*` or `*/...`: a sixth time field (no look for the word's end).
-        if command[0] == b'*' && command.get(1).is_none_or(|&b| b == b'/' || is_blank(b)) {
-            self.error(
-                number,
-                start,
-                "the command starts with a time field: cron has five time fields (minute hour \
-                 day-of-month month day-of-week), not six"
-                    .to_string(),
-            );
+        };
+        let Some((user, pos)) = self.user(number, line, fields_end) else {
             return;
-        }
+        };
+        let Some(start) = self.command_start(number, line, pos) else {
+            return;
+        };
         if let When::Periodic(s) = &when
             && !s.can_fire()
         {
@@ -595,44 +554,10 @@ impl<'o, 'z> Parser<'o, 'z> {
                 return;
             }
         };
-        if self.out.entries.len() >= self.options.limits.max_entries {
-            let max = self.options.limits.max_entries;
-            self.error(
-                number,
-                0,
-                format!("more than {max} entries in one file; entry not loaded"),
-            );
+        if !self.count(number, &when) {
             return;
         }
-        if matches!(when, When::Every(_)) {
-            if self.every_count >= self.options.limits.max_every {
-                let max = self.options.limits.max_every;
-                self.error(
-                    number,
-                    0,
-                    format!("more than {max} @every entries in one file; entry not loaded"),
-                );
-                return;
-            }
-            self.every_count += 1;
-        }
-        // @reboot and @every run locally: only scheduled entries are claimed in the cluster.
-        let clustered = matches!(when, When::Periodic(_)) && self.out.env.policy().clustered;
-        if clustered && !self.options.privileged {
-            if self.cluster_count >= self.options.limits.max_cluster {
-                let max = self.options.limits.max_cluster;
-                self.error(
-                    number,
-                    0,
-                    format!(
-                        "more than {max} CRON_CLUSTER entries in one crontab; entry not loaded \
-                         (it would run on every host)"
-                    ),
-                );
-                return;
-            }
-            self.cluster_count += 1;
-        }
+        let command = &line[start..];
         let written = &line[skip_blanks(line, fields_at)..fields_end];
         let span = packed::push_fields(&mut self.out.text, number, written, single_spaced, command);
         self.out.spans.push(span);
@@ -645,6 +570,120 @@ impl<'o, 'z> Parser<'o, 'z> {
             random_delay: self.random_delay,
             quiet,
         });
+    }
+
+    /// The five time fields (or the `@` special) from `fields_at`; `None` once their error is
+    /// reported, with a hint when the line looks like a misspelt assignment.
+    fn fields(&mut self, number: u32, line: &[u8], fields_at: usize) -> Option<schedule::Fields> {
+        match schedule::parse_fields(line, fields_at, self.options.seed) {
+            Ok(parsed) => Some(parsed),
+            Err(e) => {
+                let message = if e.offset == line.iter().position(|&b| !is_blank(b)).unwrap_or(0)
+                    && line[e.offset].is_ascii_alphabetic()
+                {
+                    format!("{} (or is this meant to be NAME=value?)", e.message)
+                } else {
+                    e.message
+                };
+                self.error(number, e.offset, message);
+                None
+            }
+        }
+    }
+
+    /// A system file's user column after the time fields (a user's crontab has none), and the
+    /// offset past it; `None` once a missing name is reported.
+    fn user(&mut self, number: u32, line: &[u8], pos: usize) -> Option<(Option<Arc<[u8]>>, usize)> {
+        if self.options.format == Format::User {
+            return Some((None, pos));
+        }
+        let start = skip_blanks(line, pos);
+        let end = word_end(line, start);
+        if start == end {
+            self.error(
+                number,
+                start,
+                "missing user name after the time fields".to_string(),
+            );
+            return None;
+        }
+        // A system file's entries mostly run as one user: they share its name.
+        let name = &line[start..end];
+        let last = self.out.entries.last().and_then(|e| e.user.as_ref());
+        let user = match last {
+            Some(user) if user[..] == *name => Arc::clone(user),
+            _ => Arc::from(name),
+        };
+        Some((Some(user), end))
+    }
+
+    /// Where the command starts, past the blanks after `pos`; `None` once it is reported
+    /// missing, or starting with what is a sixth time field.
+    fn command_start(&mut self, number: u32, line: &[u8], pos: usize) -> Option<usize> {
+        let start = skip_blanks(line, pos);
+        if start >= line.len() {
+            self.error(number, start, "missing command".to_string());
+            return None;
+        }
+        let command = &line[start..];
+        // A first word `*` or `*/...`: a sixth time field (no look for the word's end).
+        if command[0] == b'*' && command.get(1).is_none_or(|&b| b == b'/' || is_blank(b)) {
+            self.error(
+                number,
+                start,
+                "the command starts with a time field: cron has five time fields (minute hour \
+                 day-of-month month day-of-week), not six"
+                    .to_string(),
+            );
+            return None;
+        }
+        Some(start)
+    }
+
+    /// Counts an entry against the file's limits: all entries, `@every` ones and (in a user's
+    /// crontab) clustered ones. `false` once an exceeded limit is reported: the entry is not
+    /// loaded.
+    fn count(&mut self, number: u32, when: &When) -> bool {
+        let limits = self.options.limits;
+        if self.out.entries.len() >= limits.max_entries {
+            let max = limits.max_entries;
+            self.error(
+                number,
+                0,
+                format!("more than {max} entries in one file; entry not loaded"),
+            );
+            return false;
+        }
+        if matches!(when, When::Every(_)) {
+            if self.every_count >= limits.max_every {
+                let max = limits.max_every;
+                self.error(
+                    number,
+                    0,
+                    format!("more than {max} @every entries in one file; entry not loaded"),
+                );
+                return false;
+            }
+            self.every_count += 1;
+        }
+        // @reboot and @every run locally: only scheduled entries are claimed in the cluster.
+        let clustered = matches!(when, When::Periodic(_)) && self.out.env.policy().clustered;
+        if clustered && !self.options.privileged {
+            if self.cluster_count >= limits.max_cluster {
+                let max = limits.max_cluster;
+                self.error(
+                    number,
+                    0,
+                    format!(
+                        "more than {max} CRON_CLUSTER entries in one crontab; entry not loaded \
+                         (it would run on every host)"
+                    ),
+                );
+                return false;
+            }
+            self.cluster_count += 1;
+        }
+        true
     }
 }
 

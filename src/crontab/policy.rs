@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-pub use crate::schedule::duration::{Duration, MAX_DURATION_S, parse_duration};
+pub use crate::schedule::duration::{Duration, DurationError, MAX_DURATION_S, parse_duration};
 
 /// What `CRON_TIMEOUT` does to the job's process group: SIGTERM at the limit, SIGKILL
 /// [`KILL_AFTER_S`] seconds later.
@@ -87,10 +87,45 @@ pub fn is_policy_name(name: &[u8]) -> bool {
     )
 }
 
+/// Why a value is not one its policy variable takes; each names the variable and the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyError {
+    Overlap(String),
+    Missed(String),
+    Timeout(DurationError),
+    Cluster(String),
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyError::Overlap(text) => write!(
+                f,
+                "CRON_OVERLAP must be allow, skip or queue, not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Missed(text) => write!(
+                f,
+                "CRON_MISSED must be skip or once, not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Timeout(e) => write!(f, "CRON_TIMEOUT: {e}"),
+            PolicyError::Cluster(text) => write!(
+                f,
+                "CRON_CLUSTER must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' \
+                 or '-', not '{}'",
+                text.escape_debug()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
 impl Policy {
     /// This policy with `name=value` applied; `Err` with a message when the value is not one
     /// the variable takes. A name that is not a policy variable changes nothing.
-    pub fn with(self, name: &[u8], value: &[u8]) -> Result<Policy, String> {
+    pub fn with(self, name: &[u8], value: &[u8]) -> Result<Policy, PolicyError> {
         if !is_policy_name(name) {
             // Every assignment of a file comes here: any other variable costs one compare.
             return Ok(self);
@@ -103,39 +138,25 @@ impl Policy {
                     "" | "allow" => Overlap::Allow,
                     "skip" => Overlap::Skip,
                     "queue" => Overlap::Queue,
-                    _ => {
-                        return Err(format!(
-                            "CRON_OVERLAP must be allow, skip or queue, not '{}'",
-                            text.escape_debug()
-                        ));
-                    }
+                    _ => return Err(PolicyError::Overlap(text.to_string())),
                 }
             }
             b"CRON_MISSED" => {
                 policy.missed = match text {
                     "" | "skip" => Missed::Skip,
                     "once" => Missed::Once,
-                    _ => {
-                        return Err(format!(
-                            "CRON_MISSED must be skip or once, not '{}'",
-                            text.escape_debug()
-                        ));
-                    }
+                    _ => return Err(PolicyError::Missed(text.to_string())),
                 }
             }
             b"CRON_TIMEOUT" => {
                 policy.timeout_s = match text {
                     "" | "0" => None,
-                    _ => Some(parse_duration(text).map_err(|e| format!("CRON_TIMEOUT: {e}"))?),
+                    _ => Some(parse_duration(text).map_err(PolicyError::Timeout)?),
                 }
             }
             b"CRON_CLUSTER" => {
                 if !value.is_empty() && !is_cluster_name(value) {
-                    return Err(format!(
-                        "CRON_CLUSTER must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' \
-                         or '-', not '{}'",
-                        text.escape_debug()
-                    ));
+                    return Err(PolicyError::Cluster(text.to_string()));
                 }
                 policy.clustered = !value.is_empty();
             }
@@ -221,6 +242,7 @@ mod tests {
         assert!(
             p.with(b"CRON_TIMEOUT", b"soon")
                 .unwrap_err()
+                .to_string()
                 .starts_with("CRON_TIMEOUT: 'soon' is not a duration")
         );
     }

@@ -130,6 +130,64 @@ enum Op {
     Remove,
 }
 
+/// The flags that choose the action, as read from the command line.
+#[derive(Default)]
+struct Flags {
+    op: Option<Op>,
+    ask: bool,
+    check: bool,
+    help: bool,
+    version: bool,
+    files: Vec<OsString>,
+}
+
+impl Flags {
+    /// Records `-l`, `-e` or `-r`: one of them, any number of times.
+    fn set_op(&mut self, new: Op) -> Result<(), UsageError> {
+        match self.op {
+            Some(old) if old != new => Err(UsageError::new("only one operation permitted")),
+            _ => {
+                self.op = Some(new);
+                Ok(())
+            }
+        }
+    }
+
+    /// The action: help or version before anything else, then `-l`, `-e` or `-r` (with no
+    /// file), else installing or (`-n`) checking one file or stdin.
+    fn action(mut self) -> Result<Action, UsageError> {
+        if self.help {
+            return Ok(Action::Help);
+        }
+        if self.version {
+            return Ok(Action::Version);
+        }
+        if let Some(op) = self.op {
+            if !self.files.is_empty() || self.check {
+                return Err(UsageError::new("no arguments permitted after this option"));
+            }
+            return Ok(match op {
+                Op::List => Action::List,
+                Op::Edit => Action::Edit,
+                Op::Remove => Action::Remove { ask: self.ask },
+            });
+        }
+        if self.files.len() > 1 {
+            return Err(UsageError::new("only one file may be installed"));
+        }
+        let input = match self.files.pop() {
+            None => Input::Stdin,
+            Some(f) if f == "-" => Input::Stdin,
+            Some(f) => Input::File(PathBuf::from(f)),
+        };
+        Ok(if self.check {
+            Action::Check(input)
+        } else {
+            Action::Install(input)
+        })
+    }
+}
+
 impl Options {
     /// Parses argv without the program name.
     pub fn try_parse_from<I>(args: I) -> Result<Options, UsageError>
@@ -139,22 +197,9 @@ impl Options {
     {
         use lexopt::prelude::*;
         let mut parser = lexopt::Parser::from_args(args);
-        let mut op: Option<Op> = None;
+        let mut flags = Flags::default();
         let mut user = None;
-        let mut ask = false;
-        let mut check = false;
-        let mut help = false;
-        let mut version = false;
         let mut overrides = Overrides::default();
-        let mut files: Vec<OsString> = Vec::new();
-        let usage = |m: &str| UsageError::new(m);
-        let mut set_op = |new: Op| match op {
-            Some(old) if old != new => Err(usage("only one operation permitted")),
-            _ => {
-                op = Some(new);
-                Ok(())
-            }
-        };
         let path = |v: Result<OsString, lexopt::Error>| {
             v.map(PathBuf::from)
                 .map_err(|e| UsageError::new(e.to_string()))
@@ -165,17 +210,17 @@ impl Options {
                     let v = parser.value().map_err(|e| UsageError::new(e.to_string()))?;
                     user = Some(v.into_vec());
                 }
-                Short('l') => set_op(Op::List)?,
-                Short('e') => set_op(Op::Edit)?,
-                Short('r') => set_op(Op::Remove)?,
-                Short('i') => ask = true,
-                Short('n') | Short('T') => check = true,
-                Short('h') | Long("help") => help = true,
-                Short('V') | Long("version") => version = true,
+                Short('l') => flags.set_op(Op::List)?,
+                Short('e') => flags.set_op(Op::Edit)?,
+                Short('r') => flags.set_op(Op::Remove)?,
+                Short('i') => flags.ask = true,
+                Short('n') | Short('T') => flags.check = true,
+                Short('h') | Long("help") => flags.help = true,
+                Short('V') | Long("version") => flags.version = true,
                 Long("spool-dir") => overrides.spool_dir = Some(path(parser.value())?),
                 Long("allow-file") => overrides.allow_file = Some(path(parser.value())?),
                 Long("deny-file") => overrides.deny_file = Some(path(parser.value())?),
-                Value(v) => files.push(v),
+                Value(v) => flags.files.push(v),
                 Short(c) => {
                     let line = format!("invalid option -- '{c}'");
                     return Err(UsageError::unrecognized(line));
@@ -186,36 +231,8 @@ impl Options {
                 }
             }
         }
-        let action = if help {
-            Action::Help
-        } else if version {
-            Action::Version
-        } else if let Some(op) = op {
-            if !files.is_empty() || check {
-                return Err(usage("no arguments permitted after this option"));
-            }
-            match op {
-                Op::List => Action::List,
-                Op::Edit => Action::Edit,
-                Op::Remove => Action::Remove { ask },
-            }
-        } else {
-            if files.len() > 1 {
-                return Err(usage("only one file may be installed"));
-            }
-            let input = match files.pop() {
-                None => Input::Stdin,
-                Some(f) if f == "-" => Input::Stdin,
-                Some(f) => Input::File(PathBuf::from(f)),
-            };
-            if check {
-                Action::Check(input)
-            } else {
-                Action::Install(input)
-            }
-        };
         Ok(Options {
-            action,
+            action: flags.action()?,
             user,
             overrides,
         })

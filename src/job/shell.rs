@@ -210,11 +210,32 @@ fn start_shell(
     };
     let started = Instant::now();
     let shell_pid = spawned.pid;
-    if let (Some(e), true) = (&spawned.dir_error, first) {
+    let dir_error = spawned.dir_error.as_ref().filter(|_| first);
+    log_started(spec, setup, shell_pid, &home, dir_error);
+    Ok(Running {
+        shell_pid,
+        output_pipe: read_end,
+        stdin,
+        started,
+        limit: timeout_s.map(|s| TimeLimit::new(s, started)),
+    })
+}
+
+/// Logs a shell just started: CMD (as the log mask asks), after the notice that HOME could not
+/// be entered (`dir_error`, given on the entry's first run only).
+fn log_started(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    shell_pid: u32,
+    home: &[u8],
+    dir_error: Option<&io::Error>,
+) {
+    let (log, who) = (setup.log, spec.user());
+    if let Some(e) = dir_error {
         // Debian runs the job anyway, from / (cronie skips it). Said once per entry and load,
         // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
         // run (every minute, for some packages' entries) would bury the log.
-        let line = lines::home_notice_line(who, &home, e, &spec.entry());
+        let line = lines::home_notice_line(who, home, e, &spec.entry());
         log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
     }
     if let Some(line) = lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
@@ -223,13 +244,6 @@ fn start_shell(
             &line.with_job(spec.log_fields(Some(shell_pid))),
         );
     }
-    Ok(Running {
-        shell_pid,
-        output_pipe: read_end,
-        stdin,
-        started,
-        limit: timeout_s.map(|s| TimeLimit::new(s, started)),
-    })
 }
 
 /// Reads the job's output into `output` until the shell exits, applying the time limit.

@@ -12,6 +12,8 @@
 //! Vixie's `mkprint` ([`printable`]: control bytes as `^X`, DEL as `^?`, bytes above 127 as
 //! `\ooo`).
 
+use std::fmt;
+
 use crate::crontab::policy::LimitAction as Action;
 use crate::log::line::MAX_LINE;
 use crate::log::{LogLine, printable};
@@ -477,12 +479,12 @@ pub fn hangup_line() -> LogLine {
 }
 
 /// The local zone's file can't be read at start-up.
-pub fn zone_unread_line(why: &str) -> LogLine {
+pub fn zone_unread_line(why: impl fmt::Display) -> LogLine {
     cron("ERROR", format!("{why}; using UTC"))
 }
 
 /// The local zone's file changed but can't be read.
-pub fn zone_kept_line(why: &str) -> LogLine {
+pub fn zone_kept_line(why: impl fmt::Display) -> LogLine {
     cron("ERROR", format!("{why}; keeping the zone in use"))
 }
 

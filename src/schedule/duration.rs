@@ -30,13 +30,8 @@ impl fmt::Display for Duration {
 }
 
 /// `90s`, `2h`, `1h30m`, `45` (seconds): from 1 s to [`MAX_DURATION_S`].
-pub fn parse_duration(text: &str) -> Result<u32, String> {
-    let bad = || {
-        format!(
-            "'{}' is not a duration (NUMBER then s, m, h or d, e.g. 90s, 2h, 1h30m)",
-            text.escape_debug()
-        )
-    };
+pub fn parse_duration(text: &str) -> Result<u32, DurationError> {
+    let bad = || DurationError::NotDuration(text.to_string());
     if text.is_empty() {
         return Err(bad());
     }
@@ -64,17 +59,43 @@ pub fn parse_duration(text: &str) -> Result<u32, String> {
     within(total, text)
 }
 
-fn within(seconds: u64, text: &str) -> Result<u32, String> {
+fn within(seconds: u64, text: &str) -> Result<u32, DurationError> {
     match u32::try_from(seconds) {
         Ok(s @ 1..=MAX_DURATION_S) => Ok(s),
-        Ok(0) => Err(format!("'{}' is zero", text.escape_debug())),
-        _ => Err(format!(
-            "'{}' is longer than {}",
-            text.escape_debug(),
-            Duration(MAX_DURATION_S)
-        )),
+        Ok(0) => Err(DurationError::Zero(text.to_string())),
+        _ => Err(DurationError::TooLong(text.to_string())),
     }
 }
+
+/// Why a text is not a duration: each names the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurationError {
+    NotDuration(String),
+    Zero(String),
+    /// Over [`MAX_DURATION_S`].
+    TooLong(String),
+}
+
+impl fmt::Display for DurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DurationError::NotDuration(text) => write!(
+                f,
+                "'{}' is not a duration (NUMBER then s, m, h or d, e.g. 90s, 2h, 1h30m)",
+                text.escape_debug()
+            ),
+            DurationError::Zero(text) => write!(f, "'{}' is zero", text.escape_debug()),
+            DurationError::TooLong(text) => write!(
+                f,
+                "'{}' is longer than {}",
+                text.escape_debug(),
+                Duration(MAX_DURATION_S)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DurationError {}
 
 #[cfg(test)]
 mod tests {
@@ -91,10 +112,16 @@ mod tests {
         for bad in ["", "s", "1x", "1 h", "-5s", "1.5h", "h1", "90S", "1h30"] {
             assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
         }
-        assert!(parse_duration("0s").unwrap_err().contains("zero"));
+        assert!(
+            parse_duration("0s")
+                .unwrap_err()
+                .to_string()
+                .contains("zero")
+        );
         assert!(
             parse_duration("367d")
                 .unwrap_err()
+                .to_string()
                 .contains("longer than 366d")
         );
         assert!(parse_duration("99999999999999999999s").is_err());

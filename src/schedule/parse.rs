@@ -369,45 +369,7 @@ impl FieldParser<'_> {
             }
             Some(b) => return self.unexpected(b),
         };
-        let mut step = 1u32;
-        if self.peek() == Some(b'/') {
-            let slash = self.pos;
-            if !ranged {
-                return self.err(
-                    slash,
-                    format!(
-                        "a step needs a range or '*' before it (write {first}-{hi}/N for \
-                         every N from {first}) in the {} field",
-                        self.field_name()
-                    ),
-                );
-            }
-            self.pos += 1;
-            let at = self.pos;
-            if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                return self.err(
-                    at,
-                    format!(
-                        "expected a step number after '/' in the {}",
-                        self.field_name()
-                    ),
-                );
-            }
-            let n = self.number();
-            if n == 0 {
-                return self.err(
-                    at,
-                    format!("a step of 0 in the {} field", self.field_name()),
-                );
-            }
-            if n > 255 {
-                return self.err(
-                    at,
-                    format!("step {n} is too large in the {} field", self.field_name()),
-                );
-            }
-            step = n;
-        }
+        let step = self.step(first, hi, ranged)?;
         if step == 1 {
             // A whole range at once (`*` is 60 values in the minute field).
             return Ok(range_bits(first, last));
@@ -419,6 +381,51 @@ impl FieldParser<'_> {
             v += step;
         }
         Ok(bits)
+    }
+
+    /// The step after an item (`/N`, 1 to 255), 1 when none is given. Only a range or `*`
+    /// (`ranged`) may have one; the error for a single value names the range it may have
+    /// meant, from `first` to the field's highest value `hi`.
+    fn step(&mut self, first: u8, hi: u8, ranged: bool) -> Result<u32, ParseError> {
+        if self.peek() != Some(b'/') {
+            return Ok(1);
+        }
+        let slash = self.pos;
+        if !ranged {
+            return self.err(
+                slash,
+                format!(
+                    "a step needs a range or '*' before it (write {first}-{hi}/N for \
+                     every N from {first}) in the {} field",
+                    self.field_name()
+                ),
+            );
+        }
+        self.pos += 1;
+        let at = self.pos;
+        if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            return self.err(
+                at,
+                format!(
+                    "expected a step number after '/' in the {}",
+                    self.field_name()
+                ),
+            );
+        }
+        let n = self.number();
+        if n == 0 {
+            return self.err(
+                at,
+                format!("a step of 0 in the {} field", self.field_name()),
+            );
+        }
+        if n > 255 {
+            return self.err(
+                at,
+                format!("step {n} is too large in the {} field", self.field_name()),
+            );
+        }
+        Ok(n)
     }
 
     /// cronie's `a~b`: one value picked in the range, stable for this entry on this host.

@@ -140,14 +140,6 @@ pub fn plan(cursors: Cursors, now: UtcMinute, quiet_until: Option<UtcMinute>) ->
     if calm > wildcard {
         wildcard = calm;
     }
-    let skip = |steps: &mut Vec<Step>, class: Class, from: UtcMinute, to: UtcMinute| {
-        if to > from {
-            steps.push(Step::Skip {
-                classes: Classes::Only(class),
-                to,
-            });
-        }
-    };
     skip(&mut steps, Class::FixedTime, cursors.fixed, fixed);
     skip(&mut steps, Class::Wildcard, cursors.wildcard, wildcard);
 
@@ -179,25 +171,7 @@ pub fn plan(cursors: Cursors, now: UtcMinute, quiet_until: Option<UtcMinute>) ->
             });
             Movement::Forward(diff)
         }
-        -179..=0 => {
-            if wildcard == now {
-                Movement::Repeat
-            } else {
-                if wildcard > now {
-                    steps.push(Step::Reset {
-                        classes: Classes::Only(Class::Wildcard),
-                        at: now.plus(-1),
-                    });
-                } else {
-                    skip(&mut steps, Class::Wildcard, wildcard, now.plus(-1));
-                }
-                steps.push(Step::RunEach {
-                    classes: Classes::Only(Class::Wildcard),
-                    to: now,
-                });
-                Movement::Backward(-diff)
-            }
-        }
+        -179..=0 => backward(&mut steps, wildcard, now, diff),
         _ => {
             steps.push(Step::Reset {
                 classes: Classes::Both,
@@ -211,4 +185,36 @@ pub fn plan(cursors: Cursors, now: UtcMinute, quiet_until: Option<UtcMinute>) ->
         }
     };
     Plan { movement, steps }
+}
+
+/// Adds a skip of `class`'s cursor from `from` to `to`, when that moves it forward.
+fn skip(steps: &mut Vec<Step>, class: Class, from: UtcMinute, to: UtcMinute) {
+    if to > from {
+        steps.push(Step::Skip {
+            classes: Classes::Only(class),
+            to,
+        });
+    }
+}
+
+/// The clock went back `-diff` minutes (0 to 179) to `now`: fixed-time entries wait for the
+/// virtual clock, wildcard entries run by wall time, once per wall minute (`wildcard` at `now`
+/// is a minute handled already).
+fn backward(steps: &mut Vec<Step>, wildcard: UtcMinute, now: UtcMinute, diff: i64) -> Movement {
+    if wildcard == now {
+        return Movement::Repeat;
+    }
+    if wildcard > now {
+        steps.push(Step::Reset {
+            classes: Classes::Only(Class::Wildcard),
+            at: now.plus(-1),
+        });
+    } else {
+        skip(steps, Class::Wildcard, wildcard, now.plus(-1));
+    }
+    steps.push(Step::RunEach {
+        classes: Classes::Only(Class::Wildcard),
+        to: now,
+    });
+    Movement::Backward(-diff)
 }

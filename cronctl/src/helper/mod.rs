@@ -51,7 +51,7 @@ pub fn run(args: HelperArgs, connector: &dyn Connect) -> u8 {
                 &mut out,
                 vec![FromHelper::Log {
                     error: true,
-                    text: e,
+                    text: e.to_string(),
                 }],
             );
             return 1;

@@ -183,7 +183,7 @@ impl Store for SqlStore<'_> {
     }
 
     fn connect(&mut self) -> Result<bool, String> {
-        let mut client = db::connect(self.connector, &self.info)?;
+        let mut client = db::connect(self.connector, &self.info).map_err(|e| e.to_string())?;
         if !self.schema_ready {
             client.batch(sql::SCHEMA).map_err(|e| e.to_string())?;
             self.schema_ready = true;
