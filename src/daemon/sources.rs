@@ -17,7 +17,7 @@ use super::reuse::Reusable;
 use super::source_table::{EntryList, Loaded, Problem, SourceTable};
 use super::watch::{self, Watches};
 use super::zone;
-use crate::crontab::Crontab;
+use crate::crontab::{Crontab, Entry};
 use crate::crontab::packed;
 use crate::database::entries::{Commands, JobSpec};
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
@@ -409,22 +409,7 @@ impl Sources {
                     continue;
                 }
             }
-            match entry.when {
-                When::Reboot => change.reboot.push(job),
-                When::Every(seconds) => {
-                    change.add.push(NewEntry::Every { seconds, job });
-                    order.push_new();
-                }
-                When::Periodic(schedule) => {
-                    change.add.push(NewEntry::Periodic {
-                        schedule,
-                        zone: entry.zone.clone(),
-                        job,
-                        delay,
-                    });
-                    order.push_new();
-                }
-            }
+            add(entry, job, delay, change, &mut order);
         }
         Pending::Loaded {
             key: file.key.clone(),
@@ -466,6 +451,27 @@ fn refused(key: &SourceKey, level: Level, event: impl Into<String>, detail: Stri
         detail,
     };
     Pending::Refused(key.clone(), problem)
+}
+
+/// A new entry: an @reboot job for the start, or an entry for the scheduler to add (its turn
+/// in the file's order kept in `order`).
+fn add(entry: &Entry, job: JobSpec, delay: u32, change: &mut Change, order: &mut Order) {
+    match entry.when {
+        When::Reboot => change.reboot.push(job),
+        When::Every(seconds) => {
+            change.add.push(NewEntry::Every { seconds, job });
+            order.push_new();
+        }
+        When::Periodic(schedule) => {
+            change.add.push(NewEntry::Periodic {
+                schedule,
+                zone: entry.zone.clone(),
+                job,
+                delay,
+            });
+            order.push_new();
+        }
+    }
 }
 
 /// Whether a reload that loads its file says so in the log (`(who) RELOAD (tab)`).
