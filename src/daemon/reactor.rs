@@ -370,7 +370,7 @@ impl Daemon {
             return Turn::Stop;
         }
         if arrived.hangup {
-            self.reactor.fx.log.reopen();
+            self.reactor.fx.reopen_log();
             self.reactor.fx.info(lines::hangup_line());
             self.load_all(Announce::Always, now);
             self.scheduler.files_loaded(&mut self.reactor.fx);
@@ -401,7 +401,7 @@ impl Daemon {
     /// A minute boundary (or a clock step): files looked at, the zone read again if it
     /// changed, the minute's runs queued and started, the timer armed.
     fn on_minute(&mut self, now: Timestamp, wake: Wake) {
-        for key in self.sources.changed_files() {
+        for key in self.sources.changed_files(&mut self.reactor.fx) {
             self.reload(&key, Announce::IfChanged, now);
         }
         for key in self.sources.to_recheck() {
