@@ -12,6 +12,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::rc::Rc;
 use std::time::Instant;
 
 use super::missed;
@@ -73,28 +74,23 @@ pub(super) trait Effects {
     }
 }
 
-/// The effects carried out: the log, the job children's setup, the timer, and the users the
-/// job children of this second run as (`job::identity`).
+/// The effects carried out: the log, the job children's setup, the timer (which the loop's
+/// poll waits on too), and the users the job children of this second run as (`job::identity`).
 pub(super) struct RealEffects {
     pub(super) log: Log,
     setup: ChildSetup,
-    timer: MinuteTimer,
+    timer: Rc<MinuteTimer>,
     identities: Identities,
 }
 
 impl RealEffects {
-    pub(super) fn new(log: Log, setup: ChildSetup, timer: MinuteTimer) -> RealEffects {
+    pub(super) fn new(log: Log, setup: ChildSetup, timer: Rc<MinuteTimer>) -> RealEffects {
         RealEffects {
             log,
             setup,
             timer,
             identities: Identities::default(),
         }
-    }
-
-    /// The timer, for the poll.
-    pub(super) fn timer(&self) -> &MinuteTimer {
-        &self.timer
     }
 
     /// What every job child needs (PAM preloaded), before any fork.

@@ -1,12 +1,13 @@
-//! The reactor: the daemon's loop, and the start-up that builds the owners it runs
-//! ([`Daemon::start`]). Each turn it waits in `poll` for the
-//! descriptors the owners hold (registered with typed [`Token`]s), reads the clock ONCE
-//! through [`Clock`], and dispatches: each ready descriptor to its owner, with the time; what
-//! one owner returns — a reload's [`Change`](super::flow::Change), a run that comes up, a
-//! [`Claim`], [`Granted`] runs, what a launch did — it passes to the next. The owners
-//! ([`Scheduler`], [`Sources`], [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep
-//! their fields private, never call each other, and act on the world only through the
-//! [`Effects`] they are handed.
+//! The reactor: the daemon's loop (start-up, which builds the owners it runs, is
+//! `setup.rs`). Each turn it waits in `poll` for the descriptors the owners hold (registered
+//! with typed [`Token`]s), reads the clock ONCE through [`Clock`], and dispatches: each ready
+//! descriptor to its owner, with the time; what one owner returns — a reload's
+//! [`Change`](super::flow::Change), a run that comes up, a [`Claim`], [`Granted`] runs, what a
+//! launch did — it passes to the next. The owners ([`Scheduler`], [`Sources`],
+//! [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep their fields private, never call
+//! each other, and act on the world only through the [`Effects`] they are handed; the loop
+//! itself waits, drains the signals, reaps and reads the timer through its [`World`]. Both are
+//! type parameters of [`Daemon`].
 //!
 //! A new owner is a new file and a few lines here: a field of [`Daemon`], a [`Token`]
 //! variant, its descriptors added in [`Daemon::wait`], and one line in [`Daemon::dispatch`]
@@ -15,32 +16,32 @@
 
 use jiff::Timestamp;
 
-use super::clock::{Clock, WallClock};
+use super::Error;
+use super::clock::Clock;
 use super::cluster::ClusterLink;
 use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
 use super::flow::{Claim, Granted, Launched};
 use super::metrics_serve::{self, MetricsServer};
 use super::scheduler::{Reaped, Scheduler, Wake};
-use super::setup::{self, Setup};
+use super::setup::Setup;
 use super::sources::{Announce, Sources};
 use super::stop::Stop;
-use super::{Error, Options};
+use super::world::{RealWorld, World};
 use crate::database::SourceKey;
 use crate::job::JobSpec;
-use crate::log::{Log, lines};
-use crate::sys::fs::PidLock;
-use crate::sys::poll::{Interest, Registry};
-use crate::sys::process;
-use crate::sys::signal::SignalPipe;
-use crate::sys::timer::{MinuteTimer, Tick};
+use crate::log::lines;
+use crate::sys::poll::Interest;
+use crate::sys::process::Exit;
+use crate::sys::timer::Tick;
+use crate::types::Pid;
 
 /// Jobs started between two looks at signals and events.
 const START_BATCH: usize = 64;
 
 /// What the loop polls, as the tokens of its descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Token {
+pub(super) enum Token {
     Signals,
     Timer,
     /// inotify (the sources).
@@ -53,27 +54,53 @@ enum Token {
 
 /// Whether the loop goes on after a turn.
 #[derive(Debug, PartialEq, Eq)]
-enum Turn {
+pub(super) enum Turn {
     Continue,
     Stop,
 }
 
-/// The loop's own parts: where the time comes from, the signals, the way out.
-pub(super) struct Reactor {
+/// The loop's own parts: where the time comes from and the time it read last, what it waits
+/// on ([`World`]), and the owners' way out ([`Effects`]).
+pub(super) struct Reactor<W, F> {
     clock: Box<dyn Clock>,
-    signals: SignalPipe,
-    fx: RealEffects,
+    /// The time read after the last wait (or at the start).
+    now: Timestamp,
+    world: W,
+    fx: F,
 }
 
-/// The running daemon: the reactor, the setup and the owners, nothing else.
-pub(super) struct Daemon {
-    reactor: Reactor,
-    setup: Setup,
-    scheduler: Scheduler,
-    sources: Sources,
-    cluster: Option<ClusterLink>,
-    metrics: Option<MetricsServer>,
-    control: Option<ControlServer>,
+impl<W: World, F: Effects> Reactor<W, F> {
+    pub(super) fn new(clock: Box<dyn Clock>, world: W, fx: F) -> Reactor<W, F> {
+        let now = clock.now();
+        Reactor {
+            clock,
+            now,
+            world,
+            fx,
+        }
+    }
+
+    /// The owners' effects (start-up hands them to the owners it builds and loads).
+    pub(super) fn fx(&mut self) -> &mut F {
+        &mut self.fx
+    }
+
+    /// The time now, read from the clock.
+    pub(super) fn read_clock(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
+
+/// The running daemon: the reactor, the setup and the owners, nothing else. Built by
+/// `setup::start`.
+pub(super) struct Daemon<W: World = RealWorld, F: Effects = RealEffects> {
+    pub(super) reactor: Reactor<W, F>,
+    pub(super) setup: Setup,
+    pub(super) scheduler: Scheduler,
+    pub(super) sources: Sources,
+    pub(super) cluster: Option<ClusterLink>,
+    pub(super) metrics: Option<MetricsServer>,
+    pub(super) control: Option<ControlServer>,
 }
 
 /// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
@@ -82,102 +109,28 @@ fn start_timeout_ms(now_ms: i64, next_start_ms: Option<i64>) -> Option<u32> {
     next_start_ms.map(|at| at.saturating_sub(now_ms).clamp(0, 60_000) as u32)
 }
 
-impl Daemon {
-    /// Sets the daemon up and loads every crontab: ready to [`Daemon::run`].
-    pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon, Error> {
-        let clock = WallClock;
-        let now = clock.now();
-        let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
-        let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
-        let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
-        let mut fx = RealEffects::new(log, child, timer);
-        let setup = Setup::new(options, lock);
-        let delay_factor = setup::random_delay_factor(now);
-        let o = &setup.options;
-        let (sources, zone) = Sources::new(
-            o.paths(),
-            setup.rules(),
-            o.localtime(),
-            delay_factor,
-            &mut fx,
-        );
-        let scheduler = Scheduler::new(now, zone, o.state_dir());
-        setup.log_start_lines(delay_factor, &mut fx);
-        setup.prepare_job_children(&mut fx);
-        let metrics = match o.metrics.is_empty() {
-            true => None,
-            false => Some(MetricsServer::listen(
-                &o.metrics,
-                o.metrics_group.as_deref(),
-                o.metrics_entries_on_tcp,
-                &mut fx,
-            )?),
-        };
-        let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)?;
-        // Started before the crontabs are loaded: the helper is small when it forks.
-        let cluster = setup.cluster_link(now, &mut fx);
-        let reactor = Reactor {
-            clock: Box::new(clock),
-            signals,
-            fx,
-        };
-        let mut daemon = Daemon {
-            reactor,
-            setup,
-            scheduler,
-            sources,
-            cluster,
-            metrics,
-            control,
-        };
-        daemon.load_at_start(now);
-        Ok(daemon)
-    }
-
-    /// Watches the files, loads every crontab, runs @reboot and what was missed, arms the
-    /// timer and tells systemd the daemon is ready. `started`: when the start began.
-    fn load_at_start(&mut self, started: Timestamp) {
-        let fx = &mut self.reactor.fx;
-        self.sources.watch(self.setup.options.no_inotify, fx);
-        // `@every` intervals count from the start.
-        self.scheduler.set_every_base(started.as_millisecond());
-        let reboot = self.load_all(Announce::Never, started);
-        let (entries, files) = (self.scheduler.len(), self.sources.len());
-        let fx = &mut self.reactor.fx;
-        fx.info(lines::loaded_line(entries, files));
-        let now = self.reactor.clock.now();
-        let marker = self.setup.options.reboot_marker();
-        self.scheduler.reboot(reboot, &marker, now, fx);
-        self.scheduler.make_up_after_start(now, fx);
-        self.arm(now);
-        // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
-        let status = format!("{entries} entries from {files} files");
-        if let Err(e) = crate::sys::notify::notify(&format!(
-            "READY=1\n{}",
-            crate::sys::notify::status_message(&status)
-        )) {
-            self.reactor.fx.error(lines::notify_failed_line(&e));
-        }
-    }
-
-    /// The loop: start what is due, wait, read the clock, dispatch what is ready. Returns on
-    /// SIGTERM or SIGINT.
+impl<W: World, F: Effects> Daemon<W, F> {
+    /// The loop: turn after turn, until SIGTERM or SIGINT.
     pub(super) fn run(&mut self) -> Result<(), Error> {
-        let mut now = self.reactor.clock.now();
-        loop {
-            self.start_what_is_due(now);
-            let timeout = self.timeout_ms(now);
-            let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
-            if self.sources.take_freed() | answered_large {
-                self.scheduler.shrink();
-                crate::sys::memory::give_back_free_memory();
-            }
-            let ready = self.wait(timeout)?;
-            now = self.reactor.clock.now();
-            if self.dispatch(&ready, now)? == Turn::Stop {
-                return Ok(());
-            }
+        self.reactor.now = self.reactor.clock.now();
+        while self.turn()? == Turn::Continue {}
+        Ok(())
+    }
+
+    /// One turn: start what is due, wait, read the clock, dispatch what is ready.
+    pub(super) fn turn(&mut self) -> Result<Turn, Error> {
+        let now = self.reactor.now;
+        self.start_what_is_due(now);
+        let timeout = self.timeout_ms(now);
+        let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
+        if self.sources.take_freed() | answered_large {
+            self.scheduler.shrink();
+            self.reactor.world.give_back_memory();
         }
+        let ready = self.wait(timeout)?;
+        let now = self.reactor.clock.now();
+        self.reactor.now = now;
+        self.dispatch(&ready, now)
     }
 
     /// Before the wait: a clock found away from where the timer was left is handled as the
@@ -214,33 +167,31 @@ impl Daemon {
         .min()
     }
 
-    /// One `poll` over every owner's descriptors: the tokens of those ready.
+    /// One `poll` over every owner's descriptors (and the world's: the signals, the timer):
+    /// the tokens of those ready.
     fn wait(&mut self, timeout_ms: Option<u32>) -> Result<Vec<Token>, Error> {
-        let mut registry = Registry::new();
-        registry.add(Token::Signals, self.reactor.signals.fd(), Interest::Read);
-        registry.add(Token::Timer, self.reactor.fx.timer().fd(), Interest::Read);
+        let mut fds = Vec::new();
         if let Some(fd) = self.sources.fd() {
-            registry.add(Token::Files, fd, Interest::Read);
+            fds.push((Token::Files, fd, Interest::Read));
         }
         if let Some(link) = &self.cluster {
             for (fd, interest) in link.fds() {
-                registry.add(Token::Helper, fd, interest);
+                fds.push((Token::Helper, fd, interest));
             }
         }
         if let Some(server) = &self.metrics {
             for (token, fd, interest) in server.fds() {
-                registry.add(Token::Metrics(token), fd, interest);
+                fds.push((Token::Metrics(token), fd, interest));
             }
         }
         if let Some(server) = &self.control {
             for (token, fd, interest) in server.fds() {
-                registry.add(Token::Control(token), fd, interest);
+                fds.push((Token::Control(token), fd, interest));
             }
         }
-        let ready = registry
-            .wait(timeout_ms)
-            .map_err(|e| Error::Io("poll", e))?;
-        Ok(ready.iter().collect())
+        (self.reactor.world)
+            .wait(&fds, timeout_ms)
+            .map_err(|e| Error::Io("poll", e))
     }
 
     /// Each ready descriptor to its owner, with the turn's time; then the deadlines.
@@ -274,7 +225,7 @@ impl Daemon {
             link.on_deadline(now_ms, zone, &mut self.reactor.fx);
         }
         if ready.contains(&Token::Timer) {
-            match self.reactor.fx.timer().read() {
+            match self.reactor.world.read_timer() {
                 Ok(Tick::Fired) => self.on_minute(now, Wake::Timer),
                 Ok(Tick::ClockChanged) => self.on_minute(now, Wake::ClockSet),
                 Ok(Tick::Nothing) => {}
@@ -330,55 +281,73 @@ impl Daemon {
         }
     }
 
-    /// Signals: children reaped (to the cluster link and the scheduler), a stop, a reload.
+    /// Signals: children reaped (to the scheduler and the cluster link), a stop, a reload.
     fn on_signals(&mut self, now: Timestamp) -> Turn {
-        let arrived = self.reactor.signals.drain();
+        let arrived = self.reactor.world.drain_signals();
         if arrived.child {
-            // The job child logs its own end (it knows the command and the shell's status);
-            // the daemon learns here which entry's job ended.
-            for (pid, exit) in process::reap() {
-                let fx = &mut self.reactor.fx;
-                let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
-                if let Some(link) = &mut self.cluster {
-                    let zone = self.scheduler.local_zone();
-                    if reaped == Reaped::NotStarted {
-                        // Nothing ran: the claim stays this host's, started again with the run.
-                        link.forget(pid.0);
-                    } else {
-                        link.on_reaped(pid.0, exit, now.as_millisecond(), zone, fx);
-                    }
-                }
-                if matches!(reaped, Reaped::Requeued | Reaped::NotStarted) {
-                    self.arm(now);
-                }
+            for (pid, exit) in self.reactor.world.reap() {
+                self.on_reaped(pid, exit, now);
             }
         }
         if arrived.terminate || arrived.interrupt {
-            let stops_jobs = self.setup.stops_jobs();
-            self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
-            let _ = crate::sys::notify::stopping();
-            if stops_jobs {
-                // As PID 1 or with --stop-jobs: the running jobs are stopped (daemon/stop.rs).
-                let reactor = &mut self.reactor;
-                let stop = Stop {
-                    scheduler: &mut self.scheduler,
-                    signals: &mut reactor.signals,
-                    clock: &*reactor.clock,
-                };
-                stop.run(self.setup.stop_timeout_s(), &mut reactor.fx);
-            }
+            self.stop();
             return Turn::Stop;
         }
         if arrived.hangup {
-            self.reactor.fx.reopen_log();
-            self.reactor.fx.info(lines::hangup_line());
-            self.load_all(Announce::Always, now);
-            self.scheduler.files_loaded(&mut self.reactor.fx);
-            // As a clock change: a step the kernel did not report is acted on now (a minute
-            // already handled is not run again).
-            self.on_minute(now, Wake::ClockMoved);
+            self.on_hangup(now);
         }
         Turn::Continue
+    }
+
+    /// A reaped child: to the scheduler (a job child's end), then to the cluster link (the
+    /// helper's end, or a cluster run's `END`); the timer armed again when a run went back in
+    /// the queue.
+    fn on_reaped(&mut self, pid: Pid, exit: Exit, now: Timestamp) {
+        // The job child logs its own end (it knows the command and the shell's status); the
+        // daemon learns here which entry's job ended.
+        let fx = &mut self.reactor.fx;
+        let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
+        if let Some(link) = &mut self.cluster {
+            let zone = self.scheduler.local_zone();
+            if reaped == Reaped::NotStarted {
+                // Nothing ran: the claim stays this host's, started again with the run.
+                link.forget(pid.0);
+            } else {
+                link.on_reaped(pid.0, exit, now.as_millisecond(), zone, fx);
+            }
+        }
+        if matches!(reaped, Reaped::Requeued | Reaped::NotStarted) {
+            self.arm(now);
+        }
+    }
+
+    /// SIGTERM or SIGINT: the scheduler starts no more runs and says what is left; as PID 1
+    /// or with --stop-jobs, the running jobs are stopped (daemon/stop.rs).
+    fn stop(&mut self) {
+        let stops_jobs = self.setup.stops_jobs();
+        self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
+        self.reactor.world.notify_stopping();
+        if stops_jobs {
+            let reactor = &mut self.reactor;
+            let stop = Stop {
+                scheduler: &mut self.scheduler,
+                world: &mut reactor.world,
+                clock: &*reactor.clock,
+            };
+            stop.run(self.setup.stop_timeout_s(), &mut reactor.fx);
+        }
+    }
+
+    /// SIGHUP: the log opened again, every file reloaded (each said so), and a look at the
+    /// clock.
+    fn on_hangup(&mut self, now: Timestamp) {
+        self.reactor.fx.reopen_log();
+        self.reactor.fx.info(lines::hangup_line());
+        self.load_all(Announce::Always, now);
+        self.scheduler.files_loaded(&mut self.reactor.fx);
+        // As a clock change: a step the kernel did not report is acted on now (a minute
+        // already handled is not run again).
+        self.on_minute(now, Wake::ClockMoved);
     }
 
     /// inotify: the zone and the sources it names, reloaded.
@@ -464,13 +433,13 @@ impl Daemon {
     }
 
     /// Arms the timer for the scheduler's next wake-up.
-    fn arm(&mut self, now: Timestamp) {
+    pub(super) fn arm(&mut self, now: Timestamp) {
         let every_minute = self.sources.looks_every_minute();
         self.scheduler.arm(now, every_minute, &mut self.reactor.fx);
     }
 
     /// Loads every source (and drops the ones that vanished); returns the @reboot jobs found.
-    fn load_all(&mut self, announce: Announce, now: Timestamp) -> Vec<JobSpec> {
+    pub(super) fn load_all(&mut self, announce: Announce, now: Timestamp) -> Vec<JobSpec> {
         let mut reboot = Vec::new();
         for key in self.sources.all(&mut self.reactor.fx) {
             reboot.extend(self.reload(&key, announce, now));
