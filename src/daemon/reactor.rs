@@ -7,7 +7,8 @@
 //! [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep their fields private, never call
 //! each other, and act on the world only through the [`Effects`] they are handed; the loop
 //! itself waits, drains the signals, reaps and reads the timer through its [`World`]. Both are
-//! type parameters of [`Daemon`].
+//! type parameters of [`Daemon`]: the tests below run the loop's rules turn by turn on a fake
+//! clock, with a scripted world and recorded effects.
 //!
 //! A new owner is a new file and a few lines here: a field of [`Daemon`], a [`Token`]
 //! variant, its descriptors added in [`Daemon::wait`], and one line in [`Daemon::dispatch`]
@@ -457,5 +458,425 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let added = self.scheduler.apply(change, now.as_millisecond(), fx);
         self.sources.settle(pending, &added, fx);
         reboot
+    }
+}
+
+/// The reactor's rules, turn by turn: a scripted world (which tokens are ready at each wait,
+/// how long it took on the fake clock, what the signals, the reaping and the timer say) and
+/// recorded effects (the crontabs a load finds, the jobs started, the minutes armed, the lines
+/// logged, the helper's end of its socket). The owners are the real ones, built as
+/// `setup::start` builds them; only what the loop passes between them is under test here.
+#[cfg(test)]
+mod tests {
+    use std::io::{ErrorKind, Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::path::Path;
+
+    use super::*;
+    use crate::daemon::cli::Options;
+    use crate::daemon::clock::FakeClock;
+    use crate::daemon::effects::Recorded;
+    use crate::daemon::setup;
+    use crate::daemon::world::{Beat, Scripted};
+    use crate::sys::signal::Arrived;
+    use crate::types::Uid;
+
+    type TestDaemon = Daemon<Scripted, Recorded>;
+
+    /// When each test's daemon starts: half a minute before 10:01.
+    const START: &str = "2026-11-27T10:00:30Z";
+
+    /// Alice's crontab in the spool.
+    fn alice() -> SourceKey {
+        SourceKey::User("alice".into())
+    }
+
+    /// The options of a daemon whose every path is in `dir`, without inotify or a control
+    /// socket.
+    fn options(dir: &Path) -> Options {
+        Options {
+            spool_dir: Some(dir.join("spool")),
+            system_crontab: Some(dir.join("crontab")),
+            cron_d: Some(dir.join("cron.d")),
+            pid_file: Some(dir.join("crond.pid")),
+            reboot_marker: Some(dir.join("reboot")),
+            state_dir: Some(dir.join("state")),
+            localtime: Some(dir.join("localtime")),
+            control_socket: Some("off".into()),
+            no_inotify: true,
+            ..Options::default()
+        }
+    }
+
+    /// `options` with `--cluster-db`: the helper is the other end of `Recorded::helper`.
+    fn in_cluster(options: Options) -> Options {
+        Options {
+            cluster_db: Some("dbname=cron".into()),
+            cluster_host: Some("host-a".into()),
+            cluster_helper: Some("cronctl".into()),
+            ..options
+        }
+    }
+
+    /// A daemon started at [`START`] with `options`, its owners built as `setup::start`
+    /// builds them, over a scripted world and the recorded effects `fx` (whose crontabs it
+    /// loads); and its clock.
+    fn start(options: Options, mut fx: Recorded) -> (TestDaemon, FakeClock) {
+        let clock = FakeClock::at(START);
+        let now = clock.now();
+        let lock = crate::sys::fs::lock_pid_file(&options.pid_file()).expect("the pid file");
+        let setup = Setup::new(options, lock);
+        let o = &setup.options;
+        let (sources, zone) = Sources::new(o.paths(), setup.rules(), o.localtime(), 0.0, &mut fx);
+        let scheduler = Scheduler::new(now, zone, o.state_dir());
+        let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)
+            .expect("the control socket");
+        let cluster = setup.cluster_link(now, &mut fx);
+        let world = Scripted::new(clock.clone());
+        let mut daemon = Daemon {
+            reactor: Reactor::new(Box::new(clock.clone()), world, fx),
+            setup,
+            scheduler,
+            sources,
+            cluster,
+            metrics: None,
+            control,
+        };
+        setup::load_at_start(&mut daemon, now);
+        (daemon, clock)
+    }
+
+    /// One turn of the loop whose wait plays `beat`.
+    fn turn(d: &mut TestDaemon, beat: Beat) -> Turn {
+        d.reactor.world.then(beat);
+        d.turn().expect("a turn")
+    }
+
+    /// How many times one turn armed the timer.
+    fn arms_in(d: &mut TestDaemon, beat: Beat) -> usize {
+        let before = d.reactor.fx.armed.len();
+        turn(d, beat);
+        d.reactor.fx.armed.len() - before
+    }
+
+    /// The commands of the jobs started so far.
+    fn started(d: &TestDaemon) -> Vec<&str> {
+        d.reactor
+            .fx
+            .started
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect()
+    }
+
+    /// What the helper was sent since the last look ("": nothing).
+    fn helper_got(d: &mut TestDaemon) -> String {
+        let helper = d.reactor.fx.helper.as_mut().expect("a helper");
+        helper.set_nonblocking(true).unwrap();
+        let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+        loop {
+            match helper.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        String::from_utf8(got).unwrap()
+    }
+
+    fn helper_says(d: &mut TestDaemon, line: &str) {
+        let helper = d.reactor.fx.helper.as_mut().expect("a helper");
+        helper.write_all(line.as_bytes()).unwrap();
+    }
+
+    /// A cluster run of alice's `command`, due at 10:01, asked for (`RUN 1`) and granted
+    /// (`GO 1`): the daemon at the turn after the helper's answer.
+    fn granted(command: &str) -> (TestDaemon, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = format!("CRON_CLUSTER=nightly\n* * * * * {command}\n");
+        fx.put(alice(), &text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        let asked = helper_got(&mut d);
+        assert!(asked.starts_with("RUN 1 "), "{asked:?}");
+        assert!(started(&d).is_empty(), "a cluster run waits for the answer");
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        (d, dir)
+    }
+
+    #[test]
+    fn a_reaped_job_child_ends_in_the_scheduler_and_its_cluster_runs_end_goes_to_the_helper() {
+        let (mut d, _dir) = granted("backup");
+        assert_eq!(started(&d), ["backup"]);
+        let pid = d.scheduler.running_pids()[0];
+        turn(
+            &mut d,
+            Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]),
+        );
+        assert_eq!(d.scheduler.running_len(), 0);
+        let end = helper_got(&mut d);
+        assert!(end.starts_with("END "), "{end:?}");
+    }
+
+    #[test]
+    fn a_job_child_that_did_not_start_its_job_is_forgotten_by_the_link_and_its_run_claimed_again() {
+        let (mut d, _dir) = granted("backup");
+        let pid = d.scheduler.running_pids()[0];
+        let not_started = vec![(pid, Exit::Code(crate::job::NOT_STARTED))];
+        // Its run is back in the queue: the timer is armed again.
+        assert_eq!(arms_in(&mut d, Beat::after(100).reaped(not_started)), 1);
+        assert_eq!(helper_got(&mut d), "", "no END: nothing ran");
+        // A second later the run comes up again and is asked for again.
+        turn(&mut d, Beat::after(1_000));
+        turn(&mut d, Beat::after(0));
+        let asked = helper_got(&mut d);
+        assert!(asked.starts_with("RUN 2 "), "{asked:?}");
+        assert_eq!(started(&d), ["backup"]);
+    }
+
+    #[test]
+    fn in_cluster_mode_a_local_run_starts_at_once_and_a_cluster_run_once_the_helper_says_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = "* * * * * local\nCRON_CLUSTER=nightly\n* * * * * shared\n";
+        fx.put(alice(), text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert_eq!(started(&d), ["local"]);
+        let asked = helper_got(&mut d);
+        assert!(asked.starts_with("RUN 1 "), "{asked:?}");
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        assert_eq!(started(&d), ["local", "shared"]);
+    }
+
+    #[test]
+    fn a_granted_run_whose_fork_failed_starts_from_the_queue_without_a_second_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "CRON_CLUSTER=nightly\n* * * * * shared\n",
+            Some(Uid(1000)),
+            1,
+        );
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert!(helper_got(&mut d).starts_with("RUN 1 "));
+        d.reactor.fx.fail_starts = 1;
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        assert!(started(&d).is_empty());
+        // A second later it comes up again: granted already, it starts.
+        turn(&mut d, Beat::after(1_000));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["shared"]);
+        assert_eq!(helper_got(&mut d), "", "not asked for again");
+        let pid = d.scheduler.running_pids()[0];
+        turn(
+            &mut d,
+            Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]),
+        );
+        assert!(helper_got(&mut d).starts_with("END "));
+    }
+
+    #[test]
+    fn a_run_requeued_after_the_fork_of_the_one_waiting_for_it_failed_arms_the_timer_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "CRON_OVERLAP=queue\n* * * * * sleep\n",
+            Some(Uid(1000)),
+            1,
+        );
+        let (mut d, _) = start(options(dir.path()), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        let pid = d.scheduler.running_pids()[0];
+        // 10:02: the next run waits for the running one.
+        turn(&mut d, Beat::after(60_000).timer(Tick::Fired));
+        assert_eq!(d.reactor.fx.logged(" WAIT (sleep)").len(), 1);
+        d.reactor.fx.fail_starts = 1;
+        let reaped = Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]);
+        assert_eq!(arms_in(&mut d, reaped), 1);
+        assert_eq!(started(&d), ["sleep"]);
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["sleep", "sleep"]);
+    }
+
+    #[test]
+    fn a_minutes_runs_start_a_batch_at_a_time_with_a_wait_between_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text: String = (0..150).map(|i| format!("* * * * * job{i}\n")).collect();
+        fx.put(alice(), &text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(options(dir.path()), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert_eq!(started(&d).len(), START_BATCH);
+        // The next batch starts before the next wait, which then only looks (a backlog).
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d).len(), 2 * START_BATCH);
+        assert_eq!(d.reactor.world.last_timeout(), Some(0));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d).len(), 150);
+        assert_eq!(started(&d)[149], "job149");
+    }
+
+    #[test]
+    fn a_failed_fork_ends_the_batch_and_the_line_waits_a_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "* * * * * a\n* * * * * b\n* * * * * c\n",
+            Some(Uid(1000)),
+            1,
+        );
+        fx.fail_starts = 2;
+        let (mut d, _) = start(options(dir.path()), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert_eq!(d.reactor.fx.fail_starts, 1, "one fork tried");
+        turn(&mut d, Beat::after(1_000));
+        assert_eq!(d.reactor.world.last_timeout(), Some(1_000));
+        assert_eq!(
+            d.reactor.fx.fail_starts, 1,
+            "none tried while the line waits"
+        );
+        turn(&mut d, Beat::after(1_000));
+        assert_eq!(d.reactor.fx.fail_starts, 0);
+        assert!(started(&d).is_empty());
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_run_asked_for_on_the_control_socket_whose_fork_failed_arms_the_timer_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("crond.sock");
+        let options = Options {
+            control_socket: Some(socket.clone()),
+            ..options(dir.path())
+        };
+        let mut fx = Recorded::default();
+        let me = crate::sys::user::effective_uid();
+        fx.put(alice(), "0 0 1 1 * yearly\n", Some(me), 1);
+        let (mut d, _) = start(options, fx);
+        let id = d.sources.entries().next().expect("an entry").0;
+        let mut client = UnixStream::connect(&socket).unwrap();
+        client.write_all(format!("run {id}\n").as_bytes()).unwrap();
+        d.reactor.fx.fail_starts = 1;
+        let asked = Beat::after(100).ready(Token::Control(control::Token::Listener));
+        assert_eq!(arms_in(&mut d, asked), 1);
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut answer = [0u8; 512];
+        let n = client.read(&mut answer).unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(
+            answer.contains("the fork failed; the run is queued"),
+            "{answer}"
+        );
+        // Retried a second later, from the queue.
+        turn(&mut d, Beat::after(1_000));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["yearly"]);
+    }
+
+    #[test]
+    fn a_hangup_reopens_the_log_reloads_every_crontab_and_looks_at_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(SourceKey::System, "* * * * * root system\n", None, 1);
+        fx.put(alice(), "* * * * * user\n", Some(Uid(1000)), 1);
+        let (mut d, _) = start(options(dir.path()), fx);
+        assert!(d.reactor.fx.logged(" RELOAD (").is_empty());
+        // The clock was stepped ahead unseen; the hang-up is the first the daemon hears.
+        let hangup = Arrived {
+            hangup: true,
+            ..Arrived::default()
+        };
+        turn(&mut d, Beat::after(3 * 60_000 + 30_000).signals(hangup));
+        let fx = &d.reactor.fx;
+        assert_eq!(fx.reopened, 1);
+        assert_eq!(fx.logged("SIGHUP: reloading every crontab").len(), 1);
+        assert_eq!(fx.logged("(*system*) RELOAD (").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.logged("(alice) RELOAD (spool/alice)").len(), 1);
+        assert_eq!(fx.logged("clock set: ").len(), 1, "{:?}", fx.lines);
+        assert!(started(&d).contains(&"system"), "{:?}", started(&d));
+    }
+
+    #[test]
+    fn a_terminate_or_interrupt_signal_ends_the_loop_once_the_scheduler_said_what_is_left() {
+        for stop in [
+            Arrived {
+                terminate: true,
+                ..Arrived::default()
+            },
+            Arrived {
+                interrupt: true,
+                ..Arrived::default()
+            },
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut fx = Recorded::default();
+            fx.put(alice(), "* * * * * long\n", Some(Uid(1000)), 1);
+            let (mut d, _) = start(options(dir.path()), fx);
+            d.reactor.world.then(Beat::after(30_000).timer(Tick::Fired));
+            d.reactor.world.then(Beat::after(1_000).signals(stop));
+            d.run()
+                .expect("stopped by the signal, not by the script's end");
+            let fx = &d.reactor.fx;
+            assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
+            assert_eq!(fx.logged("1 jobs still running").len(), 1);
+            assert_eq!(d.reactor.world.stopping_notified, 1);
+        }
+    }
+
+    /// A daemon with inotify over `dir`'s real directories (the crontabs a load finds are
+    /// `fx`'s).
+    fn watching(dir: &Path, fx: Recorded) -> TestDaemon {
+        for sub in ["spool", "cron.d"] {
+            std::fs::create_dir(dir.join(sub)).unwrap();
+        }
+        let options = Options {
+            no_inotify: false,
+            ..options(dir)
+        };
+        let (d, _) = start(options, fx);
+        assert_eq!(d.reactor.fx.logged("inotify").len(), 1);
+        d
+    }
+
+    #[test]
+    fn an_inotify_event_reloads_the_crontab_it_names_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(SourceKey::System, "* * * * * root system\n", None, 1);
+        let mut d = watching(dir.path(), fx);
+        let text = "* * * * * root b\n";
+        std::fs::write(dir.path().join("cron.d/b"), text).unwrap();
+        d.reactor
+            .fx
+            .put(SourceKey::CronD("b".into()), text, None, 2);
+        assert_eq!(arms_in(&mut d, Beat::after(100).ready(Token::Files)), 1);
+        let fx = &d.reactor.fx;
+        assert_eq!(fx.logged(" RELOAD (").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.logged("(*system*b) RELOAD (").len(), 1, "{:?}", fx.lines);
+        assert_eq!((d.scheduler.len(), d.sources.len()), (2, 2));
+    }
+
+    #[test]
+    fn a_zone_change_seen_by_inotify_goes_to_the_scheduler() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = watching(dir.path(), Recorded::default());
+        assert_eq!(d.scheduler.local_zone().name(), "UTC");
+        let zone = "/usr/share/zoneinfo/America/New_York";
+        std::os::unix::fs::symlink(zone, dir.path().join("localtime")).unwrap();
+        turn(&mut d, Beat::after(100).ready(Token::Files));
+        assert_eq!(d.scheduler.local_zone().name(), "America/New_York");
     }
 }
