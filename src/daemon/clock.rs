@@ -24,16 +24,18 @@ impl Clock for WallClock {
     }
 }
 
-/// A clock for tests: it says what it was set to.
+/// A clock for tests: it says what it was set to. Its clones are the same clock (a test, the
+/// reactor and a scripted world read and move one time).
 #[cfg(test)]
-#[derive(Debug)]
-pub(super) struct FakeClock(std::cell::Cell<Timestamp>);
+#[derive(Debug, Clone)]
+pub(super) struct FakeClock(std::rc::Rc<std::cell::Cell<Timestamp>>);
 
 #[cfg(test)]
 impl FakeClock {
     /// A clock at `rfc3339` (`2026-11-27T10:00:00Z`).
     pub(super) fn at(rfc3339: &str) -> FakeClock {
-        FakeClock(std::cell::Cell::new(rfc3339.parse().expect("a timestamp")))
+        let at = rfc3339.parse().expect("a timestamp");
+        FakeClock(std::rc::Rc::new(std::cell::Cell::new(at)))
     }
 
     /// Moves the clock by `ms` (backward when negative).

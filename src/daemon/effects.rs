@@ -1,17 +1,22 @@
 //! The owners' one way out: [`Effects`] — write a log line, start a job child, arm the minute
-//! timer, start or kill the cluster helper, give the log the local zone. An owner decides and
-//! calls these; it never touches the log, `fork`, the timer or the helper itself. [`RealEffects`] does them; [`Recorded`]
+//! timer, start or kill the cluster helper, give the log the local zone, read the crontabs
+//! (through `database`, which checks them), make the @reboot marker, read and write the
+//! `CRON_MISSED=once` state file. An owner decides and calls these; it never touches the log,
+//! `fork`, the timer, the helper or those files itself. [`RealEffects`] does them; [`Recorded`]
 //! (tests) writes down what was asked and answers as told, so each owner is unit-tested
-//! without processes, a timer or syslog.
+//! without processes, a timer, syslog or files (and so without root).
 
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::rc::Rc;
 use std::time::Instant;
 
+use super::missed;
+use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::job::identity::{self, Identities, Identity, Looked};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log, LogLine};
@@ -36,6 +41,29 @@ pub(super) trait Effects {
     fn kill(&mut self, pid: u32);
     /// The local zone was read: the log's time stamps follow it.
     fn local_zone(&mut self, zone: &Zone);
+    /// Opens the log again (SIGHUP: a log file rotated away is let go).
+    fn reopen_log(&mut self);
+
+    /// Every crontab present now, and the directories that could not be listed
+    /// (`database::list_sources`).
+    fn list_sources(
+        &self,
+        paths: &Paths,
+        rules: &Rules,
+    ) -> (Vec<SourceKey>, Vec<(PathBuf, io::Error)>);
+    /// One crontab opened, checked, read and parsed (`database::load`).
+    fn load(&self, key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome;
+    /// What the check of a crontab for a change compares (`database::mtime_ns`); `None`: no
+    /// such file.
+    fn mtime_ns(&self, key: &SourceKey, paths: &Paths) -> Option<i128>;
+    /// Makes the @reboot marker at `path`: `true` when it was not there yet (the first start
+    /// since the boot).
+    fn create_marker(&mut self, path: &Path) -> io::Result<bool>;
+    /// The minute the `CRON_MISSED=once` state file in `dir` holds: `Ok(None)` without a file,
+    /// `Err` with the reason for one not to trust (`daemon::missed`).
+    fn read_handled(&self, dir: &Path) -> Result<Option<UtcMinute>, String>;
+    /// Writes minute `handled` to the state file in `dir`, atomically.
+    fn write_handled(&mut self, dir: &Path, handled: UtcMinute) -> io::Result<()>;
 
     fn info(&mut self, line: LogLine) {
         self.log(Level::Info, line);
@@ -46,28 +74,23 @@ pub(super) trait Effects {
     }
 }
 
-/// The effects carried out: the log, the job children's setup, the timer, and the users the
-/// job children of this second run as (`job::identity`).
+/// The effects carried out: the log, the job children's setup, the timer (which the loop's
+/// poll waits on too), and the users the job children of this second run as (`job::identity`).
 pub(super) struct RealEffects {
     pub(super) log: Log,
     setup: ChildSetup,
-    timer: MinuteTimer,
+    timer: Rc<MinuteTimer>,
     identities: Identities,
 }
 
 impl RealEffects {
-    pub(super) fn new(log: Log, setup: ChildSetup, timer: MinuteTimer) -> RealEffects {
+    pub(super) fn new(log: Log, setup: ChildSetup, timer: Rc<MinuteTimer>) -> RealEffects {
         RealEffects {
             log,
             setup,
             timer,
             identities: Identities::default(),
         }
-    }
-
-    /// The timer, for the poll.
-    pub(super) fn timer(&self) -> &MinuteTimer {
-        &self.timer
     }
 
     /// What every job child needs (PAM preloaded), before any fork.
@@ -117,11 +140,44 @@ impl Effects for RealEffects {
     fn local_zone(&mut self, zone: &Zone) {
         crate::log::stamps_in(zone.time_zone().clone());
     }
+
+    fn reopen_log(&mut self) {
+        self.log.reopen();
+    }
+
+    fn list_sources(
+        &self,
+        paths: &Paths,
+        rules: &Rules,
+    ) -> (Vec<SourceKey>, Vec<(PathBuf, io::Error)>) {
+        database::list_sources(paths, rules)
+    }
+
+    fn load(&self, key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
+        database::load(key, paths, rules)
+    }
+
+    fn mtime_ns(&self, key: &SourceKey, paths: &Paths) -> Option<i128> {
+        database::mtime_ns(key, paths)
+    }
+
+    fn create_marker(&mut self, path: &Path) -> io::Result<bool> {
+        crate::sys::fs::create_marker(path)
+    }
+
+    fn read_handled(&self, dir: &Path) -> Result<Option<UtcMinute>, String> {
+        missed::read(dir)
+    }
+
+    fn write_handled(&mut self, dir: &Path, handled: UtcMinute) -> io::Result<()> {
+        missed::write(dir, handled)
+    }
 }
 
 /// Effects written down instead of done, for the owners' tests: each log line as syslog would
 /// get it, each job started (by command), each minute armed. Starts fail while `fail_starts`
-/// is above zero; the helper's other end is kept in `helper`.
+/// is above zero; the helper's other end is kept in `helper`. The files are kept here too:
+/// the crontabs a load finds (`crontabs`), the markers made, the state files' minutes.
 #[cfg(test)]
 #[derive(Debug, Default)]
 pub(super) struct Recorded {
@@ -133,7 +189,25 @@ pub(super) struct Recorded {
     pub(super) killed: Vec<u32>,
     /// The local zones handed to the log, by name.
     pub(super) zones: Vec<String>,
+    /// How many times the log was opened again.
+    pub(super) reopened: usize,
+    /// The crontabs there are, as a load finds them.
+    pub(super) crontabs: std::collections::BTreeMap<SourceKey, Found>,
+    /// The markers made.
+    pub(super) markers: std::collections::BTreeSet<PathBuf>,
+    /// Each state directory's file: the minute written (or put there by the test), or the
+    /// reason a read gives for not trusting it.
+    pub(super) handled: std::collections::BTreeMap<PathBuf, Result<UtcMinute, String>>,
     next_pid: i32,
+}
+
+/// A crontab as [`Recorded`]'s load finds it: when it was changed last, and its text with the
+/// uid a user's crontab was checked for, or the trust check's refusal.
+#[cfg(test)]
+#[derive(Debug, Clone)]
+pub(super) struct Found {
+    pub(super) mtime_ns: i128,
+    pub(super) text: Result<(String, Option<crate::types::Uid>), crate::trust::Refusal>,
 }
 
 #[cfg(test)]
@@ -145,6 +219,19 @@ impl Recorded {
             .map(|(_, l)| l.as_str())
             .filter(|l| l.contains(text))
             .collect()
+    }
+
+    /// Puts the crontab of `key` there with `text` (a user's checked for its uid `owner_uid`),
+    /// changed last at `mtime_ns`.
+    pub(super) fn put(
+        &mut self,
+        key: SourceKey,
+        text: &str,
+        owner_uid: Option<crate::types::Uid>,
+        mtime_ns: i128,
+    ) {
+        let text = Ok((text.to_string(), owner_uid));
+        self.crontabs.insert(key, Found { mtime_ns, text });
     }
 
     /// Forgets what was recorded so far.
@@ -192,5 +279,49 @@ impl Effects for Recorded {
 
     fn local_zone(&mut self, zone: &Zone) {
         self.zones.push(zone.name().to_string());
+    }
+
+    fn reopen_log(&mut self) {
+        self.reopened += 1;
+    }
+
+    fn list_sources(&self, _: &Paths, _: &Rules) -> (Vec<SourceKey>, Vec<(PathBuf, io::Error)>) {
+        (self.crontabs.keys().cloned().collect(), Vec::new())
+    }
+
+    /// The crontab's text parsed as `database::load` parses a trusted file's.
+    fn load(&self, key: &SourceKey, _: &Paths, rules: &Rules) -> Outcome {
+        match self.crontabs.get(key) {
+            None => Outcome::Missing,
+            Some(Found {
+                text: Err(refusal), ..
+            }) => Outcome::Refused(*refusal),
+            Some(Found {
+                text: Ok((text, owner_uid)),
+                mtime_ns,
+            }) => Outcome::Loaded {
+                crontab: Box::new(database::parse(key, text.as_bytes(), rules, *owner_uid)),
+                owner_uid: *owner_uid,
+                mtime_ns: *mtime_ns,
+                target: None,
+            },
+        }
+    }
+
+    fn mtime_ns(&self, key: &SourceKey, _: &Paths) -> Option<i128> {
+        self.crontabs.get(key).map(|found| found.mtime_ns)
+    }
+
+    fn create_marker(&mut self, path: &Path) -> io::Result<bool> {
+        Ok(self.markers.insert(path.to_path_buf()))
+    }
+
+    fn read_handled(&self, dir: &Path) -> Result<Option<UtcMinute>, String> {
+        self.handled.get(dir).cloned().transpose()
+    }
+
+    fn write_handled(&mut self, dir: &Path, handled: UtcMinute) -> io::Result<()> {
+        self.handled.insert(dir.to_path_buf(), Ok(handled));
+        Ok(())
     }
 }

@@ -25,6 +25,7 @@ mod source_table;
 mod sources;
 mod stop;
 mod watch;
+mod world;
 mod zone;
 
 use std::fmt;
@@ -167,7 +168,7 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         let line = lines::state_dir_made_private_line(&options.state_dir(), mode);
         log.line(Level::Notice, &line);
     }
-    let result = reactor::Daemon::start(options, log, lock).and_then(|mut d| d.run());
+    let result = setup::start(options, log, lock).and_then(|mut d| d.run());
     if let Err(e) = &result {
         log.line(Level::Error, &lines::death_line(&e.to_string()));
     }

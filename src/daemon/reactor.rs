@@ -1,12 +1,14 @@
-//! The reactor: the daemon's loop, and the start-up that builds the owners it runs
-//! ([`Daemon::start`]). Each turn it waits in `poll` for the
-//! descriptors the owners hold (registered with typed [`Token`]s), reads the clock ONCE
-//! through [`Clock`], and dispatches: each ready descriptor to its owner, with the time; what
-//! one owner returns — a reload's [`Change`](super::flow::Change), a run that comes up, a
-//! [`Claim`], [`Granted`] runs, what a launch did — it passes to the next. The owners
-//! ([`Scheduler`], [`Sources`], [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep
-//! their fields private, never call each other, and act on the world only through the
-//! [`Effects`] they are handed.
+//! The reactor: the daemon's loop (start-up, which builds the owners it runs, is
+//! `setup.rs`). Each turn it waits in `poll` for the descriptors the owners hold (registered
+//! with typed [`Token`]s), reads the clock ONCE through [`Clock`], and dispatches: each ready
+//! descriptor to its owner, with the time; what one owner returns — a reload's
+//! [`Change`](super::flow::Change), a run that comes up, a [`Claim`], [`Granted`] runs, what a
+//! launch did — it passes to the next. The owners ([`Scheduler`], [`Sources`],
+//! [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep their fields private, never call
+//! each other, and act on the world only through the [`Effects`] they are handed; the loop
+//! itself waits, drains the signals, reaps and reads the timer through its [`World`]. Both are
+//! type parameters of [`Daemon`]: the tests below run the loop's rules turn by turn on a fake
+//! clock, with a scripted world and recorded effects.
 //!
 //! A new owner is a new file and a few lines here: a field of [`Daemon`], a [`Token`]
 //! variant, its descriptors added in [`Daemon::wait`], and one line in [`Daemon::dispatch`]
@@ -15,32 +17,32 @@
 
 use jiff::Timestamp;
 
-use super::clock::{Clock, WallClock};
+use super::Error;
+use super::clock::Clock;
 use super::cluster::ClusterLink;
 use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
 use super::flow::{Claim, Granted, Launched};
 use super::metrics_serve::{self, MetricsServer};
 use super::scheduler::{Reaped, Scheduler, Wake};
-use super::setup::{self, Setup};
+use super::setup::Setup;
 use super::sources::{Announce, Sources};
 use super::stop::Stop;
-use super::{Error, Options};
+use super::world::{RealWorld, World};
 use crate::database::SourceKey;
 use crate::job::JobSpec;
-use crate::log::{Log, lines};
-use crate::sys::fs::PidLock;
-use crate::sys::poll::{Interest, Registry};
-use crate::sys::process;
-use crate::sys::signal::SignalPipe;
-use crate::sys::timer::{MinuteTimer, Tick};
+use crate::log::lines;
+use crate::sys::poll::Interest;
+use crate::sys::process::Exit;
+use crate::sys::timer::Tick;
+use crate::types::Pid;
 
 /// Jobs started between two looks at signals and events.
 const START_BATCH: usize = 64;
 
 /// What the loop polls, as the tokens of its descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Token {
+pub(super) enum Token {
     Signals,
     Timer,
     /// inotify (the sources).
@@ -53,27 +55,53 @@ enum Token {
 
 /// Whether the loop goes on after a turn.
 #[derive(Debug, PartialEq, Eq)]
-enum Turn {
+pub(super) enum Turn {
     Continue,
     Stop,
 }
 
-/// The loop's own parts: where the time comes from, the signals, the way out.
-pub(super) struct Reactor {
+/// The loop's own parts: where the time comes from and the time it read last, what it waits
+/// on ([`World`]), and the owners' way out ([`Effects`]).
+pub(super) struct Reactor<W, F> {
     clock: Box<dyn Clock>,
-    signals: SignalPipe,
-    fx: RealEffects,
+    /// The time read after the last wait (or at the start).
+    now: Timestamp,
+    world: W,
+    fx: F,
 }
 
-/// The running daemon: the reactor, the setup and the owners, nothing else.
-pub(super) struct Daemon {
-    reactor: Reactor,
-    setup: Setup,
-    scheduler: Scheduler,
-    sources: Sources,
-    cluster: Option<ClusterLink>,
-    metrics: Option<MetricsServer>,
-    control: Option<ControlServer>,
+impl<W: World, F: Effects> Reactor<W, F> {
+    pub(super) fn new(clock: Box<dyn Clock>, world: W, fx: F) -> Reactor<W, F> {
+        let now = clock.now();
+        Reactor {
+            clock,
+            now,
+            world,
+            fx,
+        }
+    }
+
+    /// The owners' effects (start-up hands them to the owners it builds and loads).
+    pub(super) fn fx(&mut self) -> &mut F {
+        &mut self.fx
+    }
+
+    /// The time now, read from the clock.
+    pub(super) fn read_clock(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
+
+/// The running daemon: the reactor, the setup and the owners, nothing else. Built by
+/// `setup::start`.
+pub(super) struct Daemon<W: World = RealWorld, F: Effects = RealEffects> {
+    pub(super) reactor: Reactor<W, F>,
+    pub(super) setup: Setup,
+    pub(super) scheduler: Scheduler,
+    pub(super) sources: Sources,
+    pub(super) cluster: Option<ClusterLink>,
+    pub(super) metrics: Option<MetricsServer>,
+    pub(super) control: Option<ControlServer>,
 }
 
 /// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
@@ -82,102 +110,28 @@ fn start_timeout_ms(now_ms: i64, next_start_ms: Option<i64>) -> Option<u32> {
     next_start_ms.map(|at| at.saturating_sub(now_ms).clamp(0, 60_000) as u32)
 }
 
-impl Daemon {
-    /// Sets the daemon up and loads every crontab: ready to [`Daemon::run`].
-    pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon, Error> {
-        let clock = WallClock;
-        let now = clock.now();
-        let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
-        let timer = MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?;
-        let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
-        let mut fx = RealEffects::new(log, child, timer);
-        let setup = Setup::new(options, lock);
-        let delay_factor = setup::random_delay_factor(now);
-        let o = &setup.options;
-        let (sources, zone) = Sources::new(
-            o.paths(),
-            setup.rules(),
-            o.localtime(),
-            delay_factor,
-            &mut fx,
-        );
-        let scheduler = Scheduler::new(now, zone, o.state_dir());
-        setup.log_start_lines(delay_factor, &mut fx);
-        setup.prepare_job_children(&mut fx);
-        let metrics = match o.metrics.is_empty() {
-            true => None,
-            false => Some(MetricsServer::listen(
-                &o.metrics,
-                o.metrics_group.as_deref(),
-                o.metrics_entries_on_tcp,
-                &mut fx,
-            )?),
-        };
-        let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)?;
-        // Started before the crontabs are loaded: the helper is small when it forks.
-        let cluster = setup.cluster_link(now, &mut fx);
-        let reactor = Reactor {
-            clock: Box::new(clock),
-            signals,
-            fx,
-        };
-        let mut daemon = Daemon {
-            reactor,
-            setup,
-            scheduler,
-            sources,
-            cluster,
-            metrics,
-            control,
-        };
-        daemon.load_at_start(now);
-        Ok(daemon)
-    }
-
-    /// Watches the files, loads every crontab, runs @reboot and what was missed, arms the
-    /// timer and tells systemd the daemon is ready. `started`: when the start began.
-    fn load_at_start(&mut self, started: Timestamp) {
-        let fx = &mut self.reactor.fx;
-        self.sources.watch(self.setup.options.no_inotify, fx);
-        // `@every` intervals count from the start.
-        self.scheduler.set_every_base(started.as_millisecond());
-        let reboot = self.load_all(Announce::Never, started);
-        let (entries, files) = (self.scheduler.len(), self.sources.len());
-        let fx = &mut self.reactor.fx;
-        fx.info(lines::loaded_line(entries, files));
-        let now = self.reactor.clock.now();
-        let marker = self.setup.options.reboot_marker();
-        self.scheduler.reboot(reboot, &marker, now, fx);
-        self.scheduler.make_up_after_start(now, fx);
-        self.arm(now);
-        // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
-        let status = format!("{entries} entries from {files} files");
-        if let Err(e) = crate::sys::notify::notify(&format!(
-            "READY=1\n{}",
-            crate::sys::notify::status_message(&status)
-        )) {
-            self.reactor.fx.error(lines::notify_failed_line(&e));
-        }
-    }
-
-    /// The loop: start what is due, wait, read the clock, dispatch what is ready. Returns on
-    /// SIGTERM or SIGINT.
+impl<W: World, F: Effects> Daemon<W, F> {
+    /// The loop: turn after turn, until SIGTERM or SIGINT.
     pub(super) fn run(&mut self) -> Result<(), Error> {
-        let mut now = self.reactor.clock.now();
-        loop {
-            self.start_what_is_due(now);
-            let timeout = self.timeout_ms(now);
-            let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
-            if self.sources.take_freed() | answered_large {
-                self.scheduler.shrink();
-                crate::sys::memory::give_back_free_memory();
-            }
-            let ready = self.wait(timeout)?;
-            now = self.reactor.clock.now();
-            if self.dispatch(&ready, now)? == Turn::Stop {
-                return Ok(());
-            }
+        self.reactor.now = self.reactor.clock.now();
+        while self.turn()? == Turn::Continue {}
+        Ok(())
+    }
+
+    /// One turn: start what is due, wait, read the clock, dispatch what is ready.
+    pub(super) fn turn(&mut self) -> Result<Turn, Error> {
+        let now = self.reactor.now;
+        self.start_what_is_due(now);
+        let timeout = self.timeout_ms(now);
+        let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
+        if self.sources.take_freed() | answered_large {
+            self.scheduler.shrink();
+            self.reactor.world.give_back_memory();
         }
+        let ready = self.wait(timeout)?;
+        let now = self.reactor.clock.now();
+        self.reactor.now = now;
+        self.dispatch(&ready, now)
     }
 
     /// Before the wait: a clock found away from where the timer was left is handled as the
@@ -214,33 +168,31 @@ impl Daemon {
         .min()
     }
 
-    /// One `poll` over every owner's descriptors: the tokens of those ready.
+    /// One `poll` over every owner's descriptors (and the world's: the signals, the timer):
+    /// the tokens of those ready.
     fn wait(&mut self, timeout_ms: Option<u32>) -> Result<Vec<Token>, Error> {
-        let mut registry = Registry::new();
-        registry.add(Token::Signals, self.reactor.signals.fd(), Interest::Read);
-        registry.add(Token::Timer, self.reactor.fx.timer().fd(), Interest::Read);
+        let mut fds = Vec::new();
         if let Some(fd) = self.sources.fd() {
-            registry.add(Token::Files, fd, Interest::Read);
+            fds.push((Token::Files, fd, Interest::Read));
         }
         if let Some(link) = &self.cluster {
             for (fd, interest) in link.fds() {
-                registry.add(Token::Helper, fd, interest);
+                fds.push((Token::Helper, fd, interest));
             }
         }
         if let Some(server) = &self.metrics {
             for (token, fd, interest) in server.fds() {
-                registry.add(Token::Metrics(token), fd, interest);
+                fds.push((Token::Metrics(token), fd, interest));
             }
         }
         if let Some(server) = &self.control {
             for (token, fd, interest) in server.fds() {
-                registry.add(Token::Control(token), fd, interest);
+                fds.push((Token::Control(token), fd, interest));
             }
         }
-        let ready = registry
-            .wait(timeout_ms)
-            .map_err(|e| Error::Io("poll", e))?;
-        Ok(ready.iter().collect())
+        (self.reactor.world)
+            .wait(&fds, timeout_ms)
+            .map_err(|e| Error::Io("poll", e))
     }
 
     /// Each ready descriptor to its owner, with the turn's time; then the deadlines.
@@ -274,7 +226,7 @@ impl Daemon {
             link.on_deadline(now_ms, zone, &mut self.reactor.fx);
         }
         if ready.contains(&Token::Timer) {
-            match self.reactor.fx.timer().read() {
+            match self.reactor.world.read_timer() {
                 Ok(Tick::Fired) => self.on_minute(now, Wake::Timer),
                 Ok(Tick::ClockChanged) => self.on_minute(now, Wake::ClockSet),
                 Ok(Tick::Nothing) => {}
@@ -330,55 +282,73 @@ impl Daemon {
         }
     }
 
-    /// Signals: children reaped (to the cluster link and the scheduler), a stop, a reload.
+    /// Signals: children reaped (to the scheduler and the cluster link), a stop, a reload.
     fn on_signals(&mut self, now: Timestamp) -> Turn {
-        let arrived = self.reactor.signals.drain();
+        let arrived = self.reactor.world.drain_signals();
         if arrived.child {
-            // The job child logs its own end (it knows the command and the shell's status);
-            // the daemon learns here which entry's job ended.
-            for (pid, exit) in process::reap() {
-                let fx = &mut self.reactor.fx;
-                let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
-                if let Some(link) = &mut self.cluster {
-                    let zone = self.scheduler.local_zone();
-                    if reaped == Reaped::NotStarted {
-                        // Nothing ran: the claim stays this host's, started again with the run.
-                        link.forget(pid.0);
-                    } else {
-                        link.on_reaped(pid.0, exit, now.as_millisecond(), zone, fx);
-                    }
-                }
-                if matches!(reaped, Reaped::Requeued | Reaped::NotStarted) {
-                    self.arm(now);
-                }
+            for (pid, exit) in self.reactor.world.reap() {
+                self.on_reaped(pid, exit, now);
             }
         }
         if arrived.terminate || arrived.interrupt {
-            let stops_jobs = self.setup.stops_jobs();
-            self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
-            let _ = crate::sys::notify::stopping();
-            if stops_jobs {
-                // As PID 1 or with --stop-jobs: the running jobs are stopped (daemon/stop.rs).
-                let reactor = &mut self.reactor;
-                let stop = Stop {
-                    scheduler: &mut self.scheduler,
-                    signals: &mut reactor.signals,
-                    clock: &*reactor.clock,
-                };
-                stop.run(self.setup.stop_timeout_s(), &mut reactor.fx);
-            }
+            self.stop();
             return Turn::Stop;
         }
         if arrived.hangup {
-            self.reactor.fx.log.reopen();
-            self.reactor.fx.info(lines::hangup_line());
-            self.load_all(Announce::Always, now);
-            self.scheduler.files_loaded(&mut self.reactor.fx);
-            // As a clock change: a step the kernel did not report is acted on now (a minute
-            // already handled is not run again).
-            self.on_minute(now, Wake::ClockMoved);
+            self.on_hangup(now);
         }
         Turn::Continue
+    }
+
+    /// A reaped child: to the scheduler (a job child's end), then to the cluster link (the
+    /// helper's end, or a cluster run's `END`); the timer armed again when a run went back in
+    /// the queue.
+    fn on_reaped(&mut self, pid: Pid, exit: Exit, now: Timestamp) {
+        // The job child logs its own end (it knows the command and the shell's status); the
+        // daemon learns here which entry's job ended.
+        let fx = &mut self.reactor.fx;
+        let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
+        if let Some(link) = &mut self.cluster {
+            let zone = self.scheduler.local_zone();
+            if reaped == Reaped::NotStarted {
+                // Nothing ran: the claim stays this host's, started again with the run.
+                link.forget(pid.0);
+            } else {
+                link.on_reaped(pid.0, exit, now.as_millisecond(), zone, fx);
+            }
+        }
+        if matches!(reaped, Reaped::Requeued | Reaped::NotStarted) {
+            self.arm(now);
+        }
+    }
+
+    /// SIGTERM or SIGINT: the scheduler starts no more runs and says what is left; as PID 1
+    /// or with --stop-jobs, the running jobs are stopped (daemon/stop.rs).
+    fn stop(&mut self) {
+        let stops_jobs = self.setup.stops_jobs();
+        self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
+        self.reactor.world.notify_stopping();
+        if stops_jobs {
+            let reactor = &mut self.reactor;
+            let stop = Stop {
+                scheduler: &mut self.scheduler,
+                world: &mut reactor.world,
+                clock: &*reactor.clock,
+            };
+            stop.run(self.setup.stop_timeout_s(), &mut reactor.fx);
+        }
+    }
+
+    /// SIGHUP: the log opened again, every file reloaded (each said so), and a look at the
+    /// clock.
+    fn on_hangup(&mut self, now: Timestamp) {
+        self.reactor.fx.reopen_log();
+        self.reactor.fx.info(lines::hangup_line());
+        self.load_all(Announce::Always, now);
+        self.scheduler.files_loaded(&mut self.reactor.fx);
+        // As a clock change: a step the kernel did not report is acted on now (a minute
+        // already handled is not run again).
+        self.on_minute(now, Wake::ClockMoved);
     }
 
     /// inotify: the zone and the sources it names, reloaded.
@@ -401,7 +371,7 @@ impl Daemon {
     /// A minute boundary (or a clock step): files looked at, the zone read again if it
     /// changed, the minute's runs queued and started, the timer armed.
     fn on_minute(&mut self, now: Timestamp, wake: Wake) {
-        for key in self.sources.changed_files() {
+        for key in self.sources.changed_files(&mut self.reactor.fx) {
             self.reload(&key, Announce::IfChanged, now);
         }
         for key in self.sources.to_recheck() {
@@ -464,13 +434,13 @@ impl Daemon {
     }
 
     /// Arms the timer for the scheduler's next wake-up.
-    fn arm(&mut self, now: Timestamp) {
+    pub(super) fn arm(&mut self, now: Timestamp) {
         let every_minute = self.sources.looks_every_minute();
         self.scheduler.arm(now, every_minute, &mut self.reactor.fx);
     }
 
     /// Loads every source (and drops the ones that vanished); returns the @reboot jobs found.
-    fn load_all(&mut self, announce: Announce, now: Timestamp) -> Vec<JobSpec> {
+    pub(super) fn load_all(&mut self, announce: Announce, now: Timestamp) -> Vec<JobSpec> {
         let mut reboot = Vec::new();
         for key in self.sources.all(&mut self.reactor.fx) {
             reboot.extend(self.reload(&key, announce, now));
@@ -488,5 +458,425 @@ impl Daemon {
         let added = self.scheduler.apply(change, now.as_millisecond(), fx);
         self.sources.settle(pending, &added, fx);
         reboot
+    }
+}
+
+/// The reactor's rules, turn by turn: a scripted world (which tokens are ready at each wait,
+/// how long it took on the fake clock, what the signals, the reaping and the timer say) and
+/// recorded effects (the crontabs a load finds, the jobs started, the minutes armed, the lines
+/// logged, the helper's end of its socket). The owners are the real ones, built as
+/// `setup::start` builds them; only what the loop passes between them is under test here.
+#[cfg(test)]
+mod tests {
+    use std::io::{ErrorKind, Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::path::Path;
+
+    use super::*;
+    use crate::daemon::cli::Options;
+    use crate::daemon::clock::FakeClock;
+    use crate::daemon::effects::Recorded;
+    use crate::daemon::setup;
+    use crate::daemon::world::{Beat, Scripted};
+    use crate::sys::signal::Arrived;
+    use crate::types::Uid;
+
+    type TestDaemon = Daemon<Scripted, Recorded>;
+
+    /// When each test's daemon starts: half a minute before 10:01.
+    const START: &str = "2026-11-27T10:00:30Z";
+
+    /// Alice's crontab in the spool.
+    fn alice() -> SourceKey {
+        SourceKey::User("alice".into())
+    }
+
+    /// The options of a daemon whose every path is in `dir`, without inotify or a control
+    /// socket.
+    fn options(dir: &Path) -> Options {
+        Options {
+            spool_dir: Some(dir.join("spool")),
+            system_crontab: Some(dir.join("crontab")),
+            cron_d: Some(dir.join("cron.d")),
+            pid_file: Some(dir.join("crond.pid")),
+            reboot_marker: Some(dir.join("reboot")),
+            state_dir: Some(dir.join("state")),
+            localtime: Some(dir.join("localtime")),
+            control_socket: Some("off".into()),
+            no_inotify: true,
+            ..Options::default()
+        }
+    }
+
+    /// `options` with `--cluster-db`: the helper is the other end of `Recorded::helper`.
+    fn in_cluster(options: Options) -> Options {
+        Options {
+            cluster_db: Some("dbname=cron".into()),
+            cluster_host: Some("host-a".into()),
+            cluster_helper: Some("cronctl".into()),
+            ..options
+        }
+    }
+
+    /// A daemon started at [`START`] with `options`, its owners built as `setup::start`
+    /// builds them, over a scripted world and the recorded effects `fx` (whose crontabs it
+    /// loads); and its clock.
+    fn start(options: Options, mut fx: Recorded) -> (TestDaemon, FakeClock) {
+        let clock = FakeClock::at(START);
+        let now = clock.now();
+        let lock = crate::sys::fs::lock_pid_file(&options.pid_file()).expect("the pid file");
+        let setup = Setup::new(options, lock);
+        let o = &setup.options;
+        let (sources, zone) = Sources::new(o.paths(), setup.rules(), o.localtime(), 0.0, &mut fx);
+        let scheduler = Scheduler::new(now, zone, o.state_dir());
+        let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)
+            .expect("the control socket");
+        let cluster = setup.cluster_link(now, &mut fx);
+        let world = Scripted::new(clock.clone());
+        let mut daemon = Daemon {
+            reactor: Reactor::new(Box::new(clock.clone()), world, fx),
+            setup,
+            scheduler,
+            sources,
+            cluster,
+            metrics: None,
+            control,
+        };
+        setup::load_at_start(&mut daemon, now);
+        (daemon, clock)
+    }
+
+    /// One turn of the loop whose wait plays `beat`.
+    fn turn(d: &mut TestDaemon, beat: Beat) -> Turn {
+        d.reactor.world.then(beat);
+        d.turn().expect("a turn")
+    }
+
+    /// How many times one turn armed the timer.
+    fn arms_in(d: &mut TestDaemon, beat: Beat) -> usize {
+        let before = d.reactor.fx.armed.len();
+        turn(d, beat);
+        d.reactor.fx.armed.len() - before
+    }
+
+    /// The commands of the jobs started so far.
+    fn started(d: &TestDaemon) -> Vec<&str> {
+        d.reactor
+            .fx
+            .started
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect()
+    }
+
+    /// What the helper was sent since the last look ("": nothing).
+    fn helper_got(d: &mut TestDaemon) -> String {
+        let helper = d.reactor.fx.helper.as_mut().expect("a helper");
+        helper.set_nonblocking(true).unwrap();
+        let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+        loop {
+            match helper.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        String::from_utf8(got).unwrap()
+    }
+
+    fn helper_says(d: &mut TestDaemon, line: &str) {
+        let helper = d.reactor.fx.helper.as_mut().expect("a helper");
+        helper.write_all(line.as_bytes()).unwrap();
+    }
+
+    /// A cluster run of alice's `command`, due at 10:01, asked for (`RUN 1`) and granted
+    /// (`GO 1`): the daemon at the turn after the helper's answer.
+    fn granted(command: &str) -> (TestDaemon, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = format!("CRON_CLUSTER=nightly\n* * * * * {command}\n");
+        fx.put(alice(), &text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        let asked = helper_got(&mut d);
+        assert!(asked.starts_with("RUN 1 "), "{asked:?}");
+        assert!(started(&d).is_empty(), "a cluster run waits for the answer");
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        (d, dir)
+    }
+
+    #[test]
+    fn a_reaped_job_child_ends_in_the_scheduler_and_its_cluster_runs_end_goes_to_the_helper() {
+        let (mut d, _dir) = granted("backup");
+        assert_eq!(started(&d), ["backup"]);
+        let pid = d.scheduler.running_pids()[0];
+        turn(
+            &mut d,
+            Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]),
+        );
+        assert_eq!(d.scheduler.running_len(), 0);
+        let end = helper_got(&mut d);
+        assert!(end.starts_with("END "), "{end:?}");
+    }
+
+    #[test]
+    fn a_job_child_that_did_not_start_its_job_is_forgotten_by_the_link_and_its_run_claimed_again() {
+        let (mut d, _dir) = granted("backup");
+        let pid = d.scheduler.running_pids()[0];
+        let not_started = vec![(pid, Exit::Code(crate::job::NOT_STARTED))];
+        // Its run is back in the queue: the timer is armed again.
+        assert_eq!(arms_in(&mut d, Beat::after(100).reaped(not_started)), 1);
+        assert_eq!(helper_got(&mut d), "", "no END: nothing ran");
+        // A second later the run comes up again and is asked for again.
+        turn(&mut d, Beat::after(1_000));
+        turn(&mut d, Beat::after(0));
+        let asked = helper_got(&mut d);
+        assert!(asked.starts_with("RUN 2 "), "{asked:?}");
+        assert_eq!(started(&d), ["backup"]);
+    }
+
+    #[test]
+    fn in_cluster_mode_a_local_run_starts_at_once_and_a_cluster_run_once_the_helper_says_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = "* * * * * local\nCRON_CLUSTER=nightly\n* * * * * shared\n";
+        fx.put(alice(), text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert_eq!(started(&d), ["local"]);
+        let asked = helper_got(&mut d);
+        assert!(asked.starts_with("RUN 1 "), "{asked:?}");
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        assert_eq!(started(&d), ["local", "shared"]);
+    }
+
+    #[test]
+    fn a_granted_run_whose_fork_failed_starts_from_the_queue_without_a_second_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "CRON_CLUSTER=nightly\n* * * * * shared\n",
+            Some(Uid(1000)),
+            1,
+        );
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert!(helper_got(&mut d).starts_with("RUN 1 "));
+        d.reactor.fx.fail_starts = 1;
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        assert!(started(&d).is_empty());
+        // A second later it comes up again: granted already, it starts.
+        turn(&mut d, Beat::after(1_000));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["shared"]);
+        assert_eq!(helper_got(&mut d), "", "not asked for again");
+        let pid = d.scheduler.running_pids()[0];
+        turn(
+            &mut d,
+            Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]),
+        );
+        assert!(helper_got(&mut d).starts_with("END "));
+    }
+
+    #[test]
+    fn a_run_requeued_after_the_fork_of_the_one_waiting_for_it_failed_arms_the_timer_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "CRON_OVERLAP=queue\n* * * * * sleep\n",
+            Some(Uid(1000)),
+            1,
+        );
+        let (mut d, _) = start(options(dir.path()), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        let pid = d.scheduler.running_pids()[0];
+        // 10:02: the next run waits for the running one.
+        turn(&mut d, Beat::after(60_000).timer(Tick::Fired));
+        assert_eq!(d.reactor.fx.logged(" WAIT (sleep)").len(), 1);
+        d.reactor.fx.fail_starts = 1;
+        let reaped = Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]);
+        assert_eq!(arms_in(&mut d, reaped), 1);
+        assert_eq!(started(&d), ["sleep"]);
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["sleep", "sleep"]);
+    }
+
+    #[test]
+    fn a_minutes_runs_start_a_batch_at_a_time_with_a_wait_between_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text: String = (0..150).map(|i| format!("* * * * * job{i}\n")).collect();
+        fx.put(alice(), &text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(options(dir.path()), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert_eq!(started(&d).len(), START_BATCH);
+        // The next batch starts before the next wait, which then only looks (a backlog).
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d).len(), 2 * START_BATCH);
+        assert_eq!(d.reactor.world.last_timeout(), Some(0));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d).len(), 150);
+        assert_eq!(started(&d)[149], "job149");
+    }
+
+    #[test]
+    fn a_failed_fork_ends_the_batch_and_the_line_waits_a_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "* * * * * a\n* * * * * b\n* * * * * c\n",
+            Some(Uid(1000)),
+            1,
+        );
+        fx.fail_starts = 2;
+        let (mut d, _) = start(options(dir.path()), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert_eq!(d.reactor.fx.fail_starts, 1, "one fork tried");
+        turn(&mut d, Beat::after(1_000));
+        assert_eq!(d.reactor.world.last_timeout(), Some(1_000));
+        assert_eq!(
+            d.reactor.fx.fail_starts, 1,
+            "none tried while the line waits"
+        );
+        turn(&mut d, Beat::after(1_000));
+        assert_eq!(d.reactor.fx.fail_starts, 0);
+        assert!(started(&d).is_empty());
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_run_asked_for_on_the_control_socket_whose_fork_failed_arms_the_timer_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("crond.sock");
+        let options = Options {
+            control_socket: Some(socket.clone()),
+            ..options(dir.path())
+        };
+        let mut fx = Recorded::default();
+        let me = crate::sys::user::effective_uid();
+        fx.put(alice(), "0 0 1 1 * yearly\n", Some(me), 1);
+        let (mut d, _) = start(options, fx);
+        let id = d.sources.entries().next().expect("an entry").0;
+        let mut client = UnixStream::connect(&socket).unwrap();
+        client.write_all(format!("run {id}\n").as_bytes()).unwrap();
+        d.reactor.fx.fail_starts = 1;
+        let asked = Beat::after(100).ready(Token::Control(control::Token::Listener));
+        assert_eq!(arms_in(&mut d, asked), 1);
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut answer = [0u8; 512];
+        let n = client.read(&mut answer).unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(
+            answer.contains("the fork failed; the run is queued"),
+            "{answer}"
+        );
+        // Retried a second later, from the queue.
+        turn(&mut d, Beat::after(1_000));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["yearly"]);
+    }
+
+    #[test]
+    fn a_hangup_reopens_the_log_reloads_every_crontab_and_looks_at_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(SourceKey::System, "* * * * * root system\n", None, 1);
+        fx.put(alice(), "* * * * * user\n", Some(Uid(1000)), 1);
+        let (mut d, _) = start(options(dir.path()), fx);
+        assert!(d.reactor.fx.logged(" RELOAD (").is_empty());
+        // The clock was stepped ahead unseen; the hang-up is the first the daemon hears.
+        let hangup = Arrived {
+            hangup: true,
+            ..Arrived::default()
+        };
+        turn(&mut d, Beat::after(3 * 60_000 + 30_000).signals(hangup));
+        let fx = &d.reactor.fx;
+        assert_eq!(fx.reopened, 1);
+        assert_eq!(fx.logged("SIGHUP: reloading every crontab").len(), 1);
+        assert_eq!(fx.logged("(*system*) RELOAD (").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.logged("(alice) RELOAD (spool/alice)").len(), 1);
+        assert_eq!(fx.logged("clock set: ").len(), 1, "{:?}", fx.lines);
+        assert!(started(&d).contains(&"system"), "{:?}", started(&d));
+    }
+
+    #[test]
+    fn a_terminate_or_interrupt_signal_ends_the_loop_once_the_scheduler_said_what_is_left() {
+        for stop in [
+            Arrived {
+                terminate: true,
+                ..Arrived::default()
+            },
+            Arrived {
+                interrupt: true,
+                ..Arrived::default()
+            },
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut fx = Recorded::default();
+            fx.put(alice(), "* * * * * long\n", Some(Uid(1000)), 1);
+            let (mut d, _) = start(options(dir.path()), fx);
+            d.reactor.world.then(Beat::after(30_000).timer(Tick::Fired));
+            d.reactor.world.then(Beat::after(1_000).signals(stop));
+            d.run()
+                .expect("stopped by the signal, not by the script's end");
+            let fx = &d.reactor.fx;
+            assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
+            assert_eq!(fx.logged("1 jobs still running").len(), 1);
+            assert_eq!(d.reactor.world.stopping_notified, 1);
+        }
+    }
+
+    /// A daemon with inotify over `dir`'s real directories (the crontabs a load finds are
+    /// `fx`'s).
+    fn watching(dir: &Path, fx: Recorded) -> TestDaemon {
+        for sub in ["spool", "cron.d"] {
+            std::fs::create_dir(dir.join(sub)).unwrap();
+        }
+        let options = Options {
+            no_inotify: false,
+            ..options(dir)
+        };
+        let (d, _) = start(options, fx);
+        assert_eq!(d.reactor.fx.logged("inotify").len(), 1);
+        d
+    }
+
+    #[test]
+    fn an_inotify_event_reloads_the_crontab_it_names_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(SourceKey::System, "* * * * * root system\n", None, 1);
+        let mut d = watching(dir.path(), fx);
+        let text = "* * * * * root b\n";
+        std::fs::write(dir.path().join("cron.d/b"), text).unwrap();
+        d.reactor
+            .fx
+            .put(SourceKey::CronD("b".into()), text, None, 2);
+        assert_eq!(arms_in(&mut d, Beat::after(100).ready(Token::Files)), 1);
+        let fx = &d.reactor.fx;
+        assert_eq!(fx.logged(" RELOAD (").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.logged("(*system*b) RELOAD (").len(), 1, "{:?}", fx.lines);
+        assert_eq!((d.scheduler.len(), d.sources.len()), (2, 2));
+    }
+
+    #[test]
+    fn a_zone_change_seen_by_inotify_goes_to_the_scheduler() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = watching(dir.path(), Recorded::default());
+        assert_eq!(d.scheduler.local_zone().name(), "UTC");
+        let zone = "/usr/share/zoneinfo/America/New_York";
+        std::os::unix::fs::symlink(zone, dir.path().join("localtime")).unwrap();
+        turn(&mut d, Beat::after(100).ready(Token::Files));
+        assert_eq!(d.scheduler.local_zone().name(), "America/New_York");
     }
 }

@@ -4,7 +4,8 @@
 //! the time the reactor gives it: a minute's runs queued, runs started — through ONE launch
 //! path, [`Scheduler::start`]: fork, count, record the running child, fork-failure
 //! bookkeeping — the timer armed, reaped children forgotten. It learns of files only through
-//! the [`Change`]s the reactor hands it, and of the cluster only through [`Launched`] runs.
+//! the [`Change`]s the reactor hands it, and of the cluster only through [`Launched`] runs; the
+//! @reboot marker and the state file it makes, reads and writes through its [`Effects`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -191,7 +192,7 @@ impl Scheduler {
         now: Timestamp,
         fx: &mut dyn Effects,
     ) {
-        match crate::sys::fs::create_marker(marker) {
+        match fx.create_marker(marker) {
             Ok(true) => {
                 fx.info(lines::reboot_line());
                 let minute = UtcMinute::containing(now.as_second());
@@ -611,7 +612,7 @@ impl Scheduler {
         if self.written_handled == Some(handled) || self.once.is_empty() {
             return;
         }
-        match missed::write(&self.state_dir, handled) {
+        match fx.write_handled(&self.state_dir, handled) {
             Ok(()) => self.written_handled = Some(handled),
             Err(e) => fx.error(lines::state_unwritten_line(
                 &self.state_dir.join(missed::FILE),
@@ -623,7 +624,7 @@ impl Scheduler {
     /// The minute the state file holds; `None` (logged, unless there is no file) when there is
     /// none the daemon can trust.
     fn read_handled(&self, fx: &mut dyn Effects) -> Option<UtcMinute> {
-        match missed::read(&self.state_dir) {
+        match fx.read_handled(&self.state_dir) {
             Ok(minute) => minute,
             Err(why) => {
                 let path = self.state_dir.join(missed::FILE);
@@ -719,18 +720,15 @@ mod tests {
     use crate::daemon::effects::Recorded;
     use crate::daemon::flow::change_of;
 
-    /// A scheduler at `clock`'s time in UTC, with alice's crontab `text` applied, and its state
-    /// directory (dropped with the test).
-    fn scheduler(
-        clock: &FakeClock,
-        text: &str,
-        fx: &mut Recorded,
-    ) -> (Scheduler, tempfile::TempDir) {
-        let state = tempfile::tempdir().unwrap();
-        let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().join("state"));
+    /// The state directory of the tests' schedulers (the fake effects keep its file).
+    const STATE: &str = "/var/lib/crond";
+
+    /// A scheduler at `clock`'s time in UTC, with alice's crontab `text` applied.
+    fn scheduler(clock: &FakeClock, text: &str, fx: &mut Recorded) -> Scheduler {
+        let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let ids = s.apply(change_of(text), clock.now().as_millisecond(), fx);
         assert_eq!(ids.len(), s.len());
-        (s, state)
+        s
     }
 
     /// The minute boundary as the reactor runs it: the minute, then every run that comes up
@@ -757,7 +755,7 @@ mod tests {
     fn a_minutes_runs_start_through_the_launch_path_the_first_since_load_told_once() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
-        let (mut s, _state) = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        let mut s = scheduler(&clock, "* * * * * echo a\n", &mut fx);
         clock.advance_ms(30_000);
         let launched = minute(&mut s, &clock, &mut fx);
         assert!(
@@ -784,7 +782,7 @@ mod tests {
     fn a_failed_fork_is_logged_at_once_then_once_a_minute_with_the_count_then_its_recovery() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
-        let (mut s, _state) = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        let mut s = scheduler(&clock, "* * * * * echo a\n", &mut fx);
         fx.fail_starts = 3;
         clock.advance_ms(30_000);
         let launched = minute(&mut s, &clock, &mut fx);
@@ -887,7 +885,7 @@ mod tests {
     {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
-        let (mut s, _state) = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        let mut s = scheduler(&clock, "* * * * * echo a\n", &mut fx);
         clock.advance_ms(30_000);
         let [Launched::Started(pid)] = minute(&mut s, &clock, &mut fx)[..] else {
             panic!("{:?}", fx.lines)
@@ -927,7 +925,7 @@ mod tests {
     fn a_queued_overlap_waits_for_the_running_one_and_a_failed_fork_then_requeues_it() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
-        let (mut s, _state) = scheduler(&clock, "CRON_OVERLAP=queue\n* * * * * sleep\n", &mut fx);
+        let mut s = scheduler(&clock, "CRON_OVERLAP=queue\n* * * * * sleep\n", &mut fx);
         clock.advance_ms(30_000);
         let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
             panic!("{:?}", fx.lines)
@@ -963,8 +961,7 @@ mod tests {
         for stops_jobs in [false, true] {
             let clock = FakeClock::at("2026-11-27T10:00:30Z");
             let mut fx = Recorded::default();
-            let (mut s, _state) =
-                scheduler(&clock, "CRON_OVERLAP=queue\n* * * * * sleep\n", &mut fx);
+            let mut s = scheduler(&clock, "CRON_OVERLAP=queue\n* * * * * sleep\n", &mut fx);
             clock.advance_ms(30_000);
             let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
                 panic!("{:?}", fx.lines)
@@ -1000,11 +997,10 @@ mod tests {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
         let text = "0 * * * * plain\nCRON_MISSED=once\n0 * * * * once\n";
-        let (mut s, state) = scheduler(&clock, text, &mut fx);
+        let mut s = scheduler(&clock, text, &mut fx);
         s.files_loaded(&mut fx);
-        let dir = state.path().join("state");
         let handled = UtcMinute::containing(clock.now().as_second());
-        assert_eq!(missed::read(&dir), Ok(Some(handled)));
+        assert_eq!(fx.handled[Path::new(STATE)], Ok(handled));
         // Asleep from 10:00 to 12:30 (a resume): the `once` entry runs once, the other not.
         clock.advance_ms(150 * 60_000);
         let launched = minute(&mut s, &clock, &mut fx);
@@ -1024,11 +1020,58 @@ mod tests {
     }
 
     #[test]
+    fn reboot_jobs_run_at_the_first_start_since_the_boot_only() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let marker = Path::new("/run/crond.reboot");
+        let jobs = || change_of("@reboot at-boot\n").reboot;
+        for _start in 0..2 {
+            let mut s = scheduler(&clock, "", &mut fx);
+            s.reboot(jobs(), marker, clock.now(), &mut fx);
+            start_due(&mut s, &clock, &mut fx);
+        }
+        // The first start made the marker and ran the job; the second found the marker.
+        assert_eq!(fx.markers.iter().collect::<Vec<_>>(), [marker]);
+        assert_eq!(fx.started, [("at-boot".to_string(), true)]);
+        assert_eq!(fx.logged("Running @reboot jobs").len(), 1, "{:?}", fx.lines);
+        assert_eq!(
+            fx.logged("Skipping @reboot jobs").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+    }
+
+    #[test]
+    fn runs_missed_while_down_are_made_up_from_a_trusted_state_file_only() {
+        let clock = FakeClock::at("2026-11-27T12:30:30Z");
+        let text = "CRON_MISSED=once\n0 * * * * once\n";
+        let before = UtcMinute::containing(clock.now().as_second()).plus(-150);
+        for (state, made_up) in [(Ok(before), 1), (Err("a symlink".to_string()), 0)] {
+            let mut fx = Recorded::default();
+            fx.handled.insert(STATE.into(), state.clone());
+            let mut s = scheduler(&clock, text, &mut fx);
+            s.make_up_after_start(clock.now(), &mut fx);
+            assert_eq!(
+                start_due(&mut s, &clock, &mut fx).len(),
+                made_up,
+                "{state:?}"
+            );
+            let said = fx.logged("(alice) MISSED (once) due at 2026-11-27 11:00");
+            assert_eq!(said.len(), made_up, "{:?}", fx.lines);
+            let ignored = fx.logged("/var/lib/crond/handled ignored: a symlink; runs missed");
+            assert_eq!(ignored.len(), 1 - made_up, "{:?}", fx.lines);
+            // Either way the file says from here on that this minute was handled.
+            let now = UtcMinute::containing(clock.now().as_second());
+            assert_eq!(fx.handled[Path::new(STATE)], Ok(now));
+        }
+    }
+
+    #[test]
     fn a_run_asked_for_is_logged_with_who_asked_and_goes_through_the_launch_path() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
-        let state = tempfile::tempdir().unwrap();
-        let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().to_path_buf());
+        let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let now_ms = clock.now().as_millisecond();
         let text = "0 0 1 1 * yearly\nCRON_OVERLAP=skip\n0 0 1 1 * skip\n\
                     CRON_OVERLAP=queue\n0 0 1 1 * queue\n";
@@ -1068,8 +1111,7 @@ mod tests {
     fn an_entrys_state_tells_its_job_next_run_last_run_and_running_pids() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let mut fx = Recorded::default();
-        let state = tempfile::tempdir().unwrap();
-        let mut s = Scheduler::new(clock.now(), Zone::utc(), state.path().to_path_buf());
+        let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let now_ms = clock.now().as_millisecond();
         let ids = s.apply(change_of("0 0 1 1 * yearly\n"), now_ms, &mut fx);
         let Some(Launched::Started(pid)) = s.run_now(ids[0], "root", clock.now(), &mut fx) else {
@@ -1116,7 +1158,7 @@ mod tests {
         let clock = FakeClock::at("2026-11-27T10:59:30Z");
         let mut fx = Recorded::default();
         let text = "0 * * * * local\nCRON_CLUSTER=nightly\n0 * * * * shared\n@every 1h every\n";
-        let (mut s, _state) = scheduler(&clock, text, &mut fx);
+        let mut s = scheduler(&clock, text, &mut fx);
         clock.advance_ms(30_000);
         s.on_minute(clock.now(), Wake::Timer, &mut fx);
         let now_ms = clock.now().as_millisecond();

@@ -1,17 +1,107 @@
-//! The daemon's setup: the options it was started with and the pid-file lock it holds for its
-//! life, and what start-up makes of them before the loop runs — the RANDOM_DELAY factor, the
-//! job children's preparation (PAM preloaded, group sources loaded before any fork), the
-//! cluster link. Nothing here runs after start-up.
+//! The daemon's start-up ([`start`]) and its setup: the options it was started with and the
+//! pid-file lock it holds for its life, and what start-up makes of them before the loop runs —
+//! the RANDOM_DELAY factor, the job children's preparation (PAM preloaded, group sources
+//! loaded before any fork), the owners with their listeners, the cluster link and its helper,
+//! and the first load of every crontab. Nothing here runs after start-up but [`Setup`]'s
+//! answers about a stop.
+
+use std::rc::Rc;
 
 use jiff::Timestamp;
 
+use super::Error;
 use super::cli::Options;
+use super::clock::{Clock, WallClock};
 use super::cluster::{self, ClusterLink};
+use super::control::ControlServer;
 use super::effects::{Effects, RealEffects};
+use super::metrics_serve::MetricsServer;
+use super::reactor::{Daemon, Reactor};
+use super::scheduler::Scheduler;
+use super::sources::{Announce, Sources};
+use super::world::{RealWorld, World};
 use crate::database::Rules;
-use crate::log::lines;
+use crate::log::{Log, lines};
 use crate::schedule;
 use crate::sys::fs::PidLock;
+use crate::sys::signal::SignalPipe;
+use crate::sys::timer::MinuteTimer;
+
+/// Sets the daemon up and loads every crontab: ready to [`Daemon::run`].
+pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon, Error> {
+    let clock = WallClock;
+    let now = clock.now();
+    let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
+    let timer = Rc::new(MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?);
+    let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
+    let mut fx = RealEffects::new(log, child, Rc::clone(&timer));
+    let setup = Setup::new(options, lock);
+    let delay_factor = random_delay_factor(now);
+    let o = &setup.options;
+    let (sources, zone) = Sources::new(
+        o.paths(),
+        setup.rules(),
+        o.localtime(),
+        delay_factor,
+        &mut fx,
+    );
+    let scheduler = Scheduler::new(now, zone, o.state_dir());
+    setup.log_start_lines(delay_factor, &mut fx);
+    setup.prepare_job_children(&mut fx);
+    let metrics = match o.metrics.is_empty() {
+        true => None,
+        false => Some(MetricsServer::listen(
+            &o.metrics,
+            o.metrics_group.as_deref(),
+            o.metrics_entries_on_tcp,
+            &mut fx,
+        )?),
+    };
+    let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)?;
+    // Started before the crontabs are loaded: the helper is small when it forks.
+    let cluster = setup.cluster_link(now, &mut fx);
+    let world = RealWorld::new(signals, timer);
+    let mut daemon = Daemon {
+        reactor: Reactor::new(Box::new(clock), world, fx),
+        setup,
+        scheduler,
+        sources,
+        cluster,
+        metrics,
+        control,
+    };
+    let (entries, files) = load_at_start(&mut daemon, now);
+    // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
+    let status = format!("{entries} entries from {files} files");
+    if let Err(e) = crate::sys::notify::notify(&format!(
+        "READY=1\n{}",
+        crate::sys::notify::status_message(&status)
+    )) {
+        daemon.reactor.fx().error(lines::notify_failed_line(&e));
+    }
+    Ok(daemon)
+}
+
+/// Watches the files, loads every crontab, runs @reboot and what was missed, and arms the
+/// timer. `started`: when the start began. Returns how many entries from how many files.
+pub(super) fn load_at_start<W: World, F: Effects>(
+    d: &mut Daemon<W, F>,
+    started: Timestamp,
+) -> (usize, usize) {
+    d.sources.watch(d.setup.options.no_inotify, d.reactor.fx());
+    // `@every` intervals count from the start.
+    d.scheduler.set_every_base(started.as_millisecond());
+    let reboot = d.load_all(Announce::Never, started);
+    let (entries, files) = (d.scheduler.len(), d.sources.len());
+    d.reactor.fx().info(lines::loaded_line(entries, files));
+    let now = d.reactor.read_clock();
+    let marker = d.setup.options.reboot_marker();
+    let fx = d.reactor.fx();
+    d.scheduler.reboot(reboot, &marker, now, fx);
+    d.scheduler.make_up_after_start(now, fx);
+    d.arm(now);
+    (entries, files)
+}
 
 pub(super) struct Setup {
     pub(super) options: Options,

@@ -1,10 +1,10 @@
 //! The sources, one of the daemon's owners: the crontab files — which are loaded with which
 //! entries, which were refused ([`SourceTable`]), the inotify watches, the local zone's file,
-//! and the reuse of unchanged entries. It reads the
-//! files (through `database`) and returns what the scheduler must do as a [`Change`] per file;
-//! the reactor applies it to the scheduler and hands the new entries' ids back
-//! ([`Sources::settle`]). It reads the scheduler's entries (to find the unchanged ones) but
-//! never changes them.
+//! and the reuse of unchanged entries. It reads the crontabs through its [`Effects`] (the real
+//! ones call `database`, which checks each file) and returns what the scheduler must do as a
+//! [`Change`] per file; the reactor applies it to the scheduler and hands the new entries' ids
+//! back ([`Sources::settle`]). It reads the scheduler's entries (to find the unchanged ones)
+//! but never changes them.
 
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
@@ -17,10 +17,10 @@ use super::reuse::Reusable;
 use super::source_table::{EntryList, Loaded, Problem, SourceTable};
 use super::watch::{self, Watches};
 use super::zone;
-use crate::crontab::Crontab;
 use crate::crontab::packed;
+use crate::crontab::{Crontab, Entry};
 use crate::database::entries::{Commands, JobSpec};
-use crate::database::{self, Outcome, Paths, Rules, SourceKey};
+use crate::database::{Outcome, Paths, Rules, SourceKey};
 use crate::log::{Level, lines};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
@@ -167,7 +167,7 @@ impl Sources {
 
     /// Every source to load: those present, after the known ones that vanished.
     pub(super) fn all(&mut self, fx: &mut dyn Effects) -> Vec<SourceKey> {
-        let (keys, errors) = database::list_sources(&self.paths, &self.rules);
+        let (keys, errors) = fx.list_sources(&self.paths, &self.rules);
         for (dir, e) in errors {
             fx.error(lines::unlisted_dir_line(&dir, &e));
         }
@@ -179,13 +179,13 @@ impl Sources {
 
     /// Debian's check without inotify (each minute): the sources that appeared, vanished or
     /// have a new mtime. Nothing with inotify.
-    pub(super) fn changed_files(&self) -> Vec<SourceKey> {
+    pub(super) fn changed_files(&self, fx: &mut dyn Effects) -> Vec<SourceKey> {
         if self.watches.is_some() {
             return Vec::new();
         }
-        let (keys, _) = database::list_sources(&self.paths, &self.rules);
+        let (keys, _) = fx.list_sources(&self.paths, &self.rules);
         self.table
-            .changed(&keys, |key| database::mtime_ns(key, &self.paths))
+            .changed(&keys, |key| fx.mtime_ns(key, &self.paths))
     }
 
     /// The refused sources, looked at again each minute (passwd may come back, a mode may be
@@ -255,7 +255,7 @@ impl Sources {
         let who = key.who();
         let tab = key.tab_name(&self.paths);
         let (old, old_mtime_ns) = self.take_old(key);
-        let outcome = database::load(key, &self.paths, &self.rules);
+        let outcome = fx.load(key, &self.paths, &self.rules);
         let mut reusable = Reusable::index(old.iter().copied());
         let mut change = Change {
             who: who.clone(),
@@ -409,22 +409,7 @@ impl Sources {
                     continue;
                 }
             }
-            match entry.when {
-                When::Reboot => change.reboot.push(job),
-                When::Every(seconds) => {
-                    change.add.push(NewEntry::Every { seconds, job });
-                    order.push_new();
-                }
-                When::Periodic(schedule) => {
-                    change.add.push(NewEntry::Periodic {
-                        schedule,
-                        zone: entry.zone.clone(),
-                        job,
-                        delay,
-                    });
-                    order.push_new();
-                }
-            }
+            add(entry, job, delay, change, &mut order);
         }
         Pending::Loaded {
             key: file.key.clone(),
@@ -468,6 +453,27 @@ fn refused(key: &SourceKey, level: Level, event: impl Into<String>, detail: Stri
     Pending::Refused(key.clone(), problem)
 }
 
+/// A new entry: an @reboot job for the start, or an entry for the scheduler to add (its turn
+/// in the file's order kept in `order`).
+fn add(entry: &Entry, job: JobSpec, delay: u32, change: &mut Change, order: &mut Order) {
+    match entry.when {
+        When::Reboot => change.reboot.push(job),
+        When::Every(seconds) => {
+            change.add.push(NewEntry::Every { seconds, job });
+            order.push_new();
+        }
+        When::Periodic(schedule) => {
+            change.add.push(NewEntry::Periodic {
+                schedule,
+                zone: entry.zone.clone(),
+                job,
+                delay,
+            });
+            order.push_new();
+        }
+    }
+}
+
 /// Whether a reload that loads its file says so in the log (`(who) RELOAD (tab)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Announce {
@@ -499,26 +505,14 @@ fn created_complete(paths: &Paths, key: &SourceKey) -> bool {
 mod tests {
     use super::*;
     use crate::daemon::clock::{Clock, FakeClock};
-    use crate::daemon::effects::Recorded;
+    use crate::daemon::effects::{Found, Recorded};
     use crate::daemon::scheduler::Scheduler;
-    use std::os::unix::fs::PermissionsExt;
+    use crate::trust::Refusal;
 
-    /// /etc/crontab must be root's: as the integration tests, these say so rather than pass.
-    fn require_root() {
-        assert!(
-            crate::sys::user::effective_uid().0 == 0,
-            "this test needs root; run the suite as root, or leave such tests out visibly with \
-             `cargo test -- --skip root_`"
-        );
-    }
-
-    /// Sources over a temporary /etc/crontab (root's, as the tests run), a scheduler, and the
-    /// directory (dropped with the test).
+    /// Sources over a temporary directory (where the zone file is), their crontabs kept by the
+    /// fake effects, a scheduler, and the directory (dropped with the test).
     fn set_up(fx: &mut Recorded) -> (Sources, Scheduler, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        for d in ["spool", "cron.d"] {
-            std::fs::create_dir(dir.path().join(d)).unwrap();
-        }
         let paths = Paths {
             spool_dir: dir.path().join("spool"),
             system_crontab: dir.path().join("crontab"),
@@ -536,6 +530,11 @@ mod tests {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
         let scheduler = Scheduler::new(clock.now(), zone, dir.path().join("state"));
         (sources, scheduler, dir)
+    }
+
+    /// /etc/crontab with `text`, changed last at `mtime_ns`.
+    fn system_crontab(fx: &mut Recorded, text: &str, mtime_ns: i128) {
+        fx.put(SourceKey::System, text, None, mtime_ns);
     }
 
     /// A reload as the reactor runs it after an event: (entries rebound, added, removed).
@@ -576,18 +575,16 @@ mod tests {
     }
 
     #[test]
-    fn root_an_edit_keeps_the_unchanged_entries_and_replaces_the_changed_one() {
-        require_root();
+    fn an_edit_keeps_the_unchanged_entries_and_replaces_the_changed_one() {
         let mut fx = Recorded::default();
         let (mut s, mut sched, dir) = set_up(&mut fx);
         assert_eq!(fx.logged("; using UTC").len(), 1, "{:?}", fx.lines);
-        let file = dir.path().join("crontab");
-        std::fs::write(&file, "* * * * * root echo a\n* * * * * root echo b\n").unwrap();
+        system_crontab(&mut fx, "* * * * * root echo a\n* * * * * root echo b\n", 1);
         assert_eq!(s.all(&mut fx), [SourceKey::System]);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 2, 0));
         assert_eq!((sched.len(), s.len()), (2, 1));
         assert_eq!(fx.logged("(*system*) RELOAD (").len(), 1, "{:?}", fx.lines);
-        std::fs::write(&file, "* * * * * root echo a\n* * * * * root echo c\n").unwrap();
+        system_crontab(&mut fx, "* * * * * root echo a\n* * * * * root echo c\n", 2);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (1, 1, 1));
         assert_eq!((sched.len(), s.len()), (2, 1));
         // The snapshot a control socket lists: the file's order, each entry's state.
@@ -596,24 +593,23 @@ mod tests {
             .filter_map(|id| sched.entry_state(id))
             .map(|e| e.job.entry())
             .collect();
-        let tab = file.display();
+        let tab = dir.path().join("crontab");
+        let tab = tab.display();
         assert_eq!(listed, [format!("{tab}:1"), format!("{tab}:2")]);
         // Without inotify, a look each minute: nothing changed since the reload.
         assert!(s.looks_every_minute());
-        assert!(s.changed_files().is_empty());
-        std::fs::remove_file(&file).unwrap();
-        assert_eq!(s.changed_files(), [SourceKey::System]);
+        assert!(s.changed_files(&mut fx).is_empty());
+        fx.crontabs.remove(&SourceKey::System);
+        assert_eq!(s.changed_files(&mut fx), [SourceKey::System]);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 2));
         assert_eq!((sched.len(), s.len()), (0, 0));
     }
 
     #[test]
-    fn root_a_second_look_at_an_unchanged_file_reloads_it_without_a_second_reload_line() {
-        require_root();
+    fn a_second_look_at_an_unchanged_file_reloads_it_without_a_second_reload_line() {
         let mut fx = Recorded::default();
-        let (mut s, mut sched, dir) = set_up(&mut fx);
-        let file = dir.path().join("crontab");
-        std::fs::write(&file, "* * * * * root echo a\n").unwrap();
+        let (mut s, mut sched, _dir) = set_up(&mut fx);
+        system_crontab(&mut fx, "* * * * * root echo a\n", 1);
         let said = |fx: &Recorded| fx.logged("(*system*) RELOAD (").len();
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 1, 0));
         assert_eq!(said(&fx), 1, "{:?}", fx.lines);
@@ -626,12 +622,7 @@ mod tests {
         assert_eq!(sighup, (1, 0, 0));
         assert_eq!(said(&fx), 2, "{:?}", fx.lines);
         // A new time (a `touch`, as Debian's cron sees it) is said again.
-        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
-        std::fs::File::options()
-            .write(true)
-            .open(&file)
-            .and_then(|f| f.set_modified(later))
-            .unwrap();
+        system_crontab(&mut fx, "* * * * * root echo a\n", 2);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (1, 0, 0));
         assert_eq!(said(&fx), 3, "{:?}", fx.lines);
         // The start's load says nothing.
@@ -641,22 +632,31 @@ mod tests {
     }
 
     #[test]
-    fn root_a_refused_file_is_logged_once_and_looked_at_each_minute() {
-        require_root();
+    fn a_refused_file_is_logged_once_and_looked_at_each_minute() {
         let mut fx = Recorded::default();
-        let (mut s, mut sched, dir) = set_up(&mut fx);
-        let file = dir.path().join("crontab");
-        std::fs::write(&file, "* * * * * root echo a\n").unwrap();
+        let (mut s, mut sched, _dir) = set_up(&mut fx);
+        system_crontab(&mut fx, "* * * * * root echo a\n", 1);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 1, 0));
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        // Made writable by others: refused by the trust check.
+        let refused = Found {
+            mtime_ns: 2,
+            text: Err(Refusal::InsecureModeSystem),
+        };
+        fx.crontabs.insert(SourceKey::System, refused);
         fx.clear();
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 1));
         assert_eq!(fx.lines.len(), 1, "{:?}", fx.lines);
-        assert!(fx.lines[0].1.starts_with("(*system*) "), "{:?}", fx.lines);
+        assert!(
+            fx.lines[0]
+                .1
+                .starts_with("(*system*) INSECURE MODE (group/other writable) ("),
+            "{:?}",
+            fx.lines
+        );
         assert_eq!(s.to_recheck(), [SourceKey::System]);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 0, 0));
         assert_eq!(fx.lines.len(), 1, "the same reason is not logged again");
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        system_crontab(&mut fx, "* * * * * root echo a\n", 3);
         assert_eq!(reload(&mut s, &mut sched, &mut fx), (0, 1, 0));
         assert!(s.to_recheck().is_empty());
     }

@@ -21,12 +21,11 @@ use std::time::{Duration, Instant};
 use super::clock::Clock;
 use super::effects::Effects;
 use super::scheduler::Scheduler;
+use super::world::World;
 use crate::log::Level;
 use crate::log::lines;
-use crate::sys::poll::{Interest, Registry};
 use crate::sys::process::{self, GroupSignal};
 use crate::sys::session::{self, ProcView};
-use crate::sys::signal::SignalPipe;
 
 /// How long the job children have to report after their jobs got SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
@@ -41,10 +40,11 @@ enum Waited {
 }
 
 /// What the stop works with: the scheduler's running jobs (it has stopped starting runs), the
-/// signals (a second stop cuts the wait short), the clock its reaps are dated with.
+/// world its job children are reaped from and whose signals it waits for (a second stop cuts
+/// the wait short), the clock its reaps are dated with.
 pub(super) struct Stop<'a> {
     pub(super) scheduler: &'a mut Scheduler,
-    pub(super) signals: &'a mut SignalPipe,
+    pub(super) world: &'a mut dyn World,
     pub(super) clock: &'a dyn Clock,
 }
 
@@ -109,7 +109,7 @@ impl Stop<'_> {
         let deadline = Instant::now() + limit;
         loop {
             // Orphans that PID 1 inherits are reaped with them.
-            for (pid, exit) in process::reap() {
+            for (pid, exit) in self.world.reap() {
                 self.scheduler.on_reaped(pid, exit, self.clock.now(), fx);
             }
             if self.scheduler.running_len() == 0 {
@@ -119,14 +119,9 @@ impl Stop<'_> {
             if left.is_zero() {
                 return Waited::TimedOut;
             }
-            let mut registry = Registry::new();
-            registry.add((), self.signals.fd(), Interest::Read);
             let ms = u32::try_from(left.as_millis().max(1)).unwrap_or(u32::MAX);
-            if registry.wait(Some(ms)).is_err() {
-                // poll itself failed: no better way to wait than a short sleep.
-                std::thread::sleep(Duration::from_millis(50).min(left));
-            }
-            let arrived = self.signals.drain();
+            self.world.wait_for_signal(ms);
+            let arrived = self.world.drain_signals();
             if arrived.terminate || arrived.interrupt {
                 return Waited::Hurried;
             }

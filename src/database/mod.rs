@@ -231,9 +231,9 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Missing,
         Err(e) => return Outcome::Failed(e),
     };
-    let (format, limits) = match key.format() {
-        Format::User => (Format::User, Limits::USER),
-        Format::System => (Format::System, Limits::SYSTEM),
+    let limits = match key.format() {
+        Format::User => Limits::USER,
+        Format::System => Limits::SYSTEM,
     };
     // Room for the size read by `fstat` and one byte more, so that a file read at that size
     // is read without growing the buffer by doubling (each growth a copy) and its end is seen
@@ -250,6 +250,21 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
             limits.max_file >> 20
         )));
     }
+    Outcome::Loaded {
+        crontab: Box::new(parse(key, &text, rules, owner_uid)),
+        owner_uid,
+        mtime_ns: stamp,
+        target,
+    }
+}
+
+/// Parses the text of source `key`, read and trusted (`owner_uid`: the uid a user's crontab was
+/// checked for), in its format and within its limits.
+pub fn parse(key: &SourceKey, text: &[u8], rules: &Rules, owner_uid: Option<Uid>) -> Crontab {
+    let (format, limits) = match key.format() {
+        Format::User => (Format::User, Limits::USER),
+        Format::System => (Format::System, Limits::SYSTEM),
+    };
     let mut zones = |name: &str| Zone::get(name);
     let mut options = crontab::ParseOptions {
         format,
@@ -259,13 +274,7 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         // System files, and root's own crontab, may hide a job from the log (cronie's '-').
         privileged: owner_uid.is_none_or(|uid| uid == Uid::ROOT),
     };
-    let crontab = crontab::parse(&text, &mut options);
-    Outcome::Loaded {
-        crontab: Box::new(crontab),
-        owner_uid,
-        mtime_ns: stamp,
-        target,
-    }
+    crontab::parse(text, &mut options)
 }
 
 /// A source opened and trusted, not read yet.
