@@ -1,6 +1,6 @@
 //! The crate's one stable hash: FNV-1a (64 bits) and splitmix64's finaliser. Values made from
 //! them outlive a release — `~` picks in crontabs (`schedule`), entry ids and run weights in the
-//! cluster's database (`cluster::identity`) — so they must never change: std's hasher makes no
+//! cluster's database (`cluster::entry_id`) — so they must never change: std's hasher makes no
 //! such promise. Tests pin known values (`the_host_seed_is_a_fixed_function_of_the_name`,
 //! `random_picks_are_the_same_in_every_release`, `ids_and_weights_are_the_same_in_every_release`).
 //!

@@ -15,7 +15,7 @@
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load, and the
 //!   entries in memory: `database::entries`), [`job`] (the job child: its stdin writer, output
 //!   capture, and `job::mail`, the mail of what a job leaves behind), [`log`] (the one
-//!   `(who) EVENT (detail)` line, the catalogue of every line's wording in `log::lines`, and
+//!   `(who) EVENT (detail)` line, the catalogue of every line's wording in `log::messages`, and
 //!   the sinks),
 //!   [`crontab_cmd`] (crontab(1)), [`cronnext`], [`cluster`] (cluster mode: an entry's id, the
 //!   daemon–helper lines, runs waiting for a claim, the connection settings — pure), and

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
-use crond::cluster::identity::{BadEntryKey, EntryKey};
+use crond::cluster::entry_id::{BadEntryKey, EntryKey};
 use crond::cluster::{DEFAULT_KEEP_RUNS, MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crond::control::TargetError;
 use crond::crontab::policy::is_cluster_name;

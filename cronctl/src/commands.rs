@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crond::cluster::identity::EntryKey;
+use crond::cluster::entry_id::EntryKey;
 
 use crate::cli::{Command, Target};
 use crate::conn::{Connect, Connection, DbError, Rows};

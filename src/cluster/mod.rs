@@ -18,6 +18,6 @@ pub const MIN_KEEP_RUNS: u32 = 10;
 pub const MAX_KEEP_RUNS: u32 = 1_000_000;
 
 pub mod conninfo;
-pub mod identity;
+pub mod entry_id;
 pub mod parked;
 pub mod wire;

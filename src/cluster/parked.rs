@@ -229,7 +229,7 @@ impl<T: Clone> Parked<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::identity::EntryKey;
+    use crate::cluster::entry_id::EntryKey;
 
     fn key(entry: u64) -> RunKey {
         RunKey {

@@ -24,7 +24,7 @@
 
 use std::fmt::Write as _;
 
-use super::identity::EntryKey;
+use super::entry_id::EntryKey;
 use crate::crontab::policy::is_cluster_name;
 
 /// The longest line either side sends, newline included.

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 
 use super::Failure;
-use crate::cluster::identity::{EntryKey, entry_key};
+use crate::cluster::entry_id::{EntryKey, entry_key};
 use crate::crontab::policy::Policy;
 use crate::crontab::{self, Format, Limits, ParseOptions};
 use crate::database::names;

@@ -15,9 +15,9 @@ use std::process::Stdio;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::missed;
+use super::scheduler::missed;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
-use crate::job::identity::{self, Identities, Identity, Looked};
+use crate::job::user_lookup::{self, Identities, Identity, Looked};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log, LogLine};
 use crate::schedule::Zone;
@@ -75,7 +75,7 @@ pub(super) trait Effects {
 }
 
 /// The effects carried out: the log, the job children's setup, the timer (which the loop's
-/// poll waits on too), and the users the job children of this second run as (`job::identity`).
+/// poll waits on too), and the users the job children of this second run as (`job::user_lookup`).
 pub(super) struct RealEffects {
     pub(super) log: Log,
     setup: ChildSetup,
@@ -111,7 +111,7 @@ impl Effects for RealEffects {
             Some(user) => self.identities.get(&user.name, now, |_| {
                 Looked::Found(Identity::of(user.clone()))
             }),
-            None => self.identities.get(job.user(), now, identity::look_up),
+            None => self.identities.get(job.user(), now, user_lookup::look_up),
         };
         crate::job::start(job, &self.setup, looked, first)
     }

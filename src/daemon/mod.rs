@@ -11,22 +11,15 @@ mod cluster;
 mod container;
 mod control;
 mod effects;
-mod flow;
-mod load;
-mod metrics_serve;
-mod missed;
+mod handoff;
+mod metrics_server;
 mod options;
 mod reactor;
-mod reuse;
-mod running;
 mod scheduler;
 mod setup;
-mod source_table;
 mod sources;
 mod stop;
-mod watch;
 mod world;
-mod zone;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -35,7 +28,7 @@ use std::process::ExitCode;
 pub use cli::Options;
 pub use cli::{Action, USAGE};
 
-use crate::log::{Level, Log, lines};
+use crate::log::{Level, Log, messages};
 use crate::sys::fs::{self, LockError};
 use crate::sys::process;
 use crate::sys::spawn::{self, Forked};
@@ -162,15 +155,15 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     }
     let log = Log::open(options.log_destination(), options.log_format);
     if forked {
-        log.line(Level::Info, &lines::fork_ok_line());
+        log.line(Level::Info, &messages::fork_ok_line());
     }
     if let Some(mode) = made_private {
-        let line = lines::state_dir_made_private_line(&options.state_dir(), mode);
+        let line = messages::state_dir_made_private_line(&options.state_dir(), mode);
         log.line(Level::Notice, &line);
     }
     let result = setup::start(options, log, lock).and_then(|mut d| d.run());
     if let Err(e) = &result {
-        log.line(Level::Error, &lines::death_line(&e.to_string()));
+        log.line(Level::Error, &messages::death_line(&e.to_string()));
     }
     result
 }

@@ -8,7 +8,7 @@ use super::cli::Options;
 use crate::database::Paths;
 use crate::job::mail::{self, MailCommand};
 use crate::job::{ChildSetup, MailSetup, OutputTo, PamSetup};
-use crate::log::lines::JobLogMask;
+use crate::log::messages::JobLogMask;
 use crate::log::{Destination, Log};
 use crate::paths;
 

@@ -2,7 +2,7 @@
 //! `setup.rs`). Each turn it waits in `poll` for the descriptors the owners hold (registered
 //! with typed [`Token`]s), reads the clock ONCE through [`Clock`], and dispatches: each ready
 //! descriptor to its owner, with the time; what one owner returns — a reload's
-//! [`Change`](super::flow::Change), a run that comes up, a [`Claim`], [`Granted`] runs, what a
+//! [`Change`](super::handoff::Change), a run that comes up, a [`Claim`], [`Granted`] runs, what a
 //! launch did — it passes to the next. The owners ([`Scheduler`], [`Sources`],
 //! [`ClusterLink`], [`MetricsServer`], [`ControlServer`]) keep their fields private, never call
 //! each other, and act on the world only through the [`Effects`] they are handed; the loop
@@ -22,8 +22,8 @@ use super::clock::Clock;
 use super::cluster::ClusterLink;
 use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
-use super::flow::{Claim, Granted, Launched};
-use super::metrics_serve::{self, MetricsServer};
+use super::handoff::{Claim, Granted, Launched};
+use super::metrics_server::{self, MetricsServer};
 use super::scheduler::{Reaped, Scheduler, Wake};
 use super::setup::Setup;
 use super::sources::{Announce, Sources};
@@ -31,7 +31,7 @@ use super::stop::Stop;
 use super::world::{RealWorld, World};
 use crate::database::SourceKey;
 use crate::job::JobSpec;
-use crate::log::lines;
+use crate::log::messages;
 use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
 use crate::sys::timer::Tick;
@@ -49,7 +49,7 @@ pub(super) enum Token {
     Files,
     /// The cluster helper's socket.
     Helper,
-    Metrics(metrics_serve::Token),
+    Metrics(metrics_server::Token),
     Control(control::Token),
 }
 
@@ -343,7 +343,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
     /// clock.
     fn on_hangup(&mut self, now: Timestamp) {
         self.reactor.fx.reopen_log();
-        self.reactor.fx.info(lines::hangup_line());
+        self.reactor.fx.info(messages::hangup_line());
         self.load_all(Announce::Always, now);
         self.scheduler.files_loaded(&mut self.reactor.fx);
         // As a clock change: a step the kernel did not report is acted on now (a minute

@@ -15,13 +15,13 @@ use super::clock::{Clock, WallClock};
 use super::cluster::{self, ClusterLink};
 use super::control::ControlServer;
 use super::effects::{Effects, RealEffects};
-use super::metrics_serve::MetricsServer;
+use super::metrics_server::MetricsServer;
 use super::reactor::{Daemon, Reactor};
 use super::scheduler::Scheduler;
 use super::sources::{Announce, Sources};
 use super::world::{RealWorld, World};
 use crate::database::Rules;
-use crate::log::{Log, lines};
+use crate::log::{Log, messages};
 use crate::schedule;
 use crate::sys::fs::PidLock;
 use crate::sys::signal::SignalPipe;
@@ -77,7 +77,7 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
         "READY=1\n{}",
         crate::sys::notify::status_message(&status)
     )) {
-        daemon.reactor.fx().error(lines::notify_failed_line(&e));
+        daemon.reactor.fx().error(messages::notify_failed_line(&e));
     }
     Ok(daemon)
 }
@@ -93,7 +93,7 @@ pub(super) fn load_at_start<W: World, F: Effects>(
     d.scheduler.set_every_base(started.as_millisecond());
     let reboot = d.load_all(Announce::Never, started);
     let (entries, files) = (d.scheduler.len(), d.sources.len());
-    d.reactor.fx().info(lines::loaded_line(entries, files));
+    d.reactor.fx().info(messages::loaded_line(entries, files));
     let now = d.reactor.read_clock();
     let marker = d.setup.options.reboot_marker();
     let fx = d.reactor.fx();
@@ -125,8 +125,8 @@ impl Setup {
 
     /// Debian's first lines.
     pub(super) fn log_start_lines(&self, delay_factor: f64, fx: &mut dyn Effects) {
-        fx.info(lines::pidfile_line(self.lock.fd()));
-        fx.info(lines::random_delay_line(delay_factor));
+        fx.info(messages::pidfile_line(self.lock.fd()));
+        fx.info(messages::random_delay_line(delay_factor));
     }
 
     /// What every job child needs, loaded once here before any fork (docs/daemon.md), and the
@@ -146,7 +146,7 @@ impl Setup {
         } else {
             "not root"
         };
-        fx.info(lines::no_pam_line(why));
+        fx.info(messages::no_pam_line(why));
     }
 
     /// With `--cluster-db`: the link, its helper started.
@@ -161,7 +161,7 @@ impl Setup {
             .cluster_helper
             .clone()
             .unwrap_or_else(cluster::default_helper);
-        fx.info(lines::cluster_mode_line(&host, &program));
+        fx.info(messages::cluster_mode_line(&host, &program));
         let mut link = ClusterLink::new(
             program,
             conninfo,

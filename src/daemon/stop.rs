@@ -1,6 +1,6 @@
 //! The graceful stop: on SIGTERM (or SIGINT), as PID 1 (a container, where the daemon's exit
 //! kills every process left) and with `--stop-jobs`, the daemon starts no more jobs, sends
-//! SIGTERM to every process of each running job (its session: `sys::session`), waits up to
+//! SIGTERM to every process of each running job (its session: `sys::job_processes`), waits up to
 //! `--stop-timeout` seconds (default 10) for the job children to end, sends SIGKILL to what is
 //! left of the jobs, and waits up to [`KILL_GRACE`] more for the job children, which log or
 //! mail what their jobs printed (a TERM trap's words too) and exit; then the daemon exits 0. A
@@ -9,7 +9,7 @@
 //! as Debian's under systemd's KillMode=process.
 //!
 //! The sessions' processes are found in /proc, which must be this PID namespace's
-//! (`session::proc_view`); where it is another's (`unshare --pid --fork` without
+//! (`job_processes::proc_view`); where it is another's (`unshare --pid --fork` without
 //! `--mount-proc`) or missing, each job child's process group is signalled instead, said once
 //! in the log. The job child is in its group and catches SIGTERM with a handler that does
 //! nothing, so it still reports the end; SIGKILL ends it with the rest.
@@ -23,9 +23,9 @@ use super::effects::Effects;
 use super::scheduler::Scheduler;
 use super::world::World;
 use crate::log::Level;
-use crate::log::lines;
+use crate::log::messages;
+use crate::sys::job_processes::{self, ProcView};
 use crate::sys::process::{self, GroupSignal};
-use crate::sys::session::{self, ProcView};
 
 /// How long the job children have to report after their jobs got SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
@@ -55,35 +55,35 @@ impl Stop<'_> {
         if jobs == 0 {
             return;
         }
-        fx.info(lines::stopping_jobs_line(jobs, timeout_s));
-        let by_group = match session::proc_view() {
+        fx.info(messages::stopping_jobs_line(jobs, timeout_s));
+        let by_group = match job_processes::proc_view() {
             ProcView::Own => false,
             ProcView::Foreign { shown } => {
-                let line = lines::foreign_proc_line(&shown, process::own_pid().0);
+                let line = messages::foreign_proc_line(&shown, process::own_pid().0);
                 fx.log(Level::Notice, line);
                 true
             }
             ProcView::Unreadable(e) => {
-                fx.error(lines::cant_list_jobs_line(&e));
+                fx.error(messages::cant_list_jobs_line(&e));
                 true
             }
         };
         if self.signal_jobs(GroupSignal::Term, by_group, fx) == 0 {
-            fx.info(lines::no_job_process_line());
+            fx.info(messages::no_job_process_line());
         }
         let waited = self.wait_for_job_children(Duration::from_secs(u64::from(timeout_s)), fx);
         if waited == Waited::AllEnded {
-            fx.info(lines::every_job_ended_line());
+            fx.info(messages::every_job_ended_line());
             return;
         }
         let why = match waited {
             Waited::Hurried => "stop asked again".to_string(),
             _ => format!("{timeout_s} s passed"),
         };
-        fx.info(lines::kill_left_line(&why, self.scheduler.running_len()));
+        fx.info(messages::kill_left_line(&why, self.scheduler.running_len()));
         self.signal_jobs(GroupSignal::Kill, by_group, fx);
         if self.wait_for_job_children(KILL_GRACE, fx) != Waited::AllEnded {
-            fx.error(lines::not_reported_line(self.scheduler.running_len()));
+            fx.error(messages::not_reported_line(self.scheduler.running_len()));
         }
     }
 
@@ -95,10 +95,10 @@ impl Stop<'_> {
         if by_group {
             return signal_groups(&pids, signal);
         }
-        match session::signal_jobs(&pids, signal) {
+        match job_processes::signal_jobs(&pids, signal) {
             Ok(sent) => sent,
             Err(e) => {
-                fx.error(lines::cant_list_jobs_line(&e));
+                fx.error(messages::cant_list_jobs_line(&e));
                 signal_groups(&pids, signal)
             }
         }

@@ -14,7 +14,7 @@
 //! process can be made for the shell or the writer, the child exits with [`NOT_STARTED`]
 //! and logs nothing: the daemon puts the run back in its queue. **Report**:
 //! mail the output (`mail`) or, with `-s`, log it as `CMDOUT` lines, log END (and with `-s`
-//! cronie's CMDEND) (`log::lines`), and exit with `_exit`. With `CRON_TIMEOUT`, between the
+//! cronie's CMDEND) (`log::messages`), and exit with `_exit`. With `CRON_TIMEOUT`, between the
 //! report and the exit, the child keeps the limit on what the shell left in its process group
 //! until that group is empty or has had its signals (`shell::watch_left_group`): the daemon
 //! sees the run as going on until then (CRON_OVERLAP, a cluster run's END, the metrics'
@@ -25,15 +25,15 @@
 //! the job's: the shell, the stdin writer, the output drain, the MTA, and the signals of
 //! `CRON_TIMEOUT`. What root keeps is the PAM session and the output's bytes (in memory and an
 //! unnamed spill file of root's, which no process of the user can reach). The job's log lines
-//! are built by `log::lines` only.
+//! are built by `log::messages` only.
 
 pub mod env;
-pub mod identity;
 pub mod mail;
 pub mod output;
-mod session;
+mod pam_session;
+pub mod user_lookup;
 pub use crate::database::entries::JobSpec;
-pub use session::preload_pam;
+pub use pam_session::preload_pam;
 mod shell;
 pub mod stdin;
 #[cfg(test)]
@@ -46,7 +46,7 @@ use std::ffi::OsString;
 use std::io;
 
 use crate::crontab::JobInput;
-use crate::log::lines::{self, JobExit, JobLogMask};
+use crate::log::messages::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
 use crate::sys::as_user::{Credentials, Fault};
 use crate::sys::process::{self, Pid};
@@ -54,10 +54,10 @@ use crate::sys::signal;
 use crate::sys::spawn::{self, Forked};
 use crate::sys::user::User;
 use env::{environment, lookup};
-use identity::{Identity, Looked};
 use mail::{JobMail, MailCommand, MailConfig, MailOutcome, RunAs};
 use output::Output;
 use shell::{Finished, ShellFailure};
+use user_lookup::{Identity, Looked};
 
 /// What the child inherits from the daemon's configuration.
 #[derive(Debug, Clone)]
@@ -157,7 +157,7 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -
         return 1;
     };
     match &setup.pam {
-        Some(pam) => session::run_in_session(spec, setup, identity, pam, first),
+        Some(pam) => pam_session::run_in_session(spec, setup, identity, pam, first),
         None => run_job(spec, setup, identity, Vec::new(), first),
     }
 }
@@ -250,7 +250,7 @@ fn resolve_user<'a>(
     let identity = match looked {
         Looked::Found(identity) => identity,
         Looked::Unknown => {
-            let line = lines::unknown_user_line(who, &spec.owner.tab);
+            let line = messages::unknown_user_line(who, &spec.owner.tab);
             log.line(Level::Error, &line);
             return None;
         }
@@ -266,7 +266,7 @@ fn resolve_user<'a>(
     let uid = identity.user.uid;
     let checked = spec.owner.uid.filter(|_| setup.run_as.is_none());
     if let Some(checked) = checked.filter(|&checked| checked != uid) {
-        let line = lines::uid_changed_line(who, checked, uid, &spec.owner.tab);
+        let line = messages::uid_changed_line(who, checked, uid, &spec.owner.tab);
         log.line(Level::Error, &line);
         return None;
     }
@@ -327,7 +327,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         duration_ms: Some(finished.duration_ms),
         ..spec.log_fields(Some(shell_pid))
     };
-    if let Some(line) = lines::failed_line(setup.log_mask, shell_pid, exit) {
+    if let Some(line) = messages::failed_line(setup.log_mask, shell_pid, exit) {
         log.line(Level::Error, &line.with_job(ended.clone()));
     }
     let pid_only = JobFields {
@@ -382,7 +382,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     } else {
         setup.log_mask
     };
-    if let Some(line) = lines::end_line(mask, spec.user(), shell_pid, spec.command()) {
+    if let Some(line) = messages::end_line(mask, spec.user(), shell_pid, spec.command()) {
         log.line(Level::Info, &line.with_job(ended));
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
@@ -390,18 +390,18 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     if matches!(setup.output, OutputTo::Syslog) && !spec.quiet() {
         log.line(
             Level::Info,
-            &lines::cmdend_line(spec.user(), spec.command()),
+            &messages::cmdend_line(spec.user(), spec.command()),
         );
     }
 }
 
 /// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),
-/// at most [`lines::MAX_CMDOUT_LINES`] of them: `yes` as a job must not fill the log. The
+/// at most [`messages::MAX_CMDOUT_LINES`] of them: `yes` as a job must not fill the log. The
 /// rest is read to count it, and one line says how many lines were not logged.
 fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
     let mut logged = 0usize;
     let mut more = 0u64;
-    for line in output.cmdout_lines_of(lines::cmdout_room(user)) {
+    for line in output.cmdout_lines_of(messages::cmdout_room(user)) {
         let line = match line {
             Ok(line) => line,
             Err(e) => {
@@ -412,12 +412,12 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
                 return;
             }
         };
-        if logged >= lines::MAX_CMDOUT_LINES {
+        if logged >= messages::MAX_CMDOUT_LINES {
             more += 1;
             continue;
         }
-        for piece in lines::cmdout_lines(user, &line) {
-            if logged < lines::MAX_CMDOUT_LINES {
+        for piece in messages::cmdout_lines(user, &line) {
+            if logged < messages::MAX_CMDOUT_LINES {
                 log.line(Level::Info, &piece.with_job(job.clone()));
                 logged += 1;
             } else {
@@ -426,13 +426,13 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
         }
     }
     if more > 0 {
-        log.line(Level::Info, &lines::cmdout_more_line(user, more));
+        log.line(Level::Info, &messages::cmdout_more_line(user, more));
     }
 }
 
 impl JobExit {
     /// How the shell ended, from its wait status (kept here, in the shell, so that the pure
-    /// [`log::lines`] names no process type).
+    /// [`log::messages`] names no process type).
     pub fn from_status(status: std::process::ExitStatus) -> JobExit {
         use std::os::unix::process::ExitStatusExt;
         match (status.code(), status.signal()) {

@@ -27,7 +27,7 @@ use super::output::Output;
 use super::stdin::JobStdin;
 use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec, Prepared};
-use crate::log::lines::{self, JobExit};
+use crate::log::messages::{self, JobExit};
 use crate::log::{Level, Log, printable};
 use crate::sys::as_user::{self, Credentials, Launch, StdFds};
 use crate::sys::poll::{Interest, Registry};
@@ -235,10 +235,10 @@ fn log_started(
         // Debian runs the job anyway, from / (cronie skips it). Said once per entry and load,
         // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
         // run (every minute, for some packages' entries) would bury the log.
-        let line = lines::home_notice_line(who, home, e, &spec.entry());
+        let line = messages::home_notice_line(who, home, e, &spec.entry());
         log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
     }
-    if let Some(line) = lines::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
+    if let Some(line) = messages::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
         log.line(
             Level::Info,
             &line.with_job(spec.log_fields(Some(shell_pid))),
@@ -315,7 +315,7 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
     }
     if output.dropped_bytes() > 0 {
         let line =
-            lines::output_dropped_line(who, output.dropped_bytes(), output.limit().unwrap_or(0));
+            messages::output_dropped_line(who, output.dropped_bytes(), output.limit().unwrap_or(0));
         log.line(Level::Warning, &line);
     }
 }
@@ -325,7 +325,7 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
 fn signal_group(signaller: Signaller<'_>, shell_pid: u32, action: Action, seconds: u32) {
     let Signaller { spec, log, creds } = signaller;
     let who = spec.user();
-    let line = lines::timeout_line(who, spec.command(), seconds, action)
+    let line = messages::timeout_line(who, spec.command(), seconds, action)
         .with_job(spec.log_fields(Some(shell_pid)));
     log.line(Level::Warning, &line);
     let signal = match action {

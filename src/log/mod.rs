@@ -10,7 +10,7 @@
 
 pub mod json;
 pub mod line;
-pub mod lines;
+pub mod messages;
 
 use std::io::Write;
 use std::sync::Mutex;

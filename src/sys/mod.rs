@@ -29,12 +29,12 @@ pub fn hostname() -> Vec<u8> {
 pub mod as_user;
 pub mod fs;
 pub mod inotify;
+pub mod job_processes;
 pub mod listen;
 pub mod memory;
 pub mod poll;
 pub mod process;
 pub mod pump;
-pub mod session;
 pub mod signal;
 pub mod spawn;
 pub mod syslog;

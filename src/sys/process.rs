@@ -252,7 +252,7 @@ unsafe fn close_one_by_one(first: u32, last: u32, open_max: i32) {
 /// Closes every descriptor above stderr, in a forked job child: the daemon's signal pipe (and
 /// the handlers' copies of it), inotify, timer, pid-file lock and syslog socket. Their owning
 /// Rust values live on in the parent's memory and must not be used here again. Called a second
-/// time in the job's process forked after PAM (`job::session`): what PAM's modules opened as
+/// time in the job's process forked after PAM (`job::pam_session`): what PAM's modules opened as
 /// root without close-on-exec is closed there, before anything of the job is created.
 pub fn close_all_above_stderr() {
     let open_max = open_max();

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use crate::support::mail::*;
 use crond::job::mail::{self, JobMail, MailCommand, MailConfig, MailOutcome};
 use crond::job::output::Output;
-use crond::log::lines::JobExit;
+use crond::log::messages::JobExit;
 
 fn config() -> MailConfig {
     MailConfig {

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crond::cluster::identity::run_weight;
+use crond::cluster::entry_id::run_weight;
 use crond::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
 use crond::cluster::wire::{Denied, FromHelper, RunKey};
 

@@ -32,7 +32,7 @@ pub mod send;
 use crate::crontab::is_safe_address;
 use crate::job::output::TextKind;
 use crate::log::LogLine;
-use crate::log::lines::{self, JobExit};
+use crate::log::messages::{self, JobExit};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -144,10 +144,10 @@ impl MailOutcome {
     pub fn log_line(&self, user: &[u8]) -> Option<LogLine> {
         match self {
             MailOutcome::Sent { .. } | MailOutcome::Empty | MailOutcome::Disabled => None,
-            MailOutcome::UnsafeAddress { value } => Some(lines::unsafe_mail_line(user, value)),
-            MailOutcome::NoMta => Some(lines::no_mta_line()),
+            MailOutcome::UnsafeAddress { value } => Some(messages::unsafe_mail_line(user, value)),
+            MailOutcome::NoMta => Some(messages::no_mta_line()),
             MailOutcome::MtaFailed { bytes, status } => {
-                Some(lines::mta_status_line(user, *bytes, *status))
+                Some(messages::mta_status_line(user, *bytes, *status))
             }
             MailOutcome::MtaTimedOut { bytes } => Some(LogLine::new(
                 user,

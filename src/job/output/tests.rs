@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use super::*;
 use crate::job::test_support::{checksum, run_job};
-use crate::log::lines::cmdout_lines;
+use crate::log::messages::cmdout_lines;
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
 

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crond::cluster::identity::EntryKey;
+use crond::cluster::entry_id::EntryKey;
 
 struct Row {
     host: String,

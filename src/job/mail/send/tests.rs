@@ -9,7 +9,7 @@ use std::process::Stdio;
 use super::*;
 use crate::job::mail;
 use crate::job::test_support::run_job;
-use crate::log::lines::JobExit;
+use crate::log::messages::JobExit;
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
 

@@ -9,14 +9,14 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
-use super::effects::Effects;
+use crate::daemon::effects::Effects;
 use crate::database::{self, Paths, Rules, SourceKey};
-use crate::log::lines;
+use crate::log::messages;
 use crate::sys::inotify::{Lost, WatchId, Watcher};
 
 /// What a watched directory holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Role {
+pub(in crate::daemon) enum Role {
     Spool,
     CronD,
     /// The directory of /etc/crontab; the file's name.
@@ -32,32 +32,32 @@ pub(super) enum Role {
 
 /// One inotify event with the roles of its directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Seen {
-    pub(super) roles: Vec<Role>,
+pub(in crate::daemon) struct Seen {
+    pub(in crate::daemon) roles: Vec<Role>,
     /// The file inside the directory; `None` for the directory itself.
-    pub(super) name: Option<OsString>,
+    pub(in crate::daemon) name: Option<OsString>,
     /// Only created: a file still being written, unless it is a link.
-    pub(super) created_only: bool,
+    pub(in crate::daemon) created_only: bool,
     /// The watch is gone or the queue overflowed.
-    pub(super) lost: Option<Lost>,
+    pub(in crate::daemon) lost: Option<Lost>,
 }
 
 /// What a batch of events asks the daemon to do.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Changed {
+pub(in crate::daemon) struct Changed {
     /// Sources to reload.
-    pub(super) sources: BTreeSet<SourceKey>,
+    pub(in crate::daemon) sources: BTreeSet<SourceKey>,
     /// Events were lost (and why): fall back to checking every minute, and reload everything
     /// now.
-    pub(super) rescan: Option<Lost>,
+    pub(in crate::daemon) rescan: Option<Lost>,
     /// /etc/localtime changed: re-read the local zone.
-    pub(super) zone: bool,
+    pub(in crate::daemon) zone: bool,
 }
 
 /// The directories to watch: each with its role and whether the daemon needs it (without the
 /// spool, /etc/cron.d or /etc/crontab's directory it checks every minute instead; the zone's
 /// directory is a bonus).
-pub(super) fn wanted(p: &Paths, localtime: &Path) -> Vec<(PathBuf, Role, bool)> {
+pub(in crate::daemon) fn wanted(p: &Paths, localtime: &Path) -> Vec<(PathBuf, Role, bool)> {
     let dir_of = |p: &Path| -> (PathBuf, OsString) {
         (
             p.parent()
@@ -90,7 +90,7 @@ pub(super) fn wanted(p: &Paths, localtime: &Path) -> Vec<(PathBuf, Role, bool)> 
 /// Sorts a batch of events into sources to reload, a rescan and a zone change. `complete`
 /// says whether the file of a bare create is already whole (a symlink or a hard link: no
 /// close-write will follow it).
-pub(super) fn sort(
+pub(in crate::daemon) fn sort(
     events: Vec<Seen>,
     rules: &Rules,
     complete: impl Fn(&SourceKey) -> bool,
@@ -128,7 +128,7 @@ pub(super) fn sort(
 
 /// The inotify descriptor and the role of each watch.
 #[derive(Debug)]
-pub(super) struct Watches {
+pub(in crate::daemon) struct Watches {
     watcher: Watcher,
     roles: HashMap<WatchId, Vec<Role>>,
 }
@@ -136,20 +136,20 @@ pub(super) struct Watches {
 impl Watches {
     /// Watches the directories of [`wanted`], or says (in the log) why the daemon falls back
     /// to checking every minute and returns `None`.
-    pub(super) fn set_up(
+    pub(in crate::daemon) fn set_up(
         no_inotify: bool,
         p: &Paths,
         localtime: &Path,
         fx: &mut dyn Effects,
     ) -> Option<Watches> {
         if no_inotify {
-            fx.info(lines::inotify_disabled_line());
+            fx.info(messages::inotify_disabled_line());
             return None;
         }
         let watcher = match Watcher::new() {
             Ok(w) => w,
             Err(e) => {
-                fx.info(lines::inotify_unavailable_line(&e));
+                fx.info(messages::inotify_unavailable_line(&e));
                 return None;
             }
         };
@@ -158,24 +158,29 @@ impl Watches {
             match watcher.watch_dir(&dir) {
                 Ok(id) => roles.entry(id).or_default().push(role),
                 Err(e) if needed => {
-                    fx.info(lines::unwatched_dir_line(&dir, &e));
+                    fx.info(messages::unwatched_dir_line(&dir, &e));
                     return None;
                 }
                 Err(_) => {}
             }
         }
-        fx.info(lines::inotify_line());
+        fx.info(messages::inotify_line());
         Some(Watches { watcher, roles })
     }
 
-    pub(super) fn fd(&self) -> BorrowedFd<'_> {
+    pub(in crate::daemon) fn fd(&self) -> BorrowedFd<'_> {
         self.watcher.fd()
     }
 
     /// Watches the directory of `target`, the file a symlinked system crontab leads to, so an
     /// edit there reloads `key`; forgets where `key` led before. (The kernel's watch on a
     /// directory no source leads to any more stays: its events concern nothing.)
-    pub(super) fn follow(&mut self, key: &SourceKey, target: Option<&Path>, fx: &mut dyn Effects) {
+    pub(in crate::daemon) fn follow(
+        &mut self,
+        key: &SourceKey,
+        target: Option<&Path>,
+        fx: &mut dyn Effects,
+    ) {
         for roles in self.roles.values_mut() {
             roles.retain(|r| !matches!(r, Role::Target(_, k) if k == key));
         }
@@ -189,12 +194,12 @@ impl Watches {
                 .entry(id)
                 .or_default()
                 .push(Role::Target(name.to_os_string(), key.clone())),
-            Err(e) => fx.info(lines::unwatched_target_line(dir, &e, target)),
+            Err(e) => fx.info(messages::unwatched_target_line(dir, &e, target)),
         }
     }
 
     /// Every event queued now, with its directory's roles (never blocks).
-    pub(super) fn read(&self) -> io::Result<Vec<Seen>> {
+    pub(in crate::daemon) fn read(&self) -> io::Result<Vec<Seen>> {
         Ok(self
             .watcher
             .read()?

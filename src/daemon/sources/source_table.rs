@@ -1,6 +1,6 @@
 //! The daemon's bookkeeping of crontab files (sources): which are loaded, with their entries
 //! and modification times, and which were refused and why. Pure: the sources owner
-//! (`daemon/sources.rs`) opens and reads the files and tells this table what it found; the table answers the
+//! (`daemon/sources/`) opens and reads the files and tells this table what it found; the table answers the
 //! questions the loop asks — which sources vanished, which changed since they were loaded (the
 //! mtime check without inotify), which to look at again every minute, and whether a refusal is
 //! worth a log line (only when its reason is new or changed, so a bad file is logged once, not
@@ -14,24 +14,24 @@ use crate::timeline::EntryId;
 
 /// A loaded source.
 #[derive(Debug, Default, Clone)]
-pub(super) struct Loaded {
+pub(in crate::daemon) struct Loaded {
     /// The file's entries in the cycle, in its order (a reload computes the keys it finds them
     /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
-    pub(super) entries: EntryList,
-    pub(super) mtime_ns: i128,
+    pub(in crate::daemon) entries: EntryList,
+    pub(in crate::daemon) mtime_ns: i128,
 }
 
 /// A file's entries in order, as runs of consecutive ids: a file's new entries take the
 /// agenda's free places lowest first, in line order, so a file loaded whole is one run and an
 /// edit adds a few (16 bytes each), instead of 8 bytes an entry.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct EntryList {
+pub(in crate::daemon) struct EntryList {
     /// (first id, how many): the run is `first`, `first + 1`, … (same generation, next place).
     runs: Vec<(EntryId, u32)>,
 }
 
 impl EntryList {
-    pub(super) fn push(&mut self, id: EntryId) {
+    pub(in crate::daemon) fn push(&mut self, id: EntryId) {
         if let Some((first, len)) = self.runs.last_mut()
             && first.0.checked_add(u64::from(*len)) == Some(id.0)
             && *len < u32::MAX
@@ -42,13 +42,13 @@ impl EntryList {
         self.runs.push((id, 1));
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = EntryId> + '_ {
+    pub(in crate::daemon) fn iter(&self) -> impl Iterator<Item = EntryId> + '_ {
         self.runs
             .iter()
             .flat_map(|&(first, len)| (0..u64::from(len)).map(move |i| EntryId(first.0 + i)))
     }
 
-    pub(super) fn shrink_to_fit(&mut self) {
+    pub(in crate::daemon) fn shrink_to_fit(&mut self) {
         self.runs.shrink_to_fit();
     }
 
@@ -61,14 +61,14 @@ impl EntryList {
 
 /// Why a source is not loaded, as logged: `(who) EVENT (detail)` at `level`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Problem {
-    pub(super) level: Level,
-    pub(super) event: String,
-    pub(super) detail: String,
+pub(in crate::daemon) struct Problem {
+    pub(in crate::daemon) level: Level,
+    pub(in crate::daemon) event: String,
+    pub(in crate::daemon) detail: String,
 }
 
 #[derive(Debug, Default)]
-pub(super) struct SourceTable {
+pub(in crate::daemon) struct SourceTable {
     loaded: BTreeMap<SourceKey, Loaded>,
     /// Refused, orphaned or unreadable sources: looked at again every minute.
     refused: BTreeMap<SourceKey, Problem>,
@@ -76,24 +76,24 @@ pub(super) struct SourceTable {
 
 impl SourceTable {
     /// Forgets a loaded source, returning what it had (its entries leave the agenda).
-    pub(super) fn take(&mut self, key: &SourceKey) -> Option<Loaded> {
+    pub(in crate::daemon) fn take(&mut self, key: &SourceKey) -> Option<Loaded> {
         self.loaded.remove(key)
     }
 
     /// The source loaded; any earlier refusal is over.
-    pub(super) fn loaded(&mut self, key: SourceKey, loaded: Loaded) {
+    pub(in crate::daemon) fn loaded(&mut self, key: SourceKey, loaded: Loaded) {
         self.refused.remove(&key);
         self.loaded.insert(key, loaded);
     }
 
     /// The file is gone; nothing to look at again.
-    pub(super) fn missing(&mut self, key: &SourceKey) {
+    pub(in crate::daemon) fn missing(&mut self, key: &SourceKey) {
         self.refused.remove(key);
     }
 
     /// The source was refused for `problem`. Returns whether to log it: yes the first time and
     /// whenever the reason changes, not while it stays the same.
-    pub(super) fn refused(&mut self, key: &SourceKey, problem: Problem) -> bool {
+    pub(in crate::daemon) fn refused(&mut self, key: &SourceKey, problem: Problem) -> bool {
         if self.refused.get(key) == Some(&problem) {
             return false;
         }
@@ -102,16 +102,16 @@ impl SourceTable {
     }
 
     /// Sources to look at again this minute (passwd may come back, a mode may be fixed).
-    pub(super) fn to_recheck(&self) -> Vec<SourceKey> {
+    pub(in crate::daemon) fn to_recheck(&self) -> Vec<SourceKey> {
         self.refused.keys().cloned().collect()
     }
 
-    pub(super) fn any_refused(&self) -> bool {
+    pub(in crate::daemon) fn any_refused(&self) -> bool {
         !self.refused.is_empty()
     }
 
     /// Known sources (loaded or refused) that are not among `present` any more.
-    pub(super) fn gone(&self, present: &BTreeSet<SourceKey>) -> Vec<SourceKey> {
+    pub(in crate::daemon) fn gone(&self, present: &BTreeSet<SourceKey>) -> Vec<SourceKey> {
         self.loaded
             .keys()
             .chain(self.refused.keys())
@@ -124,7 +124,7 @@ impl SourceTable {
     /// one that vanished, a new one, or one whose mtime differs from the one loaded. Refused
     /// sources are left out (they are looked at every minute anyway). `mtime` reads a file's
     /// modification time (`None`: it can't be read).
-    pub(super) fn changed(
+    pub(in crate::daemon) fn changed(
         &self,
         present: &[SourceKey],
         mtime: impl Fn(&SourceKey) -> Option<i128>,
@@ -149,12 +149,12 @@ impl SourceTable {
     }
 
     /// Every loaded entry, file by file, in each file's order.
-    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+    pub(in crate::daemon) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
         self.loaded.values().flat_map(|l| l.entries.iter())
     }
 
     /// How many sources are loaded.
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::daemon) fn len(&self) -> usize {
         self.loaded.len()
     }
 }

@@ -24,7 +24,7 @@ struct Busy<J> {
 }
 
 #[derive(Debug)]
-pub(super) struct Running<J> {
+pub(in crate::daemon) struct Running<J> {
     /// Each child, the entry it runs (`None`: an @reboot job) and when it started (epoch ms).
     by_pid: HashMap<Pid, (Option<EntryId>, i64)>,
     by_entry: HashMap<EntryId, Busy<J>>,
@@ -46,16 +46,16 @@ impl<J> Default for Running<J> {
 
 /// A job child that was reaped.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Ended<J> {
-    pub(super) entry: Option<EntryId>,
-    pub(super) started_ms: i64,
+pub(in crate::daemon) struct Ended<J> {
+    pub(in crate::daemon) entry: Option<EntryId>,
+    pub(in crate::daemon) started_ms: i64,
     /// The run of the entry that waited for it (`CRON_OVERLAP=queue`): to start now.
-    pub(super) waiting: Option<J>,
+    pub(in crate::daemon) waiting: Option<J>,
 }
 
 /// What to do with a run that is due to start.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Admit<J> {
+pub(in crate::daemon) enum Admit<J> {
     /// Start it.
     Start(J),
     /// Not started: a run of the entry has been going since `since_ms` (`skip`, or `queue`
@@ -67,7 +67,12 @@ pub(super) enum Admit<J> {
 
 impl<J> Running<J> {
     /// Whether the run of `entry` that is due may start now, under `overlap`.
-    pub(super) fn admit(&mut self, entry: Option<EntryId>, overlap: Overlap, job: J) -> Admit<J> {
+    pub(in crate::daemon) fn admit(
+        &mut self,
+        entry: Option<EntryId>,
+        overlap: Overlap,
+        job: J,
+    ) -> Admit<J> {
         let Some(busy) = entry.and_then(|e| self.by_entry.get_mut(&e)) else {
             return Admit::Start(job);
         };
@@ -94,27 +99,27 @@ impl<J> Running<J> {
 
     /// Whether a run of `entry` about to start is its first since its file was loaded (an
     /// @reboot job's always is); from now on the entry's later runs are not.
-    pub(super) fn first_since_load(&mut self, entry: Option<EntryId>) -> bool {
+    pub(in crate::daemon) fn first_since_load(&mut self, entry: Option<EntryId>) -> bool {
         entry.is_none_or(|e| self.started_since_load.insert(e))
     }
 
     /// The run for which [`Running::first_since_load`] was asked did not start (the fork
     /// failed): its next attempt is still the first.
-    pub(super) fn not_started(&mut self, entry: Option<EntryId>, first: bool) {
+    pub(in crate::daemon) fn not_started(&mut self, entry: Option<EntryId>, first: bool) {
         if let Some(e) = entry.filter(|_| first) {
             self.started_since_load.remove(&e);
         }
     }
 
     /// A file is loaded again (or is gone): its entries, old and new, have not started since.
-    pub(super) fn loaded_again(&mut self, entries: impl IntoIterator<Item = EntryId>) {
+    pub(in crate::daemon) fn loaded_again(&mut self, entries: impl IntoIterator<Item = EntryId>) {
         for e in entries {
             self.started_since_load.remove(&e);
         }
     }
 
     /// A job child was forked at `now_ms` for `entry`.
-    pub(super) fn started(&mut self, pid: Pid, entry: Option<EntryId>, now_ms: i64) {
+    pub(in crate::daemon) fn started(&mut self, pid: Pid, entry: Option<EntryId>, now_ms: i64) {
         if let Some((old, _)) = self.by_pid.insert(pid, (entry, now_ms)) {
             // A pid is reused only after it was reaped; keep the counts right regardless.
             self.forget(old);
@@ -134,7 +139,7 @@ impl<J> Running<J> {
 
     /// A child was reaped: `None` if it was not one of ours; else its entry, when it started,
     /// and the run that waited for the entry to be idle, which is to start now.
-    pub(super) fn ended(&mut self, pid: Pid) -> Option<Ended<J>> {
+    pub(in crate::daemon) fn ended(&mut self, pid: Pid) -> Option<Ended<J>> {
         let (entry, started_ms) = self.by_pid.remove(&pid)?;
         Some(Ended {
             entry,
@@ -144,16 +149,16 @@ impl<J> Running<J> {
     }
 
     /// How many jobs of this entry are running.
-    pub(super) fn count(&self, entry: EntryId) -> u32 {
+    pub(in crate::daemon) fn count(&self, entry: EntryId) -> u32 {
         self.by_entry.get(&entry).map_or(0, |b| b.count)
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::daemon) fn len(&self) -> usize {
         self.by_pid.len()
     }
 
     /// The children running a job of `entry`.
-    pub(super) fn pids_of(&self, entry: EntryId) -> Vec<Pid> {
+    pub(in crate::daemon) fn pids_of(&self, entry: EntryId) -> Vec<Pid> {
         self.by_pid
             .iter()
             .filter(|(_, (e, _))| *e == Some(entry))
@@ -162,12 +167,12 @@ impl<J> Running<J> {
     }
 
     /// The job children running now (for the graceful stop).
-    pub(super) fn pids(&self) -> Vec<Pid> {
+    pub(in crate::daemon) fn pids(&self) -> Vec<Pid> {
         self.by_pid.keys().copied().collect()
     }
 
     /// How many runs wait for a running one to end.
-    pub(super) fn waiting(&self) -> usize {
+    pub(in crate::daemon) fn waiting(&self) -> usize {
         self.by_entry
             .values()
             .filter(|b| b.waiting.is_some())

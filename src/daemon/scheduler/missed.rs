@@ -14,7 +14,7 @@
 //! relative to the directory's descriptor. Anything else is logged and ignored (then nothing is
 //! made up: no run is invented from a file the daemon did not write).
 //!
-//! This file reads and writes the state file; the scheduler (`daemon/scheduler.rs`) decides
+//! This file reads and writes the state file; the scheduler (`daemon/scheduler/`) decides
 //! when, and which runs are made up.
 
 use std::io::Read;
@@ -27,7 +27,7 @@ use crate::timeline::UtcMinute;
 use crate::trust;
 
 /// The file's name in the state directory.
-pub(super) const FILE: &str = "handled";
+pub(in crate::daemon) const FILE: &str = "handled";
 
 /// What the file starts with: a foreign or older file is not read as ours.
 const MAGIC: &str = "crond-handled 1";
@@ -37,7 +37,7 @@ const MAX_BYTES: u64 = 4096;
 
 /// The file's text for minute `handled`: the magic line, the minute (Unix minutes), and the
 /// time for a reader.
-pub(super) fn format(handled: UtcMinute) -> String {
+pub(in crate::daemon) fn format(handled: UtcMinute) -> String {
     let when = Timestamp::from_second(handled.start_second())
         .map(|t| t.to_string())
         .unwrap_or_default();
@@ -45,7 +45,7 @@ pub(super) fn format(handled: UtcMinute) -> String {
 }
 
 /// The minute a file's text holds; `None` when it is not such a text.
-pub(super) fn parse(text: &str) -> Option<UtcMinute> {
+pub(in crate::daemon) fn parse(text: &str) -> Option<UtcMinute> {
     let mut lines = text.lines();
     if lines.next()? != MAGIC {
         return None;
@@ -56,14 +56,14 @@ pub(super) fn parse(text: &str) -> Option<UtcMinute> {
 }
 
 /// Writes minute `handled` to the state file in `dir` (made if it is missing), atomically.
-pub(super) fn write(dir: &Path, handled: UtcMinute) -> std::io::Result<()> {
+pub(in crate::daemon) fn write(dir: &Path, handled: UtcMinute) -> std::io::Result<()> {
     open_state_dir(dir, true)
         .and_then(|fd| fs::replace_file_at(&fd, FILE, format(handled).as_bytes()))
 }
 
 /// The minute the state file in `dir` holds: `Ok(None)` when there is no file, `Err` with the
 /// reason when there is one the daemon must not trust.
-pub(super) fn read(dir: &Path) -> Result<Option<UtcMinute>, String> {
+pub(in crate::daemon) fn read(dir: &Path) -> Result<Option<UtcMinute>, String> {
     read_trusted(dir)
 }
 

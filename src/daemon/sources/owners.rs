@@ -1,4 +1,4 @@
-//! The parts of loading a crontab file that the sources owner (`daemon/sources.rs`) uses to
+//! The parts of loading a crontab file that the sources owner (`daemon/sources/`) uses to
 //! turn a parsed file into entries: the RANDOM_DELAY scale, a new entry's identity for reuse
 //! ([`new_same`]), the shared owners of a file's entries ([`Owners`]) and the warning for users
 //! passwd doesn't know.
@@ -6,21 +6,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::reuse::Same;
 use crate::crontab::{Crontab, Entry, Env};
+use crate::daemon::sources::reuse::Same;
 use crate::database::entries::{Commands, Owner};
 use crate::log::printable;
 use crate::schedule::{Schedule, Zone};
 use crate::sys::user::{Uid, User};
 
 /// RANDOM_DELAY minutes times the daemon's factor, in whole seconds.
-pub(super) fn scaled_delay(minutes: u32, factor: f64) -> u32 {
+pub(in crate::daemon) fn scaled_delay(minutes: u32, factor: f64) -> u32 {
     (f64::from(minutes) * 60.0 * factor) as u32
 }
 
 /// A new scheduled entry's identity (run as `user`, the file checked for `uid`), for
 /// [`Reusable::claim`].
-pub(super) fn new_same<'a>(
+pub(in crate::daemon) fn new_same<'a>(
     entry: &'a Entry,
     command: &'a [u8],
     schedule: &'a Schedule,
@@ -61,7 +61,7 @@ impl std::hash::Hash for SameEnv {
 /// user crontab has one), cronie's `-` and run of entries under the same variables: its entries
 /// share it. The environment is told by its allocation (the parser gives a run of entries one),
 /// which the key keeps alive ([`SameEnv`]).
-pub(super) struct Owners {
+pub(in crate::daemon) struct Owners {
     tab: Arc<str>,
     commands: Commands,
     uid: Option<Uid>,
@@ -70,7 +70,7 @@ pub(super) struct Owners {
 }
 
 impl Owners {
-    pub(super) fn new(tab: Arc<str>, commands: Commands, uid: Option<Uid>) -> Owners {
+    pub(in crate::daemon) fn new(tab: Arc<str>, commands: Commands, uid: Option<Uid>) -> Owners {
         Owners {
             tab,
             commands,
@@ -82,7 +82,7 @@ impl Owners {
 
     /// The owner of an entry of `user`, with `quiet` and `env`: made the first time.
     /// `same_user`: the caller knows `user` is the one of the last call (else it is compared).
-    pub(super) fn of(
+    pub(in crate::daemon) fn of(
         &mut self,
         user: &[u8],
         same_user: bool,
@@ -121,7 +121,7 @@ impl Owners {
 /// A system file's entries whose user passwd doesn't know: a warning at load, at the entry's
 /// line (the entry stays: it runs once the user exists, and is refused with a line naming the
 /// file until then). One lookup per name, however many entries share it.
-pub(super) fn warn_unknown_users(crontab: &mut Crontab) {
+pub(in crate::daemon) fn warn_unknown_users(crontab: &mut Crontab) {
     let mut known: HashMap<Arc<[u8]>, bool> = HashMap::new();
     let mut unknown = Vec::new();
     // Consecutive entries are mostly the same user's: the last answer first.

@@ -5,7 +5,7 @@
 //! Plain data: no owner holds another's, and none calls another; the reactor passes these
 //! from one to the next.
 
-use crate::cluster::identity::EntryKey;
+use crate::cluster::entry_id::EntryKey;
 use crate::cluster::wire::RunKey;
 use crate::database::entries::JobSpec;
 use crate::schedule::{Schedule, Zone};

@@ -41,7 +41,7 @@ impl Fnv {
 }
 
 /// What makes an entry the entry across hosts: the four parts [`entry_key`] hashes. The daemon's
-/// "same entry" on one host (`daemon/reuse.rs::Same`) is these parts and a few more, so two
+/// "same entry" on one host (`daemon/sources/reuse.rs::Same`) is these parts and a few more, so two
 /// entries the same there are always the same entry here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Identity<'a> {

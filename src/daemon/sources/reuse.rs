@@ -4,18 +4,18 @@
 //! line of a 100,000-line file then costs the parse, not 100,000 fire-time computations.
 //!
 //! Two entries are the same when everything that decides when and how they run is equal: their
-//! identity in a cluster (`cluster::identity::Identity`: the schedule, the zone, the user and
+//! identity in a cluster (`cluster::entry_id::Identity`: the schedule, the zone, the user and
 //! the command), and besides it the scaled delay, the uid checked for the file, cronie's `-`,
 //! and every variable of the environment. The comparison is exact; a hash only finds the
 //! candidates.
 //!
-//! Pure: entries and the agenda in, the kept entries out; `daemon/sources.rs` does the reading.
+//! Pure: entries and the agenda in, the kept entries out; `daemon/sources/` does the reading.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use crate::cluster::identity::Identity;
+use crate::cluster::entry_id::Identity;
 use crate::crontab::Env;
 use crate::job::JobSpec;
 use crate::schedule::{Schedule, Zone};
@@ -24,11 +24,11 @@ use crate::types::Uid;
 
 /// An entry, as far as its identity goes: the parts of its cluster identity ([`identity`]:
 /// `schedule`, `zone`, `user`, `command`) plus `delay`, `uid`, `quiet` and `env`. So two
-/// entries that are the same here have the same `cluster::identity::entry_key` (not the
+/// entries that are the same here have the same `cluster::entry_id::entry_key` (not the
 /// reverse: a new delay or environment makes a new entry here, the same one in a cluster).
 ///
 /// [`identity`]: Same::identity
-pub(super) struct Same<'a> {
+pub(in crate::daemon) struct Same<'a> {
     pub schedule: &'a Schedule,
     pub zone: Option<&'a str>,
     pub delay: u32,
@@ -55,7 +55,7 @@ impl<'a> Same<'a> {
     }
 
     /// The parts that make it the entry across hosts.
-    pub(super) fn identity(&self) -> Identity<'a> {
+    pub(in crate::daemon) fn identity(&self) -> Identity<'a> {
         Identity {
             schedule: self.schedule,
             zone: self.zone,
@@ -130,7 +130,7 @@ impl Envs {
 /// not there (a new, changed or moved line) is looked for among all the old entries: by a
 /// plain scan for the first few, then through an index of their keys, built once. Changing one
 /// line of a 100,000-line file then hashes nothing.
-pub(super) struct Reusable {
+pub(in crate::daemon) struct Reusable {
     /// The old entries in their file's order; `None` once claimed.
     order: Vec<Option<EntryId>>,
     /// Where the next new entry is looked for first.
@@ -152,7 +152,7 @@ const SCANS: usize = 8;
 
 impl Reusable {
     /// The file's entries before the reload, in its order.
-    pub(super) fn index(entries: impl IntoIterator<Item = EntryId>) -> Reusable {
+    pub(in crate::daemon) fn index(entries: impl IntoIterator<Item = EntryId>) -> Reusable {
         let order: Vec<Option<EntryId>> = entries.into_iter().map(Some).collect();
         Reusable {
             unclaimed: order.len(),
@@ -165,12 +165,16 @@ impl Reusable {
     }
 
     /// Whether there were no old entries (a first load).
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::daemon) fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
 
     /// An old entry identical to `new`, taken so that no other new entry gets it.
-    pub(super) fn claim(&mut self, cycle: &Cycle<JobSpec>, new: &Same<'_>) -> Option<EntryId> {
+    pub(in crate::daemon) fn claim(
+        &mut self,
+        cycle: &Cycle<JobSpec>,
+        new: &Same<'_>,
+    ) -> Option<EntryId> {
         let found = self
             .in_order(cycle, new)
             .or_else(|| self.anywhere(cycle, new))?;
@@ -225,7 +229,7 @@ impl Reusable {
     }
 
     /// The old entries no new entry claimed: they leave the cycle.
-    pub(super) fn unclaimed(self) -> impl Iterator<Item = EntryId> {
+    pub(in crate::daemon) fn unclaimed(self) -> impl Iterator<Item = EntryId> {
         self.order.into_iter().flatten()
     }
 }
@@ -402,7 +406,7 @@ mod tests {
 
     #[test]
     fn entries_the_same_here_are_the_same_entry_in_a_cluster() {
-        use crate::cluster::identity::entry_key;
+        use crate::cluster::entry_id::entry_key;
         let schedules = [
             schedule("*/15 * * * *"),
             schedule("0-59/15 * * * *"),

@@ -24,7 +24,7 @@ use std::os::fd::BorrowedFd;
 use super::Error;
 use super::cli::MetricsAt;
 use super::effects::Effects;
-use crate::log::lines;
+use crate::log::messages;
 use crate::metrics::{self, MAX_REQUEST};
 use crate::sys::listen::{Listener, Stream};
 use crate::sys::poll::Interest;
@@ -245,7 +245,7 @@ fn listen_at(
             false,
         ),
     };
-    fx.info(lines::metrics_at_line(&shown));
+    fx.info(messages::metrics_at_line(&shown));
     Ok(Pool {
         listener,
         entries,

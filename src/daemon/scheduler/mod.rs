@@ -7,6 +7,9 @@
 //! the [`Change`]s the reactor hands it, and of the cluster only through [`Launched`] runs; the
 //! @reboot marker and the state file it makes, reads and writes through its [`Effects`].
 
+pub(super) mod missed;
+mod running;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -14,14 +17,13 @@ use jiff::Timestamp;
 
 use super::clock;
 use super::effects::Effects;
-use super::flow::{Change, ClusterEntry, Launched, NewEntry, Run};
-use super::missed;
-use super::running::{Admit, Running};
-use crate::cluster::identity::entry_key;
+use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
+use super::scheduler::running::{Admit, Running};
+use crate::cluster::entry_id::entry_key;
 use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
 use crate::log::Level;
-use crate::log::lines;
+use crate::log::messages;
 use crate::metrics::{LastRun, Metrics, Outcome};
 use crate::schedule::Zone;
 use crate::sys::process::Exit;
@@ -148,7 +150,7 @@ impl Scheduler {
         // Removed after the adds, so the new entries take the places free before the reload.
         let cancelled: usize = change.remove.iter().map(|&id| self.remove(id)).sum();
         if cancelled > 0 {
-            fx.info(lines::delay_cancelled_line(
+            fx.info(messages::delay_cancelled_line(
                 &change.who,
                 cancelled,
                 &change.tab,
@@ -194,14 +196,14 @@ impl Scheduler {
     ) {
         match fx.create_marker(marker) {
             Ok(true) => {
-                fx.info(lines::reboot_line());
+                fx.info(messages::reboot_line());
                 let minute = UtcMinute::containing(now.as_second());
                 for job in jobs {
                     self.cycle.queue_now(job, minute);
                 }
             }
-            Ok(false) => fx.info(lines::no_reboot_line()),
-            Err(e) => fx.error(lines::reboot_marker_line(marker, &e)),
+            Ok(false) => fx.info(messages::no_reboot_line()),
+            Err(e) => fx.error(messages::reboot_marker_line(marker, &e)),
         }
     }
 
@@ -242,17 +244,17 @@ impl Scheduler {
             self.write_handled_if_needed(now_minute, fx);
         }
         if woke.postponed > 0 {
-            fx.info(lines::postponed_line(woke.postponed));
+            fx.info(messages::postponed_line(woke.postponed));
         }
         match (woke.movement, wake) {
             // The kernel's word is logged even for a step too small to matter: it is rare
             // (settimeofday, an NTP step, a resume), and says the path works.
             (Movement::Normal | Movement::Repeat, Wake::ClockSet) => {
-                fx.info(lines::clock_set_in_place_line())
+                fx.info(messages::clock_set_in_place_line())
             }
             (Movement::Normal | Movement::Repeat, _) => {}
-            (other, Wake::Timer) => fx.info(lines::clock_late_line(other)),
-            (other, _) => fx.info(lines::clock_set_line(other)),
+            (other, Wake::Timer) => fx.info(messages::clock_late_line(other)),
+            (other, _) => fx.info(messages::clock_set_line(other)),
         }
     }
 
@@ -313,12 +315,12 @@ impl Scheduler {
             } => {
                 self.metrics.skipped();
                 let since = clock::time(self.cycle.local_zone(), since_ms);
-                let line = lines::skip_line(job.user(), job.command(), &since, also_waiting);
+                let line = messages::skip_line(job.user(), job.command(), &since, also_waiting);
                 (line, Launched::Skipped)
             }
             Admit::Wait { since_ms } => {
                 let since = clock::time(self.cycle.local_zone(), since_ms);
-                let line = lines::wait_line(job.user(), job.command(), &since);
+                let line = messages::wait_line(job.user(), job.command(), &since);
                 (line, Launched::Waiting)
             }
         };
@@ -357,7 +359,7 @@ impl Scheduler {
         let target = self.cycle.next_wake(now_minute, every_minute);
         self.armed = target;
         if let Err(e) = fx.arm(target) {
-            fx.error(lines::unarmed_line(&e));
+            fx.error(messages::unarmed_line(&e));
         }
     }
 
@@ -487,7 +489,7 @@ impl Scheduler {
     ) -> Option<Launched> {
         let (_, _, job, _) = self.cycle.get(id)?;
         let job = job.clone();
-        let line = lines::run_now_line(job.user(), job.command(), &job.entry(), asked_by);
+        let line = messages::run_now_line(job.user(), job.command(), &job.entry(), asked_by);
         fx.info(line.with_job(job.log_fields(None)));
         let now_ms = now.as_millisecond();
         let run = Run {
@@ -520,12 +522,12 @@ impl Scheduler {
     /// left to finish on their own.
     pub(super) fn stopping(&mut self, stops_jobs: bool, fx: &mut dyn Effects) {
         self.stopped = true;
-        fx.info(lines::shutting_down_line());
+        fx.info(messages::shutting_down_line());
         if self.running.len() > 0 && !stops_jobs {
-            fx.info(lines::still_running_line(self.running.len()));
+            fx.info(messages::still_running_line(self.running.len()));
         }
         if self.running.waiting() > 0 {
-            fx.info(lines::waiting_dropped_line(self.running.waiting()));
+            fx.info(messages::waiting_dropped_line(self.running.waiting()));
         }
         let handled = self.cycle.handled();
         self.write_handled_if_needed(handled, fx);
@@ -591,7 +593,7 @@ impl Scheduler {
             self.metrics.missed();
             if let Some((_, _, job, _)) = self.cycle.get(id) {
                 let when = clock::date_time(self.cycle.local_zone(), missed);
-                let line = lines::missed_line(job.user(), job.command(), &when)
+                let line = messages::missed_line(job.user(), job.command(), &when)
                     .with_job(job.log_fields(None));
                 fx.info(line);
             }
@@ -614,7 +616,7 @@ impl Scheduler {
         }
         match fx.write_handled(&self.state_dir, handled) {
             Ok(()) => self.written_handled = Some(handled),
-            Err(e) => fx.error(lines::state_unwritten_line(
+            Err(e) => fx.error(messages::state_unwritten_line(
                 &self.state_dir.join(missed::FILE),
                 &e,
             )),
@@ -628,7 +630,7 @@ impl Scheduler {
             Ok(minute) => minute,
             Err(why) => {
                 let path = self.state_dir.join(missed::FILE);
-                fx.log(Level::Warning, lines::state_ignored_line(&path, &why));
+                fx.log(Level::Warning, messages::state_ignored_line(&path, &why));
                 None
             }
         }
@@ -663,7 +665,7 @@ impl ForkFailures {
         self.since_recovered += 1;
         self.works_owed = false;
         if self.in_a_row == 1 && !self.failed_said {
-            fx.error(lines::fork_failed_line(&e.to_string()));
+            fx.error(messages::fork_failed_line(&e.to_string()));
             self.failed_said = true;
         } else {
             self.unlogged += 1;
@@ -684,7 +686,7 @@ impl ForkFailures {
     }
 
     fn say_works(&mut self, fx: &mut dyn Effects) {
-        fx.info(lines::fork_works_line(self.since_recovered));
+        fx.info(messages::fork_works_line(self.since_recovered));
         self.since_recovered = 0;
         self.works_said = true;
         self.works_owed = false;
@@ -701,7 +703,7 @@ impl ForkFailures {
                 .as_ref()
                 .map(ToString::to_string)
                 .unwrap_or_default();
-            fx.error(lines::fork_still_failing_line(&e, self.unlogged));
+            fx.error(messages::fork_still_failing_line(&e, self.unlogged));
             self.unlogged = 0;
         }
         self.failed_said = false;
@@ -718,7 +720,7 @@ mod tests {
     use super::*;
     use crate::daemon::clock::{Clock, FakeClock};
     use crate::daemon::effects::Recorded;
-    use crate::daemon::flow::change_of;
+    use crate::daemon::handoff::change_of;
 
     /// The state directory of the tests' schedulers (the fake effects keep its file).
     const STATE: &str = "/var/lib/crond";

@@ -6,27 +6,32 @@
 //! back ([`Sources::settle`]). It reads the scheduler's entries (to find the unchanged ones)
 //! but never changes them.
 
+mod owners;
+mod reuse;
+mod source_table;
+mod watch;
+mod zone;
+
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::effects::Effects;
-use super::flow::{Change, NewEntry};
-use super::load::{Owners, new_same, scaled_delay, warn_unknown_users};
-use super::reuse::Reusable;
-use super::source_table::{EntryList, Loaded, Problem, SourceTable};
-use super::watch::{self, Watches};
-use super::zone;
+use super::handoff::{Change, NewEntry};
+use super::sources::owners::{Owners, new_same, scaled_delay, warn_unknown_users};
+use super::sources::reuse::Reusable;
+use super::sources::source_table::{EntryList, Loaded, Problem, SourceTable};
 use crate::crontab::packed;
 use crate::crontab::{Crontab, Entry};
 use crate::database::entries::{Commands, JobSpec};
 use crate::database::{Outcome, Paths, Rules, SourceKey};
-use crate::log::{Level, lines};
+use crate::log::{Level, messages};
 use crate::schedule::{When, Zone};
 use crate::sys::fs::FileKind;
 use crate::sys::inotify::Lost;
 use crate::timeline::{Cycle, EntryId};
 use crate::types::Uid;
+use watch::Watches;
 
 pub(super) struct Sources {
     paths: Paths,
@@ -115,7 +120,7 @@ impl Sources {
         fx: &mut dyn Effects,
     ) -> (Sources, Zone) {
         let zone = zone::read(&localtime).unwrap_or_else(|e| {
-            fx.error(lines::zone_unread_line(&e));
+            fx.error(messages::zone_unread_line(&e));
             Zone::utc()
         });
         fx.local_zone(&zone);
@@ -169,7 +174,7 @@ impl Sources {
     pub(super) fn all(&mut self, fx: &mut dyn Effects) -> Vec<SourceKey> {
         let (keys, errors) = fx.list_sources(&self.paths, &self.rules);
         for (dir, e) in errors {
-            fx.error(lines::unlisted_dir_line(&dir, &e));
+            fx.error(messages::unlisted_dir_line(&dir, &e));
         }
         let present = keys.iter().cloned().collect();
         let mut all = self.table.gone(&present);
@@ -204,12 +209,12 @@ impl Sources {
         self.zone_stamp = stamp;
         match zone::read(&self.localtime) {
             Ok(zone) => {
-                fx.info(lines::zone_changed_line(zone.name()));
+                fx.info(messages::zone_changed_line(zone.name()));
                 fx.local_zone(&zone);
                 Some(zone)
             }
             Err(e) => {
-                fx.error(lines::zone_kept_line(&e));
+                fx.error(messages::zone_kept_line(&e));
                 None
             }
         }
@@ -220,7 +225,7 @@ impl Sources {
         let events = match self.watches.as_ref().map(Watches::read)? {
             Ok(events) => events,
             Err(e) => {
-                fx.error(lines::inotify_read_line(&e));
+                fx.error(messages::inotify_read_line(&e));
                 return None;
             }
         };
@@ -235,7 +240,7 @@ impl Sources {
                 Lost::Watch => "lost a watch",
                 Lost::Overflow => "inotify queue overflowed",
             };
-            fx.info(lines::rescan_line(why));
+            fx.info(messages::rescan_line(why));
             self.watches = None;
             noticed.everything = true;
         }
@@ -282,7 +287,7 @@ impl Sources {
                     Announce::Always => true,
                 };
                 if said {
-                    fx.info(lines::reload_line(&who, &tab));
+                    fx.info(messages::reload_line(&who, &tab));
                 }
                 self.freed = true;
                 let file = File {
@@ -335,7 +340,7 @@ impl Sources {
             Pending::Missing(key) => self.table.missing(&key),
             Pending::Refused(key, problem) => {
                 if self.table.refused(&key, problem.clone()) {
-                    let line = lines::refused_line(&key.who(), problem.event, problem.detail);
+                    let line = messages::refused_line(&key.who(), problem.event, problem.detail);
                     fx.log(problem.level, line);
                 }
             }
@@ -430,15 +435,15 @@ impl Sources {
             warn_unknown_users(crontab);
         }
         for d in &crontab.errors {
-            let line = lines::file_error_line(&who, d.in_file(&path).to_string());
+            let line = messages::file_error_line(&who, d.in_file(&path).to_string());
             fx.log(Level::Error, line);
         }
         for d in &crontab.warnings {
-            let line = lines::file_warning_line(&who, d.in_file(&path).to_string());
+            let line = messages::file_warning_line(&who, d.in_file(&path).to_string());
             fx.log(Level::Warning, line);
         }
         if let Some(more) = crontab.not_shown_line(&path) {
-            fx.log(Level::Warning, lines::file_warning_line(&who, more));
+            fx.log(Level::Warning, messages::file_warning_line(&who, more));
         }
     }
 }

@@ -8,19 +8,19 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-pub(super) use crate::localtime::read;
+pub(in crate::daemon) use crate::localtime::read;
 
 /// What says that the zone file changed: where the link leads and the times and sizes of the
 /// link and of the file. Equal stamps: the same zone, no need to read it again.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Stamp {
+pub(in crate::daemon) struct Stamp {
     target: Option<PathBuf>,
     link: (i64, i64, u64),
     file: Option<(i64, i64, u64, u64)>,
 }
 
 /// The stamp of the zone file now; `None` when the zone comes from `TZ`.
-pub(super) fn stamp(path: &Path) -> Option<Stamp> {
+pub(in crate::daemon) fn stamp(path: &Path) -> Option<Stamp> {
     if crate::localtime::from_env() {
         return None;
     }

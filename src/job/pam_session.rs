@@ -16,9 +16,9 @@
 //! clone shares memory and makes only raw system calls, which is sound with that thread there
 //! (as glibc's posix_spawn is); the stdin writer's fork makes only async-signal-safe calls.
 
-use super::identity::Identity;
 #[cfg(feature = "pam")]
 use super::run_job;
+use super::user_lookup::Identity;
 use super::{ChildSetup, JobSpec, PamSetup};
 #[cfg(feature = "pam")]
 use crate::log::{Level, LogLine};

@@ -15,11 +15,11 @@ use std::path::PathBuf;
 
 use super::clock;
 use super::effects::Effects;
-use super::flow::{Claim, ClusterEntry, Granted, Launched, Run};
+use super::handoff::{Claim, ClusterEntry, Granted, Launched, Run};
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
 use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
 use crate::log::Level;
-use crate::log::lines;
+use crate::log::messages;
 use crate::schedule::Zone;
 use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
@@ -165,7 +165,7 @@ impl ClusterLink {
     /// Starts the helper if it is time to (at start-up, and [`RESTART_AFTER_MS`] after a loss).
     pub(super) fn start_helper(&mut self, now_ms: i64, fx: &mut dyn Effects) {
         if let Some(why) = self.unproven.take() {
-            fx.log(Level::Warning, lines::cluster_db_unproven_line(&why));
+            fx.log(Level::Warning, messages::cluster_db_unproven_line(&why));
         }
         if self.helper.is_some() || self.restart_at_ms.is_none_or(|at| at > now_ms) {
             return;
@@ -173,7 +173,7 @@ impl ClusterLink {
         self.restart_at_ms = None;
         match fx.spawn_helper(&self.program, &self.args) {
             Ok((pid, socket)) => {
-                fx.info(lines::helper_started_line(pid));
+                fx.info(messages::helper_started_line(pid));
                 self.helper = Some(Helper {
                     pid,
                     socket,
@@ -183,7 +183,7 @@ impl ClusterLink {
             }
             Err(e) => {
                 self.restart_at_ms = Some(now_ms + RESTART_AFTER_MS);
-                fx.error(lines::helper_unstarted_line(&self.program, &e));
+                fx.error(messages::helper_unstarted_line(&self.program, &e));
             }
         }
     }
@@ -198,7 +198,7 @@ impl ClusterLink {
         }
         self.restart_at_ms = Some(now_ms + RESTART_AFTER_MS);
         let abandoned = self.parked.abandon();
-        fx.error(lines::helper_lost_line(why));
+        fx.error(messages::helper_lost_line(why));
         for (run, _) in abandoned {
             log_run(&run, "not run: the cluster helper was lost", zone, fx);
         }
@@ -308,7 +308,7 @@ impl ClusterLink {
         for line in lines {
             match line.and_then(|line| FromHelper::decode(&line)) {
                 Ok(message) => granted.extend(self.helper_said(message, now_ms, zone, fx)),
-                Err(e) => fx.error(lines::helper_protocol_line(&wire::cut_text(
+                Err(e) => fx.error(messages::helper_protocol_line(&wire::cut_text(
                     &e,
                     wire::MAX_TEXT,
                 ))),
@@ -330,7 +330,7 @@ impl ClusterLink {
         let answered = match message {
             FromHelper::Log { error, text } => {
                 let level = if error { Level::Error } else { Level::Info };
-                fx.log(level, lines::helper_said_line(error, &text));
+                fx.log(level, messages::helper_said_line(error, &text));
                 return None;
             }
             FromHelper::Go { seq } => self.parked.go(seq),
@@ -429,7 +429,7 @@ impl ClusterLink {
 fn log_run(run: &Run, note: &str, zone: &Zone, fx: &mut dyn Effects) {
     let job = &run.job.job;
     let when = clock::time(zone, run.due.start_second() * 1000);
-    let line = lines::cluster_line(job.user(), job.command(), format!("{when} {note}"))
+    let line = messages::cluster_line(job.user(), job.command(), format!("{when} {note}"))
         .with_job(job.log_fields(None));
     fx.info(line);
 }
@@ -437,10 +437,10 @@ fn log_run(run: &Run, note: &str, zone: &Zone, fx: &mut dyn Effects) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::identity::EntryKey;
+    use crate::cluster::entry_id::EntryKey;
     use crate::daemon::clock::{Clock, FakeClock};
     use crate::daemon::effects::Recorded;
-    use crate::daemon::flow::{NewEntry, change_of};
+    use crate::daemon::handoff::{NewEntry, change_of};
     use crate::timeline::Due;
     use crate::types::Pid;
 

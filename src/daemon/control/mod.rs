@@ -1,0 +1,738 @@
+//! The control socket, one of the daemon's owners (`--control-socket`, default
+//! `/run/crond.sock`: `cronctl list`, `run`, `status`), served from the reactor's poll as the
+//! metrics endpoint is: non-blocking connections, a table with bounds, deadlines. It keeps its
+//! listeners and connections and nothing of the daemon: it answers from a [`Snapshot`] made
+//! (by [`snapshot`], from the scheduler's [`EntryState`]s in the sources' order, which the
+//! reactor hands it) only for what a request wants, and returns the runs asked for
+//! ([`RunOrder`]); the reactor has the scheduler start each (`Scheduler::run_now`: the RUN line,
+//! then the one launch path) and tells it what became of it ([`ControlServer::ran`]). What a
+//! request means, who may see what and the answers' text are `crate::control`'s (pure).
+//!
+//! Two sockets. The shared one (mode 0666) takes any local user; each connection is told apart
+//! by its credentials (`SO_PEERCRED`, read at accept: the kernel's, not the client's word). The
+//! private one beside it ([`private_path`], mode 0600, the daemon's own user's) takes only root
+//! and the daemon's user: no queue of another user's connections can stand in front of them,
+//! in the kernel's backlog or in the table. `cronctl` tries the private one first.
+//!
+//! Bounds: at most [`MAX_CONNECTIONS`] at once, of which [`RESERVED`] only the private
+//! socket's and root's connections may take and at most [`MAX_PER_USER`] per other user; at most
+//! [`SHARED_ACCEPTS_PER_S`] accepts a second on the shared socket and [`ACCEPTS_PER_WAKE`] per
+//! wake-up of the loop (past them, connections wait in the kernel's backlog: a user who floods
+//! the shared socket costs the daemon a bounded number of accepts a second, whatever their
+//! rate); a request line of `control::MAX_REQUEST` bytes within [`REQUEST_DEADLINE_MS`] of the
+//! accept; [`DEADLINE_MS`] to the last byte of the answer; answers of
+//! `control::MAX_ANSWER_USER` bytes (root's `MAX_ANSWER_ROOT`); at most [`USER_REQUESTS_PER_S`]
+//! answered per second to users other than root (a request past it waits its turn, within its
+//! deadline). A user's connection past a bound is answered `ERROR busy` when its socket takes it
+//! at once, and closed; such connections are counted by uid and logged once a minute
+//! ([`TURNED_AWAY_LOG_MS`]).
+//!
+//! A user's name is looked up (passwd, through NSS: with LDAP a directory query) only when one
+//! of their requests is answered, and kept [`NAME_TTL_MS`]: never per connection.
+//!
+//! The table can't be corrupted by the order in which connections end: a connection that is
+//! done is marked so where it ends, and the table keeps the others in one pass at the end of the
+//! turn (no removal by position).
+
+use std::collections::BTreeMap;
+use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
+
+use super::Error;
+use super::effects::Effects;
+use super::handoff::Launched;
+use super::scheduler::EntryState;
+use crate::control::{
+    self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
+};
+use crate::log::messages;
+use crate::schedule::Zone;
+use crate::sys::listen::{Listener, Stream};
+use crate::sys::poll::Interest;
+use crate::sys::pump::{Filled, FlushError, Flushed, Pump};
+use crate::timeline::EntryId;
+
+/// Connections served at once.
+pub(super) const MAX_CONNECTIONS: usize = 16;
+
+/// Of [`MAX_CONNECTIONS`], how many only root's connections and the private socket's may take:
+/// users holding every other slot can't keep root out.
+pub(super) const RESERVED: usize = 4;
+
+/// Connections one user other than root may hold at once.
+pub(super) const MAX_PER_USER: usize = 4;
+
+/// From the accept to the end of the request line.
+pub(super) const REQUEST_DEADLINE_MS: i64 = 2_000;
+
+/// From the accept to the last byte of the answer.
+pub(super) const DEADLINE_MS: i64 = 5_000;
+
+/// Requests of users other than root answered per second, all such users together (each `list`
+/// looks at every entry).
+pub(super) const USER_REQUESTS_PER_S: u32 = 5;
+
+/// Connections accepted per wake-up of the loop, from each socket.
+pub(super) const ACCEPTS_PER_WAKE: usize = 16;
+
+/// Connections accepted per second from the shared socket. Past it the shared listener is not
+/// polled until the next second: its connections wait in the kernel's backlog (or are refused
+/// there when it is full), and a flood costs the daemon this many accepts a second at most.
+pub(super) const SHARED_ACCEPTS_PER_S: u32 = 200;
+
+/// How often the connections turned away are logged (counted by uid meanwhile).
+pub(super) const TURNED_AWAY_LOG_MS: i64 = 60_000;
+
+/// How long a uid's name, once looked up, is used before it is looked up again.
+pub(super) const NAME_TTL_MS: i64 = 5_000;
+
+/// Names kept at once (all dropped when full: a lookup is cheap, the bound is what matters).
+const NAMES_KEPT: usize = 256;
+
+/// How much of a request is read at once.
+const READ_CHUNK: usize = 1024;
+
+/// Answers made of this many entries or more give their memory back to the system afterwards
+/// (as a reload that freed memory does).
+const LARGE_ANSWER_ENTRIES: usize = 1_000;
+
+/// What a descriptor of the server is, in the poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Token {
+    /// The shared socket's listener.
+    Listener,
+    /// The private socket's listener.
+    Private,
+    /// A connection, by its position as of [`ControlServer::fds`].
+    Connection(usize),
+}
+
+/// A run asked for through the socket, for the loop to start.
+#[derive(Debug, Clone)]
+pub(super) struct RunOrder {
+    /// What [`ControlServer::ran`] is told back.
+    pub(super) ticket: u64,
+    pub(super) entry: EntryId,
+    /// `FILE:LINE`.
+    pub(super) place: String,
+    pub(super) peer: Peer,
+}
+
+#[derive(Debug)]
+enum State {
+    /// The request line is coming.
+    Reading,
+    /// Read, waiting for the per-second budget of users' requests.
+    Asked(Request),
+    /// A run was handed to the loop under this ticket.
+    Running(u64),
+    /// The answer is queued in the pump.
+    Replying,
+    /// Answered, or the peer is gone: dropped at the end of the turn.
+    Done,
+}
+
+#[derive(Debug)]
+struct Connection {
+    stream: Stream,
+    /// Its name is filled in when a request of theirs is answered ([`Names`]).
+    peer: Peer,
+    /// Came through the private socket: root's, or the daemon's own user's.
+    private: bool,
+    request: Vec<u8>,
+    pump: Pump,
+    state: State,
+    accepted_ms: i64,
+}
+
+impl Connection {
+    fn deadline_ms(&self) -> i64 {
+        self.accepted_ms
+            + match self.state {
+                State::Reading => REQUEST_DEADLINE_MS,
+                _ => DEADLINE_MS,
+            }
+    }
+
+    /// Root's or the private socket's: served first, in the reserved slots, without the
+    /// users' budget.
+    fn trusted(&self) -> bool {
+        self.private || self.peer.is_root()
+    }
+
+    fn reply(&mut self, answer: &[u8]) {
+        self.pump.queue(answer);
+        self.state = State::Replying;
+    }
+
+    /// Writes what the socket takes of the answer; done when all of it went, or the peer is
+    /// gone.
+    fn flush(&mut self) {
+        match self.pump.flush(&mut self.stream) {
+            Ok(Flushed::Partly) => {}
+            Ok(Flushed::All)
+            | Err(FlushError::Closed | FlushError::Io(_) | FlushError::Backlog(_)) => {
+                self.state = State::Done
+            }
+        }
+    }
+}
+
+/// So many events in the current second, at most `limit`.
+#[derive(Debug)]
+struct PerSecond {
+    second: i64,
+    used: u32,
+    limit: u32,
+}
+
+impl PerSecond {
+    fn new(limit: u32) -> PerSecond {
+        PerSecond {
+            second: i64::MIN,
+            used: 0,
+            limit,
+        }
+    }
+
+    fn roll(&mut self, now_ms: i64) {
+        let second = now_ms.div_euclid(1000);
+        if second != self.second {
+            self.second = second;
+            self.used = 0;
+        }
+    }
+
+    /// Whether one more may be taken at `now_ms`, without taking it.
+    fn left(&mut self, now_ms: i64) -> bool {
+        self.roll(now_ms);
+        self.used < self.limit
+    }
+
+    fn take(&mut self, now_ms: i64) -> bool {
+        let left = self.left(now_ms);
+        self.used += u32::from(left);
+        left
+    }
+
+    /// The start of the next second, when the budget is spent in this one.
+    fn spent_until_ms(&self) -> Option<i64> {
+        (self.used >= self.limit).then(|| (self.second + 1) * 1000)
+    }
+}
+
+/// uid → name, as passwd has it, for [`NAME_TTL_MS`]; a uid has a name here only when that name
+/// is the uid's both ways (`getpwuid`, then `getpwnam` of the name gives the uid back): a
+/// system file's line runs as the uid its user field names, so a uid whose name belongs to
+/// another uid in another NSS source sees none of those lines.
+#[derive(Debug)]
+struct Names {
+    kept: BTreeMap<u32, (Option<Vec<u8>>, i64)>,
+    look_up: fn(u32) -> Option<Vec<u8>>,
+}
+
+impl Names {
+    fn new(look_up: fn(u32) -> Option<Vec<u8>>) -> Names {
+        Names {
+            kept: BTreeMap::new(),
+            look_up,
+        }
+    }
+
+    fn name_of(&mut self, uid: u32, now_ms: i64) -> Option<Vec<u8>> {
+        if let Some((name, at)) = self.kept.get(&uid)
+            && now_ms >= *at
+            && now_ms - at < NAME_TTL_MS
+        {
+            return name.clone();
+        }
+        if self.kept.len() >= NAMES_KEPT {
+            self.kept.clear();
+        }
+        let name = (self.look_up)(uid);
+        self.kept.insert(uid, (name.clone(), now_ms));
+        name
+    }
+}
+
+/// The name of `uid` that names it back (see [`Names`]), as passwd has them now.
+fn passwd_name(uid: u32) -> Option<Vec<u8>> {
+    use crate::sys::user::{Uid, User};
+    named_back(
+        uid,
+        |uid| User::resolve_uid(Uid(uid)).ok().flatten().map(|u| u.name),
+        |name| User::resolve_name(name).ok().flatten().map(|u| u.uid.0),
+    )
+}
+
+/// The name `by_uid` gives `uid`, when `by_name` gives that name back as `uid`; root is `root`.
+fn named_back(
+    uid: u32,
+    by_uid: impl Fn(u32) -> Option<Vec<u8>>,
+    by_name: impl Fn(&[u8]) -> Option<u32>,
+) -> Option<Vec<u8>> {
+    if uid == 0 {
+        return Some(b"root".to_vec());
+    }
+    let name = by_uid(uid)?;
+    (by_name(&name) == Some(uid)).then_some(name)
+}
+
+/// Connections turned away since the last log line, by uid.
+#[derive(Debug, Default)]
+struct TurnedAway {
+    /// When the first of them was turned away.
+    since_ms: Option<i64>,
+    by_uid: BTreeMap<u32, u64>,
+}
+
+impl TurnedAway {
+    fn count(&mut self, uid: u32, now_ms: i64) {
+        self.since_ms.get_or_insert(now_ms);
+        *self.by_uid.entry(uid).or_default() += 1;
+    }
+
+    /// When the count is to be logged.
+    fn due_ms(&self) -> Option<i64> {
+        self.since_ms.map(|since| since + TURNED_AWAY_LOG_MS)
+    }
+
+    /// The count, once a minute.
+    fn log(&mut self, now_ms: i64, fx: &mut dyn Effects) {
+        if self.due_ms().is_some_and(|due| now_ms >= due) {
+            let counts: Vec<(u32, u64)> = std::mem::take(&mut self.by_uid).into_iter().collect();
+            self.since_ms = None;
+            fx.error(messages::control_turned_away_line(&counts));
+        }
+    }
+}
+
+/// The control socket's listeners and connections.
+#[derive(Debug)]
+pub(super) struct ControlServer {
+    shared: Listener,
+    private: Option<Listener>,
+    connections: Vec<Connection>,
+    next_ticket: u64,
+    /// Users' requests answered this second.
+    budget: PerSecond,
+    /// Accepts on the shared socket this second.
+    accepts: PerSecond,
+    names: Names,
+    turned_away: TurnedAway,
+    /// When the daemon started (epoch ms) and its pid, for `status`.
+    started_ms: i64,
+    pid: i32,
+    /// Entries the snapshots held since the last [`ControlServer::take_freed`].
+    made: usize,
+}
+
+/// How the reactor answers: the snapshot of what a request wants for a peer, made when a
+/// request needs it.
+pub(super) type SnapshotFn<'a> = &'a dyn Fn(&Peer, &Want<'_>) -> Snapshot;
+
+impl ControlServer {
+    pub(super) fn new(
+        shared: Listener,
+        private: Option<Listener>,
+        started_ms: i64,
+    ) -> ControlServer {
+        ControlServer {
+            shared,
+            private,
+            connections: Vec::new(),
+            next_ticket: 0,
+            budget: PerSecond::new(USER_REQUESTS_PER_S),
+            accepts: PerSecond::new(SHARED_ACCEPTS_PER_S),
+            names: Names::new(passwd_name),
+            turned_away: TurnedAway::default(),
+            started_ms,
+            pid: std::process::id() as i32,
+            made: 0,
+        }
+    }
+
+    /// The control socket at `place` (`Options::control_socket`: the path, and whether it was
+    /// given; `None`: off), and the private one beside it. A given one that can't be made stops
+    /// the start; the default one is logged and left out. A private socket that can't be made
+    /// is logged, and the shared one served alone.
+    pub(super) fn listen(
+        place: Option<(PathBuf, bool)>,
+        started_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Result<Option<ControlServer>, Error> {
+        let Some((path, given)) = place else {
+            return Ok(None);
+        };
+        let shared = match crate::sys::listen::listen_unix_for_all(&path) {
+            Ok(listener) => listener,
+            Err(e) if given => return Err(Error::Io("--control-socket", e)),
+            Err(e) => {
+                fx.error(messages::no_control_socket_line(&path, &e));
+                return Ok(None);
+            }
+        };
+        let private_path = private_path(&path);
+        let private = match crate::sys::listen::listen_unix(&private_path, None) {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                fx.error(messages::no_control_socket_line(&private_path, &e));
+                None
+            }
+        };
+        fx.info(messages::control_socket_line(&path));
+        Ok(Some(ControlServer::new(shared, private, started_ms)))
+    }
+
+    /// The daemon as `status` shows it at `now_ms`, before the entries are counted for the
+    /// asker: the local `zone`, and `running` job children in all.
+    pub(super) fn status(&self, now_ms: i64, zone: &Zone, running: usize) -> StatusView {
+        StatusView {
+            version: env!("CARGO_PKG_VERSION"),
+            pid: self.pid,
+            started_ms: self.started_ms,
+            now_ms,
+            zone: zone.clone(),
+            entries: 0,
+            running,
+            own_only: false,
+        }
+    }
+
+    /// Whether answers made of many entries were sent since the last call: their memory is to
+    /// go back to the system.
+    pub(super) fn take_freed(&mut self) -> bool {
+        std::mem::take(&mut self.made) >= LARGE_ANSWER_ENTRIES
+    }
+
+    /// The descriptors to poll: the private listener while a slot is free, the shared one
+    /// while a slot is free and its accepts of this second are not spent, then each connection
+    /// (readable while its request comes, writable while its answer goes; a connection waiting
+    /// for the loop or the budget is not polled).
+    pub(super) fn fds(&self) -> Vec<(Token, BorrowedFd<'_>, Interest)> {
+        let mut fds = Vec::with_capacity(self.connections.len() + 2);
+        if self.connections.len() < MAX_CONNECTIONS {
+            if let Some(private) = &self.private {
+                fds.push((Token::Private, private.fd(), Interest::Read));
+            }
+            if self.accepts.spent_until_ms().is_none() {
+                fds.push((Token::Listener, self.shared.fd(), Interest::Read));
+            }
+        }
+        for (i, c) in self.connections.iter().enumerate() {
+            match c.state {
+                State::Reading => fds.push((Token::Connection(i), c.stream.fd(), Interest::Read)),
+                State::Replying => fds.push((Token::Connection(i), c.stream.fd(), Interest::Write)),
+                State::Asked(_) | State::Running(_) | State::Done => {}
+            }
+        }
+        fds
+    }
+
+    /// How long the loop may sleep: until the next deadline, the next second when a request
+    /// waits for the budget or the shared socket's accepts are spent, or the log of the
+    /// connections turned away.
+    pub(super) fn timeout_ms(&self, now_ms: i64) -> Option<u32> {
+        let waiting = self
+            .connections
+            .iter()
+            .any(|c| matches!(c.state, State::Asked(_)));
+        let next_second = waiting.then(|| (now_ms.div_euclid(1000) + 1) * 1000);
+        self.connections
+            .iter()
+            .map(Connection::deadline_ms)
+            .chain(next_second)
+            .chain(self.accepts.spent_until_ms())
+            .chain(self.turned_away.due_ms())
+            .min()
+            .map(|at| at.saturating_sub(now_ms).clamp(0, i64::from(u32::MAX)) as u32)
+    }
+
+    /// Serves what `ready` (tokens of [`ControlServer::fds`] from the same state) says can go
+    /// on, accepts new connections into free slots, answers the requests that are whole, and
+    /// drops the connections that are done or past their deadline. Returns the runs asked for:
+    /// the loop starts each and calls [`ControlServer::ran`].
+    pub(super) fn serve(
+        &mut self,
+        ready: &[Token],
+        now_ms: i64,
+        snapshot: SnapshotFn<'_>,
+        fx: &mut dyn Effects,
+    ) -> Vec<RunOrder> {
+        // A new second gives the shared socket its accepts back (polled again from here).
+        self.accepts.roll(now_ms);
+        for (i, c) in self.connections.iter_mut().enumerate() {
+            if ready.contains(&Token::Connection(i)) {
+                step(c);
+            }
+        }
+        if ready.contains(&Token::Private) {
+            self.accept(true, now_ms);
+        }
+        if ready.contains(&Token::Listener) {
+            self.accept(false, now_ms);
+        }
+        let mut orders = Vec::new();
+        self.answer(now_ms, snapshot, &mut orders);
+        self.connections
+            .retain(|c| !matches!(c.state, State::Done) && now_ms < c.deadline_ms());
+        self.turned_away.log(now_ms, fx);
+        orders
+    }
+
+    /// What became of the run `order` asked for (`None`: its entry is gone since): the
+    /// answer goes to its connection.
+    pub(super) fn ran(&mut self, order: &RunOrder, launched: Option<Launched>) {
+        let answer = match launched {
+            Some(launched) => control::ran_answer(&order.place, &ran(launched)),
+            None => control::error_answer("the entry is gone (its crontab changed)"),
+        };
+        if let Some(c) = self
+            .connections
+            .iter_mut()
+            .find(|c| matches!(c.state, State::Running(t) if t == order.ticket))
+        {
+            c.reply(&answer);
+            // Most answers fit the socket's buffer; a connection done here is dropped at the
+            // end of the next turn.
+            c.flush();
+        }
+    }
+
+    /// Accepts waiting connections of the private socket (`private`) or the shared one while
+    /// slots are free (at most [`ACCEPTS_PER_WAKE`], and for the shared one within
+    /// [`SHARED_ACCEPTS_PER_S`]); a user's connection past a bound is told `ERROR busy` and
+    /// closed at once.
+    fn accept(&mut self, private: bool, now_ms: i64) {
+        for _ in 0..ACCEPTS_PER_WAKE {
+            if self.connections.len() >= MAX_CONNECTIONS || (!private && !self.accepts.take(now_ms))
+            {
+                return;
+            }
+            let listener = match (private, &self.private) {
+                (true, Some(listener)) => listener,
+                (true, None) => return,
+                (false, _) => &self.shared,
+            };
+            let Ok(Some(mut stream)) = listener.accept() else {
+                return;
+            };
+            let Ok(cred) = stream.peer_credentials() else {
+                continue;
+            };
+            let uid = cred.uid.0;
+            if !private && uid != 0 && !self.user_may_connect(uid) {
+                turn_away(&mut stream);
+                self.turned_away.count(uid, now_ms);
+                continue;
+            }
+            let mut c = Connection {
+                stream,
+                peer: Peer {
+                    uid,
+                    pid: cred.pid,
+                    name: None,
+                },
+                private,
+                request: Vec::new(),
+                pump: Pump::new(READ_CHUNK, usize::MAX),
+                state: State::Reading,
+                accepted_ms: now_ms,
+            };
+            // The request is usually there already: read in this same wake-up.
+            step(&mut c);
+            self.connections.push(c);
+        }
+    }
+
+    /// Whether a connection of `uid` (not root) may take a slot: one of the unreserved ones,
+    /// and fewer than [`MAX_PER_USER`] of that user's.
+    fn user_may_connect(&self, uid: u32) -> bool {
+        let live = || {
+            self.connections
+                .iter()
+                .filter(|c| !matches!(c.state, State::Done))
+        };
+        let users = live().filter(|c| !c.trusted()).count();
+        let own = live().filter(|c| !c.trusted() && c.peer.uid == uid).count();
+        users < MAX_CONNECTIONS - RESERVED && own < MAX_PER_USER
+    }
+
+    /// Answers the requests that are read, the trusted connections' first, users' within the
+    /// budget (in the order they came).
+    fn answer(&mut self, now_ms: i64, snapshot: SnapshotFn<'_>, orders: &mut Vec<RunOrder>) {
+        for trusted in [true, false] {
+            for c in self
+                .connections
+                .iter_mut()
+                .filter(|c| c.trusted() == trusted)
+            {
+                let State::Asked(request) = &c.state else {
+                    continue;
+                };
+                if !trusted && !self.budget.take(now_ms) {
+                    continue;
+                }
+                let request = request.clone();
+                c.peer.name = self.names.name_of(c.peer.uid, now_ms);
+                let snap = snapshot(&c.peer, &request.want(&c.peer));
+                self.made += snap.entries.len();
+                match &request {
+                    Request::Run { target } => match control::find(&snap, target) {
+                        Ok(entry) => {
+                            orders.push(RunOrder {
+                                ticket: self.next_ticket,
+                                entry: EntryId(entry.id),
+                                place: entry.place(),
+                                peer: c.peer.clone(),
+                            });
+                            c.state = State::Running(self.next_ticket);
+                            self.next_ticket += 1;
+                            continue;
+                        }
+                        Err(answer) => c.reply(&answer),
+                    },
+                    _ => c.reply(&control::render(&request, &snap, &c.peer)),
+                }
+                // Most answers fit the socket's buffer: sent now.
+                c.flush();
+            }
+        }
+    }
+}
+
+/// Tells a connection past a bound `ERROR busy`, as far as its socket takes it at once; it is
+/// closed when dropped. What the client sent is read first (what is there now): a socket closed
+/// with unread bytes is reset, and the client would not see the answer.
+fn turn_away(stream: &mut Stream) {
+    let mut pump = Pump::new(control::MAX_REQUEST, usize::MAX);
+    let _ = pump.fill(stream, control::MAX_REQUEST, &mut |_| true);
+    pump.queue(&control::error_answer(
+        "busy: too many connections to the control socket; try again",
+    ));
+    let _ = pump.flush(stream);
+}
+
+/// One step of a connection: read what came (parsing the request when its line is whole),
+/// or write what can go. It is marked done when it is answered or its peer is gone.
+fn step(c: &mut Connection) {
+    match c.state {
+        State::Replying => return c.flush(),
+        State::Asked(_) | State::Running(_) | State::Done => return,
+        State::Reading => {}
+    }
+    let request = &mut c.request;
+    let mut whole = false;
+    let filled = c.pump.fill(&mut c.stream, usize::MAX, &mut |chunk| {
+        let room = control::MAX_REQUEST + 1 - request.len();
+        request.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        whole = request.contains(&b'\n') || request.len() > control::MAX_REQUEST;
+        !whole
+    });
+    let ended = match filled {
+        Ok(Filled::Open) => false,
+        Ok(Filled::End) => true,
+        Err(_) => {
+            c.state = State::Done;
+            return;
+        }
+    };
+    // A client that closed its side after a request without `\n` is answered too.
+    let half_closed = ended && !c.request.is_empty();
+    if !whole && !half_closed {
+        if ended {
+            c.state = State::Done;
+        }
+        return;
+    }
+    let parsed = match c.request.iter().position(|&b| b == b'\n') {
+        Some(end) => control::parse_request(&c.request[..end]),
+        None if c.request.len() > control::MAX_REQUEST => Err(format!(
+            "a request is one line of at most {} bytes",
+            control::MAX_REQUEST
+        )),
+        None => control::parse_request(&c.request),
+    };
+    c.request = Vec::new();
+    match parsed {
+        Ok(request) => c.state = State::Asked(request),
+        Err(e) => {
+            c.reply(&control::error_answer(&e));
+            c.flush();
+        }
+    }
+}
+
+/// What a launch did, as the asker is told.
+fn ran(launched: Launched) -> Ran {
+    match launched {
+        Launched::Started(pid) => Ran::Started(pid.0),
+        Launched::Skipped => Ran::Skipped,
+        Launched::Waiting => Ran::Waiting,
+        Launched::Failed { .. } => Ran::Queued,
+    }
+}
+
+/// What the daemon knows, for `peer`: of `entries` (the scheduler's, in the sources' order),
+/// those they may see that the request wants, each with its next run, last run and running
+/// jobs (at most `want.max_entries`, the rest counted), and the status (the entries and jobs
+/// they may see, counted; root's jobs as `status` has them, @reboot ones included). Only the
+/// entries made cost more than a look.
+pub(super) fn snapshot<'a>(
+    peer: &Peer,
+    want: &Want<'_>,
+    entries: impl Iterator<Item = EntryState<'a>>,
+    status: StatusView,
+) -> Snapshot {
+    let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
+    for state in entries {
+        let job = state.job;
+        if !control::may_see(peer, job.user(), job.owner.uid.map(|u| u.0)) {
+            continue;
+        }
+        seen += 1;
+        seen_running += state.running as usize;
+        if !want.wants(state.id.0, &job.owner.tab, job.line(), job.user()) {
+            continue;
+        }
+        if made.len() >= want.max_entries {
+            omitted += 1;
+            continue;
+        }
+        let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
+        running.sort_unstable();
+        made.push(EntryView {
+            id: state.id.0,
+            tab: job.owner.tab.clone(),
+            line: job.line(),
+            user: job.user().to_vec(),
+            schedule: job.schedule_text().to_vec(),
+            cron_tz: state.cron_tz.map(|z| z.name().to_string()),
+            zone: state.cron_tz.unwrap_or(&status.zone).clone(),
+            next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
+            last: state.last,
+            running,
+            policy: job.env().policy(),
+            command: job.command().to_vec(),
+        });
+    }
+    let own_only = !peer.is_root();
+    let status = StatusView {
+        entries: seen,
+        running: if own_only {
+            seen_running
+        } else {
+            status.running
+        },
+        own_only,
+        ..status
+    };
+    Snapshot {
+        status,
+        entries: made,
+        omitted,
+    }
+}
+
+#[cfg(test)]
+mod tests;
