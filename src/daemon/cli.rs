@@ -86,26 +86,10 @@ pub struct Options {
     pub pam_dir: Option<PathBuf>,
     /// `--state-dir DIR`: where the daemon keeps its state (default /var/lib/crond).
     pub state_dir: Option<PathBuf>,
-    /// `--metrics unix:PATH|ADDRESS:PORT`, once per place (at most
-    /// [`MAX_METRICS_TARGETS`]): where to serve the metrics, each with its own connections.
-    pub metrics: Vec<MetricsAt>,
-    /// `--metrics-entries-on-tcp`: the per-entry series go to TCP clients too (any local user).
-    pub metrics_entries_on_tcp: bool,
-    /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
-    pub metrics_group: Option<String>,
-    /// `--cluster-db CONNINFO` (or `CRON_CLUSTER_DB` in the environment): cluster mode's
-    /// database, in libpq's syntax. `None`: cluster entries run as local ones.
-    pub cluster_db: Option<String>,
-    /// `--cluster-host NAME`: this host's name in the cluster (default: the host name).
-    pub cluster_host: Option<String>,
-    /// `--cluster-helper PATH`: the `cronctl` that runs as the helper (default: beside crond).
-    pub cluster_helper: Option<PathBuf>,
-    /// `--cluster-keep DAYS`: how long the history is kept (default 30).
-    pub cluster_keep_days: Option<u32>,
-    /// `--cluster-keep-runs N`: how many runs of each entry the history keeps (default 1,440).
-    pub cluster_keep_runs: Option<u32>,
-    /// `--cluster-lease SECONDS`: how long this host's lease lasts unrenewed (default 30).
-    pub cluster_lease_s: Option<u32>,
+    /// `--metrics*`: the metrics endpoint's.
+    pub metrics: MetricsOptions,
+    /// `--cluster-*`: cluster mode's.
+    pub cluster: ClusterOptions,
     /// `--crontab FILE`, once per file (at most [`MAX_CRONTAB_FILES`]): run these user-format
     /// files as the daemon's own user, and no spool, /etc/crontab or /etc/cron.d.
     pub crontabs: Vec<PathBuf>,
@@ -125,6 +109,36 @@ pub const MAX_CRONTAB_FILES: usize = 64;
 /// The most `--stop-timeout`, and its default (Docker's own grace before SIGKILL).
 pub const MAX_STOP_TIMEOUT_S: u32 = 3600;
 pub const DEFAULT_STOP_TIMEOUT_S: u32 = 10;
+
+/// The metrics endpoint's options (`--metrics*`), which its owner reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetricsOptions {
+    /// `--metrics unix:PATH|ADDRESS:PORT`, once per place (at most
+    /// [`MAX_METRICS_TARGETS`]): where to serve the metrics, each with its own connections.
+    pub at: Vec<MetricsAt>,
+    /// `--metrics-entries-on-tcp`: the per-entry series go to TCP clients too (any local user).
+    pub entries_on_tcp: bool,
+    /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
+    pub group: Option<String>,
+}
+
+/// Cluster mode's options (`--cluster-*`), which the cluster link's start reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterOptions {
+    /// `--cluster-db CONNINFO` (or `CRON_CLUSTER_DB` in the environment): cluster mode's
+    /// database, in libpq's syntax. `None`: cluster entries run as local ones.
+    pub db: Option<String>,
+    /// `--cluster-host NAME`: this host's name in the cluster (default: the host name).
+    pub host: Option<String>,
+    /// `--cluster-helper PATH`: the `cronctl` that runs as the helper (default: beside crond).
+    pub helper: Option<PathBuf>,
+    /// `--cluster-keep DAYS`: how long the history is kept (default 30).
+    pub keep_days: Option<u32>,
+    /// `--cluster-keep-runs N`: how many runs of each entry the history keeps (default 1,440).
+    pub keep_runs: Option<u32>,
+    /// `--cluster-lease SECONDS`: how long this host's lease lasts unrenewed (default 30).
+    pub lease_s: Option<u32>,
+}
 
 /// The most `--metrics` places.
 pub const MAX_METRICS_TARGETS: usize = 4;
@@ -192,22 +206,22 @@ impl Options {
                 Long("pam-dir") => o.pam_dir = Some(path(&mut parser)?),
                 Long("state-dir") => o.state_dir = Some(path(&mut parser)?),
                 Long("metrics") => {
-                    let at = metrics_at(&mut parser, &o.metrics)?;
-                    o.metrics.push(at);
+                    let at = metrics_at(&mut parser, &o.metrics.at)?;
+                    o.metrics.at.push(at);
                 }
-                Long("metrics-entries-on-tcp") => o.metrics_entries_on_tcp = true,
+                Long("metrics-entries-on-tcp") => o.metrics.entries_on_tcp = true,
                 Long("metrics-group") => {
-                    o.metrics_group = Some(text(&mut parser, "--metrics-group")?)
+                    o.metrics.group = Some(text(&mut parser, "--metrics-group")?)
                 }
-                Long("cluster-db") => o.cluster_db = Some(text(&mut parser, "--cluster-db")?),
-                Long("cluster-host") => o.cluster_host = Some(cluster_host(&mut parser)?),
-                Long("cluster-helper") => o.cluster_helper = Some(path(&mut parser)?),
+                Long("cluster-db") => o.cluster.db = Some(text(&mut parser, "--cluster-db")?),
+                Long("cluster-host") => o.cluster.host = Some(cluster_host(&mut parser)?),
+                Long("cluster-helper") => o.cluster.helper = Some(path(&mut parser)?),
                 Long("cluster-keep") => {
-                    o.cluster_keep_days =
+                    o.cluster.keep_days =
                         Some(in_range(&mut parser, "--cluster-keep (days)", 1, 3650)?)
                 }
                 Long("cluster-keep-runs") => {
-                    o.cluster_keep_runs = Some(in_range(
+                    o.cluster.keep_runs = Some(in_range(
                         &mut parser,
                         "--cluster-keep-runs",
                         MIN_KEEP_RUNS,
@@ -215,7 +229,7 @@ impl Options {
                     )?)
                 }
                 Long("cluster-lease") => {
-                    o.cluster_lease_s =
+                    o.cluster.lease_s =
                         Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
                 }
                 Long("crontab") => o.crontabs.push(crontab_file(&mut parser, &o.crontabs)?),
@@ -239,8 +253,12 @@ impl Options {
 
     /// What the options say together: `--metrics-entries-on-tcp` needs a TCP place.
     fn check_together(&self) -> Result<(), lexopt::Error> {
-        if self.metrics_entries_on_tcp
-            && !self.metrics.iter().any(|m| matches!(m, MetricsAt::Tcp(_)))
+        if self.metrics.entries_on_tcp
+            && !self
+                .metrics
+                .at
+                .iter()
+                .any(|m| matches!(m, MetricsAt::Tcp(_)))
         {
             return Err(lexopt::Error::Custom(
                 "--metrics-entries-on-tcp without a --metrics ADDRESS:PORT".into(),
@@ -531,18 +549,22 @@ mod tests {
             no_pam: true,
             pam_dir: Some("/q".into()),
             state_dir: Some("/t".into()),
-            metrics: vec![
-                MetricsAt::Unix("/run/m".into()),
-                MetricsAt::Tcp("127.0.0.1:9100".parse().unwrap()),
-            ],
-            metrics_entries_on_tcp: true,
-            metrics_group: Some("adm".into()),
-            cluster_db: Some("host=/run/postgresql dbname=cron".into()),
-            cluster_host: Some("node-1.example".into()),
-            cluster_helper: Some("/h".into()),
-            cluster_keep_days: Some(7),
-            cluster_keep_runs: Some(100),
-            cluster_lease_s: Some(10),
+            metrics: MetricsOptions {
+                at: vec![
+                    MetricsAt::Unix("/run/m".into()),
+                    MetricsAt::Tcp("127.0.0.1:9100".parse().unwrap()),
+                ],
+                entries_on_tcp: true,
+                group: Some("adm".into()),
+            },
+            cluster: ClusterOptions {
+                db: Some("host=/run/postgresql dbname=cron".into()),
+                host: Some("node-1.example".into()),
+                helper: Some("/h".into()),
+                keep_days: Some(7),
+                keep_runs: Some(100),
+                lease_s: Some(10),
+            },
             crontabs: Vec::new(),
             keep_env: Some(KeepEnv::Names(vec![
                 b"TZ".to_vec(),
@@ -638,7 +660,7 @@ mod tests {
         assert!(parse(&["--cluster-keep-runs", "9"]).is_err());
         assert!(parse(&["--cluster-keep-runs", "1000001"]).is_err());
         assert_eq!(
-            parse(&["--metrics", "[::1]:9100"]).unwrap().metrics,
+            parse(&["--metrics", "[::1]:9100"]).unwrap().metrics.at,
             [MetricsAt::Tcp("[::1]:9100".parse().unwrap())]
         );
         assert!(

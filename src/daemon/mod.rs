@@ -120,13 +120,13 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         },
         LockError::Io(e) => Error::Io("can't open the pid file", e),
     })?;
-    if options.cluster_db.is_none() {
+    if options.cluster.db.is_none() {
         // /etc/default/cron, through the unit's EnvironmentFile (docs/cluster.md).
-        options.cluster_db = std::env::var("CRON_CLUSTER_DB")
+        options.cluster.db = std::env::var("CRON_CLUSTER_DB")
             .ok()
             .filter(|v| !v.trim().is_empty());
     }
-    if let Some(db) = &options.cluster_db {
+    if let Some(db) = &options.cluster.db {
         // Checked here, where the admin sees it, rather than by the helper in the log.
         crate::cluster::conninfo::parse(db, "root")
             .map_err(|e| Error::Config(format!("--cluster-db: {e}")))?;

@@ -35,7 +35,7 @@ impl Options {
             &mut self.sendmail,
             &mut self.localtime,
             &mut self.state_dir,
-            &mut self.cluster_helper,
+            &mut self.cluster.helper,
         ]
         .into_iter()
         .flatten()

@@ -511,9 +511,12 @@ mod tests {
     /// `options` with `--cluster-db`: the helper is the other end of `Recorded::helper`.
     fn in_cluster(options: Options) -> Options {
         Options {
-            cluster_db: Some("dbname=cron".into()),
-            cluster_host: Some("host-a".into()),
-            cluster_helper: Some("cronctl".into()),
+            cluster: crate::daemon::cli::ClusterOptions {
+                db: Some("dbname=cron".into()),
+                host: Some("host-a".into()),
+                helper: Some("cronctl".into()),
+                ..options.cluster.clone()
+            },
             ..options
         }
     }

@@ -48,12 +48,12 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
     let scheduler = Scheduler::new(now, zone, o.state_dir());
     setup.log_start_lines(delay_factor, &mut fx);
     setup.prepare_job_children(&mut fx);
-    let metrics = match o.metrics.is_empty() {
+    let metrics = match o.metrics.at.is_empty() {
         true => None,
         false => Some(MetricsServer::listen(
-            &o.metrics,
-            o.metrics_group.as_deref(),
-            o.metrics_entries_on_tcp,
+            &o.metrics.at,
+            o.metrics.group.as_deref(),
+            o.metrics.entries_on_tcp,
             &mut fx,
         )?),
     };
@@ -152,13 +152,15 @@ impl Setup {
     /// With `--cluster-db`: the link, its helper started.
     pub(super) fn cluster_link(&self, now: Timestamp, fx: &mut dyn Effects) -> Option<ClusterLink> {
         let o = &self.options;
-        let conninfo = o.cluster_db.as_ref()?;
+        let conninfo = o.cluster.db.as_ref()?;
         let host = o
-            .cluster_host
+            .cluster
+            .host
             .clone()
             .unwrap_or_else(|| String::from_utf8_lossy(&crate::sys::hostname()).into_owned());
         let program = o
-            .cluster_helper
+            .cluster
+            .helper
             .clone()
             .unwrap_or_else(cluster::default_helper);
         fx.info(messages::cluster_mode_line(&host, &program));
@@ -166,9 +168,9 @@ impl Setup {
             program,
             conninfo,
             &host,
-            o.cluster_keep_days,
-            o.cluster_keep_runs,
-            o.cluster_lease_s,
+            o.cluster.keep_days,
+            o.cluster.keep_runs,
+            o.cluster.lease_s,
         );
         link.start_helper(now.as_millisecond(), fx);
         Some(link)
