@@ -6,7 +6,7 @@
 //! back ([`Sources::settle`]). It reads the scheduler's entries (to find the unchanged ones)
 //! but never changes them.
 
-mod owners;
+mod install;
 mod reuse;
 mod source_table;
 mod watch;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::effects::Effects;
 use super::handoff::{Change, NewEntry};
-use super::sources::owners::{Owners, new_same, scaled_delay, warn_unknown_users};
+use super::sources::install::{Owners, new_same, scaled_delay, warn_unknown_users};
 use super::sources::reuse::Reusable;
 use super::sources::source_table::{EntryList, Loaded, Problem, SourceTable};
 use crate::crontab::packed;
