@@ -747,7 +747,10 @@ mod interleavings {
             if c.left {
                 continue;
             }
-            prop_assert!(c.ended_ms.is_some(), "closed by the server: {c:?}");
+            // Every connection ended on the server's side (above). The client may not see the
+            // end of file: a child another test of this process forked meanwhile holds a copy
+            // of the server's descriptor until it execs or exits.
+            let ended_ms = c.ended_ms.unwrap_or(now_ms);
             if c.received.is_empty() {
                 // Unanswered: only a request not whole, or whole too late for its
                 // deadline (the read's by 2 s, the answer's by 5 s after the accept,
@@ -770,8 +773,7 @@ mod interleavings {
             let expected = expected.unwrap();
             let whole = c.received == expected;
             // Only a reader too slow for the deadline gets part of its answer.
-            let cut = expected.starts_with(&c.received)
-                && c.ended_ms.unwrap() - c.connected_ms >= DEADLINE_MS;
+            let cut = expected.starts_with(&c.received) && ended_ms - c.connected_ms >= DEADLINE_MS;
             prop_assert!(
                 whole || cut,
                 "not the one answer to its request: got {} bytes, {:?}…",
