@@ -1,5 +1,5 @@
-//! Processes that run as the job's user, started from the root job child (DESIGN §5): the shell
-//! and the MTA by [`spawn`], the signals of `CRON_TIMEOUT` and of an MTA's timeout by
+//! Processes that run as the job's user, started from the root job child (docs/design.md §5):
+//! the shell and the MTA by [`spawn`], the signals of `CRON_TIMEOUT` and of an MTA's timeout by
 //! [`signal_group`], and the ids a forked helper (the stdin writer, the output drain,
 //! `sys::pipe`) takes by [`Credentials::become_raw`].
 //!
