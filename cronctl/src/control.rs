@@ -80,10 +80,7 @@ fn connect(socket: &Path) -> Result<(UnixStream, PathBuf), ControlError> {
         }
     };
     Err(match e.kind() {
-        io::ErrorKind::WouldBlock => ControlError::NotTaken {
-            socket: to.to_path_buf(),
-            private,
-        },
+        io::ErrorKind::WouldBlock => ControlError::NotTaken(to.to_path_buf()),
         _ => ControlError::Unreachable(to.to_path_buf(), e),
     })
 }
@@ -91,11 +88,8 @@ fn connect(socket: &Path) -> Result<(UnixStream, PathBuf), ControlError> {
 /// Why the daemon gave no answer, or the error it answered.
 #[derive(Debug)]
 pub enum ControlError {
-    /// The socket did not take the connection in time (the private one is named: root's).
-    NotTaken {
-        socket: PathBuf,
-        private: PathBuf,
-    },
+    /// The socket did not take the connection in time.
+    NotTaken(PathBuf),
     Unreachable(PathBuf, io::Error),
     /// The daemon closed the connection before reading the request (busy).
     TurnedAway(PathBuf),
@@ -113,14 +107,11 @@ pub enum ControlError {
 impl fmt::Display for ControlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ControlError::NotTaken { socket, private } => write!(
+            ControlError::NotTaken(socket) => write!(
                 f,
-                "crond at {} did not take the connection within {} s: its control socket is \
-                 flooded with connections, or the daemon is stuck; try again (root's cronctl \
-                 uses {})",
+                "{}: crond did not take the connection within {} s (socket flooded?); try again",
                 socket.display(),
-                CONNECT_TIMEOUT.as_secs(),
-                private.display()
+                CONNECT_TIMEOUT.as_secs()
             ),
             ControlError::Unreachable(socket, e) => write!(
                 f,
@@ -136,8 +127,7 @@ impl fmt::Display for ControlError {
             ),
             ControlError::NoAnswer(socket) => write!(
                 f,
-                "{}: no answer from crond within {} s (its control socket may be flooded with \
-                 connections: try again)",
+                "{}: no answer from crond within {} s (socket flooded?); try again",
                 socket.display(),
                 TIMEOUT.as_secs()
             ),
@@ -154,3 +144,28 @@ impl fmt::Display for ControlError {
 }
 
 impl std::error::Error for ControlError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_that_takes_no_connection_or_gives_no_answer_is_said_in_one_short_line() {
+        let socket = PathBuf::from("/run/crond.sock");
+        let said = [
+            ControlError::NotTaken(socket.clone()).to_string(),
+            ControlError::NoAnswer(socket).to_string(),
+        ];
+        assert_eq!(
+            said,
+            [
+                "/run/crond.sock: crond did not take the connection within 5 s (socket flooded?); \
+                 try again",
+                "/run/crond.sock: no answer from crond within 10 s (socket flooded?); try again",
+            ]
+        );
+        for line in said {
+            assert!(format!("cronctl: {line}").len() <= 100, "{line}");
+        }
+    }
+}

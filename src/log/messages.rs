@@ -762,11 +762,19 @@ pub fn no_control_socket_line(path: &std::path::Path, e: &std::io::Error) -> Log
 
 /// Connections to the control socket turned away (`busy`) in the last minute, by uid.
 pub fn control_turned_away_line(counts: &[(u32, u64)]) -> LogLine {
+    /// The uids named, the most turned away first; the rest are counted.
+    const NAMED: usize = 8;
     let total: u64 = counts.iter().map(|(_, n)| n).sum();
-    let by_uid: Vec<String> = counts
+    let mut most = counts.to_vec();
+    most.sort_by_key(|&(uid, n)| (std::cmp::Reverse(n), uid));
+    let mut by_uid: Vec<String> = most
         .iter()
+        .take(NAMED)
         .map(|(uid, n)| format!("uid {uid}: {n}"))
         .collect();
+    if most.len() > NAMED {
+        by_uid.push(format!("{} more uids", most.len() - NAMED));
+    }
     cron(
         "ERROR",
         format!(
@@ -779,6 +787,18 @@ pub fn control_turned_away_line(counts: &[(u32, u64)]) -> LogLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn turned_away_connections_name_the_eight_uids_most_turned_away_and_count_the_rest() {
+        let counts: Vec<(u32, u64)> = (0..20).map(|i| (1000 + i, u64::from(i) + 1)).collect();
+        let line = control_turned_away_line(&counts).to_string();
+        assert_eq!(
+            line,
+            "(CRON) ERROR (control socket: 210 connections turned away (busy) in the last minute \
+             (uid 1019: 20, uid 1018: 19, uid 1017: 18, uid 1016: 17, uid 1015: 16, uid 1014: 15, \
+             uid 1013: 14, uid 1012: 13, 12 more uids))"
+        );
+    }
 
     #[test]
     fn end_lines_follow_the_debian_log_level_bits() {
