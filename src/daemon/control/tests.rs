@@ -34,13 +34,18 @@ fn empty(peer: &Peer, _: &Want<'_>) -> Snapshot {
     }
 }
 
-/// Serves whatever is ready now, as the loop would after a poll.
-fn turn(s: &mut ControlServer, now_ms: i64) -> Vec<RunOrder> {
+/// The tokens of `s` ready within `wait_ms`, as the loop's poll would give them.
+fn ready_now(s: &ControlServer, wait_ms: u32) -> Vec<Token> {
     let mut registry = crate::sys::poll::Registry::new();
     for (token, fd, interest) in s.fds() {
         registry.add(token, fd, interest);
     }
-    let ready: Vec<Token> = registry.wait(Some(100)).unwrap().iter().collect();
+    registry.wait(Some(wait_ms)).unwrap().iter().collect()
+}
+
+/// Serves whatever is ready now, as the loop would after a poll.
+fn turn(s: &mut ControlServer, now_ms: i64) -> Vec<RunOrder> {
+    let ready = ready_now(s, 100);
     s.serve(&ready, now_ms, &empty, &mut Recorded::default())
 }
 
@@ -125,11 +130,7 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
         snap
     };
     let serve = |s: &mut ControlServer, now_ms: i64| {
-        let mut registry = crate::sys::poll::Registry::new();
-        for (token, fd, interest) in s.fds() {
-            registry.add(token, fd, interest);
-        }
-        let ready: Vec<Token> = registry.wait(Some(0)).unwrap().iter().collect();
+        let ready = ready_now(s, 0);
         s.serve(&ready, now_ms, &big, &mut Recorded::default());
     };
     serve(&mut s, 1_000);
@@ -183,11 +184,7 @@ fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
         snap.entries.push(alices(7, 3, b"date"));
         snap
     };
-    let mut registry = crate::sys::poll::Registry::new();
-    for (token, fd, interest) in s.fds() {
-        registry.add(token, fd, interest);
-    }
-    let ready: Vec<Token> = registry.wait(Some(100)).unwrap().iter().collect();
+    let ready = ready_now(&s, 100);
     let orders = s.serve(&ready, 1_000, &entry, &mut Recorded::default());
     assert_eq!(orders.len(), 1);
     assert_eq!(
@@ -207,11 +204,7 @@ fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
     // Its entry gone by the time the scheduler is asked: said so.
     let mut client = UnixStream::connect(&path).unwrap();
     client.write_all(b"run 7\n").unwrap();
-    let mut registry = crate::sys::poll::Registry::new();
-    for (token, fd, interest) in s.fds() {
-        registry.add(token, fd, interest);
-    }
-    let ready: Vec<Token> = registry.wait(Some(100)).unwrap().iter().collect();
+    let ready = ready_now(&s, 100);
     let orders = s.serve(&ready, 2_000, &entry, &mut Recorded::default());
     s.ran(&orders[0], None);
     turn(&mut s, 2_100);
@@ -297,11 +290,7 @@ fn two_sockets() -> (ControlServer, PathBuf, PathBuf, tempfile::TempDir) {
 
 /// Serves what is ready, with `snapshot`; each run asked for is started as pid 99.
 fn turn_with(s: &mut ControlServer, now_ms: i64, snapshot: SnapshotFn<'_>) -> Recorded {
-    let mut registry = crate::sys::poll::Registry::new();
-    for (token, fd, interest) in s.fds() {
-        registry.add(token, fd, interest);
-    }
-    let ready: Vec<Token> = registry.wait(Some(0)).unwrap().iter().collect();
+    let ready = ready_now(s, 0);
     let mut fx = Recorded::default();
     for order in s.serve(&ready, now_ms, snapshot, &mut fx) {
         s.ran(&order, Some(Launched::Started(crate::types::Pid(99))));
