@@ -7,6 +7,7 @@
 mod support {
     #[allow(dead_code)]
     pub mod daemon;
+    pub mod golden;
     pub mod pgbouncer;
     #[allow(dead_code)]
     pub mod postgres;

@@ -4,6 +4,7 @@
 #[path = "../support"]
 mod support {
     pub mod crontab;
+    pub mod golden;
     pub mod root;
 }
 

@@ -4,6 +4,7 @@
 #[path = "../support"]
 mod support {
     pub mod daemon;
+    pub mod golden;
     pub mod mail;
     pub mod root;
     pub mod user;
