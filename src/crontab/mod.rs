@@ -222,7 +222,10 @@ impl Crontab {
     /// `(N more problems in FILE not shown)`, the line that ends a capped list.
     pub fn not_shown_line(&self, file: &str) -> Option<String> {
         let n = self.not_shown();
-        (n > 0).then(|| format!("({n} more problems in {file} not shown)"))
+        (n > 0).then(|| {
+            let more = crate::log::line::count(n as u64, "more problem", "more problems");
+            format!("({more} in {file} not shown)")
+        })
     }
 
     fn shown(&self) -> usize {

@@ -216,7 +216,7 @@ fn keep_env_past_its_bound_is_refused_at_start() {
         &[],
         &[],
     );
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     assert!(crond.stop().success());
 }
 
@@ -571,7 +571,7 @@ fn root_a_crontab_reached_through_another_users_link_on_the_way_is_refused_and_a
         ),
         10,
     );
-    crond.wait_for_log("1 entries loaded from 1 files", 10);
+    crond.wait_for_log("1 entry loaded from 1 file", 10);
     // A run of the file reached through root's link, and a fake minute more.
     wait_for_file(&tree.out("via-root"), 30);
     std::thread::sleep(std::time::Duration::from_secs(7));
