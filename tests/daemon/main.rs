@@ -15,6 +15,7 @@ mod control;
 mod extensions;
 mod files;
 mod jobs;
+mod json_log;
 mod lifecycle;
 mod mail;
 mod mta;
