@@ -21,3 +21,4 @@ mod mail;
 mod mta;
 mod pam;
 mod reload;
+mod usage;
