@@ -561,6 +561,10 @@ impl<'o, 'z> Parser<'o, 'z> {
             return;
         }
         let command = &line[start..];
+        // Installed as Debian installs it, but said: the `%` cuts a format meant for date.
+        if let Some(percent) = command::format_percent(command) {
+            self.warn(number, start + percent.at, percent.message());
+        }
         let written = &line[skip_blanks(line, fields_at)..fields_end];
         let span = packed::push_fields(&mut self.out.text, number, written, single_spaced, command);
         self.out.spans.push(span);

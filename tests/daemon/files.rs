@@ -417,3 +417,30 @@ fn root_a_cron_d_reached_through_another_users_link_is_refused_until_the_link_is
     chown_link("root");
     assert_eq!(wait_for_file(&ran, 30), "ran\n");
 }
+
+#[test]
+fn a_percent_meant_for_date_is_logged_as_a_warning_once_per_load_and_the_entry_still_loads() {
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(&me, "0 3 * * * date +%F > /dev/null\n", 0o600, &me);
+    let crond = Crond::start(&tree, 1, &["-i"]);
+    crond.wait_for_log(" loaded from ", 10);
+    let warning = crond.wait_for_log("'%' ends the command", 5);
+    assert!(
+        warning.contains(&format!(
+            "({me}) WARNING ({}/{me}:1:17: '%' ends the command here",
+            tree.spool().display()
+        )),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(r"write +\%F if the % belongs"),
+        "{warning}"
+    );
+    assert_eq!(crond.log_text().matches("'%' ends the command").count(), 1);
+    assert!(
+        crond.log_text().contains("1 entry loaded from"),
+        "{}",
+        crond.log_text()
+    );
+}
