@@ -54,7 +54,7 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Ok(i) => i,
         // No command: the usage, as `git` without one; else the error and where help is.
         Err(cli::UsageError::NoCommand) => {
-            let _ = write!(std::io::stderr().lock(), "{USAGE}\n");
+            let _ = writeln!(std::io::stderr().lock(), "{USAGE}");
             return ExitCode::from(2);
         }
         Err(e) => {

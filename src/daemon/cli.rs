@@ -265,22 +265,8 @@ impl Options {
                     o.cluster.keep_days =
                         Some(in_range(&mut parser, "--cluster-keep", (1, 3650), "days")?)
                 }
-                Long("cluster-keep-runs") => {
-                    o.cluster.keep_runs = Some(in_range(
-                        &mut parser,
-                        "--cluster-keep-runs",
-                        (MIN_KEEP_RUNS, MAX_KEEP_RUNS),
-                        "runs",
-                    )?)
-                }
-                Long("cluster-lease") => {
-                    o.cluster.lease_s = Some(in_range(
-                        &mut parser,
-                        "--cluster-lease",
-                        (3, 300),
-                        "seconds",
-                    )?)
-                }
+                Long("cluster-keep-runs") => o.cluster.keep_runs = Some(keep_runs(&mut parser)?),
+                Long("cluster-lease") => o.cluster.lease_s = Some(lease(&mut parser)?),
                 Long("crontab") => o.crontabs.push(crontab_file(&mut parser, &o.crontabs)?),
                 Long("keep-env") => o.keep_env = Some(keep_env(&mut parser, o.keep_env.take())?),
                 Long("stop-jobs") => o.stop_jobs = true,
@@ -337,6 +323,17 @@ fn crontab_file(parser: &mut lexopt::Parser, given: &[PathBuf]) -> Result<PathBu
         ));
     }
     Ok(PathBuf::from(parser.value()?))
+}
+
+/// `--cluster-keep-runs N`.
+fn keep_runs(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
+    let runs = (MIN_KEEP_RUNS, MAX_KEEP_RUNS);
+    in_range(parser, "--cluster-keep-runs", runs, "runs")
+}
+
+/// `--cluster-lease SECONDS`.
+fn lease(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
+    in_range(parser, "--cluster-lease", (3, 300), "seconds")
 }
 
 /// `--stop-timeout SECONDS`.

@@ -23,7 +23,7 @@ fn transcript(program: &Path, name: &str, lines: &[&[&str]]) -> String {
     let mut out = String::new();
     for args in lines {
         let run = Command::new(program).args(*args).output().expect("run it");
-        out.push_str(&format!("$ {name} {}", args.join(" ")).trim_end());
+        out.push_str(format!("$ {name} {}", args.join(" ")).trim_end());
         out.push('\n');
         out.push_str(&String::from_utf8_lossy(&run.stdout));
         out.push_str(&String::from_utf8_lossy(&run.stderr));
