@@ -340,7 +340,7 @@ fn as_pid_1_a_job_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_its_
     let (code, log) = stop_as_pid_1(&tree, &crontab, &started, &["--stop-timeout", "2"]);
     assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
     assert!(
-        log.contains("2 s passed: SIGKILL to what is left of 1 jobs"),
+        log.contains("2 s passed: SIGKILL to what is left of 1 job"),
         "{log}"
     );
     assert!(

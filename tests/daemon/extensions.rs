@@ -308,7 +308,7 @@ fn root_a_state_file_the_daemon_did_not_write_is_ignored_and_logged() {
         warning.contains("writable by others (mode 666)"),
         "{warning}"
     );
-    crond.wait_for_log("entries loaded", 5);
+    crond.wait_for_log(" loaded from ", 5);
     assert!(!crond.log_text().contains("MISSED"), "{}", crond.log_text());
 }
 
@@ -324,7 +324,7 @@ fn root_with_missed_once_a_resume_after_hours_makes_up_a_run_the_clock_rules_ski
         0o644,
     );
     let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     crond.set_clock(&tree, "2026-11-21 15:00:10");
     // "clock set: Afresh(..)" when the SIGHUP is read first, "clock late: Afresh(..)" when the
     // timer is: a step this soon after the start can land while the daemon still arms its timer
@@ -872,7 +872,7 @@ fn root_a_state_directory_in_one_others_can_write_is_neither_read_nor_written_wh
         )),
         "{warning}"
     );
-    crond.wait_for_log("entries loaded", 5);
+    crond.wait_for_log(" loaded from ", 5);
     crond.wait_for_log(&format!("can't write {}/handled: ", state.display()), 5);
     // nobody swaps the directory for a symlink to another of root's.
     let victim = tree.path().join("victim");

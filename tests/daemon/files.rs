@@ -219,7 +219,7 @@ fn root_an_edit_of_a_symlinked_files_target_is_picked_up_with_inotify() {
     require_root();
     let (tree, target) = linked_tree();
     let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Edited in place, as `>>` or a simple editor does.
     std::fs::write(
         &target,
@@ -242,7 +242,7 @@ fn root_a_replaced_target_of_a_symlinked_file_is_picked_up_without_inotify() {
     require_root();
     let (tree, target) = linked_tree();
     let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &["-i"]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Replaced by a rename, as most editors save; the link itself does not change.
     let staged = target.with_extension("new");
     tree.write_file(
@@ -276,7 +276,7 @@ fn root_a_zone_link_pointed_elsewhere_moves_the_local_entries_within_the_minute(
     require_root();
     let (tree, localtime, arg) = zoned_tree();
     let crond = Crond::start(&tree, 1, &["--localtime", &arg]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Re-pointed as timedatectl does: a new link renamed over the old one.
     let staged = tree.path().join("localtime.new");
     std::os::unix::fs::symlink("/usr/share/zoneinfo/America/New_York", &staged).unwrap();
@@ -306,7 +306,7 @@ fn root_a_zone_file_rewritten_in_place_is_seen_without_inotify() {
     );
     let arg = localtime.to_str().unwrap().to_string();
     let crond = Crond::start(&tree, 1, &["-i", "--localtime", &arg]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let ny = std::fs::read("/usr/share/zoneinfo/America/New_York").unwrap();
     std::fs::write(&localtime, ny).unwrap();
     crond.wait_for_log("local time zone changed: localtime", 15);
