@@ -253,7 +253,7 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
         log.contains("CMDOUT (got-TERM)"),
         "the trap ran and its output is logged:\n{log}"
     );
-    assert!(log.contains("stopping 1 running jobs"), "{log}");
+    assert!(log.contains("stopping 1 running job:"), "{log}");
     assert!(log.contains("every job has ended"), "{log}");
     assert!(!log.contains("they finish on their own"), "{log}");
 }
