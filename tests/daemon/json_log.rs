@@ -48,7 +48,7 @@ fn events<'o>(objects: &'o [Map<String, Value>], name: &str) -> Vec<&'o Map<Stri
 }
 
 #[test]
-fn root_with_log_format_json_every_line_matches_the_schema_and_a_job_carries_its_facts() {
+fn root_with_log_format_json_every_message_is_one_object_and_a_job_carries_its_facts() {
     require_root();
     let tree = Tree::new();
     let me = current_user();
