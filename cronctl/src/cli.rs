@@ -141,13 +141,16 @@ impl Flags {
                     self.cluster = Some(name);
                 }
                 Long("entry") => self.entry = Some(text(parser.value()?)?.parse()?),
-                Long("limit") => self.limit = in_range(parser, "--limit", 1, MAX_LIMIT)?,
+                Long("limit") => self.limit = in_range(parser, "--limit", (1, MAX_LIMIT), "rows")?,
                 Long("host") => self.host = Some(text(parser.value()?)?),
-                Long("keep-days") => self.keep_days = in_range(parser, "--keep-days", 1, 3650)?,
-                Long("keep-runs") => {
-                    self.keep_runs = in_range(parser, "--keep-runs", MIN_KEEP_RUNS, MAX_KEEP_RUNS)?
+                Long("keep-days") => {
+                    self.keep_days = in_range(parser, "--keep-days", (1, 3650), "days")?
                 }
-                Long("lease") => self.lease_s = in_range(parser, "--lease (seconds)", 3, 300)?,
+                Long("keep-runs") => {
+                    let runs = (MIN_KEEP_RUNS, MAX_KEEP_RUNS);
+                    self.keep_runs = in_range(parser, "--keep-runs", runs, "runs")?
+                }
+                Long("lease") => self.lease_s = in_range(parser, "--lease", (3, 300), "seconds")?,
                 Long("socket") => self.socket = Some(PathBuf::from(parser.value()?)),
                 Long("json") => self.json = true,
                 Value(v) => self.words.push(text(v)?),
@@ -210,7 +213,7 @@ impl Flags {
                 self.control(format!("run {target}"))
             }
             [] => return Err(UsageError::NoCommand),
-            other => return Err(UsageError::UnknownCommand(other.join(" "))),
+            other => return Err(wrong_words(other)),
         })
     }
 
@@ -231,23 +234,53 @@ fn text(v: OsString) -> Result<String, UsageError> {
     v.into_string().map_err(|_| UsageError::NotUtf8)
 }
 
-/// A number from `low` to `high` (both included): [`crond::cli::in_range`], worded as cronctl's
-/// other errors are.
+/// A number from `low` to `high` (both included) of `unit`s: [`crond::cli::in_range`].
 fn in_range(
     parser: &mut lexopt::Parser,
     option: &'static str,
-    low: u32,
-    high: u32,
+    range: (u32, u32),
+    unit: &'static str,
 ) -> Result<u32, UsageError> {
-    crond::cli::in_range(parser, option, low, high).map_err(|e| match e {
-        lexopt::Error::UnexpectedValue { value, .. } => UsageError::OutOfRange {
-            option,
-            low,
-            high,
-            value: value.to_string_lossy().into_owned(),
+    Ok(crond::cli::in_range(parser, option, range, unit)?)
+}
+
+/// What each command takes after its name, as the usage shows it.
+const COMMAND_ARGUMENTS: &[(&str, &str)] = &[
+    ("list", "[PATTERN]"),
+    ("run", "FILE:LINE|ID"),
+    ("status", ""),
+    ("hosts", ""),
+    ("claims", ""),
+    ("history", ""),
+    ("paused", ""),
+    ("pause", "CLUSTER USER ENTRY"),
+    ("resume", "CLUSTER USER ENTRY"),
+];
+
+/// Why `words` name no command: a known command with too few or too many words, or none.
+fn wrong_words(words: &[&str]) -> UsageError {
+    let Some((name, takes)) = COMMAND_ARGUMENTS.iter().find(|(n, _)| *n == words[0]) else {
+        return UsageError::UnknownCommand(words[0].to_string());
+    };
+    let (required, optional) = if takes.starts_with('[') {
+        (0, 1)
+    } else {
+        (takes.split_whitespace().count(), 0)
+    };
+    let given = &words[1..];
+    if given.len() < required {
+        return UsageError::Needs {
+            command: name,
+            takes,
+        };
+    }
+    match given.get(required + optional) {
+        Some(word) => UsageError::Unexpected {
+            command: name,
+            word: word.to_string(),
         },
-        e => UsageError::Args(e),
-    })
+        None => UsageError::UnknownCommand(words.join(" ")),
+    }
 }
 
 /// What is wrong with a command line; `cronctl_main` prints it before the usage.
@@ -258,13 +291,6 @@ pub enum UsageError {
     NotUtf8,
     NotClusterName(String),
     Entry(BadEntryKey),
-    /// A number option's value outside `low` to `high`.
-    OutOfRange {
-        option: &'static str,
-        low: u32,
-        high: u32,
-        value: String,
-    },
     /// `list`'s pattern holds a blank.
     NotPattern(String),
     /// `helper` without the option named.
@@ -272,26 +298,37 @@ pub enum UsageError {
     Target(TargetError),
     NoCommand,
     UnknownCommand(String),
+    /// A command without the words it takes (`run` without its entry).
+    Needs {
+        command: &'static str,
+        takes: &'static str,
+    },
+    /// A word past those a command takes.
+    Unexpected {
+        command: &'static str,
+        word: String,
+    },
 }
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UsageError::Args(e) => write!(f, "{e}"),
+            UsageError::Args(e) => f.write_str(&crond::cli::args_error(e)),
             UsageError::NotUtf8 => f.write_str("an argument is not UTF-8"),
             UsageError::NotClusterName(name) => write!(f, "'{name}' is not a cluster name"),
             UsageError::Entry(e) => write!(f, "{e}"),
-            UsageError::OutOfRange {
-                option,
-                low,
-                high,
-                value,
-            } => write!(f, "{option}: {low} to {high}, not '{value}'"),
             UsageError::NotPattern(p) => write!(f, "list: '{p}' is not a pattern (no blanks)"),
             UsageError::HelperNeeds(option) => write!(f, "helper: {option} is required"),
             UsageError::Target(e) => write!(f, "{e}"),
             UsageError::NoCommand => f.write_str("a command is required"),
-            UsageError::UnknownCommand(words) => write!(f, "unknown command '{words}'"),
+            UsageError::UnknownCommand(word) => write!(f, "'{word}' is not a command"),
+            UsageError::Needs { command, takes } => {
+                let what = if *command == "run" { "an entry" } else { takes };
+                write!(f, "{command} needs {what}: cronctl {command} {takes}")
+            }
+            UsageError::Unexpected { command, word } => {
+                write!(f, "{command}: unexpected argument '{word}'")
+            }
         }
     }
 }

@@ -52,8 +52,16 @@ use conn::Connect;
 pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
     let invocation = match cli::parse(std::env::args_os().skip(1)) {
         Ok(i) => i,
+        // No command: the usage, as `git` without one; else the error and where help is.
+        Err(cli::UsageError::NoCommand) => {
+            let _ = writeln!(std::io::stderr().lock(), "{USAGE}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}\n{USAGE}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "cronctl: {e}\nTry 'cronctl -h' for more information."
+            );
             return ExitCode::from(2);
         }
     };

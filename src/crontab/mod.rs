@@ -222,7 +222,10 @@ impl Crontab {
     /// `(N more problems in FILE not shown)`, the line that ends a capped list.
     pub fn not_shown_line(&self, file: &str) -> Option<String> {
         let n = self.not_shown();
-        (n > 0).then(|| format!("({n} more problems in {file} not shown)"))
+        (n > 0).then(|| {
+            let more = crate::log::line::count(n as u64, "more problem", "more problems");
+            format!("({more} in {file} not shown)")
+        })
     }
 
     fn shown(&self) -> usize {
@@ -558,6 +561,10 @@ impl<'o, 'z> Parser<'o, 'z> {
             return;
         }
         let command = &line[start..];
+        // Installed as Debian installs it, but said: the `%` cuts a format meant for date.
+        if let Some(percent) = command::format_percent(command) {
+            self.warn(number, start + percent.at, percent.message());
+        }
         let written = &line[skip_blanks(line, fields_at)..fields_end];
         let span = packed::push_fields(&mut self.out.text, number, written, single_spaced, command);
         self.out.spans.push(span);

@@ -15,22 +15,66 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::cli::in_range;
+use crate::cli::{args_error, in_range};
 use crate::cluster::{MAX_KEEP_RUNS, MIN_KEEP_RUNS};
 use crate::job::env::{self, KeepEnv};
 use crate::log::{Destination, Format};
 
-pub const USAGE: &str =
-    "usage: crond [-f] [-l] [-n] [-L LEVEL] [-s] [-m CMD|off] [-P] [-p] [-i] [-V] [-h]
-             [--spool-dir DIR] [--system-crontab FILE] [--cron-d DIR] [--pid-file FILE]
-             [--reboot-marker FILE] [--sendmail PATH] [--log syslog|stderr|both]
-             [--log-format text|json] [--localtime FILE] [--max-output SIZE] [--no-pam]
-             [--pam-dir DIR] [--state-dir DIR] [--metrics unix:PATH|ADDRESS:PORT]
-             [--metrics-group NAME] [--metrics-entries-on-tcp] [--cluster-db CONNINFO]
-             [--cluster-host NAME] [--cluster-helper PATH] [--cluster-keep DAYS]
-             [--cluster-keep-runs N] [--cluster-lease SECONDS] [--crontab FILE]...
-             [--keep-env NAME,...|'*'] [--stop-jobs] [--stop-timeout SECONDS]
-             [--control-socket PATH|off]";
+/// `crond -h`: the options, one line each, grouped as crond(8) describes them.
+pub const USAGE: &str = "\
+usage: crond [OPTION]...
+       crond -f --crontab FILE... [OPTION]...
+
+Debian's and cronie's options:
+  -f                        stay in the foreground (as systemd runs it)
+  -l                        names in /etc/cron.d follow the LSB namespaces
+  -n                        the full host name in the subject of job mail
+  -L LEVEL                  what to log of jobs: 1 start, 2 end, 4 failed, 8 pid (0 to 15)
+  -s                        job output to the log (CMDOUT) instead of mail
+  -m CMD|off                mail with CMD instead of sendmail; off: no mail
+  -P                        jobs inherit the daemon's PATH
+  -p                        permit any mode on users' crontabs
+  -i                        no inotify: look at the crontabs every minute
+  -V                        print the version
+  -h                        print this help
+
+Logging and jobs:
+  --log syslog|stderr|both  where the log goes (default syslog; both with -f)
+  --log-format text|json    Debian's lines, or one JSON object per line
+  --max-output SIZE         most output of a job kept and mailed (default 100M; 0: no limit)
+  --no-pam                  run jobs without a PAM session
+  --pam-dir DIR             read the PAM service cron from DIR
+  --control-socket PATH|off
+                            the control socket cronctl asks (default beside the pid file)
+
+Containers:
+  --crontab FILE            run FILE as the daemon's own user (repeatable; no spool)
+  --keep-env NAME,...|'*'   variables of the daemon's environment that jobs keep
+  --stop-jobs               on SIGTERM, stop the running jobs first (default as PID 1)
+  --stop-timeout SECONDS    how long a stop waits before SIGKILL (0 to 3600; default 10)
+
+Metrics and cluster mode:
+  --metrics unix:PATH|ADDRESS:PORT
+                            serve metrics there (repeatable)
+  --metrics-group NAME      the group that may read the metrics socket
+  --metrics-entries-on-tcp  per-entry series on a TCP place too
+  --cluster-db CONNINFO     run cluster entries once across hosts, with this database
+  --cluster-host NAME       this host's name in the cluster (default: the host name)
+  --cluster-helper PATH     the cronctl that runs as the helper
+  --cluster-keep DAYS       how long the history is kept (1 to 3650; default 30)
+  --cluster-keep-runs N     how many runs of each entry the history keeps
+  --cluster-lease SECONDS   how long an unrenewed lease lasts (3 to 300; default 30)
+
+Paths (for tests and containers):
+  --spool-dir DIR           users' crontabs (default /var/spool/cron/crontabs)
+  --system-crontab FILE     the system crontab (default /etc/crontab)
+  --cron-d DIR              system crontab fragments (default /etc/cron.d)
+  --pid-file FILE           the pid file (default /run/crond.pid)
+  --reboot-marker FILE      records that @reboot ran (default /run/crond.reboot)
+  --sendmail PATH           the sendmail program (default /usr/sbin/sendmail)
+  --localtime FILE          the local time zone's file (default /etc/localtime)
+  --state-dir DIR           the daemon's state (default /var/lib/crond)
+";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -153,13 +197,14 @@ pub enum MetricsAt {
     Tcp(std::net::SocketAddr),
 }
 
-/// A usage error: printed as `crond: MESSAGE` and the usage text; exit status 1.
+/// A usage error: printed as `crond: MESSAGE` and where the options are listed; exit
+/// status 1.
 #[derive(Debug)]
 pub struct UsageError(lexopt::Error);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        f.write_str(&args_error(&self.0))
     }
 }
 
@@ -187,7 +232,7 @@ impl Options {
                 Short('f') => o.foreground = true,
                 Short('l') => o.lsb_names = true,
                 Short('n') => o.fqdn_in_subject = true,
-                Short('L') => o.log_level = Some(parser.value()?.parse()?),
+                Short('L') => o.log_level = Some(in_range(&mut parser, "-L", (0, 15), "")?),
                 Short('s') => o.output_to_syslog = true,
                 Short('m') => o.mail = Some(parser.value()?),
                 Short('P') => o.inherit_path = true,
@@ -218,20 +263,10 @@ impl Options {
                 Long("cluster-helper") => o.cluster.helper = Some(path(&mut parser)?),
                 Long("cluster-keep") => {
                     o.cluster.keep_days =
-                        Some(in_range(&mut parser, "--cluster-keep (days)", 1, 3650)?)
+                        Some(in_range(&mut parser, "--cluster-keep", (1, 3650), "days")?)
                 }
-                Long("cluster-keep-runs") => {
-                    o.cluster.keep_runs = Some(in_range(
-                        &mut parser,
-                        "--cluster-keep-runs",
-                        MIN_KEEP_RUNS,
-                        MAX_KEEP_RUNS,
-                    )?)
-                }
-                Long("cluster-lease") => {
-                    o.cluster.lease_s =
-                        Some(in_range(&mut parser, "--cluster-lease (seconds)", 3, 300)?)
-                }
+                Long("cluster-keep-runs") => o.cluster.keep_runs = Some(keep_runs(&mut parser)?),
+                Long("cluster-lease") => o.cluster.lease_s = Some(lease(&mut parser)?),
                 Long("crontab") => o.crontabs.push(crontab_file(&mut parser, &o.crontabs)?),
                 Long("keep-env") => o.keep_env = Some(keep_env(&mut parser, o.keep_env.take())?),
                 Long("stop-jobs") => o.stop_jobs = true,
@@ -290,9 +325,20 @@ fn crontab_file(parser: &mut lexopt::Parser, given: &[PathBuf]) -> Result<PathBu
     Ok(PathBuf::from(parser.value()?))
 }
 
+/// `--cluster-keep-runs N`.
+fn keep_runs(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
+    let runs = (MIN_KEEP_RUNS, MAX_KEEP_RUNS);
+    in_range(parser, "--cluster-keep-runs", runs, "runs")
+}
+
+/// `--cluster-lease SECONDS`.
+fn lease(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
+    in_range(parser, "--cluster-lease", (3, 300), "seconds")
+}
+
 /// `--stop-timeout SECONDS`.
 fn stop_timeout(parser: &mut lexopt::Parser) -> Result<u32, lexopt::Error> {
-    in_range(parser, "--stop-timeout (seconds)", 0, MAX_STOP_TIMEOUT_S)
+    in_range(parser, "--stop-timeout", (0, MAX_STOP_TIMEOUT_S), "seconds")
 }
 
 /// `--keep-env NAME,...` or `--keep-env '*'`, added to what earlier ones said (`before`).
@@ -365,7 +411,7 @@ fn max_output(parser: &mut lexopt::Parser) -> Result<u64, lexopt::Error> {
     v.to_str()
         .and_then(parse_size)
         .ok_or_else(|| lexopt::Error::UnexpectedValue {
-            option: "--max-output".into(),
+            option: "--max-output (bytes, or with a K, M or G suffix)".into(),
             value: v.clone(),
         })
 }
@@ -378,7 +424,7 @@ fn log_destination(parser: &mut lexopt::Parser) -> Result<Destination, lexopt::E
         Some("stderr") => Ok(Destination::Stderr),
         Some("both") => Ok(Destination::Both),
         _ => Err(lexopt::Error::UnexpectedValue {
-            option: "--log".into(),
+            option: "--log (syslog, stderr or both)".into(),
             value: v,
         }),
     }
@@ -391,7 +437,7 @@ fn log_format(parser: &mut lexopt::Parser) -> Result<Format, lexopt::Error> {
         Some("text") => Ok(Format::Text),
         Some("json") => Ok(Format::Json),
         _ => Err(lexopt::Error::UnexpectedValue {
-            option: "--log-format".into(),
+            option: "--log-format (text or json)".into(),
             value: v,
         }),
     }

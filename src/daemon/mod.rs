@@ -72,7 +72,10 @@ pub fn crond_main() -> ExitCode {
     let options = match Options::try_parse_from(std::env::args_os().skip(1)) {
         Ok(options) => options,
         Err(e) => {
-            let _ = writeln!(io::stderr().lock(), "crond: {e}\n{USAGE}");
+            let _ = writeln!(
+                io::stderr().lock(),
+                "crond: {e}\nTry 'crond -h' for more information."
+            );
             return ExitCode::from(1);
         }
     };

@@ -136,8 +136,8 @@ impl Options {
             let names: Vec<String> = (kept_env.iter())
                 .map(|(name, _)| crate::log::printable(name))
                 .collect();
-            log.info(
-                "CRON",
+            log.daemon(
+                crate::log::Level::Info,
                 "INFO",
                 &format!(
                     "--keep-env: jobs get {} of the daemon's variables: {}",
@@ -148,8 +148,8 @@ impl Options {
         }
         let run_as = self.own_user().map(|(user, in_passwd)| {
             if !in_passwd {
-                log.info(
-                    "CRON",
+                log.daemon(
+                    crate::log::Level::Info,
                     "INFO",
                     &format!(
                         "uid {} has no passwd entry: its jobs run with LOGNAME={} HOME={}",

@@ -72,7 +72,11 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
     };
     let (entries, files) = load_at_start(&mut daemon, now);
     // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
-    let status = format!("{entries} entries from {files} files");
+    let status = format!(
+        "{} from {}",
+        crate::log::line::count(entries as u64, "entry", "entries"),
+        crate::log::line::count(files as u64, "file", "files")
+    );
     if let Err(e) = crate::sys::notify::notify(&format!(
         "READY=1\n{}",
         crate::sys::notify::status_message(&status)
@@ -105,13 +109,16 @@ pub(super) fn load_at_start<W: World, F: Effects>(
 
 pub(super) struct Setup {
     pub(super) options: Options,
-    /// Held while the daemon runs.
-    lock: PidLock,
+    /// Held while the daemon runs (never read: the lock is released when it is dropped).
+    _lock: PidLock,
 }
 
 impl Setup {
     pub(super) fn new(options: Options, lock: PidLock) -> Setup {
-        Setup { options, lock }
+        Setup {
+            options,
+            _lock: lock,
+        }
     }
 
     /// How crontab files are judged: the options' leniencies and the host's seed for `H`.
@@ -123,9 +130,9 @@ impl Setup {
         }
     }
 
-    /// Debian's first lines.
+    /// The first lines: which crond and its pid file, and Debian's RANDOM_DELAY line.
     pub(super) fn log_start_lines(&self, delay_factor: f64, fx: &mut dyn Effects) {
-        fx.info(messages::pidfile_line(self.lock.fd()));
+        fx.info(messages::started_line(&self.options.pid_file()));
         fx.info(messages::random_delay_line(delay_factor));
     }
 

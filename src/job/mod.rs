@@ -317,7 +317,7 @@ fn prepare(
 }
 
 /// After the shell: Debian's failure line, the output mailed (or logged with `-s`, or when no
-/// MTA could take it), then END and CMDEND.
+/// MTA could take it), then END and CMDEND (the JSON log: END only, always).
 fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Finished) {
     let log = setup.log;
     let (shell_pid, exit, output) = (finished.shell_pid, finished.exit, &finished.output);
@@ -330,12 +330,10 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     if let Some(line) = messages::failed_line(setup.log_mask, shell_pid, exit) {
         log.line(Level::Error, &line.with_job(ended.clone()));
     }
-    let pid_only = JobFields {
-        pid: Some(shell_pid),
-        ..JobFields::default()
-    };
+    // Output lines name their job as its other lines do: entry, command and the shell's pid.
+    let fields = spec.log_fields(Some(shell_pid));
     match &setup.output {
-        OutputTo::Syslog => log_output(log, spec.user(), output, &pid_only),
+        OutputTo::Syslog => log_output(log, spec.user(), output, &fields),
         // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA.
         OutputTo::Mail(_) if output.is_empty() => {}
         OutputTo::Mail(mail_setup) => {
@@ -363,7 +361,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                     MailOutcome::NoMta => Level::Info,
                     _ => Level::Error,
                 };
-                log.line(level, &line);
+                log.line(level, &line.with_job(fields.clone()));
             }
             // Nothing is lost when the mail could not start or the MTA hung: the output goes to
             // the log.
@@ -371,7 +369,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 outcome,
                 MailOutcome::NoMta | MailOutcome::MtaError(_) | MailOutcome::MtaTimedOut { .. }
             ) {
-                log_output(log, spec.user(), output, &pid_only);
+                log_output(log, spec.user(), output, &fields);
             }
         }
     }
@@ -386,8 +384,9 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         log.line(Level::Info, &line.with_job(ended));
     }
     // cronie's CMDEND comes with cronie's way of logging (`-s`), never with Debian's defaults,
-    // and not for an entry written with cronie's `-`.
-    if matches!(setup.output, OutputTo::Syslog) && !spec.quiet() {
+    // and not for an entry written with cronie's `-`. The JSON log has END, which says more
+    // (the status, the duration): one end object per run, not two.
+    if matches!(setup.output, OutputTo::Syslog) && !spec.quiet() && !log.is_json() {
         log.line(
             Level::Info,
             &messages::cmdend_line(spec.user(), spec.command()),
@@ -405,10 +404,9 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
         let line = match line {
             Ok(line) => line,
             Err(e) => {
-                log.line(
-                    Level::Error,
-                    &LogLine::new(user, "ERROR", format!("can't read the spooled output: {e}")),
-                );
+                let line =
+                    LogLine::new(user, "ERROR", format!("can't read the spooled output: {e}"));
+                log.line(Level::Error, &line.with_job(job.clone()));
                 return;
             }
         };
@@ -426,7 +424,8 @@ fn log_output(log: Log, user: &[u8], output: &Output, job: &JobFields) {
         }
     }
     if more > 0 {
-        log.line(Level::Info, &messages::cmdout_more_line(user, more));
+        let line = messages::cmdout_more_line(user, more).with_job(job.clone());
+        log.line(Level::Info, &line);
     }
 }
 

@@ -104,32 +104,34 @@ pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) {
         Ok(Preload::Kept {
             modules,
             threads: 1,
-        }) => log.info(
-            "CRON",
+        }) => log.daemon(
+            crate::log::Level::Info,
             "INFO",
-            &format!("PAM service cron: {modules} modules loaded"),
+            &format!(
+                "PAM service cron: {} loaded",
+                crate::log::line::count(modules as u64, "module", "modules")
+            ),
         ),
         // A module started a thread here although it did not in the trial: nothing can take
         // it back, and no job can be forked. Said as plainly as possible.
-        Ok(Preload::Kept { threads, .. }) => log.error(
-            "CRON",
+        Ok(Preload::Kept { threads, .. }) => log.daemon(
+            crate::log::Level::Error,
             "ERROR",
             &format!(
                 "PAM service cron: loading its modules left the daemon with {threads} threads; \
                  no job can start (restart crond, or remove the module that starts a thread)"
             ),
         ),
-        Ok(Preload::Threaded { threads }) => log.event(
+        Ok(Preload::Threaded { threads }) => log.daemon(
             crate::log::Level::Warning,
-            "CRON",
             "WARNING",
             &format!(
                 "PAM service cron not preloaded: loading its modules starts threads ({threads} \
                  in all), and the daemon must stay single-threaded; each job loads them itself"
             ),
         ),
-        Err(e) => log.error(
-            "CRON",
+        Err(e) => log.daemon(
+            crate::log::Level::Error,
             "WARNING",
             &format!("PAM service cron not loaded: {e}"),
         ),

@@ -307,8 +307,8 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
             who,
             "ERROR",
             &format!(
-                "{} bytes of output lost: can't spool to {}: {e}",
-                output.lost_bytes(),
+                "{} of output lost: can't spool to {}: {e}",
+                crate::log::line::count(output.lost_bytes(), "byte", "bytes"),
                 spill_dir.display()
             ),
         );

@@ -10,12 +10,89 @@
 //!
 //! Always: `time` (RFC 3339, the daemon's zone, milliseconds), `host`, `source` (the syslog
 //! tag: `cron[PID]` the daemon, `CRON[PID]` a job child), `level`, `message` (the text line's
-//! detail and note). `user` and `event` unless the line is bare. A job's lines add what they
+//! detail and note). `event` unless the line is bare; `user` on the lines of a user's job or
+//! file, never on the daemon's own (the text log's `(CRON)`). A job's lines add what they
 //! know: `entry` (`FILE:LINE`), `command`, `pid` (the job's shell), `exit_status` or `signal`,
 //! `duration_ms`. Bytes that are not UTF-8 become U+FFFD; control characters are escaped.
+//! [`KEYS`] and [`EVENTS`] are this schema, as crond(8) documents it.
 
 use super::line::{JobFields, LogLine};
 use crate::types::Level;
+
+/// The type of a key's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    /// A JSON number without a fraction.
+    Integer,
+}
+
+/// One key an object may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// In every object.
+    pub always: bool,
+}
+
+const fn key(name: &'static str, kind: Kind, always: bool) -> Key {
+    Key { name, kind, always }
+}
+
+/// Every key an object may have, in the order they are written.
+pub const KEYS: &[Key] = &[
+    key("time", Kind::String, true),
+    key("host", Kind::String, true),
+    key("source", Kind::String, true),
+    key("level", Kind::String, true),
+    key("user", Kind::String, false),
+    key("event", Kind::String, false),
+    key("message", Kind::String, true),
+    key("entry", Kind::String, false),
+    key("command", Kind::String, false),
+    key("pid", Kind::Integer, false),
+    key("exit_status", Kind::Integer, false),
+    key("signal", Kind::Integer, false),
+    key("duration_ms", Kind::Integer, false),
+];
+
+/// The values of `level`.
+pub const LEVELS: &[&str] = &["error", "warning", "notice", "info"];
+
+/// The values of `event`: Debian's and cronie's words (`error` and `info` are Debian's own
+/// lower-case lines), a file refused for its owner, mode or links, and our extensions.
+pub const EVENTS: &[&str] = &[
+    "CMD",
+    "END",
+    "CMDOUT",
+    "MAIL",
+    "UNSAFE MAIL",
+    "OUTPUT",
+    "TIMEOUT",
+    "SKIP",
+    "WAIT",
+    "RUN",
+    "MISSED",
+    "CLUSTER",
+    "RELOAD",
+    "ORPHAN",
+    "NOT A REGULAR FILE",
+    "INSECURE MODE (mode 0600 expected)",
+    "INSECURE MODE (group/other writable)",
+    "WRONG FILE OWNER",
+    "WRONG SYMLINK OWNER",
+    "NUMBER OF HARD LINKS > 1",
+    "INSECURE DIRECTORY (other writable, not sticky)",
+    "STARTUP",
+    "DEATH",
+    "INFO",
+    "NOTICE",
+    "WARNING",
+    "ERROR",
+    "info",
+    "error",
+];
 
 /// What a rendered object says besides the line itself.
 #[derive(Debug, Clone, Copy)]
@@ -36,7 +113,9 @@ pub fn render(line: &LogLine, frame: &Frame<'_>) -> Vec<u8> {
     field(&mut out, "source", frame.source.as_bytes());
     field(&mut out, "level", level_name(frame.level).as_bytes());
     if let Some((who, event)) = line.who_and_event() {
-        field(&mut out, "user", who.as_bytes());
+        if !line.is_daemon() {
+            field(&mut out, "user", who.as_bytes());
+        }
         field(&mut out, "event", event.as_bytes());
     } else if let Some(who) = line.bare_user() {
         field(&mut out, "user", who.as_bytes());

@@ -25,6 +25,8 @@ pub struct LogLine {
     note: String,
     /// What the JSON log adds for a job's line (boxed: most lines have none).
     job: Option<Box<JobFields>>,
+    /// The daemon speaking of itself, `(CRON) EVENT (detail)`: the JSON log names no user.
+    daemon: bool,
 }
 
 /// A job's facts, for the JSON log (`--log-format json`); the text line does not show them.
@@ -54,7 +56,22 @@ impl LogLine {
             bare: false,
             note: String::new(),
             job: None,
+            daemon: false,
         }
+    }
+
+    /// `(CRON) EVENT (detail)`: a line of the daemon about itself (or Debian's `(CRON) error`
+    /// of a failed job). The text log names `CRON`, as Debian's does; the JSON log no user.
+    pub fn daemon(event: impl Into<Cow<'static, str>>, detail: impl Into<Vec<u8>>) -> LogLine {
+        LogLine {
+            daemon: true,
+            ..LogLine::new("CRON", event, detail)
+        }
+    }
+
+    /// Whether this is one of the daemon's own lines ([`LogLine::daemon`]).
+    pub fn is_daemon(&self) -> bool {
+        self.daemon
     }
 
     /// This line with a job's facts for the JSON log.
@@ -132,6 +149,7 @@ impl LogLine {
             bare: true,
             note: String::new(),
             job: None,
+            daemon: false,
         }
     }
 
@@ -214,6 +232,13 @@ impl fmt::Display for LogLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&String::from_utf8_lossy(&self.to_bytes()))
     }
+}
+
+/// A count and its noun as English says it: `count(1, "entry", "entries")` is `1 entry`,
+/// `count(0, …)` and `count(2, …)` the plural.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Whether `c` changes how a terminal shows the text around it without showing itself: a
@@ -333,7 +358,7 @@ mod tests {
     #[test]
     fn a_line_is_who_event_detail_with_the_who_through_mkprint() {
         assert_eq!(
-            LogLine::new("CRON", "INFO", "Shutting down").to_string(),
+            LogLine::daemon("INFO", "Shutting down").to_string(),
             "(CRON) INFO (Shutting down)"
         );
         assert_eq!(

@@ -16,6 +16,7 @@ use std::fmt;
 
 use crate::crontab::policy::LimitAction as Action;
 use crate::log::line::MAX_LINE;
+use crate::log::line::count;
 use crate::log::{LogLine, printable};
 use crate::types::Uid;
 
@@ -130,7 +131,7 @@ pub fn failed_line(mask: JobLogMask, shell_pid: u32, exit: JobExit) -> Option<Lo
             if core_dumped { ", dumped core" } else { "" }
         ),
     };
-    Some(LogLine::new(b"CRON", "error", detail))
+    Some(LogLine::daemon("error", detail))
 }
 
 /// Debian's end line, written after the mail: `(user) END (command)`, or with `-L 8`
@@ -196,7 +197,11 @@ pub fn output_dropped_line(user: &[u8], dropped: u64, limit: u64) -> LogLine {
     LogLine::new(
         user,
         "OUTPUT",
-        format!("{dropped} bytes of output dropped past the --max-output limit of {limit} bytes"),
+        format!(
+            "{} of output dropped past the --max-output limit of {}",
+            count(dropped, "byte", "bytes"),
+            count(limit, "byte", "bytes")
+        ),
     )
 }
 
@@ -287,13 +292,16 @@ pub fn cmdout_more_line(user: &[u8], more: u64) -> LogLine {
     LogLine::new(
         user,
         "CMDOUT",
-        format!("[{more} more lines of output not logged]"),
+        format!(
+            "[{} of output not logged]",
+            count(more, "more line", "more lines")
+        ),
     )
 }
 
 /// Debian's line when sendmail is missing: `(CRON) info (No MTA installed, discarding output)`.
 pub fn no_mta_line() -> LogLine {
-    LogLine::new(b"CRON", "info", "No MTA installed, discarding output")
+    LogLine::daemon("info", "No MTA installed, discarding output")
 }
 
 /// Debian's line when the MTA exits non-zero: `(user) MAIL (mailed N bytes of output but got
@@ -338,12 +346,20 @@ pub fn unsafe_mail_line(user: &[u8], value: &[u8]) -> LogLine {
 
 /// `(CRON) EVENT (detail)`: the daemon speaking of itself.
 fn cron(event: &'static str, detail: impl Into<Vec<u8>>) -> LogLine {
-    LogLine::new("CRON", event, detail)
+    LogLine::daemon(event, detail)
 }
 
-/// Debian's first line: the pid file's descriptor.
-pub fn pidfile_line(fd: i32) -> LogLine {
-    cron("INFO", format!("pidfile fd = {fd}"))
+/// The first line: which crond started, and the pid file it holds. (Debian's first line
+/// names the pid file's descriptor number, `pidfile fd = 3`, which tells a reader nothing.)
+pub fn started_line(pid_file: &std::path::Path) -> LogLine {
+    cron(
+        "INFO",
+        format!(
+            "crond {} started (pid file {})",
+            env!("CARGO_PKG_VERSION"),
+            printable(pid_file.as_os_str().as_encoded_bytes())
+        ),
+    )
 }
 
 /// Debian's second line: cronie's RANDOM_DELAY factor, in whole percent.
@@ -364,7 +380,7 @@ pub fn no_pam_line(why: &str) -> LogLine {
 
 /// The daemon forked into the background.
 pub fn fork_ok_line() -> LogLine {
-    LogLine::new("CRON", "STARTUP", "fork ok")
+    LogLine::daemon("STARTUP", "fork ok")
 }
 
 /// `--crontab` mode's default state directory had group or other bits (`mode`): now 0700.
@@ -381,14 +397,18 @@ pub fn state_dir_made_private_line(dir: &std::path::Path, mode: u32) -> LogLine 
 
 /// The daemon stops with an error.
 pub fn death_line(why: &str) -> LogLine {
-    LogLine::new("CRON", "DEATH", why)
+    LogLine::daemon("DEATH", why)
 }
 
 /// Start-up is over: how much was loaded.
 pub fn loaded_line(entries: usize, files: usize) -> LogLine {
     cron(
         "INFO",
-        format!("{entries} entries loaded from {files} files"),
+        format!(
+            "{} loaded from {}",
+            count(entries as u64, "entry", "entries"),
+            count(files as u64, "file", "files")
+        ),
     )
 }
 
@@ -406,7 +426,16 @@ pub fn shutting_down_line() -> LogLine {
 pub fn still_running_line(jobs: usize) -> LogLine {
     cron(
         "INFO",
-        format!("{jobs} jobs still running; they finish on their own"),
+        format!(
+            "{} still running; {} on {} own",
+            count(jobs as u64, "job", "jobs"),
+            if jobs == 1 {
+                "it finishes"
+            } else {
+                "they finish"
+            },
+            if jobs == 1 { "its" } else { "their" }
+        ),
     )
 }
 
@@ -414,7 +443,10 @@ pub fn still_running_line(jobs: usize) -> LogLine {
 pub fn stopping_jobs_line(jobs: usize, timeout_s: u32) -> LogLine {
     cron(
         "INFO",
-        format!("stopping {jobs} running jobs: SIGTERM now, SIGKILL after {timeout_s} s"),
+        format!(
+            "stopping {}: SIGTERM now, SIGKILL after {timeout_s} s",
+            count(jobs as u64, "running job", "running jobs")
+        ),
     )
 }
 
@@ -432,7 +464,10 @@ pub fn every_job_ended_line() -> LogLine {
 pub fn kill_left_line(why: &str, jobs: usize) -> LogLine {
     cron(
         "INFO",
-        format!("{why}: SIGKILL to what is left of {jobs} jobs"),
+        format!(
+            "{why}: SIGKILL to what is left of {}",
+            count(jobs as u64, "job", "jobs")
+        ),
     )
 }
 
@@ -440,7 +475,10 @@ pub fn kill_left_line(why: &str, jobs: usize) -> LogLine {
 pub fn not_reported_line(jobs: usize) -> LogLine {
     cron(
         "ERROR",
-        format!("{jobs} job children had not reported when the daemon exited"),
+        format!(
+            "{} not reported when the daemon exited",
+            count(jobs as u64, "job child had", "job children had")
+        ),
     )
 }
 
@@ -466,7 +504,10 @@ pub fn cant_list_jobs_line(e: &std::io::Error) -> LogLine {
 pub fn waiting_dropped_line(runs: usize) -> LogLine {
     cron(
         "INFO",
-        format!("{runs} runs waiting for a running one (CRON_OVERLAP=queue) not started"),
+        format!(
+            "{} for a running one (CRON_OVERLAP=queue) not started",
+            count(runs as u64, "run waiting", "runs waiting")
+        ),
     )
 }
 
@@ -583,7 +624,11 @@ pub fn delay_cancelled_line(who: &[u8], cancelled: usize, tab: &str) -> LogLine 
     LogLine::new(
         who,
         "INFO",
-        format!("{cancelled} runs waiting for their RANDOM_DELAY cancelled: {tab} changed"),
+        format!(
+            "{} for {} RANDOM_DELAY cancelled: {tab} changed",
+            count(cancelled as u64, "run waiting", "runs waiting"),
+            if cancelled == 1 { "its" } else { "their" }
+        ),
     )
 }
 
@@ -617,7 +662,11 @@ pub fn unarmed_line(e: &std::io::Error) -> LogLine {
 pub fn postponed_line(jobs: usize) -> LogLine {
     cron(
         "INFO",
-        format!("{jobs} jobs not started last minute: they start first now"),
+        format!(
+            "{} not started last minute: {} first now",
+            count(jobs as u64, "job", "jobs"),
+            if jobs == 1 { "it starts" } else { "they start" }
+        ),
     )
 }
 
@@ -648,7 +697,10 @@ pub fn fork_failed_line(e: &str) -> LogLine {
 pub fn fork_still_failing_line(e: &str, attempts: u64) -> LogLine {
     cron(
         "ERROR",
-        format!("can't fork: {e}; {attempts} more failed attempts in the last minute"),
+        format!(
+            "can't fork: {e}; {} in the last minute",
+            count(attempts, "more failed attempt", "more failed attempts")
+        ),
     )
 }
 
@@ -656,7 +708,10 @@ pub fn fork_still_failing_line(e: &str, attempts: u64) -> LogLine {
 pub fn fork_works_line(failed: u64) -> LogLine {
     cron(
         "INFO",
-        format!("fork works again after {failed} failed attempts"),
+        format!(
+            "fork works again after {}",
+            count(failed, "failed attempt", "failed attempts")
+        ),
     )
 }
 
@@ -773,12 +828,13 @@ pub fn control_turned_away_line(counts: &[(u32, u64)]) -> LogLine {
         .map(|(uid, n)| format!("uid {uid}: {n}"))
         .collect();
     if most.len() > NAMED {
-        by_uid.push(format!("{} more uids", most.len() - NAMED));
+        by_uid.push(count((most.len() - NAMED) as u64, "more uid", "more uids"));
     }
     cron(
         "ERROR",
         format!(
-            "control socket: {total} connections turned away (busy) in the last minute ({})",
+            "control socket: {} turned away (busy) in the last minute ({})",
+            count(total, "connection", "connections"),
             by_uid.join(", ")
         ),
     )
@@ -798,6 +854,48 @@ mod tests {
              (uid 1019: 20, uid 1018: 19, uid 1017: 18, uid 1016: 17, uid 1015: 16, uid 1014: 15, \
              uid 1013: 14, uid 1012: 13, 12 more uids))"
         );
+    }
+
+    #[test]
+    fn counts_read_as_english_one_and_many() {
+        let text = |line: LogLine| String::from_utf8(line.to_bytes()).unwrap();
+        assert_eq!(
+            text(loaded_line(1, 1)),
+            "(CRON) INFO (1 entry loaded from 1 file)"
+        );
+        assert_eq!(
+            text(loaded_line(0, 2)),
+            "(CRON) INFO (0 entries loaded from 2 files)"
+        );
+        assert_eq!(
+            text(still_running_line(1)),
+            "(CRON) INFO (1 job still running; it finishes on its own)"
+        );
+        assert_eq!(
+            text(postponed_line(2)),
+            "(CRON) INFO (2 jobs not started last minute: they start first now)"
+        );
+        assert_eq!(
+            text(delay_cancelled_line(b"bob", 1, "crontabs/bob")),
+            "(bob) INFO (1 run waiting for its RANDOM_DELAY cancelled: crontabs/bob changed)"
+        );
+        assert_eq!(
+            text(fork_works_line(1)),
+            "(CRON) INFO (fork works again after 1 failed attempt)"
+        );
+        assert_eq!(
+            text(output_dropped_line(b"bob", 1, 1024)),
+            "(bob) OUTPUT (1 byte of output dropped past the --max-output limit of 1024 bytes)"
+        );
+        assert_eq!(
+            text(cmdout_more_line(b"bob", 1)),
+            "(bob) CMDOUT ([1 more line of output not logged])"
+        );
+        assert_eq!(
+            text(not_reported_line(1)),
+            "(CRON) ERROR (1 job child had not reported when the daemon exited)"
+        );
+        assert!(text(control_turned_away_line(&[(0, 1)])).contains("1 connection turned"));
     }
 
     #[test]
@@ -922,7 +1020,13 @@ mod tests {
     #[test]
     fn the_daemons_lines_keep_debians_and_our_words() {
         let text = |line: LogLine| String::from_utf8(line.to_bytes()).unwrap();
-        assert_eq!(text(pidfile_line(3)), "(CRON) INFO (pidfile fd = 3)");
+        assert_eq!(
+            text(started_line(std::path::Path::new("/run/crond.pid"))),
+            format!(
+                "(CRON) INFO (crond {} started (pid file /run/crond.pid))",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
         assert_eq!(
             text(random_delay_line(0.427)),
             "(CRON) INFO (RANDOM_DELAY will be scaled with factor 42% if used.)"

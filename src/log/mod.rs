@@ -11,6 +11,8 @@
 pub mod json;
 pub mod line;
 pub mod messages;
+#[cfg(test)]
+mod schema_tests;
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -104,6 +106,12 @@ impl Log {
     /// through [`printable`].
     pub fn event(&self, level: Level, who: impl AsRef<[u8]>, event: &str, detail: &str) {
         self.line(level, &LogLine::new(who, event.to_owned(), detail));
+    }
+
+    /// `(CRON) event (detail)` at `level`: the daemon speaking of itself
+    /// ([`LogLine::daemon`]).
+    pub fn daemon(&self, level: Level, event: &'static str, detail: &str) {
+        self.line(level, &LogLine::daemon(event, detail));
     }
 
     /// One message already built (its bytes need not be UTF-8: a job's output with `-s`).

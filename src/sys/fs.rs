@@ -482,11 +482,6 @@ pub fn lock_pid_file(path: &Path) -> Result<PidLock, LockError> {
 }
 
 impl PidLock {
-    /// The descriptor number of the locked file (Debian logs it: `pidfile fd = 3`).
-    pub fn fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self._file.as_raw_fd()
-    }
     /// Replaces the file's content with `pid` and a newline.
     pub fn write_pid(&mut self, pid: i32) -> io::Result<()> {
         let file: &mut File = &mut self._file;

@@ -10,4 +10,5 @@ mod support {
 
 mod cli;
 mod cronnext;
+mod percent;
 mod setgid;

@@ -216,7 +216,7 @@ fn keep_env_past_its_bound_is_refused_at_start() {
         &[],
         &[],
     );
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     assert!(crond.stop().success());
 }
 
@@ -253,7 +253,7 @@ fn as_pid_1_sigterm_stops_the_running_job_whose_trap_output_is_logged_and_exits_
         log.contains("CMDOUT (got-TERM)"),
         "the trap ran and its output is logged:\n{log}"
     );
-    assert!(log.contains("stopping 1 running jobs"), "{log}");
+    assert!(log.contains("stopping 1 running job:"), "{log}");
     assert!(log.contains("every job has ended"), "{log}");
     assert!(!log.contains("they finish on their own"), "{log}");
 }
@@ -340,7 +340,7 @@ fn as_pid_1_a_job_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_its_
     let (code, log) = stop_as_pid_1(&tree, &crontab, &started, &["--stop-timeout", "2"]);
     assert_eq!(code, 0, "crond exits 0; the log:\n{log}");
     assert!(
-        log.contains("2 s passed: SIGKILL to what is left of 1 jobs"),
+        log.contains("2 s passed: SIGKILL to what is left of 1 job"),
         "{log}"
     );
     assert!(
@@ -571,7 +571,7 @@ fn root_a_crontab_reached_through_another_users_link_on_the_way_is_refused_and_a
         ),
         10,
     );
-    crond.wait_for_log("1 entries loaded from 1 files", 10);
+    crond.wait_for_log("1 entry loaded from 1 file", 10);
     // A run of the file reached through root's link, and a fake minute more.
     wait_for_file(&tree.out("via-root"), 30);
     std::thread::sleep(std::time::Duration::from_secs(7));

@@ -95,7 +95,7 @@ fn root_each_user_sees_and_runs_only_their_own_entries_through_the_socket_and_ro
         0o644,
     );
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let socket = socket_of(&tree);
     let system = tree.system_crontab().display().to_string();
     assert_eq!(
@@ -188,7 +188,7 @@ fn root_the_socket_is_world_connectable_and_off_or_a_bad_path_is_said() {
     crond.stop();
     let tree = Tree::new();
     let crond = Crond::start(&tree, 1, &["--control-socket", "off"]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     assert!(!socket_of(&tree).exists());
     let gone = cronctl(None, &socket_of(&tree), &["status"]);
     assert_eq!(gone.status.code(), Some(1));
@@ -460,7 +460,7 @@ fn root_a_system_line_is_shown_to_the_uid_it_runs_as_not_to_another_uid_of_the_s
         0o644,
     );
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let socket = socket_of(&tree);
     let system = format!("{}:1", tree.system_crontab().display());
     assert_eq!(

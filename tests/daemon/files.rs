@@ -219,7 +219,7 @@ fn root_an_edit_of_a_symlinked_files_target_is_picked_up_with_inotify() {
     require_root();
     let (tree, target) = linked_tree();
     let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Edited in place, as `>>` or a simple editor does.
     std::fs::write(
         &target,
@@ -242,7 +242,7 @@ fn root_a_replaced_target_of_a_symlinked_file_is_picked_up_without_inotify() {
     require_root();
     let (tree, target) = linked_tree();
     let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &["-i"]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Replaced by a rename, as most editors save; the link itself does not change.
     let staged = target.with_extension("new");
     tree.write_file(
@@ -276,7 +276,7 @@ fn root_a_zone_link_pointed_elsewhere_moves_the_local_entries_within_the_minute(
     require_root();
     let (tree, localtime, arg) = zoned_tree();
     let crond = Crond::start(&tree, 1, &["--localtime", &arg]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Re-pointed as timedatectl does: a new link renamed over the old one.
     let staged = tree.path().join("localtime.new");
     std::os::unix::fs::symlink("/usr/share/zoneinfo/America/New_York", &staged).unwrap();
@@ -306,7 +306,7 @@ fn root_a_zone_file_rewritten_in_place_is_seen_without_inotify() {
     );
     let arg = localtime.to_str().unwrap().to_string();
     let crond = Crond::start(&tree, 1, &["-i", "--localtime", &arg]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let ny = std::fs::read("/usr/share/zoneinfo/America/New_York").unwrap();
     std::fs::write(&localtime, ny).unwrap();
     crond.wait_for_log("local time zone changed: localtime", 15);
@@ -416,4 +416,31 @@ fn root_a_cron_d_reached_through_another_users_link_is_refused_until_the_link_is
     // Root's link to the same directory: the file loads at the next minute's look and runs.
     chown_link("root");
     assert_eq!(wait_for_file(&ran, 30), "ran\n");
+}
+
+#[test]
+fn a_percent_meant_for_date_is_logged_as_a_warning_once_per_load_and_the_entry_still_loads() {
+    let tree = Tree::new();
+    let me = current_user();
+    tree.user_crontab(&me, "0 3 * * * date +%F > /dev/null\n", 0o600, &me);
+    let crond = Crond::start(&tree, 1, &["-i"]);
+    crond.wait_for_log(" loaded from ", 10);
+    let warning = crond.wait_for_log("'%' ends the command", 5);
+    assert!(
+        warning.contains(&format!(
+            "({me}) WARNING ({}/{me}:1:17: '%' ends the command here",
+            tree.spool().display()
+        )),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(r"write +\%F if the % belongs"),
+        "{warning}"
+    );
+    assert_eq!(crond.log_text().matches("'%' ends the command").count(), 1);
+    assert!(
+        crond.log_text().contains("1 entry loaded from"),
+        "{}",
+        crond.log_text()
+    );
 }

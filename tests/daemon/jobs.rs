@@ -307,7 +307,7 @@ fn root_a_name_given_to_another_uid_after_the_load_does_not_run_the_old_file() {
     );
     // A minute of fake time (six real seconds) before the job is due.
     let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:00", &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let old: u32 = user.uid().parse().unwrap();
     let mut new = old + 7919;
     while std::process::Command::new("getent")
@@ -399,11 +399,11 @@ fn an_edit_keeps_the_entries_it_did_not_change_with_their_waiting_runs() {
     };
     tree.user_crontab(&me, &text("b"), 0o600, &me);
     let crond = start_with_a_delay_factor_of_one_percent_or_more(&tree);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     std::thread::sleep(std::time::Duration::from_secs(2));
     // Only the changed line's run is cancelled; the other entry stays, and so does its run.
     tree.user_crontab(&me, &text("b2"), 0o600, &me);
-    let cancelled = format!("({me}) INFO (1 runs waiting for their RANDOM_DELAY cancelled");
+    let cancelled = format!("({me}) INFO (1 run waiting for its RANDOM_DELAY cancelled");
     crond.wait_for_log(&cancelled, 10);
     std::fs::remove_file(tree.spool().join(&me)).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -429,14 +429,12 @@ fn a_run_waiting_for_its_random_delay_is_cancelled_when_its_crontab_goes() {
     );
     tree.user_crontab(&me, &text, 0o600, &me);
     let crond = start_with_a_delay_factor_of_one_percent_or_more(&tree);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Two real seconds are twenty fake ones: 10:00 has passed and the run is waiting.
     std::thread::sleep(std::time::Duration::from_secs(2));
     std::fs::remove_file(tree.spool().join(&me)).unwrap();
     crond.wait_for_log(
-        &format!(
-            "({me}) INFO (1 runs waiting for their RANDOM_DELAY cancelled: spool/{me} changed)"
-        ),
+        &format!("({me}) INFO (1 run waiting for its RANDOM_DELAY cancelled: spool/{me} changed)"),
         10,
     );
     assert!(!ran.exists());

@@ -149,7 +149,7 @@ fn root_a_failing_jobs_mail_subject_carries_its_exit_status_and_the_log_its_end(
             .expect("the line is logged");
         assert!(line.contains(" CRON["), "{line}");
     }
-    let started = log.lines().find(|l| l.contains("entries loaded")).unwrap();
+    let started = log.lines().find(|l| l.contains(" loaded from ")).unwrap();
     assert!(started.contains(" cron["), "{started}");
     assert!(!log.contains("CMDEND"), "{log}");
 }

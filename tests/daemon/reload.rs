@@ -172,7 +172,7 @@ fn root_a_one_line_edit_of_a_large_system_file_fires_the_changed_entry_and_keeps
     let path = tree.cron_d().join("big");
     tree.write_file(&path, &file("0 12"), 0o644);
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // Replaced by a rename, as an editor does.
     let new = tree.path().join("big.new");
     tree.write_file(&new, &file("2 10"), 0o644);

@@ -179,7 +179,7 @@ impl Syslog {
 
     /// What an admin's log rules match, sorted: every line of the job children (ident `CRON`:
     /// cron's own and those the PAM modules write through it, a trace of the PAM calls made),
-    /// and the daemon's lines about files and its pid file, as (priority, `IDENT: message`)
+    /// and the daemon's lines about files, as (priority, `IDENT: message`)
     /// with the pids taken out.
     fn lines(&self) -> Vec<(u8, String)> {
         let mut lines: Vec<(u8, String)> = self
@@ -193,7 +193,7 @@ impl Syslog {
                 // Debian's MAIL line has a newline before its `)` (a stray `\n` in its format,
                 // which a log shows as `#012`); ours does not: the one difference let through.
                 let message = without_pids(&rest[rest.find("]: ")? + 3..]).replace("\n)", ")");
-                let daemons = ["NOT A REGULAR FILE", "(CRON) INFO (pidfile fd"];
+                let daemons = ["NOT A REGULAR FILE"];
                 (ident == "CRON" || daemons.iter().any(|d| message.contains(d)))
                     .then(|| (pri, format!("{ident}: {message}")))
             })

@@ -153,9 +153,10 @@ impl MailOutcome {
                 user,
                 "MAIL",
                 format!(
-                    "the MTA did not finish within {} s ({bytes} bytes written): killed; the \
-                     output follows in the log",
-                    send::MTA_TIMEOUT.as_secs()
+                    "the MTA did not finish within {} s ({} written): killed; the output \
+                     follows in the log",
+                    send::MTA_TIMEOUT.as_secs(),
+                    crate::log::line::count(*bytes, "byte", "bytes")
                 ),
             )),
             MailOutcome::MtaError(e) => Some(LogLine::new(

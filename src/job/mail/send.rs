@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::{JobMail, MailCommand, MailConfig, MailOutcome, Plan, SENDMAIL_ARGS, plan};
 use crate::job::output::Output;
+use crate::log::line::count;
 use crate::sys::as_user::{self, Credentials, Launch, StdFds};
 use crate::sys::process::{self, GroupSignal};
 
@@ -78,7 +79,9 @@ pub fn mail_output_as(
             let mut note = match (output.lost_bytes(), output.spill_error()) {
                 (0, _) => Vec::new(),
                 (n, e) => format!(
-                    "\n[crond: {n} more bytes of output were lost: {}]\n",
+                    "\n[crond: {} of output {} lost: {}]\n",
+                    count(n, "more byte", "more bytes"),
+                    if n == 1 { "was" } else { "were" },
                     e.map(|e| e.to_string()).unwrap_or_default()
                 )
                 .into_bytes(),
@@ -86,10 +89,15 @@ pub fn mail_output_as(
             if output.dropped_bytes() > 0 {
                 note.extend_from_slice(
                     format!(
-                        "\n[crond: {} more bytes of output were dropped: past the limit of {} \
-                         bytes (crond --max-output)]\n",
-                        output.dropped_bytes(),
-                        output.limit().unwrap_or(0)
+                        "\n[crond: {} of output {} dropped: past the limit of {} (crond \
+                         --max-output)]\n",
+                        count(output.dropped_bytes(), "more byte", "more bytes"),
+                        if output.dropped_bytes() == 1 {
+                            "was"
+                        } else {
+                            "were"
+                        },
+                        count(output.limit().unwrap_or(0), "byte", "bytes")
                     )
                     .as_bytes(),
                 );
