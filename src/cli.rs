@@ -21,7 +21,7 @@ pub struct NumberError {
 }
 
 impl fmt::Display for NumberError {
-    /// `-L: 'abc' is not a number (0 to 15)`, `--stop-timeout: 5000 is out of range (0 to 3600
+    /// `-L: 'abc' is not a whole number (0 or more)`, `--stop-timeout: 5000 is out of range (0 to 3600
     /// seconds)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (option, value, low, high) = (self.option, &self.value, self.low, self.high);
@@ -31,7 +31,9 @@ impl fmt::Display for NumberError {
             format!(" {}", self.unit)
         };
         let digits = value.strip_prefix('-').unwrap_or(value);
-        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if high == u32::MAX {
+            write!(f, "{option}: '{value}' is not a whole number (0 or more)")
+        } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
             write!(
                 f,
                 "{option}: {value} is out of range ({low} to {high}{unit})"

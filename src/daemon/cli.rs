@@ -29,7 +29,7 @@ Debian's and cronie's options:
   -f                        stay in the foreground (as systemd runs it)
   -l                        names in /etc/cron.d follow the LSB namespaces
   -n                        the full host name in the subject of job mail
-  -L LEVEL                  what to log of jobs: 1 start, 2 end, 4 failed, 8 pid (0 to 15)
+  -L LEVEL                  what to log of jobs: the sum of 1 start, 2 end, 4 failed, 8 pid
   -s                        job output to the log (CMDOUT) instead of mail
   -m CMD|off                mail with CMD instead of sendmail; off: no mail
   -P                        jobs inherit the daemon's PATH
@@ -232,7 +232,8 @@ impl Options {
                 Short('f') => o.foreground = true,
                 Short('l') => o.lsb_names = true,
                 Short('n') => o.fqdn_in_subject = true,
-                Short('L') => o.log_level = Some(in_range(&mut parser, "-L", (0, 15), "")?),
+                // Any number, as Debian's atoi: bits above 15 mean nothing.
+                Short('L') => o.log_level = Some(in_range(&mut parser, "-L", (0, u32::MAX), "")?),
                 Short('s') => o.output_to_syslog = true,
                 Short('m') => o.mail = Some(parser.value()?),
                 Short('P') => o.inherit_path = true,
@@ -635,6 +636,14 @@ mod tests {
             Options::default().control_socket(),
             Some(("/run/crond.sock".into(), false))
         );
+    }
+
+    #[test]
+    fn a_log_level_past_15_is_taken_as_debian_takes_it() {
+        // Debian's cron reads -L with atoi and looks only at the low bits: a setup with
+        // `-L 255` must still start.
+        assert_eq!(parse(&["-L", "255"]).expect("parses").log_level, Some(255));
+        assert!(parse(&["-L", "x"]).is_err());
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn crond_option_errors_name_the_option_and_what_it_takes() {
         "crond",
         &[
             &["-L", "abc"],
-            &["-L", "99"],
+            &["-L", "-1"],
             &["--stop-timeout", "5000"],
             &["--log", "disk"],
             &["--log-format"],
