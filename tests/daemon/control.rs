@@ -535,16 +535,16 @@ fn root_cronctl_run_says_whether_the_job_started_as_its_user_or_why_not() {
     assert_eq!(code, Some(1), "{said}");
     assert_eq!(
         said,
-        format!(
-            "cronctl: {system}:2 did not start: user nosuchuser-crr unknown (no passwd entry)"
-        )
+        format!("cronctl: {system}:2 did not start: user nosuchuser-crr unknown (no passwd entry)")
     );
     // An account PAM refuses: PAM's words.
     let (code, said) = run_as_root(&socket, &[&format!("{system}:3")]);
     assert_eq!(code, Some(1), "{said}");
     assert_eq!(
         said,
-        format!("cronctl: {system}:3 did not start: PAM refused the session: Authentication failure")
+        format!(
+            "cronctl: {system}:3 did not start: PAM refused the session: Authentication failure"
+        )
     );
 }
 
@@ -569,7 +569,9 @@ fn root_cronctl_run_wait_prints_how_the_job_ended_and_exits_with_its_status() {
     let (code, said) = run_as_root(&socket, &["--wait", &format!("{system}:2")]);
     assert_eq!(code, Some(128 + 9), "{said}");
     assert!(
-        said.starts_with(&format!("{system}:2 was killed by signal 9 (SIGKILL) after ")),
+        said.starts_with(&format!(
+            "{system}:2 was killed by signal 9 (SIGKILL) after "
+        )),
         "{said}"
     );
     let (code, said) = run_as_root(&socket, &["--wait", &format!("{system}:3")]);
@@ -616,7 +618,10 @@ fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_an
         "cronctl: busy: 8 runs already wait for their jobs; try again"
     );
     let status = cronctl(None, &socket, &["status"]);
-    assert!(status.status.success(), "answered while 8 runs are parked: {status:?}");
+    assert!(
+        status.status.success(),
+        "answered while 8 runs are parked: {status:?}"
+    );
     for child in &mut waiting {
         assert_eq!(wait_with_timeout(child, 20).code(), Some(0));
     }
