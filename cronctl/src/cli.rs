@@ -15,7 +15,7 @@ use crond::crontab::policy::is_cluster_name;
 use crate::helper::HelperArgs;
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--json] [PATTERN]
-       cronctl [--socket PATH] run FILE:LINE|ID
+       cronctl [--socket PATH] run [--wait] FILE:LINE|ID
        cronctl [--socket PATH] status [--json]
        cronctl [--db CONNINFO] hosts
        cronctl [--db CONNINFO] claims [--cluster NAME]
@@ -103,6 +103,7 @@ struct Flags {
     lease_s: u32,
     socket: Option<PathBuf>,
     json: bool,
+    wait: bool,
 }
 
 impl Default for Flags {
@@ -119,6 +120,7 @@ impl Default for Flags {
             lease_s: 30,
             socket: None,
             json: false,
+            wait: false,
         }
     }
 }
@@ -153,6 +155,7 @@ impl Flags {
                 Long("lease") => self.lease_s = in_range(parser, "--lease", (3, 300), "seconds")?,
                 Long("socket") => self.socket = Some(PathBuf::from(parser.value()?)),
                 Long("json") => self.json = true,
+                Long("wait") => self.wait = true,
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
             }
@@ -210,7 +213,8 @@ impl Flags {
             ["status"] => self.control(if self.json { "status --json" } else { "status" }.into()),
             ["run", target] => {
                 crond::control::parse_target(target)?;
-                self.control(format!("run {target}"))
+                let wait = if self.wait { " --wait" } else { "" };
+                self.control(format!("run{wait} {target}"))
             }
             [] => return Err(UsageError::NoCommand),
             other => return Err(wrong_words(other)),
@@ -421,6 +425,8 @@ mod tests {
             "run /etc/cron.d/php:12"
         );
         assert_eq!(control(&["run", "42"]).1, "run 42");
+        assert_eq!(control(&["run", "--wait", "42"]).1, "run --wait 42");
+        assert_eq!(control(&["run", "42", "--wait"]).1, "run --wait 42");
     }
 
     #[test]

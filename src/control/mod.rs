@@ -9,11 +9,13 @@
 //! ```text
 //! list [--json] [PATTERN]     every entry the asker may see (PATTERN: part of FILE:LINE or user)
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
-//! run FILE:LINE | run ID      one run of that entry now, as the scheduler would start it
+//! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
 //! ```
 //!
 //! The answer's first line is `OK` or `ERROR message`; the rest is a table (the default) or one
-//! JSON object per line (`--json`). An answer is at most [`MAX_ANSWER_ROOT`] bytes for root and
+//! JSON object per line (`--json`). A `run` is answered once its job child has said whether the
+//! job started as its user ([`report`]); with `--wait`, once the job has ended, and the first
+//! line is then `EXIT status` (the status a shell gives it: 128 plus a signal's number). An answer is at most [`MAX_ANSWER_ROOT`] bytes for root and
 //! [`MAX_ANSWER_USER`] for other users: a list longer than that ends with a line that says how
 //! many entries were left out.
 //!
@@ -27,6 +29,7 @@
 //! takes ([`parse_target`]), checked before it connects. The rest is the daemon's.
 
 mod render;
+pub(crate) mod report;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -95,6 +98,8 @@ pub(crate) enum Request {
     },
     Run {
         target: Target,
+        /// `--wait`: answered when the job has ended.
+        wait: bool,
     },
 }
 
@@ -176,9 +181,17 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
             }),
             other => Err(format!("status: unexpected {other:?}")),
         },
-        "run" => Ok(Request::Run {
-            target: parse_target(rest.trim()).map_err(|e| e.to_string())?,
-        }),
+        "run" => {
+            let rest = rest.trim();
+            let (wait, target) = match rest.strip_prefix("--wait ") {
+                Some(target) => (true, target.trim()),
+                None => (false, rest),
+            };
+            Ok(Request::Run {
+                target: parse_target(target).map_err(|e| e.to_string())?,
+                wait,
+            })
+        }
         "" => Err("an empty request".to_string()),
         other => Err(format!("unknown request {other:?} (list, status or run)")),
     }
@@ -323,7 +336,7 @@ impl Request {
                 max_entries: peer.max_answer() / MIN_ENTRY_BYTES,
                 ..none
             },
-            Request::Run { target } => Want {
+            Request::Run { target, .. } => Want {
                 entries: true,
                 target: Some(target),
                 max_entries: 1,
@@ -355,7 +368,7 @@ impl Want<'_> {
 /// The answer to a `run`, as the daemon carried it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ran {
-    /// Started: the job child's pid.
+    /// Forked: the job child's pid (the answer waits for what it says, when it can say it).
     Started(i32),
     /// Not started: the entry's `CRON_OVERLAP` (skip, or queue with a run already waiting).
     Skipped,
@@ -376,7 +389,10 @@ pub(crate) fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
         Ran::Waiting => {
             format!("OK\n{place} is running: this run starts when it ends (CRON_OVERLAP=queue)\n")
         }
-        Ran::Queued => format!("OK\n{place}: the fork failed; the run is queued and retried\n"),
+        Ran::Queued => format!(
+            "ERROR {place} did not start: the fork failed; the run is queued and retried in a \
+             second\n"
+        ),
     }
     .into_bytes()
 }

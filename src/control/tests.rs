@@ -87,7 +87,18 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
             target: Target::Place {
                 tab: "crontabs/alice".into(),
                 line: 3
-            }
+            },
+            wait: false
+        })
+    );
+    assert_eq!(
+        parse_request(b"run --wait crontabs/alice:3"),
+        Ok(Request::Run {
+            target: Target::Place {
+                tab: "crontabs/alice".into(),
+                line: 3
+            },
+            wait: true
         })
     );
     assert_eq!(
@@ -96,13 +107,15 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
             target: Target::Place {
                 tab: "/etc/cron.d/php".into(),
                 line: 12
-            }
+            },
+            wait: false
         })
     );
     assert_eq!(
         parse_request(b"run 4294967299"),
         Ok(Request::Run {
-            target: Target::Id(4_294_967_299)
+            target: Target::Id(4_294_967_299),
+            wait: false
         })
     );
     for (bad, says) in [
@@ -110,6 +123,7 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
         (b"delete everything", "unknown request"),
         (b"run", "neither"),
         (b"run crontabs/alice", "neither"),
+        (b"run --wait", "neither"),
         (b"run :3", "neither"),
         (b"run crontabs/alice:x", "neither"),
         (b"run 99999999999999999999999", "not an id"),

@@ -22,6 +22,7 @@ use crate::crontab::policy::Policy;
 use crate::crontab::{self, Format, Limits, ParseOptions};
 use crate::database::names;
 use crate::schedule::{Schedule, When, Zone};
+use crate::sys::user::{Uid, User};
 
 /// Most lines printed in crontab mode with `--until`, so that `* * * * *` over a decade ends.
 const MAX_LINES: usize = 1_000_000;
@@ -140,11 +141,36 @@ fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loade
     if let Some(more) = tab.not_shown_line(&shown) {
         writeln!(err, "{more}")?;
     }
-    let owner = path
-        .file_name()
-        .map(|n| n.as_encoded_bytes().to_vec())
-        .unwrap_or_default();
+    let owner = std::fs::metadata(path)
+        .map(|meta| user_of_file(Uid(std::os::unix::fs::MetadataExt::uid(&meta))))
+        .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
     Ok(Loaded { owner, shown, tab })
+}
+
+/// Whom crond runs a user-format file's entries as, by the file's owner, so that an entry's
+/// cluster id here is the daemon's: a crontab in the spool is refused unless its owner is the
+/// user it is named for, and runs as that owner; a `--crontab` file (owned by root or by the
+/// daemon's user) runs as the daemon's own user, taken here to be the one running cronnext. A
+/// uid passwd does not know is named as the daemon names its own (LOGNAME or USER, else the
+/// number).
+fn user_of_file(owner: Uid) -> Vec<u8> {
+    let me = crate::sys::user::effective_uid();
+    let uid = if owner == Uid::ROOT { me } else { owner };
+    if let Ok(Some(found)) = User::resolve_uid(uid) {
+        return found.name;
+    }
+    if uid != me {
+        return uid.0.to_string().into_bytes();
+    }
+    let var = |name: &str| std::env::var_os(name).map(std::ffi::OsString::into_encoded_bytes);
+    let logname = var("LOGNAME").or_else(|| var("USER"));
+    crate::job::env::user_without_passwd(
+        uid,
+        crate::sys::user::effective_gid(),
+        logname.as_deref(),
+        None,
+    )
+    .name
 }
 
 /// Adds the runs of each entry of one file that `request` asks for to `runs` (never past

@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -30,8 +30,17 @@ use crate::types::Pid;
 pub(super) trait Effects {
     /// Writes one line to the daemon's log.
     fn log(&mut self, level: Level, line: LogLine);
-    /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded).
-    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid>;
+    /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded;
+    /// `report`: the write end of the pipe on which it says what became of a run asked for on
+    /// the control socket).
+    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid>;
+    /// A pipe for a job child to tell what became of its job: (read end, non-blocking; write
+    /// end), both close-on-exec.
+    fn report_pipe(&mut self) -> io::Result<(OwnedFd, OwnedFd)> {
+        let (read, write) = crate::sys::pipe::pipe()?;
+        crate::sys::poll::set_nonblocking(read.as_fd())?;
+        Ok((read, write))
+    }
     /// Arms the minute timer for the start of `minute`.
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()>;
     /// Starts the cluster helper `program` with `args`, its stdin and stdout a socket: its pid
@@ -104,7 +113,7 @@ impl Effects for RealEffects {
         self.log.line(level, &line);
     }
 
-    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
+    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid> {
         let now = Instant::now();
         let looked = match &self.setup.run_as {
             // `--crontab` mode: every job is the daemon's user, looked up once at start.
@@ -113,7 +122,7 @@ impl Effects for RealEffects {
             }),
             None => self.identities.get(job.user(), now, user_lookup::look_up),
         };
-        crate::job::start(job, &self.setup, looked, first)
+        crate::job::start(job, &self.setup, looked, first, report)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
@@ -198,6 +207,8 @@ pub(super) struct Recorded {
     /// Each state directory's file: the minute written (or put there by the test), or the
     /// reason a read gives for not trusting it.
     pub(super) handled: std::collections::BTreeMap<PathBuf, Result<UtcMinute, String>>,
+    /// The report pipes handed to the job children started (their write ends).
+    pub(super) reports: Vec<OwnedFd>,
     next_pid: i32,
 }
 
@@ -249,7 +260,8 @@ impl Effects for Recorded {
         self.lines.push((level, text));
     }
 
-    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
+    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid> {
+        self.reports.extend(report);
         if self.fail_starts > 0 {
             self.fail_starts -= 1;
             return Err(io::Error::from_raw_os_error(11));

@@ -272,9 +272,14 @@ impl<W: World, F: Effects> Daemon<W, F> {
         for order in orders {
             let asked_by = order.peer.describe();
             let fx = &mut self.reactor.fx;
-            let launched = self.scheduler.run_now(order.entry, &asked_by, now, fx);
+            // The job child says on this pipe what became of the job; without one (no
+            // descriptor left) the answer is the fork's.
+            let (read_end, write_end) = fx.report_pipe().ok().unzip();
+            let launched = self
+                .scheduler
+                .run_now(order.entry, &asked_by, write_end, now, fx);
             failed |= matches!(launched, Some(Launched::Failed { .. }));
-            server.ran(&order, launched);
+            server.ran(&order, launched, read_end, now_ms);
         }
         if failed {
             // Back in the queue, retried in a second.
@@ -325,6 +330,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
     /// SIGTERM or SIGINT: the scheduler starts no more runs and says what is left; as PID 1
     /// or with --stop-jobs, the running jobs are stopped (daemon/stop.rs).
     fn stop(&mut self) {
+        if let Some(server) = &mut self.control {
+            server.stopping(self.reactor.now.as_millisecond());
+        }
         let stops_jobs = self.setup.stops_jobs();
         self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
         self.reactor.world.notify_stopping();

@@ -36,6 +36,7 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         inherited_path: None,
         kept_env: Vec::new(),
         run_as: None,
+        report: None,
         output: OutputTo::Syslog,
         max_output: None,
         spill_dir: dir.to_path_buf(),

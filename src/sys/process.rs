@@ -3,7 +3,7 @@
 
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::Path;
 
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -255,11 +255,29 @@ unsafe fn close_one_by_one(first: u32, last: u32, open_max: i32) {
 /// time in the job's process forked after PAM (`job::pam_session`): what PAM's modules opened as
 /// root without close-on-exec is closed there, before anything of the job is created.
 pub fn close_all_above_stderr() {
+    close_all_above_stderr_but(None);
+}
+
+/// [`close_all_above_stderr`], keeping `keep` open (when it is above stderr): the pipe on which
+/// a job child started for `cronctl run` tells the daemon what became of the job.
+pub fn close_all_above_stderr_but(keep: Option<BorrowedFd<'_>>) {
     let open_max = open_max();
-    // SAFETY: called only in a forked job child that never returns into the daemon's code (or,
-    // after PAM, in its forked process, which never calls libpam again), so no Rust object of
-    // this process uses these numbers again (the caller reopens syslog right after).
-    unsafe { close_range_or_each(3, u32::MAX, open_max) }
+    let keep = keep.map(|fd| fd.as_raw_fd()).filter(|&fd| fd > 2);
+    let Some(kept) = keep else {
+        // SAFETY: called only in a forked job child that never returns into the daemon's code
+        // (or, after PAM, in its forked process, which never calls libpam again), so no Rust
+        // object of this process uses these numbers again (the caller reopens syslog right
+        // after).
+        unsafe { close_range_or_each(3, u32::MAX, open_max) };
+        return;
+    };
+    let kept = kept as u32;
+    if kept > 3 {
+        // SAFETY: as above; `kept` itself is left open for the value that owns it.
+        unsafe { close_range_or_each(3, kept - 1, open_max) };
+    }
+    // SAFETY: as above.
+    unsafe { close_range_or_each(kept + 1, u32::MAX, open_max) };
 }
 
 #[cfg(test)]

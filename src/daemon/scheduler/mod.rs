@@ -11,6 +11,7 @@ pub(super) mod missed;
 mod running;
 
 use std::collections::{BTreeSet, HashMap};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -283,10 +284,22 @@ impl Scheduler {
     /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
     /// (skipped or left waiting, logged), or failed (back first in line, which waits a second).
     pub(super) fn launch(&mut self, run: Run, now_ms: i64, fx: &mut dyn Effects) -> Launched {
+        self.launch_reporting(run, None, now_ms, fx)
+    }
+
+    /// [`Scheduler::launch`], the job child handed `report` (`cronctl run`'s pipe) when it is
+    /// forked now; a run held or put back lets it go (its reader sees the end at once).
+    fn launch_reporting(
+        &mut self,
+        run: Run,
+        report: Option<OwnedFd>,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Launched {
         if let Some(held) = self.admit(&run, fx) {
             return held;
         }
-        match self.start(&run, now_ms, fx) {
+        match self.start(&run, report, now_ms, fx) {
             Some(pid) => Launched::Started(pid),
             None => {
                 let failed = Launched::Failed {
@@ -334,10 +347,16 @@ impl Scheduler {
     /// lack of processes does not turn the loop into a busy retry). `None`: the fork failed;
     /// the caller puts the run back. Forks work again (the recovery line) when a child that
     /// ran its job is reaped, since the child's own forks can fail too.
-    fn start(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> Option<Pid> {
+    fn start(
+        &mut self,
+        run: &Run,
+        report: Option<OwnedFd>,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Option<Pid> {
         let entry = run.job.entry;
         let first = self.running.first_since_load(entry);
-        match fx.start(&run.job.job, first) {
+        match fx.start(&run.job.job, first, report) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
@@ -429,7 +448,7 @@ impl Scheduler {
             postponed: 0,
             start_ms: now_ms,
         };
-        if self.start(&run, now_ms, fx).is_some() {
+        if self.start(&run, None, now_ms, fx).is_some() {
             return Reaped::Ended;
         }
         // Not forked: it joins the queue, first in line.
@@ -479,11 +498,13 @@ impl Scheduler {
     /// Starts a run of entry `id` now (the control socket's `run`, `asked_by` naming who
     /// asked, as the RUN line says first), through the one launch path: `CRON_OVERLAP`
     /// applies, and a failed fork puts it in the queue. Always local, even with
-    /// `CRON_CLUSTER`: who asked chose this host. `None`: there is no such entry.
+    /// `CRON_CLUSTER`: who asked chose this host. `report`: the pipe on which its job child, if
+    /// forked now, says what became of the job. `None`: there is no such entry.
     pub(super) fn run_now(
         &mut self,
         id: EntryId,
         asked_by: &str,
+        report: Option<OwnedFd>,
         now: Timestamp,
         fx: &mut dyn Effects,
     ) -> Option<Launched> {
@@ -501,7 +522,7 @@ impl Scheduler {
             postponed: 0,
             start_ms: now_ms,
         };
-        Some(self.launch(run, now_ms, fx))
+        Some(self.launch_reporting(run, report, now_ms, fx))
     }
 
     /// The exposition for `--metrics` (`entries`: with the per-entry series).
@@ -1080,7 +1101,7 @@ mod tests {
         let ids = s.apply(change_of(text), now_ms, &mut fx);
         let asker = "bob (uid 1001, pid 77)";
         let run = |s: &mut Scheduler, i: usize, fx: &mut Recorded| {
-            s.run_now(ids[i], asker, clock.now(), fx).unwrap()
+            s.run_now(ids[i], asker, None, clock.now(), fx).unwrap()
         };
         let started = run(&mut s, 0, &mut fx);
         assert!(matches!(started, Launched::Started(_)), "{:?}", fx.lines);
@@ -1105,7 +1126,7 @@ mod tests {
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);
-        assert_eq!(s.run_now(ids[0], asker, clock.now(), &mut fx), None);
+        assert_eq!(s.run_now(ids[0], asker, None, clock.now(), &mut fx), None);
         assert_eq!(fx.started.len(), 4);
     }
 
@@ -1116,7 +1137,8 @@ mod tests {
         let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let now_ms = clock.now().as_millisecond();
         let ids = s.apply(change_of("0 0 1 1 * yearly\n"), now_ms, &mut fx);
-        let Some(Launched::Started(pid)) = s.run_now(ids[0], "root", clock.now(), &mut fx) else {
+        let Some(Launched::Started(pid)) = s.run_now(ids[0], "root", None, clock.now(), &mut fx)
+        else {
             panic!("{:?}", fx.lines)
         };
         let state = s.entry_state(ids[0]).unwrap();
