@@ -520,7 +520,7 @@ fn root_cronctl_run_says_whether_the_job_started_as_its_user_or_why_not() {
     );
     tree.write_file(&tree.system_crontab(), &text, 0o644);
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let socket = socket_of(&tree);
     let system = tree.system_crontab().display().to_string();
     let (code, said) = run_as_root(&socket, &[&format!("{system}:1")]);
@@ -559,7 +559,7 @@ fn root_cronctl_run_wait_prints_how_the_job_ended_and_exits_with_its_status() {
     );
     tree.write_file(&tree.system_crontab(), &text, 0o644);
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let socket = socket_of(&tree);
     let system = tree.system_crontab().display().to_string();
     let (code, said) = run_as_root(&socket, &["--wait", &format!("{system}:1")]);
@@ -587,7 +587,7 @@ fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_an
     let text = format!("0 0 1 1 * {} sleep 6\n", user.name);
     tree.write_file(&tree.system_crontab(), &text, 0o644);
     let crond = Crond::start(&tree, 1, &[]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     let socket = socket_of(&tree);
     let place = format!("{}:1", tree.system_crontab().display());
     // A client that leaves while its run is parked.
@@ -625,5 +625,5 @@ fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_an
     for child in &mut waiting {
         assert_eq!(wait_with_timeout(child, 20).code(), Some(0));
     }
-    assert!(crond.log_text().contains("entries loaded"));
+    assert!(crond.log_text().contains(" loaded from "));
 }
