@@ -16,6 +16,7 @@ mod extensions;
 mod files;
 mod jobs;
 mod lifecycle;
+mod lines;
 mod mail;
 mod mta;
 mod pam;
