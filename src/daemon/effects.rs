@@ -290,12 +290,12 @@ impl Effects for Recorded {
     }
 
     /// The crontab's text parsed as `database::load` parses a trusted file's.
-    fn load(&self, key: &SourceKey, _: &Paths, rules: &Rules) -> Outcome {
+    fn load(&self, key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         match self.crontabs.get(key) {
             None => Outcome::Missing,
             Some(Found {
                 text: Err(refusal), ..
-            }) => Outcome::Refused(*refusal),
+            }) => Outcome::Refused(*refusal, key.tab_name(paths)),
             Some(Found {
                 text: Ok((text, owner_uid)),
                 mtime_ns,

@@ -298,7 +298,9 @@ impl Sources {
                 self.install(&file, *crontab, &mut reusable, entries, &mut change, fx)
             }
             Outcome::Missing => Pending::Missing(key.clone()),
-            Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
+            Outcome::Refused(refusal, detail) => {
+                refused(key, Level::Warning, refusal.to_string(), detail)
+            }
             Outcome::RefusedOnTheWay(found) => {
                 let detail = found.detail(&tab);
                 refused(key, Level::Warning, found.refusal.to_string(), detail)
