@@ -32,6 +32,10 @@ pub(super) trait Effects {
     fn log(&mut self, level: Level, line: LogLine);
     /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded).
     fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid>;
+    /// Whether passwd has no user `name` for a job to run as (looked up as [`Effects::start`]
+    /// looks it up, the look kept for the job's start): `false` in `--crontab` mode, where every
+    /// job is the daemon's own user.
+    fn user_unknown(&mut self, name: &[u8]) -> bool;
     /// Arms the minute timer for the start of `minute`.
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()>;
     /// Starts the cluster helper `program` with `args`, its stdin and stdout a socket: its pid
@@ -116,6 +120,16 @@ impl Effects for RealEffects {
         crate::job::start(job, &self.setup, looked, first)
     }
 
+    fn user_unknown(&mut self, name: &[u8]) -> bool {
+        if self.setup.run_as.is_some() {
+            return false;
+        }
+        let looked = self
+            .identities
+            .get(name, Instant::now(), user_lookup::look_up);
+        matches!(looked, Looked::Unknown)
+    }
+
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
         self.timer.arm_at(minute.start_second())
     }
@@ -198,6 +212,8 @@ pub(super) struct Recorded {
     /// Each state directory's file: the minute written (or put there by the test), or the
     /// reason a read gives for not trusting it.
     pub(super) handled: std::collections::BTreeMap<PathBuf, Result<UtcMinute, String>>,
+    /// The users passwd does not know.
+    pub(super) unknown_users: std::collections::BTreeSet<Vec<u8>>,
     next_pid: i32,
 }
 
@@ -258,6 +274,10 @@ impl Effects for Recorded {
         let command = String::from_utf8_lossy(job.command()).into_owned();
         self.started.push((command, first));
         Ok(Pid(1000 + self.next_pid))
+    }
+
+    fn user_unknown(&mut self, name: &[u8]) -> bool {
+        self.unknown_users.contains(name)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {

@@ -561,6 +561,17 @@ pub fn reload_line(who: &[u8], tab: &str) -> LogLine {
     LogLine::new(who, "RELOAD", tab)
 }
 
+/// `(user) RELOAD (crontabs/user: user is in passwd again, uid N)`: an orphaned crontab loaded
+/// again, its user back with the uid that owns the file.
+pub fn user_back_line(who: &[u8], tab: &str, uid: Option<Uid>) -> LogLine {
+    let user = printable(who);
+    let detail = match uid {
+        Some(uid) => format!("{tab}: {user} is in passwd again, uid {uid}; its jobs run again"),
+        None => format!("{tab}: {user} is in passwd again; its jobs run again"),
+    };
+    LogLine::new(who, "RELOAD", detail)
+}
+
 /// `(who) EVENT (detail)`: why a crontab file is not loaded (`WRONG FILE OWNER`, `ORPHAN`,
 /// `ERROR`: the event and detail the loader gives).
 pub fn refused_line(who: &[u8], event: String, detail: String) -> LogLine {

@@ -113,3 +113,62 @@ fn root_a_spool_file_without_the_whole_header_keeps_its_own_numbering() {
     let crond = Crond::start(&tree, 1, &[]);
     crond.wait_for_log(&format!("spool/{me}:3:"), 10);
 }
+
+/// `useradd ARGS NAME` or `userdel NAME` mid-test, under the lock the test users take.
+fn passwd_tool(tool: &str, args: &[&str], name: &str) {
+    let _lock = crate::support::user::passwd_lock();
+    let out = Command::new(tool)
+        .args(args)
+        .arg(name)
+        .output()
+        .expect("run a passwd tool");
+    assert!(out.status.success(), "{tool} {args:?} {name}: {out:?}");
+}
+
+#[test]
+fn root_a_deleted_users_crontab_is_an_orphan_said_once_a_day_and_runs_when_the_user_is_back() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("orp", &[]);
+    let u = user.name.clone();
+    let uid = uid_of_user(&u);
+    let ran = tree.out("ran");
+    let job = format!("* * * * * echo ran >> {}\n", ran.display());
+    let install = crontab(&tree.spool(), &["-u", &u, "-"], job.as_bytes());
+    assert!(install.status.success(), "{install:?}");
+    assert_eq!(uid_of(&tree.spool().join(&u)).to_string(), uid);
+    let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
+    crond.wait_for_log(&format!("({u}) CMD ("), 20);
+    crond.wait_for_no_children(10);
+    passwd_tool("userdel", &[], &u);
+    let orphan = format!("({u}) ORPHAN (no passwd entry)");
+    crond.wait_for_log(&orphan, 20);
+    let cmds = |log: &str| log.matches(&format!("({u}) CMD (")).count();
+    let before = cmds(&crond.log_text());
+    // Two more minutes at ten times real speed: nothing run, nothing more said.
+    std::thread::sleep(std::time::Duration::from_secs(13));
+    let log = crond.log_text();
+    assert_eq!(log.matches(&orphan).count(), 1, "{log}");
+    assert_eq!(cmds(&log), before, "{log}");
+    assert!(!log.contains("getpwnam"), "{log}");
+    // A day later, said again, once.
+    crond.set_clock(&tree, "2026-11-22 10:05:00");
+    let wait_for_count = |needle: &str, n: usize| {
+        for _ in 0..100 {
+            if crond.log_text().matches(needle).count() >= n {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("{needle} not {n} times: {}", crond.log_text());
+    };
+    wait_for_count(&orphan, 2);
+    // The user is back with the uid that owns the file: loaded, said once, run.
+    passwd_tool("useradd", &["-u", &uid], &u);
+    crond.wait_for_log(
+        &format!("({u}) RELOAD (spool/{u}: {u} is in passwd again, uid {uid}; its jobs run again)"),
+        20,
+    );
+    wait_for_count(&format!("({u}) CMD ("), before + 1);
+    assert_eq!(crond.log_text().matches(&orphan).count(), 2);
+}
