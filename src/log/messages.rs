@@ -245,6 +245,16 @@ pub fn cluster_line(user: &[u8], command: &[u8], note: String) -> LogLine {
     LogLine::new(user, "CLUSTER", printable(command)).with_note(note)
 }
 
+/// Cluster mode: `(CRON) CLUSTER (4 entries not run at 12:40: REASON: echo a, echo b, echo c
+/// and 1 more)`, a minute's runs this host did not start for one reason, in one line.
+pub fn cluster_not_run_line(count: usize, when: &str, reason: &str, names: &str) -> LogLine {
+    let entries = if count == 1 { "entry" } else { "entries" };
+    cron(
+        "CLUSTER",
+        format!("{count} {entries} not run at {when}: {reason}: {names}"),
+    )
+}
+
 /// `CRON_MISSED=once`: `(user) MISSED (command) due at 2026-11-21 11:00 and not run: runs
 /// once now`, naming the first missed time.
 pub fn missed_line(user: &[u8], command: &[u8], first_missed: &str) -> LogLine {
