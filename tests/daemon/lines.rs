@@ -75,7 +75,7 @@ fn root_an_installed_crontab_is_numbered_as_crontab_l_shows_it_everywhere() {
     assert!(lines[3].contains("six fields"), "{listed}");
     assert!(lines[4].starts_with("@reboot"), "{listed}");
 
-    let crond = Crond::start(&tree, 1, &[]);
+    let crond = Crond::start(&tree, 1, &["--log-format", "json"]);
     crond.wait_for_log("entries loaded", 10);
     // The bad line is line 4 of `crontab -l`.
     crond.wait_for_log(&format!("{}:4:", spool_file.display()), 5);
@@ -86,6 +86,8 @@ fn root_an_installed_crontab_is_numbered_as_crontab_l_shows_it_everywhere() {
     let run = cronctl(None, &socket, &["run", &format!("spool/{u}:3")]);
     assert!(run.status.success(), "{run:?}");
     assert_eq!(wait_for_file(&ran, 10), "good\n");
+    // The JSON log names the entry that ran by the same line.
+    crond.wait_for_log(&format!("\"entry\":\"spool/{u}:3\""), 10);
 
     let next = Command::new(cronnext_bin())
         .arg(&spool_file)
