@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use super::Failure;
 use crate::cluster::entry_id::{EntryKey, entry_key};
 use crate::crontab::policy::Policy;
-use crate::crontab::{self, Format, Limits, ParseOptions};
+use crate::crontab::{self, Format, Limits, ParseOptions, header};
 use crate::database::names;
 use crate::schedule::{Schedule, When, Zone};
 use crate::sys::user::{Uid, User};
@@ -130,7 +130,13 @@ fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loade
         // cronnext shows what a file says; who may write '-' is the daemon's check.
         privileged: true,
     };
-    let tab = crontab::parse(&text, &mut options);
+    // A user crontab installed by `crontab` is numbered as `crontab -l` shows it, as crond
+    // numbers it: without the header `crontab` wrote at its top.
+    let text = match request.format {
+        Format::User => header::strip_header(&text),
+        Format::System => &text[..],
+    };
+    let tab = crontab::parse(text, &mut options);
     let shown = path.display().to_string();
     for d in &tab.warnings {
         writeln!(err, "{} (warning)", d.in_file(&shown))?;

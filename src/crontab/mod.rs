@@ -31,6 +31,7 @@ mod address;
 mod command;
 mod diagnostic;
 mod env;
+pub mod header;
 pub mod packed;
 pub mod policy;
 

@@ -41,6 +41,10 @@ pub(super) trait Effects {
         crate::sys::poll::set_nonblocking(read.as_fd())?;
         Ok((read, write))
     }
+    /// Whether passwd has no user `name` for a job to run as (looked up as [`Effects::start`]
+    /// looks it up, the look kept for the job's start): `false` in `--crontab` mode, where every
+    /// job is the daemon's own user.
+    fn user_unknown(&mut self, name: &[u8]) -> bool;
     /// Arms the minute timer for the start of `minute`.
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()>;
     /// Starts the cluster helper `program` with `args`, its stdin and stdout a socket: its pid
@@ -123,6 +127,16 @@ impl Effects for RealEffects {
             None => self.identities.get(job.user(), now, user_lookup::look_up),
         };
         crate::job::start(job, &self.setup, looked, first, report)
+    }
+
+    fn user_unknown(&mut self, name: &[u8]) -> bool {
+        if self.setup.run_as.is_some() {
+            return false;
+        }
+        let looked = self
+            .identities
+            .get(name, Instant::now(), user_lookup::look_up);
+        matches!(looked, Looked::Unknown)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
@@ -209,6 +223,8 @@ pub(super) struct Recorded {
     pub(super) handled: std::collections::BTreeMap<PathBuf, Result<UtcMinute, String>>,
     /// The report pipes handed to the job children started (their write ends).
     pub(super) reports: Vec<OwnedFd>,
+    /// The users passwd does not know.
+    pub(super) unknown_users: std::collections::BTreeSet<Vec<u8>>,
     next_pid: i32,
 }
 
@@ -272,6 +288,10 @@ impl Effects for Recorded {
         Ok(Pid(1000 + self.next_pid))
     }
 
+    fn user_unknown(&mut self, name: &[u8]) -> bool {
+        self.unknown_users.contains(name)
+    }
+
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
         self.armed.push(minute);
         Ok(())
@@ -302,12 +322,12 @@ impl Effects for Recorded {
     }
 
     /// The crontab's text parsed as `database::load` parses a trusted file's.
-    fn load(&self, key: &SourceKey, _: &Paths, rules: &Rules) -> Outcome {
+    fn load(&self, key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         match self.crontabs.get(key) {
             None => Outcome::Missing,
             Some(Found {
                 text: Err(refusal), ..
-            }) => Outcome::Refused(*refusal),
+            }) => Outcome::Refused(*refusal, key.tab_name(paths)),
             Some(Found {
                 text: Ok((text, owner_uid)),
                 mtime_ns,

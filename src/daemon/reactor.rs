@@ -405,6 +405,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
             let Some(run) = self.scheduler.next_to_start(now_ms) else {
                 break;
             };
+            if self.orphaned(&run.job.job, now) {
+                continue;
+            }
             let fx = &mut self.reactor.fx;
             let run = match &mut self.cluster {
                 None => run,
@@ -428,6 +431,23 @@ impl<W: World, F: Effects> Daemon<W, F> {
             // A backlog at the boundary is carried by the timer, armed for the next minute.
             self.arm(now);
         }
+    }
+
+    /// Whether `job` is of a spool crontab whose user passwd no longer knows: its run is not
+    /// started (no fork), and the first time the file is read again, which refuses it as an
+    /// `ORPHAN` (logged; its entries leave the agenda; it is looked at every minute and loads
+    /// again once the user is back).
+    fn orphaned(&mut self, job: &JobSpec, now: Timestamp) -> bool {
+        if !self.reactor.fx.user_unknown(job.user()) {
+            return false;
+        }
+        let Some(key) = self.sources.spool_key(job) else {
+            return false;
+        };
+        if !self.sources.orphaned(&key) {
+            self.reload(&key, Announce::IfChanged, now);
+        }
+        true
     }
 
     /// A run the cluster granted this host: started by the scheduler, what became of it back
@@ -464,7 +484,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let (mut change, pending) = self.sources.reload(key, announce, entries, fx);
         let reboot = std::mem::take(&mut change.reboot);
         let added = self.scheduler.apply(change, now.as_millisecond(), fx);
-        self.sources.settle(pending, &added, fx);
+        self.sources.settle(pending, &added, now.as_second(), fx);
         reboot
     }
 }

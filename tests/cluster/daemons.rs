@@ -409,12 +409,27 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
         .next()
         .unwrap();
     assert!(paused_line.contains("CLUSTER"), "{paused_line}");
+    // Said once on each host that was answered so, not at 10:02 again.
+    for host in &hosts {
+        let log = host.crond().log_text();
+        assert!(
+            log.matches("not run: paused in the cluster").count() <= 1,
+            "{log}"
+        );
+    }
     // Resumed: it runs at the next minute (10:03 at t = 13), on one host.
     let said = cronctl(&pg, &["resume", "web", "root", &id_a]);
     assert!(said.contains("resumed"), "{said}");
     sleep_until(base, 15.0);
     let a_runs = fs::read_to_string(&a).unwrap_or_default();
     assert_eq!(a_runs.lines().count(), 1, "{a_runs:?}");
+    // Each host that said it paused says once that it runs again.
+    for host in &hosts {
+        let log = host.crond().log_text();
+        let resumed = log.matches("resumed in the cluster: runs again").count();
+        let paused = log.matches("not run: paused in the cluster").count();
+        assert_eq!(resumed, paused, "{log}");
+    }
     // What cronctl shows.
     let listed = cronctl(&pg, &["hosts"]);
     assert!(
@@ -434,7 +449,8 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
     let out = shared_out();
     let (c, l) = (out.path().join("clustered"), out.path().join("local"));
     let crontab = format!(
-        "* * * * * echo local >> {}\nCRON_CLUSTER=web\n* * * * * echo c >> {}\n",
+        "* * * * * echo local >> {}\nCRON_CLUSTER=web\n* * * * * echo c >> {}\n\
+         * * * * * echo job-b\n* * * * * echo job-c\n* * * * * echo job-d\n",
         l.display(),
         c.display()
     );
@@ -459,11 +475,24 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
             cronctl_bin(),
         ],
     );
-    let line = crond.wait_for_log("not run: the cluster database is unreachable", 15);
-    assert!(line.contains("CLUSTER (echo c"), "{line}");
+    // One line a minute for the four entries, naming three.
+    let line = crond.wait_for_log("(CRON) CLUSTER (4 entries not run at 10:01: ", 15);
+    assert!(
+        line.contains("the cluster database is unreachable (")
+            && line.contains("): echo c >> ")
+            && line.ends_with(", echo job-b, echo job-c and 1 more)"),
+        "{line}"
+    );
     crond.wait_for_log("database unreachable", 5);
     crate::support::daemon::wait_for_file(&l, 10);
     assert!(!c.exists(), "a cluster run started with no claim");
+    crond.wait_for_log("(CRON) CLUSTER (4 entries not run at 10:02: ", 15);
+    let log = crond.log_text();
+    assert_eq!(
+        log.matches(" CLUSTER (").count(),
+        2,
+        "no line per entry: {log}"
+    );
     drop(crond);
 
     // The same crontab on a daemon without --cluster-db: the entry is an ordinary one.

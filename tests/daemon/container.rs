@@ -109,7 +109,16 @@ fn a_user_runs_a_crontab_file_with_no_path_flag_and_keeps_the_named_variables() 
     );
     // No MTA named: the output is logged.
     crond.wait_for_log("CMDOUT (printed)", 20);
-    crond.wait_for_log("WRONG FILE OWNER", 5);
+    crond.wait_for_log(
+        &format!(
+            "WRONG FILE OWNER ({}: owned by uid {} (nobody), must be uid {} ({}) or root)",
+            show(&theirs),
+            uid_of_user("nobody"),
+            uid_of_user(&user.name),
+            user.name
+        ),
+        5,
+    );
     crond.wait_for_log("jobs run without a PAM session (--crontab)", 5);
     crond.wait_for_log(
         "--keep-env: jobs get 2 of the daemon's variables: FOO TZ",
