@@ -862,7 +862,7 @@ mod tests {
                 .expect("stopped by the signal, not by the script's end");
             let fx = &d.reactor.fx;
             assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
-            assert_eq!(fx.logged("1 jobs still running").len(), 1);
+            assert_eq!(fx.logged("1 job still running").len(), 1);
             assert_eq!(d.reactor.world.stopping_notified, 1);
         }
     }

@@ -895,7 +895,7 @@ mod tests {
         // Still failing at the minute's end: the count, and no word of forks working.
         f.minute_passed(UtcMinute(2), &mut fx);
         assert_eq!(fx.lines.len(), 6, "{:?}", fx.lines);
-        assert!(fx.lines[5].1.contains("; 1 more failed attempts"));
+        assert!(fx.lines[5].1.contains("; 1 more failed attempt"));
         f.succeeded(&mut fx);
         assert_eq!(fx.logged("fork works again after 2 failed").len(), 1);
         // A quiet minute says nothing.
@@ -935,7 +935,7 @@ mod tests {
         assert!(s.render_metrics(false).contains("crond_runs_total 1\n"));
         s.on_reaped(again, Exit::Code(0), clock.now(), &mut fx);
         assert_eq!(
-            fx.logged("fork works again after 1 failed attempts").len(),
+            fx.logged("fork works again after 1 failed attempt)").len(),
             1,
             "{:?}",
             fx.lines
@@ -995,11 +995,11 @@ mod tests {
             assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
             // Left to finish on its own, it is said so; stopped by the daemon, the stop says it.
             let said = fx
-                .logged("1 jobs still running; they finish on their own")
+                .logged("1 job still running; it finishes on its own")
                 .len();
             assert_eq!(said, usize::from(!stops_jobs), "{:?}", fx.lines);
             assert_eq!(
-                fx.logged("1 runs waiting for a running one (CRON_OVERLAP=queue) not started")
+                fx.logged("1 run waiting for a running one (CRON_OVERLAP=queue) not started")
                     .len(),
                 1,
                 "{:?}",
