@@ -31,6 +31,7 @@ pub mod env;
 pub mod mail;
 pub mod output;
 mod pam_session;
+pub mod report;
 pub mod user_lookup;
 pub use crate::database::entries::JobSpec;
 pub use pam_session::preload_pam;
@@ -46,8 +47,8 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
-use crate::control::report::{End, Said};
 use crate::crontab::JobInput;
+use crate::job::report::{End, Said};
 use crate::log::messages::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
 use crate::sys::as_user::{Credentials, Fault};

@@ -27,7 +27,7 @@ use super::output::Output;
 use super::stdin::JobStdin;
 use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec, Prepared};
-use crate::control::report::Said;
+use crate::job::report::Said;
 use crate::log::messages::{self, JobExit};
 use crate::log::{Level, Log, printable};
 use crate::sys::as_user::{self, Credentials, Launch, StdFds};

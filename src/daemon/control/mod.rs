@@ -51,10 +51,11 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
-use crate::control::report::{self, Said};
+use crate::control::report;
 use crate::control::{
     self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
 };
+use crate::job::report::Said;
 use crate::log::messages;
 use crate::schedule::Zone;
 use crate::sys::listen::{Listener, Stream};
@@ -806,10 +807,12 @@ fn hear(c: &mut Connection, now_ms: i64) {
         return;
     };
     let heard = &mut p.heard;
-    let filled = c.pump.fill(&mut p.report, report::MAX_SAID, &mut |chunk| {
-        heard.extend_from_slice(chunk);
-        true
-    });
+    let filled = c
+        .pump
+        .fill(&mut p.report, crate::job::report::MAX_SAID, &mut |chunk| {
+            heard.extend_from_slice(chunk);
+            true
+        });
     let mut answer = None;
     while answer.is_none()
         && let Some(end) = p.heard.iter().position(|&b| b == b'\n')
@@ -821,7 +824,7 @@ fn hear(c: &mut Connection, now_ms: i64) {
         p.started |= matches!(said, Said::Started { .. });
         answer = report::said_answer(&p.place, &said, p.wait);
     }
-    if p.heard.len() > report::MAX_SAID {
+    if p.heard.len() > crate::job::report::MAX_SAID {
         p.heard.clear();
     }
     let ended = !matches!(filled, Ok(Filled::Open));

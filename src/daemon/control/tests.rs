@@ -629,7 +629,7 @@ mod interleavings {
                     reason: "user alice unknown".into(),
                 }),
                 Word::Exited => Some(Said::Ended {
-                    end: report::End::Exited(3),
+                    end: crate::job::report::End::Exited(3),
                     duration_ms: 2_100,
                 }),
                 Word::Garbage | Word::Close => None,
