@@ -76,7 +76,7 @@ fn root_an_installed_crontab_is_numbered_as_crontab_l_shows_it_everywhere() {
     assert!(lines[4].starts_with("@reboot"), "{listed}");
 
     let crond = Crond::start(&tree, 1, &["--log-format", "json"]);
-    crond.wait_for_log("entries loaded", 10);
+    crond.wait_for_log(" loaded from ", 10);
     // The bad line is line 4 of `crontab -l`.
     crond.wait_for_log(&format!("{}:4:", spool_file.display()), 5);
     let socket = tree.pid_file().with_file_name("crond.sock");
@@ -142,7 +142,10 @@ fn root_a_deleted_users_crontab_is_an_orphan_said_once_a_day_and_runs_when_the_u
     let crond = Crond::start_steppable(&tree, 1, "2026-11-21 09:59:50", &[]);
     crond.wait_for_log(&format!("({u}) CMD ("), 20);
     crond.wait_for_no_children(10);
-    passwd_tool("userdel", &[], &u);
+    // The name leaves passwd; its uid stays taken (renamed, not deleted), so that no user
+    // another test makes meanwhile can be given it before the name comes back with it.
+    let away = format!("{u}g");
+    passwd_tool("usermod", &["-l", &away], &u);
     let orphan = format!("({u}) ORPHAN (no passwd entry)");
     crond.wait_for_log(&orphan, 20);
     let cmds = |log: &str| log.matches(&format!("({u}) CMD (")).count();
@@ -166,7 +169,8 @@ fn root_a_deleted_users_crontab_is_an_orphan_said_once_a_day_and_runs_when_the_u
     };
     wait_for_count(&orphan, 2);
     // The user is back with the uid that owns the file: loaded, said once, run.
-    passwd_tool("useradd", &["-u", &uid], &u);
+    passwd_tool("usermod", &["-l", &u], &away);
+    assert_eq!(uid_of_user(&u), uid);
     crond.wait_for_log(
         &format!("({u}) RELOAD (spool/{u}: {u} is in passwd again, uid {uid}; its jobs run again)"),
         20,
