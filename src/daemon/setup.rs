@@ -22,7 +22,6 @@ use super::sources::{Announce, Sources};
 use super::world::{RealWorld, World};
 use crate::database::Rules;
 use crate::log::{Log, messages};
-use crate::schedule;
 use crate::sys::fs::PidLock;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::MinuteTimer;
@@ -123,11 +122,7 @@ impl Setup {
 
     /// How crontab files are judged: the options' leniencies and the host's seed for `H`.
     pub(super) fn rules(&self) -> Rules {
-        Rules {
-            permit_any_mode: self.options.permit_any_mode,
-            lsb_names: self.options.lsb_names,
-            seed: schedule::host_seed(&crate::sys::hostname()),
-        }
+        self.options.rules()
     }
 
     /// The first lines: which crond and its pid file, and Debian's RANDOM_DELAY line.

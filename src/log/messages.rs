@@ -393,6 +393,15 @@ pub fn fork_ok_line() -> LogLine {
     LogLine::daemon("STARTUP", "fork ok")
 }
 
+/// `--wait-for-crontab`: a `--crontab` file not loaded at the start (`problem`: its path and
+/// why), loaded when it appears or is fixed.
+pub fn waiting_for_crontab_line(problem: &str) -> LogLine {
+    cron(
+        "NOTICE",
+        format!("waiting for {problem}; it is loaded when it can be"),
+    )
+}
+
 /// `--crontab` mode's default state directory had group or other bits (`mode`): now 0700.
 pub fn state_dir_made_private_line(dir: &std::path::Path, mode: u32) -> LogLine {
     cron(

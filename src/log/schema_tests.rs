@@ -80,6 +80,10 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ("no_pam_line", m::no_pam_line("--no-pam")),
         ("fork_ok_line", m::fork_ok_line()),
         (
+            "waiting_for_crontab_line",
+            m::waiting_for_crontab_line("/app/crontab: no such file"),
+        ),
+        (
             "state_dir_made_private_line",
             m::state_dir_made_private_line(p, 0o755),
         ),
