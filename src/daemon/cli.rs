@@ -638,6 +638,8 @@ mod tests {
                 lease_s: Some(10),
             },
             crontabs: Vec::new(),
+            check: false,
+            wait_for_crontab: false,
             keep_env: Some(KeepEnv::Names(vec![
                 b"TZ".to_vec(),
                 b"LANG".to_vec(),
@@ -661,6 +663,16 @@ mod tests {
             Options::default().control_socket(),
             Some(("/run/crond.sock".into(), false))
         );
+    }
+
+    #[test]
+    fn check_and_wait_for_crontab_need_a_crontab_file() {
+        assert!(parse(&["--check"]).is_err());
+        assert!(parse(&["-f", "--wait-for-crontab"]).is_err());
+        let o = parse(&["--check", "--crontab", "/app/crontab"]).expect("parses");
+        assert_eq!(o.action, Action::Check);
+        let o = parse(&["-f", "--crontab", "/app/crontab", "--wait-for-crontab"]).expect("parses");
+        assert_eq!((o.action, o.wait_for_crontab), (Action::Run, true));
     }
 
     #[test]
