@@ -47,13 +47,11 @@ pub enum Command {
     Helper(HelperArgs),
     /// `list`, `run` or `status`: one request line to the daemon's control socket.
     Control {
-        socket: PathBuf,
+        /// `--socket`, or `None`: the default rule's (`crond::paths::control_socket`).
+        socket: Option<PathBuf>,
         request: String,
     },
 }
-
-/// Where crond's control socket is unless `--socket` says otherwise.
-pub const DEFAULT_SOCKET: &str = "/run/crond.sock";
 
 /// One entry of one user in one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,13 +219,11 @@ impl Flags {
         })
     }
 
-    /// A request to the control socket: `--socket`'s, or [`DEFAULT_SOCKET`].
+    /// A request to the control socket: `--socket`'s, or (`None`) the one
+    /// `crond::paths::control_socket` finds.
     fn control(&self, request: String) -> Command {
         Command::Control {
-            socket: self
-                .socket
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
+            socket: self.socket.clone(),
             request,
         }
     }
@@ -411,10 +407,13 @@ mod tests {
     #[test]
     fn list_run_and_status_are_one_request_line_to_the_control_socket() {
         let control = |args: &[&str]| match parse_ok(args).command {
-            Command::Control { socket, request } => (socket.display().to_string(), request),
+            Command::Control { socket, request } => (
+                socket.map_or("-".into(), |s| s.display().to_string()),
+                request,
+            ),
             other => panic!("{other:?}"),
         };
-        assert_eq!(control(&["list"]), (DEFAULT_SOCKET.into(), "list".into()));
+        assert_eq!(control(&["list"]), ("-".into(), "list".into()));
         assert_eq!(
             control(&["--socket", "/tmp/c.sock", "list", "--json", "alice"]),
             ("/tmp/c.sock".into(), "list --json alice".into())

@@ -35,6 +35,18 @@ fn answer_timeout(request: &str) -> Option<Duration> {
     }
 }
 
+/// The control socket asked when `--socket` is not given: `$CROND_SOCKET`, else the socket of a
+/// `--crontab` daemon of this uid when there is one, else the system daemon's
+/// (`crond::paths::control_socket`, the rule cronctl.8 states).
+pub fn default_socket() -> PathBuf {
+    crond::paths::control_socket(
+        std::env::var_os("CROND_SOCKET").as_deref(),
+        std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+        crond::sys::user::effective_uid(),
+        |p| p.exists(),
+    )
+}
+
 /// Sends `request` to the daemon at `socket` (or its private socket, when this user may use
 /// it): the answer's text and the exit status it gives cronctl (0, or with `run --wait` the
 /// job's), or the error to print.
@@ -139,8 +151,8 @@ impl fmt::Display for ControlError {
             ),
             ControlError::Unreachable(socket, e) => write!(
                 f,
-                "can't reach crond at {}: {e} (is crond running? its --control-socket; \
-                 cronctl --socket PATH)",
+                "can't reach crond at {}: {e} (is crond running? --socket PATH or \
+                 CROND_SOCKET=PATH asks another)",
                 socket.display()
             ),
             ControlError::TurnedAway(socket) => write!(

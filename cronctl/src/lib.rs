@@ -70,6 +70,7 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
         Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
         Command::Control { socket, request } => {
+            let socket = socket.unwrap_or_else(control::default_socket);
             return match control::ask(&socket, &request) {
                 Ok((text, 0)) => print(&text),
                 // `run --wait`: the job's status, as a shell gives it.

@@ -824,3 +824,62 @@ fn with_wait_for_crontab_a_missing_file_is_said_once_and_runs_when_it_appears() 
     assert_eq!(crond.log_text().matches("waiting for").count(), 1);
     assert!(crond.stop().success());
 }
+
+#[test]
+fn the_uid_of_a_crontab_daemon_without_a_passwd_entry_lists_and_runs_its_entries_through_cronctl() {
+    require_root();
+    let tree = Tree::new();
+    let uid = uid_without_passwd_entry().to_string();
+    let runtime = own_dir(&tree, "runtime", &uid);
+    let crontab = tree.path().join("crontab");
+    let out = tree.out("ran");
+    let text = format!("# app\n0 0 1 1 * echo ran > {}\n", show(&out));
+    tree.write_file(&crontab, &text, 0o600);
+    chown(&crontab, &uid);
+    let ids = [format!("--reuid={uid}"), format!("--regid={uid}")];
+    let as_uid = ["setpriv", &ids[0], &ids[1], "--clear-groups"];
+    let env = [("XDG_RUNTIME_DIR", show(&runtime))];
+    let mut crond = start_plain(
+        &tree,
+        1,
+        &as_uid,
+        &["--crontab", show(&crontab)],
+        &env,
+        &["LOGNAME", "USER"],
+    );
+    crond.wait_for_log("1 entry loaded from 1 file", 10);
+    // As `docker exec … cronctl` runs: the same uid and environment, no --socket.
+    let cronctl = |args: &[&str]| {
+        let out = Command::new(as_uid[0])
+            .args(&as_uid[1..])
+            .arg(crate::control::cronctl_bin())
+            .args(args)
+            .env("XDG_RUNTIME_DIR", show(&runtime))
+            .output()
+            .expect("run cronctl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let place = format!("{}:2", crontab.display());
+    let (code, list) = cronctl(&["list"]);
+    assert_eq!(code, Some(0), "{list}");
+    assert!(list.contains(&place), "its own entry is listed: {list}");
+    let (code, status) = cronctl(&["status"]);
+    assert_eq!(code, Some(0), "{status}");
+    assert!(status.contains("entries: 1"), "{status}");
+    let (code, ran) = cronctl(&["run", &place]);
+    assert_eq!(code, Some(0), "{ran}");
+    assert!(ran.contains(&format!("started {place} as {uid}")), "{ran}");
+    assert_eq!(wait_for_file(&out, 10).trim(), "ran");
+    // CROND_SOCKET names the socket when it is set.
+    let elsewhere = Command::new(crate::control::cronctl_bin())
+        .arg("status")
+        .env("CROND_SOCKET", tree.path().join("nothing.sock"))
+        .output()
+        .expect("run cronctl");
+    let said = String::from_utf8_lossy(&elsewhere.stderr);
+    assert_eq!(elsewhere.status.code(), Some(1));
+    assert!(said.contains("nothing.sock"), "{said}");
+    assert!(crond.stop().success());
+}

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use crate::support::daemon::*;
 
 /// The `cronctl` binary, built by its own package beside crond (as the cluster tests find it).
-fn cronctl_bin() -> PathBuf {
+pub(crate) fn cronctl_bin() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_crond"))
         .parent()
         .expect("a binary has a directory")
