@@ -178,7 +178,9 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         let line = messages::state_dir_made_private_line(&options.state_dir(), mode);
         log.line(Level::Notice, &line);
     }
-    let result = setup::start(options, log, lock).and_then(|mut d| d.run());
+    let result = setup::start(options, log, lock)
+        .and_then(|mut d| d.run().map(|()| d))
+        .map(reactor::Daemon::clean_up);
     if let Err(e) = &result {
         log.line(Level::Error, &messages::death_line(&e.to_string()));
     }

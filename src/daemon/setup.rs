@@ -112,6 +112,18 @@ pub(super) struct Setup {
     _lock: PidLock,
 }
 
+impl Daemon {
+    /// After a clean stop: the control sockets and the pid file go, each only when it is still
+    /// this daemon's, so that nothing says a daemon runs when none does.
+    pub(super) fn clean_up(self) {
+        if let Some(control) = &self.control {
+            control.remove_sockets();
+        }
+        let path = self.setup.options.pid_file();
+        let _ = self.setup._lock.remove(&path);
+    }
+}
+
 impl Setup {
     pub(super) fn new(options: Options, lock: PidLock) -> Setup {
         Setup {

@@ -383,6 +383,8 @@ pub(super) struct ControlServer {
     pid: i32,
     /// Entries the snapshots held since the last [`ControlServer::take_freed`].
     made: usize,
+    /// The sockets' paths and which files they are, removed at a clean stop.
+    bound: Vec<(PathBuf, (u64, u64))>,
 }
 
 /// How the reactor answers: the snapshot of what a request wants for a peer, made when a
@@ -407,6 +409,7 @@ impl ControlServer {
             started_ms,
             pid: std::process::id() as i32,
             made: 0,
+            bound: Vec::new(),
         }
     }
 
@@ -439,7 +442,22 @@ impl ControlServer {
             }
         };
         fx.info(messages::control_socket_line(&path));
-        Ok(Some(ControlServer::new(shared, private, started_ms)))
+        let has_private = private.is_some();
+        let mut server = ControlServer::new(shared, private, started_ms);
+        let paths = [Some(path), has_private.then_some(private_path)];
+        for path in paths.into_iter().flatten() {
+            if let Ok(identity) = crate::sys::listen::unix_identity(&path) {
+                server.bound.push((path, identity));
+            }
+        }
+        Ok(Some(server))
+    }
+
+    /// At a clean stop: the sockets go, when they are still the ones this daemon made.
+    pub(super) fn remove_sockets(&self) {
+        for (path, identity) in &self.bound {
+            let _ = crate::sys::listen::remove_unix(path, *identity);
+        }
     }
 
     /// The daemon as `status` shows it at `now_ms`, before the entries are counted for the
