@@ -424,9 +424,9 @@ mod tests {
             control(&["run", "/etc/cron.d/php:12"]).1,
             "run /etc/cron.d/php:12"
         );
-        assert_eq!(control(&["run", "42"]).1, "run 42");
-        assert_eq!(control(&["run", "--wait", "42"]).1, "run --wait 42");
-        assert_eq!(control(&["run", "42", "--wait"]).1, "run --wait 42");
+        assert_eq!(control(&["run", "55a1"]).1, "run 55a1");
+        assert_eq!(control(&["run", "--wait", "55a1"]).1, "run --wait 55a1");
+        assert_eq!(control(&["run", "55a1", "--wait"]).1, "run --wait 55a1");
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn table(out: &mut String, entries: &[EntryView], omitted: usize, max: usize) {
 fn json_entry(e: &EntryView) -> String {
     let mut out = String::with_capacity(512);
     out.push('{');
-    let _ = write!(out, "\"id\":{}", e.id);
+    let _ = write!(out, "\"id\":\"{}\"", e.id);
     text(&mut out, "entry", e.place().as_bytes());
     text(&mut out, "file", e.tab.as_bytes());
     let _ = write!(out, ",\"line\":{}", e.line);

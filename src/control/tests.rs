@@ -23,7 +23,8 @@ const NINE_UTC: i64 = 1_795_770_000;
 
 fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
     EntryView {
-        id,
+        id: LocalId(id),
+        slot: id,
         tab: tab.into(),
         line,
         user: user.as_bytes().to_vec(),
@@ -112,9 +113,9 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
         })
     );
     assert_eq!(
-        parse_request(b"run 4294967299"),
+        parse_request(b"run 55A1"),
         Ok(Request::Run {
-            target: Target::Id(4_294_967_299),
+            target: Target::Id("55a1".into()),
             wait: false
         })
     );
@@ -191,7 +192,12 @@ fn an_entry_another_user_may_not_see_is_not_found_in_the_same_words_as_one_that_
         text(absent),
         "the same words"
     );
-    assert_eq!(find(&alice_sees, &Target::Id(1)).unwrap().line, 3);
+    assert_eq!(
+        find(&alice_sees, &Target::Id(LocalId(1).to_string()))
+            .unwrap()
+            .line,
+        3
+    );
 }
 
 #[test]
@@ -247,12 +253,16 @@ fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what
 fn a_request_wants_in_its_snapshot_only_the_entries_it_shows_or_runs() {
     let root = peer(0, Some("root"));
     let status = parse_request(b"status").unwrap();
-    assert!(!status.want(&root).wants(1, "crontabs/alice", 3, b"alice"));
+    assert!(
+        !status
+            .want(&root)
+            .wants(LocalId(1), "crontabs/alice", 3, b"alice")
+    );
     let list = parse_request(b"list www").unwrap();
     let want = list.want(&root);
-    assert!(want.wants(2, "/etc/cron.d/php", 12, b"www-data"));
-    assert!(want.wants(2, "/etc/cron.d/www", 1, b"root"));
-    assert!(!want.wants(1, "crontabs/alice", 3, b"alice"));
+    assert!(want.wants(LocalId(2), "/etc/cron.d/php", 12, b"www-data"));
+    assert!(want.wants(LocalId(2), "/etc/cron.d/www", 1, b"root"));
+    assert!(!want.wants(LocalId(1), "crontabs/alice", 3, b"alice"));
     assert_eq!(want.max_entries, MAX_ANSWER_ROOT / MIN_ENTRY_BYTES);
     assert_eq!(
         parse_request(b"list")
@@ -263,12 +273,12 @@ fn a_request_wants_in_its_snapshot_only_the_entries_it_shows_or_runs() {
     );
     let run = parse_request(b"run crontabs/alice:3").unwrap();
     let want = run.want(&root);
-    assert!(want.wants(9, "crontabs/alice", 3, b"alice"));
-    assert!(!want.wants(9, "crontabs/alice", 4, b"alice"));
-    assert!(!want.wants(9, "crontabs/alicia", 3, b"alicia"));
-    let by_id = parse_request(b"run 9").unwrap();
-    assert!(by_id.want(&root).wants(9, "x", 1, b"x"));
-    assert!(!by_id.want(&root).wants(8, "x", 1, b"x"));
+    assert!(want.wants(LocalId(9), "crontabs/alice", 3, b"alice"));
+    assert!(!want.wants(LocalId(9), "crontabs/alice", 4, b"alice"));
+    assert!(!want.wants(LocalId(9), "crontabs/alicia", 3, b"alicia"));
+    let by_id = parse_request(b"run 000000000009").unwrap();
+    assert!(by_id.want(&root).wants(LocalId(9), "x", 1, b"x"));
+    assert!(!by_id.want(&root).wants(LocalId(8), "x", 1, b"x"));
 }
 
 #[test]
@@ -295,7 +305,7 @@ fn the_json_list_is_one_object_per_entry_with_every_field() {
     let objects: Vec<serde_json::Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(objects.len(), 2);
     let o = &objects[0];
-    assert_eq!(o["id"], 7);
+    assert_eq!(o["id"], "000000000007");
     assert_eq!(o["entry"], "crontabs/alice:3");
     assert_eq!(o["file"], "crontabs/alice");
     assert_eq!(o["line"], 3);

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 
 use super::Failure;
-use crate::cluster::entry_id::{EntryKey, entry_key};
+use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds, entry_key};
 use crate::crontab::policy::Policy;
 use crate::crontab::{self, Format, Limits, ParseOptions, header};
 use crate::database::names;
@@ -30,6 +30,8 @@ const MAX_LINES: usize = 1_000_000;
 /// One line of output: a run of one entry.
 struct Run<'a> {
     at: Timestamp,
+    /// Its entry's id, as `cronctl list` shows it.
+    id: LocalId,
     user: &'a [u8],
     /// `CRON_OVERLAP`, `CRON_MISSED`, `CRON_TIMEOUT` when not the defaults.
     policy: Policy,
@@ -53,6 +55,8 @@ pub(super) struct Request<'a> {
     pub count: Option<u64>,
     /// Seed for cronie's `~` ([`crate::schedule::host_seed`]).
     pub seed: u64,
+    /// `--id`: each run shows its entry's id.
+    pub id: bool,
 }
 
 /// Whether crond reads `path` as a system crontab: a file in a directory named `cron.d` must
@@ -79,6 +83,8 @@ fn read_by_crond(path: &Path) -> bool {
 struct Loaded {
     owner: Vec<u8>,
     shown: String,
+    /// The file as crond's logs name it (`crontabs/alice`), which its entries' ids are made of.
+    logged: String,
     tab: crontab::Crontab,
 }
 
@@ -112,7 +118,7 @@ pub(super) fn run(
     }
     runs.sort_by_key(|r| r.at);
     for run in &runs {
-        print_run(run, request.zone, out)?;
+        print_run(run, request, out)?;
     }
     Ok(status)
 }
@@ -150,7 +156,26 @@ fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loade
     let owner = std::fs::metadata(path)
         .map(|meta| user_of_file(Uid(std::os::unix::fs::MetadataExt::uid(&meta))))
         .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-    Ok(Loaded { owner, shown, tab })
+    let logged = logged_name(path, request.format, &owner);
+    Ok(Loaded {
+        owner,
+        shown,
+        logged,
+        tab,
+    })
+}
+
+/// The name crond's logs give the file at `path`: a user's crontab named for the user it runs
+/// as, as the spool's are (`/var/spool/cron/crontabs/alice`), by its directory's name and its
+/// own (`crontabs/alice`); any other file by its path.
+fn logged_name(path: &Path, format: Format, owner: &[u8]) -> String {
+    let dir = path.parent().and_then(Path::file_name);
+    match (format, dir, path.file_name()) {
+        (Format::User, Some(dir), Some(name)) if name.as_encoded_bytes() == owner => {
+            format!("{}/{}", dir.to_string_lossy(), name.to_string_lossy())
+        }
+        _ => path.display().to_string(),
+    }
 }
 
 /// Whom crond runs a user-format file's entries as, by the file's owner, so that an entry's
@@ -188,7 +213,13 @@ fn push_runs<'a>(
     runs: &mut Vec<Run<'a>>,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let Loaded { owner, shown, tab } = loaded;
+    let Loaded {
+        owner,
+        shown,
+        logged,
+        tab,
+    } = loaded;
+    let mut ids = LocalIds::default();
     let per_entry = request
         .count
         .unwrap_or(if request.until.is_some() { u64::MAX } else { 1 });
@@ -196,6 +227,23 @@ fn push_runs<'a>(
         let user = entry.user.as_deref().unwrap_or(owner);
         let schedule: &Schedule = match &entry.when {
             When::Periodic(s) => s,
+            // Counted as crond counts them (no schedule, no zone): each @every entry has an id
+            // there too.
+            When::Every(seconds) => {
+                let identity = Identity {
+                    schedule: &Schedule::never(),
+                    zone: None,
+                    user,
+                    command,
+                };
+                ids.next(&identity, Some(*seconds), logged);
+                writeln!(
+                    err,
+                    "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
+                    entry.line, entry.when
+                )?;
+                continue;
+            }
             When::Reboot => {
                 writeln!(
                     err,
@@ -204,15 +252,17 @@ fn push_runs<'a>(
                 )?;
                 continue;
             }
-            When::Every(_) => {
-                writeln!(
-                    err,
-                    "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
-                    entry.line, entry.when
-                )?;
-                continue;
-            }
         };
+        let id = ids.next(
+            &Identity {
+                schedule,
+                zone: entry.zone.as_ref().map(Zone::name),
+                user,
+                command,
+            },
+            None,
+            logged,
+        );
         let entry_zone = entry.zone.as_ref().unwrap_or(request.zone);
         let cluster = entry
             .env
@@ -233,6 +283,7 @@ fn push_runs<'a>(
             }
             runs.push(Run {
                 at: next,
+                id,
                 user,
                 policy: entry.env.policy(),
                 cluster,
@@ -245,9 +296,12 @@ fn push_runs<'a>(
     Ok(())
 }
 
-/// Prints one run: `TIME USER [POLICY] COMMAND`, the time in `zone`.
-fn print_run(run: &Run<'_>, zone: &Zone, out: &mut dyn Write) -> Result<(), Failure> {
-    write!(out, "{} ", zone.format_rfc3339(run.at))?;
+/// Prints one run: `TIME [ID] USER [POLICY] COMMAND`, the time in the request's zone.
+fn print_run(run: &Run<'_>, request: &Request<'_>, out: &mut dyn Write) -> Result<(), Failure> {
+    write!(out, "{} ", request.zone.format_rfc3339(run.at))?;
+    if request.id {
+        write!(out, "{} ", run.id)?;
+    }
     out.write_all(run.user)?;
     out.write_all(b" ")?;
     match run.cluster {

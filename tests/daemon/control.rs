@@ -158,7 +158,7 @@ fn root_each_user_sees_and_runs_only_their_own_entries_through_the_socket_and_ro
     let id = {
         let o = cronctl(None, &socket, &["list", "--json", &format!("spool/{b}")]);
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-        v["id"].to_string()
+        v["id"].as_str().expect("an id").to_string()
     };
     let by_root = cronctl(None, &socket, &["run", &id]);
     assert!(
@@ -626,4 +626,76 @@ fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_an
         assert_eq!(wait_with_timeout(child, 20).code(), Some(0));
     }
     assert!(crond.log_text().contains(" loaded from "));
+}
+
+/// The id of each object `cronctl list --json` printed, by its `entry`.
+fn ids(o: &Output) -> Vec<(String, String)> {
+    assert!(o.status.success(), "{o:?}");
+    stdout(o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("one JSON object a line");
+            let id = v["id"].as_str().expect("an id").to_string();
+            (v["entry"].as_str().expect("an entry").to_string(), id)
+        })
+        .collect()
+}
+
+#[test]
+fn an_entry_keeps_its_id_when_other_lines_change_and_cronnext_and_run_know_it() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("cti", &[]);
+    let u = user.name.as_str();
+    let twice = "0 3 * * * echo same\n0 3 * * * echo same\n";
+    tree.user_crontab(u, twice, 0o600, u);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let before = ids(&cronctl(None, &socket, &["list", "--json"]));
+    assert_eq!(before.len(), 2, "{before:?}");
+    let (first, second) = (before[0].1.clone(), before[1].1.clone());
+    assert_ne!(first, second, "identical lines are told apart");
+    assert!(first.len() == 12 && first.bytes().all(|b| b.is_ascii_hexdigit()));
+    // cronnext computes the same ids from the file.
+    let next = Command::new(env!("CARGO_BIN_EXE_cronnext"))
+        .arg("--id")
+        .arg(tree.spool().join(u))
+        .output()
+        .expect("run cronnext");
+    let printed = stdout(&next);
+    assert!(
+        printed.contains(&format!(" {first} {u} echo same"))
+            && printed.contains(&format!(" {second} {u} echo same")),
+        "{printed}"
+    );
+    // A line added above them moves them, and they keep their ids.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    tree.user_crontab(
+        u,
+        &format!("# new\n5 5 * * * echo other\n{twice}"),
+        0o600,
+        u,
+    );
+    crond.wait_for_log(" RELOAD ", 10);
+    let after = ids(&cronctl(None, &socket, &["list", "--json"]));
+    let spool = tree.spool();
+    let tab = spool.file_name().unwrap().to_string_lossy();
+    assert!(
+        after.contains(&(format!("{tab}/{u}:3"), first.clone())),
+        "{after:?}"
+    );
+    assert!(
+        after.contains(&(format!("{tab}/{u}:4"), second.clone())),
+        "{after:?}"
+    );
+    // A unique prefix of the id names the entry; three digits are too few.
+    let ran = cronctl(None, &socket, &["run", &first[..6]]);
+    assert!(stdout(&ran).contains(&format!("{tab}/{u}:3")), "{ran:?}");
+    let short = cronctl(None, &socket, &["run", &first[..3]]);
+    assert_eq!(short.status.code(), Some(2), "{short:?}");
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("is not an id (4 to 12"),
+        "{short:?}"
+    );
 }

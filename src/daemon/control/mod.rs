@@ -51,6 +51,7 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
+use crate::cluster::entry_id::{Identity, LocalIds};
 use crate::control::report::{self, Said};
 use crate::control::{
     self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
@@ -697,7 +698,7 @@ impl ControlServer {
                             parked += 1;
                             orders.push(RunOrder {
                                 ticket: self.next_ticket,
-                                entry: EntryId(entry.id),
+                                entry: EntryId(entry.slot),
                                 place: entry.place(),
                                 peer: c.peer.clone(),
                                 wait: *wait,
@@ -855,6 +856,7 @@ pub(super) fn snapshot<'a>(
     status: StatusView,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
+    let mut ids = LocalIds::default();
     for state in entries {
         let job = state.job;
         if !control::may_see(peer, job.user(), job.owner.uid.map(|u| u.0)) {
@@ -862,7 +864,19 @@ pub(super) fn snapshot<'a>(
         }
         seen += 1;
         seen_running += state.running as usize;
-        if !want.wants(state.id.0, &job.owner.tab, job.line(), job.user()) {
+        if !want.entries {
+            continue;
+        }
+        // Every entry the asker sees is counted among its file's identical ones, wanted or
+        // not: identical entries have one user, so they are all seen or all hidden.
+        let identity = Identity {
+            schedule: state.schedule,
+            zone: state.cron_tz.map(Zone::name),
+            user: job.user(),
+            command: job.command(),
+        };
+        let id = ids.next(&identity, state.every_s, &job.owner.tab);
+        if !want.wants(id, &job.owner.tab, job.line(), job.user()) {
             continue;
         }
         if made.len() >= want.max_entries {
@@ -872,7 +886,8 @@ pub(super) fn snapshot<'a>(
         let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
         running.sort_unstable();
         made.push(EntryView {
-            id: state.id.0,
+            id,
+            slot: state.id.0,
             tab: job.owner.tab.clone(),
             line: job.line(),
             user: job.user().to_vec(),
