@@ -292,7 +292,7 @@ mod tests {
         );
         assert_ne!(again.next(&backup, None, "crontabs/bob"), second);
         // The file, the interval and the zone each make another id.
-        let mut fresh = || LocalIds::default();
+        let fresh = LocalIds::default;
         assert_ne!(fresh().next(&backup, None, "/etc/cron.d/alice"), first);
         assert_ne!(fresh().next(&backup, Some(60), "crontabs/alice"), first);
         let paris = Identity {

@@ -7,7 +7,8 @@
 //! closes the connection:
 //!
 //! ```text
-//! list [--json] [PATTERN]     every entry the asker may see (PATTERN: part of FILE:LINE or user)
+//! list [--wide|--json] [PATTERN]  every entry the asker may see (PATTERN: part of FILE:LINE
+//!                             or user), sorted by next run; `--wide`: every column
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
 //! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
 //! ```
@@ -37,7 +38,7 @@ use std::sync::Arc;
 
 pub(crate) use render::render;
 
-use crate::cluster::entry_id::{LOCAL_ID_DIGITS, LocalId};
+use crate::cluster::entry_id::{EntryKey, LOCAL_ID_DIGITS, LocalId};
 use crate::crontab::policy::Policy;
 use crate::metrics::LastRun;
 use crate::schedule::Zone;
@@ -92,6 +93,8 @@ pub enum Target {
 pub(crate) enum Request {
     List {
         format: Format,
+        /// `--wide`: the table has every column, nothing cut.
+        wide: bool,
         /// Only entries whose `FILE:LINE` or user contains it.
         pattern: Option<String>,
     },
@@ -164,15 +167,21 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
     match verb {
         "list" => {
             let mut format = Format::Table;
+            let mut wide = false;
             let mut pattern = None;
             for word in rest.split(' ').filter(|w| !w.is_empty()) {
                 match word {
                     "--json" => format = Format::Json,
+                    "--wide" => wide = true,
                     w if pattern.is_none() && !w.starts_with('-') => pattern = Some(w.to_string()),
                     w => return Err(format!("list: unexpected {w:?}")),
                 }
             }
-            Ok(Request::List { format, pattern })
+            Ok(Request::List {
+                format,
+                wide,
+                pattern,
+            })
         }
         "status" => match rest.trim() {
             "" => Ok(Request::Status {
@@ -271,6 +280,8 @@ pub(crate) struct EntryView {
     /// The pids of its job children running now.
     pub running: Vec<i32>,
     pub policy: Policy,
+    /// Its `CRON_CLUSTER` and its id in the cluster, when the cluster shares its runs.
+    pub cluster: Option<(String, EntryKey)>,
     pub command: Vec<u8>,
 }
 

@@ -883,6 +883,13 @@ pub(super) fn snapshot<'a>(
             omitted += 1;
             continue;
         }
+        let policy = job.env().policy();
+        // As the scheduler tells a run's cluster: never an `@every` entry's.
+        let cluster = job
+            .env()
+            .get(b"CRON_CLUSTER")
+            .filter(|_| policy.clustered && state.every_s.is_none())
+            .map(|name| (String::from_utf8_lossy(name).into_owned(), identity.key()));
         let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
         running.sort_unstable();
         made.push(EntryView {
@@ -897,7 +904,8 @@ pub(super) fn snapshot<'a>(
             next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
             last: state.last,
             running,
-            policy: job.env().policy(),
+            policy,
+            cluster,
             command: job.command().to_vec(),
         });
     }

@@ -65,6 +65,7 @@ fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
         last: None,
         running: Vec::new(),
         policy: Default::default(),
+        cluster: None,
         command: command.to_vec(),
     }
 }
@@ -127,6 +128,7 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
                 last: None,
                 running: Vec::new(),
                 policy: Default::default(),
+                cluster: None,
                 command: vec![b'x'; 200],
             })
             .collect();
