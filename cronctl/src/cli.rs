@@ -14,7 +14,7 @@ use crond::crontab::policy::is_cluster_name;
 
 use crate::helper::HelperArgs;
 
-pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--json] [PATTERN]
+pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PATTERN]
        cronctl [--socket PATH] run [--wait] FILE:LINE|ID
        cronctl [--socket PATH] status [--json]
        cronctl [--db CONNINFO] hosts
@@ -101,6 +101,7 @@ struct Flags {
     lease_s: u32,
     socket: Option<PathBuf>,
     json: bool,
+    wide: bool,
     wait: bool,
 }
 
@@ -118,6 +119,7 @@ impl Default for Flags {
             lease_s: 30,
             socket: None,
             json: false,
+            wide: false,
             wait: false,
         }
     }
@@ -153,6 +155,7 @@ impl Flags {
                 Long("lease") => self.lease_s = in_range(parser, "--lease", (3, 300), "seconds")?,
                 Long("socket") => self.socket = Some(PathBuf::from(parser.value()?)),
                 Long("json") => self.json = true,
+                Long("wide") => self.wide = true,
                 Long("wait") => self.wait = true,
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
@@ -202,6 +205,8 @@ impl Flags {
                 let mut request = String::from("list");
                 if self.json {
                     request.push_str(" --json");
+                } else if self.wide {
+                    request.push_str(" --wide");
                 }
                 if let Some(p) = rest.first() {
                     request = format!("{request} {p}");
@@ -423,9 +428,9 @@ mod tests {
             control(&["run", "/etc/cron.d/php:12"]).1,
             "run /etc/cron.d/php:12"
         );
-        assert_eq!(control(&["run", "42"]).1, "run 42");
-        assert_eq!(control(&["run", "--wait", "42"]).1, "run --wait 42");
-        assert_eq!(control(&["run", "42", "--wait"]).1, "run --wait 42");
+        assert_eq!(control(&["run", "55a1"]).1, "run 55a1");
+        assert_eq!(control(&["run", "--wait", "55a1"]).1, "run --wait 55a1");
+        assert_eq!(control(&["run", "55a1", "--wait"]).1, "run --wait 55a1");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! closes the connection:
 //!
 //! ```text
-//! list [--json] [PATTERN]     every entry the asker may see (PATTERN: part of FILE:LINE or user)
+//! list [--wide|--json] [PATTERN]  every entry the asker may see (PATTERN: part of FILE:LINE
+//!                             or user), sorted by next run; `--wide`: every column
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
 //! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
 //! ```
@@ -37,6 +38,7 @@ use std::sync::Arc;
 
 pub(crate) use render::render;
 
+use crate::cluster::entry_id::{EntryKey, LOCAL_ID_DIGITS, LocalId};
 use crate::crontab::policy::Policy;
 use crate::metrics::LastRun;
 use crate::schedule::Zone;
@@ -81,8 +83,9 @@ pub(crate) enum Format {
 pub enum Target {
     /// `FILE:LINE`, as `list` and the JSON log's `entry` show it (`crontabs/alice:3`).
     Place { tab: String, line: u32 },
-    /// The number `list` shows in its ID column.
-    Id(u64),
+    /// The id `list` shows in its ID column, or a prefix of it: 4 to
+    /// [`LOCAL_ID_DIGITS`] lower-case hex digits.
+    Id(String),
 }
 
 /// What a client asks.
@@ -90,6 +93,8 @@ pub enum Target {
 pub(crate) enum Request {
     List {
         format: Format,
+        /// `--wide`: the table has every column, nothing cut.
+        wide: bool,
         /// Only entries whose `FILE:LINE` or user contains it.
         pattern: Option<String>,
     },
@@ -162,15 +167,21 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
     match verb {
         "list" => {
             let mut format = Format::Table;
+            let mut wide = false;
             let mut pattern = None;
             for word in rest.split(' ').filter(|w| !w.is_empty()) {
                 match word {
                     "--json" => format = Format::Json,
+                    "--wide" => wide = true,
                     w if pattern.is_none() && !w.starts_with('-') => pattern = Some(w.to_string()),
                     w => return Err(format!("list: unexpected {w:?}")),
                 }
             }
-            Ok(Request::List { format, pattern })
+            Ok(Request::List {
+                format,
+                wide,
+                pattern,
+            })
         }
         "status" => match rest.trim() {
             "" => Ok(Request::Status {
@@ -197,13 +208,13 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
     }
 }
 
-/// `FILE:LINE` or an ID.
+/// `FILE:LINE` or an ID (or a prefix of at least 4 of its hex digits).
 pub fn parse_target(text: &str) -> Result<Target, TargetError> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text
-            .parse()
-            .map(Target::Id)
-            .map_err(|_| TargetError::NotId(text.to_string()));
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !(4..=LOCAL_ID_DIGITS).contains(&text.len()) {
+            return Err(TargetError::NotId(text.to_string()));
+        }
+        return Ok(Target::Id(text.to_ascii_lowercase()));
     }
     let Some((tab, line)) = text.rsplit_once(':') else {
         return Err(TargetError::NoColon(text.to_string()));
@@ -220,7 +231,7 @@ pub fn parse_target(text: &str) -> Result<Target, TargetError> {
 /// Why a text names no entry to run; each says the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetError {
-    /// Digits only, too many for an id.
+    /// Hex digits only, too few or too many for an id or its prefix.
     NotId(String),
     /// No `:`: not FILE:LINE (the hint says where ids come from).
     NoColon(String),
@@ -231,7 +242,10 @@ pub enum TargetError {
 impl fmt::Display for TargetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TargetError::NotId(text) => write!(f, "run: {text:?} is not an id"),
+            TargetError::NotId(text) => write!(
+                f,
+                "run: {text:?} is not an id (4 to {LOCAL_ID_DIGITS} of the hex digits cronctl list shows)"
+            ),
             TargetError::NoColon(text) => write!(
                 f,
                 "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
@@ -246,7 +260,10 @@ impl std::error::Error for TargetError {}
 /// One entry as `list` shows it: what the daemon knows of it at the moment of the request.
 #[derive(Debug, Clone)]
 pub(crate) struct EntryView {
-    pub id: u64,
+    /// Its id on this host, stable across reloads.
+    pub id: LocalId,
+    /// Where the scheduler keeps it now (what a run is started by).
+    pub slot: u64,
     /// The crontab, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
     pub line: u32,
@@ -263,6 +280,8 @@ pub(crate) struct EntryView {
     /// The pids of its job children running now.
     pub running: Vec<i32>,
     pub policy: Policy,
+    /// Its `CRON_CLUSTER` and its id in the cluster, when the cluster shares its runs.
+    pub cluster: Option<(String, EntryKey)>,
     pub command: Vec<u8>,
 }
 
@@ -275,7 +294,7 @@ impl EntryView {
     /// Whether it is the entry `target` names.
     pub fn is(&self, target: &Target) -> bool {
         match target {
-            Target::Id(id) => self.id == *id,
+            Target::Id(prefix) => self.id.to_string().starts_with(prefix.as_str()),
             Target::Place { tab, line } => *self.tab == **tab && self.line == *line,
         }
     }
@@ -336,10 +355,11 @@ impl Request {
                 max_entries: peer.max_answer() / MIN_ENTRY_BYTES,
                 ..none
             },
+            // Enough for an id's prefix that names more than one entry to list them.
             Request::Run { target, .. } => Want {
                 entries: true,
                 target: Some(target),
-                max_entries: 1,
+                max_entries: MAX_CANDIDATES,
                 ..none
             },
         }
@@ -349,13 +369,13 @@ impl Request {
 impl Want<'_> {
     /// Whether the entry `id`, `tab:line`, run as `user`, is one the request needs (who may
     /// see it is [`may_see`]'s question, asked first).
-    pub fn wants(&self, id: u64, tab: &str, line: u32, user: &[u8]) -> bool {
+    pub fn wants(&self, id: LocalId, tab: &str, line: u32, user: &[u8]) -> bool {
         if !self.entries {
             return false;
         }
         if let Some(target) = self.target {
             return match target {
-                Target::Id(t) => *t == id,
+                Target::Id(prefix) => id.to_string().starts_with(prefix.as_str()),
                 Target::Place { tab: t, line: l } => t == tab && *l == line,
             };
         }
@@ -409,21 +429,41 @@ pub(crate) fn error_answer(message: &str) -> Vec<u8> {
 /// The entry of `snapshot` that `target` names, or the answer that says it is not there (to
 /// this asker: an entry they may not see is not named differently from one that does not
 /// exist).
+/// An id's prefix that names more than one entry is an error that lists them.
 pub(crate) fn find<'a>(snapshot: &'a Snapshot, target: &Target) -> Result<&'a EntryView, Vec<u8>> {
-    snapshot
-        .entries
-        .iter()
-        .find(|e| e.is(target))
-        .ok_or_else(|| {
-            let named = match target {
-                Target::Id(id) => format!("id {id}"),
-                Target::Place { tab, line } => format!("{tab}:{line}"),
-            };
-            error_answer(&format!(
-                "no entry {named} that you may run (see cronctl list)"
-            ))
-        })
+    let mut found = snapshot.entries.iter().filter(|e| e.is(target));
+    let Some(first) = found.next() else {
+        let named = match target {
+            Target::Id(id) => format!("id {id}"),
+            Target::Place { tab, line } => format!("{tab}:{line}"),
+        };
+        return Err(error_answer(&format!(
+            "no entry {named} that you may see (see cronctl list)"
+        )));
+    };
+    let others: Vec<&EntryView> = found.collect();
+    if others.is_empty() {
+        return Ok(first);
+    }
+    let mut candidates: Vec<String> = std::iter::once(first)
+        .chain(others)
+        .map(|e| format!("{} ({})", e.id, e.place()))
+        .collect();
+    if snapshot.omitted > 0 {
+        candidates.push(format!("{} more", snapshot.omitted));
+    }
+    Err(error_answer(&format!(
+        "the id prefix {} names more than one entry: {}; give more digits",
+        match target {
+            Target::Id(id) => id.as_str(),
+            Target::Place { .. } => "",
+        },
+        candidates.join(", ")
+    )))
 }
+
+/// The most entries an ambiguous id prefix lists.
+const MAX_CANDIDATES: usize = 8;
 
 #[cfg(test)]
 mod tests;

@@ -156,6 +156,7 @@ fn run_inner(
                 until,
                 count: options.count,
                 seed,
+                id: options.id,
             };
             files::run(&request, out, err)
         }

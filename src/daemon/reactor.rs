@@ -795,9 +795,12 @@ mod tests {
         let me = crate::sys::user::effective_uid();
         fx.put(alice(), "0 0 1 1 * yearly\n", Some(me), 1);
         let (mut d, _) = start(options, fx);
-        let id = d.sources.entries().next().expect("an entry").0;
+        let id = d.sources.entries().next().expect("an entry");
+        let line = d.scheduler.entry_state(id).expect("its state").job.entry();
         let mut client = UnixStream::connect(&socket).unwrap();
-        client.write_all(format!("run {id}\n").as_bytes()).unwrap();
+        client
+            .write_all(format!("run {line}\n").as_bytes())
+            .unwrap();
         d.reactor.fx.fail_starts = 1;
         let asked = Beat::after(100).ready(Token::Control(control::Token::Listener));
         assert_eq!(arms_in(&mut d, asked), 1);

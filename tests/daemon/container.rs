@@ -862,7 +862,7 @@ fn the_uid_of_a_crontab_daemon_without_a_passwd_entry_lists_and_runs_its_entries
         (out.status.code(), text)
     };
     let place = format!("{}:2", crontab.display());
-    let (code, list) = cronctl(&["list"]);
+    let (code, list) = cronctl(&["list", "--wide"]);
     assert_eq!(code, Some(0), "{list}");
     assert!(list.contains(&place), "its own entry is listed: {list}");
     let (code, status) = cronctl(&["status"]);

@@ -51,6 +51,7 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
+use crate::cluster::entry_id::{Identity, LocalIds};
 use crate::control::report;
 use crate::control::{
     self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
@@ -716,7 +717,7 @@ impl ControlServer {
                             parked += 1;
                             orders.push(RunOrder {
                                 ticket: self.next_ticket,
-                                entry: EntryId(entry.id),
+                                entry: EntryId(entry.slot),
                                 place: entry.place(),
                                 peer: c.peer.clone(),
                                 wait: *wait,
@@ -876,6 +877,7 @@ pub(super) fn snapshot<'a>(
     status: StatusView,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
+    let mut ids = LocalIds::default();
     for state in entries {
         let job = state.job;
         if !control::may_see(peer, job.user(), job.owner.uid.map(|u| u.0)) {
@@ -883,17 +885,37 @@ pub(super) fn snapshot<'a>(
         }
         seen += 1;
         seen_running += state.running as usize;
-        if !want.wants(state.id.0, &job.owner.tab, job.line(), job.user()) {
+        if !want.entries {
+            continue;
+        }
+        // Every entry the asker sees is counted among its file's identical ones, wanted or
+        // not: identical entries have one user, so they are all seen or all hidden.
+        let identity = Identity {
+            schedule: state.schedule,
+            zone: state.cron_tz.map(Zone::name),
+            user: job.user(),
+            command: job.command(),
+        };
+        let id = ids.next(&identity, state.every_s, &job.owner.tab);
+        if !want.wants(id, &job.owner.tab, job.line(), job.user()) {
             continue;
         }
         if made.len() >= want.max_entries {
             omitted += 1;
             continue;
         }
+        let policy = job.env().policy();
+        // As the scheduler tells a run's cluster: never an `@every` entry's.
+        let cluster = job
+            .env()
+            .get(b"CRON_CLUSTER")
+            .filter(|_| policy.clustered && state.every_s.is_none())
+            .map(|name| (String::from_utf8_lossy(name).into_owned(), identity.key()));
         let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
         running.sort_unstable();
         made.push(EntryView {
-            id: state.id.0,
+            id,
+            slot: state.id.0,
             tab: job.owner.tab.clone(),
             line: job.line(),
             user: job.user().to_vec(),
@@ -903,7 +925,8 @@ pub(super) fn snapshot<'a>(
             next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
             last: state.last,
             running,
-            policy: job.env().policy(),
+            policy,
+            cluster,
             command: job.command().to_vec(),
         });
     }

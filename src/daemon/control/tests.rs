@@ -2,6 +2,7 @@
 //! interleavings of clients.
 
 use super::*;
+use crate::cluster::entry_id::LocalId;
 use crate::daemon::effects::Recorded;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -52,7 +53,8 @@ fn turn(s: &mut ControlServer, now_ms: i64) -> Vec<RunOrder> {
 /// An `@daily` entry of alice's crontab, as a snapshot shows it.
 fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
     EntryView {
-        id,
+        id: LocalId(id),
+        slot: id,
         tab: "crontabs/alice".into(),
         line,
         user: b"alice".to_vec(),
@@ -63,6 +65,7 @@ fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
         last: None,
         running: Vec::new(),
         policy: Default::default(),
+        cluster: None,
         command: command.to_vec(),
     }
 }
@@ -113,7 +116,8 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
         let mut snap = empty(peer, want);
         snap.entries = (0..8_000)
             .map(|i| EntryView {
-                id: i,
+                id: LocalId(i),
+                slot: i,
                 tab: "/etc/cron.d/big".into(),
                 line: i as u32,
                 user: b"root".to_vec(),
@@ -124,6 +128,7 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
                 last: None,
                 running: Vec::new(),
                 policy: Default::default(),
+                cluster: None,
                 command: vec![b'x'; 200],
             })
             .collect();
@@ -178,7 +183,7 @@ fn users_requests_past_the_budget_wait_for_the_next_second() {
 fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
     let (mut s, path, _dir) = server();
     let mut client = UnixStream::connect(&path).unwrap();
-    client.write_all(b"run 7\n").unwrap();
+    client.write_all(b"run 000000000007\n").unwrap();
     let entry = |peer: &Peer, want: &Want<'_>| {
         let mut snap = empty(peer, want);
         snap.entries.push(alices(7, 3, b"date"));
@@ -210,7 +215,7 @@ fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
     );
     // Without a pipe (none could be made), the fork's answer.
     let mut client = UnixStream::connect(&path).unwrap();
-    client.write_all(b"run 7\n").unwrap();
+    client.write_all(b"run 000000000007\n").unwrap();
     let ready = ready_now(&s, 100);
     let orders = s.serve(&ready, 1_500, &entry, &mut Recorded::default());
     s.ran(&orders[0], started, None, 1_500);
@@ -221,7 +226,7 @@ fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
     );
     // Its entry gone by the time the scheduler is asked: said so.
     let mut client = UnixStream::connect(&path).unwrap();
-    client.write_all(b"run 7\n").unwrap();
+    client.write_all(b"run 000000000007\n").unwrap();
     let ready = ready_now(&s, 100);
     let orders = s.serve(&ready, 2_000, &entry, &mut Recorded::default());
     s.ran(&orders[0], None, None, 2_000);
@@ -259,7 +264,7 @@ fn parked_run(
 fn a_parked_run_is_answered_by_its_child_or_the_pipes_end_or_its_deadline_and_once() {
     let (mut s, path, _dir) = server();
     // --wait: the start is not the answer; the end is, with the job's status.
-    let (client, mut child) = parked_run(&mut s, &path, b"run --wait 7\n", 1_000);
+    let (client, mut child) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 1_000);
     child.write_all(b"started 4242 alice\n").unwrap();
     turn(&mut s, 1_100);
     assert_eq!(s.connections.len(), 1, "still parked");
@@ -271,7 +276,7 @@ fn a_parked_run_is_answered_by_its_child_or_the_pipes_end_or_its_deadline_and_on
         "EXIT 3\ncrontabs/alice:3 exited with status 3 after 2.1s\n"
     );
     // The child ends without a word: said so.
-    let (client, child) = parked_run(&mut s, &path, b"run 7\n", 10_000);
+    let (client, child) = parked_run(&mut s, &path, b"run 000000000007\n", 10_000);
     drop(child);
     turn(&mut s, 10_100);
     assert_eq!(
@@ -280,7 +285,7 @@ fn a_parked_run_is_answered_by_its_child_or_the_pipes_end_or_its_deadline_and_on
          log)\n"
     );
     // No word within the deadline.
-    let (client, _child) = parked_run(&mut s, &path, b"run 7\n", 20_000);
+    let (client, _child) = parked_run(&mut s, &path, b"run 000000000007\n", 20_000);
     turn(&mut s, 20_000 + REPORT_DEADLINE_MS);
     assert!(
         answer_of(client).contains("has not said within 20 s"),
@@ -292,12 +297,12 @@ fn a_parked_run_is_answered_by_its_child_or_the_pipes_end_or_its_deadline_and_on
 #[test]
 fn a_client_that_leaves_a_parked_run_is_let_go_and_the_daemon_stopping_answers_the_others() {
     let (mut s, path, _dir) = server();
-    let (client, child) = parked_run(&mut s, &path, b"run --wait 7\n", 1_000);
+    let (client, child) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 1_000);
     drop(client);
     turn(&mut s, 1_100);
     assert!(s.connections.is_empty(), "let go");
     drop(child);
-    let (client, mut child) = parked_run(&mut s, &path, b"run --wait 7\n", 2_000);
+    let (client, mut child) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 2_000);
     child.write_all(b"started 4242 alice\n").unwrap();
     turn(&mut s, 2_100);
     s.stopping(3_000);
@@ -312,10 +317,10 @@ fn a_client_that_leaves_a_parked_run_is_let_go_and_the_daemon_stopping_answers_t
 fn at_most_half_the_table_is_parked_and_a_run_past_it_is_answered_busy() {
     let (mut s, path, _dir) = server();
     let parked: Vec<_> = (0..MAX_PARKED as i64)
-        .map(|i| parked_run(&mut s, &path, b"run --wait 7\n", 1_000 + i))
+        .map(|i| parked_run(&mut s, &path, b"run --wait 000000000007\n", 1_000 + i))
         .collect();
     assert_eq!(s.connections.len(), MAX_PARKED);
-    let (client, _) = parked_run(&mut s, &path, b"run --wait 7\n", 2_000);
+    let (client, _) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 2_000);
     assert_eq!(
         answer_of(client),
         "ERROR busy: 8 runs already wait for their jobs; try again\n"
@@ -658,9 +663,9 @@ mod interleavings {
                 Piece::Status => b"status\n".to_vec(),
                 Piece::List => b"list\n".to_vec(),
                 Piece::Big => b"list --json big\n".to_vec(),
-                Piece::Run => b"run 7\n".to_vec(),
-                Piece::RunWait => b"run --wait 7\n".to_vec(),
-                Piece::RunMissing => b"run 8\n".to_vec(),
+                Piece::Run => b"run 000000000007\n".to_vec(),
+                Piece::RunWait => b"run --wait 000000000007\n".to_vec(),
+                Piece::RunMissing => b"run 000000000008\n".to_vec(),
                 Piece::Half => b"sta".to_vec(),
                 Piece::Rest => b"tus\n".to_vec(),
                 Piece::Junk => b"\xff\x00 nonsense\n".to_vec(),
@@ -708,7 +713,7 @@ mod interleavings {
         let view = |id: u64| alices(id, id as u32, &[b'c'; 150]);
         let n = match want.pattern {
             Some("big") => 4_000,
-            _ if want.wants(7, "crontabs/alice", 7, b"alice") => 1,
+            _ if want.wants(LocalId(7), "crontabs/alice", 7, b"alice") => 1,
             _ => 0,
         };
         snap.entries = (7..7 + n).map(view).take(want.max_entries).collect();

@@ -26,7 +26,7 @@ use crate::database::entries::JobSpec;
 use crate::log::Level;
 use crate::log::messages;
 use crate::metrics::{LastRun, Metrics, Outcome};
-use crate::schedule::Zone;
+use crate::schedule::{Schedule, Zone};
 use crate::sys::process::Exit;
 use crate::timeline::{Cycle, Due, EntryId, Movement, UtcMinute, clock_moved};
 use crate::types::Pid;
@@ -484,10 +484,12 @@ impl Scheduler {
     ///
     /// [`Sources::entries`]: super::sources::Sources::entries
     pub(super) fn entry_state(&self, id: EntryId) -> Option<EntryState<'_>> {
-        let (_, cron_tz, job, _) = self.cycle.get(id)?;
+        let (schedule, cron_tz, job, _) = self.cycle.get(id)?;
         Some(EntryState {
             id,
             job,
+            schedule,
+            every_s: self.cycle.every_seconds(id),
             cron_tz,
             last: self.last.get(&id).copied(),
             running: self.running.count(id),
@@ -562,6 +564,9 @@ impl Scheduler {
 pub(super) struct EntryState<'a> {
     pub(super) id: EntryId,
     pub(super) job: &'a JobSpec,
+    /// Its schedule as parsed, and its `@every` interval when it has one.
+    pub(super) schedule: &'a Schedule,
+    pub(super) every_s: Option<u32>,
     pub(super) cron_tz: Option<&'a Zone>,
     /// Its last run that ended since its load.
     pub(super) last: Option<LastRun>,
