@@ -91,7 +91,12 @@ pub(super) fn run(options: &Options) -> u8 {
             "crond: {files} checked: not all can be loaded as written"
         )
     } else {
-        writeln!(err, "crond: {files} checked: they load as written")
+        let load = if checked.len() == 1 {
+            "it loads"
+        } else {
+            "they load"
+        };
+        writeln!(err, "crond: {files} checked: {load} as written")
     };
     u8::from(failed)
 }

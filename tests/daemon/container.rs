@@ -778,7 +778,7 @@ fn crond_check_prints_each_problem_for_a_uid_passwd_does_not_know_and_starts_not
     );
     assert!(scrubbed.contains("[exit status 1]"), "{scrubbed}");
     assert!(
-        scrubbed.ends_with("they load as written\n[exit status 0]\n\n"),
+        scrubbed.ends_with("it loads as written\n[exit status 0]\n\n"),
         "{scrubbed}"
     );
     assert!(
