@@ -753,7 +753,11 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
          SELECT 'c', 'root', 'e2', date_trunc('minute', now()) - make_interval(mins => k), 'h', 1
          FROM generate_series(0, 19) k;
          INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
-         VALUES ('c', 'root', 'e3', now() - interval '40 days', 'h', 1);",
+         VALUES ('c', 'root', 'e3', now() - interval '40 days', 'h', 1);
+         INSERT INTO crond_hosts (host, session, lease_until) VALUES
+             ('gone', 1, now() - interval '40 days'), ('away', 2, now() - interval '1 day');
+         INSERT INTO crond_entries (cluster, owner, entry, host, place, command)
+         SELECT 'c', 'root', 'e1', h, 'tab:1', 'x' FROM unnest('{gone,away,never}'::text[]) h;",
     );
     let mut helper = Command::new(cronctl_bin())
         .args([
@@ -784,6 +788,59 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
         "e1|10\ne2|20",
         "the newest 10 of e1, all of the recent e2"
     );
+    // The entries of a host whose lease ended past the keep time (or of no host) go with it.
+    let hosts = pg.psql("SELECT host FROM crond_entries ORDER BY host");
+    assert_eq!(hosts.trim(), "away");
+}
+
+#[test]
+fn the_helper_makes_its_hosts_rows_the_daemons_last_list_of_entries() {
+    require_root();
+    let pg = PgServer::start();
+    let mut helper = Command::new(cronctl_bin())
+        .args(["helper", "--db", &pg.conninfo(), "--host", "h1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cronctl helper");
+    let stdout = helper.stdout.take().expect("stdout");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    assert!(
+        lines
+            .next()
+            .expect("a line")
+            .expect("UTF-8")
+            .contains("connected")
+    );
+    let mut stdin = helper.stdin.take().expect("stdin");
+    let rows = "SELECT owner || ' ' || entry || ' ' || place || ' ' || command \
+                FROM crond_entries WHERE host = 'h1' ORDER BY entry";
+    std::io::Write::write_all(
+        &mut stdin,
+        b"ENTRY web al%20ice 00000000000000a1 tab:1 echo%20one\n\
+          ENTRY web bob 00000000000000b2 tab:2 echo%20two\nLOADED 2 0\n",
+    )
+    .expect("write");
+    wait_for_value(
+        &pg,
+        &format!("SELECT string_agg(r, ';') FROM ({rows}) AS t(r)"),
+        "al ice 00000000000000a1 tab:1 echo one;bob 00000000000000b2 tab:2 echo two",
+        10,
+    );
+    // The next load moved one entry and dropped the other.
+    std::io::Write::write_all(
+        &mut stdin,
+        b"ENTRY web bob 00000000000000b2 tab:5 echo%20two\nLOADED 1 0\n",
+    )
+    .expect("write");
+    wait_for_value(
+        &pg,
+        &format!("SELECT string_agg(r, ';') FROM ({rows}) AS t(r)"),
+        "bob 00000000000000b2 tab:5 echo two",
+        10,
+    );
+    drop(stdin);
+    helper.wait().expect("helper exits at the end of its input");
 }
 
 /// The slots `ran` records, sorted.
