@@ -747,6 +747,40 @@ mod tests {
         }
     }
 
+    fn loaded(n: usize, command: &[u8]) -> Loaded {
+        Loaded {
+            cluster: "web".into(),
+            owner: b"root".to_vec(),
+            entry: EntryKey(n as u64),
+            place: format!("f:{n}").into_bytes(),
+            command: command.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_list_of_entries_is_bounded_by_count_and_by_bytes_and_counts_the_rest() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        link.list((0..MAX_LISTED + 2_000).map(|n| loaded(n, b"true")));
+        assert_eq!(link.listed.lines().count(), MAX_LISTED + 1);
+        assert!(link.listed.ends_with("LOADED 10000 2000\n"), "counted");
+        // Commands at their bound: the bytes bound the list first.
+        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        let lines = link.listed.lines().count() - 1;
+        assert!(link.listed.len() <= MAX_LIST_BYTES + 100);
+        assert!(lines >= 800, "{lines}");
+        assert!(
+            link.listed
+                .ends_with(&format!("LOADED {lines} {}\n", 5_000 - lines))
+        );
+        // Sent once (the socket takes part of it, the pump keeps the rest), and not again
+        // while it is the same.
+        link.send_list(0, &Zone::utc(), &mut fx);
+        assert!(!link.list_unsent);
+        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        assert!(!link.list_unsent, "the same list is not sent again");
+    }
+
     #[test]
     fn a_helper_that_closed_its_socket_is_an_error() {
         let (ours, theirs) = UnixStream::pair().unwrap();
