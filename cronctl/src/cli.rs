@@ -18,10 +18,12 @@ pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PA
        cronctl [--socket PATH] run [--wait] FILE:LINE|ID
        cronctl [--socket PATH] status [--json]
        cronctl [--db CONNINFO] hosts
-       cronctl [--db CONNINFO] claims [--cluster NAME]
-       cronctl [--db CONNINFO] history [--cluster NAME] [--entry ID] [--limit N]
-       cronctl [--db CONNINFO] paused
-       cronctl [--db CONNINFO] pause|resume CLUSTER USER ENTRY
+       cronctl [--db CONNINFO] entries [--cluster NAME] [--wide]
+       cronctl [--db CONNINFO] claims [--cluster NAME] [--wide]
+       cronctl [--db CONNINFO] history [--cluster NAME] [--entry ID] [--limit N] [--wide]
+       cronctl [--db CONNINFO] paused [--wide]
+       cronctl [--db CONNINFO] pause [--force] CLUSTER USER ENTRY
+       cronctl [--db CONNINFO] resume CLUSTER USER ENTRY
        cronctl -V | -h";
 
 /// What `cronctl` is asked to do.
@@ -30,18 +32,29 @@ pub enum Command {
     Help,
     Version,
     Hosts,
+    /// `entries`: the cluster entries the hosts have loaded.
+    Entries {
+        cluster: Option<String>,
+        wide: bool,
+    },
     Claims {
         cluster: Option<String>,
+        wide: bool,
     },
     History {
         cluster: Option<String>,
         entry: Option<EntryKey>,
         limit: u32,
+        wide: bool,
     },
-    Paused,
+    Paused {
+        wide: bool,
+    },
     Pause {
         target: Target,
         pause: bool,
+        /// `--force`: paused even when no host has loaded it.
+        force: bool,
     },
     /// The daemon's helper (started by crond, not by hand).
     Helper(HelperArgs),
@@ -103,6 +116,7 @@ struct Flags {
     json: bool,
     wide: bool,
     wait: bool,
+    force: bool,
 }
 
 impl Default for Flags {
@@ -121,6 +135,7 @@ impl Default for Flags {
             json: false,
             wide: false,
             wait: false,
+            force: false,
         }
     }
 }
@@ -157,6 +172,7 @@ impl Flags {
                 Long("json") => self.json = true,
                 Long("wide") => self.wide = true,
                 Long("wait") => self.wait = true,
+                Long("force") => self.force = true,
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
             }
@@ -169,15 +185,21 @@ impl Flags {
         let words: Vec<&str> = self.words.iter().map(String::as_str).collect();
         Ok(match words.as_slice() {
             ["hosts"] => Command::Hosts,
+            ["entries"] => Command::Entries {
+                cluster: self.cluster.clone(),
+                wide: self.wide,
+            },
             ["claims"] => Command::Claims {
                 cluster: self.cluster.clone(),
+                wide: self.wide,
             },
             ["history"] => Command::History {
                 cluster: self.cluster.clone(),
                 entry: self.entry,
                 limit: self.limit,
+                wide: self.wide,
             },
-            ["paused"] => Command::Paused,
+            ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
                 if !is_cluster_name(c.as_bytes()) {
                     return Err(UsageError::NotClusterName((*c).to_string()));
@@ -189,6 +211,7 @@ impl Flags {
                         entry: id.parse()?,
                     },
                     pause: *verb == "pause",
+                    force: self.force,
                 }
             }
             ["helper"] => Command::Helper(HelperArgs {
@@ -255,6 +278,7 @@ const COMMAND_ARGUMENTS: &[(&str, &str)] = &[
     ("run", "FILE:LINE|ID"),
     ("status", ""),
     ("hosts", ""),
+    ("entries", ""),
     ("claims", ""),
     ("history", ""),
     ("paused", ""),
@@ -374,7 +398,8 @@ mod tests {
             Invocation {
                 db: Some("dbname=c".into()),
                 command: Command::Claims {
-                    cluster: Some("n".into())
+                    cluster: Some("n".into()),
+                    wide: false
                 }
             }
         );
@@ -383,7 +408,8 @@ mod tests {
             Command::History {
                 cluster: None,
                 entry: Some(EntryKey(0x0123_4567_89ab_cdef)),
-                limit: 5
+                limit: 5,
+                wide: false
             }
         );
         assert_eq!(
@@ -394,7 +420,19 @@ mod tests {
                     user: "alice".into(),
                     entry: EntryKey(0x0123_4567_89ab_cdef)
                 },
-                pause: true
+                pause: true,
+                force: false
+            }
+        );
+        assert!(matches!(
+            parse_ok(&["pause", "--force", "nightly", "alice", "0123456789abcdef"]).command,
+            Command::Pause { force: true, .. }
+        ));
+        assert_eq!(
+            parse_ok(&["entries", "--cluster", "web", "--wide"]).command,
+            Command::Entries {
+                cluster: Some("web".into()),
+                wide: true
             }
         );
         assert_eq!(

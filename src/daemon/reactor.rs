@@ -122,6 +122,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
     pub(super) fn turn(&mut self) -> Result<Turn, Error> {
         let now = self.reactor.now;
         self.start_what_is_due(now);
+        self.list_cluster_entries();
         let timeout = self.timeout_ms(now);
         let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
         if self.sources.take_freed() | answered_large {
@@ -461,6 +462,24 @@ impl<W: World, F: Effects> Daemon<W, F> {
         }
     }
 
+    /// The cluster entries loaded, listed to the cluster link after a load; the link sends
+    /// them to the helper when they changed or the helper started since.
+    fn list_cluster_entries(&mut self) {
+        let Some(link) = &mut self.cluster else {
+            return;
+        };
+        if link.wants_list() {
+            let scheduler = &self.scheduler;
+            link.list(
+                self.sources
+                    .entries()
+                    .filter_map(|id| scheduler.loaded_entry(id)),
+            );
+        }
+        let now_ms = self.reactor.now.as_millisecond();
+        link.send_list(now_ms, self.scheduler.local_zone(), &mut self.reactor.fx);
+    }
+
     /// Arms the timer for the scheduler's next wake-up.
     pub(super) fn arm(&mut self, now: Timestamp) {
         let every_minute = self.sources.looks_every_minute();
@@ -482,6 +501,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let fx = &mut self.reactor.fx;
         let entries = self.scheduler.entries();
         let (mut change, pending) = self.sources.reload(key, announce, entries, fx);
+        if let Some(link) = &mut self.cluster {
+            link.files_loaded();
+        }
         let reboot = std::mem::take(&mut change.reboot);
         let added = self.scheduler.apply(change, now.as_millisecond(), fx);
         self.sources.settle(pending, &added, now.as_second(), fx);
@@ -600,8 +622,18 @@ mod tests {
             .collect()
     }
 
-    /// What the helper was sent since the last look ("": nothing).
+    /// The runs and ends the helper was sent since the last look ("": none); the lists of
+    /// entries are [`helper_lines`]'s.
     fn helper_got(d: &mut TestDaemon) -> String {
+        helper_lines(d)
+            .lines()
+            .filter(|l| !l.starts_with("ENTRY ") && !l.starts_with("LOADED "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// Every line the helper was sent since the last look ("": nothing).
+    fn helper_lines(d: &mut TestDaemon) -> String {
         let helper = d.reactor.fx.helper.as_mut().expect("a helper");
         helper.set_nonblocking(true).unwrap();
         let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
@@ -682,6 +714,51 @@ mod tests {
         helper_says(&mut d, "GO 1\n");
         turn(&mut d, Beat::after(200).ready(Token::Helper));
         assert_eq!(started(&d), ["local", "shared"]);
+    }
+
+    #[test]
+    fn the_helper_is_sent_the_cluster_entries_after_a_load_that_changed_them_and_when_it_restarts()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = "* * * * * local\nCRON_CLUSTER=nightly\n0 5 * * * shared\n";
+        fx.put(alice(), text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(100));
+        let listed = helper_lines(&mut d);
+        let lines: Vec<&str> = listed.lines().collect();
+        assert_eq!(lines.len(), 2, "{listed:?}");
+        assert!(
+            lines[0].starts_with("ENTRY nightly alice ")
+                && lines[0].ends_with(" spool/alice:3 shared"),
+            "{listed:?}"
+        );
+        assert_eq!(lines[1], "LOADED 1 0");
+        // A reload that changes nothing sends nothing.
+        let hangup = Arrived {
+            hangup: true,
+            ..Arrived::default()
+        };
+        turn(&mut d, Beat::after(100).signals(hangup));
+        turn(&mut d, Beat::after(100));
+        assert_eq!(helper_lines(&mut d), "");
+        // The entry moved to line 4: listed again.
+        let moved = "* * * * * local\n\nCRON_CLUSTER=nightly\n0 5 * * * shared\n";
+        d.reactor.fx.put(alice(), moved, Some(Uid(1000)), 2);
+        turn(&mut d, Beat::after(100).signals(hangup));
+        turn(&mut d, Beat::after(100));
+        let again = helper_lines(&mut d);
+        assert!(
+            again.contains(" spool/alice:4 shared\nLOADED 1 0\n"),
+            "{again:?}"
+        );
+        // A helper started again is sent the list it lacks.
+        d.reactor.fx.helper = None;
+        turn(&mut d, Beat::after(100).ready(Token::Helper));
+        assert_eq!(d.reactor.fx.logged("cluster helper lost").len(), 1);
+        turn(&mut d, Beat::after(5_000));
+        turn(&mut d, Beat::after(100));
+        assert!(helper_lines(&mut d).contains(" spool/alice:4 shared\nLOADED 1 0\n"));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::clock;
 use super::effects::Effects;
 use super::handoff::{Claim, ClusterEntry, Granted, Launched, Run};
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
-use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
+use crate::cluster::wire::{self, Denied, FromHelper, Loaded, MAX_LISTED, RunKey, ToHelper};
 use crate::log::Level;
 use crate::log::messages;
 use crate::schedule::Zone;
@@ -37,6 +37,11 @@ const MAX_UNSENT: usize = 1 << 20;
 
 /// How much of the helper's answers is read at once.
 const READ_CHUNK: usize = 16 * 1024;
+
+/// The most bytes of `ENTRY` lines listed to the helper at once: half of what may wait unsent,
+/// so that a list never costs the helper its socket (a few thousand entries of usual length;
+/// at least 800 whose place and command are at their bounds).
+const MAX_LIST_BYTES: usize = MAX_UNSENT / 2;
 
 /// The helper process and the socket to it.
 #[derive(Debug)]
@@ -67,6 +72,13 @@ pub(super) struct ClusterLink {
     unproven: Option<String>,
     /// The runs not started said a minute at a time, and the entries known to be paused.
     quiet: quiet::Quiet,
+    /// The cluster entries loaded here, as the `ENTRY` and `LOADED` lines that list them to
+    /// the helper (empty before the first list).
+    listed: String,
+    /// Files were loaded since the entries were last listed.
+    list_stale: bool,
+    /// The helper does not have the list yet (it changed, or the helper started since).
+    list_unsent: bool,
 }
 
 impl ClusterLink {
@@ -109,6 +121,9 @@ impl ClusterLink {
             granted: HashMap::new(),
             unproven,
             quiet: quiet::Quiet::default(),
+            listed: String::new(),
+            list_stale: true,
+            list_unsent: false,
         }
     }
 
@@ -183,6 +198,7 @@ impl ClusterLink {
         match fx.spawn_helper(&self.program, &self.args) {
             Ok((pid, socket)) => {
                 fx.info(messages::helper_started_line(pid));
+                self.list_unsent = true;
                 self.helper = Some(Helper {
                     pid,
                     socket,
@@ -417,6 +433,59 @@ impl ClusterLink {
             Exit::Signal(signal) => -signal,
         };
         if let Err(e) = self.send(&ToHelper::End { key, status }) {
+            self.helper_lost(&e, now_ms, zone, fx);
+        }
+    }
+}
+
+impl ClusterLink {
+    /// Files were loaded: the cluster entries are to be listed again ([`ClusterLink::list`]).
+    pub(super) fn files_loaded(&mut self) {
+        self.list_stale = true;
+    }
+
+    /// Whether the cluster entries are to be listed again.
+    pub(super) fn wants_list(&self) -> bool {
+        self.list_stale
+    }
+
+    /// The cluster entries loaded now, in the sources' order: kept as the lines that list
+    /// them (the first [`MAX_LISTED`], within [`MAX_LIST_BYTES`]; the rest counted), to be
+    /// sent when they differ from the last list.
+    pub(super) fn list(&mut self, entries: impl Iterator<Item = Loaded>) {
+        self.list_stale = false;
+        let (mut text, mut count, mut omitted) = (String::new(), 0, 0);
+        for entry in entries {
+            let fits = entry.fits();
+            let encoded = ToHelper::Entry(entry).encode();
+            if !fits || count >= MAX_LISTED || text.len() + encoded.len() > MAX_LIST_BYTES {
+                omitted += 1;
+                continue;
+            }
+            text.push_str(&encoded);
+            count += 1;
+        }
+        text.push_str(&ToHelper::Loaded { count, omitted }.encode());
+        if text != self.listed {
+            self.listed = text;
+            self.list_unsent = true;
+        }
+    }
+
+    /// Sends the list to the helper if it lacks it, once what waits unsent leaves room for it.
+    pub(super) fn send_list(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
+        if !self.list_unsent || self.listed.is_empty() {
+            return;
+        }
+        let Some(helper) = self.helper.as_mut() else {
+            return;
+        };
+        if helper.pump.unsent() + self.listed.len() > MAX_UNSENT {
+            return;
+        }
+        self.list_unsent = false;
+        helper.pump.queue(self.listed.as_bytes());
+        if let Err(e) = flush(helper) {
             self.helper_lost(&e, now_ms, zone, fx);
         }
     }
@@ -676,6 +745,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn loaded(n: usize, command: &[u8]) -> Loaded {
+        Loaded {
+            cluster: "web".into(),
+            owner: b"root".to_vec(),
+            entry: EntryKey(n as u64),
+            place: format!("f:{n}").into_bytes(),
+            command: command.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_list_of_entries_is_bounded_by_count_and_by_bytes_and_counts_the_rest() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        link.list((0..MAX_LISTED + 2_000).map(|n| loaded(n, b"true")));
+        assert_eq!(link.listed.lines().count(), MAX_LISTED + 1);
+        assert!(link.listed.ends_with("LOADED 10000 2000\n"), "counted");
+        // Commands at their bound: the bytes bound the list first.
+        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        let lines = link.listed.lines().count() - 1;
+        assert!(link.listed.len() <= MAX_LIST_BYTES + 100);
+        assert!(lines >= 800, "{lines}");
+        assert!(
+            link.listed
+                .ends_with(&format!("LOADED {lines} {}\n", 5_000 - lines))
+        );
+        // Sent once (the socket takes part of it, the pump keeps the rest), and not again
+        // while it is the same.
+        link.send_list(0, &Zone::utc(), &mut fx);
+        assert!(!link.list_unsent);
+        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        assert!(!link.list_unsent, "the same list is not sent again");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::effects::Effects;
 use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::scheduler::running::{Admit, Running};
 use crate::cluster::entry_id::entry_key;
+use crate::cluster::wire::Loaded;
 use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
 use crate::log::Level;
@@ -279,6 +280,23 @@ impl Scheduler {
             job.user(),
             job.command(),
         ))
+    }
+
+    /// Entry `id` as the cluster database lists it (`cronctl entries`): `None` when it is
+    /// always local, as for [`Scheduler::cluster_entry`], or gone.
+    pub(super) fn loaded_entry(&self, id: EntryId) -> Option<Loaded> {
+        let (schedule, zone, job, _) = self.cycle.get(id)?;
+        if !job.env().policy().clustered || self.cycle.every_seconds(id).is_some() {
+            return None;
+        }
+        let cluster = job.env().get(b"CRON_CLUSTER").unwrap_or_default();
+        Some(Loaded {
+            cluster: String::from_utf8_lossy(cluster).into_owned(),
+            owner: job.user().to_vec(),
+            entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),
+            place: job.entry().into_bytes(),
+            command: job.command().to_vec(),
+        })
     }
 
     /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
