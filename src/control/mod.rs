@@ -276,7 +276,8 @@ pub(crate) struct EntryView {
     pub zone: Zone,
     /// Its next run, epoch seconds (`None`: never again).
     pub next_s: Option<i64>,
-    pub last: Option<LastRun>,
+    /// Its last runs that ended, oldest first: the last only, in a list.
+    pub runs: Vec<LastRun>,
     /// The pids of its job children running now.
     pub running: Vec<i32>,
     pub policy: Policy,
@@ -289,6 +290,11 @@ impl EntryView {
     /// `FILE:LINE`.
     pub fn place(&self) -> String {
         format!("{}:{}", self.tab, self.line)
+    }
+
+    /// Its last run that ended.
+    pub fn last(&self) -> Option<&LastRun> {
+        self.runs.last()
     }
 
     /// Whether it is the entry `target` names.

@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use super::{EntryView, Format, Peer, Request, Snapshot, StatusView};
 use crate::crontab::policy::{Missed, Overlap};
 use crate::log::json;
+use crate::job::report::{End, Said};
 use crate::metrics::{LastRun, Outcome};
 use crate::schedule::Zone;
 
@@ -89,6 +90,8 @@ enum Column {
     Last,
     LastStart,
     Result,
+    /// Why the last run did not run.
+    Why,
     Id,
     Entry,
     User,
@@ -112,12 +115,13 @@ const NARROW: [Column; 8] = [
     Column::User,
     Column::Command,
 ];
-const WIDE: [Column; 15] = [
+const WIDE: [Column; 16] = [
     Column::Next,
     Column::Left,
     Column::Last,
     Column::LastStart,
     Column::Result,
+    Column::Why,
     Column::Id,
     Column::Entry,
     Column::User,
@@ -138,6 +142,7 @@ impl Column {
             Column::Last => "LAST",
             Column::LastStart => "LAST START",
             Column::Result => "RESULT",
+            Column::Why => "WHY",
             Column::Id => "ID",
             Column::Entry => "ENTRY",
             Column::User => "USER",
@@ -167,12 +172,16 @@ impl Table<'_> {
             Column::Next => e.next_s.map_or_else(dash, |s| host_time(s, self.zone)),
             Column::Left => e.next_s.map_or_else(dash, |s| span(s - self.now_s)),
             Column::Last => e
-                .last
-                .map_or_else(dash, |l| format!("{} ago", span(self.now_s - started(&l)))),
+                .last()
+                .map_or_else(dash, |l| format!("{} ago", span(self.now_s - started(l)))),
             Column::LastStart => e
-                .last
-                .map_or_else(dash, |l| host_time(started(&l), self.zone)),
-            Column::Result => result(e).to_string(),
+                .last()
+                .map_or_else(dash, |l| host_time(started(l), self.zone)),
+            Column::Result => result(e),
+            Column::Why => e
+                .last()
+                .and_then(why_not_run)
+                .map_or_else(dash, |reason| printable(reason.as_bytes())),
             Column::Id => e.id.to_string(),
             Column::Entry => printable(e.place().as_bytes()),
             Column::User => printable(&e.user),
@@ -182,7 +191,7 @@ impl Table<'_> {
                 .as_deref()
                 .filter(|z| *z != self.zone.name())
                 .map_or_else(dash, |z| printable(z.as_bytes())),
-            Column::Took => e.last.map_or_else(dash, |l| took(l.duration_ms)),
+            Column::Took => e.last().map_or_else(dash, |l| took(l.duration_ms)),
             Column::Running => match e.running.as_slice() {
                 [] => dash(),
                 pids => pids
@@ -300,13 +309,43 @@ impl Table<'_> {
     }
 }
 
-/// What became of an entry's last run, in a word (`running` while a job of it runs).
-fn result(e: &EntryView) -> &'static str {
-    match (e.running.is_empty(), e.last) {
-        (false, _) => "running",
-        (true, Some(l)) => outcome(l.outcome),
-        (true, None) => "-",
+/// What became of an entry's last run, in a word or two (`running` while a job of it runs).
+fn result(e: &EntryView) -> String {
+    match (e.running.is_empty(), e.last()) {
+        (false, _) => "running".to_string(),
+        (true, Some(l)) => run_result(l),
+        (true, None) => "-".to_string(),
     }
+}
+
+/// What became of a run: `ok`, `exit 3`, `SIGKILL`, `timeout`, `not run` (why:
+/// [`why_not_run`]), or `failed` when its job child said nothing more.
+pub(super) fn run_result(l: &LastRun) -> String {
+    match (l.outcome, &l.said) {
+        (Outcome::Succeeded, _) => "ok".to_string(),
+        (Outcome::TimedOut, _) => "timeout".to_string(),
+        (Outcome::Failed, Some(Said::Ended { end, .. })) => match end {
+            End::Exited(code) => format!("exit {code}"),
+            End::Signaled(signal) => signal_name(*signal),
+        },
+        (Outcome::Failed, Some(Said::NotStarted { .. })) => "not run".to_string(),
+        (Outcome::Failed, _) => "failed".to_string(),
+    }
+}
+
+/// Why nothing of a run ran, as its job child said (an unknown user, a PAM refusal, a shell
+/// that could not start).
+pub(super) fn why_not_run(l: &LastRun) -> Option<&str> {
+    match &l.said {
+        Some(Said::NotStarted { reason }) => Some(reason),
+        _ => None,
+    }
+}
+
+/// `SIGKILL`, or `signal 42` for a number with no name.
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
 }
 
 /// A time in the host's zone to the minute (`2026-11-27 10:00`), to the second when it is not
@@ -358,12 +397,15 @@ fn json_entry(e: &EntryView) -> String {
         }
         None => out.push_str(",\"next\":null,\"next_utc\":null"),
     }
-    match e.last {
+    match e.last() {
         Some(l) => {
-            text(&mut out, "last", rfc3339(started(&l), &e.zone).as_bytes());
+            text(&mut out, "last", rfc3339(started(l), &e.zone).as_bytes());
             text(&mut out, "last_result", outcome(l.outcome).as_bytes());
             let _ = write!(out, ",\"last_duration_ms\":{}", l.duration_ms);
+            json_end(&mut out, "last_", l);
         }
+        // The keys of its end come with a last run only (a list of many entries that never
+        // ran stays small).
         None => out.push_str(",\"last\":null,\"last_result\":null,\"last_duration_ms\":null"),
     }
     let pids: Vec<String> = e.running.iter().map(|p| p.to_string()).collect();
@@ -394,6 +436,42 @@ fn json_entry(e: &EntryView) -> String {
     text(&mut out, "command", &e.command);
     out.push('}');
     out
+}
+
+/// A run's end in JSON, each key after `prefix`: `exit` (its status), `signal` (the name of
+/// the one that killed it) and `reason` (why nothing of it ran), `null` when unknown or not so.
+pub(super) fn json_end(out: &mut String, prefix: &str, l: &LastRun) {
+    let (exit, signal) = match &l.said {
+        Some(Said::Ended {
+            end: End::Exited(code),
+            ..
+        }) => (Some(*code), None),
+        Some(Said::Ended {
+            end: End::Signaled(signal),
+            ..
+        }) => (None, Some(signal_name(*signal))),
+        _ => (None, None),
+    };
+    match exit {
+        Some(code) => {
+            let _ = write!(out, ",\"{prefix}exit\":{code}");
+        }
+        None => {
+            let _ = write!(out, ",\"{prefix}exit\":null");
+        }
+    }
+    match signal {
+        Some(name) => text(out, &format!("{prefix}signal"), name.as_bytes()),
+        None => {
+            let _ = write!(out, ",\"{prefix}signal\":null");
+        }
+    }
+    match why_not_run(l) {
+        Some(reason) => text(out, &format!("{prefix}reason"), reason.as_bytes()),
+        None => {
+            let _ = write!(out, ",\"{prefix}reason\":null");
+        }
+    }
 }
 
 fn status(s: &StatusView, format: Format) -> String {

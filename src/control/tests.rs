@@ -1,6 +1,7 @@
 //! The protocol's tests: requests, who sees what, and the answers' text and bounds.
 
 use super::*;
+use crate::job::report::{End, Said};
 use crate::metrics::Outcome;
 
 fn peer(uid: u32, name: Option<&str>) -> Peer {
@@ -32,7 +33,7 @@ fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
         cron_tz: None,
         zone: paris(),
         next_s: Some(NINE_UTC),
-        last: None,
+        runs: Vec::new(),
         running: Vec::new(),
         policy: Policy::default(),
         cluster: None,
@@ -206,11 +207,12 @@ fn an_entry_another_user_may_not_see_is_not_found_in_the_same_words_as_one_that_
 #[test]
 fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what_a_crontab_says() {
     let mut a = entry(1, "crontabs/alice", 3, "alice");
-    a.last = Some(LastRun {
+    a.runs = vec![LastRun {
         started_ms: (NINE_UTC - 600) * 1000,
         duration_ms: 75_000,
         outcome: Outcome::Failed,
-    });
+        said: None,
+    }];
     a.running = vec![501, 502];
     a.policy = a.policy.with(b"CRON_OVERLAP", b"skip").unwrap();
     a.policy = a.policy.with(b"CRON_TIMEOUT", b"90s").unwrap();
@@ -283,11 +285,15 @@ fn a_request_wants_in_its_snapshot_only_the_entries_it_shows_or_runs() {
 fn the_json_list_is_one_object_per_entry_with_every_field() {
     let mut a = entry(7, "crontabs/alice", 3, "alice");
     a.cron_tz = Some("Europe/Paris".into());
-    a.last = Some(LastRun {
+    a.runs = vec![LastRun {
         started_ms: (NINE_UTC - 61) * 1000,
         duration_ms: 1_500,
         outcome: Outcome::Succeeded,
-    });
+        said: Some(Said::Ended {
+            end: End::Exited(0),
+            duration_ms: 1_490,
+        }),
+    }];
     a.running = vec![9];
     a.command = b"printf '%s\\n' \"\xff\"".to_vec();
     let answer = text(render(

@@ -15,6 +15,7 @@ mod effects;
 mod handoff;
 mod metrics_server;
 mod options;
+mod outcomes;
 mod reactor;
 mod scheduler;
 mod setup;

@@ -185,6 +185,7 @@ impl Options {
             kept_env,
             run_as,
             report: None,
+            outcomes: None,
             spill_dir: crate::sys::tmpfile::default_dir(),
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),

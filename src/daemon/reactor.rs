@@ -24,6 +24,7 @@ use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
 use super::handoff::{Claim, Granted, Launched};
 use super::metrics_server::{self, MetricsServer};
+use super::outcomes::Outcomes;
 use super::scheduler::{Reaped, Scheduler, Wake};
 use super::setup::Setup;
 use super::sources::{Announce, Sources};
@@ -51,6 +52,8 @@ pub(super) enum Token {
     Helper,
     Metrics(metrics_server::Token),
     Control(control::Token),
+    /// The pipe of the job children's outcomes.
+    Outcomes,
 }
 
 /// Whether the loop goes on after a turn.
@@ -102,6 +105,7 @@ pub(super) struct Daemon<W: World = RealWorld, F: Effects = RealEffects> {
     pub(super) cluster: Option<ClusterLink>,
     pub(super) metrics: Option<MetricsServer>,
     pub(super) control: Option<ControlServer>,
+    pub(super) outcomes: Option<Outcomes>,
 }
 
 /// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
@@ -191,6 +195,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
                 fds.push((Token::Control(token), fd, interest));
             }
         }
+        if let Some(outcomes) = &self.outcomes {
+            fds.push((Token::Outcomes, outcomes.fd(), Interest::Read));
+        }
         (self.reactor.world)
             .wait(&fds, timeout_ms)
             .map_err(|e| Error::Io("poll", e))
@@ -213,6 +220,11 @@ impl<W: World, F: Effects> Daemon<W, F> {
             });
         }
         self.on_control(ready, now);
+        if ready.contains(&Token::Outcomes)
+            && let Some(outcomes) = &mut self.outcomes
+        {
+            outcomes.read();
+        }
         if ready.contains(&Token::Signals) && self.on_signals(now) == Turn::Stop {
             return Ok(Turn::Stop);
         }
@@ -292,6 +304,10 @@ impl<W: World, F: Effects> Daemon<W, F> {
     fn on_signals(&mut self, now: Timestamp) -> Turn {
         let arrived = self.reactor.world.drain_signals();
         if arrived.child {
+            // A child writes its outcome before it exits: every reaped child's is in the pipe.
+            if let Some(outcomes) = &mut self.outcomes {
+                outcomes.read();
+            }
             for (pid, exit) in self.reactor.world.reap() {
                 self.on_reaped(pid, exit, now);
             }
@@ -313,7 +329,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
         // The job child logs its own end (it knows the command and the shell's status); the
         // daemon learns here which entry's job ended.
         let fx = &mut self.reactor.fx;
-        let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
+        let said = self.outcomes.as_mut().and_then(|o| o.take(pid.0));
+        let reaped = self.scheduler.on_reaped(pid, exit, said, now, fx);
         if let Some(link) = &mut self.cluster {
             let zone = self.scheduler.local_zone();
             if reaped == Reaped::NotStarted {
@@ -594,6 +611,7 @@ mod tests {
             cluster,
             metrics: None,
             control,
+            outcomes: None,
         };
         setup::load_at_start(&mut daemon, now);
         (daemon, clock)

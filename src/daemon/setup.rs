@@ -16,6 +16,7 @@ use super::cluster::{self, ClusterLink};
 use super::control::ControlServer;
 use super::effects::{Effects, RealEffects};
 use super::metrics_server::MetricsServer;
+use super::outcomes::Outcomes;
 use super::reactor::{Daemon, Reactor};
 use super::scheduler::Scheduler;
 use super::sources::{Announce, Sources};
@@ -32,7 +33,9 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
     let now = clock.now();
     let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
     let timer = Rc::new(MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?);
-    let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
+    let mut child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
+    let (outcomes, write_end) = Outcomes::open().map_err(|e| Error::Io("pipe", e))?;
+    child.outcomes = Some(write_end);
     let mut fx = RealEffects::new(log, child, Rc::clone(&timer));
     let setup = Setup::new(options, lock);
     let delay_factor = random_delay_factor(now);
@@ -68,6 +71,7 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
         cluster,
         metrics,
         control,
+        outcomes: Some(outcomes),
     };
     let (entries, files) = load_at_start(&mut daemon, now);
     // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).

@@ -45,7 +45,7 @@ pub mod time_limit;
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::crontab::JobInput;
 use crate::job::report::{End, Said};
@@ -88,6 +88,12 @@ pub struct ChildSetup {
     /// In the job child of a run asked for with `cronctl run`: where it tells the daemon what
     /// became of the job. `None` in the daemon and for every other run.
     pub report: Option<Report>,
+    /// The pipe every job child tells the daemon how its job ended (or why nothing of it
+    /// ran) on, each line after the child's pid ([`Said::outcome_line`]); the daemon keeps it
+    /// with the entry's last runs (`cronctl list`, `cronctl show`). Its write end is
+    /// non-blocking: a line the full pipe does not take is lost, and the run shows without
+    /// its reason. `None` where nobody reads it (tests, `--check`).
+    pub outcomes: Option<Report>,
 }
 
 /// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
@@ -103,17 +109,27 @@ impl Report {
 
     /// Writes one line: a few dozen bytes, at most a short reason, so one write within
     /// PIPE_BUF that the daemon reads whole.
-    fn say(&self, said: &Said) {
+    fn say(&self, line: &str) {
         use std::io::Write;
-        let _ = (&*self.0).write_all(said.line().as_bytes());
+        let _ = (&*self.0).write_all(line.as_bytes());
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 }
 
 impl ChildSetup {
-    /// Tells the daemon `said`, for a run asked for with `cronctl run`.
+    /// Tells the daemon `said`: on the pipe of a run asked for with `cronctl run`, and, when
+    /// it ends the run, on the pipe of every run's outcome.
     fn tell(&self, said: Said) {
         if let Some(report) = &self.report {
-            report.say(&said);
+            report.say(&said.line());
+        }
+        if let Some(outcomes) = &self.outcomes
+            && let Some(line) = said.outcome_line(std::process::id())
+        {
+            outcomes.say(&line);
         }
     }
 
@@ -192,7 +208,9 @@ fn run_child(
     signal::ignore_sigpipe();
     // And it outlives a SIGTERM to its process group: it reports the job's end.
     signal::survive_sigterm();
-    process::close_all_above_stderr_but(report.as_ref().map(|fd| fd.as_fd()));
+    let outcomes = setup.outcomes.as_ref().map(Report::fd);
+    let kept: Vec<BorrowedFd<'_>> = report.as_ref().map(|fd| fd.as_fd()).into_iter().chain(outcomes).collect();
+    process::close_all_above_stderr_but(&kept);
     let setup = &ChildSetup {
         report: report.map(Report::new),
         log: setup.log.for_job_child(),

@@ -1,8 +1,11 @@
-//! What the job child of a run asked for with `cronctl run` tells the daemon, on a pipe the
-//! daemon hands it at the fork: one line when the job's command has started as its user (or
-//! could not), and one when the job has ended. Pure: the job child writes [`Said::line`], the
-//! daemon reads the lines back with [`Said::parse`] and answers the waiting connection with
-//! `control::report`'s words.
+//! What a job child tells the daemon. The child of a run asked for with `cronctl run` says, on
+//! a pipe the daemon hands it at the fork, one line when the job's command has started as its
+//! user (or could not), and one when the job has ended; the daemon answers the waiting
+//! connection with `control::report`'s words. Every job child says how its run ended (or why
+//! nothing of it ran) on one pipe all children share, the line after its pid
+//! ([`Said::outcome_line`]): what `cronctl list` and `cronctl show` give as a run's result.
+//! Pure: the child writes the lines, the daemon reads them back with [`Said::parse`] and
+//! [`Said::parse_outcome`].
 
 /// One thing the job child says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +87,36 @@ impl Said {
     }
 }
 
+impl Said {
+    /// The line a job child with pid `pid` writes on the pipe of outcomes when this ends its
+    /// run (its end, or the reason nothing ran; `None` for the start), cut to fit one atomic
+    /// write of a pipe.
+    pub fn outcome_line(&self, pid: u32) -> Option<String> {
+        if let Said::Started { .. } = self {
+            return None;
+        }
+        let mut line = format!("{pid} {}", self.line());
+        if line.len() > MAX_SAID {
+            let mut cut = MAX_SAID - 1;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push('\n');
+        }
+        Some(line)
+    }
+
+    /// One line as [`Said::outcome_line`] wrote it (without its `\n`): the child's pid and
+    /// what it said.
+    pub fn parse_outcome(line: &[u8]) -> Option<(i32, Said)> {
+        let space = line.iter().position(|&b| b == b' ')?;
+        let pid = std::str::from_utf8(&line[..space]).ok()?.parse().ok()?;
+        let said = Said::parse(&line[space + 1..])?;
+        (!matches!(said, Said::Started { .. })).then_some((pid, said))
+    }
+}
+
 pub(crate) fn one_line(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -120,5 +153,38 @@ mod tests {
         assert_eq!(Said::parse(b"started x alice"), None);
         assert_eq!(Said::parse(b"exited 3"), None);
         assert_eq!(Said::parse(b"hello"), None);
+    }
+
+    #[test]
+    fn the_line_of_an_outcome_reads_back_as_the_childs_pid_and_what_it_said() {
+        let ended = Said::Ended {
+            end: End::Signaled(9),
+            duration_ms: 70,
+        };
+        let line = ended.outcome_line(4242).unwrap();
+        assert_eq!(line, "4242 signaled 9 70\n");
+        assert_eq!(
+            Said::parse_outcome(line.trim_end().as_bytes()),
+            Some((4242, ended))
+        );
+        let started = Said::Started {
+            pid: 1,
+            user: "alice".into(),
+        };
+        assert_eq!(started.outcome_line(7), None);
+        assert_eq!(Said::parse_outcome(b"7 started 1 alice"), None);
+        assert_eq!(Said::parse_outcome(b"x exited 0 1"), None);
+        // A reason too long for one write of a pipe is cut, within a character.
+        let long = Said::NotStarted {
+            reason: "é".repeat(MAX_SAID),
+        };
+        let line = long.outcome_line(7).unwrap();
+        assert!(line.len() <= MAX_SAID && line.ends_with('\n'), "{}", line.len());
+        let (pid, Said::NotStarted { reason }) =
+            Said::parse_outcome(line.trim_end().as_bytes()).unwrap()
+        else {
+            panic!("{line:?}");
+        };
+        assert!(pid == 7 && reason.starts_with("éé"));
     }
 }

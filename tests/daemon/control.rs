@@ -580,6 +580,83 @@ fn root_cronctl_run_wait_prints_how_the_job_ended_and_exits_with_its_status() {
     assert!(said.contains("exited with status 0"), "{said}");
 }
 
+/// `cronctl list --json` as root, polled until every entry has a last run that ended: each
+/// entry's object, by its place.
+fn last_runs(socket: &Path, count: usize) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let o = cronctl(None, socket, &["list", "--json"]);
+        let objects: std::collections::BTreeMap<String, serde_json::Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+            .map(|v| (v["entry"].as_str().unwrap().to_string(), v))
+            .collect();
+        let ended = objects
+            .values()
+            .filter(|v| !v["last_result"].is_null() && v["running"] == serde_json::json!([]))
+            .count();
+        if ended == count {
+            return objects;
+        }
+        assert!(std::time::Instant::now() < deadline, "{objects:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn root_cronctl_list_says_how_each_last_run_ended_and_why_one_did_not_run() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crl", &[]);
+    let text = format!(
+        "0 0 1 1 * {u} exit 3\n0 0 1 1 * {u} kill -KILL $$\n0 0 1 1 * {u} true\n\
+         0 0 1 1 * nosuchuser-crl echo never\n",
+        u = user.name
+    );
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let system = tree.system_crontab().display().to_string();
+    for line in 1..=4 {
+        // Each started as the scheduler starts a run: no one waits on its job child's word.
+        let o = cronctl(None, &socket, &["run", &format!("{system}:{line}")]);
+        assert!(o.status.code().is_some(), "{o:?}");
+    }
+    let runs = last_runs(&socket, 4);
+    let at = |line: u32| &runs[&format!("{system}:{line}")];
+    let end = |line: u32| {
+        let v = at(line);
+        (
+            v["last_result"].as_str().unwrap().to_string(),
+            v["last_exit"].clone(),
+            v["last_signal"].clone(),
+            v["last_reason"].clone(),
+        )
+    };
+    use serde_json::{Value::Null, json};
+    assert_eq!(end(1), ("failed".into(), json!(3), Null, Null));
+    assert_eq!(end(2), ("failed".into(), Null, json!("SIGKILL"), Null));
+    assert_eq!(end(3), ("ok".into(), json!(0), Null, Null));
+    let unknown = "user nosuchuser-crl unknown (no passwd entry)";
+    assert_eq!(end(4), ("failed".into(), Null, Null, json!(unknown)));
+    // The table says it in a word, and `--wide` why a run did not run.
+    let table = stdout(&cronctl(None, &socket, &["list"]));
+    let cell = |table: &str, line: u32, word: &str| {
+        let row = table
+            .lines()
+            .find(|l| l.contains(&format!("crontab:{line} ")))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(row.contains(&format!("  {word}  ")), "{word:?} in {row:?}");
+    };
+    cell(&table, 1, "exit 3");
+    cell(&table, 2, "SIGKILL");
+    cell(&table, 3, "ok");
+    cell(&table, 4, "not run");
+    let wide = stdout(&cronctl(None, &socket, &["list", "--wide"]));
+    cell(&wide, 4, unknown);
+}
+
 #[test]
 fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_answers_others() {
     require_root();

@@ -923,7 +923,11 @@ pub(super) fn snapshot<'a>(
             cron_tz: state.cron_tz.map(|z| z.name().to_string()),
             zone: state.cron_tz.unwrap_or(&status.zone).clone(),
             next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
-            last: state.last,
+            // The last run for a list, the few kept for a look at the one entry.
+            runs: match want.target {
+                Some(_) => state.last.to_vec(),
+                None => state.last.last().cloned().into_iter().collect(),
+            },
             running,
             policy,
             cluster,

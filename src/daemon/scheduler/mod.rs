@@ -26,6 +26,7 @@ use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
 use crate::log::Level;
 use crate::log::messages;
+use crate::job::report::Said;
 use crate::metrics::{LastRun, Metrics, Outcome};
 use crate::schedule::{Schedule, Zone};
 use crate::sys::process::Exit;
@@ -71,9 +72,10 @@ pub(super) struct Scheduler {
     metrics: Metrics,
     /// The scheduled entries with `CRON_MISSED=once`.
     once: BTreeSet<EntryId>,
-    /// Each loaded entry's last run that ended since its load (what `cronctl list` shows):
-    /// about 40 bytes an entry that ran, removed with the entry.
-    last: HashMap<EntryId, LastRun>,
+    /// Each loaded entry's last runs that ended since its load, oldest first, at most
+    /// [`MAX_RECENT`] (what `cronctl list` and `cronctl show` show): about 60 bytes a run,
+    /// removed with the entry.
+    last: HashMap<EntryId, Vec<LastRun>>,
     /// `--state-dir`, and the minute the state file was last written with.
     state_dir: PathBuf,
     written_handled: Option<UtcMinute>,
@@ -414,6 +416,7 @@ impl Scheduler {
         &mut self,
         pid: Pid,
         exit: Exit,
+        said: Option<Said>,
         now: Timestamp,
         fx: &mut dyn Effects,
     ) -> Reaped {
@@ -450,8 +453,13 @@ impl Scheduler {
                 started_ms: ended.started_ms,
                 duration_ms,
                 outcome,
+                said,
             };
-            self.last.insert(entry, last);
+            let runs = self.last.entry(entry).or_default();
+            if runs.len() >= MAX_RECENT {
+                runs.remove(0);
+            }
+            runs.push(last);
         }
         let Some(waiting) = ended.waiting.filter(|_| !self.stopped) else {
             return Reaped::Ended;
@@ -509,7 +517,7 @@ impl Scheduler {
             schedule,
             every_s: self.cycle.every_seconds(id),
             cron_tz,
-            last: self.last.get(&id).copied(),
+            last: self.last.get(&id).map_or(&[], Vec::as_slice),
             running: self.running.count(id),
             scheduler: self,
         })
@@ -575,6 +583,9 @@ impl Scheduler {
     }
 }
 
+/// The most ended runs kept per entry.
+pub(super) const MAX_RECENT: usize = 5;
+
 /// One entry as the scheduler shows it, read-only ([`Scheduler::entry_state`]: what the
 /// control socket lists): its job (file, line, user, schedule as written, command, policy),
 /// its own `CRON_TZ`, its last run, how many of its jobs run now; its next run and those jobs'
@@ -586,8 +597,8 @@ pub(super) struct EntryState<'a> {
     pub(super) schedule: &'a Schedule,
     pub(super) every_s: Option<u32>,
     pub(super) cron_tz: Option<&'a Zone>,
-    /// Its last run that ended since its load.
-    pub(super) last: Option<LastRun>,
+    /// Its last runs that ended since its load, oldest first.
+    pub(super) last: &'a [LastRun],
     /// Its job children running now.
     pub(super) running: u32,
     scheduler: &'a Scheduler,
@@ -867,7 +878,7 @@ mod tests {
         };
         // Forks work again once the child has run its job (its own forks could fail too).
         assert!(fx.logged("fork works again").is_empty(), "{:?}", fx.lines);
-        s.on_reaped(pid, Exit::Code(0), clock.now(), &mut fx);
+        s.on_reaped(pid, Exit::Code(0), None, clock.now(), &mut fx);
         assert_eq!(
             fx.logged("fork works again after 3 failed attempts").len(),
             1,
@@ -939,7 +950,7 @@ mod tests {
         clock.advance_ms(100);
         let not_started = Exit::Code(crate::job::NOT_STARTED);
         assert_eq!(
-            s.on_reaped(pid, not_started, clock.now(), &mut fx),
+            s.on_reaped(pid, not_started, None, clock.now(), &mut fx),
             Reaped::NotStarted
         );
         assert_eq!(s.running_len(), 0);
@@ -956,7 +967,7 @@ mod tests {
             [("echo a".to_string(), true), ("echo a".to_string(), true)]
         );
         assert!(s.render_metrics(false).contains("crond_runs_total 1\n"));
-        s.on_reaped(again, Exit::Code(0), clock.now(), &mut fx);
+        s.on_reaped(again, Exit::Code(0), None, clock.now(), &mut fx);
         assert_eq!(
             fx.logged("fork works again after 1 failed attempt)").len(),
             1,
@@ -987,7 +998,7 @@ mod tests {
         fx.fail_starts = 1;
         clock.advance_ms(5_000);
         assert_eq!(
-            s.on_reaped(first, Exit::Code(0), clock.now(), &mut fx),
+            s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx),
             Reaped::Requeued
         );
         assert_eq!(s.running_len(), 0);
@@ -996,7 +1007,7 @@ mod tests {
             [Launched::Started(_)]
         ));
         assert_eq!(
-            s.on_reaped(Pid(1), Exit::Code(0), clock.now(), &mut fx),
+            s.on_reaped(Pid(1), Exit::Code(0), None, clock.now(), &mut fx),
             Reaped::NotOurs
         );
         assert!(s.render_metrics(false).contains("crond_runs_total 2"));
@@ -1030,7 +1041,7 @@ mod tests {
             );
             clock.advance_ms(1_000);
             assert_eq!(
-                s.on_reaped(first, Exit::Code(0), clock.now(), &mut fx),
+                s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx),
                 Reaped::Ended
             );
             assert_eq!(s.running_len(), 0);
@@ -1180,19 +1191,37 @@ mod tests {
         assert_eq!((state.running, state.pids()), (1, vec![pid]));
         let new_year: Timestamp = "2027-01-01T00:00:00Z".parse().unwrap();
         assert_eq!(state.next_ms(), Some(new_year.as_millisecond()));
-        assert_eq!(state.last, None);
+        assert_eq!(state.last, []);
         clock.advance_ms(2_500);
-        s.on_reaped(pid, Exit::Code(3), clock.now(), &mut fx);
+        let said = Said::Ended {
+            end: crate::job::report::End::Exited(3),
+            duration_ms: 2_490,
+        };
+        s.on_reaped(pid, Exit::Code(3), Some(said.clone()), clock.now(), &mut fx);
         let state = s.entry_state(ids[0]).unwrap();
         let last = LastRun {
             started_ms: now_ms,
             duration_ms: 2_500,
             outcome: Outcome::Failed,
+            said: Some(said),
         };
         assert_eq!(
             (state.last, state.running, state.pids()),
-            (Some(last), 0, vec![])
+            (&[last.clone()][..], 0, vec![])
         );
+        // The last few runs are kept, the oldest let go.
+        for n in 0..MAX_RECENT as i64 {
+            let pid = s.run_now(ids[0], "root", None, clock.now(), &mut fx);
+            let Some(Launched::Started(pid)) = pid else {
+                panic!("{pid:?}");
+            };
+            clock.advance_ms(1_000 + n);
+            s.on_reaped(pid, Exit::Code(0), None, clock.now(), &mut fx);
+        }
+        let state = s.entry_state(ids[0]).unwrap();
+        assert_eq!(state.last.len(), MAX_RECENT);
+        assert!(state.last.iter().all(|l| l.outcome == Outcome::Succeeded));
+        assert_eq!(state.last[MAX_RECENT - 1].duration_ms, 1_000 + MAX_RECENT as i64 - 1);
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);
