@@ -11,6 +11,8 @@
 //!                             or user), sorted by next run; `--wide`: every column
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
 //! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
+//! show [--json] FILE:LINE|ID  one entry whole: its line, environment, next and last runs,
+//!                             and why it does not run, if it does not
 //! ```
 //!
 //! The answer's first line is `OK` or `ERROR message`; the rest is a table (the default) or one
@@ -31,6 +33,7 @@
 
 mod render;
 pub(crate) mod report;
+mod show;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -105,6 +108,10 @@ pub(crate) enum Request {
         target: Target,
         /// `--wait`: answered when the job has ended.
         wait: bool,
+    },
+    Show {
+        target: Target,
+        format: Format,
     },
 }
 
@@ -203,8 +210,21 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
                 wait,
             })
         }
+        "show" => {
+            let rest = rest.trim();
+            let (format, target) = match rest.strip_prefix("--json ") {
+                Some(target) => (Format::Json, target.trim()),
+                None => (Format::Table, rest),
+            };
+            Ok(Request::Show {
+                target: parse_target(target).map_err(|e| e.to_string())?,
+                format,
+            })
+        }
         "" => Err("an empty request".to_string()),
-        other => Err(format!("unknown request {other:?} (list, status or run)")),
+        other => Err(format!(
+            "unknown request {other:?} (list, status, run or show)"
+        )),
     }
 }
 
@@ -244,13 +264,13 @@ impl fmt::Display for TargetError {
         match self {
             TargetError::NotId(text) => write!(
                 f,
-                "run: {text:?} is not an id (4 to {LOCAL_ID_DIGITS} of the hex digits cronctl list shows)"
+                "{text:?} is not an id (4 to {LOCAL_ID_DIGITS} of the hex digits cronctl list shows)"
             ),
             TargetError::NoColon(text) => write!(
                 f,
-                "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
+                "{text:?} is neither FILE:LINE nor an id from cronctl list"
             ),
-            TargetError::Neither(text) => write!(f, "run: {text:?} is neither FILE:LINE nor an id"),
+            TargetError::Neither(text) => write!(f, "{text:?} is neither FILE:LINE nor an id"),
         }
     }
 }
@@ -284,7 +304,25 @@ pub(crate) struct EntryView {
     /// Its `CRON_CLUSTER` and its id in the cluster, when the cluster shares its runs.
     pub cluster: Option<(String, EntryKey)>,
     pub command: Vec<u8>,
+    /// What a look at this one entry adds (`show`): `None` in a list.
+    pub detail: Option<Detail>,
 }
+
+/// What `show` tells of an entry beyond a list's row.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Detail {
+    /// Whether its file is a system one, whose lines name their user.
+    pub system: bool,
+    /// Its environment as the crontab sets it (`MAILTO`, `SHELL`, `CRON_*`, …), in order.
+    pub env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Its next runs after the one in `next_s`, epoch seconds (at most [`NEXT_RUNS`] in all).
+    pub later: Vec<i64>,
+    /// Whether the cluster it shares runs with said it is paused.
+    pub paused: bool,
+}
+
+/// How many next runs `show` gives.
+pub(crate) const NEXT_RUNS: usize = 5;
 
 impl EntryView {
     /// `FILE:LINE`.
@@ -342,6 +380,8 @@ pub(crate) struct Want<'a> {
     pub pattern: Option<&'a str>,
     pub target: Option<&'a Target>,
     pub max_entries: usize,
+    /// Each entry made with its [`Detail`] (`show`).
+    pub detail: bool,
 }
 
 impl Request {
@@ -352,6 +392,7 @@ impl Request {
             pattern: None,
             target: None,
             max_entries: 0,
+            detail: false,
         };
         match self {
             Request::Status { .. } => none,
@@ -362,10 +403,11 @@ impl Request {
                 ..none
             },
             // Enough for an id's prefix that names more than one entry to list them.
-            Request::Run { target, .. } => Want {
+            Request::Run { target, .. } | Request::Show { target, .. } => Want {
                 entries: true,
                 target: Some(target),
                 max_entries: MAX_CANDIDATES,
+                detail: matches!(self, Request::Show { .. }),
                 ..none
             },
         }

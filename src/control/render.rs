@@ -11,8 +11,8 @@ use jiff::Timestamp;
 
 use super::{EntryView, Format, Peer, Request, Snapshot, StatusView};
 use crate::crontab::policy::{Missed, Overlap};
-use crate::log::json;
 use crate::job::report::{End, Said};
+use crate::log::json;
 use crate::metrics::{LastRun, Outcome};
 use crate::schedule::Zone;
 
@@ -30,13 +30,17 @@ const MAX_USER: usize = 12;
 /// Room kept at the end of an answer for the line that says what was left out.
 const TAIL: usize = 200;
 
-/// The answer to a `list` or `status` (a `run` is answered by the daemon once it has started
-/// the run: `ran_answer`), at most `peer.max_answer()` bytes.
+/// The answer to a `list`, `status` or `show` (a `run` is answered by the daemon once it has
+/// started the run: `ran_answer`), at most `peer.max_answer()` bytes.
 pub(crate) fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec<u8> {
     let max = peer.max_answer();
     match request {
         Request::List { format, wide, .. } => list(snapshot, *format, *wide, max),
         Request::Status { format } => status(&snapshot.status, *format),
+        Request::Show { target, format } => match super::find(snapshot, target) {
+            Ok(entry) => super::show::show(entry, &snapshot.status, *format),
+            Err(answer) => return answer,
+        },
         Request::Run { .. } => return super::error_answer("a run is answered by the daemon"),
     }
     .into_bytes()
@@ -350,7 +354,7 @@ fn signal_name(signal: i32) -> String {
 
 /// A time in the host's zone to the minute (`2026-11-27 10:00`), to the second when it is not
 /// on one (an `@every` entry's).
-fn host_time(s: i64, zone: &Zone) -> String {
+pub(super) fn host_time(s: i64, zone: &Zone) -> String {
     let format = if s.rem_euclid(60) == 0 {
         "%Y-%m-%d %H:%M"
     } else {
@@ -364,7 +368,7 @@ fn host_time(s: i64, zone: &Zone) -> String {
 
 /// A span of time as `systemctl list-timers` writes it: `45s`, `17min`, `3h 5min`, `2d 4h`
 /// (a span below zero, a run due now, is `0s`).
-fn span(s: i64) -> String {
+pub(super) fn span(s: i64) -> String {
     let s = s.max(0);
     match s {
         0..60 => format!("{s}s"),
@@ -376,7 +380,7 @@ fn span(s: i64) -> String {
     }
 }
 
-fn json_entry(e: &EntryView) -> String {
+pub(super) fn json_entry(e: &EntryView) -> String {
     let mut out = String::with_capacity(512);
     out.push('{');
     let _ = write!(out, "\"id\":\"{}\"", e.id);
@@ -520,7 +524,7 @@ fn status(s: &StatusView, format: Format) -> String {
 }
 
 /// `,"name":"value"` (no comma right after `{`).
-fn text(out: &mut String, name: &str, value: &[u8]) {
+pub(super) fn text(out: &mut String, name: &str, value: &[u8]) {
     if !out.ends_with('{') {
         out.push(',');
     }
@@ -529,11 +533,11 @@ fn text(out: &mut String, name: &str, value: &[u8]) {
 }
 
 /// When a last run started, epoch seconds.
-fn started(l: &LastRun) -> i64 {
+pub(super) fn started(l: &LastRun) -> i64 {
     l.started_ms.div_euclid(1000)
 }
 
-fn outcome(o: Outcome) -> &'static str {
+pub(super) fn outcome(o: Outcome) -> &'static str {
     match o {
         Outcome::Succeeded => "ok",
         Outcome::Failed => "failed",
@@ -542,7 +546,7 @@ fn outcome(o: Outcome) -> &'static str {
 }
 
 /// `850ms`, `12s`, `3m05s`, `2h10m`, `3d4h`.
-fn took(ms: i64) -> String {
+pub(super) fn took(ms: i64) -> String {
     let s = ms / 1000;
     match s {
         _ if ms < 1000 => format!("{ms}ms"),
@@ -557,13 +561,13 @@ fn instant(s: i64) -> Timestamp {
     Timestamp::from_second(s).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-fn rfc3339(s: i64, zone: &Zone) -> String {
+pub(super) fn rfc3339(s: i64, zone: &Zone) -> String {
     zone.format_rfc3339(instant(s))
 }
 
 /// Bytes as text for a terminal: not UTF-8 as U+FFFD, control characters as `\xNN`,
 /// bidirectional and invisible format characters as `\u{NNNN}`.
-fn printable(bytes: &[u8]) -> String {
+pub(super) fn printable(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for c in String::from_utf8_lossy(bytes).chars() {
         if c.is_control() {

@@ -914,3 +914,115 @@ fn root_the_default_list_fits_a_hundred_columns_with_long_commands_and_file_name
         "{wide}"
     );
 }
+
+/// `cronctl show` as the user sees it, with what changes from run to run made fixed: `words`
+/// replaced, a time since a run began and how long it took.
+fn scrubbed_show(text: &str, words: &Scrub) -> String {
+    let text = words.apply(text);
+    let fixed = |word: &str| {
+        let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            match &word[digits.len()..] {
+                "ms" => return "5ms".to_string(),
+                "s" => return "1s".to_string(),
+                _ => {}
+            }
+        }
+        word.to_string()
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut words = line.split(' ').map(fixed).collect::<Vec<_>>().join(" ");
+        words.push('\n');
+        out.push_str(&words);
+    }
+    out
+}
+
+#[test]
+fn root_cronctl_show_gives_one_entry_whole_its_next_and_last_runs_and_why_it_does_not_run() {
+    require_root();
+    let tree = Tree::new();
+    let u = "nobody";
+    tree.user_crontab(
+        u,
+        "MAILTO=ops@example.com\nCRON_OVERLAP=skip\n*/30 * * * * false\n",
+        0o600,
+        u,
+    );
+    tree.write_file(
+        &tree.system_crontab(),
+        "CRON_TZ=Asia/Tokyo\n0 3 * * 1-5 root echo weekdays\n0 0 30 2 * root echo never\n\
+         0 0 1 1 * nosuchuser-crs echo never\n",
+        0o644,
+    );
+    let crond = Crond::start_fast(&tree, 1, "2026-11-21 10:01:05", 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let spool = tree.spool();
+    let tab = format!("{}/{u}", spool.file_name().unwrap().to_string_lossy());
+    let system = tree.system_crontab().display().to_string();
+    let ran = cronctl(None, &socket, &["run", "--wait", &format!("{tab}:3")]);
+    assert_eq!(ran.status.code(), Some(1), "{ran:?}");
+    let never = cronctl(None, &socket, &["run", &format!("{system}:4")]);
+    assert_eq!(never.status.code(), Some(1), "{never:?}");
+    last_runs(&socket, 2);
+    let dir = tree.path().display().to_string();
+    let mut words = Scrub::new().replace(&dir, "/tmp/crond-testXXXXXX");
+    for (entry, id) in ids(&cronctl(None, &socket, &["list", "--json"])) {
+        let line = entry.rsplit(':').next().unwrap().to_string();
+        words = words.replace(id, format!("id-{line:0>8}"));
+    }
+    // A user's entry, by FILE:LINE, as its user sees it.
+    let shown = cronctl(Some(u), &socket, &["show", &format!("{tab}:3")]);
+    assert!(shown.status.success(), "{shown:?}");
+    assert_golden("cronctl-show.txt", &scrubbed_show(&stdout(&shown), &words));
+    // A system line with its own zone: both zones' times; by id.
+    let id = ids(&cronctl(None, &socket, &["list", "--json"]))
+        .into_iter()
+        .find(|(entry, _)| entry == &format!("{system}:2"))
+        .unwrap()
+        .1;
+    let shown = cronctl(None, &socket, &["show", &id]);
+    assert!(shown.status.success(), "{shown:?}");
+    assert_golden(
+        "cronctl-show-zone.txt",
+        &scrubbed_show(&stdout(&shown), &words),
+    );
+    // Why an entry does not run: a date that never comes, and a last run for a user passwd
+    // does not know.
+    let json = |target: String| {
+        let o = cronctl(None, &socket, &["show", "--json", &target]);
+        assert!(o.status.success(), "{o:?}");
+        serde_json::from_str::<serde_json::Value>(stdout(&o).trim_end()).expect("one object")
+    };
+    let february = json(format!("{system}:3"));
+    assert_eq!(february["not_running"], "its schedule has no time to come");
+    assert_eq!(february["next_runs"], serde_json::json!([]));
+    let unknown = json(format!("{system}:4"));
+    assert_eq!(
+        unknown["not_running"],
+        "its last run did not run: user nosuchuser-crs unknown (no passwd entry)"
+    );
+    assert_eq!(
+        unknown["runs"][0]["reason"],
+        "user nosuchuser-crs unknown (no passwd entry)"
+    );
+    let user = json(format!("{tab}:3"));
+    assert_eq!(user["next_runs"].as_array().unwrap().len(), 5);
+    assert_eq!(user["env"][0]["name"], "MAILTO");
+    assert_eq!(user["runs"][0]["exit"], 1);
+    assert_eq!(user["line"], "*/30 * * * * false");
+    // Root's line is no entry to the user; a wrong target is said before anything is asked.
+    let hidden = cronctl(Some(u), &socket, &["show", &format!("{system}:2")]);
+    assert_eq!(hidden.status.code(), Some(1), "{hidden:?}");
+    assert!(
+        String::from_utf8_lossy(&hidden.stderr).contains("no entry"),
+        "{hidden:?}"
+    );
+    let wrong = cronctl(None, &socket, &["show", "nothing"]);
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("neither FILE:LINE nor an id"),
+        "{wrong:?}"
+    );
+}

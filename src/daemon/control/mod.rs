@@ -51,10 +51,10 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
-use crate::cluster::entry_id::{Identity, LocalIds};
+use crate::cluster::entry_id::{EntryKey, Identity, LocalIds};
 use crate::control::report;
 use crate::control::{
-    self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
+    self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
 };
 use crate::job::report::Said;
 use crate::log::messages;
@@ -865,6 +865,44 @@ fn ran(launched: Launched) -> Ran {
     }
 }
 
+/// What `show` adds for the entry of `state`: its environment, its next runs after the next
+/// (read in its `CRON_TZ`, else in `host_zone`) and whether its cluster said it is paused.
+fn detail(
+    state: &EntryState<'_>,
+    host_zone: &Zone,
+    cluster: &Option<(String, EntryKey)>,
+    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+) -> Detail {
+    let job = state.job;
+    let zone = state.cron_tz.unwrap_or(host_zone);
+    let mut later = Vec::new();
+    let mut at = state.next_ms().map(|ms| ms.div_euclid(1000));
+    while let Some(s) = at
+        && later.len() + 1 < control::NEXT_RUNS
+    {
+        at = match state.every_s {
+            Some(every) => Some(s + i64::from(every)),
+            None => jiff::Timestamp::from_second(s)
+                .ok()
+                .and_then(|t| state.schedule.next_after(t, zone))
+                .map(|t| t.as_second()),
+        };
+        later.extend(at);
+    }
+    Detail {
+        system: job.owner.uid.is_none(),
+        env: job
+            .env()
+            .iter()
+            .map(|(name, value)| (name.to_vec(), value.to_vec()))
+            .collect(),
+        later,
+        paused: cluster
+            .as_ref()
+            .is_some_and(|(name, key)| paused(name, job.user(), *key)),
+    }
+}
+
 /// What the daemon knows, for `peer`: of `entries` (the scheduler's, in the sources' order),
 /// those they may see that the request wants, each with its next run, last run and running
 /// jobs (at most `want.max_entries`, the rest counted), and the status (the entries and jobs
@@ -875,6 +913,7 @@ pub(super) fn snapshot<'a>(
     want: &Want<'_>,
     entries: impl Iterator<Item = EntryState<'a>>,
     status: StatusView,
+    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
     let mut ids = LocalIds::default();
@@ -911,6 +950,9 @@ pub(super) fn snapshot<'a>(
             .get(b"CRON_CLUSTER")
             .filter(|_| policy.clustered && state.every_s.is_none())
             .map(|name| (String::from_utf8_lossy(name).into_owned(), identity.key()));
+        let detail = want
+            .detail
+            .then(|| detail(&state, &status.zone, &cluster, paused));
         let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
         running.sort_unstable();
         made.push(EntryView {
@@ -928,6 +970,7 @@ pub(super) fn snapshot<'a>(
                 Some(_) => state.last.to_vec(),
                 None => state.last.last().cloned().into_iter().collect(),
             },
+            detail,
             running,
             policy,
             cluster,

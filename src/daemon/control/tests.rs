@@ -63,6 +63,7 @@ fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
         zone: crate::schedule::Zone::utc(),
         next_s: None,
         runs: Vec::new(),
+        detail: None,
         running: Vec::new(),
         policy: Default::default(),
         cluster: None,
@@ -126,6 +127,7 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
                 zone: crate::schedule::Zone::utc(),
                 next_s: None,
                 runs: Vec::new(),
+                detail: None,
                 running: Vec::new(),
                 policy: Default::default(),
                 cluster: None,
@@ -357,7 +359,7 @@ fn a_snapshot_holds_what_the_asker_may_see_and_the_request_wants_in_the_order_gi
     };
     let make = |peer: &Peer, want: &Want<'_>| {
         let entries = ids.iter().filter_map(|&id| sched.entry_state(id));
-        snapshot(peer, want, entries, status.clone())
+        snapshot(peer, want, entries, status.clone(), &|_, _, _| false)
     };
     let list = request("list");
     let snap = make(&alice, &list.want(&alice));
