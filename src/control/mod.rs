@@ -344,6 +344,47 @@ impl EntryView {
     }
 }
 
+/// A file or a line that did not load, as `list` shows it ("not loaded: REASON"; an orphaned
+/// crontab's "user unknown").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotLoaded {
+    /// The crontab, as logs show it.
+    pub tab: String,
+    /// The line, as the user edits it; `None` for the whole file.
+    pub line: Option<u32>,
+    /// A user's crontab's user (a spool file's name, a `--crontab` file's user).
+    pub user: Option<Vec<u8>>,
+    /// For a `--crontab` file, the uid it is checked for (the daemon's).
+    pub checked_uid: Option<u32>,
+    pub reason: String,
+    /// A user's crontab whose user passwd does not know.
+    pub orphan: bool,
+}
+
+impl NotLoaded {
+    /// `FILE:LINE`, or `FILE` for the whole file.
+    pub fn place(&self) -> String {
+        match self.line {
+            Some(line) => format!("{}:{line}", self.tab),
+            None => self.tab.clone(),
+        }
+    }
+
+    /// Whether `peer` may see it: root all; a user what is in their own crontab (a spool file
+    /// of the name passwd gives their uid, a `--crontab` file checked for their uid). A system
+    /// file's bad line names no user anyone could be sure of: root's only.
+    pub fn may_be_seen_by(&self, peer: &Peer) -> bool {
+        if peer.is_root() {
+            return true;
+        }
+        match (self.checked_uid, &self.user) {
+            (Some(uid), _) => uid == peer.uid,
+            (None, Some(name)) => peer.name.as_deref() == Some(name.as_slice()),
+            (None, None) => false,
+        }
+    }
+}
+
 /// The daemon as `status` shows it.
 #[derive(Debug, Clone)]
 pub(crate) struct StatusView {
@@ -368,6 +409,9 @@ pub(crate) struct Snapshot {
     pub entries: Vec<EntryView>,
     /// Entries wanted past [`Want::max_entries`]: counted, not made.
     pub omitted: usize,
+    /// What did not load that the asker may see and the request wants (a list's, or the one
+    /// place a `show` names).
+    pub not_loaded: Vec<NotLoaded>,
 }
 
 /// Which entries a request needs in its snapshot, so that the daemon makes only those (a
@@ -415,6 +459,32 @@ impl Request {
 }
 
 impl Want<'_> {
+    /// Of `all` that did not load, what the request wants and `peer` may see: a list's (its
+    /// pattern applied to the place and the user), the one place a `show` names (a line, or
+    /// its whole file), at most [`Want::max_entries`].
+    pub fn not_loaded(&self, peer: &Peer, all: Vec<NotLoaded>) -> Vec<NotLoaded> {
+        if !self.entries {
+            return Vec::new();
+        }
+        let wanted = |n: &NotLoaded| match (self.target, self.pattern) {
+            (Some(Target::Place { tab, line }), _) => {
+                *tab == n.tab && n.line.is_none_or(|l| l == *line)
+            }
+            (Some(Target::Id(_)), _) => false,
+            (None, Some(p)) => {
+                n.place().contains(p)
+                    || n.user
+                        .as_deref()
+                        .is_some_and(|u| String::from_utf8_lossy(u).contains(p))
+            }
+            (None, None) => true,
+        };
+        all.into_iter()
+            .filter(|n| n.may_be_seen_by(peer) && wanted(n))
+            .take(self.max_entries)
+            .collect()
+    }
+
     /// Whether the entry `id`, `tab:line`, run as `user`, is one the request needs (who may
     /// see it is [`may_see`]'s question, asked first).
     pub fn wants(&self, id: LocalId, tab: &str, line: u32, user: &[u8]) -> bool {

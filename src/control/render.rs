@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
-use super::{EntryView, Format, Peer, Request, Snapshot, StatusView};
+use super::{EntryView, Format, NotLoaded, Peer, Request, Snapshot, StatusView};
 use crate::crontab::policy::{Missed, Overlap};
 use crate::job::report::{End, Said};
 use crate::log::json;
@@ -39,6 +39,9 @@ pub(crate) fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec
         Request::Status { format } => status(&snapshot.status, *format),
         Request::Show { target, format } => match super::find(snapshot, target) {
             Ok(entry) => super::show::show(entry, &snapshot.status, *format),
+            Err(_) if !snapshot.not_loaded.is_empty() => {
+                super::show::not_loaded(&snapshot.not_loaded, *format)
+            }
             Err(answer) => return answer,
         },
         Request::Run { .. } => return super::error_answer("a run is answered by the daemon"),
@@ -66,12 +69,16 @@ fn list(snapshot: &Snapshot, format: Format, wide: bool, max: usize) -> String {
             now_s: snapshot.status.now_ms.div_euclid(1000),
             zone: &snapshot.status.zone,
         };
-        view.write(&mut out, &shown, snapshot.omitted, max);
+        let rows: Vec<Row<'_>> = (shown.iter().map(|&e| Row::Entry(e)))
+            .chain(snapshot.not_loaded.iter().map(Row::NotLoaded))
+            .collect();
+        view.write(&mut out, &rows, snapshot.omitted, max);
         return out;
     }
     let mut cut = 0;
-    for e in shown {
-        let object = json_entry(e);
+    let objects =
+        (shown.into_iter().map(json_entry)).chain(snapshot.not_loaded.iter().map(json_not_loaded));
+    for object in objects {
         if cut > 0 || out.len() + object.len() + 1 > max.saturating_sub(TAIL) {
             cut += 1;
             continue;
@@ -84,6 +91,13 @@ fn list(snapshot: &Snapshot, format: Format, wide: bool, max: usize) -> String {
         let _ = writeln!(out, "{{\"not_shown\":{left_out}}}");
     }
     out
+}
+
+/// A row of the table: an entry, or what did not load.
+#[derive(Debug, Clone, Copy)]
+enum Row<'a> {
+    Entry(&'a EntryView),
+    NotLoaded(&'a NotLoaded),
 }
 
 /// A column of the table.
@@ -215,19 +229,33 @@ impl Table<'_> {
         }
     }
 
-    fn row(&self, e: &EntryView) -> Vec<String> {
-        self.columns.iter().map(|&c| self.cell(c, e)).collect()
+    fn row(&self, row: Row<'_>) -> Vec<String> {
+        match row {
+            Row::Entry(e) => self.columns.iter().map(|&c| self.cell(c, e)).collect(),
+            Row::NotLoaded(n) => self
+                .columns
+                .iter()
+                .map(|&c| match c {
+                    Column::Result if n.orphan => "user unknown".to_string(),
+                    Column::Result => "not loaded".to_string(),
+                    Column::Entry => printable(n.place().as_bytes()),
+                    Column::User => n.user.as_deref().map_or_else(|| "-".into(), printable),
+                    Column::Command => format!("not loaded: {}", printable(n.reason.as_bytes())),
+                    _ => "-".to_string(),
+                })
+                .collect(),
+        }
     }
 
     /// Each column's width: its widest cell; in the default table the place and the user are
     /// cut to leave the command room within [`TABLE_WIDTH`].
-    fn widths(&self, entries: &[&EntryView]) -> Vec<usize> {
+    fn widths(&self, entries: &[Row<'_>]) -> Vec<usize> {
         let mut widths: Vec<usize> = self
             .columns
             .iter()
             .map(|c| c.header().chars().count())
             .collect();
-        for e in entries {
+        for &e in entries {
             for (w, cell) in widths.iter_mut().zip(self.row(e)) {
                 *w = (*w).max(cell.chars().count());
             }
@@ -260,16 +288,16 @@ impl Table<'_> {
     /// `…` where wider; rows past `max` bytes left out and counted with the `omitted` ones;
     /// then the count. Each row is made twice (once for the widths, once to be written)
     /// rather than kept: a list of 70,000 entries holds no 900,000 cells at once.
-    fn write(&self, out: &mut String, entries: &[&EntryView], omitted: usize, max: usize) {
+    fn write(&self, out: &mut String, entries: &[Row<'_>], omitted: usize, max: usize) {
         if entries.is_empty() && omitted == 0 {
             out.push_str("0 entries listed.\n");
             return;
         }
         let widths = self.widths(entries);
         let header: Vec<String> = self.columns.iter().map(|c| c.header().into()).collect();
-        let mut shown = 0;
+        let (mut shown, mut not_loaded) = (0, 0);
         for (i, row) in std::iter::once(header)
-            .chain(entries.iter().map(|e| self.row(e)))
+            .chain(entries.iter().map(|&e| self.row(e)))
             .enumerate()
         {
             let mut line = String::new();
@@ -290,11 +318,13 @@ impl Table<'_> {
             }
             out.push_str(line);
             out.push('\n');
-            if i > 0 {
-                shown += 1;
+            match i.checked_sub(1).map(|i| entries[i]) {
+                Some(Row::Entry(_)) => shown += 1,
+                Some(Row::NotLoaded(_)) => not_loaded += 1,
+                None => {}
             }
         }
-        let left_out = entries.len() - shown + omitted;
+        let left_out = entries.len() - shown - not_loaded + omitted;
         if left_out > 0 {
             let _ = writeln!(
                 out,
@@ -303,8 +333,13 @@ impl Table<'_> {
         }
         out.push('\n');
         let _ = match shown {
-            1 => write!(out, "1 entry listed."),
-            n => write!(out, "{n} entries listed."),
+            1 => write!(out, "1 entry listed"),
+            n => write!(out, "{n} entries listed"),
+        };
+        let _ = match not_loaded {
+            0 => write!(out, "."),
+            1 => write!(out, ", 1 not loaded."),
+            n => write!(out, ", {n} not loaded."),
         };
         if self.columns.len() != WIDE.len() {
             out.push_str(" Pass --wide for more columns.");
@@ -348,8 +383,8 @@ pub(super) fn why_not_run(l: &LastRun) -> Option<&str> {
 
 /// `SIGKILL`, or `signal 42` for a number with no name.
 fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
+    super::report::short_signal_name(signal)
+        .map_or_else(|| format!("signal {signal}"), str::to_string)
 }
 
 /// A time in the host's zone to the minute (`2026-11-27 10:00`), to the second when it is not
@@ -378,6 +413,28 @@ pub(super) fn span(s: i64) -> String {
         _ if s % 86_400 < 3600 => format!("{}d", s / 86_400),
         _ => format!("{}d {}h", s / 86_400, s % 86_400 / 3600),
     }
+}
+
+/// What did not load, in JSON: `entry`, `file`, `line` (`null` for the whole file), `user`,
+/// and `not_loaded` (why), beside `"id":null`.
+pub(super) fn json_not_loaded(n: &NotLoaded) -> String {
+    let mut out = String::from("{\"id\":null");
+    text(&mut out, "entry", n.place().as_bytes());
+    text(&mut out, "file", n.tab.as_bytes());
+    match n.line {
+        Some(line) => {
+            let _ = write!(out, ",\"line\":{line}");
+        }
+        None => out.push_str(",\"line\":null"),
+    }
+    match &n.user {
+        Some(user) => text(&mut out, "user", user),
+        None => out.push_str(",\"user\":null"),
+    }
+    let _ = write!(out, ",\"user_unknown\":{}", n.orphan);
+    text(&mut out, "not_loaded", n.reason.as_bytes());
+    out.push('}');
+    out
 }
 
 pub(super) fn json_entry(e: &EntryView) -> String {

@@ -66,7 +66,15 @@ fn seconds(ms: u64) -> String {
 
 /// `signal 9 (SIGKILL)`: the number, and the name of the common ones.
 fn signal_name(signal: i32) -> String {
-    let name = match signal {
+    match short_signal_name(signal) {
+        Some(name) => format!("signal {signal} ({name})"),
+        None => format!("signal {signal}"),
+    }
+}
+
+/// The name of a common signal (`SIGKILL`), by its number.
+pub(super) fn short_signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
         1 => "SIGHUP",
         2 => "SIGINT",
         3 => "SIGQUIT",
@@ -83,9 +91,8 @@ fn signal_name(signal: i32) -> String {
         15 => "SIGTERM",
         24 => "SIGXCPU",
         25 => "SIGXFSZ",
-        _ => return format!("signal {signal}"),
-    };
-    format!("signal {signal} ({name})")
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

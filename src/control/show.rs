@@ -7,10 +7,10 @@
 use std::fmt::Write;
 
 use super::render::{
-    host_time, json_end, json_entry, outcome, printable, rfc3339, run_result, span, started, text,
-    took, why_not_run,
+    host_time, json_end, json_entry, json_not_loaded, outcome, printable, rfc3339, run_result,
+    span, started, text, took, why_not_run,
 };
-use super::{Detail, EntryView, Format, StatusView};
+use super::{Detail, EntryView, Format, NotLoaded, StatusView};
 use crate::crontab::policy::Overlap;
 use crate::metrics::LastRun;
 
@@ -21,6 +21,34 @@ pub(super) fn show(e: &EntryView, status: &StatusView, format: Format) -> String
         Format::Table => table(e, &detail, status),
         Format::Json => json(e, &detail),
     }
+}
+
+/// The answer to `show` for a place that did not load: the line, or its whole file, and why.
+pub(super) fn not_loaded(all: &[NotLoaded], format: Format) -> String {
+    let mut out = String::from("OK\n");
+    for n in all {
+        match format {
+            Format::Table => {
+                let _ = writeln!(out, "{}", printable(n.place().as_bytes()));
+                let state = if n.orphan {
+                    "user unknown"
+                } else {
+                    "not loaded"
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:<9} {state}: {}",
+                    "state",
+                    printable(n.reason.as_bytes())
+                );
+            }
+            Format::Json => {
+                out.push_str(&json_not_loaded(n));
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// Why the entry does not run now, when it does not: a cluster's pause, a schedule with no

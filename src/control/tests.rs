@@ -56,6 +56,7 @@ fn snapshot(entries: Vec<EntryView>) -> Snapshot {
         },
         entries,
         omitted: 0,
+        not_loaded: Vec::new(),
     }
 }
 
@@ -553,4 +554,55 @@ fn show_is_asked_by_id_or_place_with_or_without_json_and_wants_its_detail() {
     assert!(!run.want(&peer(0, None)).detail);
     assert!(parse_request(b"show").is_err());
     assert!(parse_request(b"show --json").is_err());
+}
+
+#[test]
+fn what_did_not_load_is_shown_to_root_and_to_the_user_of_its_crontab_and_as_asked() {
+    let bad = |tab: &str, line: Option<u32>, user: Option<&str>, uid: Option<u32>| NotLoaded {
+        tab: tab.into(),
+        line,
+        user: user.map(|u| u.as_bytes().to_vec()),
+        checked_uid: uid,
+        reason: "column 1: bad minute".into(),
+        orphan: false,
+    };
+    let all = vec![
+        bad("crontabs/alice", Some(4), Some("alice"), None),
+        bad("/etc/cron.d/php", Some(2), None, None),
+        bad("/app/crontab", None, Some("app"), Some(1500)),
+    ];
+    let list = Request::List {
+        format: Format::Table,
+        wide: false,
+        pattern: None,
+    };
+    let places = |peer: &Peer, request: &Request| -> Vec<String> {
+        let want = request.want(peer);
+        want.not_loaded(peer, all.clone())
+            .iter()
+            .map(NotLoaded::place)
+            .collect()
+    };
+    assert_eq!(places(&peer(0, None), &list).len(), 3);
+    assert_eq!(
+        places(&peer(1000, Some("alice")), &list),
+        ["crontabs/alice:4"]
+    );
+    assert_eq!(places(&peer(1500, None), &list), ["/app/crontab"]);
+    assert!(places(&peer(1001, Some("bob")), &list).is_empty());
+    let show = |text: &str| parse_request(format!("show {text}").as_bytes()).unwrap();
+    assert_eq!(
+        places(&peer(0, None), &show("crontabs/alice:4")),
+        ["crontabs/alice:4"]
+    );
+    assert!(places(&peer(0, None), &show("crontabs/alice:5")).is_empty());
+    assert_eq!(
+        places(&peer(0, None), &show("/app/crontab:9")),
+        ["/app/crontab"]
+    );
+    assert!(places(&peer(0, None), &show("55a1")).is_empty());
+    let status = Request::Status {
+        format: Format::Table,
+    };
+    assert!(places(&peer(0, None), &status).is_empty());
 }

@@ -283,7 +283,11 @@ impl<W: World, F: Effects> Daemon<W, F> {
         };
         let snapshot = |peer: &crate::control::Peer, want: &crate::control::Want<'_>| {
             let entries = sources.entries().filter_map(|id| scheduler.entry_state(id));
-            control::snapshot(peer, want, entries, status.clone(), &paused)
+            let mut snapshot = control::snapshot(peer, want, entries, status.clone(), &paused);
+            if want.entries {
+                snapshot.not_loaded = want.not_loaded(peer, sources.not_loaded());
+            }
+            snapshot
         };
         let orders = server.serve(&tokens, now_ms, &snapshot, &mut self.reactor.fx);
         let mut failed = false;

@@ -1026,3 +1026,84 @@ fn root_cronctl_show_gives_one_entry_whole_its_next_and_last_runs_and_why_it_doe
         "{wrong:?}"
     );
 }
+
+#[test]
+fn root_lines_and_files_that_did_not_load_are_listed_as_not_loaded_and_an_orphan_as_user_unknown() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crn", &[]);
+    let u = user.name.as_str();
+    tree.user_crontab(u, "0 3 * * * echo fine\n61 * * * * echo bad\n", 0o600, u);
+    tree.user_crontab("nosuchuser-crn", "0 3 * * * echo orphan\n", 0o600, "root");
+    tree.write_file(&tree.cron_d().join("open"), "0 3 * * * root true\n", 0o666);
+    tree.write_file(&tree.system_crontab(), "0 3 * * * root echo root\n", 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let spool = tree.spool();
+    let dir = spool.file_name().unwrap().to_string_lossy().to_string();
+    let json = |who: Option<&str>| {
+        let o = cronctl(who, &socket, &["list", "--json"]);
+        assert!(o.status.success(), "{o:?}");
+        stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["id"].is_null())
+            .map(|v| {
+                let why = v["not_loaded"].as_str().unwrap().to_string();
+                (v["entry"].as_str().unwrap().to_string(), why)
+            })
+            .collect::<Vec<_>>()
+    };
+    let open = tree.cron_d().join("open").display().to_string();
+    let as_root = json(None);
+    assert_eq!(as_root.len(), 3, "{as_root:?}");
+    let reason = |place: &str| {
+        as_root
+            .iter()
+            .find(|(p, _)| p == place)
+            .unwrap_or_else(|| panic!("{place} in {as_root:?}"))
+            .1
+            .clone()
+    };
+    assert!(reason(&format!("{dir}/{u}:2")).starts_with("column 1: "));
+    assert!(reason(&open).starts_with("INSECURE MODE"), "{as_root:?}");
+    assert_eq!(
+        reason(&format!("{dir}/nosuchuser-crn")),
+        "user unknown (ORPHAN: no passwd entry)"
+    );
+    // Its user sees their own line, nothing of the others.
+    let own = json(Some(u));
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0].0, format!("{dir}/{u}:2"));
+    // The table: a row each, with no next run, and the count.
+    let table = stdout(&cronctl(None, &socket, &["list", "--wide"]));
+    let row = |place: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(&format!("{place} ")))
+            .unwrap_or_else(|| panic!("{place} in {table}"))
+            .to_string()
+    };
+    let orphan = row(&format!("{dir}/nosuchuser-crn"));
+    assert!(
+        orphan.starts_with("-") && orphan.contains("  user unknown  "),
+        "{orphan}"
+    );
+    let bad = row(&format!("{dir}/{u}:2"));
+    assert!(
+        bad.contains("  not loaded  ") && bad.contains("not loaded: column 1: "),
+        "{bad}"
+    );
+    assert!(
+        table.ends_with("2 entries listed, 3 not loaded.\n"),
+        "{table}"
+    );
+    // `show` of the line says why.
+    let shown = cronctl(Some(u), &socket, &["show", &format!("{dir}/{u}:2")]);
+    assert!(shown.status.success(), "{shown:?}");
+    assert!(
+        stdout(&shown).contains("  state     not loaded: column 1: "),
+        "{shown:?}"
+    );
+}

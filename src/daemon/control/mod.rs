@@ -51,7 +51,7 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
-use crate::cluster::entry_id::{EntryKey, Identity, LocalIds};
+use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds};
 use crate::control::report;
 use crate::control::{
     self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
@@ -903,6 +903,52 @@ fn detail(
     }
 }
 
+/// One entry as a request sees it: `id` its id on this host, `key` in a cluster; read in
+/// `host_zone` unless it has its own.
+fn view(
+    state: &EntryState<'_>,
+    id: LocalId,
+    key: EntryKey,
+    want: &Want<'_>,
+    host_zone: &Zone,
+    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+) -> EntryView {
+    let job = state.job;
+    let policy = job.env().policy();
+    // As the scheduler tells a run's cluster: never an `@every` entry's.
+    let cluster = job
+        .env()
+        .get(b"CRON_CLUSTER")
+        .filter(|_| policy.clustered && state.every_s.is_none())
+        .map(|name| (String::from_utf8_lossy(name).into_owned(), key));
+    let detail = want
+        .detail
+        .then(|| detail(state, host_zone, &cluster, paused));
+    let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
+    running.sort_unstable();
+    EntryView {
+        id,
+        slot: state.id.0,
+        tab: job.owner.tab.clone(),
+        line: job.line(),
+        user: job.user().to_vec(),
+        schedule: job.schedule_text().to_vec(),
+        cron_tz: state.cron_tz.map(|z| z.name().to_string()),
+        zone: state.cron_tz.unwrap_or(host_zone).clone(),
+        next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
+        // The last run for a list, the few kept for a look at the one entry.
+        runs: match want.target {
+            Some(_) => state.last.to_vec(),
+            None => state.last.last().cloned().into_iter().collect(),
+        },
+        detail,
+        running,
+        policy,
+        cluster,
+        command: job.command().to_vec(),
+    }
+}
+
 /// What the daemon knows, for `peer`: of `entries` (the scheduler's, in the sources' order),
 /// those they may see that the request wants, each with its next run, last run and running
 /// jobs (at most `want.max_entries`, the rest counted), and the status (the entries and jobs
@@ -943,39 +989,7 @@ pub(super) fn snapshot<'a>(
             omitted += 1;
             continue;
         }
-        let policy = job.env().policy();
-        // As the scheduler tells a run's cluster: never an `@every` entry's.
-        let cluster = job
-            .env()
-            .get(b"CRON_CLUSTER")
-            .filter(|_| policy.clustered && state.every_s.is_none())
-            .map(|name| (String::from_utf8_lossy(name).into_owned(), identity.key()));
-        let detail = want
-            .detail
-            .then(|| detail(&state, &status.zone, &cluster, paused));
-        let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
-        running.sort_unstable();
-        made.push(EntryView {
-            id,
-            slot: state.id.0,
-            tab: job.owner.tab.clone(),
-            line: job.line(),
-            user: job.user().to_vec(),
-            schedule: job.schedule_text().to_vec(),
-            cron_tz: state.cron_tz.map(|z| z.name().to_string()),
-            zone: state.cron_tz.unwrap_or(&status.zone).clone(),
-            next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
-            // The last run for a list, the few kept for a look at the one entry.
-            runs: match want.target {
-                Some(_) => state.last.to_vec(),
-                None => state.last.last().cloned().into_iter().collect(),
-            },
-            detail,
-            running,
-            policy,
-            cluster,
-            command: job.command().to_vec(),
-        });
+        made.push(view(&state, id, identity.key(), want, &status.zone, paused));
     }
     let own_only = !peer.is_root();
     let status = StatusView {
@@ -992,6 +1006,7 @@ pub(super) fn snapshot<'a>(
         status,
         entries: made,
         omitted,
+        not_loaded: Vec::new(),
     }
 }
 

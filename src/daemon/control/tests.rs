@@ -32,6 +32,7 @@ fn empty(peer: &Peer, _: &Want<'_>) -> Snapshot {
         },
         entries: Vec::new(),
         omitted: 0,
+        not_loaded: Vec::new(),
     }
 }
 
