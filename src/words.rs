@@ -48,6 +48,18 @@ pub fn printable(bytes: &[u8]) -> String {
     s
 }
 
+/// Cuts `text` to at most `max` bytes, at the end of a character.
+pub fn truncate_at_char(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

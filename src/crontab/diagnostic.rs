@@ -39,11 +39,7 @@ pub const MAX_MESSAGE: usize = 200;
 
 pub(super) fn capped(mut message: String) -> String {
     if message.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE - 3;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
+        crate::words::truncate_at_char(&mut message, MAX_MESSAGE - 3);
         message.push_str("...");
     }
     message

@@ -97,11 +97,7 @@ impl Said {
         }
         let mut line = format!("{pid} {}", self.line());
         if line.len() > MAX_SAID {
-            let mut cut = MAX_SAID - 1;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
+            crate::words::truncate_at_char(&mut line, MAX_SAID - 1);
             line.push('\n');
         }
         Some(line)
