@@ -194,6 +194,18 @@ deb:
 lintian:
 	lintian --pedantic --display-info --fail-on error,warning "$(deb_changes)"
 
+# piuparts on the package `make deb` built: installed with its dependencies in a clean root of
+# this host's release, removed, installed again and purged, with nothing left behind.
+# piuparts_root: a minbase root to copy instead of bootstrapping one (the suite's cached
+# target/tmp/debian-RELEASE-clean).
+piuparts_mirror ?= http://deb.debian.org/debian
+piuparts_root   ?=
+.PHONY: piuparts
+piuparts:
+	piuparts -d "$$(. /etc/os-release && echo "$$VERSION_CODENAME")" -m "$(piuparts_mirror)" \
+	    --install-remove-install $(if $(piuparts_root),-e "$(piuparts_root)") \
+	    "$(abspath $(debout))/crond_$(debian_version)_$(debian_arch).deb"
+
 # ---- fuzzing ------------------------------------------------------------------------------
 # CI runs each fuzz target for FUZZ_SECONDS on its corpus in fuzz/corpus (kept in the repo, read
 # only: what a run finds goes to fuzz/target/found/TARGET, which git ignores, so a local run never

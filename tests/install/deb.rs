@@ -535,3 +535,44 @@ fn root_debians_cron_to_crond_and_back_keeps_crontabs_cron_d_and_the_spool_dir()
     assert_eq!(state(&root), before, "{kept:?} kept on the second swap");
     assert_eq!(root.crontab_as("alice", &["-l"]), line);
 }
+
+/// piuparts itself, Debian's own check, in a copy of a clean Debian root (`-e`): the package
+/// with its dependencies is installed, removed, installed again and purged, and piuparts fails
+/// on any maintainer script error, on a file left behind or changed that the package did not
+/// own, and on a broken symlink.
+#[test]
+fn root_piuparts_installs_removes_reinstalls_and_purges_the_package_in_a_clean_root() {
+    require_root();
+    require_command("piuparts");
+    let base = super::debian::bootstrapped("-clean", "adduser");
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let out = run(Command::new("piuparts")
+        .arg("-d")
+        .arg(super::debian::codename())
+        .args([
+            "-m",
+            "http://deb.debian.org/debian",
+            "--install-remove-install",
+        ])
+        .arg("--tmpdir")
+        .arg(tmp.path())
+        .arg("-e")
+        .arg(&base)
+        .arg(deb()));
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "piuparts: {}\n{log}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("PASS: Installation and purging test."),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("Setting up crond (").count(),
+        2,
+        "installed twice:\n{log}"
+    );
+}
