@@ -206,6 +206,29 @@ piuparts:
 	    --install-remove-install $(if $(piuparts_root),-e "$(piuparts_root)") \
 	    "$(abspath $(debout))/crond_$(debian_version)_$(debian_arch).deb"
 
+# The RPM for Fedora and RHEL (pkg/rpm/crond.spec, cronie's layout) into $(rpmout)/RPMS: a
+# tarball of the checkout's files (committed or not, less what git ignores), then rpmbuild.
+# With the default `bins`, cargo builds the release binaries with CROND_LAYOUT=cronie under
+# rpmbuild; with `bins=DIR`, the binaries there (built with CROND_LAYOUT=cronie) are packaged.
+# --nodeps: where rpm is not the system's package manager (Debian), its database knows none
+# of the BuildRequires.
+rpmout        ?= target/rpm
+crond_version  = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
+.PHONY: rpm rpmlint
+rpm:
+	rm -rf "$(rpmout)" && mkdir -p "$(rpmout)/SOURCES"
+	git ls-files -co --exclude-standard | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done | \
+	    tar -czf "$(rpmout)/SOURCES/crond-$(crond_version).tar.gz" \
+	    --transform 's,^,crond-$(crond_version)/,' -T -
+	rpmbuild -bb --nodeps --define "_topdir $(abspath $(rpmout))" \
+	    $(if $(filter target/release,$(bins)),--define "cargo $(CARGO)",--define "crond_bins $(abspath $(bins))") \
+	    pkg/rpm/crond.spec
+
+# rpmlint on the spec and the RPMs `make rpm` built: any error fails (the findings that are
+# crond's design are filtered in pkg/rpm/crond.rpmlintrc, each with its reason).
+rpmlint:
+	rpmlint -r pkg/rpm/crond.rpmlintrc pkg/rpm/crond.spec $$(find "$(rpmout)/RPMS" -name '*.rpm')
+
 # ---- fuzzing ------------------------------------------------------------------------------
 # CI runs each fuzz target for FUZZ_SECONDS on its corpus in fuzz/corpus (kept in the repo, read
 # only: what a run finds goes to fuzz/target/found/TARGET, which git ignores, so a local run never
