@@ -112,6 +112,23 @@ fn the_rpm_has_cronies_names_and_paths_and_provides_cronie() {
         assert!(!path.starts_with("/var/spool/cron/crontabs"), "{path}");
         assert!(!path.starts_with("/etc/cron.daily"), "{path}");
     }
+    // Each scriptlet but %pre acts on the unit (systemd-rpm-macros' %systemd_post and the rest,
+    // or the spec's own where rpm lacks them), and %pre makes the group.
+    let scripts = query(&rpm, &["--scripts"]);
+    let mut scriptlets = scripts.split("scriptlet (using /bin/sh):");
+    let preinstall = scriptlets.nth(1).expect("a %pre");
+    assert!(preinstall.contains("groupadd -r crontab"), "{scripts}");
+    for body in scriptlets {
+        assert!(
+            body.contains("crond.service"),
+            "a scriptlet without the unit:\n{scripts}"
+        );
+    }
+    assert_eq!(
+        scripts.matches("scriptlet (using /bin/sh):").count(),
+        4,
+        "{scripts}"
+    );
     let configs = query(&rpm, &["--configfiles"]);
     for conf in [
         "/etc/sysconfig/crond",
