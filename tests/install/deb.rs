@@ -470,6 +470,9 @@ fn root_install_remove_purge_and_reinstall_in_a_clean_debian_root_leave_only_the
     assert_eq!(root.crontab_as("alice", &["-l"]), line);
 }
 
+/// A kept path's contents (none for a directory), owner and mode.
+type Kept = (Option<Vec<u8>>, (u32, u32), u32);
+
 #[test]
 fn root_debians_cron_to_crond_and_back_keeps_crontabs_cron_d_and_the_spool_dir() {
     require_root();
@@ -494,7 +497,7 @@ fn root_debians_cron_to_crond_and_back_keeps_crontabs_cron_d_and_the_spool_dir()
         "/etc/cron.d/site",
         "/etc/crontab",
     ];
-    let state = |root: &Chroot| -> Vec<(Option<Vec<u8>>, (u32, u32), u32)> {
+    let state = |root: &Chroot| -> Vec<Kept> {
         kept.iter()
             .map(|p| {
                 let f = root.file(p);
