@@ -434,6 +434,10 @@ fn root_install_remove_purge_and_reinstall_in_a_clean_debian_root_leave_only_the
 
     root.sh("apt-get install -y -q --no-install-recommends /tmp/crond.deb");
     assert_set_up(&root);
+    // Unpacked again over itself, as an upgrade is: dpkg applies the stat override as it
+    // unpacks, and the scripts' upgrade paths run.
+    root.sh("dpkg -i /tmp/crond.deb");
+    assert_set_up(&root);
     // A user's crontab and an admin's file, which no step may remove.
     let line = "0 10 * * * echo alice\n";
     root.sh(&format!("printf '{line}' | crontab -u alice -"));
@@ -468,6 +472,14 @@ fn root_install_remove_purge_and_reinstall_in_a_clean_debian_root_leave_only_the
     root.sh("apt-get install -y -q --no-install-recommends /tmp/crond.deb");
     assert_set_up(&root);
     assert_eq!(root.crontab_as("alice", &["-l"]), line);
+
+    // An admin who takes crontab from users keeps that choice across an upgrade.
+    root.sh("set -e
+         dpkg-statoverride --remove /usr/bin/crontab
+         dpkg-statoverride --update --add root root 0755 /usr/bin/crontab
+         dpkg -i /tmp/crond.deb");
+    let crontab = root.file("/usr/bin/crontab");
+    assert_eq!((mode(&crontab), owner(&crontab)), (0o755, (0, 0)));
 }
 
 /// A kept path's contents (none for a directory), owner and mode.
