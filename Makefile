@@ -176,13 +176,13 @@ uninstall:
 # lintian as the archive does. With the default `bins`, cargo builds the release binaries under
 # dpkg-buildpackage (Build-Depends are checked: the Rust toolchain is in debian/control); with
 # `bins=DIR`, the binaries there are packaged as they are (the tests pass their debug build).
-# debcompress: dpkg-deb's -Z (xz when empty; the tests use none).
+# debcompress: dpkg-deb's compressor (DPKG_DEB_COMPRESSOR_TYPE; xz when empty; the tests use none).
 debian_version = $(shell dpkg-parsechangelog -S Version)
 debian_arch    = $(shell dpkg --print-architecture)
 deb_changes    = $(abspath $(debout))/crond_$(debian_version)_$(debian_arch).changes
 deb:
 	@mkdir -p "$(debout)"
-	CROND_DEBOUT="$(abspath $(debout))" CROND_DEB_COMPRESS="$(debcompress)" \
+	CROND_DEBOUT="$(abspath $(debout))" $(if $(debcompress),DPKG_DEB_COMPRESSOR_TYPE="$(debcompress)") \
 	$(if $(filter target/release,$(bins)),CARGO="$(CARGO)",CROND_BINS="$(abspath $(bins))") \
 	    dpkg-buildpackage -us -uc -b $(if $(filter target/release,$(bins)),,-d) \
 	    --buildinfo-option=-u"$(abspath $(debout))" --changes-option=-u"$(abspath $(debout))" \

@@ -243,6 +243,9 @@ fn the_binaries_are_stripped_and_their_debug_symbols_are_in_crond_dbgsym() {
             assert!(!sections.contains(section), "{bin} keeps {section}");
         }
     }
+    // Uncompressed as the tests ask (debcompress=none), through dpkg-deb's environment.
+    let members = run_ok(Command::new("ar").arg("t").arg(&deb));
+    assert!(members.lines().any(|m| m == "data.tar"), "{members}");
     let dbgsym = package(&built(), "crond-dbgsym_");
     assert_eq!(field(&dbgsym, "Package"), "crond-dbgsym");
     let debug_files = listing(&dbgsym)
@@ -589,5 +592,50 @@ fn root_piuparts_installs_removes_reinstalls_and_purges_the_package_in_a_clean_r
         log.matches("Setting up crond (").count(),
         2,
         "installed twice:\n{log}"
+    );
+}
+
+/// The source package, as `dpkg-buildpackage -S` makes it from the checkout's files (committed
+/// or not, less what git ignores), copied out so that nothing is written beside the
+/// repository: lintian finds no error and no warning in it either, pedantic checks included.
+#[test]
+fn lintian_finds_no_error_or_warning_in_the_source_package() {
+    require_command("lintian");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir
+        .path()
+        .join(format!("crond-{}", env!("CARGO_PKG_VERSION")));
+    std::fs::create_dir(&tree).expect("mkdir");
+    run_ok(
+        Command::new("sh")
+            .current_dir(repo())
+            .arg("-c")
+            .arg(
+                r#"git ls-files -co --exclude-standard |
+                   while read -r f; do [ ! -e "$f" ] || echo "$f"; done |
+                   tar -cf - -T - | tar -xf - -C "$1""#,
+            )
+            .arg("sh")
+            .arg(&tree),
+    );
+    run_ok(
+        Command::new("dpkg-buildpackage")
+            .current_dir(&tree)
+            .args(["-S", "-us", "-uc", "-d"]),
+    );
+    let changes = dir.path().join(format!(
+        "crond_{}_source.changes",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let out = run(Command::new("lintian")
+        .args(["--pedantic", "--fail-on", "error,warning"])
+        .arg(&changes));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "lintian: {}\n{text}", out.status);
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("E:") || l.starts_with("W:")),
+        "{text}"
     );
 }
