@@ -62,14 +62,14 @@ check:
 bench:
 	cd benches/criterion && $(CARGO) bench --bench schedule
 
-# ---- install, uninstall, deb --------------------------------------------------------------
+# ---- install, uninstall, packages ---------------------------------------------------------
 # make install [DESTDIR=/stage] [PREFIX=/usr] [bins=target/release] [SETGID=auto|no]
 #   bins:   where the built binaries are (the tests pass target/debug).
 #   SETGID: auto (default) makes crontab setgid `crontab` 2755 and the spool dir root:crontab
 #           1730 when that is possible: always without DESTDIR (the group is created if
 #           missing, which needs root), with DESTDIR only as root when the group exists here.
 #           no: crontab 0755 and the spool dir 1730 owned by the installer, for packages, whose
-#           postinst sets the group (`make deb` does this).
+#           scripts set the group (debian/rules and pkg/rpm/crond.spec install this way).
 # /etc files are never overwritten; uninstall removes them only when they are unchanged.
 sysconfdir ?= /etc
 unitdir    ?= $(PREFIX)/lib/systemd/system
@@ -79,6 +79,7 @@ bins       ?= target/release
 SETGID     ?= auto
 debout     ?= target/deb
 debcompress ?=
+debflags   ?=
 INSTALL    ?= install
 
 etc_files := crontab default/cron pam.d/cron cron.d/.placeholder cron.hourly/.placeholder \
@@ -177,6 +178,8 @@ uninstall:
 # dpkg-buildpackage (Build-Depends are checked: the Rust toolchain is in debian/control); with
 # `bins=DIR`, the binaries there are packaged as they are (the tests pass their debug build).
 # debcompress: dpkg-deb's compressor (DPKG_DEB_COMPRESSOR_TYPE; xz when empty; the tests use none).
+# debflags: more options for dpkg-buildpackage (-d: build with a toolchain Build-Depends does not
+# name, such as rustup's).
 debian_version = $(shell dpkg-parsechangelog -S Version)
 debian_arch    = $(shell dpkg --print-architecture)
 deb_changes    = $(abspath $(debout))/crond_$(debian_version)_$(debian_arch).changes
@@ -184,7 +187,7 @@ deb:
 	@mkdir -p "$(debout)"
 	CROND_DEBOUT="$(abspath $(debout))" $(if $(debcompress),DPKG_DEB_COMPRESSOR_TYPE="$(debcompress)") \
 	$(if $(filter target/release,$(bins)),CARGO="$(CARGO)",CROND_BINS="$(abspath $(bins))") \
-	    dpkg-buildpackage -us -uc -b $(if $(filter target/release,$(bins)),,-d) \
+	    dpkg-buildpackage -us -uc -b $(if $(filter target/release,$(bins)),,-d) $(debflags) \
 	    --buildinfo-option=-u"$(abspath $(debout))" --changes-option=-u"$(abspath $(debout))" \
 	    --buildinfo-file="$(deb_changes:.changes=.buildinfo)" --changes-file="$(deb_changes)"
 
