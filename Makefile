@@ -191,6 +191,14 @@ deb:
 	    --buildinfo-option=-u"$(abspath $(debout))" --changes-option=-u"$(abspath $(debout))" \
 	    --buildinfo-file="$(deb_changes:.changes=.buildinfo)" --changes-file="$(deb_changes)"
 
+# The same packages built in a fresh Debian root with only the Build-Depends installed, as a
+# build daemon builds them (debootstrap and Debian's mirror; as root), into $(debout)/clean-root,
+# then checked by lintian.
+.PHONY: deb-clean-root
+deb-clean-root:
+	pkg/deb/clean-root-build "$(debout)/clean-root"
+	lintian --pedantic --fail-on error,warning "$(debout)"/clean-root/*.changes
+
 # lintian on the packages `make deb` built, as pedantic as the archive's checks get: any error
 # or warning fails (the overrides in debian/crond.lintian-overrides each say why).
 .PHONY: lintian
