@@ -59,6 +59,7 @@ pub mod sys;
 pub mod timeline;
 pub mod trust;
 pub mod types;
+pub mod words;
 
 /// The unit tests' counting allocator, for the core's tests to state memory bounds: it counts
 /// bytes in the allocator and makes no syscall, so the core may use it (its `unsafe impl` is

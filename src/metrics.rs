@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::job::report::Said;
 use crate::timeline::EntryId;
 
 /// Upper bounds of the duration histogram's buckets, in seconds.
@@ -36,14 +37,17 @@ pub enum Outcome {
     TimedOut,
 }
 
-/// An entry's last run that ended, as the daemon saw its job child end (the scheduler keeps
-/// one per entry; `cronctl list` shows it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An entry's run that ended, as the daemon saw its job child end (the scheduler keeps the
+/// last few per entry; `cronctl list` and `cronctl show` show them).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LastRun {
     /// When it started, epoch ms.
     pub started_ms: i64,
     pub duration_ms: i64,
     pub outcome: Outcome,
+    /// What its job child said of its end: the job's exit status or signal, or why nothing
+    /// of it ran (`None`: the child said nothing the daemon read).
+    pub said: Option<Said>,
 }
 
 #[derive(Debug, Default)]

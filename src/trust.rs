@@ -96,6 +96,44 @@ pub(crate) fn check(facts: &FileFacts, kind: Kind, permit_any_mode: bool) -> Res
     Ok(())
 }
 
+/// What a refused crontab's log line says after the file's name: what the file is and what
+/// the rule allows (`owned by uid 1000 (alice), must be root`, `mode 0644, must be 0600`,
+/// `2 hard links, must have 1`); `None` for a refusal the event says all of. `name` gives a
+/// uid's user name where passwd has one.
+pub(crate) fn explain(
+    refusal: Refusal,
+    facts: &FileFacts,
+    kind: Kind,
+    permit_any_mode: bool,
+    name: &dyn Fn(Uid) -> Option<String>,
+) -> Option<String> {
+    let who = |uid: Uid| match name(uid) {
+        Some(user) => format!("uid {} ({user})", uid.0),
+        None => format!("uid {}", uid.0),
+    };
+    let not_writable = "must not be writable by group or others";
+    let mode = facts.mode;
+    Some(match (refusal, kind) {
+        (Refusal::WrongOwner, Kind::System) => {
+            format!("owned by {}, must be root", who(facts.owner))
+        }
+        (Refusal::WrongOwner, Kind::User { owner } | Kind::Given { owner }) => {
+            format!(
+                "owned by {}, must be {} or root",
+                who(facts.owner),
+                who(owner)
+            )
+        }
+        (Refusal::InsecureModeUser, _) if permit_any_mode => {
+            format!("mode {mode:04o}, {not_writable}")
+        }
+        (Refusal::InsecureModeUser, _) => format!("mode {mode:04o}, must be 0600"),
+        (Refusal::InsecureModeSystem, _) => format!("mode {mode:04o}, {not_writable}"),
+        (Refusal::HardLinks, _) => format!("{} hard links, must have 1", facts.links),
+        _ => return None,
+    })
+}
+
 /// A system crontab that is a symlink: the link itself must be root's (its target is then
 /// checked by [`check`] after opening); a `--crontab` file's link may also be its `owner`'s
 /// (`Kind::Given`; a Kubernetes ConfigMap is mounted as links to links).
@@ -384,6 +422,40 @@ mod tests {
         assert_eq!(
             Refusal::InsecureModeUser.to_string(),
             "INSECURE MODE (mode 0600 expected)"
+        );
+    }
+
+    #[test]
+    fn a_refusal_says_what_the_file_is_and_what_the_rule_allows() {
+        let name = |uid: Uid| (uid == Uid(1000)).then(|| "alice".to_string());
+        let why = |facts: &FileFacts, kind: Kind, any: bool| {
+            let refusal = check(facts, kind, any).unwrap_err();
+            explain(refusal, facts, kind, any, &name)
+        };
+        let owned = |s: &str| Some(s.to_string());
+        assert_eq!(
+            why(&file(1000, 0o644, 1), Kind::System, false),
+            owned("owned by uid 1000 (alice), must be root")
+        );
+        assert_eq!(
+            why(&file(1001, 0o600, 1), ALICE, false),
+            owned("owned by uid 1001, must be uid 1000 (alice) or root")
+        );
+        assert_eq!(
+            why(&file(1000, 0o644, 1), ALICE, false),
+            owned("mode 0644, must be 0600")
+        );
+        assert_eq!(
+            why(&file(1000, 0o664, 1), ALICE, true),
+            owned("mode 0664, must not be writable by group or others")
+        );
+        assert_eq!(
+            why(&file(0, 0o666, 1), Kind::System, false),
+            owned("mode 0666, must not be writable by group or others")
+        );
+        assert_eq!(
+            why(&file(0, 0o644, 3), Kind::System, false),
+            owned("3 hard links, must have 1")
         );
     }
 

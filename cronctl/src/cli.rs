@@ -14,14 +14,16 @@ use crond::crontab::policy::is_cluster_name;
 
 use crate::helper::HelperArgs;
 
-pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--json] [PATTERN]
-       cronctl [--socket PATH] run FILE:LINE|ID
+pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PATTERN]
+       cronctl [--socket PATH] run [--wait] FILE:LINE|ID
        cronctl [--socket PATH] status [--json]
        cronctl [--db CONNINFO] hosts
-       cronctl [--db CONNINFO] claims [--cluster NAME]
-       cronctl [--db CONNINFO] history [--cluster NAME] [--entry ID] [--limit N]
-       cronctl [--db CONNINFO] paused
-       cronctl [--db CONNINFO] pause|resume CLUSTER USER ENTRY
+       cronctl [--db CONNINFO] entries [--cluster NAME] [--wide]
+       cronctl [--db CONNINFO] claims [--cluster NAME] [--wide]
+       cronctl [--db CONNINFO] history [--cluster NAME] [--entry ID] [--limit N] [--wide]
+       cronctl [--db CONNINFO] paused [--wide]
+       cronctl [--db CONNINFO] pause [--force] CLUSTER USER ENTRY
+       cronctl [--db CONNINFO] resume CLUSTER USER ENTRY
        cronctl -V | -h";
 
 /// What `cronctl` is asked to do.
@@ -30,30 +32,39 @@ pub enum Command {
     Help,
     Version,
     Hosts,
+    /// `entries`: the cluster entries the hosts have loaded.
+    Entries {
+        cluster: Option<String>,
+        wide: bool,
+    },
     Claims {
         cluster: Option<String>,
+        wide: bool,
     },
     History {
         cluster: Option<String>,
         entry: Option<EntryKey>,
         limit: u32,
+        wide: bool,
     },
-    Paused,
+    Paused {
+        wide: bool,
+    },
     Pause {
         target: Target,
         pause: bool,
+        /// `--force`: paused even when no host has loaded it.
+        force: bool,
     },
     /// The daemon's helper (started by crond, not by hand).
     Helper(HelperArgs),
     /// `list`, `run` or `status`: one request line to the daemon's control socket.
     Control {
-        socket: PathBuf,
+        /// `--socket`, or `None`: the default rule's (`crond::paths::control_socket`).
+        socket: Option<PathBuf>,
         request: String,
     },
 }
-
-/// Where crond's control socket is unless `--socket` says otherwise.
-pub const DEFAULT_SOCKET: &str = "/run/crond.sock";
 
 /// One entry of one user in one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +114,9 @@ struct Flags {
     lease_s: u32,
     socket: Option<PathBuf>,
     json: bool,
+    wide: bool,
+    wait: bool,
+    force: bool,
 }
 
 impl Default for Flags {
@@ -119,6 +133,9 @@ impl Default for Flags {
             lease_s: 30,
             socket: None,
             json: false,
+            wide: false,
+            wait: false,
+            force: false,
         }
     }
 }
@@ -153,6 +170,9 @@ impl Flags {
                 Long("lease") => self.lease_s = in_range(parser, "--lease", (3, 300), "seconds")?,
                 Long("socket") => self.socket = Some(PathBuf::from(parser.value()?)),
                 Long("json") => self.json = true,
+                Long("wide") => self.wide = true,
+                Long("wait") => self.wait = true,
+                Long("force") => self.force = true,
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
             }
@@ -165,15 +185,21 @@ impl Flags {
         let words: Vec<&str> = self.words.iter().map(String::as_str).collect();
         Ok(match words.as_slice() {
             ["hosts"] => Command::Hosts,
+            ["entries"] => Command::Entries {
+                cluster: self.cluster.clone(),
+                wide: self.wide,
+            },
             ["claims"] => Command::Claims {
                 cluster: self.cluster.clone(),
+                wide: self.wide,
             },
             ["history"] => Command::History {
                 cluster: self.cluster.clone(),
                 entry: self.entry,
                 limit: self.limit,
+                wide: self.wide,
             },
-            ["paused"] => Command::Paused,
+            ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
                 if !is_cluster_name(c.as_bytes()) {
                     return Err(UsageError::NotClusterName((*c).to_string()));
@@ -185,6 +211,7 @@ impl Flags {
                         entry: id.parse()?,
                     },
                     pause: *verb == "pause",
+                    force: self.force,
                 }
             }
             ["helper"] => Command::Helper(HelperArgs {
@@ -201,6 +228,8 @@ impl Flags {
                 let mut request = String::from("list");
                 if self.json {
                     request.push_str(" --json");
+                } else if self.wide {
+                    request.push_str(" --wide");
                 }
                 if let Some(p) = rest.first() {
                     request = format!("{request} {p}");
@@ -210,20 +239,19 @@ impl Flags {
             ["status"] => self.control(if self.json { "status --json" } else { "status" }.into()),
             ["run", target] => {
                 crond::control::parse_target(target)?;
-                self.control(format!("run {target}"))
+                let wait = if self.wait { " --wait" } else { "" };
+                self.control(format!("run{wait} {target}"))
             }
             [] => return Err(UsageError::NoCommand),
             other => return Err(wrong_words(other)),
         })
     }
 
-    /// A request to the control socket: `--socket`'s, or [`DEFAULT_SOCKET`].
+    /// A request to the control socket: `--socket`'s, or (`None`) the one
+    /// `crond::paths::control_socket` finds.
     fn control(&self, request: String) -> Command {
         Command::Control {
-            socket: self
-                .socket
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)),
+            socket: self.socket.clone(),
             request,
         }
     }
@@ -250,6 +278,7 @@ const COMMAND_ARGUMENTS: &[(&str, &str)] = &[
     ("run", "FILE:LINE|ID"),
     ("status", ""),
     ("hosts", ""),
+    ("entries", ""),
     ("claims", ""),
     ("history", ""),
     ("paused", ""),
@@ -369,7 +398,8 @@ mod tests {
             Invocation {
                 db: Some("dbname=c".into()),
                 command: Command::Claims {
-                    cluster: Some("n".into())
+                    cluster: Some("n".into()),
+                    wide: false
                 }
             }
         );
@@ -378,7 +408,8 @@ mod tests {
             Command::History {
                 cluster: None,
                 entry: Some(EntryKey(0x0123_4567_89ab_cdef)),
-                limit: 5
+                limit: 5,
+                wide: false
             }
         );
         assert_eq!(
@@ -389,7 +420,19 @@ mod tests {
                     user: "alice".into(),
                     entry: EntryKey(0x0123_4567_89ab_cdef)
                 },
-                pause: true
+                pause: true,
+                force: false
+            }
+        );
+        assert!(matches!(
+            parse_ok(&["pause", "--force", "nightly", "alice", "0123456789abcdef"]).command,
+            Command::Pause { force: true, .. }
+        ));
+        assert_eq!(
+            parse_ok(&["entries", "--cluster", "web", "--wide"]).command,
+            Command::Entries {
+                cluster: Some("web".into()),
+                wide: true
             }
         );
         assert_eq!(
@@ -407,10 +450,13 @@ mod tests {
     #[test]
     fn list_run_and_status_are_one_request_line_to_the_control_socket() {
         let control = |args: &[&str]| match parse_ok(args).command {
-            Command::Control { socket, request } => (socket.display().to_string(), request),
+            Command::Control { socket, request } => (
+                socket.map_or("-".into(), |s| s.display().to_string()),
+                request,
+            ),
             other => panic!("{other:?}"),
         };
-        assert_eq!(control(&["list"]), (DEFAULT_SOCKET.into(), "list".into()));
+        assert_eq!(control(&["list"]), ("-".into(), "list".into()));
         assert_eq!(
             control(&["--socket", "/tmp/c.sock", "list", "--json", "alice"]),
             ("/tmp/c.sock".into(), "list --json alice".into())
@@ -420,7 +466,9 @@ mod tests {
             control(&["run", "/etc/cron.d/php:12"]).1,
             "run /etc/cron.d/php:12"
         );
-        assert_eq!(control(&["run", "42"]).1, "run 42");
+        assert_eq!(control(&["run", "55a1"]).1, "run 55a1");
+        assert_eq!(control(&["run", "--wait", "55a1"]).1, "run --wait 55a1");
+        assert_eq!(control(&["run", "55a1", "--wait"]).1, "run --wait 55a1");
     }
 
     #[test]

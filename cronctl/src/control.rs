@@ -19,9 +19,38 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// after accepting it).
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long `run` waits for the daemon, which answers once the job child has said whether the
+/// job started (or after 20 s without its word).
+const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long cronctl waits for the answer to `request`: `run --wait` as long as the job runs
+/// (`None`; the user can interrupt it, and the daemon lets the run go on).
+fn answer_timeout(request: &str) -> Option<Duration> {
+    if request.starts_with("run --wait ") {
+        None
+    } else if request.starts_with("run ") {
+        Some(RUN_TIMEOUT)
+    } else {
+        Some(TIMEOUT)
+    }
+}
+
+/// The control socket asked when `--socket` is not given: `$CROND_SOCKET`, else the socket of a
+/// `--crontab` daemon of this uid when there is one, else the system daemon's
+/// (`crond::paths::control_socket`, the rule cronctl.8 states).
+pub fn default_socket() -> PathBuf {
+    crond::paths::control_socket(
+        std::env::var_os("CROND_SOCKET").as_deref(),
+        std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+        crond::sys::user::effective_uid(),
+        |p| p.exists(),
+    )
+}
+
 /// Sends `request` to the daemon at `socket` (or its private socket, when this user may use
-/// it): the answer's text, or the error to print.
-pub fn ask(socket: &Path, request: &str) -> Result<String, ControlError> {
+/// it): the answer's text and the exit status it gives cronctl (0, or with `run --wait` the
+/// job's), or the error to print.
+pub fn ask(socket: &Path, request: &str) -> Result<(String, u8), ControlError> {
     let (mut stream, socket) = connect(socket)?;
     let lost = |e: io::Error| match e.kind() {
         // The daemon turned the connection away before reading it (busy).
@@ -33,7 +62,9 @@ pub fn ask(socket: &Path, request: &str) -> Result<String, ControlError> {
         }
         _ => ControlError::Lost(socket.clone(), e),
     };
-    stream.set_read_timeout(Some(TIMEOUT)).map_err(lost)?;
+    stream
+        .set_read_timeout(answer_timeout(request))
+        .map_err(lost)?;
     stream.set_write_timeout(Some(TIMEOUT)).map_err(lost)?;
     stream
         .write_all(format!("{request}\n").as_bytes())
@@ -45,8 +76,13 @@ pub fn ask(socket: &Path, request: &str) -> Result<String, ControlError> {
         .map_err(lost)?;
     let answer = String::from_utf8_lossy(&answer);
     let (status, rest) = answer.split_once('\n').unwrap_or((&answer, ""));
+    let text = rest.trim_end_matches('\n').to_string();
+    let exit = status
+        .strip_prefix("EXIT ")
+        .and_then(|code| code.parse::<i32>().ok());
     match status {
-        "OK" => Ok(rest.trim_end_matches('\n').to_string()),
+        "OK" => Ok((text, 0)),
+        _ if exit.is_some() => Ok((text, exit.map_or(1, |c| c.clamp(0, 255) as u8))),
         _ => match status.strip_prefix("ERROR ") {
             Some(message) => Err(ControlError::Refused(message.to_string())),
             None if answer.is_empty() => Err(ControlError::Closed(socket)),
@@ -115,8 +151,8 @@ impl fmt::Display for ControlError {
             ),
             ControlError::Unreachable(socket, e) => write!(
                 f,
-                "can't reach crond at {}: {e} (is crond running? its --control-socket; \
-                 cronctl --socket PATH)",
+                "can't reach crond at {}: {e} (is crond running? --socket PATH or \
+                 CROND_SOCKET=PATH asks another)",
                 socket.display()
             ),
             ControlError::TurnedAway(socket) => write!(

@@ -70,8 +70,14 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
         Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
         Command::Control { socket, request } => {
+            let socket = socket.unwrap_or_else(control::default_socket);
             return match control::ask(&socket, &request) {
-                Ok(text) => print(&text),
+                Ok((text, 0)) => print(&text),
+                // `run --wait`: the job's status, as a shell gives it.
+                Ok((text, status)) => {
+                    print(&text);
+                    ExitCode::from(status)
+                }
                 Err(e) => {
                     let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
                     ExitCode::from(1)

@@ -38,7 +38,39 @@ CREATE TABLE IF NOT EXISTS crond_paused (
     since   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (cluster, owner, entry)
 );
+CREATE TABLE IF NOT EXISTS crond_entries (
+    cluster text NOT NULL,
+    owner   text NOT NULL,
+    entry   text NOT NULL,
+    host    text NOT NULL,
+    place   text NOT NULL,
+    command text NOT NULL,
+    seen    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (cluster, owner, entry, host)
+);
 ";
+
+/// This host's cluster entries as its daemon listed them: $1..$5 the arrays of their clusters,
+/// owners, ids, places and commands, $6 host, $7 session. The host's rows become these (an
+/// entry twice in the list keeps its first place); nothing is written unless this session
+/// holds the host's lease, and a row comes back only when it was written.
+pub const LIST: &str = "
+WITH me AS (SELECT 1 FROM crond_hosts
+            WHERE host = $6 AND session = $7::bigint AND lease_until > now()),
+     q AS (SELECT DISTINCT ON (cluster, owner, entry) cluster, owner, entry, place, command
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+                WITH ORDINALITY AS q(cluster, owner, entry, place, command, n)
+           ORDER BY cluster, owner, entry, n),
+     gone AS (DELETE FROM crond_entries e
+              WHERE e.host = $6 AND EXISTS (SELECT 1 FROM me)
+                AND NOT EXISTS (SELECT 1 FROM q
+                    WHERE (q.cluster, q.owner, q.entry) = (e.cluster, e.owner, e.entry))),
+     put AS (INSERT INTO crond_entries (cluster, owner, entry, host, place, command)
+             SELECT cluster, owner, entry, $6, place, command FROM q
+             WHERE EXISTS (SELECT 1 FROM me)
+             ON CONFLICT (cluster, owner, entry, host) DO UPDATE
+                 SET place = EXCLUDED.place, command = EXCLUDED.command, seen = now())
+SELECT 1 FROM me";
 
 /// Takes or renews this host's lease: $1 host, $2 session, $3 lease seconds. Returns a row
 /// only when the name is this session's, or free (no live lease of another session): two
@@ -165,7 +197,8 @@ pub const END: &str = "UPDATE crond_runs r SET ended = now(), status = q.status
 
 /// History goes when it is older than $1 days, or when it is more than the last $2 runs of its
 /// entry and older than two hours (no claim of a run that old is still waited for: a watched
-/// run is given up after an hour); hosts not seen for $1 days go too.
+/// run is given up after an hour); hosts not seen for $1 days go too, and with them the
+/// entries they listed.
 pub const PRUNE: &str = "
 WITH ranked AS (
         SELECT cluster, owner, entry, minute,
@@ -177,7 +210,10 @@ WITH ranked AS (
                      OR (k.n > $2::int AND r.minute < now() - interval '2 hours'))
               RETURNING 1),
      hosts AS (DELETE FROM crond_hosts WHERE lease_until < now() - make_interval(days => $1::int)
-               RETURNING 1)
+               RETURNING 1),
+     entries AS (DELETE FROM crond_entries e WHERE NOT EXISTS (SELECT 1 FROM crond_hosts h
+                     WHERE h.host = e.host
+                       AND h.lease_until >= now() - make_interval(days => $1::int)))
 SELECT (SELECT count(*) FROM runs)::text, (SELECT count(*) FROM hosts)::text";
 
 /// A PostgreSQL array literal of `items` (`{"a","b"}`), each quoted, `"` and `\` escaped.

@@ -12,6 +12,12 @@
 //!   started; `SEQ` names the request in the answer.
 //! * `END MINUTE CLUSTER OWNER ENTRY STATUS`: the run ended with exit code `STATUS` (a signal
 //!   `N` is `-N`).
+//! * `ENTRY CLUSTER OWNER ENTRY PLACE COMMAND`: a cluster entry the daemon has loaded, written at
+//!   `PLACE` (`FILE:LINE`) with `COMMAND`, each cut to [`MAX_PLACE`] and [`MAX_COMMAND`] bytes
+//!   once escaped.
+//! * `LOADED COUNT OMITTED`: the `COUNT` `ENTRY` lines since the last `LOADED` are the cluster
+//!   entries the daemon has loaded now; `OMITTED` more were past its bound and not sent. Sent
+//!   when the helper starts and after each load that changed them.
 //!
 //! Helper to daemon:
 //! * `GO SEQ`: the run is this host's and marked started: start it now.
@@ -41,11 +47,26 @@ pub struct RunKey {
     pub minute: i64,
 }
 
+/// A cluster entry a daemon has loaded: what `cronctl entries` shows of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded {
+    pub cluster: String,
+    /// The user the entry runs as.
+    pub owner: Vec<u8>,
+    pub entry: EntryKey,
+    /// Where it is written, `FILE:LINE`.
+    pub place: Vec<u8>,
+    /// Its command as written.
+    pub command: Vec<u8>,
+}
+
 /// A message from the daemon to the helper.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToHelper {
     Run { seq: u64, key: RunKey },
     End { key: RunKey, status: i32 },
+    Entry(Loaded),
+    Loaded { count: usize, omitted: usize },
 }
 
 /// Why a run does not start on this host.
@@ -118,6 +139,15 @@ impl ToHelper {
         match self {
             ToHelper::Run { seq, key } => format!("RUN {seq} {}\n", key_words(key)),
             ToHelper::End { key, status } => format!("END {} {status}\n", key_words(key)),
+            ToHelper::Entry(e) => format!(
+                "ENTRY {} {} {} {} {}\n",
+                e.cluster,
+                escape(&e.owner),
+                e.entry,
+                escape_cut(&e.place, MAX_PLACE),
+                escape_cut(&e.command, MAX_COMMAND)
+            ),
+            ToHelper::Loaded { count, omitted } => format!("LOADED {count} {omitted}\n"),
         }
     }
 
@@ -134,8 +164,38 @@ impl ToHelper {
                 key: decode_key(&rest[..4]).ok_or_else(bad)?,
                 status: rest[4].parse().map_err(|_| bad())?,
             }),
+            ["ENTRY", rest @ ..] if rest.len() == 5 => {
+                decode_entry(rest).map(ToHelper::Entry).ok_or_else(bad)
+            }
+            ["LOADED", count, omitted] => Ok(ToHelper::Loaded {
+                count: count.parse().map_err(|_| bad())?,
+                omitted: omitted.parse().map_err(|_| bad())?,
+            }),
             _ => Err(bad()),
         }
+    }
+}
+
+fn decode_entry(words: &[&str]) -> Option<Loaded> {
+    let [cluster, owner, entry, place, command] = words else {
+        return None;
+    };
+    // The minute is not part of an entry: the key's rules read the rest.
+    let key = decode_key(&["0", cluster, owner, entry])?;
+    Some(Loaded {
+        cluster: key.cluster,
+        owner: key.owner,
+        entry: key.entry,
+        place: unescape(place)?,
+        command: unescape(command)?,
+    })
+}
+
+impl Loaded {
+    /// Whether its `ENTRY` line fits [`MAX_LINE`]: always, but for an owner name of hundreds
+    /// of bytes (which no system gives a user).
+    pub fn fits(&self) -> bool {
+        escape(&self.owner).len() <= MAX_OWNER
     }
 }
 
@@ -219,6 +279,21 @@ impl FromHelper {
 
 /// The most bytes a free text (a log line, a reason) takes on a line once escaped.
 pub const MAX_TEXT: usize = 1000;
+
+/// The most bytes an entry's place (`FILE:LINE`) takes on an `ENTRY` line once escaped.
+pub const MAX_PLACE: usize = 256;
+
+/// The most bytes an entry's command takes on an `ENTRY` line once escaped: what the cluster
+/// database keeps of it (a longer one ends in `...`).
+pub const MAX_COMMAND: usize = 256;
+
+/// The most cluster entries a daemon lists to its helper (`cronctl entries`); those past it
+/// are counted in `LOADED`, not listed.
+pub const MAX_LISTED: usize = 10_000;
+
+/// The most bytes an owner takes on an `ENTRY` line once escaped; an entry of a longer one is
+/// not sent ([`Loaded::fits`]).
+pub const MAX_OWNER: usize = 1000;
 
 /// The most bytes a host name takes on a line once escaped (PostgreSQL text may be of any
 /// length; a host name past this is shown cut).
@@ -329,6 +404,11 @@ mod tests {
                 key: key(),
                 status: -9,
             },
+            ToHelper::Entry(loaded(b"crontabs/al ice:3", b"backup %now\n")),
+            ToHelper::Loaded {
+                count: 12,
+                omitted: 3,
+            },
         ] {
             let line = m.encode();
             assert!(line.ends_with('\n') && !line[..line.len() - 1].contains(['\n', '\r']));
@@ -384,12 +464,49 @@ mod tests {
             "RUN 1 1 c o 0123456789abcdef extra",
             "END 1 c o 0123456789abcdef",
             "END 1 c o 0123456789abcdef nine",
+            "ENTRY c o 0123456789abcdef f:1",
+            "ENTRY bad/name o 0123456789abcdef f:1 x",
+            "ENTRY c o 0123456789abcdef f:1 %zz",
+            "LOADED 1",
+            "LOADED -1 0",
         ] {
             assert!(ToHelper::decode(bad).is_err(), "{bad:?}");
         }
         for bad in ["GO", "GO -1", "NO 1", "NO 1 maybe", "LOG debug x", "HELLO"] {
             assert!(FromHelper::decode(bad).is_err(), "{bad:?}");
         }
+    }
+
+    fn loaded(place: &[u8], command: &[u8]) -> Loaded {
+        Loaded {
+            cluster: "nightly".into(),
+            owner: b"al ice".to_vec(),
+            entry: EntryKey(0x0123_4567_89ab_cdef),
+            place: place.to_vec(),
+            command: command.to_vec(),
+        }
+    }
+
+    #[test]
+    fn an_entry_line_is_bounded_and_its_long_place_and_command_are_cut() {
+        let long = loaded(&[b'\n'; 5000], &"错误".repeat(2000).into_bytes());
+        let line = ToHelper::Entry(long).encode();
+        assert!(
+            line.len() <= MAX_PLACE + MAX_COMMAND + 200,
+            "{}",
+            line.len()
+        );
+        let Ok(ToHelper::Entry(back)) = ToHelper::decode(line.trim_end_matches('\n')) else {
+            panic!("{line}")
+        };
+        assert!(back.place.ends_with(b"...") && back.command.ends_with(b"..."));
+        // The longest owner that fits still makes a line under the bound.
+        let mut widest = loaded(&[b'\n'; 5000], &[b'\x01'; 5000]);
+        widest.owner = vec![b'%'; MAX_OWNER / 3];
+        assert!(widest.fits());
+        assert!(ToHelper::Entry(widest.clone()).encode().len() <= MAX_LINE);
+        widest.owner.push(b'%');
+        assert!(!widest.fits());
     }
 
     #[test]

@@ -7,13 +7,16 @@
 //! closes the connection:
 //!
 //! ```text
-//! list [--json] [PATTERN]     every entry the asker may see (PATTERN: part of FILE:LINE or user)
+//! list [--wide|--json] [PATTERN]  every entry the asker may see (PATTERN: part of FILE:LINE
+//!                             or user), sorted by next run; `--wide`: every column
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
-//! run FILE:LINE | run ID      one run of that entry now, as the scheduler would start it
+//! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
 //! ```
 //!
 //! The answer's first line is `OK` or `ERROR message`; the rest is a table (the default) or one
-//! JSON object per line (`--json`). An answer is at most [`MAX_ANSWER_ROOT`] bytes for root and
+//! JSON object per line (`--json`). A `run` is answered once its job child has said whether the
+//! job started as its user ([`report`]); with `--wait`, once the job has ended, and the first
+//! line is then `EXIT status` (the status a shell gives it: 128 plus a signal's number). An answer is at most [`MAX_ANSWER_ROOT`] bytes for root and
 //! [`MAX_ANSWER_USER`] for other users: a list longer than that ends with a line that says how
 //! many entries were left out.
 //!
@@ -27,6 +30,7 @@
 //! takes ([`parse_target`]), checked before it connects. The rest is the daemon's.
 
 mod render;
+pub(crate) mod report;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -34,6 +38,7 @@ use std::sync::Arc;
 
 pub(crate) use render::render;
 
+use crate::cluster::entry_id::{EntryKey, LOCAL_ID_DIGITS, LocalId};
 use crate::crontab::policy::Policy;
 use crate::metrics::LastRun;
 use crate::schedule::Zone;
@@ -78,8 +83,9 @@ pub(crate) enum Format {
 pub enum Target {
     /// `FILE:LINE`, as `list` and the JSON log's `entry` show it (`crontabs/alice:3`).
     Place { tab: String, line: u32 },
-    /// The number `list` shows in its ID column.
-    Id(u64),
+    /// The id `list` shows in its ID column, or a prefix of it: 4 to
+    /// [`LOCAL_ID_DIGITS`] lower-case hex digits.
+    Id(String),
 }
 
 /// What a client asks.
@@ -87,6 +93,8 @@ pub enum Target {
 pub(crate) enum Request {
     List {
         format: Format,
+        /// `--wide`: the table has every column, nothing cut.
+        wide: bool,
         /// Only entries whose `FILE:LINE` or user contains it.
         pattern: Option<String>,
     },
@@ -95,6 +103,8 @@ pub(crate) enum Request {
     },
     Run {
         target: Target,
+        /// `--wait`: answered when the job has ended.
+        wait: bool,
     },
 }
 
@@ -157,15 +167,21 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
     match verb {
         "list" => {
             let mut format = Format::Table;
+            let mut wide = false;
             let mut pattern = None;
             for word in rest.split(' ').filter(|w| !w.is_empty()) {
                 match word {
                     "--json" => format = Format::Json,
+                    "--wide" => wide = true,
                     w if pattern.is_none() && !w.starts_with('-') => pattern = Some(w.to_string()),
                     w => return Err(format!("list: unexpected {w:?}")),
                 }
             }
-            Ok(Request::List { format, pattern })
+            Ok(Request::List {
+                format,
+                wide,
+                pattern,
+            })
         }
         "status" => match rest.trim() {
             "" => Ok(Request::Status {
@@ -176,21 +192,29 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
             }),
             other => Err(format!("status: unexpected {other:?}")),
         },
-        "run" => Ok(Request::Run {
-            target: parse_target(rest.trim()).map_err(|e| e.to_string())?,
-        }),
+        "run" => {
+            let rest = rest.trim();
+            let (wait, target) = match rest.strip_prefix("--wait ") {
+                Some(target) => (true, target.trim()),
+                None => (false, rest),
+            };
+            Ok(Request::Run {
+                target: parse_target(target).map_err(|e| e.to_string())?,
+                wait,
+            })
+        }
         "" => Err("an empty request".to_string()),
         other => Err(format!("unknown request {other:?} (list, status or run)")),
     }
 }
 
-/// `FILE:LINE` or an ID.
+/// `FILE:LINE` or an ID (or a prefix of at least 4 of its hex digits).
 pub fn parse_target(text: &str) -> Result<Target, TargetError> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text
-            .parse()
-            .map(Target::Id)
-            .map_err(|_| TargetError::NotId(text.to_string()));
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !(4..=LOCAL_ID_DIGITS).contains(&text.len()) {
+            return Err(TargetError::NotId(text.to_string()));
+        }
+        return Ok(Target::Id(text.to_ascii_lowercase()));
     }
     let Some((tab, line)) = text.rsplit_once(':') else {
         return Err(TargetError::NoColon(text.to_string()));
@@ -207,7 +231,7 @@ pub fn parse_target(text: &str) -> Result<Target, TargetError> {
 /// Why a text names no entry to run; each says the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetError {
-    /// Digits only, too many for an id.
+    /// Hex digits only, too few or too many for an id or its prefix.
     NotId(String),
     /// No `:`: not FILE:LINE (the hint says where ids come from).
     NoColon(String),
@@ -218,7 +242,10 @@ pub enum TargetError {
 impl fmt::Display for TargetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TargetError::NotId(text) => write!(f, "run: {text:?} is not an id"),
+            TargetError::NotId(text) => write!(
+                f,
+                "run: {text:?} is not an id (4 to {LOCAL_ID_DIGITS} of the hex digits cronctl list shows)"
+            ),
             TargetError::NoColon(text) => write!(
                 f,
                 "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
@@ -233,7 +260,10 @@ impl std::error::Error for TargetError {}
 /// One entry as `list` shows it: what the daemon knows of it at the moment of the request.
 #[derive(Debug, Clone)]
 pub(crate) struct EntryView {
-    pub id: u64,
+    /// Its id on this host, stable across reloads.
+    pub id: LocalId,
+    /// Where the scheduler keeps it now (what a run is started by).
+    pub slot: u64,
     /// The crontab, as logs show it (`crontabs/alice`, `/etc/cron.d/php`).
     pub tab: Arc<str>,
     pub line: u32,
@@ -246,10 +276,13 @@ pub(crate) struct EntryView {
     pub zone: Zone,
     /// Its next run, epoch seconds (`None`: never again).
     pub next_s: Option<i64>,
-    pub last: Option<LastRun>,
+    /// Its last runs that ended, oldest first: the last only, in a list.
+    pub runs: Vec<LastRun>,
     /// The pids of its job children running now.
     pub running: Vec<i32>,
     pub policy: Policy,
+    /// Its `CRON_CLUSTER` and its id in the cluster, when the cluster shares its runs.
+    pub cluster: Option<(String, EntryKey)>,
     pub command: Vec<u8>,
 }
 
@@ -259,10 +292,15 @@ impl EntryView {
         format!("{}:{}", self.tab, self.line)
     }
 
+    /// Its last run that ended.
+    pub fn last(&self) -> Option<&LastRun> {
+        self.runs.last()
+    }
+
     /// Whether it is the entry `target` names.
     pub fn is(&self, target: &Target) -> bool {
         match target {
-            Target::Id(id) => self.id == *id,
+            Target::Id(prefix) => self.id.to_string().starts_with(prefix.as_str()),
             Target::Place { tab, line } => *self.tab == **tab && self.line == *line,
         }
     }
@@ -323,10 +361,11 @@ impl Request {
                 max_entries: peer.max_answer() / MIN_ENTRY_BYTES,
                 ..none
             },
-            Request::Run { target } => Want {
+            // Enough for an id's prefix that names more than one entry to list them.
+            Request::Run { target, .. } => Want {
                 entries: true,
                 target: Some(target),
-                max_entries: 1,
+                max_entries: MAX_CANDIDATES,
                 ..none
             },
         }
@@ -336,13 +375,13 @@ impl Request {
 impl Want<'_> {
     /// Whether the entry `id`, `tab:line`, run as `user`, is one the request needs (who may
     /// see it is [`may_see`]'s question, asked first).
-    pub fn wants(&self, id: u64, tab: &str, line: u32, user: &[u8]) -> bool {
+    pub fn wants(&self, id: LocalId, tab: &str, line: u32, user: &[u8]) -> bool {
         if !self.entries {
             return false;
         }
         if let Some(target) = self.target {
             return match target {
-                Target::Id(t) => *t == id,
+                Target::Id(prefix) => id.to_string().starts_with(prefix.as_str()),
                 Target::Place { tab: t, line: l } => t == tab && *l == line,
             };
         }
@@ -355,7 +394,7 @@ impl Want<'_> {
 /// The answer to a `run`, as the daemon carried it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ran {
-    /// Started: the job child's pid.
+    /// Forked: the job child's pid (the answer waits for what it says, when it can say it).
     Started(i32),
     /// Not started: the entry's `CRON_OVERLAP` (skip, or queue with a run already waiting).
     Skipped,
@@ -376,7 +415,10 @@ pub(crate) fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
         Ran::Waiting => {
             format!("OK\n{place} is running: this run starts when it ends (CRON_OVERLAP=queue)\n")
         }
-        Ran::Queued => format!("OK\n{place}: the fork failed; the run is queued and retried\n"),
+        Ran::Queued => format!(
+            "ERROR {place} did not start: the fork failed; the run is queued and retried in a \
+             second\n"
+        ),
     }
     .into_bytes()
 }
@@ -393,21 +435,41 @@ pub(crate) fn error_answer(message: &str) -> Vec<u8> {
 /// The entry of `snapshot` that `target` names, or the answer that says it is not there (to
 /// this asker: an entry they may not see is not named differently from one that does not
 /// exist).
+/// An id's prefix that names more than one entry is an error that lists them.
 pub(crate) fn find<'a>(snapshot: &'a Snapshot, target: &Target) -> Result<&'a EntryView, Vec<u8>> {
-    snapshot
-        .entries
-        .iter()
-        .find(|e| e.is(target))
-        .ok_or_else(|| {
-            let named = match target {
-                Target::Id(id) => format!("id {id}"),
-                Target::Place { tab, line } => format!("{tab}:{line}"),
-            };
-            error_answer(&format!(
-                "no entry {named} that you may run (see cronctl list)"
-            ))
-        })
+    let mut found = snapshot.entries.iter().filter(|e| e.is(target));
+    let Some(first) = found.next() else {
+        let named = match target {
+            Target::Id(id) => format!("id {id}"),
+            Target::Place { tab, line } => format!("{tab}:{line}"),
+        };
+        return Err(error_answer(&format!(
+            "no entry {named} that you may see (see cronctl list)"
+        )));
+    };
+    let others: Vec<&EntryView> = found.collect();
+    if others.is_empty() {
+        return Ok(first);
+    }
+    let mut candidates: Vec<String> = std::iter::once(first)
+        .chain(others)
+        .map(|e| format!("{} ({})", e.id, e.place()))
+        .collect();
+    if snapshot.omitted > 0 {
+        candidates.push(format!("{} more", snapshot.omitted));
+    }
+    Err(error_answer(&format!(
+        "the id prefix {} names more than one entry: {}; give more digits",
+        match target {
+            Target::Id(id) => id.as_str(),
+            Target::Place { .. } => "",
+        },
+        candidates.join(", ")
+    )))
 }
+
+/// The most entries an ambiguous id prefix lists.
+const MAX_CANDIDATES: usize = 8;
 
 #[cfg(test)]
 mod tests;

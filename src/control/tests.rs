@@ -1,6 +1,7 @@
 //! The protocol's tests: requests, who sees what, and the answers' text and bounds.
 
 use super::*;
+use crate::job::report::{End, Said};
 use crate::metrics::Outcome;
 
 fn peer(uid: u32, name: Option<&str>) -> Peer {
@@ -23,7 +24,8 @@ const NINE_UTC: i64 = 1_795_770_000;
 
 fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
     EntryView {
-        id,
+        id: LocalId(id),
+        slot: id,
         tab: tab.into(),
         line,
         user: user.as_bytes().to_vec(),
@@ -31,9 +33,10 @@ fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
         cron_tz: None,
         zone: paris(),
         next_s: Some(NINE_UTC),
-        last: None,
+        runs: Vec::new(),
         running: Vec::new(),
         policy: Policy::default(),
+        cluster: None,
         command: b"date".to_vec(),
     }
 }
@@ -65,6 +68,7 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
         parse_request(b"list"),
         Ok(Request::List {
             format: Format::Table,
+            wide: false,
             pattern: None
         })
     );
@@ -72,6 +76,7 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
         parse_request(b"list --json alice\r"),
         Ok(Request::List {
             format: Format::Json,
+            wide: false,
             pattern: Some("alice".into())
         })
     );
@@ -87,7 +92,18 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
             target: Target::Place {
                 tab: "crontabs/alice".into(),
                 line: 3
-            }
+            },
+            wait: false
+        })
+    );
+    assert_eq!(
+        parse_request(b"run --wait crontabs/alice:3"),
+        Ok(Request::Run {
+            target: Target::Place {
+                tab: "crontabs/alice".into(),
+                line: 3
+            },
+            wait: true
         })
     );
     assert_eq!(
@@ -96,13 +112,15 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
             target: Target::Place {
                 tab: "/etc/cron.d/php".into(),
                 line: 12
-            }
+            },
+            wait: false
         })
     );
     assert_eq!(
-        parse_request(b"run 4294967299"),
+        parse_request(b"run 55A1"),
         Ok(Request::Run {
-            target: Target::Id(4_294_967_299)
+            target: Target::Id("55a1".into()),
+            wait: false
         })
     );
     for (bad, says) in [
@@ -110,6 +128,7 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
         (b"delete everything", "unknown request"),
         (b"run", "neither"),
         (b"run crontabs/alice", "neither"),
+        (b"run --wait", "neither"),
         (b"run :3", "neither"),
         (b"run crontabs/alice:x", "neither"),
         (b"run 99999999999999999999999", "not an id"),
@@ -177,17 +196,23 @@ fn an_entry_another_user_may_not_see_is_not_found_in_the_same_words_as_one_that_
         text(absent),
         "the same words"
     );
-    assert_eq!(find(&alice_sees, &Target::Id(1)).unwrap().line, 3);
+    assert_eq!(
+        find(&alice_sees, &Target::Id(LocalId(1).to_string()))
+            .unwrap()
+            .line,
+        3
+    );
 }
 
 #[test]
 fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what_a_crontab_says() {
     let mut a = entry(1, "crontabs/alice", 3, "alice");
-    a.last = Some(LastRun {
+    a.runs = vec![LastRun {
         started_ms: (NINE_UTC - 600) * 1000,
         duration_ms: 75_000,
         outcome: Outcome::Failed,
-    });
+        said: None,
+    }];
     a.running = vec![501, 502];
     a.policy = a.policy.with(b"CRON_OVERLAP", b"skip").unwrap();
     a.policy = a.policy.with(b"CRON_TIMEOUT", b"90s").unwrap();
@@ -199,6 +224,7 @@ fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what
     let answer = text(render(
         &Request::List {
             format: Format::Table,
+            wide: false,
             pattern: None,
         },
         &snapshot(vec![a, b]),
@@ -206,26 +232,20 @@ fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what
     ));
     let lines: Vec<&str> = answer.lines().collect();
     assert_eq!(lines[0], "OK");
-    assert!(lines[1].starts_with("ID  ENTRY"), "{answer}");
+    assert!(lines[1].starts_with("NEXT  "), "{answer}");
+    // Sorted by next run, the one with none last; times in the host's zone, spans beside.
     for cell in [
-        "crontabs/alice:3",
-        "*/5 * * * mon-fri",
-        "2026-11-27 10:00+01:00",
-        "2026-11-27 09:00Z",
-        "2026-11-27 09:50+01:00",
-        "failed",
-        "1m15s",
-        "501,502",
-        "overlap=skip,timeout=1m30s",
+        "alice:3",
+        "2026-11-27 10:00",
+        "10min ago",
+        "running",
+        "000000000001",
     ] {
         assert!(lines[2].contains(cell), "{cell:?} in {:?}", lines[2]);
     }
-    assert!(lines[3].contains("/etc/cron.d/php:12") && lines[3].contains("never"));
-    assert!(
-        lines[3].contains("echo \\x1b[31mred\\x1b[0m"),
-        "{}",
-        lines[3]
-    );
+    assert!(lines[3].contains("php:12"), "{answer}");
+    assert!(lines[3].contains("echo \\x1b[31m"), "{}", lines[3]);
+    assert_eq!(lines[5], "2 entries listed. Pass --wide for more columns.");
     assert!(!answer.contains('\x1b'));
 }
 
@@ -233,12 +253,16 @@ fn the_table_shows_each_entrys_place_schedule_next_and_last_run_and_escapes_what
 fn a_request_wants_in_its_snapshot_only_the_entries_it_shows_or_runs() {
     let root = peer(0, Some("root"));
     let status = parse_request(b"status").unwrap();
-    assert!(!status.want(&root).wants(1, "crontabs/alice", 3, b"alice"));
+    assert!(
+        !status
+            .want(&root)
+            .wants(LocalId(1), "crontabs/alice", 3, b"alice")
+    );
     let list = parse_request(b"list www").unwrap();
     let want = list.want(&root);
-    assert!(want.wants(2, "/etc/cron.d/php", 12, b"www-data"));
-    assert!(want.wants(2, "/etc/cron.d/www", 1, b"root"));
-    assert!(!want.wants(1, "crontabs/alice", 3, b"alice"));
+    assert!(want.wants(LocalId(2), "/etc/cron.d/php", 12, b"www-data"));
+    assert!(want.wants(LocalId(2), "/etc/cron.d/www", 1, b"root"));
+    assert!(!want.wants(LocalId(1), "crontabs/alice", 3, b"alice"));
     assert_eq!(want.max_entries, MAX_ANSWER_ROOT / MIN_ENTRY_BYTES);
     assert_eq!(
         parse_request(b"list")
@@ -249,28 +273,33 @@ fn a_request_wants_in_its_snapshot_only_the_entries_it_shows_or_runs() {
     );
     let run = parse_request(b"run crontabs/alice:3").unwrap();
     let want = run.want(&root);
-    assert!(want.wants(9, "crontabs/alice", 3, b"alice"));
-    assert!(!want.wants(9, "crontabs/alice", 4, b"alice"));
-    assert!(!want.wants(9, "crontabs/alicia", 3, b"alicia"));
-    let by_id = parse_request(b"run 9").unwrap();
-    assert!(by_id.want(&root).wants(9, "x", 1, b"x"));
-    assert!(!by_id.want(&root).wants(8, "x", 1, b"x"));
+    assert!(want.wants(LocalId(9), "crontabs/alice", 3, b"alice"));
+    assert!(!want.wants(LocalId(9), "crontabs/alice", 4, b"alice"));
+    assert!(!want.wants(LocalId(9), "crontabs/alicia", 3, b"alicia"));
+    let by_id = parse_request(b"run 000000000009").unwrap();
+    assert!(by_id.want(&root).wants(LocalId(9), "x", 1, b"x"));
+    assert!(!by_id.want(&root).wants(LocalId(8), "x", 1, b"x"));
 }
 
 #[test]
 fn the_json_list_is_one_object_per_entry_with_every_field() {
     let mut a = entry(7, "crontabs/alice", 3, "alice");
     a.cron_tz = Some("Europe/Paris".into());
-    a.last = Some(LastRun {
+    a.runs = vec![LastRun {
         started_ms: (NINE_UTC - 61) * 1000,
         duration_ms: 1_500,
         outcome: Outcome::Succeeded,
-    });
+        said: Some(Said::Ended {
+            end: End::Exited(0),
+            duration_ms: 1_490,
+        }),
+    }];
     a.running = vec![9];
     a.command = b"printf '%s\\n' \"\xff\"".to_vec();
     let answer = text(render(
         &Request::List {
             format: Format::Json,
+            wide: false,
             pattern: None,
         },
         &snapshot(vec![a, entry(8, "crontabs/alice", 4, "alice")]),
@@ -281,7 +310,7 @@ fn the_json_list_is_one_object_per_entry_with_every_field() {
     let objects: Vec<serde_json::Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(objects.len(), 2);
     let o = &objects[0];
-    assert_eq!(o["id"], 7);
+    assert_eq!(o["id"], "000000000007");
     assert_eq!(o["entry"], "crontabs/alice:3");
     assert_eq!(o["file"], "crontabs/alice");
     assert_eq!(o["line"], 3);
@@ -316,6 +345,7 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
         let answer = text(render(
             &Request::List {
                 format,
+                wide: false,
                 pattern: None,
             },
             &snap,
@@ -323,8 +353,9 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
         ));
         assert!(answer.len() <= MAX_ANSWER_USER, "{}", answer.len());
         let last = answer.lines().last().unwrap();
+        let more = answer.lines().find(|l| l.starts_with('(')).unwrap_or(last);
         let left_out: usize = match format {
-            Format::Table => last
+            Format::Table => more
                 .strip_prefix('(')
                 .and_then(|l| l.split(' ').next())
                 .unwrap()
@@ -334,7 +365,8 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
                 .as_u64()
                 .unwrap() as usize,
         };
-        let shown = answer.lines().count() - 2 - usize::from(format == Format::Table);
+        // OK and the last line; a table's header, blank line and count.
+        let shown = answer.lines().count() - 2 - 3 * usize::from(format == Format::Table);
         assert!(left_out > 0);
         assert_eq!(
             shown + left_out,
@@ -345,6 +377,7 @@ fn a_list_longer_than_the_bound_is_cut_at_an_entry_and_says_how_many_were_left_o
     let root = text(render(
         &Request::List {
             format: Format::Json,
+            wide: false,
             pattern: None,
         },
         &snap,
@@ -422,6 +455,7 @@ fn c1_bidirectional_and_invisible_characters_are_spelled_out_in_the_table_and_in
         text(render(
             &Request::List {
                 format,
+                wide: false,
                 pattern: None,
             },
             &snapshot(vec![e.clone()]),
@@ -429,9 +463,19 @@ fn c1_bidirectional_and_invisible_characters_are_spelled_out_in_the_table_and_in
         ))
     };
     let table = ask(Format::Table);
+    assert!(table.contains("\\x9b31mRED \\u{202e"), "{table}");
+    let wide = text(render(
+        &Request::List {
+            format: Format::Table,
+            wide: true,
+            pattern: None,
+        },
+        &snapshot(vec![e.clone()]),
+        &peer(0, Some("root")),
+    ));
     assert!(
-        table.contains("\\x9b31mRED \\u{202e} evil \\u{2066}x\\u{200b}"),
-        "{table}"
+        wide.contains("\\x9b31mRED \\u{202e} evil \\u{2066}x\\u{200b}"),
+        "{wide}"
     );
     let json = ask(Format::Json);
     assert!(

@@ -17,6 +17,8 @@ pub struct Options {
     pub until: Option<String>,
     pub count: Option<u64>,
     pub system: bool,
+    /// `--id`: each run shows its entry's id, as `cronctl list` shows it.
+    pub id: bool,
     pub action: Action,
 }
 
@@ -30,7 +32,7 @@ pub enum Action {
 
 pub const USAGE: &str = "\
 usage: cronnext [--tz ZONE] [--after TIME] [--count N] 'EXPRESSION'
-       cronnext [--system] [--tz ZONE] [--after TIME] [--until TIME] [--count N] FILE...
+       cronnext [--system] [--id] [--tz ZONE] [--after TIME] [--until TIME] [--count N] FILE...
 
 Prints when a cron expression, or the entries of crontab files, will next run, as crond runs
 them (same code, same daylight-saving rules).
@@ -41,6 +43,7 @@ them (same code, same daylight-saving rules).
   -n, --count N  print N times (expression) or N runs per entry (files); default 1
   --until TIME   files: print every run up to TIME (with --count: at most N per entry)
   --system       files are in the system format (/etc/crontab, /etc/cron.d): a user field
+  --id           files: print each entry's id (as cronctl list shows it) before its user
   -h, --help     this text
   -V, --version  the version
 ";
@@ -70,6 +73,7 @@ impl Options {
             until: None,
             count: None,
             system: false,
+            id: false,
             action: Action::Help,
         };
         let mut positional: Vec<OsString> = Vec::new();
@@ -93,6 +97,7 @@ impl Options {
                     out.count = Some(n);
                 }
                 Long("system") => out.system = true,
+                Long("id") => out.id = true,
                 Short('h') | Long("help") => help = true,
                 Short('V') | Long("version") => version = true,
                 Value(v) => positional.push(v),

@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 
 use super::Failure;
-use crate::cluster::entry_id::{EntryKey, entry_key};
+use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds, entry_key};
 use crate::crontab::policy::Policy;
-use crate::crontab::{self, Format, Limits, ParseOptions};
+use crate::crontab::{self, Format, Limits, ParseOptions, header};
 use crate::database::names;
 use crate::schedule::{Schedule, When, Zone};
+use crate::sys::user::{Uid, User};
 
 /// Most lines printed in crontab mode with `--until`, so that `* * * * *` over a decade ends.
 const MAX_LINES: usize = 1_000_000;
@@ -29,6 +30,8 @@ const MAX_LINES: usize = 1_000_000;
 /// One line of output: a run of one entry.
 struct Run<'a> {
     at: Timestamp,
+    /// Its entry's id, as `cronctl list` shows it.
+    id: LocalId,
     user: &'a [u8],
     /// `CRON_OVERLAP`, `CRON_MISSED`, `CRON_TIMEOUT` when not the defaults.
     policy: Policy,
@@ -52,6 +55,8 @@ pub(super) struct Request<'a> {
     pub count: Option<u64>,
     /// Seed for cronie's `~` ([`crate::schedule::host_seed`]).
     pub seed: u64,
+    /// `--id`: each run shows its entry's id.
+    pub id: bool,
 }
 
 /// Whether crond reads `path` as a system crontab: a file in a directory named `cron.d` must
@@ -78,6 +83,8 @@ fn read_by_crond(path: &Path) -> bool {
 struct Loaded {
     owner: Vec<u8>,
     shown: String,
+    /// The file as crond's logs name it (`crontabs/alice`), which its entries' ids are made of.
+    logged: String,
     tab: crontab::Crontab,
 }
 
@@ -111,7 +118,7 @@ pub(super) fn run(
     }
     runs.sort_by_key(|r| r.at);
     for run in &runs {
-        print_run(run, request.zone, out)?;
+        print_run(run, request, out)?;
     }
     Ok(status)
 }
@@ -129,7 +136,13 @@ fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loade
         // cronnext shows what a file says; who may write '-' is the daemon's check.
         privileged: true,
     };
-    let tab = crontab::parse(&text, &mut options);
+    // A user crontab installed by `crontab` is numbered as `crontab -l` shows it, as crond
+    // numbers it: without the header `crontab` wrote at its top.
+    let text = match request.format {
+        Format::User => header::strip_header(&text),
+        Format::System => &text[..],
+    };
+    let tab = crontab::parse(text, &mut options);
     let shown = path.display().to_string();
     for d in &tab.warnings {
         writeln!(err, "{} (warning)", d.in_file(&shown))?;
@@ -140,11 +153,55 @@ fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loade
     if let Some(more) = tab.not_shown_line(&shown) {
         writeln!(err, "{more}")?;
     }
-    let owner = path
-        .file_name()
-        .map(|n| n.as_encoded_bytes().to_vec())
-        .unwrap_or_default();
-    Ok(Loaded { owner, shown, tab })
+    let owner = std::fs::metadata(path)
+        .map(|meta| user_of_file(Uid(std::os::unix::fs::MetadataExt::uid(&meta))))
+        .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+    let logged = logged_name(path, request.format, &owner);
+    Ok(Loaded {
+        owner,
+        shown,
+        logged,
+        tab,
+    })
+}
+
+/// The name crond's logs give the file at `path`: a user's crontab named for the user it runs
+/// as, as the spool's are (`/var/spool/cron/crontabs/alice`), by its directory's name and its
+/// own (`crontabs/alice`); any other file by its path.
+fn logged_name(path: &Path, format: Format, owner: &[u8]) -> String {
+    let dir = path.parent().and_then(Path::file_name);
+    match (format, dir, path.file_name()) {
+        (Format::User, Some(dir), Some(name)) if name.as_encoded_bytes() == owner => {
+            format!("{}/{}", dir.to_string_lossy(), name.to_string_lossy())
+        }
+        _ => path.display().to_string(),
+    }
+}
+
+/// Whom crond runs a user-format file's entries as, by the file's owner, so that an entry's
+/// cluster id here is the daemon's: a crontab in the spool is refused unless its owner is the
+/// user it is named for, and runs as that owner; a `--crontab` file (owned by root or by the
+/// daemon's user) runs as the daemon's own user, taken here to be the one running cronnext. A
+/// uid passwd does not know is named as the daemon names its own (LOGNAME or USER, else the
+/// number).
+fn user_of_file(owner: Uid) -> Vec<u8> {
+    let me = crate::sys::user::effective_uid();
+    let uid = if owner == Uid::ROOT { me } else { owner };
+    if let Ok(Some(found)) = User::resolve_uid(uid) {
+        return found.name;
+    }
+    if uid != me {
+        return uid.0.to_string().into_bytes();
+    }
+    let var = |name: &str| std::env::var_os(name).map(std::ffi::OsString::into_encoded_bytes);
+    let logname = var("LOGNAME").or_else(|| var("USER"));
+    crate::job::env::user_without_passwd(
+        uid,
+        crate::sys::user::effective_gid(),
+        logname.as_deref(),
+        None,
+    )
+    .name
 }
 
 /// Adds the runs of each entry of one file that `request` asks for to `runs` (never past
@@ -156,7 +213,13 @@ fn push_runs<'a>(
     runs: &mut Vec<Run<'a>>,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let Loaded { owner, shown, tab } = loaded;
+    let Loaded {
+        owner,
+        shown,
+        logged,
+        tab,
+    } = loaded;
+    let mut ids = LocalIds::default();
     let per_entry = request
         .count
         .unwrap_or(if request.until.is_some() { u64::MAX } else { 1 });
@@ -164,6 +227,23 @@ fn push_runs<'a>(
         let user = entry.user.as_deref().unwrap_or(owner);
         let schedule: &Schedule = match &entry.when {
             When::Periodic(s) => s,
+            // Counted as crond counts them (no schedule, no zone): each @every entry has an id
+            // there too.
+            When::Every(seconds) => {
+                let identity = Identity {
+                    schedule: &Schedule::never(),
+                    zone: None,
+                    user,
+                    command,
+                };
+                ids.next(&identity, Some(*seconds), logged);
+                writeln!(
+                    err,
+                    "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
+                    entry.line, entry.when
+                )?;
+                continue;
+            }
             When::Reboot => {
                 writeln!(
                     err,
@@ -172,50 +252,80 @@ fn push_runs<'a>(
                 )?;
                 continue;
             }
-            When::Every(_) => {
-                writeln!(
-                    err,
-                    "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
-                    entry.line, entry.when
-                )?;
-                continue;
-            }
         };
-        let entry_zone = entry.zone.as_ref().unwrap_or(request.zone);
-        let cluster = entry
-            .env
-            .get(b"CRON_CLUSTER")
-            .filter(|_| entry.env.policy().clustered);
-        let cluster = cluster.map(|name| {
-            let id = entry_key(schedule, entry.zone.as_ref().map(Zone::name), user, command);
-            (name, id)
-        });
-        let mut at = request.after;
-        let mut n = 0;
-        while n < per_entry && runs.len() < MAX_LINES {
-            let Some(next) = schedule.next_after(at, entry_zone) else {
-                break;
-            };
-            if request.until.is_some_and(|u| next > u) {
-                break;
-            }
-            runs.push(Run {
-                at: next,
+        let id = ids.next(
+            &Identity {
+                schedule,
+                zone: entry.zone.as_ref().map(Zone::name),
                 user,
-                policy: entry.env.policy(),
-                cluster,
                 command,
-            });
-            at = next;
-            n += 1;
-        }
+            },
+            None,
+            logged,
+        );
+        let entry_zone = entry.zone.as_ref().unwrap_or(request.zone);
+        let cluster = cluster_of(entry, schedule, user, command);
+        let times = times(
+            schedule,
+            entry_zone,
+            request,
+            per_entry,
+            MAX_LINES - runs.len(),
+        );
+        runs.extend(times.into_iter().map(|at| Run {
+            at,
+            id,
+            user,
+            policy: entry.env.policy(),
+            cluster,
+            command,
+        }));
     }
     Ok(())
 }
 
-/// Prints one run: `TIME USER [POLICY] COMMAND`, the time in `zone`.
-fn print_run(run: &Run<'_>, zone: &Zone, out: &mut dyn Write) -> Result<(), Failure> {
-    write!(out, "{} ", zone.format_rfc3339(run.at))?;
+/// `CRON_CLUSTER`'s name and the entry's id in the cluster, for an entry the cluster runs.
+fn cluster_of<'a>(
+    entry: &'a crate::crontab::Entry,
+    schedule: &Schedule,
+    user: &[u8],
+    command: &[u8],
+) -> Option<(&'a [u8], EntryKey)> {
+    let name = (entry.env.get(b"CRON_CLUSTER")).filter(|_| entry.env.policy().clustered)?;
+    let id = entry_key(schedule, entry.zone.as_ref().map(Zone::name), user, command);
+    Some((name, id))
+}
+
+/// The next times of `schedule` in `zone` that `request` asks for: after its start, not past
+/// its end, at most `per_entry` of them and at most `room`.
+fn times(
+    schedule: &Schedule,
+    zone: &Zone,
+    request: &Request<'_>,
+    per_entry: u64,
+    room: usize,
+) -> Vec<Timestamp> {
+    let mut out = Vec::new();
+    let mut at = request.after;
+    while (out.len() as u64) < per_entry && out.len() < room {
+        let Some(next) = schedule.next_after(at, zone) else {
+            break;
+        };
+        if request.until.is_some_and(|u| next > u) {
+            break;
+        }
+        out.push(next);
+        at = next;
+    }
+    out
+}
+
+/// Prints one run: `TIME [ID] USER [POLICY] COMMAND`, the time in the request's zone.
+fn print_run(run: &Run<'_>, request: &Request<'_>, out: &mut dyn Write) -> Result<(), Failure> {
+    write!(out, "{} ", request.zone.format_rfc3339(run.at))?;
+    if request.id {
+        write!(out, "{} ", run.id)?;
+    }
     out.write_all(run.user)?;
     out.write_all(b" ")?;
     match run.cluster {

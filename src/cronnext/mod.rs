@@ -8,8 +8,9 @@
 //!   one RFC 3339 timestamp with the zone's offset per line.
 //! * **crontab**: one or more files (`--system` for the format of /etc/crontab and
 //!   /etc/cron.d): prints `TIME USER COMMAND` for the next run of every entry (the next
-//!   `--count` runs, or every run up to `--until`), sorted by time. A user crontab's owner is taken
-//!   from the file name, as in the spool directory.
+//!   `--count` runs, or every run up to `--until`), sorted by time. A user crontab's entries run
+//!   as crond runs them: as the file's owner, or, for a file of root's or of the user running
+//!   cronnext, as that user (crond's `--crontab`), so the cluster ids agree with the daemon's.
 //!
 //! Exit status: 0 done; 1 usage error (bad option, unknown zone, unreadable file); 2 the
 //! expression or a crontab has errors (the good entries of a crontab are still printed).
@@ -17,7 +18,8 @@
 //! [`cli`] parses argv; expression mode is here, crontab mode in `files.rs`. Only
 //! [`Context::resolve`] reads the clock, the local zone and the host name; crontab mode reads
 //! the files it is given (and, with `--system`, the path of each one's directory, to tell a
-//! file in cron.d), and nothing else is read.
+//! file in cron.d; without it, passwd for the name of each file's owner), and nothing else is
+//! read.
 
 pub mod cli;
 mod files;
@@ -154,6 +156,7 @@ fn run_inner(
                 until,
                 count: options.count,
                 seed,
+                id: options.id,
             };
             files::run(&request, out, err)
         }

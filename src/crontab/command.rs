@@ -212,7 +212,7 @@ fn escape_percents(word: &[u8]) -> String {
             }
         }
     }
-    crate::log::printable(&out)
+    crate::words::printable(&out)
 }
 
 fn stdin_text(raw: &[u8]) -> Vec<u8> {

@@ -31,6 +31,7 @@ mod address;
 mod command;
 mod diagnostic;
 mod env;
+pub mod header;
 pub mod packed;
 pub mod policy;
 
@@ -223,7 +224,7 @@ impl Crontab {
     pub fn not_shown_line(&self, file: &str) -> Option<String> {
         let n = self.not_shown();
         (n > 0).then(|| {
-            let more = crate::log::line::count(n as u64, "more problem", "more problems");
+            let more = crate::words::count(n as u64, "more problem", "more problems");
             format!("({more} in {file} not shown)")
         })
     }

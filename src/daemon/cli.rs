@@ -24,6 +24,7 @@ use crate::log::{Destination, Format};
 pub const USAGE: &str = "\
 usage: crond [OPTION]...
        crond -f --crontab FILE... [OPTION]...
+       crond --check --crontab FILE...
 
 Debian's and cronie's options:
   -f                        stay in the foreground (as systemd runs it)
@@ -49,6 +50,8 @@ Logging and jobs:
 
 Containers:
   --crontab FILE            run FILE as the daemon's own user (repeatable; no spool)
+  --check                   check the --crontab files as crond would load them, and exit
+  --wait-for-crontab        start even when no --crontab file can be loaded yet
   --keep-env NAME,...|'*'   variables of the daemon's environment that jobs keep
   --stop-jobs               on SIGTERM, stop the running jobs first (default as PID 1)
   --stop-timeout SECONDS    how long a stop waits before SIGKILL (0 to 3600; default 10)
@@ -86,6 +89,8 @@ pub enum Action {
     Version,
     /// `-h`, `--help`
     Help,
+    /// `--check`: check the `--crontab` files and exit.
+    Check,
 }
 
 /// Everything the command line can say.
@@ -137,6 +142,10 @@ pub struct Options {
     /// `--crontab FILE`, once per file (at most [`MAX_CRONTAB_FILES`]): run these user-format
     /// files as the daemon's own user, and no spool, /etc/crontab or /etc/cron.d.
     pub crontabs: Vec<PathBuf>,
+    /// `--check`: check the `--crontab` files and exit (the action is [`Action::Check`]).
+    pub check: bool,
+    /// `--wait-for-crontab`: start even when no `--crontab` file can be loaded yet.
+    pub wait_for_crontab: bool,
     /// `--keep-env NAME,...` (names add up over repeats) or `--keep-env '*'`.
     pub keep_env: Option<KeepEnv>,
     /// `--stop-jobs`: on SIGTERM, stop the running jobs before exiting (the default as PID 1).
@@ -271,6 +280,8 @@ impl Options {
                 Long("crontab") => o.crontabs.push(crontab_file(&mut parser, &o.crontabs)?),
                 Long("keep-env") => o.keep_env = Some(keep_env(&mut parser, o.keep_env.take())?),
                 Long("stop-jobs") => o.stop_jobs = true,
+                Long("check") => o.check = true,
+                Long("wait-for-crontab") => o.wait_for_crontab = true,
                 Long("stop-timeout") => o.stop_timeout_s = Some(stop_timeout(&mut parser)?),
                 Long("control-socket") => o.control_socket = Some(path(&mut parser)?),
                 Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
@@ -284,6 +295,9 @@ impl Options {
             }
         }
         o.check_together()?;
+        if o.check {
+            o.action = Action::Check;
+        }
         Ok(o)
     }
 
@@ -311,6 +325,17 @@ impl Options {
                     format!("--crontab runs only the files it names: no {flag} with it").into(),
                 ));
             }
+        }
+        let alone = [
+            (self.check, "--check"),
+            (self.wait_for_crontab, "--wait-for-crontab"),
+        ];
+        if let Some((_, flag)) = alone.iter().find(|(given, _)| *given)
+            && self.crontabs.is_empty()
+        {
+            return Err(lexopt::Error::Custom(
+                format!("{flag} is for --crontab files: give one with --crontab FILE").into(),
+            ));
         }
         Ok(())
     }
@@ -613,6 +638,8 @@ mod tests {
                 lease_s: Some(10),
             },
             crontabs: Vec::new(),
+            check: false,
+            wait_for_crontab: false,
             keep_env: Some(KeepEnv::Names(vec![
                 b"TZ".to_vec(),
                 b"LANG".to_vec(),
@@ -636,6 +663,16 @@ mod tests {
             Options::default().control_socket(),
             Some(("/run/crond.sock".into(), false))
         );
+    }
+
+    #[test]
+    fn check_and_wait_for_crontab_need_a_crontab_file() {
+        assert!(parse(&["--check"]).is_err());
+        assert!(parse(&["-f", "--wait-for-crontab"]).is_err());
+        let o = parse(&["--check", "--crontab", "/app/crontab"]).expect("parses");
+        assert_eq!(o.action, Action::Check);
+        let o = parse(&["-f", "--crontab", "/app/crontab", "--wait-for-crontab"]).expect("parses");
+        assert_eq!((o.action, o.wait_for_crontab), (Action::Run, true));
     }
 
     #[test]

@@ -7,7 +7,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
 
 use super::Error;
 use super::cli::Options;
@@ -17,17 +16,7 @@ use crate::sys::fs::{self, LastDir};
 use crate::sys::user::{self, Uid, User};
 use crate::trust;
 
-/// Where `--crontab` mode keeps its pid file, @reboot marker and state without `--state-dir`:
-/// under `$XDG_RUNTIME_DIR` (a user's own tmpfs, emptied at boot) when it is an absolute path;
-/// for root, /run/crond; else /tmp/crond-UID (a container's /tmp is its own; on a host, a
-/// directory there that someone else made is refused).
-pub fn state_base(xdg_runtime_dir: Option<&OsStr>, euid: Uid) -> PathBuf {
-    match xdg_runtime_dir.map(Path::new).filter(|d| d.is_absolute()) {
-        Some(dir) => dir.join("crond"),
-        None if euid == Uid::ROOT => PathBuf::from("/run/crond"),
-        None => PathBuf::from(format!("/tmp/crond-{}", euid.0)),
-    }
-}
+pub use crate::paths::state_base;
 
 impl Options {
     /// Whether the daemon runs only the `--crontab` files.
@@ -126,6 +115,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn crontab_mode_keeps_its_files_under_one_directory_without_a_path_flag() {

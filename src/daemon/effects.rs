@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -30,8 +30,21 @@ use crate::types::Pid;
 pub(super) trait Effects {
     /// Writes one line to the daemon's log.
     fn log(&mut self, level: Level, line: LogLine);
-    /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded).
-    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid>;
+    /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded;
+    /// `report`: the write end of the pipe on which it says what became of a run asked for on
+    /// the control socket).
+    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid>;
+    /// A pipe for a job child to tell what became of its job: (read end, non-blocking; write
+    /// end), both close-on-exec.
+    fn report_pipe(&mut self) -> io::Result<(OwnedFd, OwnedFd)> {
+        let (read, write) = crate::sys::pipe::pipe()?;
+        crate::sys::poll::set_nonblocking(read.as_fd())?;
+        Ok((read, write))
+    }
+    /// Whether passwd has no user `name` for a job to run as (looked up as [`Effects::start`]
+    /// looks it up, the look kept for the job's start): `false` in `--crontab` mode, where every
+    /// job is the daemon's own user.
+    fn user_unknown(&mut self, name: &[u8]) -> bool;
     /// Arms the minute timer for the start of `minute`.
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()>;
     /// Starts the cluster helper `program` with `args`, its stdin and stdout a socket: its pid
@@ -104,7 +117,7 @@ impl Effects for RealEffects {
         self.log.line(level, &line);
     }
 
-    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
+    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid> {
         let now = Instant::now();
         let looked = match &self.setup.run_as {
             // `--crontab` mode: every job is the daemon's user, looked up once at start.
@@ -113,7 +126,17 @@ impl Effects for RealEffects {
             }),
             None => self.identities.get(job.user(), now, user_lookup::look_up),
         };
-        crate::job::start(job, &self.setup, looked, first)
+        crate::job::start(job, &self.setup, looked, first, report)
+    }
+
+    fn user_unknown(&mut self, name: &[u8]) -> bool {
+        if self.setup.run_as.is_some() {
+            return false;
+        }
+        let looked = self
+            .identities
+            .get(name, Instant::now(), user_lookup::look_up);
+        matches!(looked, Looked::Unknown)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
@@ -198,6 +221,10 @@ pub(super) struct Recorded {
     /// Each state directory's file: the minute written (or put there by the test), or the
     /// reason a read gives for not trusting it.
     pub(super) handled: std::collections::BTreeMap<PathBuf, Result<UtcMinute, String>>,
+    /// The report pipes handed to the job children started (their write ends).
+    pub(super) reports: Vec<OwnedFd>,
+    /// The users passwd does not know.
+    pub(super) unknown_users: std::collections::BTreeSet<Vec<u8>>,
     next_pid: i32,
 }
 
@@ -249,7 +276,8 @@ impl Effects for Recorded {
         self.lines.push((level, text));
     }
 
-    fn start(&mut self, job: &JobSpec, first: bool) -> io::Result<Pid> {
+    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid> {
+        self.reports.extend(report);
         if self.fail_starts > 0 {
             self.fail_starts -= 1;
             return Err(io::Error::from_raw_os_error(11));
@@ -258,6 +286,10 @@ impl Effects for Recorded {
         let command = String::from_utf8_lossy(job.command()).into_owned();
         self.started.push((command, first));
         Ok(Pid(1000 + self.next_pid))
+    }
+
+    fn user_unknown(&mut self, name: &[u8]) -> bool {
+        self.unknown_users.contains(name)
     }
 
     fn arm(&mut self, minute: UtcMinute) -> io::Result<()> {
@@ -290,12 +322,12 @@ impl Effects for Recorded {
     }
 
     /// The crontab's text parsed as `database::load` parses a trusted file's.
-    fn load(&self, key: &SourceKey, _: &Paths, rules: &Rules) -> Outcome {
+    fn load(&self, key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         match self.crontabs.get(key) {
             None => Outcome::Missing,
             Some(Found {
                 text: Err(refusal), ..
-            }) => Outcome::Refused(*refusal),
+            }) => Outcome::Refused(*refusal, key.tab_name(paths)),
             Some(Found {
                 text: Ok((text, owner_uid)),
                 mtime_ns,

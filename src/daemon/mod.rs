@@ -5,6 +5,7 @@
 //! (docs/daemon.md). Decisions are made by the pure parts (`timeline`, `trust`, the
 //! daemon's tables); the owners carry them out with the time the reactor reads once per turn.
 
+mod check;
 pub mod cli;
 mod clock;
 mod cluster;
@@ -14,6 +15,7 @@ mod effects;
 mod handoff;
 mod metrics_server;
 mod options;
+mod outcomes;
 mod reactor;
 mod scheduler;
 mod setup;
@@ -82,6 +84,14 @@ pub fn crond_main() -> ExitCode {
     let out = match options.action {
         Action::Version => format!("crond {}", env!("CARGO_PKG_VERSION")),
         Action::Help => USAGE.to_string(),
+        Action::Check => {
+            let mut options = options;
+            if let Err(e) = options.absolutize() {
+                let _ = writeln!(io::stderr().lock(), "crond: can't resolve a path: {e}");
+                return ExitCode::from(1);
+            }
+            return ExitCode::from(check::run(&options));
+        }
         Action::Run => {
             return match run(options) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -111,6 +121,8 @@ pub fn run(mut options: Options) -> Result<(), Error> {
         Some(1),
         "crond must be single-threaded"
     );
+    // Said here, where the admin (or the container's log) sees it, before anything starts.
+    check::before_start(&options).map_err(Error::Config)?;
     let made_private = options.prepare_crontab_mode()?;
     if effective_uid().0 != 0 && !options.all_paths_overridden() && !options.crontab_mode() {
         return Err(Error::NotRoot);
@@ -160,11 +172,16 @@ pub fn run(mut options: Options) -> Result<(), Error> {
     if forked {
         log.line(Level::Info, &messages::fork_ok_line());
     }
+    for problem in check::waited_for(&options) {
+        log.line(Level::Notice, &messages::waiting_for_crontab_line(&problem));
+    }
     if let Some(mode) = made_private {
         let line = messages::state_dir_made_private_line(&options.state_dir(), mode);
         log.line(Level::Notice, &line);
     }
-    let result = setup::start(options, log, lock).and_then(|mut d| d.run());
+    let result = setup::start(options, log, lock)
+        .and_then(|mut d| d.run().map(|()| d))
+        .map(reactor::Daemon::clean_up);
     if let Err(e) = &result {
         log.line(Level::Error, &messages::death_line(&e.to_string()));
     }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::cli::Options;
-use crate::database::Paths;
+use crate::database::{Paths, Rules};
 use crate::job::mail::{self, MailCommand};
 use crate::job::{ChildSetup, MailSetup, OutputTo, PamSetup};
 use crate::log::messages::JobLogMask;
@@ -53,6 +53,15 @@ impl Options {
             *p = std::path::absolute(&*p)?;
         }
         Ok(())
+    }
+
+    /// How crontab files are judged: the options' leniencies and the host's seed for `H`.
+    pub fn rules(&self) -> Rules {
+        Rules {
+            permit_any_mode: self.permit_any_mode,
+            lsb_names: self.lsb_names,
+            seed: crate::schedule::host_seed(&crate::sys::hostname()),
+        }
     }
 
     pub fn paths(&self) -> Paths {
@@ -175,6 +184,8 @@ impl Options {
             },
             kept_env,
             run_as,
+            report: None,
+            outcomes: None,
             spill_dir: crate::sys::tmpfile::default_dir(),
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),

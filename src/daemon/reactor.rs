@@ -24,6 +24,7 @@ use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
 use super::handoff::{Claim, Granted, Launched};
 use super::metrics_server::{self, MetricsServer};
+use super::outcomes::Outcomes;
 use super::scheduler::{Reaped, Scheduler, Wake};
 use super::setup::Setup;
 use super::sources::{Announce, Sources};
@@ -51,6 +52,8 @@ pub(super) enum Token {
     Helper,
     Metrics(metrics_server::Token),
     Control(control::Token),
+    /// The pipe of the job children's outcomes.
+    Outcomes,
 }
 
 /// Whether the loop goes on after a turn.
@@ -102,6 +105,7 @@ pub(super) struct Daemon<W: World = RealWorld, F: Effects = RealEffects> {
     pub(super) cluster: Option<ClusterLink>,
     pub(super) metrics: Option<MetricsServer>,
     pub(super) control: Option<ControlServer>,
+    pub(super) outcomes: Option<Outcomes>,
 }
 
 /// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
@@ -122,6 +126,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
     pub(super) fn turn(&mut self) -> Result<Turn, Error> {
         let now = self.reactor.now;
         self.start_what_is_due(now);
+        self.list_cluster_entries();
         let timeout = self.timeout_ms(now);
         let answered_large = self.control.as_mut().is_some_and(ControlServer::take_freed);
         if self.sources.take_freed() | answered_large {
@@ -190,6 +195,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
                 fds.push((Token::Control(token), fd, interest));
             }
         }
+        if let Some(outcomes) = &self.outcomes {
+            fds.push((Token::Outcomes, outcomes.fd(), Interest::Read));
+        }
         (self.reactor.world)
             .wait(&fds, timeout_ms)
             .map_err(|e| Error::Io("poll", e))
@@ -212,6 +220,11 @@ impl<W: World, F: Effects> Daemon<W, F> {
             });
         }
         self.on_control(ready, now);
+        if ready.contains(&Token::Outcomes)
+            && let Some(outcomes) = &mut self.outcomes
+        {
+            outcomes.read();
+        }
         if ready.contains(&Token::Signals) && self.on_signals(now) == Turn::Stop {
             return Ok(Turn::Stop);
         }
@@ -272,9 +285,14 @@ impl<W: World, F: Effects> Daemon<W, F> {
         for order in orders {
             let asked_by = order.peer.describe();
             let fx = &mut self.reactor.fx;
-            let launched = self.scheduler.run_now(order.entry, &asked_by, now, fx);
+            // The job child says on this pipe what became of the job; without one (no
+            // descriptor left) the answer is the fork's.
+            let (read_end, write_end) = fx.report_pipe().ok().unzip();
+            let launched = self
+                .scheduler
+                .run_now(order.entry, &asked_by, write_end, now, fx);
             failed |= matches!(launched, Some(Launched::Failed { .. }));
-            server.ran(&order, launched);
+            server.ran(&order, launched, read_end, now_ms);
         }
         if failed {
             // Back in the queue, retried in a second.
@@ -286,6 +304,10 @@ impl<W: World, F: Effects> Daemon<W, F> {
     fn on_signals(&mut self, now: Timestamp) -> Turn {
         let arrived = self.reactor.world.drain_signals();
         if arrived.child {
+            // A child writes its outcome before it exits: every reaped child's is in the pipe.
+            if let Some(outcomes) = &mut self.outcomes {
+                outcomes.read();
+            }
             for (pid, exit) in self.reactor.world.reap() {
                 self.on_reaped(pid, exit, now);
             }
@@ -307,7 +329,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
         // The job child logs its own end (it knows the command and the shell's status); the
         // daemon learns here which entry's job ended.
         let fx = &mut self.reactor.fx;
-        let reaped = self.scheduler.on_reaped(pid, exit, now, fx);
+        let said = self.outcomes.as_mut().and_then(|o| o.take(pid.0));
+        let reaped = self.scheduler.on_reaped(pid, exit, said, now, fx);
         if let Some(link) = &mut self.cluster {
             let zone = self.scheduler.local_zone();
             if reaped == Reaped::NotStarted {
@@ -325,6 +348,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
     /// SIGTERM or SIGINT: the scheduler starts no more runs and says what is left; as PID 1
     /// or with --stop-jobs, the running jobs are stopped (daemon/stop.rs).
     fn stop(&mut self) {
+        if let Some(server) = &mut self.control {
+            server.stopping(self.reactor.now.as_millisecond());
+        }
         let stops_jobs = self.setup.stops_jobs();
         self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
         self.reactor.world.notify_stopping();
@@ -397,6 +423,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
             let Some(run) = self.scheduler.next_to_start(now_ms) else {
                 break;
             };
+            if self.orphaned(&run.job.job, now) {
+                continue;
+            }
             let fx = &mut self.reactor.fx;
             let run = match &mut self.cluster {
                 None => run,
@@ -422,6 +451,23 @@ impl<W: World, F: Effects> Daemon<W, F> {
         }
     }
 
+    /// Whether `job` is of a spool crontab whose user passwd no longer knows: its run is not
+    /// started (no fork), and the first time the file is read again, which refuses it as an
+    /// `ORPHAN` (logged; its entries leave the agenda; it is looked at every minute and loads
+    /// again once the user is back).
+    fn orphaned(&mut self, job: &JobSpec, now: Timestamp) -> bool {
+        if !self.reactor.fx.user_unknown(job.user()) {
+            return false;
+        }
+        let Some(key) = self.sources.spool_key(job) else {
+            return false;
+        };
+        if !self.sources.orphaned(&key) {
+            self.reload(&key, Announce::IfChanged, now);
+        }
+        true
+    }
+
     /// A run the cluster granted this host: started by the scheduler, what became of it back
     /// to the link.
     fn launch_granted(&mut self, granted: Granted, now_ms: i64) {
@@ -431,6 +477,24 @@ impl<W: World, F: Effects> Daemon<W, F> {
         if let Some(link) = &mut self.cluster {
             link.launched(granted.key, launched);
         }
+    }
+
+    /// The cluster entries loaded, listed to the cluster link after a load; the link sends
+    /// them to the helper when they changed or the helper started since.
+    fn list_cluster_entries(&mut self) {
+        let Some(link) = &mut self.cluster else {
+            return;
+        };
+        if link.wants_list() {
+            let scheduler = &self.scheduler;
+            link.list(
+                self.sources
+                    .entries()
+                    .filter_map(|id| scheduler.loaded_entry(id)),
+            );
+        }
+        let now_ms = self.reactor.now.as_millisecond();
+        link.send_list(now_ms, self.scheduler.local_zone(), &mut self.reactor.fx);
     }
 
     /// Arms the timer for the scheduler's next wake-up.
@@ -454,9 +518,12 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let fx = &mut self.reactor.fx;
         let entries = self.scheduler.entries();
         let (mut change, pending) = self.sources.reload(key, announce, entries, fx);
+        if let Some(link) = &mut self.cluster {
+            link.files_loaded();
+        }
         let reboot = std::mem::take(&mut change.reboot);
         let added = self.scheduler.apply(change, now.as_millisecond(), fx);
-        self.sources.settle(pending, &added, fx);
+        self.sources.settle(pending, &added, now.as_second(), fx);
         reboot
     }
 }
@@ -544,6 +611,7 @@ mod tests {
             cluster,
             metrics: None,
             control,
+            outcomes: None,
         };
         setup::load_at_start(&mut daemon, now);
         (daemon, clock)
@@ -572,8 +640,18 @@ mod tests {
             .collect()
     }
 
-    /// What the helper was sent since the last look ("": nothing).
+    /// The runs and ends the helper was sent since the last look ("": none); the lists of
+    /// entries are [`helper_lines`]'s.
     fn helper_got(d: &mut TestDaemon) -> String {
+        helper_lines(d)
+            .lines()
+            .filter(|l| !l.starts_with("ENTRY ") && !l.starts_with("LOADED "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// Every line the helper was sent since the last look ("": nothing).
+    fn helper_lines(d: &mut TestDaemon) -> String {
         let helper = d.reactor.fx.helper.as_mut().expect("a helper");
         helper.set_nonblocking(true).unwrap();
         let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
@@ -654,6 +732,51 @@ mod tests {
         helper_says(&mut d, "GO 1\n");
         turn(&mut d, Beat::after(200).ready(Token::Helper));
         assert_eq!(started(&d), ["local", "shared"]);
+    }
+
+    #[test]
+    fn the_helper_is_sent_the_cluster_entries_after_a_load_that_changed_them_and_when_it_restarts()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = "* * * * * local\nCRON_CLUSTER=nightly\n0 5 * * * shared\n";
+        fx.put(alice(), text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(100));
+        let listed = helper_lines(&mut d);
+        let lines: Vec<&str> = listed.lines().collect();
+        assert_eq!(lines.len(), 2, "{listed:?}");
+        assert!(
+            lines[0].starts_with("ENTRY nightly alice ")
+                && lines[0].ends_with(" spool/alice:3 shared"),
+            "{listed:?}"
+        );
+        assert_eq!(lines[1], "LOADED 1 0");
+        // A reload that changes nothing sends nothing.
+        let hangup = Arrived {
+            hangup: true,
+            ..Arrived::default()
+        };
+        turn(&mut d, Beat::after(100).signals(hangup));
+        turn(&mut d, Beat::after(100));
+        assert_eq!(helper_lines(&mut d), "");
+        // The entry moved to line 4: listed again.
+        let moved = "* * * * * local\n\nCRON_CLUSTER=nightly\n0 5 * * * shared\n";
+        d.reactor.fx.put(alice(), moved, Some(Uid(1000)), 2);
+        turn(&mut d, Beat::after(100).signals(hangup));
+        turn(&mut d, Beat::after(100));
+        let again = helper_lines(&mut d);
+        assert!(
+            again.contains(" spool/alice:4 shared\nLOADED 1 0\n"),
+            "{again:?}"
+        );
+        // A helper started again is sent the list it lacks.
+        d.reactor.fx.helper = None;
+        turn(&mut d, Beat::after(100).ready(Token::Helper));
+        assert_eq!(d.reactor.fx.logged("cluster helper lost").len(), 1);
+        turn(&mut d, Beat::after(5_000));
+        turn(&mut d, Beat::after(100));
+        assert!(helper_lines(&mut d).contains(" spool/alice:4 shared\nLOADED 1 0\n"));
     }
 
     #[test]
@@ -767,9 +890,12 @@ mod tests {
         let me = crate::sys::user::effective_uid();
         fx.put(alice(), "0 0 1 1 * yearly\n", Some(me), 1);
         let (mut d, _) = start(options, fx);
-        let id = d.sources.entries().next().expect("an entry").0;
+        let id = d.sources.entries().next().expect("an entry");
+        let line = d.scheduler.entry_state(id).expect("its state").job.entry();
         let mut client = UnixStream::connect(&socket).unwrap();
-        client.write_all(format!("run {id}\n").as_bytes()).unwrap();
+        client
+            .write_all(format!("run {line}\n").as_bytes())
+            .unwrap();
         d.reactor.fx.fail_starts = 1;
         let asked = Beat::after(100).ready(Token::Control(control::Token::Listener));
         assert_eq!(arms_in(&mut d, asked), 1);
@@ -834,7 +960,7 @@ mod tests {
                 .expect("stopped by the signal, not by the script's end");
             let fx = &d.reactor.fx;
             assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
-            assert_eq!(fx.logged("1 jobs still running").len(), 1);
+            assert_eq!(fx.logged("1 job still running").len(), 1);
             assert_eq!(d.reactor.world.stopping_notified, 1);
         }
     }

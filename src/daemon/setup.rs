@@ -16,13 +16,13 @@ use super::cluster::{self, ClusterLink};
 use super::control::ControlServer;
 use super::effects::{Effects, RealEffects};
 use super::metrics_server::MetricsServer;
+use super::outcomes::Outcomes;
 use super::reactor::{Daemon, Reactor};
 use super::scheduler::Scheduler;
 use super::sources::{Announce, Sources};
 use super::world::{RealWorld, World};
 use crate::database::Rules;
 use crate::log::{Log, messages};
-use crate::schedule;
 use crate::sys::fs::PidLock;
 use crate::sys::signal::SignalPipe;
 use crate::sys::timer::MinuteTimer;
@@ -33,7 +33,9 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
     let now = clock.now();
     let signals = SignalPipe::install().map_err(|e| Error::Io("signal handlers", e))?;
     let timer = Rc::new(MinuteTimer::new().map_err(|e| Error::Io("timerfd", e))?);
-    let child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
+    let mut child = options.child_setup(log, crate::sys::user::effective_uid().0 == 0)?;
+    let (outcomes, write_end) = Outcomes::open().map_err(|e| Error::Io("pipe", e))?;
+    child.outcomes = Some(write_end);
     let mut fx = RealEffects::new(log, child, Rc::clone(&timer));
     let setup = Setup::new(options, lock);
     let delay_factor = random_delay_factor(now);
@@ -69,6 +71,7 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
         cluster,
         metrics,
         control,
+        outcomes: Some(outcomes),
     };
     let (entries, files) = load_at_start(&mut daemon, now);
     // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
@@ -113,6 +116,18 @@ pub(super) struct Setup {
     _lock: PidLock,
 }
 
+impl Daemon {
+    /// After a clean stop: the control sockets and the pid file go, each only when it is still
+    /// this daemon's, so that nothing says a daemon runs when none does.
+    pub(super) fn clean_up(self) {
+        if let Some(control) = &self.control {
+            control.remove_sockets();
+        }
+        let path = self.setup.options.pid_file();
+        let _ = self.setup._lock.remove(&path);
+    }
+}
+
 impl Setup {
     pub(super) fn new(options: Options, lock: PidLock) -> Setup {
         Setup {
@@ -123,11 +138,7 @@ impl Setup {
 
     /// How crontab files are judged: the options' leniencies and the host's seed for `H`.
     pub(super) fn rules(&self) -> Rules {
-        Rules {
-            permit_any_mode: self.options.permit_any_mode,
-            lsb_names: self.options.lsb_names,
-            seed: schedule::host_seed(&crate::sys::hostname()),
-        }
+        self.options.rules()
     }
 
     /// The first lines: which crond and its pid file, and Debian's RANDOM_DELAY line.

@@ -110,7 +110,9 @@ impl Stop<'_> {
         loop {
             // Orphans that PID 1 inherits are reaped with them.
             for (pid, exit) in self.world.reap() {
-                self.scheduler.on_reaped(pid, exit, self.clock.now(), fx);
+                // The daemon is ending: how the jobs ended is in the log, and the last runs
+                // the scheduler keeps go with it.
+                self.scheduler.on_reaped(pid, exit, None, self.clock.now(), fx);
             }
             if self.scheduler.running_len() == 0 {
                 return Waited::AllEnded;

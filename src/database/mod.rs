@@ -16,7 +16,7 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::crontab::{self, Crontab, Format, Limits};
+use crate::crontab::{self, Crontab, Format, Limits, header};
 use crate::log::printable;
 use crate::schedule::Zone;
 use crate::sys::fs::{self, FileKind, WalkError};
@@ -131,8 +131,9 @@ pub enum Outcome {
     },
     /// There is no such file (any more).
     Missing,
-    /// The file failed a trust check.
-    Refused(Refusal),
+    /// The file failed a trust check; the detail of its log line (the file's name in the log,
+    /// then, where the event does not say all, what the file is and what the rule allows).
+    Refused(Refusal, String),
     /// A symlink or a directory on the way to the file failed a trust check.
     RefusedOnTheWay(OnTheWay),
     /// A spool file whose user has no passwd entry.
@@ -214,10 +215,13 @@ pub fn key_for(name: OsString, in_spool: bool, rules: &Rules) -> Option<SourceKe
 /// Opens, checks, reads and parses one source.
 pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
     let path = key.path(paths);
+    let tab = key.tab_name(paths);
     let opened = match key {
-        SourceKey::User(name) => open_user(&path, name, rules),
-        SourceKey::Given { uid, .. } => open_system(&path, Kind::Given { owner: *uid }, rules),
-        _ => open_system(&path, Kind::System, rules),
+        SourceKey::User(name) => open_user(&path, &tab, name, rules),
+        SourceKey::Given { uid, .. } => {
+            open_system(&path, &tab, Kind::Given { owner: *uid }, rules)
+        }
+        _ => open_system(&path, &tab, Kind::System, rules),
     };
     let Opened {
         mut file,
@@ -259,11 +263,13 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
 }
 
 /// Parses the text of source `key`, read and trusted (`owner_uid`: the uid a user's crontab was
-/// checked for), in its format and within its limits.
+/// checked for), in its format and within its limits. A user crontab that begins with the
+/// header `crontab` writes is parsed without it, so that its lines are numbered as `crontab -l`
+/// and `crontab -e` show them to the user.
 pub fn parse(key: &SourceKey, text: &[u8], rules: &Rules, owner_uid: Option<Uid>) -> Crontab {
-    let (format, limits) = match key.format() {
-        Format::User => (Format::User, Limits::USER),
-        Format::System => (Format::System, Limits::SYSTEM),
+    let (format, limits, text) = match key.format() {
+        Format::User => (Format::User, Limits::USER, header::strip_header(text)),
+        Format::System => (Format::System, Limits::SYSTEM, text),
     };
     let mut zones = |name: &str| Zone::get(name);
     let mut options = crontab::ParseOptions {
@@ -296,23 +302,45 @@ fn change_stamp(link_mtime: i128, target_mtime: Option<i128>) -> i128 {
     }
 }
 
-fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
+/// A file refused by the trust rule, with its log line's detail: `tab`, and what
+/// [`trust::explain`] says of the file (the users named as passwd names them).
+fn refused(
+    tab: &str,
+    refusal: Refusal,
+    facts: &fs::FileFacts,
+    kind: Kind,
+    rules: &Rules,
+) -> Outcome {
+    let name = |uid: Uid| {
+        let user = User::resolve_uid(uid).ok().flatten()?;
+        Some(printable(&user.name))
+    };
+    let detail = match trust::explain(refusal, facts, kind, rules.permit_any_mode, &name) {
+        Some(found) => format!("{tab}: {found}"),
+        None => tab.to_string(),
+    };
+    Outcome::Refused(refusal, detail)
+}
+
+fn open_user(
+    path: &Path,
+    tab: &str,
+    name: &OsStr,
+    rules: &Rules,
+) -> io::Result<Result<Opened, Outcome>> {
     let (file, facts) = match fs::open_no_follow(path) {
         Ok(found) => found,
         Err(e) if fs::is_symlink_refusal(&e) => {
-            return Ok(Err(Outcome::Refused(Refusal::NotRegular)));
+            return Ok(Err(Outcome::Refused(Refusal::NotRegular, tab.to_string())));
         }
         Err(e) => return Err(e),
     };
     let Some(user) = User::resolve_name(name.as_bytes())? else {
         return Ok(Err(Outcome::Orphan));
     };
-    if let Err(refusal) = trust::check(
-        &facts,
-        Kind::User { owner: user.uid },
-        rules.permit_any_mode,
-    ) {
-        return Ok(Err(Outcome::Refused(refusal)));
+    let kind = Kind::User { owner: user.uid };
+    if let Err(refusal) = trust::check(&facts, kind, rules.permit_any_mode) {
+        return Ok(Err(refused(tab, refusal, &facts, kind, rules)));
     }
     Ok(Ok(Opened {
         file,
@@ -327,7 +355,12 @@ fn open_user(path: &Path, name: &OsStr, rules: &Rules) -> io::Result<Result<Open
 /// shows [`trust::check_on_the_way`] every directory it goes through and every symlink before
 /// following it (the one at `path` itself, and each on the way to its target); the file is
 /// then checked by [`trust::check`].
-fn open_system(path: &Path, kind: Kind, rules: &Rules) -> io::Result<Result<Opened, Outcome>> {
+fn open_system(
+    path: &Path,
+    tab: &str,
+    kind: Kind,
+    rules: &Rules,
+) -> io::Result<Result<Opened, Outcome>> {
     let link = fs::link_facts(path)?;
     let symlink = link.kind == FileKind::Symlink;
     let mut rule = |met: fs::Met<'_>| {
@@ -342,14 +375,14 @@ fn open_system(path: &Path, kind: Kind, rules: &Rules) -> io::Result<Result<Open
         Ok(walked) => walked,
         // The link at the path itself: Debian's line, which names the path.
         Err(WalkError::Refused(found)) if found.at == path => {
-            return Ok(Err(Outcome::Refused(found.refusal)));
+            return Ok(Err(Outcome::Refused(found.refusal, tab.to_string())));
         }
         Err(WalkError::Refused(found)) => return Ok(Err(Outcome::RefusedOnTheWay(found))),
         Err(WalkError::Io(e)) => return Err(e),
     };
     let facts = walked.facts;
     if let Err(refusal) = trust::check(&facts, kind, rules.permit_any_mode) {
-        return Ok(Err(Outcome::Refused(refusal)));
+        return Ok(Err(refused(tab, refusal, &facts, kind, rules)));
     }
     Ok(Ok(Opened {
         file: walked.file,
@@ -398,5 +431,24 @@ mod tests {
         assert_eq!(file.who(), b"*system*php");
         assert_eq!(file.tab_name(&paths), "/etc/cron.d/php");
         assert_eq!(SourceKey::System.tab_name(&paths), "/etc/crontab");
+    }
+
+    #[test]
+    fn a_user_crontab_is_numbered_without_crontabs_header_and_a_system_file_with_all_lines() {
+        let rules = Rules {
+            permit_any_mode: false,
+            lsb_names: false,
+            seed: 0,
+        };
+        let header = b"# DO NOT EDIT THIS FILE - edit the master and reinstall.\n\
+# (- installed on Sat Nov 21 22:44:03 2026)\n\
+# (Cron version -- crond 0.1.0)\n";
+        let user = [&header[..], b"# mine\n* * * * * x\n"].concat();
+        let key = SourceKey::User("alice".into());
+        let tab = parse(&key, &user, &rules, Some(Uid(1000)));
+        assert_eq!(tab.entries[0].line, 2);
+        let system = [&header[..], b"* * * * * root x\n"].concat();
+        let tab = parse(&SourceKey::System, &system, &rules, None);
+        assert_eq!(tab.entries[0].line, 4);
     }
 }

@@ -31,6 +31,7 @@ pub mod env;
 pub mod mail;
 pub mod output;
 mod pam_session;
+pub mod report;
 pub mod user_lookup;
 pub use crate::database::entries::JobSpec;
 pub use pam_session::preload_pam;
@@ -44,8 +45,10 @@ pub mod time_limit;
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::crontab::JobInput;
+use crate::job::report::{End, Said};
 use crate::log::messages::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
 use crate::sys::as_user::{Credentials, Fault};
@@ -82,6 +85,60 @@ pub struct ChildSetup {
     /// Run each job in a PAM session (Debian's service `cron`); `None`: `--no-pam`, a build
     /// without PAM, or a daemon that is not root.
     pub pam: Option<PamSetup>,
+    /// In the job child of a run asked for with `cronctl run`: where it tells the daemon what
+    /// became of the job. `None` in the daemon and for every other run.
+    pub report: Option<Report>,
+    /// The pipe every job child tells the daemon how its job ended (or why nothing of it
+    /// ran) on, each line after the child's pid ([`Said::outcome_line`]); the daemon keeps it
+    /// with the entry's last runs (`cronctl list`, `cronctl show`). Its write end is
+    /// non-blocking: a line the full pipe does not take is lost, and the run shows without
+    /// its reason. `None` where nobody reads it (tests, `--check`).
+    pub outcomes: Option<Report>,
+}
+
+/// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
+/// whether the job started as its user, and how it ended (`control::report`). The daemon reads
+/// the other end; a line the daemon no longer reads is lost (SIGPIPE is ignored here).
+#[derive(Debug, Clone)]
+pub struct Report(std::sync::Arc<std::fs::File>);
+
+impl Report {
+    pub fn new(write_end: std::os::fd::OwnedFd) -> Report {
+        Report(std::sync::Arc::new(std::fs::File::from(write_end)))
+    }
+
+    /// Writes one line: a few dozen bytes, at most a short reason, so one write within
+    /// PIPE_BUF that the daemon reads whole.
+    fn say(&self, line: &str) {
+        use std::io::Write;
+        let _ = (&*self.0).write_all(line.as_bytes());
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+impl ChildSetup {
+    /// Tells the daemon `said`: on the pipe of a run asked for with `cronctl run`, and, when
+    /// it ends the run, on the pipe of every run's outcome.
+    fn tell(&self, said: Said) {
+        if let Some(report) = &self.report {
+            report.say(&said.line());
+        }
+        if let Some(outcomes) = &self.outcomes
+            && let Some(line) = said.outcome_line(std::process::id())
+        {
+            outcomes.say(&line);
+        }
+    }
+
+    /// Tells the daemon that nothing of the job runs, and why.
+    fn tell_not_started(&self, reason: impl Into<String>) {
+        self.tell(Said::NotStarted {
+            reason: reason.into(),
+        });
+    }
 }
 
 /// How jobs go through PAM.
@@ -114,13 +171,20 @@ pub struct MailSetup {
 /// Forks the job child; returns its pid in the daemon. `looked`: the entry's user as the
 /// daemon looked it up (`identity`; in `--crontab` mode `setup.run_as`, whom every job runs
 /// as). `first`: the entry's first run since its file was loaded, which the daemon remembers
-/// (a HOME that can't be entered is logged on that run only).
-pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> io::Result<Pid> {
+/// (a HOME that can't be entered is logged on that run only). `report`: the write end of the
+/// pipe on which the child tells the daemon what became of a run asked for with `cronctl run`.
+pub fn start(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    looked: &Looked,
+    first: bool,
+    report: Option<OwnedFd>,
+) -> io::Result<Pid> {
     setup.log.prepare_for_job_child();
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
-            let run = || run_child(spec, setup, looked, first);
+            let run = || run_child(spec, setup, looked, first, report);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
         }
@@ -128,7 +192,13 @@ pub fn start(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -
 }
 
 /// The child's whole life; returns its exit status (0: the job ran and succeeded).
-fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -> i32 {
+fn run_child(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    looked: &Looked,
+    first: bool,
+    report: Option<OwnedFd>,
+) -> i32 {
     // The daemon's handlers go first (one must not write into a descriptor number reused
     // below), then the daemon's descriptors; the syslog socket was among them, and the child
     // logs as Debian's does, `CRON[pid]`.
@@ -138,8 +208,11 @@ fn run_child(spec: &JobSpec, setup: &ChildSetup, looked: &Looked, first: bool) -
     signal::ignore_sigpipe();
     // And it outlives a SIGTERM to its process group: it reports the job's end.
     signal::survive_sigterm();
-    process::close_all_above_stderr();
+    let outcomes = setup.outcomes.as_ref().map(Report::fd);
+    let kept: Vec<BorrowedFd<'_>> = report.as_ref().map(|fd| fd.as_fd()).into_iter().chain(outcomes).collect();
+    process::close_all_above_stderr_but(&kept);
     let setup = &ChildSetup {
+        report: report.map(Report::new),
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
             setup.log_mask.quiet()
@@ -190,9 +263,23 @@ fn run_job_with(
     let finished = match shell::run_shell(spec, setup, &prepared, first) {
         Ok(finished) => finished,
         Err(ShellFailure::Logged) => return 1,
-        Err(ShellFailure::Retry) => return NOT_STARTED,
+        Err(ShellFailure::Retry) => {
+            setup.tell_not_started(
+                "no process could be made for it (a process limit?); the run is queued and \
+                 retried",
+            );
+            return NOT_STARTED;
+        }
     };
     report(spec, setup, &prepared, &finished);
+    let end = match finished.exit {
+        JobExit::Signaled { signal, .. } => End::Signaled(signal),
+        JobExit::Exited(code) => End::Exited(code),
+    };
+    setup.tell(Said::Ended {
+        end,
+        duration_ms: finished.duration_ms,
+    });
     let succeeded = finished.exit.success();
     let mut timed_out = finished.timed_out.is_some();
     // The job has ended (END logged, output mailed); with CRON_TIMEOUT what its shell left in
@@ -225,6 +312,8 @@ pub fn child_exit_code(succeeded: bool, timed_out: bool) -> i32 {
 
 /// What the job runs with.
 struct Prepared {
+    /// The user's name, as the daemon is told the job started.
+    user: String,
     /// The user's ids, which every process of the job takes (`None`: this process is the user
     /// already, a daemon that is not root).
     creds: Option<Credentials>,
@@ -252,6 +341,8 @@ fn resolve_user<'a>(
         Looked::Unknown => {
             let line = messages::unknown_user_line(who, &spec.owner.tab);
             log.line(Level::Error, &line);
+            let name = String::from_utf8_lossy(who);
+            setup.tell_not_started(format!("user {name} unknown (no passwd entry)"));
             return None;
         }
         Looked::Failed(e) => {
@@ -260,6 +351,7 @@ fn resolve_user<'a>(
                 "ERROR",
                 &format!("getpwnam() failed: {e}; entry of {}", spec.owner.tab),
             );
+            setup.tell_not_started(format!("the user could not be looked up: {e}"));
             return None;
         }
     };
@@ -268,6 +360,10 @@ fn resolve_user<'a>(
     if let Some(checked) = checked.filter(|&checked| checked != uid) {
         let line = messages::uid_changed_line(who, checked, uid, &spec.owner.tab);
         log.line(Level::Error, &line);
+        setup.tell_not_started(format!(
+            "its user's uid is now {}, not the {} its crontab was checked for",
+            uid.0, checked.0
+        ));
         return None;
     }
     Some(identity)
@@ -289,6 +385,7 @@ fn prepare(
                 "ERROR",
                 &format!("can't drop privileges, job not run: {e}"),
             );
+            setup.tell_not_started(format!("can't take the user's ids: {e}"));
             return None;
         }
     };
@@ -308,6 +405,7 @@ fn prepare(
         pam_env,
     );
     Some(Prepared {
+        user: String::from_utf8_lossy(&user.name).into_owned(),
         creds,
         env,
         cron_env,

@@ -39,12 +39,15 @@ pub(super) fn run_in_session(
             // Debian logs pam_strerror's text alone (`Authentication failure`), and pam_unix
             // logs its own line with the user's name, to syslog. Where that line never arrives
             // (stderr in a container, the JSON log) ours names the user and the entry.
+            let reason = format!("PAM refused the session: {}", e.message);
             log.line(Level::Error, &refusal(spec, e.message));
+            setup.tell_not_started(reason);
             return 1;
         }
         Err(NotOpened::Groups(e)) => {
             let said = format!("can't take the user's groups, job not run: {e}");
             log.error(spec.user(), "ERROR", &said);
+            setup.tell_not_started(format!("can't take the user's groups: {e}"));
             return 1;
         }
     };
@@ -157,5 +160,6 @@ pub(super) fn run_in_session(
         "ERROR",
         "a PAM session was asked for but crond was built without PAM; job not run",
     );
+    setup.tell_not_started("a PAM session was asked for but crond was built without PAM");
     1
 }

@@ -27,6 +27,7 @@ use super::output::Output;
 use super::stdin::JobStdin;
 use super::time_limit::{Action, TimeLimit};
 use super::{ChildSetup, JobSpec, Prepared};
+use crate::job::report::Said;
 use crate::log::messages::{self, JobExit};
 use crate::log::{Level, Log, printable};
 use crate::sys::as_user::{self, Credentials, Launch, StdFds};
@@ -161,6 +162,7 @@ fn start_shell(
         Err(e) if as_user::is_no_process(&e) => return Err(ShellFailure::Retry),
         Err(e) => {
             log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
+            setup.tell_not_started(format!("can't feed the job's input: {e}"));
             return Err(ShellFailure::Logged);
         }
     };
@@ -168,6 +170,7 @@ fn start_shell(
         Ok(p) => p,
         Err(e) => {
             log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
+            setup.tell_not_started(format!("can't make the output pipe: {e}"));
             reap_writer(log, who, stdin);
             return Err(ShellFailure::Logged);
         }
@@ -205,6 +208,7 @@ fn start_shell(
             }
             let shown = printable(&shell);
             log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
+            setup.tell_not_started(format!("can't run {shown}: {e}"));
             return Err(ShellFailure::Logged);
         }
     };
@@ -212,6 +216,10 @@ fn start_shell(
     let shell_pid = spawned.pid;
     let dir_error = spawned.dir_error.as_ref().filter(|_| first);
     log_started(spec, setup, shell_pid, &home, dir_error);
+    setup.tell(Said::Started {
+        pid: shell_pid,
+        user: prepared.user.clone(),
+    });
     Ok(Running {
         shell_pid,
         output_pipe: read_end,

@@ -36,6 +36,8 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         inherited_path: None,
         kept_env: Vec::new(),
         run_as: None,
+        report: None,
+        outcomes: None,
         output: OutputTo::Syslog,
         max_output: None,
         spill_dir: dir.to_path_buf(),

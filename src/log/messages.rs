@@ -250,6 +250,16 @@ pub fn cluster_line(user: &[u8], command: &[u8], note: String) -> LogLine {
     LogLine::new(user, "CLUSTER", printable(command)).with_note(note)
 }
 
+/// Cluster mode: `(CRON) CLUSTER (4 entries not run at 12:40: REASON: echo a, echo b, echo c
+/// and 1 more)`, a minute's runs this host did not start for one reason, in one line.
+pub fn cluster_not_run_line(count: usize, when: &str, reason: &str, names: &str) -> LogLine {
+    let entries = if count == 1 { "entry" } else { "entries" };
+    cron(
+        "CLUSTER",
+        format!("{count} {entries} not run at {when}: {reason}: {names}"),
+    )
+}
+
 /// `CRON_MISSED=once`: `(user) MISSED (command) due at 2026-11-21 11:00 and not run: runs
 /// once now`, naming the first missed time.
 pub fn missed_line(user: &[u8], command: &[u8], first_missed: &str) -> LogLine {
@@ -381,6 +391,15 @@ pub fn no_pam_line(why: &str) -> LogLine {
 /// The daemon forked into the background.
 pub fn fork_ok_line() -> LogLine {
     LogLine::daemon("STARTUP", "fork ok")
+}
+
+/// `--wait-for-crontab`: a `--crontab` file not loaded at the start (`problem`: its path and
+/// why), loaded when it appears or is fixed.
+pub fn waiting_for_crontab_line(problem: &str) -> LogLine {
+    cron(
+        "NOTICE",
+        format!("waiting for {problem}; it is loaded when it can be"),
+    )
 }
 
 /// `--crontab` mode's default state directory had group or other bits (`mode`): now 0700.
@@ -600,6 +619,17 @@ pub fn unlisted_dir_line(dir: &std::path::Path, e: &std::io::Error) -> LogLine {
 /// `(who) RELOAD (tab)`: a file loaded again.
 pub fn reload_line(who: &[u8], tab: &str) -> LogLine {
     LogLine::new(who, "RELOAD", tab)
+}
+
+/// `(user) RELOAD (crontabs/user: user is in passwd again, uid N)`: an orphaned crontab loaded
+/// again, its user back with the uid that owns the file.
+pub fn user_back_line(who: &[u8], tab: &str, uid: Option<Uid>) -> LogLine {
+    let user = printable(who);
+    let detail = match uid {
+        Some(uid) => format!("{tab}: {user} is in passwd again, uid {uid}; its jobs run again"),
+        None => format!("{tab}: {user} is in passwd again; its jobs run again"),
+    };
+    LogLine::new(who, "RELOAD", detail)
 }
 
 /// `(who) EVENT (detail)`: why a crontab file is not loaded (`WRONG FILE OWNER`, `ORPHAN`,

@@ -48,6 +48,14 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
             m::run_now_line(b"alice", b"date", "crontabs/alice:3", "root (uid 0, pid 7)"),
         ),
         (
+            "cluster_not_run_line",
+            m::cluster_not_run_line(4, "10:01", "the cluster database is unreachable", "echo a"),
+        ),
+        (
+            "user_back_line",
+            m::user_back_line(b"alice", "crontabs/alice", Some(Uid(1000))),
+        ),
+        (
             "cluster_line",
             m::cluster_line(b"alice", b"date", "10:05 runs on host-b".into()),
         ),
@@ -71,6 +79,10 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ("random_delay_line", m::random_delay_line(0.5)),
         ("no_pam_line", m::no_pam_line("--no-pam")),
         ("fork_ok_line", m::fork_ok_line()),
+        (
+            "waiting_for_crontab_line",
+            m::waiting_for_crontab_line("/app/crontab: no such file"),
+        ),
         (
             "state_dir_made_private_line",
             m::state_dir_made_private_line(p, 0o755),

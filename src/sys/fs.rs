@@ -482,6 +482,18 @@ pub fn lock_pid_file(path: &Path) -> Result<PidLock, LockError> {
 }
 
 impl PidLock {
+    /// At a clean stop: removes the pid file at `path` while the lock is still held, when the
+    /// name still leads to the locked file (one put there since is left), then lets the lock go.
+    pub fn remove(self, path: &Path) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let held = self._file.metadata()?;
+        let there = std::fs::symlink_metadata(path)?;
+        if (held.dev(), held.ino()) == (there.dev(), there.ino()) {
+            std::fs::remove_file(path)?;
+        }
+        Ok(())
+    }
+
     /// Replaces the file's content with `pid` and a newline.
     pub fn write_pid(&mut self, pid: i32) -> io::Result<()> {
         let file: &mut File = &mut self._file;

@@ -110,6 +110,27 @@ fn bind_unix(path: &Path, group: Option<Gid>, mask: u32, mode: u32) -> io::Resul
     Ok(Listener::Unix(listener))
 }
 
+/// Which file the Unix socket at `path` is (its device and inode), taken right after
+/// [`listen_unix`] made it, for [`remove_unix`] at a clean stop.
+pub fn unix_identity(path: &Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let st = std::fs::symlink_metadata(path)?;
+    Ok((st.dev(), st.ino()))
+}
+
+/// Removes the Unix socket at `path` when it is still the file `identity` names (another
+/// daemon's socket put there since is left alone). The socket's directory was checked at bind:
+/// no one else may rename or remove names in it (or, sticky, the daemon's own names), so the
+/// name looked at is the name removed.
+pub fn remove_unix(path: &Path, identity: (u64, u64)) -> io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let st = std::fs::symlink_metadata(path)?;
+    if st.file_type().is_socket() && (st.dev(), st.ino()) == identity {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
 /// Connects to the Unix socket `path`, waiting at most `timeout` for room in its listener's
 /// backlog (a full backlog makes `connect` wait, for ever without a timeout): `WouldBlock`
 /// after that.

@@ -8,7 +8,7 @@
 //! own pipe open (which would make it wait for itself) nor keep any other pipe of the job alive.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -21,6 +21,20 @@ use super::spawn::{Forked, fork_async_signal_safe};
 /// through `std::process::Stdio`, which dups it onto 0/1/2 without the flag.
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
+}
+
+/// A pipe many processes write whole lines into and one reads: `(read end, write end)`, both
+/// close-on-exec and non-blocking (a writer whose line the full pipe does not take loses that
+/// line rather than wait), its buffer made `bytes` large where the kernel allows (its size
+/// otherwise).
+pub fn shared_lines(bytes: usize) -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = pipe()?;
+    super::poll::set_nonblocking(read.as_fd())?;
+    super::poll::set_nonblocking(write.as_fd())?;
+    let size = i32::try_from(bytes).unwrap_or(i32::MAX);
+    // A smaller pipe still works: the kernel's limit for a non-root daemon, or an old kernel.
+    let _ = nix::fcntl::fcntl(&write, nix::fcntl::FcntlArg::F_SETPIPE_SZ(size));
+    Ok((read, write))
 }
 
 /// How the writer process ended.

@@ -116,6 +116,16 @@ pub fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: u32) -> io::Result<bool> {
     }
 }
 
+/// Whether the peer of socket `fd` has closed it (`POLLHUP`, now): a peer that only shut its
+/// writing side down is still there to read an answer.
+pub fn hung_up(fd: BorrowedFd<'_>) -> bool {
+    let mut polls = [PollFd::new(fd, PollFlags::empty())];
+    matches!(nix::poll::poll(&mut polls, PollTimeout::ZERO), Ok(1))
+        && polls[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+}
+
 /// Makes writes and reads on `fd` return `WouldBlock` instead of waiting.
 pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};

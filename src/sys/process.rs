@@ -3,7 +3,7 @@
 
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::Path;
 
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -255,11 +255,39 @@ unsafe fn close_one_by_one(first: u32, last: u32, open_max: i32) {
 /// time in the job's process forked after PAM (`job::pam_session`): what PAM's modules opened as
 /// root without close-on-exec is closed there, before anything of the job is created.
 pub fn close_all_above_stderr() {
+    close_all_above_stderr_but(&[]);
+}
+
+/// [`close_all_above_stderr`], keeping the descriptors of `keep` open (those above stderr):
+/// the pipes on which a job child tells the daemon what became of its job.
+pub fn close_all_above_stderr_but(keep: &[BorrowedFd<'_>]) {
     let open_max = open_max();
-    // SAFETY: called only in a forked job child that never returns into the daemon's code (or,
-    // after PAM, in its forked process, which never calls libpam again), so no Rust object of
-    // this process uses these numbers again (the caller reopens syslog right after).
-    unsafe { close_range_or_each(3, u32::MAX, open_max) }
+    let kept: Vec<i32> = keep.iter().map(|fd| fd.as_raw_fd()).collect();
+    for (first, last) in closed_around(&kept) {
+        // SAFETY: called only in a forked job child that never returns into the daemon's code
+        // (or, after PAM, in its forked process, which never calls libpam again), so no Rust
+        // object of this process uses these numbers again (the caller reopens syslog right
+        // after); the kept descriptors are left open for the values that own them.
+        unsafe { close_range_or_each(first, last, open_max) };
+    }
+}
+
+/// The ranges of descriptor numbers above stderr that are not in `kept`, lowest first, the
+/// last one open-ended (`u32::MAX`).
+fn closed_around(kept: &[i32]) -> Vec<(u32, u32)> {
+    let mut kept: Vec<u32> = kept.iter().filter(|&&fd| fd > 2).map(|&fd| fd as u32).collect();
+    kept.sort_unstable();
+    kept.dedup();
+    let mut ranges = Vec::with_capacity(kept.len() + 1);
+    let mut from = 3;
+    for fd in kept {
+        if fd > from {
+            ranges.push((from, fd - 1));
+        }
+        from = fd + 1;
+    }
+    ranges.push((from, u32::MAX));
+    ranges
 }
 
 #[cfg(test)]
@@ -297,6 +325,16 @@ mod tests {
             agreed,
             "the link count of /proc/self/task never matched Threads:"
         );
+    }
+
+    #[test]
+    fn everything_above_stderr_is_closed_but_the_kept_descriptors() {
+        let all = |kept: &[i32]| closed_around(kept);
+        assert_eq!(all(&[]), vec![(3, u32::MAX)]);
+        assert_eq!(all(&[1, 2]), vec![(3, u32::MAX)]);
+        assert_eq!(all(&[3]), vec![(4, u32::MAX)]);
+        assert_eq!(all(&[9, 5, 5]), vec![(3, 4), (6, 8), (10, u32::MAX)]);
+        assert_eq!(all(&[4, 5]), vec![(3, 3), (6, u32::MAX)]);
     }
 
     #[test]

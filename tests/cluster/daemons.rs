@@ -11,9 +11,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::daemon::{Crond, Tree, require_root};
+use crate::support::daemon::{Crond, FAKETIME_LIB, Tree, chown, require_root, wait_for_file};
+use crate::support::golden::{Scrub, assert_golden};
 use crate::support::pgbouncer::PgBouncer;
 use crate::support::postgres::PgServer;
+use crate::support::user::TestUser;
 
 /// The `cronctl` binary: built by the cronctl package (a default workspace member, so `cargo
 /// test` at the repository's root builds it) beside crond in the same target directory.
@@ -385,8 +387,9 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
         .map(|n| Host::new(n, &crontab))
         .collect();
     let id_a = entry_id(&hosts[0].tree.spool().join("root"), &cmd_a);
-    // Tables made by cronctl itself (the daemons are not up yet).
-    let said = cronctl(&pg, &["pause", "web", "root", &id_a]);
+    // Tables made by cronctl itself (the daemons are not up yet: no host has loaded the
+    // entry, so it takes --force).
+    let said = cronctl(&pg, &["pause", "--force", "web", "root", &id_a]);
     assert!(said.contains("paused"), "{said}");
     assert_eq!(
         cronctl(&pg, &["paused"]).lines().count(),
@@ -409,12 +412,27 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
         .next()
         .unwrap();
     assert!(paused_line.contains("CLUSTER"), "{paused_line}");
+    // Said once on each host that was answered so, not at 10:02 again.
+    for host in &hosts {
+        let log = host.crond().log_text();
+        assert!(
+            log.matches("not run: paused in the cluster").count() <= 1,
+            "{log}"
+        );
+    }
     // Resumed: it runs at the next minute (10:03 at t = 13), on one host.
     let said = cronctl(&pg, &["resume", "web", "root", &id_a]);
     assert!(said.contains("resumed"), "{said}");
     sleep_until(base, 15.0);
     let a_runs = fs::read_to_string(&a).unwrap_or_default();
     assert_eq!(a_runs.lines().count(), 1, "{a_runs:?}");
+    // Each host that said it paused says once that it runs again.
+    for host in &hosts {
+        let log = host.crond().log_text();
+        let resumed = log.matches("resumed in the cluster: runs again").count();
+        let paused = log.matches("not run: paused in the cluster").count();
+        assert_eq!(resumed, paused, "{log}");
+    }
     // What cronctl shows.
     let listed = cronctl(&pg, &["hosts"]);
     assert!(
@@ -434,7 +452,8 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
     let out = shared_out();
     let (c, l) = (out.path().join("clustered"), out.path().join("local"));
     let crontab = format!(
-        "* * * * * echo local >> {}\nCRON_CLUSTER=web\n* * * * * echo c >> {}\n",
+        "* * * * * echo local >> {}\nCRON_CLUSTER=web\n* * * * * echo c >> {}\n\
+         * * * * * echo job-b\n* * * * * echo job-c\n* * * * * echo job-d\n",
         l.display(),
         c.display()
     );
@@ -459,11 +478,24 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
             cronctl_bin(),
         ],
     );
-    let line = crond.wait_for_log("not run: the cluster database is unreachable", 15);
-    assert!(line.contains("CLUSTER (echo c"), "{line}");
+    // One line a minute for the four entries, naming three.
+    let line = crond.wait_for_log("(CRON) CLUSTER (4 entries not run at 10:01: ", 15);
+    assert!(
+        line.contains("the cluster database is unreachable (")
+            && line.contains("): echo c >> ")
+            && line.ends_with(", echo job-b, echo job-c and 1 more)"),
+        "{line}"
+    );
     crond.wait_for_log("database unreachable", 5);
     crate::support::daemon::wait_for_file(&l, 10);
     assert!(!c.exists(), "a cluster run started with no claim");
+    crond.wait_for_log("(CRON) CLUSTER (4 entries not run at 10:02: ", 15);
+    let log = crond.log_text();
+    assert_eq!(
+        log.matches(" CLUSTER (").count(),
+        2,
+        "no line per entry: {log}"
+    );
     drop(crond);
 
     // The same crontab on a daemon without --cluster-db: the entry is an ordinary one.
@@ -721,7 +753,11 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
          SELECT 'c', 'root', 'e2', date_trunc('minute', now()) - make_interval(mins => k), 'h', 1
          FROM generate_series(0, 19) k;
          INSERT INTO crond_runs (cluster, owner, entry, minute, host, session)
-         VALUES ('c', 'root', 'e3', now() - interval '40 days', 'h', 1);",
+         VALUES ('c', 'root', 'e3', now() - interval '40 days', 'h', 1);
+         INSERT INTO crond_hosts (host, session, lease_until) VALUES
+             ('gone', 1, now() - interval '40 days'), ('away', 2, now() - interval '1 day');
+         INSERT INTO crond_entries (cluster, owner, entry, host, place, command)
+         SELECT 'c', 'root', 'e1', h, 'tab:1', 'x' FROM unnest('{gone,away,never}'::text[]) h;",
     );
     let mut helper = Command::new(cronctl_bin())
         .args([
@@ -752,6 +788,59 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
         "e1|10\ne2|20",
         "the newest 10 of e1, all of the recent e2"
     );
+    // The entries of a host whose lease ended past the keep time (or of no host) go with it.
+    let hosts = pg.psql("SELECT host FROM crond_entries ORDER BY host");
+    assert_eq!(hosts.trim(), "away");
+}
+
+#[test]
+fn the_helper_makes_its_hosts_rows_the_daemons_last_list_of_entries() {
+    require_root();
+    let pg = PgServer::start();
+    let mut helper = Command::new(cronctl_bin())
+        .args(["helper", "--db", &pg.conninfo(), "--host", "h1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cronctl helper");
+    let stdout = helper.stdout.take().expect("stdout");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    assert!(
+        lines
+            .next()
+            .expect("a line")
+            .expect("UTF-8")
+            .contains("connected")
+    );
+    let mut stdin = helper.stdin.take().expect("stdin");
+    let rows = "SELECT owner || ' ' || entry || ' ' || place || ' ' || command \
+                FROM crond_entries WHERE host = 'h1' ORDER BY entry";
+    std::io::Write::write_all(
+        &mut stdin,
+        b"ENTRY web al%20ice 00000000000000a1 tab:1 echo%20one\n\
+          ENTRY web bob 00000000000000b2 tab:2 echo%20two\nLOADED 2 0\n",
+    )
+    .expect("write");
+    wait_for_value(
+        &pg,
+        &format!("SELECT string_agg(r, ';') FROM ({rows}) AS t(r)"),
+        "al ice 00000000000000a1 tab:1 echo one;bob 00000000000000b2 tab:2 echo two",
+        10,
+    );
+    // The next load moved one entry and dropped the other.
+    std::io::Write::write_all(
+        &mut stdin,
+        b"ENTRY web bob 00000000000000b2 tab:5 echo%20two\nLOADED 1 0\n",
+    )
+    .expect("write");
+    wait_for_value(
+        &pg,
+        &format!("SELECT string_agg(r, ';') FROM ({rows}) AS t(r)"),
+        "bob 00000000000000b2 tab:5 echo two",
+        10,
+    );
+    drop(stdin);
+    helper.wait().expect("helper exits at the end of its input");
 }
 
 /// The slots `ran` records, sorted.
@@ -870,5 +959,204 @@ fn two_hosts_claim_through_pgbouncer_in_transaction_mode_sharing_one_server_conn
         stderr.contains("unsupported startup parameter: options")
             && stderr.contains("ignore_startup_parameters = options"),
         "{stderr}"
+    );
+}
+
+/// `cronctl --db … ARGS` as a user sees it: the command line, what it printed, and its exit
+/// status when it is not 0.
+fn transcript(pg: &PgServer, args: &[&str]) -> String {
+    let output = Command::new(cronctl_bin())
+        .arg("--db")
+        .arg(pg.conninfo())
+        .args(args)
+        .output()
+        .expect("cronctl");
+    let mut text = format!("$ cronctl {}\n", args.join(" "));
+    text.push_str(&String::from_utf8_lossy(&output.stdout));
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    if let Some(code) = output.status.code().filter(|c| *c != 0) {
+        text.push_str(&format!("(exit status {code})\n"));
+    }
+    text
+}
+
+/// Every `YYYY-MM-DDTHH:MM:SSZ` in `text` as that pattern (same width: columns stay aligned).
+fn scrub_times(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let shape = b"dddd-dd-ddTdd:dd:ddZ";
+        let is_time = bytes.len() - i >= shape.len()
+            && shape.iter().zip(&bytes[i..]).all(|(s, b)| match s {
+                b'd' => b.is_ascii_digit(),
+                s => s == b,
+            });
+        if is_time {
+            out.push_str("YYYY-MM-DDTHH:MM:SSZ");
+            i += shape.len();
+        } else {
+            let c = text[i..].chars().next().expect("a char");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// Polls `sql` (one value) until it is `want`, for up to `secs` seconds.
+fn wait_for_value(pg: &PgServer, sql: &str, want: &str, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let got = pg.psql(sql);
+        if got.trim() == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{sql}: {got:?}, not {want}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn cronctl_shows_each_entry_where_it_is_written_and_pause_names_what_it_paused() {
+    require_root();
+    let pg = PgServer::start();
+    // A name of fixed length, so that the scrubbed tables keep their columns.
+    let out = tempfile::Builder::new()
+        .prefix("crond-view-")
+        .tempdir_in("/tmp")
+        .expect("tempdir");
+    let dir = out.path().display().to_string();
+    let wait = format!("while [ ! -e {dir}/go ]; do sleep 1; done");
+    let report = "/usr/local/bin/nightly-report --all-regions --summary-to=/var/lib/reports/summary.txt --quiet";
+    let crontab = format!("CRON_CLUSTER=web\n1 10 * * * {wait}\n0 4 * * * {report}\n");
+    // node-2's file has a comment more: the same entries, a line lower.
+    let mut node2 = Host::new("node-2", &format!("# node-2\n{crontab}"));
+    let mut node1 = Host::new("node-1", &crontab);
+    let (id_wait, id_report) = (
+        entry_id(&node1.tree.spool().join("root"), &wait),
+        entry_id(&node1.tree.spool().join("root"), report),
+    );
+    // node-2 lists its entries and goes (its lease given back) before 10:01.
+    node2.start(&pg, "2026-11-21 09:58:00");
+    let count = "SELECT count(*) FROM crond_entries WHERE host = ";
+    wait_for_value(&pg, &format!("{count}'node-2'"), "2", 20);
+    node2.kill(false);
+    node1.start(&pg, START);
+    wait_for_value(&pg, &format!("{count}'node-1'"), "2", 20);
+    // The 10:01 run, claimed and running on node-1 until `go`.
+    let started = format!(
+        "SELECT count(*) FROM crond_runs WHERE entry = '{id_wait}' AND started IS NOT NULL"
+    );
+    wait_for_value(&pg, &started, "1", 20);
+    let scrub = |text: &str| {
+        scrub_times(
+            &Scrub::new()
+                .replace(&id_wait, "<ID-WAIT>_______")
+                .replace(&id_report, "<ID-REPORT>_____")
+                .replace(&dir, "/tmp/crond-view-OUTDIR")
+                .apply(text),
+        )
+    };
+    let shown = |files: &[(&str, &[&[&str]])]| {
+        for (name, commands) in files {
+            let text: String = commands.iter().map(|args| transcript(&pg, args)).collect();
+            assert_golden(name, &scrub(&text));
+        }
+    };
+    let unknown = "0123456789abcdef";
+    shown(&[
+        (
+            "cronctl-entries.txt",
+            &[&["entries"], &["entries", "--wide"]],
+        ),
+        ("cronctl-claims.txt", &[&["claims"]]),
+        (
+            "cronctl-pause.txt",
+            &[
+                &["pause", "web", "root", unknown],
+                &["pause", "--force", "web", "root", unknown],
+                &["pause", "web", "root", &id_report],
+                &["paused"],
+                &["resume", "web", "root", &id_report],
+                &["resume", "web", "root", &id_report],
+            ],
+        ),
+    ]);
+    fs::write(out.path().join("go"), "").expect("go");
+    let ended =
+        format!("SELECT count(*) FROM crond_runs WHERE entry = '{id_wait}' AND ended IS NOT NULL");
+    wait_for_value(&pg, &ended, "1", 20);
+    shown(&[("cronctl-history.txt", &[&["history"]])]);
+}
+
+/// The user `user` running `program ARGS` (setpriv, as a container's user would).
+fn as_user(user: &str, program: &str) -> Command {
+    let mut command = Command::new("setpriv");
+    command
+        .arg(format!("--reuid={user}"))
+        .arg(format!("--regid={user}"))
+        .args(["--init-groups", program]);
+    command
+}
+
+#[test]
+fn a_crontab_daemons_claims_carry_the_id_cronnext_prints_as_the_daemons_user() {
+    require_root();
+    let pg = PgServer::start();
+    let user = TestUser::create("cl", &[]);
+    let tree = Tree::new();
+    let own_dir = |name: &str| {
+        let path = tree.path().join(name);
+        fs::create_dir(&path).expect("mkdir");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o700)).expect("chmod");
+        chown(&path, &user.name);
+        path
+    };
+    let (runtime, state) = (own_dir("runtime"), own_dir("state"));
+    let ran = tree.out("ran");
+    let file = tree.path().join("crontab");
+    let command = format!("echo ran >> {}", ran.display());
+    tree.write_file(
+        &file,
+        &format!("CRON_CLUSTER=web\n* * * * * {command}\n"),
+        0o644,
+    );
+    chown(&file, &user.name);
+    let mut daemon = as_user(&user.name, "env");
+    daemon
+        .arg(format!("LD_PRELOAD={FAKETIME_LIB}"))
+        .arg(env!("CARGO_BIN_EXE_crond"))
+        .args(["-f", "--log", "stderr", "--crontab"])
+        .arg(&file)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["--cluster-db", &pg.conninfo(), "--cluster-host", "box-1"])
+        .args(["--cluster-helper", cronctl_bin()])
+        .env("FAKETIME", format!("@{START} x10"))
+        .env("FAKETIME_DONT_RESET", "1")
+        .env("TZ", "UTC")
+        .env("XDG_RUNTIME_DIR", &runtime);
+    let crond = Crond::spawn(&mut daemon, tree.log_file(1));
+    crond.wait_for_log("connected to the database", 20);
+    wait_for_file(&ran, 30);
+    // cronnext, run as the daemon's user, names the entry as the daemon does.
+    let printed = as_user(&user.name, env!("CARGO_BIN_EXE_cronnext"))
+        .arg(&file)
+        .output()
+        .expect("cronnext");
+    let text = String::from_utf8_lossy(&printed.stdout);
+    let id = text
+        .lines()
+        .find(|l| l.ends_with(&command))
+        .and_then(|l| l.split(" id=").nth(1))
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no id in {text}"));
+    let claims = pg.psql("SELECT DISTINCT owner || ' ' || entry FROM crond_runs");
+    assert_eq!(claims.trim(), format!("{} {id}", user.name), "{text}");
+    let listed = pg.psql("SELECT owner || ' ' || entry || ' ' || place FROM crond_entries");
+    assert_eq!(
+        listed.trim(),
+        format!("{} {id} {}:2", user.name, file.display())
     );
 }

@@ -150,6 +150,13 @@ fn help_and_version_go_to_stdout() {
     );
 }
 
+/// The user running the tests: whom crond, run by them with `--crontab`, runs a file of theirs
+/// (or root's) as, and so whom cronnext names (whatever the file is called).
+fn me() -> String {
+    let o = Command::new("id").arg("-un").output().expect("id -un");
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write test crontab");
@@ -180,9 +187,12 @@ fn crontab_files_list_the_next_run_of_every_entry_sorted_with_user_and_command()
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "2026-07-01T08:30:00+00:00 alice earlier\n\
-         2026-07-01T09:00:00+00:00 alice morning\n\
-         2026-07-01T12:00:00+00:00 bob lunch in london\n"
+        format!(
+            "2026-07-01T08:30:00+00:00 {me} earlier\n\
+             2026-07-01T09:00:00+00:00 {me} morning\n\
+             2026-07-01T12:00:00+00:00 {me} lunch in london\n",
+            me = me()
+        )
     );
     // The note names the entry, FILE:LINE: with several files, which one.
     assert!(
@@ -255,9 +265,13 @@ fn an_entry_under_the_extensions_variables_shows_them_before_its_command() {
     );
     assert_eq!(
         stdout(&o),
-        "2026-07-01T09:00:00+00:00 carol plain\n\
-         2026-07-01T10:00:00+00:00 carol [overlap=skip missed=once timeout=1h30m] guarded\n\
-         2026-07-01T11:00:00+00:00 carol [overlap=skip missed=once timeout=1h30m] still guarded\n"
+        format!(
+            "2026-07-01T09:00:00+00:00 {me} plain\n\
+             2026-07-01T10:00:00+00:00 {me} [overlap=skip missed=once timeout=1h30m] guarded\n\
+             2026-07-01T11:00:00+00:00 {me} [overlap=skip missed=once timeout=1h30m] still \
+             guarded\n",
+            me = me()
+        )
     );
 }
 
@@ -302,9 +316,12 @@ fn until_lists_every_run_up_to_the_limit() {
     ]);
     assert_eq!(
         stdout(&o),
-        "2026-07-01T00:20:00+00:00 carol tick\n\
-         2026-07-01T00:40:00+00:00 carol tick\n\
-         2026-07-01T01:00:00+00:00 carol tick\n"
+        format!(
+            "2026-07-01T00:20:00+00:00 {me} tick\n\
+             2026-07-01T00:40:00+00:00 {me} tick\n\
+             2026-07-01T01:00:00+00:00 {me} tick\n",
+            me = me()
+        )
     );
 }
 
@@ -314,7 +331,10 @@ fn a_crontab_with_errors_reports_them_prints_the_good_entries_and_exits_with_two
     let tab = write(dir.path(), "dave", "0 0 * * * fine\n0 0 * * L bad\n");
     let o = cronnext(&["--tz", "UTC", "--after", "2026-07-01T00:00:00Z", &tab]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(stdout(&o), "2026-07-02T00:00:00+00:00 dave fine\n");
+    assert_eq!(
+        stdout(&o),
+        format!("2026-07-02T00:00:00+00:00 {} fine\n", me())
+    );
     assert_eq!(
         stderr(&o),
         format!("{tab}:2:9: 'L' (last day) is not cron syntax, in the day of week field\n")

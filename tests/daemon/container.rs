@@ -11,6 +11,7 @@ use crate::support::daemon::{
     Crond, FAKETIME_LIB, START, Tree, chown, require_root, uid_of_user, user_with_home,
     wait_for_file, wait_with_timeout,
 };
+use crate::support::golden::{Scrub, assert_golden};
 
 /// `crond -f --log stderr ARGS` under libfaketime at [`START`] (x10), with no path flag of the
 /// test tree, run through `wrapper` (e.g. `setpriv`), `env` added and `unset` removed.
@@ -109,7 +110,16 @@ fn a_user_runs_a_crontab_file_with_no_path_flag_and_keeps_the_named_variables() 
     );
     // No MTA named: the output is logged.
     crond.wait_for_log("CMDOUT (printed)", 20);
-    crond.wait_for_log("WRONG FILE OWNER", 5);
+    crond.wait_for_log(
+        &format!(
+            "WRONG FILE OWNER ({}: owned by uid {} (nobody), must be uid {} ({}) or root)",
+            show(&theirs),
+            uid_of_user("nobody"),
+            uid_of_user(&user.name),
+            user.name
+        ),
+        5,
+    );
     crond.wait_for_log("jobs run without a PAM session (--crontab)", 5);
     crond.wait_for_log(
         "--keep-env: jobs get 2 of the daemon's variables: FOO TZ",
@@ -662,4 +672,214 @@ fn root_the_default_state_directory_is_private_to_the_daemons_user_and_one_anoth
         10,
     );
     assert_eq!(mode_of(&state), 0o700);
+}
+
+/// `crond ARGS` run to its end as `wrapper` (e.g. `setpriv`), with `env`: its exit status and
+/// standard error.
+fn run_to_end(wrapper: &[&str], args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut command = Command::new(wrapper.first().copied().unwrap_or("env"));
+    if !wrapper.is_empty() {
+        command.args(&wrapper[1..]);
+    }
+    let out = command
+        .arg(env!("CARGO_BIN_EXE_crond"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run crond");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_crontab_daemon_with_no_file_it_can_load_names_each_and_why_and_exits_1() {
+    let tree = Tree::new();
+    let missing = tree.path().join("crontab.typo");
+    let open = tree.path().join("open.cron");
+    tree.write_file(&open, "* * * * * true\n", 0o666);
+    let state = tree.path().join("state");
+    let args = [
+        "-f",
+        "--log",
+        "stderr",
+        "--crontab",
+        show(&missing),
+        "--crontab",
+        show(&open),
+        "--state-dir",
+        show(&state),
+    ];
+    let (code, stderr) = run_to_end(&[], &args, &[]);
+    let shown = format!(
+        "$ crond -f --crontab crontab.typo --crontab open.cron\n{stderr}[exit status {}]\n",
+        code.unwrap_or(-1)
+    );
+    let scrubbed = Scrub::new()
+        .replace(format!("{}/", tree.path().display()), "")
+        .apply(&shown);
+    assert_golden("crond-crontab-none-loaded.txt", &scrubbed);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        !state.exists(),
+        "nothing is made before the check: {stderr}"
+    );
+    // One of the two loads: the daemon runs it, and logs the other.
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let mut crond = start_plain(&tree, 1, &[], &args[3..], &[], &[]);
+    crond.wait_for_log("1 entry loaded from 1 file", 10);
+    assert!(crond.stop().success());
+}
+
+#[test]
+fn crond_check_prints_each_problem_for_a_uid_passwd_does_not_know_and_starts_nothing() {
+    require_root();
+    let tree = Tree::new();
+    let uid = uid_without_passwd_entry().to_string();
+    let runtime = own_dir(&tree, "runtime", &uid);
+    let bad = tree.path().join("bad.cron");
+    let good = tree.path().join("good.cron");
+    tree.write_file(
+        &bad,
+        "# nightly\n61 * * * * echo bad\n0 3 * * * tar czf /b/$(date +%F).tgz /srv\nCRON_TZ=Mars/Olympus\n* * * * * true\n",
+        0o600,
+    );
+    tree.write_file(&good, "@every 5s echo fine\n", 0o600);
+    chown(&bad, &uid);
+    chown(&good, &uid);
+    let ids = [format!("--reuid={uid}"), format!("--regid={uid}")];
+    let as_uid = ["setpriv", &ids[0], &ids[1], "--clear-groups"];
+    let env = [("XDG_RUNTIME_DIR", show(&runtime))];
+    let mut shown = String::new();
+    for files in [vec![&bad, &good], vec![&good]] {
+        let mut args = vec!["--check"];
+        for f in &files {
+            args.extend(["--crontab", show(f)]);
+        }
+        let (code, stderr) = run_to_end(&as_uid, &args, &env);
+        let names: Vec<&str> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_str().unwrap())
+            .collect();
+        shown += &format!(
+            "$ crond --check --crontab {}\n{stderr}[exit status {}]\n\n",
+            names.join(" --crontab "),
+            code.unwrap_or(-1)
+        );
+    }
+    let scrubbed = Scrub::new()
+        .replace(format!("{}/", tree.path().display()), "")
+        .apply(&shown);
+    assert_golden("crond-check.txt", &scrubbed);
+    assert!(
+        scrubbed.contains("bad.cron:2:1: 61 is out of range"),
+        "{scrubbed}"
+    );
+    assert!(scrubbed.contains("[exit status 1]"), "{scrubbed}");
+    assert!(
+        scrubbed.ends_with("it loads as written\n[exit status 0]\n\n"),
+        "{scrubbed}"
+    );
+    assert!(
+        !runtime.join("crond").exists(),
+        "--check makes no state directory"
+    );
+}
+
+#[test]
+fn with_wait_for_crontab_a_missing_file_is_said_once_and_runs_when_it_appears() {
+    let tree = Tree::new();
+    let crontab = tree.path().join("later.cron");
+    let state = tree.path().join("state");
+    let out = tree.out("ran");
+    let mut crond = start_plain(
+        &tree,
+        1,
+        &[],
+        &[
+            "--crontab",
+            show(&crontab),
+            "--wait-for-crontab",
+            "--state-dir",
+            show(&state),
+        ],
+        &[],
+        &[],
+    );
+    crond.wait_for_log(
+        &format!(
+            "(CRON) NOTICE (waiting for {}: no such file; it is loaded when it can be)",
+            crontab.display()
+        ),
+        10,
+    );
+    crond.wait_for_log(" loaded from ", 10);
+    tree.write_file(
+        &crontab,
+        &format!("* * * * * echo ran > {}\n", show(&out)),
+        0o600,
+    );
+    assert_eq!(wait_for_file(&out, 30).trim(), "ran");
+    assert_eq!(crond.log_text().matches("waiting for").count(), 1);
+    assert!(crond.stop().success());
+}
+
+#[test]
+fn the_uid_of_a_crontab_daemon_without_a_passwd_entry_lists_and_runs_its_entries_through_cronctl() {
+    require_root();
+    let tree = Tree::new();
+    let uid = uid_without_passwd_entry().to_string();
+    let runtime = own_dir(&tree, "runtime", &uid);
+    let crontab = tree.path().join("crontab");
+    let out = tree.out("ran");
+    let text = format!("# app\n0 0 1 1 * echo ran > {}\n", show(&out));
+    tree.write_file(&crontab, &text, 0o600);
+    chown(&crontab, &uid);
+    let ids = [format!("--reuid={uid}"), format!("--regid={uid}")];
+    let as_uid = ["setpriv", &ids[0], &ids[1], "--clear-groups"];
+    let env = [("XDG_RUNTIME_DIR", show(&runtime))];
+    let mut crond = start_plain(
+        &tree,
+        1,
+        &as_uid,
+        &["--crontab", show(&crontab)],
+        &env,
+        &["LOGNAME", "USER"],
+    );
+    crond.wait_for_log("1 entry loaded from 1 file", 10);
+    // As `docker exec … cronctl` runs: the same uid and environment, no --socket.
+    let cronctl = |args: &[&str]| {
+        let out = Command::new(as_uid[0])
+            .args(&as_uid[1..])
+            .arg(crate::control::cronctl_bin())
+            .args(args)
+            .env("XDG_RUNTIME_DIR", show(&runtime))
+            .output()
+            .expect("run cronctl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let place = format!("{}:2", crontab.display());
+    let (code, list) = cronctl(&["list", "--wide"]);
+    assert_eq!(code, Some(0), "{list}");
+    assert!(list.contains(&place), "its own entry is listed: {list}");
+    let (code, status) = cronctl(&["status"]);
+    assert_eq!(code, Some(0), "{status}");
+    assert!(status.contains("entries: 1"), "{status}");
+    let (code, ran) = cronctl(&["run", &place]);
+    assert_eq!(code, Some(0), "{ran}");
+    assert!(ran.contains(&format!("started {place} as {uid}")), "{ran}");
+    assert_eq!(wait_for_file(&out, 10).trim(), "ran");
+    // CROND_SOCKET names the socket when it is set.
+    let elsewhere = Command::new(crate::control::cronctl_bin())
+        .arg("status")
+        .env("CROND_SOCKET", tree.path().join("nothing.sock"))
+        .output()
+        .expect("run cronctl");
+    let said = String::from_utf8_lossy(&elsewhere.stderr);
+    assert_eq!(elsewhere.status.code(), Some(1));
+    assert!(said.contains("nothing.sock"), "{said}");
+    assert!(crond.stop().success());
 }

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::support::daemon::*;
+use crate::support::golden::{Scrub, assert_golden};
 
 /// The `cronctl` binary, built by its own package beside crond (as the cluster tests find it).
-fn cronctl_bin() -> PathBuf {
+pub(crate) fn cronctl_bin() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_crond"))
         .parent()
         .expect("a binary has a directory")
@@ -117,9 +118,9 @@ fn root_each_user_sees_and_runs_only_their_own_entries_through_the_socket_and_ro
         [format!("spool/{b}:1")]
     );
     let nobody = cronctl(Some("nobody"), &socket, &["list"]);
-    assert!(stdout(&nobody).contains("(no entries)"), "{nobody:?}");
-    // The table shows the schedule as written and the policy.
-    let table = stdout(&cronctl(Some(a), &socket, &["list"]));
+    assert_eq!(stdout(&nobody), "0 entries listed.\n", "{nobody:?}");
+    // The wide table shows the schedule as written and the policy.
+    let table = stdout(&cronctl(Some(a), &socket, &["list", "--wide"]));
     let row = table
         .lines()
         .find(|l| l.contains(&format!("spool/{a}:2")))
@@ -158,7 +159,7 @@ fn root_each_user_sees_and_runs_only_their_own_entries_through_the_socket_and_ro
     let id = {
         let o = cronctl(None, &socket, &["list", "--json", &format!("spool/{b}")]);
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-        v["id"].to_string()
+        v["id"].as_str().expect("an id").to_string()
     };
     let by_root = cronctl(None, &socket, &["run", &id]);
     assert!(
@@ -487,5 +488,429 @@ fn root_a_system_line_is_shown_to_the_uid_it_runs_as_not_to_another_uid_of_the_s
     assert!(
         String::from_utf8_lossy(&run.stderr).contains("no entry"),
         "{run:?}"
+    );
+}
+
+/// The exit status and the output of `cronctl run ARGS` as root.
+fn run_as_root(socket: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    let o = cronctl(None, socket, &all);
+    let said = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    (o.status.code(), said.trim_end().to_string())
+}
+
+#[test]
+fn root_cronctl_run_says_whether_the_job_started_as_its_user_or_why_not() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crr", &[]);
+    let expired = TestUser::create("crx", &[]);
+    let out = Command::new("usermod")
+        .args(["--expiredate", "1", &expired.name])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let ran = tree.out("ran");
+    let text = format!(
+        "0 0 1 1 * {u} echo ran > {ran}\n0 0 1 1 * nosuchuser-crr echo never\n\
+         0 0 1 1 * {x} echo never\n",
+        u = user.name,
+        x = expired.name,
+        ran = ran.display()
+    );
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let system = tree.system_crontab().display().to_string();
+    let (code, said) = run_as_root(&socket, &[&format!("{system}:1")]);
+    assert_eq!(code, Some(0), "{said}");
+    let started = format!("started {system}:1 as {}, pid ", user.name);
+    assert!(said.starts_with(&started), "{said}");
+    let pid: u32 = said[started.len()..].parse().expect("a pid");
+    assert!(pid > 1, "{said}");
+    assert_eq!(wait_for_file(&ran, 10), "ran\n");
+    // An unknown user: nothing started, said, and a failure status.
+    let (code, said) = run_as_root(&socket, &[&format!("{system}:2")]);
+    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(
+        said,
+        format!("cronctl: {system}:2 did not start: user nosuchuser-crr unknown (no passwd entry)")
+    );
+    // An account PAM refuses: PAM's words.
+    let (code, said) = run_as_root(&socket, &[&format!("{system}:3")]);
+    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(
+        said,
+        format!(
+            "cronctl: {system}:3 did not start: PAM refused the session: Authentication failure"
+        )
+    );
+}
+
+#[test]
+fn root_cronctl_run_wait_prints_how_the_job_ended_and_exits_with_its_status() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crw", &[]);
+    let text = format!(
+        "0 0 1 1 * {u} sleep 0.3; exit 3\n0 0 1 1 * {u} kill -KILL $$\n0 0 1 1 * {u} true\n",
+        u = user.name
+    );
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let system = tree.system_crontab().display().to_string();
+    let (code, said) = run_as_root(&socket, &["--wait", &format!("{system}:1")]);
+    assert_eq!(code, Some(3), "{said}");
+    let exited = format!("{system}:1 exited with status 3 after ");
+    assert!(said.starts_with(&exited) && said.ends_with('s'), "{said}");
+    let (code, said) = run_as_root(&socket, &["--wait", &format!("{system}:2")]);
+    assert_eq!(code, Some(128 + 9), "{said}");
+    assert!(
+        said.starts_with(&format!(
+            "{system}:2 was killed by signal 9 (SIGKILL) after "
+        )),
+        "{said}"
+    );
+    let (code, said) = run_as_root(&socket, &["--wait", &format!("{system}:3")]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("exited with status 0"), "{said}");
+}
+
+/// `cronctl list --json` as root, polled until every entry has a last run that ended: each
+/// entry's object, by its place.
+fn last_runs(socket: &Path, count: usize) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let o = cronctl(None, socket, &["list", "--json"]);
+        let objects: std::collections::BTreeMap<String, serde_json::Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+            .map(|v| (v["entry"].as_str().unwrap().to_string(), v))
+            .collect();
+        let ended = objects
+            .values()
+            .filter(|v| !v["last_result"].is_null() && v["running"] == serde_json::json!([]))
+            .count();
+        if ended == count {
+            return objects;
+        }
+        assert!(std::time::Instant::now() < deadline, "{objects:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn root_cronctl_list_says_how_each_last_run_ended_and_why_one_did_not_run() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crl", &[]);
+    let text = format!(
+        "0 0 1 1 * {u} exit 3\n0 0 1 1 * {u} kill -KILL $$\n0 0 1 1 * {u} true\n\
+         0 0 1 1 * nosuchuser-crl echo never\n",
+        u = user.name
+    );
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let system = tree.system_crontab().display().to_string();
+    for line in 1..=4 {
+        // Each started as the scheduler starts a run: no one waits on its job child's word.
+        let o = cronctl(None, &socket, &["run", &format!("{system}:{line}")]);
+        assert!(o.status.code().is_some(), "{o:?}");
+    }
+    let runs = last_runs(&socket, 4);
+    let at = |line: u32| &runs[&format!("{system}:{line}")];
+    let end = |line: u32| {
+        let v = at(line);
+        (
+            v["last_result"].as_str().unwrap().to_string(),
+            v["last_exit"].clone(),
+            v["last_signal"].clone(),
+            v["last_reason"].clone(),
+        )
+    };
+    use serde_json::{Value::Null, json};
+    assert_eq!(end(1), ("failed".into(), json!(3), Null, Null));
+    assert_eq!(end(2), ("failed".into(), Null, json!("SIGKILL"), Null));
+    assert_eq!(end(3), ("ok".into(), json!(0), Null, Null));
+    let unknown = "user nosuchuser-crl unknown (no passwd entry)";
+    assert_eq!(end(4), ("failed".into(), Null, Null, json!(unknown)));
+    // The table says it in a word, and `--wide` why a run did not run.
+    let table = stdout(&cronctl(None, &socket, &["list"]));
+    let cell = |table: &str, line: u32, word: &str| {
+        let row = table
+            .lines()
+            .find(|l| l.contains(&format!("crontab:{line} ")))
+            .unwrap_or_else(|| panic!("{table}"));
+        assert!(row.contains(&format!("  {word}  ")), "{word:?} in {row:?}");
+    };
+    cell(&table, 1, "exit 3");
+    cell(&table, 2, "SIGKILL");
+    cell(&table, 3, "ok");
+    cell(&table, 4, "not run");
+    let wide = stdout(&cronctl(None, &socket, &["list", "--wide"]));
+    cell(&wide, 4, unknown);
+}
+
+#[test]
+fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_answers_others() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crp", &[]);
+    let text = format!("0 0 1 1 * {} sleep 6\n", user.name);
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let place = format!("{}:1", tree.system_crontab().display());
+    // A client that leaves while its run is parked.
+    let mut leaving = cronctl_command(None, &socket, &["run", "--wait", &place])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    crond.wait_for_log(" CMD (sleep 6)", 10);
+    leaving.kill().unwrap();
+    leaving.wait().unwrap();
+    let status = cronctl(None, &socket, &["status"]);
+    assert!(status.status.success(), "{status:?}");
+    // Eight parked at once (the one above may still hold a slot for a moment: the ninth of
+    // the loop below is past the bound either way).
+    let mut waiting: Vec<_> = (0..8)
+        .map(|_| {
+            cronctl_command(None, &socket, &["run", "--wait", &place])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (code, said) = run_as_root(&socket, &["--wait", &place]);
+    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(
+        said,
+        "cronctl: busy: 8 runs already wait for their jobs; try again"
+    );
+    let status = cronctl(None, &socket, &["status"]);
+    assert!(
+        status.status.success(),
+        "answered while 8 runs are parked: {status:?}"
+    );
+    for child in &mut waiting {
+        assert_eq!(wait_with_timeout(child, 20).code(), Some(0));
+    }
+    assert!(crond.log_text().contains(" loaded from "));
+}
+
+/// The id of each object `cronctl list --json` printed, by its `entry`.
+fn ids(o: &Output) -> Vec<(String, String)> {
+    assert!(o.status.success(), "{o:?}");
+    stdout(o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("one JSON object a line");
+            let id = v["id"].as_str().expect("an id").to_string();
+            (v["entry"].as_str().expect("an entry").to_string(), id)
+        })
+        .collect()
+}
+
+#[test]
+fn an_entry_keeps_its_id_when_other_lines_change_and_cronnext_and_run_know_it() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("cti", &[]);
+    let u = user.name.as_str();
+    let twice = "0 3 * * * echo same\n0 3 * * * echo same\n";
+    tree.user_crontab(u, twice, 0o600, u);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let before = ids(&cronctl(None, &socket, &["list", "--json"]));
+    assert_eq!(before.len(), 2, "{before:?}");
+    let (first, second) = (before[0].1.clone(), before[1].1.clone());
+    assert_ne!(first, second, "identical lines are told apart");
+    assert!(first.len() == 12 && first.bytes().all(|b| b.is_ascii_hexdigit()));
+    // cronnext computes the same ids from the file.
+    let next = Command::new(env!("CARGO_BIN_EXE_cronnext"))
+        .arg("--id")
+        .arg(tree.spool().join(u))
+        .output()
+        .expect("run cronnext");
+    let printed = stdout(&next);
+    assert!(
+        printed.contains(&format!(" {first} {u} echo same"))
+            && printed.contains(&format!(" {second} {u} echo same")),
+        "{printed}"
+    );
+    // A line added above them moves them, and they keep their ids.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    tree.user_crontab(
+        u,
+        &format!("# new\n5 5 * * * echo other\n{twice}"),
+        0o600,
+        u,
+    );
+    crond.wait_for_log(" RELOAD ", 10);
+    let after = ids(&cronctl(None, &socket, &["list", "--json"]));
+    let spool = tree.spool();
+    let tab = spool.file_name().unwrap().to_string_lossy();
+    assert!(
+        after.contains(&(format!("{tab}/{u}:3"), first.clone())),
+        "{after:?}"
+    );
+    assert!(
+        after.contains(&(format!("{tab}/{u}:4"), second.clone())),
+        "{after:?}"
+    );
+    // A unique prefix of the id names the entry; three digits are too few.
+    let ran = cronctl(None, &socket, &["run", &first[..6]]);
+    assert!(stdout(&ran).contains(&format!("{tab}/{u}:3")), "{ran:?}");
+    let short = cronctl(None, &socket, &["run", &first[..3]]);
+    assert_eq!(short.status.code(), Some(2), "{short:?}");
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("is not an id (4 to 12"),
+        "{short:?}"
+    );
+}
+
+/// A table as the user sees it, with what changes from run to run made fixed: `words`
+/// replaced, then each row's cells (the text between runs of two spaces or more) with a
+/// time since the last run or a duration made fixed, and the columns padded again to their
+/// widest cell.
+fn scrubbed_table(text: &str, words: &Scrub) -> String {
+    let text = words.apply(text);
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut tail = String::new();
+    for line in text.lines() {
+        if !tail.is_empty() || line.is_empty() || line.ends_with('.') {
+            tail.push_str(line);
+            tail.push('\n');
+            continue;
+        }
+        let cells = line
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(|c| match c {
+                _ if c.ends_with("s ago") => "1s ago".to_string(),
+                // A temporary directory's name, cut: its random end made fixed.
+                _ if c.starts_with('…') && c.contains("/crontab:") => {
+                    let (dir, rest) = c.split_once("/crontab:").unwrap();
+                    let hidden = dir.chars().count() - 1;
+                    format!("…{}/crontab:{rest}", "X".repeat(hidden))
+                }
+                _ if c.ends_with("ms") && c[..c.len() - 2].bytes().all(|b| b.is_ascii_digit()) => {
+                    "5ms".to_string()
+                }
+                _ => c.to_string(),
+            })
+            .collect();
+        rows.push(cells);
+    }
+    let mut widths: Vec<usize> = Vec::new();
+    for row in &rows {
+        for (i, cell) in row.iter().enumerate() {
+            if widths.len() <= i {
+                widths.push(0);
+            }
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out + &tail
+}
+
+#[test]
+fn root_cronctl_list_is_an_overview_sorted_by_next_run_as_root_and_as_a_user() {
+    require_root();
+    let tree = Tree::new();
+    // A user of every Debian system: a name of the same length in each run.
+    let u = "nobody";
+    tree.user_crontab(
+        u,
+        "0 3 * * * echo nightly backup of the photos\n30 12 * * 1 false\n",
+        0o600,
+        u,
+    );
+    tree.write_file(
+        &tree.system_crontab(),
+        "CRON_TZ=Europe/Paris\n0 3 * * * root echo root-only\n",
+        0o644,
+    );
+    // Real speed from a second past a minute: the times left read the same through the test.
+    let crond = Crond::start_fast(&tree, 1, "2026-11-21 10:01:05", 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let spool = tree.spool();
+    let tab = format!("{}/{u}", spool.file_name().unwrap().to_string_lossy());
+    let failed = cronctl(None, &socket, &["run", "--wait", &format!("{tab}:2")]);
+    assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+    // The temporary directory's name, cut or not: as long in each run.
+    let dir = tree
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let mut words = Scrub::new().replace(&dir[dir.len() - 6..], "XXXXXX");
+    for (entry, id) in ids(&cronctl(None, &socket, &["list", "--json"])) {
+        let line = entry.rsplit(':').next().unwrap().to_string();
+        let file = if entry.contains("crontab:") {
+            "sys"
+        } else {
+            "usr"
+        };
+        words = words.replace(id, format!("id-{file}-{line:0>5}"));
+    }
+    let as_root = stdout(&cronctl(None, &socket, &["list"]));
+    assert_golden("cronctl-list.txt", &scrubbed_table(&as_root, &words));
+    let wide = stdout(&cronctl(None, &socket, &["list", "--wide"]));
+    assert_golden("cronctl-list-wide.txt", &scrubbed_table(&wide, &words));
+    let as_user = stdout(&cronctl(Some(u), &socket, &["list"]));
+    assert_golden("cronctl-list-user.txt", &scrubbed_table(&as_user, &words));
+}
+
+#[test]
+fn root_the_default_list_fits_a_hundred_columns_with_long_commands_and_file_names() {
+    require_root();
+    let tree = Tree::new();
+    let long_name = format!("{}-and-then-some-more", "a-very-long-file-name".repeat(3));
+    tree.write_file(
+        &tree.cron_d().join(&long_name),
+        &format!(
+            "0 3 * * * root echo {}\n*/5 * * * * nobody true\n",
+            "a long command ".repeat(20)
+        ),
+        0o644,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let table = stdout(&cronctl(None, &socket, &["list"]));
+    assert!(table.contains('…') && table.contains(":1"), "{table}");
+    for line in table.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    let wide = stdout(&cronctl(None, &socket, &["list", "--wide"]));
+    assert!(
+        wide.contains(&"a long command ".repeat(20).trim_end().to_string()),
+        "{wide}"
     );
 }

@@ -22,6 +22,8 @@ fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
     // /etc/cron.d files.
     tree.write_file(&tree.cron_d().join("writable"), &sys_job("writable"), 0o666);
     tree.write_file(&tree.cron_d().join("linked"), &sys_job("linked"), 0o644);
+    tree.write_file(&tree.cron_d().join("theirs"), &sys_job("theirs"), 0o644);
+    chown(&tree.cron_d().join("theirs"), &other.name);
     std::fs::hard_link(
         tree.cron_d().join("linked"),
         tree.path().join("second-name"),
@@ -52,9 +54,24 @@ fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
 
     let crond = Crond::start(&tree, 1, &[]);
     let cron_d = |n: &str| tree.cron_d().join(n).display().to_string();
-    crond.wait_for_log("(root) INSECURE MODE (mode 0600 expected) (spool/root)", 10);
+    let (b, b_uid) = (&other.name, uid_of_user(&other.name));
+    let daemon_uid = uid_of_user("daemon");
     crond.wait_for_log(
-        &format!("({}) WRONG FILE OWNER (spool/{})", other.name, other.name),
+        "(root) INSECURE MODE (mode 0600 expected) (spool/root: mode 0644, must be 0600)",
+        10,
+    );
+    crond.wait_for_log(
+        &format!(
+            "({b}) WRONG FILE OWNER (spool/{b}: owned by uid {daemon_uid} (daemon), \
+             must be uid {b_uid} ({b}) or root)"
+        ),
+        10,
+    );
+    crond.wait_for_log(
+        &format!(
+            "(*system*theirs) WRONG FILE OWNER ({}: owned by uid {b_uid} ({b}), must be root)",
+            cron_d("theirs")
+        ),
         10,
     );
     crond.wait_for_log("(nosuchuserzz) ORPHAN (no passwd entry)", 10);
@@ -64,14 +81,15 @@ fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
     );
     crond.wait_for_log(
         &format!(
-            "(*system*writable) INSECURE MODE (group/other writable) ({})",
+            "(*system*writable) INSECURE MODE (group/other writable) ({}: mode 0666, \
+             must not be writable by group or others)",
             cron_d("writable")
         ),
         10,
     );
     crond.wait_for_log(
         &format!(
-            "(*system*linked) NUMBER OF HARD LINKS > 1 ({})",
+            "(*system*linked) NUMBER OF HARD LINKS > 1 ({}: 2 hard links, must have 1)",
             cron_d("linked")
         ),
         10,
@@ -97,6 +115,7 @@ fn root_bad_files_are_refused_with_debians_log_lines_and_good_ones_run() {
         "wrongowner",
         "orphan",
         "writable",
+        "theirs",
         "linked",
         "badlink",
     ] {

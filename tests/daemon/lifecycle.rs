@@ -77,6 +77,30 @@ fn sigterm_stops_the_daemon_cleanly_and_running_jobs_finish() {
 }
 
 #[test]
+fn a_clean_stop_removes_the_pid_file_and_the_control_sockets_but_not_anothers() {
+    let tree = Tree::new();
+    let socket = tree.pid_file().with_file_name("crond.sock");
+    let private = tree.pid_file().with_file_name("crond.private.sock");
+    let mut crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    for path in [&tree.pid_file(), &socket, &private] {
+        assert!(path.exists(), "{} while it runs", path.display());
+    }
+    assert_eq!(crond.stop().code(), Some(0));
+    for path in [&tree.pid_file(), &socket, &private] {
+        assert!(!path.exists(), "{} after a clean stop", path.display());
+    }
+    // A socket put in its place by someone else (another daemon's) is left alone.
+    let mut crond = Crond::start(&tree, 2, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    std::fs::remove_file(&socket).expect("remove");
+    let other = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    assert_eq!(crond.stop().code(), Some(0));
+    assert!(socket.exists(), "another's socket stays");
+    drop(other);
+}
+
+#[test]
 fn reboot_jobs_run_once_across_a_restart() {
     let tree = Tree::new();
     let boot = tree.out("boot");

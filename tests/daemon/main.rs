@@ -17,6 +17,7 @@ mod files;
 mod jobs;
 mod json_log;
 mod lifecycle;
+mod lines;
 mod mail;
 mod mta;
 mod pam;

@@ -377,6 +377,8 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--crontab",
             "--keep-env",
             "--stop-jobs",
+            "--check",
+            "--wait-for-crontab",
             "--stop-timeout",
             "--control-socket",
         ])
@@ -401,6 +403,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
     assert_eq!(
         flags_in_page(&page("cronnext.1")),
         set(&[
+            "--id",
             "--tz",
             "--after",
             "--count",

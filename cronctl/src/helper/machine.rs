@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crond::cluster::entry_id::run_weight;
 use crond::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
-use crond::cluster::wire::{Denied, FromHelper, RunKey};
+use crond::cluster::wire::{Denied, FromHelper, Loaded, MAX_LISTED, RunKey};
 
 use super::HelperArgs;
 use super::store::{Claim, Failure, Store, Watched};
@@ -71,6 +71,11 @@ pub struct Machine<S: Store> {
     retry_at: Option<Instant>,
     /// What is to be said to the daemon, in order.
     outbox: Vec<FromHelper>,
+    /// The daemon's list of the cluster entries it has loaded, until it is written, with how
+    /// many it left out.
+    listed: Option<(Vec<Loaded>, usize)>,
+    /// When the list is written next (after a failure, or without the lease).
+    list_at: Instant,
 }
 
 impl<S: Store> Machine<S> {
@@ -90,6 +95,8 @@ impl<S: Store> Machine<S> {
             pending: VecDeque::new(),
             retry_at: None,
             outbox: Vec::new(),
+            listed: None,
+            list_at: now,
         }
     }
 
@@ -111,7 +118,17 @@ impl<S: Store> Machine<S> {
         if !self.pending.is_empty() {
             at = at.min(self.retry_at.unwrap_or(self.now));
         }
+        if self.listed.is_some() {
+            at = at.min(self.list_at);
+        }
         at
+    }
+
+    /// The daemon listed the cluster entries it has loaded (`omitted` more were past its
+    /// bound): written as this host's rows at the next turn, replacing a list not written yet.
+    pub fn on_loaded(&mut self, entries: Vec<Loaded>, omitted: usize) {
+        self.listed = Some((entries, omitted));
+        self.list_at = self.now;
     }
 
     /// Requests from the daemon: `RUN`s (this host's share goes to be claimed now, the rest
@@ -130,6 +147,36 @@ impl<S: Store> Machine<S> {
         for batch in ends.chunks(MAX_BATCH) {
             // An end that can't be written is lost: the run shows as started, not ended.
             let _ = self.call(|s| s.end(batch));
+        }
+        self.write_list();
+    }
+
+    /// Writes the daemon's list of its entries when it is due: tried again after a failure,
+    /// and at the next lease renewal while this session does not hold the lease.
+    fn write_list(&mut self) {
+        if self.now < self.list_at {
+            return;
+        }
+        let Some((entries, omitted)) = self.listed.take() else {
+            return;
+        };
+        match self.call(|s| s.list(&entries)) {
+            Ok(true) if omitted > 0 => self.log(
+                true,
+                format!(
+                    "{omitted} cluster entries past the bound ({MAX_LISTED} entries) are not \
+                     listed in the database: cronctl entries does not show them"
+                ),
+            ),
+            Ok(true) => {}
+            Ok(false) => {
+                self.list_at = self.next_lease;
+                self.listed = Some((entries, omitted));
+            }
+            Err(_) => {
+                self.list_at = self.now + RETRY_AFTER;
+                self.listed = Some((entries, omitted));
+            }
         }
     }
 
@@ -158,6 +205,7 @@ impl<S: Store> Machine<S> {
             }
         }
         self.claim_pending();
+        self.write_list();
     }
 
     /// The daemon is gone: the lease goes back, so that other hosts take over at once.

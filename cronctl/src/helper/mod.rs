@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use crond::cluster::wire::{self, FromHelper, ToHelper};
+use crond::cluster::wire::{self, FromHelper, Loaded, MAX_LISTED, ToHelper};
 
 use crate::conn::Connect;
 use crate::db;
@@ -87,6 +87,8 @@ fn send(out: &mut File, messages: Vec<FromHelper>) {
 fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut File) -> u8 {
     let mut reader = wire::LineReader::default();
     let mut chunk = vec![0u8; 64 * 1024];
+    // The `ENTRY` lines of a list, until its `LOADED` (at most `MAX_LISTED` of them).
+    let mut listing: Vec<Loaded> = Vec::new();
     loop {
         machine.on_tick(Instant::now());
         send(out, machine.take_outbox());
@@ -119,6 +121,13 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
                 match line.and_then(|line| ToHelper::decode(&line)) {
                     Ok(ToHelper::Run { seq, key }) => runs.push((seq, key)),
                     Ok(ToHelper::End { key, status }) => ends.push((key, status)),
+                    Ok(ToHelper::Entry(entry)) if listing.len() < MAX_LISTED => listing.push(entry),
+                    Ok(ToHelper::Entry(_)) => {}
+                    Ok(ToHelper::Loaded { count, omitted }) => {
+                        let list = std::mem::take(&mut listing);
+                        let lost = count.saturating_sub(list.len());
+                        machine.on_loaded(list, omitted + lost);
+                    }
                     Err(e) => errors.push(FromHelper::Log {
                         error: true,
                         text: format!("protocol error from the daemon: {e}; line skipped"),

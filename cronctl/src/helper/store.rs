@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crond::cluster::conninfo::ConnInfo;
-use crond::cluster::wire::RunKey;
+use crond::cluster::wire::{Loaded, RunKey};
 
 use crate::conn::{Connect, Connection, DbError, Rows};
 use crate::{db, sql};
@@ -80,6 +80,9 @@ pub trait Store {
     fn take_over(&mut self, runs: &[RunKey]) -> Result<Vec<Watched>, Failure>;
     /// Records the exit statuses of runs that ended.
     fn end(&mut self, ends: &[(RunKey, i32)]) -> Result<(), Failure>;
+    /// Makes this host's rows of loaded entries `entries`; `Ok(false)` when this session does
+    /// not hold the host's lease (nothing written).
+    fn list(&mut self, entries: &[Loaded]) -> Result<bool, Failure>;
     /// Prunes the history; how many runs and hosts went.
     fn prune(&mut self, keep_days: u32, keep_runs: u32) -> Result<(u64, u64), Failure>;
     /// Gives the lease back and closes the connection (the daemon is gone).
@@ -255,6 +258,20 @@ impl Store for SqlStore<'_> {
         let statuses = sql::array(ends.iter().map(|(_, status)| status.to_string()));
         self.batch(sql::END, ends.iter().map(|(key, _)| key), &[statuses])
             .map(|_| ())
+    }
+
+    fn list(&mut self, entries: &[Loaded]) -> Result<bool, Failure> {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let params = [
+            sql::array(entries.iter().map(|e| e.cluster.as_str())),
+            sql::array(entries.iter().map(|e| text(&e.owner))),
+            sql::array(entries.iter().map(|e| e.entry.to_string())),
+            sql::array(entries.iter().map(|e| text(&e.place))),
+            sql::array(entries.iter().map(|e| text(&e.command))),
+            self.host.clone(),
+            self.session.to_string(),
+        ];
+        Ok(!self.query(sql::LIST, &params)?.rows.is_empty())
     }
 
     fn prune(&mut self, keep_days: u32, keep_runs: u32) -> Result<(u64, u64), Failure> {

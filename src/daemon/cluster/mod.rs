@@ -7,6 +7,8 @@
 //! started before the crontabs are loaded and again 5 s after it is lost; the daemon holds no
 //! database code and starts no thread.
 
+mod quiet;
+
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -17,7 +19,7 @@ use super::clock;
 use super::effects::Effects;
 use super::handoff::{Claim, ClusterEntry, Granted, Launched, Run};
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
-use crate::cluster::wire::{self, Denied, FromHelper, RunKey, ToHelper};
+use crate::cluster::wire::{self, Denied, FromHelper, Loaded, MAX_LISTED, RunKey, ToHelper};
 use crate::log::Level;
 use crate::log::messages;
 use crate::schedule::Zone;
@@ -35,6 +37,11 @@ const MAX_UNSENT: usize = 1 << 20;
 
 /// How much of the helper's answers is read at once.
 const READ_CHUNK: usize = 16 * 1024;
+
+/// The most bytes of `ENTRY` lines listed to the helper at once: half of what may wait unsent,
+/// so that a list never costs the helper its socket (a few thousand entries of usual length;
+/// at least 800 whose place and command are at their bounds).
+const MAX_LIST_BYTES: usize = MAX_UNSENT / 2;
 
 /// The helper process and the socket to it.
 #[derive(Debug)]
@@ -63,6 +70,15 @@ pub(super) struct ClusterLink {
     /// Why nothing proves the database is what answers, until it is logged (once, when the
     /// helper first starts).
     unproven: Option<String>,
+    /// The runs not started said a minute at a time, and the entries known to be paused.
+    quiet: quiet::Quiet,
+    /// The cluster entries loaded here, as the `ENTRY` and `LOADED` lines that list them to
+    /// the helper (empty before the first list).
+    listed: String,
+    /// Files were loaded since the entries were last listed.
+    list_stale: bool,
+    /// The helper does not have the list yet (it changed, or the helper started since).
+    list_unsent: bool,
 }
 
 impl ClusterLink {
@@ -104,6 +120,10 @@ impl ClusterLink {
             started: HashMap::new(),
             granted: HashMap::new(),
             unproven,
+            quiet: quiet::Quiet::default(),
+            listed: String::new(),
+            list_stale: true,
+            list_unsent: false,
         }
     }
 
@@ -122,10 +142,14 @@ impl ClusterLink {
 
     /// When the loop must wake for the link: an answer's deadline or the helper's restart.
     pub(super) fn next_deadline_ms(&self) -> Option<i64> {
-        match (self.parked.next_deadline_ms(), self.restart_at_ms) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.parked.next_deadline_ms(),
+            self.restart_at_ms,
+            self.quiet.due_ms(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Whether `pid` is the helper's.
@@ -174,6 +198,7 @@ impl ClusterLink {
         match fx.spawn_helper(&self.program, &self.args) {
             Ok((pid, socket)) => {
                 fx.info(messages::helper_started_line(pid));
+                self.list_unsent = true;
                 self.helper = Some(Helper {
                     pid,
                     socket,
@@ -200,7 +225,7 @@ impl ClusterLink {
         let abandoned = self.parked.abandon();
         fx.error(messages::helper_lost_line(why));
         for (run, _) in abandoned {
-            log_run(&run, "not run: the cluster helper was lost", zone, fx);
+            self.not_run(&run, "the cluster helper was lost".into(), now_ms, zone, fx);
         }
     }
 
@@ -342,6 +367,7 @@ impl ClusterLink {
                 key,
                 taken_over,
             } => {
+                self.say_if_resumed(&job, &key, zone, fx);
                 if taken_over {
                     log_run(
                         &job,
@@ -354,19 +380,7 @@ impl ClusterLink {
             }
             // Logged at the final answer (`ran` or a takeover's `GO`), not here.
             Answered::Taken { .. } => {}
-            Answered::No { job, why, .. } => {
-                let note = match why {
-                    Denied::Taken(host) | Denied::Ran(host) => format!("runs on {host}"),
-                    Denied::Paused => "not run: paused in the cluster (cronctl resume)".into(),
-                    Denied::Lease => {
-                        "not run: this host's lease in the cluster database has expired".into()
-                    }
-                    Denied::Unreachable(why) => {
-                        format!("not run: the cluster database is unreachable ({why})")
-                    }
-                };
-                log_run(&job, &note, zone, fx);
-            }
+            Answered::No { job, key, why } => self.denied(&job, &key, why, now_ms, zone, fx),
             Answered::Unknown => {}
         }
         None
@@ -376,15 +390,14 @@ impl ClusterLink {
     pub(super) fn on_deadline(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
         let late = self.parked.expire(now_ms);
         for (run, _) in late {
-            log_run(
-                &run,
-                &format!(
-                    "not run: no answer from the cluster database in {} s",
-                    ANSWER_WAIT_MS / 1000
-                ),
-                zone,
-                fx,
+            let why = format!(
+                "no answer from the cluster database in {} s",
+                ANSWER_WAIT_MS / 1000
             );
+            self.not_run(&run, why, now_ms, zone, fx);
+        }
+        if let Some(line) = self.quiet.due(now_ms) {
+            fx.info(line);
         }
         self.start_helper(now_ms, fx);
     }
@@ -421,6 +434,115 @@ impl ClusterLink {
         };
         if let Err(e) = self.send(&ToHelper::End { key, status }) {
             self.helper_lost(&e, now_ms, zone, fx);
+        }
+    }
+}
+
+impl ClusterLink {
+    /// Files were loaded: the cluster entries are to be listed again ([`ClusterLink::list`]).
+    pub(super) fn files_loaded(&mut self) {
+        self.list_stale = true;
+    }
+
+    /// Whether the cluster entries are to be listed again.
+    pub(super) fn wants_list(&self) -> bool {
+        self.list_stale
+    }
+
+    /// The cluster entries loaded now, in the sources' order: kept as the lines that list
+    /// them (the first [`MAX_LISTED`], within [`MAX_LIST_BYTES`]; the rest counted), to be
+    /// sent when they differ from the last list.
+    pub(super) fn list(&mut self, entries: impl Iterator<Item = Loaded>) {
+        self.list_stale = false;
+        let (mut text, mut count, mut omitted) = (String::new(), 0, 0);
+        for entry in entries {
+            let fits = entry.fits();
+            let encoded = ToHelper::Entry(entry).encode();
+            if !fits || count >= MAX_LISTED || text.len() + encoded.len() > MAX_LIST_BYTES {
+                omitted += 1;
+                continue;
+            }
+            text.push_str(&encoded);
+            count += 1;
+        }
+        text.push_str(&ToHelper::Loaded { count, omitted }.encode());
+        if text != self.listed {
+            self.listed = text;
+            self.list_unsent = true;
+        }
+    }
+
+    /// Sends the list to the helper if it lacks it, once what waits unsent leaves room for it.
+    pub(super) fn send_list(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
+        if !self.list_unsent || self.listed.is_empty() {
+            return;
+        }
+        let Some(helper) = self.helper.as_mut() else {
+            return;
+        };
+        if helper.pump.unsent() + self.listed.len() > MAX_UNSENT {
+            return;
+        }
+        self.list_unsent = false;
+        helper.pump.queue(self.listed.as_bytes());
+        if let Err(e) = flush(helper) {
+            self.helper_lost(&e, now_ms, zone, fx);
+        }
+    }
+}
+
+impl ClusterLink {
+    /// The helper's `NO` to `run`: another host runs it (said per run), it is paused (said when
+    /// first found paused), or the database can't say (the minute's runs said in one line).
+    fn denied(
+        &mut self,
+        run: &Run,
+        key: &RunKey,
+        why: Denied,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) {
+        let reason = match why {
+            Denied::Taken(host) | Denied::Ran(host) => {
+                self.say_if_resumed(run, key, zone, fx);
+                return log_run(run, &format!("runs on {host}"), zone, fx);
+            }
+            Denied::Paused => {
+                if self.quiet.paused(key) {
+                    let note = "not run: paused in the cluster (cronctl resume); \
+                                not said again until it runs";
+                    log_run(run, note, zone, fx);
+                }
+                return;
+            }
+            Denied::Lease => "this host's lease in the cluster database has expired".into(),
+            Denied::Unreachable(why) => format!("the cluster database is unreachable ({why})"),
+        };
+        self.not_run(run, reason, now_ms, zone, fx);
+    }
+
+    /// `run` was not run for `reason`: counted in its minute's line, written within
+    /// [`quiet::GATHER_MS`] (a line of another minute or reason pending is written now).
+    fn not_run(
+        &mut self,
+        run: &Run,
+        reason: String,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) {
+        let when = clock::time(zone, run.due.start_second() * 1000);
+        let command = run.job.job.command();
+        if let Some(line) = self.quiet.not_run(when, reason, command, now_ms) {
+            fx.info(line);
+        }
+    }
+
+    /// Says that the entry of `run`, found paused before, runs again.
+    fn say_if_resumed(&mut self, run: &Run, key: &RunKey, zone: &Zone, fx: &mut dyn Effects) {
+        if self.quiet.resumed(key) {
+            log_run(run, "resumed in the cluster: runs again", zone, fx);
         }
     }
 }
@@ -563,8 +685,17 @@ mod tests {
         link.claim(run(due), Some(EntryKey(1)), now_ms, &zone, &mut fx);
         clock.advance_ms(ANSWER_WAIT_MS + 1);
         link.on_deadline(clock.now().as_millisecond(), &zone, &mut fx);
-        let late = fx.logged("(alice) CLUSTER (backup) 11:00 not run: no answer");
-        assert_eq!(late.len(), 1, "{:?}", fx.lines);
+        // Said with the minute's other runs not run for that reason, a moment later.
+        let said = "(CRON) CLUSTER (1 entry not run at 11:00: no answer from the cluster \
+                    database in 120 s: backup)";
+        assert!(fx.logged(said).is_empty());
+        assert_eq!(
+            link.next_deadline_ms(),
+            Some(clock.now().as_millisecond() + 2_000)
+        );
+        clock.advance_ms(2_000);
+        link.on_deadline(clock.now().as_millisecond(), &zone, &mut fx);
+        assert_eq!(fx.logged(said).len(), 1, "{:?}", fx.lines);
         // Another run is parked; the helper exits: the run is given up, the helper restarts
         // 5 s later.
         let now_ms = clock.now().as_millisecond();
@@ -572,8 +703,11 @@ mod tests {
         let helper_pid = link.helper.as_ref().unwrap().pid as i32;
         link.on_reaped(helper_pid, Exit::Code(1), now_ms, &zone, &mut fx);
         assert_eq!(fx.logged("cluster helper lost: it exited").len(), 1);
-        assert_eq!(fx.logged("not run: the cluster helper was lost").len(), 1);
         assert!(fx.killed.is_empty(), "an exited helper is not killed");
+        assert_eq!(link.next_deadline_ms(), Some(now_ms + 2_000));
+        link.on_deadline(now_ms + 2_000, &zone, &mut fx);
+        let lost = "1 entry not run at 11:01: the cluster helper was lost: backup";
+        assert_eq!(fx.logged(lost).len(), 1, "{:?}", fx.lines);
         assert_eq!(link.next_deadline_ms(), Some(now_ms + RESTART_AFTER_MS));
         link.on_deadline(now_ms + RESTART_AFTER_MS, &zone, &mut fx);
         assert_eq!(fx.logged("cluster helper started").len(), 2);
@@ -611,6 +745,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn loaded(n: usize, command: &[u8]) -> Loaded {
+        Loaded {
+            cluster: "web".into(),
+            owner: b"root".to_vec(),
+            entry: EntryKey(n as u64),
+            place: format!("f:{n}").into_bytes(),
+            command: command.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_list_of_entries_is_bounded_by_count_and_by_bytes_and_counts_the_rest() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        link.list((0..MAX_LISTED + 2_000).map(|n| loaded(n, b"true")));
+        assert_eq!(link.listed.lines().count(), MAX_LISTED + 1);
+        assert!(link.listed.ends_with("LOADED 10000 2000\n"), "counted");
+        // Commands at their bound: the bytes bound the list first.
+        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        let lines = link.listed.lines().count() - 1;
+        assert!(link.listed.len() <= MAX_LIST_BYTES + 100);
+        assert!(lines >= 800, "{lines}");
+        assert!(
+            link.listed
+                .ends_with(&format!("LOADED {lines} {}\n", 5_000 - lines))
+        );
+        // Sent once (the socket takes part of it, the pump keeps the rest), and not again
+        // while it is the same.
+        link.send_list(0, &Zone::utc(), &mut fx);
+        assert!(!link.list_unsent);
+        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        assert!(!link.list_unsent, "the same list is not sent again");
     }
 
     #[test]

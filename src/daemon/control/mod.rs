@@ -8,6 +8,15 @@
 //! then the one launch path) and tells it what became of it ([`ControlServer::ran`]). What a
 //! request means, who may see what and the answers' text are `crate::control`'s (pure).
 //!
+//! A run whose job child was forked is parked: its connection waits, without holding the loop,
+//! for what the child says on the pipe the reactor handed it (`control::report`: the job
+//! started as its user, or why not; with `--wait`, how it ended), polled here beside the
+//! connection. It is answered once: by the child's word, by the end of the pipe without it,
+//! after [`REPORT_DEADLINE_MS`] without word of the start, or when the daemon stops
+//! ([`ControlServer::stopping`]); a client that leaves meanwhile is let go. Parked connections
+//! keep their slots (a user's count against [`MAX_PER_USER`]), and at most [`MAX_PARKED`] are
+//! parked at once: a run asked for past it is answered `ERROR busy`.
+//!
 //! Two sockets. The shared one (mode 0666) takes any local user; each connection is told apart
 //! by its credentials (`SO_PEERCRED`, read at accept: the kernel's, not the client's word). The
 //! private one beside it ([`private_path`], mode 0600, the daemon's own user's) takes only root
@@ -35,16 +44,19 @@
 //! turn (no removal by position).
 
 use std::collections::BTreeMap;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 
 use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
+use crate::cluster::entry_id::{Identity, LocalIds};
+use crate::control::report;
 use crate::control::{
     self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
 };
+use crate::job::report::Said;
 use crate::log::messages;
 use crate::schedule::Zone;
 use crate::sys::listen::{Listener, Stream};
@@ -65,8 +77,16 @@ pub(super) const MAX_PER_USER: usize = 4;
 /// From the accept to the end of the request line.
 pub(super) const REQUEST_DEADLINE_MS: i64 = 2_000;
 
-/// From the accept to the last byte of the answer.
+/// From the accept to the last byte of the answer (for a parked run: from its answer).
 pub(super) const DEADLINE_MS: i64 = 5_000;
+
+/// How long a parked run waits for its job child to say whether the job started (`cronctl`
+/// waits longer).
+pub(super) const REPORT_DEADLINE_MS: i64 = 20_000;
+
+/// Runs parked at once, waiting for their job children: half the table, so that `--wait`s of
+/// long jobs leave room for everything else.
+pub(super) const MAX_PARKED: usize = MAX_CONNECTIONS / 2;
 
 /// Requests of users other than root answered per second, all such users together (each `list`
 /// looks at every entry).
@@ -105,6 +125,8 @@ pub(super) enum Token {
     Private,
     /// A connection, by its position as of [`ControlServer::fds`].
     Connection(usize),
+    /// The report pipe of a parked connection, by the connection's position.
+    Report(usize),
 }
 
 /// A run asked for through the socket, for the loop to start.
@@ -116,6 +138,8 @@ pub(super) struct RunOrder {
     /// `FILE:LINE`.
     pub(super) place: String,
     pub(super) peer: Peer,
+    /// `--wait`: the answer waits for the job's end.
+    pub(super) wait: bool,
 }
 
 #[derive(Debug)]
@@ -126,6 +150,8 @@ enum State {
     Asked(Request),
     /// A run was handed to the loop under this ticket.
     Running(u64),
+    /// Its job child was forked: waiting for what it says.
+    Parked(Parked),
     /// The answer is queued in the pump.
     Replying,
     /// Answered, or the peer is gone: dropped at the end of the turn.
@@ -143,15 +169,48 @@ struct Connection {
     pump: Pump,
     state: State,
     accepted_ms: i64,
+    /// When it was parked, or answered after it was: its deadlines count from then.
+    parked_ms: Option<i64>,
+}
+
+/// A run whose job child was forked, waiting for what the child says on its report pipe.
+#[derive(Debug)]
+struct Parked {
+    /// `FILE:LINE`.
+    place: String,
+    wait: bool,
+    /// The pipe's read end (non-blocking).
+    report: std::fs::File,
+    /// What came of a line not whole yet.
+    heard: Vec<u8>,
+    /// The child said the job started (a `--wait` waits on for the end).
+    started: bool,
+    /// The client shut its writing side: its socket is not watched for its leaving.
+    half_closed: bool,
 }
 
 impl Connection {
     fn deadline_ms(&self) -> i64 {
-        self.accepted_ms
-            + match self.state {
-                State::Reading => REQUEST_DEADLINE_MS,
-                _ => DEADLINE_MS,
-            }
+        let since = self.parked_ms.unwrap_or(self.accepted_ms);
+        match &self.state {
+            State::Reading => since + REQUEST_DEADLINE_MS,
+            // `--wait`: as long as the job runs.
+            State::Parked(p) if p.started => i64::MAX,
+            State::Parked(_) => since + REPORT_DEADLINE_MS,
+            _ => since + DEADLINE_MS,
+        }
+    }
+
+    /// Whether it holds a run: handed to the loop, or parked.
+    fn holds_run(&self) -> bool {
+        matches!(self.state, State::Running(_) | State::Parked(_))
+    }
+
+    /// Answers a parked run at `now_ms` (the answer's deadline counts from then).
+    fn reply_parked(&mut self, answer: &[u8], now_ms: i64) {
+        self.parked_ms = Some(now_ms);
+        self.reply(answer);
+        self.flush();
     }
 
     /// Root's or the private socket's: served first, in the reserved slots, without the
@@ -325,6 +384,8 @@ pub(super) struct ControlServer {
     pid: i32,
     /// Entries the snapshots held since the last [`ControlServer::take_freed`].
     made: usize,
+    /// The sockets' paths and which files they are, removed at a clean stop.
+    bound: Vec<(PathBuf, (u64, u64))>,
 }
 
 /// How the reactor answers: the snapshot of what a request wants for a peer, made when a
@@ -349,6 +410,7 @@ impl ControlServer {
             started_ms,
             pid: std::process::id() as i32,
             made: 0,
+            bound: Vec::new(),
         }
     }
 
@@ -381,7 +443,22 @@ impl ControlServer {
             }
         };
         fx.info(messages::control_socket_line(&path));
-        Ok(Some(ControlServer::new(shared, private, started_ms)))
+        let has_private = private.is_some();
+        let mut server = ControlServer::new(shared, private, started_ms);
+        let paths = [Some(path), has_private.then_some(private_path)];
+        for path in paths.into_iter().flatten() {
+            if let Ok(identity) = crate::sys::listen::unix_identity(&path) {
+                server.bound.push((path, identity));
+            }
+        }
+        Ok(Some(server))
+    }
+
+    /// At a clean stop: the sockets go, when they are still the ones this daemon made.
+    pub(super) fn remove_sockets(&self) {
+        for (path, identity) in &self.bound {
+            let _ = crate::sys::listen::remove_unix(path, *identity);
+        }
     }
 
     /// The daemon as `status` shows it at `now_ms`, before the entries are counted for the
@@ -410,7 +487,7 @@ impl ControlServer {
     /// (readable while its request comes, writable while its answer goes; a connection waiting
     /// for the loop or the budget is not polled).
     pub(super) fn fds(&self) -> Vec<(Token, BorrowedFd<'_>, Interest)> {
-        let mut fds = Vec::with_capacity(self.connections.len() + 2);
+        let mut fds = Vec::with_capacity(2 * self.connections.len() + 2);
         if self.connections.len() < MAX_CONNECTIONS {
             if let Some(private) = &self.private {
                 fds.push((Token::Private, private.fd(), Interest::Read));
@@ -420,9 +497,16 @@ impl ControlServer {
             }
         }
         for (i, c) in self.connections.iter().enumerate() {
-            match c.state {
+            match &c.state {
                 State::Reading => fds.push((Token::Connection(i), c.stream.fd(), Interest::Read)),
                 State::Replying => fds.push((Token::Connection(i), c.stream.fd(), Interest::Write)),
+                // The pipe, and the client's side: one that leaves is let go.
+                State::Parked(p) => {
+                    fds.push((Token::Report(i), p.report.as_fd(), Interest::Read));
+                    if !p.half_closed {
+                        fds.push((Token::Connection(i), c.stream.fd(), Interest::Read));
+                    }
+                }
                 State::Asked(_) | State::Running(_) | State::Done => {}
             }
         }
@@ -441,6 +525,8 @@ impl ControlServer {
         self.connections
             .iter()
             .map(Connection::deadline_ms)
+            // A `--wait` whose job runs has none.
+            .filter(|&at| at != i64::MAX)
             .chain(next_second)
             .chain(self.accepts.spent_until_ms())
             .chain(self.turned_away.due_ms())
@@ -462,8 +548,17 @@ impl ControlServer {
         // A new second gives the shared socket its accepts back (polled again from here).
         self.accepts.roll(now_ms);
         for (i, c) in self.connections.iter_mut().enumerate() {
+            if ready.contains(&Token::Report(i)) {
+                hear(c, now_ms);
+            }
             if ready.contains(&Token::Connection(i)) {
                 step(c);
+            }
+            if let State::Parked(p) = &c.state
+                && now_ms >= c.deadline_ms()
+            {
+                let answer = report::no_word_answer(&p.place, REPORT_DEADLINE_MS / 1000);
+                c.reply_parked(&answer, now_ms);
             }
         }
         if ready.contains(&Token::Private) {
@@ -480,22 +575,56 @@ impl ControlServer {
         orders
     }
 
-    /// What became of the run `order` asked for (`None`: its entry is gone since): the
-    /// answer goes to its connection.
-    pub(super) fn ran(&mut self, order: &RunOrder, launched: Option<Launched>) {
-        let answer = match launched {
-            Some(launched) => control::ran_answer(&order.place, &ran(launched)),
-            None => control::error_answer("the entry is gone (its crontab changed)"),
-        };
-        if let Some(c) = self
+    /// What became of the run `order` asked for (`None`: its entry is gone since), at
+    /// `now_ms`; `report`: the read end of the pipe its job child was handed. A forked child's
+    /// connection is parked until the child says what became of the job; any other answer
+    /// goes to its connection now.
+    pub(super) fn ran(
+        &mut self,
+        order: &RunOrder,
+        launched: Option<Launched>,
+        report: Option<OwnedFd>,
+        now_ms: i64,
+    ) {
+        let Some(c) = self
             .connections
             .iter_mut()
             .find(|c| matches!(c.state, State::Running(t) if t == order.ticket))
+        else {
+            return;
+        };
+        let answer = match (launched, report) {
+            (Some(Launched::Started(_)), Some(report)) => {
+                c.state = State::Parked(Parked {
+                    place: order.place.clone(),
+                    wait: order.wait,
+                    report: std::fs::File::from(report),
+                    heard: Vec::new(),
+                    started: false,
+                    half_closed: false,
+                });
+                c.parked_ms = Some(now_ms);
+                return;
+            }
+            (Some(launched), _) => control::ran_answer(&order.place, &ran(launched)),
+            (None, _) => control::error_answer("the entry is gone (its crontab changed)"),
+        };
         {
             c.reply(&answer);
             // Most answers fit the socket's buffer; a connection done here is dropped at the
             // end of the next turn.
             c.flush();
+        }
+    }
+
+    /// The daemon stops: each run still waited for is told so, as far as its socket takes the
+    /// answer at once (the connections close with the daemon).
+    pub(super) fn stopping(&mut self, now_ms: i64) {
+        for c in &mut self.connections {
+            if let State::Parked(p) = &c.state {
+                let answer = report::stopping_answer(&p.place, p.started);
+                c.reply_parked(&answer, now_ms);
+            }
         }
     }
 
@@ -538,6 +667,7 @@ impl ControlServer {
                 pump: Pump::new(READ_CHUNK, usize::MAX),
                 state: State::Reading,
                 accepted_ms: now_ms,
+                parked_ms: None,
             };
             // The request is usually there already: read in this same wake-up.
             step(&mut c);
@@ -561,6 +691,7 @@ impl ControlServer {
     /// Answers the requests that are read, the trusted connections' first, users' within the
     /// budget (in the order they came).
     fn answer(&mut self, now_ms: i64, snapshot: SnapshotFn<'_>, orders: &mut Vec<RunOrder>) {
+        let mut parked = self.connections.iter().filter(|c| c.holds_run()).count();
         for trusted in [true, false] {
             for c in self
                 .connections
@@ -578,13 +709,18 @@ impl ControlServer {
                 let snap = snapshot(&c.peer, &request.want(&c.peer));
                 self.made += snap.entries.len();
                 match &request {
-                    Request::Run { target } => match control::find(&snap, target) {
+                    Request::Run { .. } if parked >= MAX_PARKED => c.reply(&control::error_answer(
+                        &format!("busy: {MAX_PARKED} runs already wait for their jobs; try again"),
+                    )),
+                    Request::Run { target, wait } => match control::find(&snap, target) {
                         Ok(entry) => {
+                            parked += 1;
                             orders.push(RunOrder {
                                 ticket: self.next_ticket,
-                                entry: EntryId(entry.id),
+                                entry: EntryId(entry.slot),
                                 place: entry.place(),
                                 peer: c.peer.clone(),
+                                wait: *wait,
                             });
                             c.state = State::Running(self.next_ticket);
                             self.next_ticket += 1;
@@ -614,10 +750,12 @@ fn turn_away(stream: &mut Stream) {
 }
 
 /// One step of a connection: read what came (parsing the request when its line is whole),
-/// or write what can go. It is marked done when it is answered or its peer is gone.
+/// or write what can go; of a parked one, whether its client is still there. It is marked
+/// done when it is answered or its peer is gone.
 fn step(c: &mut Connection) {
     match c.state {
         State::Replying => return c.flush(),
+        State::Parked(_) => return watch_client(c),
         State::Asked(_) | State::Running(_) | State::Done => return,
         State::Reading => {}
     }
@@ -663,6 +801,60 @@ fn step(c: &mut Connection) {
     }
 }
 
+/// A parked connection's socket is readable: its client sent more after the request (read
+/// and dropped), shut its writing side (it still reads the answer: the socket is no longer
+/// watched), or left. A client that left is let go, and its job child's pipe closed (what the
+/// child says then is lost, and the job goes on).
+fn watch_client(c: &mut Connection) {
+    let mut pump = Pump::new(READ_CHUNK, 0);
+    let filled = pump.fill(&mut c.stream, control::MAX_REQUEST, &mut |_| true);
+    let State::Parked(p) = &mut c.state else {
+        return;
+    };
+    match filled {
+        Ok(Filled::Open) => {}
+        Ok(Filled::End) if !crate::sys::poll::hung_up(c.stream.fd()) => p.half_closed = true,
+        Ok(Filled::End) | Err(_) => c.state = State::Done,
+    }
+}
+
+/// A parked connection's pipe is readable: each whole line its job child wrote is heard, and
+/// the first that settles the run answers it; the end of the pipe before that answers that the
+/// child said nothing more.
+fn hear(c: &mut Connection, now_ms: i64) {
+    let State::Parked(p) = &mut c.state else {
+        return;
+    };
+    let heard = &mut p.heard;
+    let filled = c
+        .pump
+        .fill(&mut p.report, crate::job::report::MAX_SAID, &mut |chunk| {
+            heard.extend_from_slice(chunk);
+            true
+        });
+    let mut answer = None;
+    while answer.is_none()
+        && let Some(end) = p.heard.iter().position(|&b| b == b'\n')
+    {
+        let line: Vec<u8> = p.heard.drain(..=end).collect();
+        let Some(said) = Said::parse(&line[..end]) else {
+            continue;
+        };
+        p.started |= matches!(said, Said::Started { .. });
+        answer = report::said_answer(&p.place, &said, p.wait);
+    }
+    if p.heard.len() > crate::job::report::MAX_SAID {
+        p.heard.clear();
+    }
+    let ended = !matches!(filled, Ok(Filled::Open));
+    if answer.is_none() && ended {
+        answer = Some(report::silent_answer(&p.place, p.started));
+    }
+    if let Some(answer) = answer {
+        c.reply_parked(&answer, now_ms);
+    }
+}
+
 /// What a launch did, as the asker is told.
 fn ran(launched: Launched) -> Ran {
     match launched {
@@ -685,6 +877,7 @@ pub(super) fn snapshot<'a>(
     status: StatusView,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
+    let mut ids = LocalIds::default();
     for state in entries {
         let job = state.job;
         if !control::may_see(peer, job.user(), job.owner.uid.map(|u| u.0)) {
@@ -692,17 +885,37 @@ pub(super) fn snapshot<'a>(
         }
         seen += 1;
         seen_running += state.running as usize;
-        if !want.wants(state.id.0, &job.owner.tab, job.line(), job.user()) {
+        if !want.entries {
+            continue;
+        }
+        // Every entry the asker sees is counted among its file's identical ones, wanted or
+        // not: identical entries have one user, so they are all seen or all hidden.
+        let identity = Identity {
+            schedule: state.schedule,
+            zone: state.cron_tz.map(Zone::name),
+            user: job.user(),
+            command: job.command(),
+        };
+        let id = ids.next(&identity, state.every_s, &job.owner.tab);
+        if !want.wants(id, &job.owner.tab, job.line(), job.user()) {
             continue;
         }
         if made.len() >= want.max_entries {
             omitted += 1;
             continue;
         }
+        let policy = job.env().policy();
+        // As the scheduler tells a run's cluster: never an `@every` entry's.
+        let cluster = job
+            .env()
+            .get(b"CRON_CLUSTER")
+            .filter(|_| policy.clustered && state.every_s.is_none())
+            .map(|name| (String::from_utf8_lossy(name).into_owned(), identity.key()));
         let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
         running.sort_unstable();
         made.push(EntryView {
-            id: state.id.0,
+            id,
+            slot: state.id.0,
             tab: job.owner.tab.clone(),
             line: job.line(),
             user: job.user().to_vec(),
@@ -710,9 +923,14 @@ pub(super) fn snapshot<'a>(
             cron_tz: state.cron_tz.map(|z| z.name().to_string()),
             zone: state.cron_tz.unwrap_or(&status.zone).clone(),
             next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
-            last: state.last,
+            // The last run for a list, the few kept for a look at the one entry.
+            runs: match want.target {
+                Some(_) => state.last.to_vec(),
+                None => state.last.last().cloned().into_iter().collect(),
+            },
             running,
-            policy: job.env().policy(),
+            policy,
+            cluster,
             command: job.command().to_vec(),
         });
     }

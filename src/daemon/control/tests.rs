@@ -2,6 +2,7 @@
 //! interleavings of clients.
 
 use super::*;
+use crate::cluster::entry_id::LocalId;
 use crate::daemon::effects::Recorded;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -52,7 +53,8 @@ fn turn(s: &mut ControlServer, now_ms: i64) -> Vec<RunOrder> {
 /// An `@daily` entry of alice's crontab, as a snapshot shows it.
 fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
     EntryView {
-        id,
+        id: LocalId(id),
+        slot: id,
         tab: "crontabs/alice".into(),
         line,
         user: b"alice".to_vec(),
@@ -60,9 +62,10 @@ fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
         cron_tz: None,
         zone: crate::schedule::Zone::utc(),
         next_s: None,
-        last: None,
+        runs: Vec::new(),
         running: Vec::new(),
         policy: Default::default(),
+        cluster: None,
         command: command.to_vec(),
     }
 }
@@ -113,7 +116,8 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
         let mut snap = empty(peer, want);
         snap.entries = (0..8_000)
             .map(|i| EntryView {
-                id: i,
+                id: LocalId(i),
+                slot: i,
                 tab: "/etc/cron.d/big".into(),
                 line: i as u32,
                 user: b"root".to_vec(),
@@ -121,9 +125,10 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
                 cron_tz: None,
                 zone: crate::schedule::Zone::utc(),
                 next_s: None,
-                last: None,
+                runs: Vec::new(),
                 running: Vec::new(),
                 policy: Default::default(),
+                cluster: None,
                 command: vec![b'x'; 200],
             })
             .collect();
@@ -178,7 +183,7 @@ fn users_requests_past_the_budget_wait_for_the_next_second() {
 fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
     let (mut s, path, _dir) = server();
     let mut client = UnixStream::connect(&path).unwrap();
-    client.write_all(b"run 7\n").unwrap();
+    client.write_all(b"run 000000000007\n").unwrap();
     let entry = |peer: &Peer, want: &Want<'_>| {
         let mut snap = empty(peer, want);
         snap.entries.push(alices(7, 3, b"date"));
@@ -195,20 +200,137 @@ fn a_run_is_handed_to_the_loop_and_its_answer_goes_back_to_the_asker() {
         s.fds().iter().all(|(t, _, _)| *t == Token::Listener),
         "not polled meanwhile"
     );
-    s.ran(&orders[0], Some(Launched::Started(crate::types::Pid(99))));
+    // Forked: parked until its job child says the job started.
+    let (read_end, write_end) = Recorded::default().report_pipe().unwrap();
+    let started = Some(Launched::Started(crate::types::Pid(99)));
+    s.ran(&orders[0], started, Some(read_end), 1_000);
     turn(&mut s, 1_100);
+    assert_eq!(s.connections.len(), 1, "parked");
+    let mut child = std::fs::File::from(write_end);
+    child.write_all(b"started 4242 alice\n").unwrap();
+    turn(&mut s, 1_200);
+    assert_eq!(
+        answer_of(client),
+        "OK\nstarted crontabs/alice:3 as alice, pid 4242\n"
+    );
+    // Without a pipe (none could be made), the fork's answer.
+    let mut client = UnixStream::connect(&path).unwrap();
+    client.write_all(b"run 000000000007\n").unwrap();
+    let ready = ready_now(&s, 100);
+    let orders = s.serve(&ready, 1_500, &entry, &mut Recorded::default());
+    s.ran(&orders[0], started, None, 1_500);
+    turn(&mut s, 1_600);
     assert_eq!(
         answer_of(client),
         "OK\nstarted crontabs/alice:3: job pid 99\n"
     );
     // Its entry gone by the time the scheduler is asked: said so.
     let mut client = UnixStream::connect(&path).unwrap();
-    client.write_all(b"run 7\n").unwrap();
+    client.write_all(b"run 000000000007\n").unwrap();
     let ready = ready_now(&s, 100);
     let orders = s.serve(&ready, 2_000, &entry, &mut Recorded::default());
-    s.ran(&orders[0], None);
+    s.ran(&orders[0], None, None, 2_000);
     turn(&mut s, 2_100);
     assert!(answer_of(client).starts_with("ERROR the entry is gone"));
+}
+
+/// A run of entry 7 asked for and forked at `now_ms`, parked: the client, and the job
+/// child's end of the pipe.
+fn parked_run(
+    s: &mut ControlServer,
+    path: &std::path::Path,
+    request: &[u8],
+    now_ms: i64,
+) -> (UnixStream, std::fs::File) {
+    let mut client = UnixStream::connect(path).unwrap();
+    client.write_all(request).unwrap();
+    let entry = |peer: &Peer, want: &Want<'_>| {
+        let mut snap = empty(peer, want);
+        snap.entries.push(alices(7, 3, b"date"));
+        snap
+    };
+    let ready = ready_now(s, 100);
+    let mut orders = s.serve(&ready, now_ms, &entry, &mut Recorded::default());
+    let Some(order) = orders.pop() else {
+        return (client, tempfile::tempfile().unwrap());
+    };
+    let (read_end, write_end) = Recorded::default().report_pipe().unwrap();
+    let started = Some(Launched::Started(crate::types::Pid(99)));
+    s.ran(&order, started, Some(read_end), now_ms);
+    (client, std::fs::File::from(write_end))
+}
+
+#[test]
+fn a_parked_run_is_answered_by_its_child_or_the_pipes_end_or_its_deadline_and_once() {
+    let (mut s, path, _dir) = server();
+    // --wait: the start is not the answer; the end is, with the job's status.
+    let (client, mut child) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 1_000);
+    child.write_all(b"started 4242 alice\n").unwrap();
+    turn(&mut s, 1_100);
+    assert_eq!(s.connections.len(), 1, "still parked");
+    assert_eq!(s.timeout_ms(1_100), None, "no deadline while the job runs");
+    child.write_all(b"exited 3 2100\nexited 4 10\n").unwrap();
+    turn(&mut s, 9_000);
+    assert_eq!(
+        answer_of(client),
+        "EXIT 3\ncrontabs/alice:3 exited with status 3 after 2.1s\n"
+    );
+    // The child ends without a word: said so.
+    let (client, child) = parked_run(&mut s, &path, b"run 000000000007\n", 10_000);
+    drop(child);
+    turn(&mut s, 10_100);
+    assert_eq!(
+        answer_of(client),
+        "ERROR crontabs/alice:3: its job child ended without starting the job (see crond's \
+         log)\n"
+    );
+    // No word within the deadline.
+    let (client, _child) = parked_run(&mut s, &path, b"run 000000000007\n", 20_000);
+    turn(&mut s, 20_000 + REPORT_DEADLINE_MS);
+    assert!(
+        answer_of(client).contains("has not said within 20 s"),
+        "answered at the deadline"
+    );
+    assert!(s.connections.is_empty());
+}
+
+#[test]
+fn a_client_that_leaves_a_parked_run_is_let_go_and_the_daemon_stopping_answers_the_others() {
+    let (mut s, path, _dir) = server();
+    let (client, child) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 1_000);
+    drop(client);
+    turn(&mut s, 1_100);
+    assert!(s.connections.is_empty(), "let go");
+    drop(child);
+    let (client, mut child) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 2_000);
+    child.write_all(b"started 4242 alice\n").unwrap();
+    turn(&mut s, 2_100);
+    s.stopping(3_000);
+    assert_eq!(
+        answer_of(client),
+        "ERROR crond is stopping while crontabs/alice:3 runs: the job goes on; its end is in \
+         crond's log\n"
+    );
+}
+
+#[test]
+fn at_most_half_the_table_is_parked_and_a_run_past_it_is_answered_busy() {
+    let (mut s, path, _dir) = server();
+    let parked: Vec<_> = (0..MAX_PARKED as i64)
+        .map(|i| parked_run(&mut s, &path, b"run --wait 000000000007\n", 1_000 + i))
+        .collect();
+    assert_eq!(s.connections.len(), MAX_PARKED);
+    let (client, _) = parked_run(&mut s, &path, b"run --wait 000000000007\n", 2_000);
+    assert_eq!(
+        answer_of(client),
+        "ERROR busy: 8 runs already wait for their jobs; try again\n"
+    );
+    // Anything else is still answered.
+    let mut other = UnixStream::connect(&path).unwrap();
+    other.write_all(b"status\n").unwrap();
+    turn(&mut s, 2_100);
+    assert!(answer_of(other).starts_with("OK\ncrond test"));
+    drop(parked);
 }
 
 #[test]
@@ -223,7 +345,8 @@ fn a_snapshot_holds_what_the_asker_may_see_and_the_request_wants_in_the_order_gi
     let now_ms = clock.now().as_millisecond();
     let text = "0 3 * * * a\n@hourly b\n*/5 * * * * c\n";
     let ids = sched.apply(change_of(text), now_ms, &mut fx);
-    let Some(Launched::Started(pid)) = sched.run_now(ids[1], "root", clock.now(), &mut fx) else {
+    let Some(Launched::Started(pid)) = sched.run_now(ids[1], "root", None, clock.now(), &mut fx)
+    else {
         panic!("{:?}", fx.lines)
     };
     let request = |line: &str| control::parse_request(line.as_bytes()).unwrap();
@@ -288,12 +411,21 @@ fn two_sockets() -> (ControlServer, PathBuf, PathBuf, tempfile::TempDir) {
     (server, path.clone(), private_path(&path), dir)
 }
 
-/// Serves what is ready, with `snapshot`; each run asked for is started as pid 99.
-fn turn_with(s: &mut ControlServer, now_ms: i64, snapshot: SnapshotFn<'_>) -> Recorded {
+/// Serves what is ready, with `snapshot`; each run asked for is started as pid 99, whose job
+/// child's end of the report pipe goes into `children`.
+fn turn_with(
+    s: &mut ControlServer,
+    now_ms: i64,
+    snapshot: SnapshotFn<'_>,
+    children: &mut Vec<std::fs::File>,
+) -> Recorded {
     let ready = ready_now(s, 0);
     let mut fx = Recorded::default();
     for order in s.serve(&ready, now_ms, snapshot, &mut fx) {
-        s.ran(&order, Some(Launched::Started(crate::types::Pid(99))));
+        let (read_end, write_end) = fx.report_pipe().unwrap();
+        let started = Some(Launched::Started(crate::types::Pid(99)));
+        s.ran(&order, started, Some(read_end), now_ms);
+        children.push(std::fs::File::from(write_end));
     }
     fx
 }
@@ -320,7 +452,7 @@ fn a_users_request_and_roots_answered_in_the_same_turn_are_both_answered() {
     root.write_all(b"status\n").unwrap();
     let mut other = crate::sys::listen::connect_as(&path, 1001).unwrap();
     other.write_all(b"status\n").unwrap();
-    turn_with(&mut s, 1_000, &empty);
+    turn_with(&mut s, 1_000, &empty, &mut Vec::new());
     assert!(s.connections.is_empty(), "all three answered and closed");
     for (who, client) in [("user", user), ("root", root), ("other", other)] {
         let answer = answer_of(client);
@@ -338,11 +470,11 @@ fn the_private_socket_takes_root_and_not_a_user_and_is_served_first() {
     let held: Vec<UnixStream> = (0..(MAX_CONNECTIONS - RESERVED) as u32)
         .map(|i| crate::sys::listen::connect_as(&path, 1000 + i / 4).unwrap())
         .collect();
-    turn_with(&mut s, 1_000, &empty);
+    turn_with(&mut s, 1_000, &empty, &mut Vec::new());
     assert_eq!(s.connections.len(), MAX_CONNECTIONS - RESERVED);
     let mut root = UnixStream::connect(&private).unwrap();
     root.write_all(b"status\n").unwrap();
-    turn_with(&mut s, 1_100, &empty);
+    turn_with(&mut s, 1_100, &empty, &mut Vec::new());
     assert!(answer_of(root).starts_with("OK\n"));
     drop(held);
 }
@@ -354,26 +486,31 @@ fn a_users_connections_past_the_bounds_are_turned_away_at_once_counted_and_logge
     let held: Vec<UnixStream> = (0..MAX_PER_USER)
         .map(|_| crate::sys::listen::connect_as(&path, 1000).unwrap())
         .collect();
-    turn_with(&mut s, 1_000, &empty);
+    turn_with(&mut s, 1_000, &empty, &mut Vec::new());
     let mut fifth = crate::sys::listen::connect_as(&path, 1000).unwrap();
     fifth.write_all(b"status\n").unwrap();
-    let fx = turn_with(&mut s, 1_100, &empty);
+    let fx = turn_with(&mut s, 1_100, &empty, &mut Vec::new());
     assert!(answer_of(fifth).starts_with("ERROR busy"));
     assert!(fx.logged("turned away").is_empty(), "not before the minute");
     // The listener is polled again at once: no pause for others.
     assert!(s.fds().iter().any(|(t, _, _)| *t == Token::Listener));
     let another = crate::sys::listen::connect_as(&path, 1000).unwrap();
-    turn_with(&mut s, 1_200, &empty);
+    turn_with(&mut s, 1_200, &empty, &mut Vec::new());
     assert!(answer_of(another).starts_with("ERROR busy"));
     drop(held);
-    let fx = turn_with(&mut s, 1_100 + TURNED_AWAY_LOG_MS, &empty);
+    let fx = turn_with(&mut s, 1_100 + TURNED_AWAY_LOG_MS, &empty, &mut Vec::new());
     assert_eq!(
         fx.logged("turned away"),
         [
             "(CRON) ERROR (control socket: 2 connections turned away (busy) in the last minute (uid 1000: 2))"
         ]
     );
-    let fx = turn_with(&mut s, 2_100 + 2 * TURNED_AWAY_LOG_MS, &empty);
+    let fx = turn_with(
+        &mut s,
+        2_100 + 2 * TURNED_AWAY_LOG_MS,
+        &empty,
+        &mut Vec::new(),
+    );
     assert!(fx.logged("turned away").is_empty(), "nothing new: no line");
 }
 
@@ -387,7 +524,7 @@ fn the_shared_socket_takes_at_most_its_accepts_a_second_and_then_rests_until_the
         .collect();
     let before = s.accepts.used;
     for i in 0..40 {
-        turn_with(&mut s, 1_000 + i, &empty);
+        turn_with(&mut s, 1_000 + i, &empty, &mut Vec::new());
     }
     assert_eq!(s.accepts.used - before, SHARED_ACCEPTS_PER_S);
     assert!(
@@ -396,12 +533,12 @@ fn the_shared_socket_takes_at_most_its_accepts_a_second_and_then_rests_until_the
     );
     assert!(s.fds().iter().any(|(t, _, _)| *t == Token::Private));
     assert_eq!(s.timeout_ms(1_040), Some(960));
-    turn_with(&mut s, 2_000, &empty);
+    turn_with(&mut s, 2_000, &empty, &mut Vec::new());
     assert!(
         s.fds().iter().any(|(t, _, _)| *t == Token::Listener),
         "polled again in the next second"
     );
-    turn_with(&mut s, 2_001, &empty);
+    turn_with(&mut s, 2_001, &empty, &mut Vec::new());
     assert_eq!(s.accepts.second, 2);
     assert!(s.accepts.used > 0, "taken again in the next second");
     drop(clients);
@@ -472,6 +609,37 @@ mod interleavings {
         Read(usize),
         /// A turn of the loop this many ms after the last.
         Turn(i64),
+        /// The `n`th job child (modulo those started) says something on its pipe, or closes it.
+        Say(usize, Word),
+    }
+
+    /// What a job child of a parked run does.
+    #[derive(Debug, Clone, Copy)]
+    enum Word {
+        Started,
+        Failed,
+        Exited,
+        Garbage,
+        Close,
+    }
+
+    impl Word {
+        fn said(self) -> Option<Said> {
+            match self {
+                Word::Started => Some(Said::Started {
+                    pid: 4242,
+                    user: "alice".into(),
+                }),
+                Word::Failed => Some(Said::NotStarted {
+                    reason: "user alice unknown".into(),
+                }),
+                Word::Exited => Some(Said::Ended {
+                    end: crate::job::report::End::Exited(3),
+                    duration_ms: 2_100,
+                }),
+                Word::Garbage | Word::Close => None,
+            }
+        }
     }
 
     #[derive(Debug, Clone, Copy)]
@@ -481,6 +649,7 @@ mod interleavings {
         /// A list too large for the socket's buffer.
         Big,
         Run,
+        RunWait,
         RunMissing,
         Half,
         Rest,
@@ -494,8 +663,9 @@ mod interleavings {
                 Piece::Status => b"status\n".to_vec(),
                 Piece::List => b"list\n".to_vec(),
                 Piece::Big => b"list --json big\n".to_vec(),
-                Piece::Run => b"run 7\n".to_vec(),
-                Piece::RunMissing => b"run 8\n".to_vec(),
+                Piece::Run => b"run 000000000007\n".to_vec(),
+                Piece::RunWait => b"run --wait 000000000007\n".to_vec(),
+                Piece::RunMissing => b"run 000000000008\n".to_vec(),
                 Piece::Half => b"sta".to_vec(),
                 Piece::Rest => b"tus\n".to_vec(),
                 Piece::Junk => b"\xff\x00 nonsense\n".to_vec(),
@@ -505,11 +675,19 @@ mod interleavings {
     }
 
     fn act() -> impl Strategy<Value = Act> {
+        let word = prop_oneof![
+            Just(Word::Started),
+            Just(Word::Failed),
+            Just(Word::Exited),
+            Just(Word::Garbage),
+            Just(Word::Close),
+        ];
         let piece = prop_oneof![
             Just(Piece::Status),
             Just(Piece::List),
             Just(Piece::Big),
             Just(Piece::Run),
+            Just(Piece::RunWait),
             Just(Piece::RunMissing),
             Just(Piece::Half),
             Just(Piece::Rest),
@@ -524,6 +702,7 @@ mod interleavings {
             1 => (0..64usize).prop_map(Act::Drop),
             2 => (0..64usize).prop_map(Act::Read),
             4 => (0..250i64).prop_map(Act::Turn),
+            3 => (0..64usize, word).prop_map(|(n, w)| Act::Say(n, w)),
         ]
     }
 
@@ -534,7 +713,7 @@ mod interleavings {
         let view = |id: u64| alices(id, id as u32, &[b'c'; 150]);
         let n = match want.pattern {
             Some("big") => 4_000,
-            _ if want.wants(7, "crontabs/alice", 7, b"alice") => 1,
+            _ if want.wants(LocalId(7), "crontabs/alice", 7, b"alice") => 1,
             _ => 0,
         };
         snap.entries = (7..7 + n).map(view).take(want.max_entries).collect();
@@ -588,8 +767,9 @@ mod interleavings {
             }
         }
 
-        /// The one answer the server may give: to the request as it was sent.
-        fn expected(&self, half_closed: bool) -> Option<Vec<u8>> {
+        /// The answers the server may give: to the request as it was sent (a run's: any its
+        /// job child can bring about, the one the child's first settling word brings).
+        fn expected(&self, half_closed: bool) -> Option<Vec<Vec<u8>>> {
             let line = match self.request() {
                 Some(line) => line,
                 None if half_closed && !self.sent.is_empty() => &self.sent,
@@ -605,19 +785,37 @@ mod interleavings {
             };
             let request = match parsed {
                 Ok(request) => request,
-                Err(e) => return Some(control::error_answer(&e)),
+                Err(e) => return Some(vec![control::error_answer(&e)]),
             };
             let mut peer = self.peer.clone();
             peer.name = passwd_name(peer.uid);
             let snap = snapshot_of(&peer, &request.want(&peer));
             Some(match &request {
-                Request::Run { target } => match control::find(&snap, target) {
-                    Ok(entry) => control::ran_answer(&entry.place(), &Ran::Started(99)),
-                    Err(answer) => answer,
+                Request::Run { target, wait } => match control::find(&snap, target) {
+                    Ok(entry) => run_answers(&entry.place(), *wait),
+                    Err(answer) => vec![answer],
                 },
-                _ => control::render(&request, &snap, &peer),
+                _ => vec![control::render(&request, &snap, &peer)],
             })
         }
+    }
+
+    /// Every answer a parked run of `place` may get.
+    fn run_answers(place: &str, wait: bool) -> Vec<Vec<u8>> {
+        let words = [Word::Started, Word::Failed, Word::Exited];
+        let mut answers: Vec<Vec<u8>> = words
+            .iter()
+            .filter_map(|w| report::said_answer(place, &w.said()?, wait))
+            .collect();
+        answers.extend([
+            report::silent_answer(place, false),
+            report::silent_answer(place, true),
+            report::no_word_answer(place, REPORT_DEADLINE_MS / 1000),
+            control::error_answer(&format!(
+                "busy: {MAX_PARKED} runs already wait for their jobs; try again"
+            )),
+        ]);
+        answers
     }
 
     fn play(acts: &[Act]) -> Result<(), TestCaseError> {
@@ -631,6 +829,7 @@ mod interleavings {
         let (mut s, path, private, _dir) = two_sockets();
         let mut clients: Vec<Client> = Vec::new();
         let mut half_closed: Vec<bool> = Vec::new();
+        let mut children: Vec<Option<std::fs::File>> = Vec::new();
         let mut now_ms = 1_000;
         let pick = |n: usize, len: usize| (len > 0).then(|| n % len);
         let asks = acts.iter().flat_map(|act| match *act {
@@ -717,14 +916,36 @@ mod interleavings {
                 }
                 Act::Turn(ms) => {
                     now_ms += ms;
-                    turn_with(&mut s, now_ms, &snapshot_of);
+                    let mut started = Vec::new();
+                    turn_with(&mut s, now_ms, &snapshot_of, &mut started);
+                    children.extend(started.into_iter().map(Some));
+                }
+                Act::Say(n, word) => {
+                    let Some(i) = pick(n, children.len()) else {
+                        continue;
+                    };
+                    let Some(child) = &mut children[i] else {
+                        continue;
+                    };
+                    let line = match word {
+                        Word::Close => {
+                            children[i] = None;
+                            continue;
+                        }
+                        Word::Garbage => "nonsense\n".to_string(),
+                        w => w.said().expect("a word").line(),
+                    };
+                    // A pipe whose reader is gone: the line is lost, as the child's would be.
+                    let _ = child.write_all(line.as_bytes());
                 }
             }
         }
+        // The job children end: their pipes close.
+        children.clear();
         // The end: every client reads at every turn until the server has closed all.
         for _ in 0..200 {
             now_ms += 50;
-            turn_with(&mut s, now_ms, &snapshot_of);
+            turn_with(&mut s, now_ms, &snapshot_of, &mut Vec::new());
             for c in &mut clients {
                 c.read(now_ms);
             }
@@ -760,9 +981,10 @@ mod interleavings {
             let expected = c.expected(half);
             prop_assert!(expected.is_some(), "an answer to no request: {c:?}");
             let expected = expected.unwrap();
-            let whole = c.received == expected;
+            let whole = expected.contains(&c.received);
             // Only a reader too slow for the deadline gets part of its answer.
-            let cut = expected.starts_with(&c.received) && ended_ms - c.connected_ms >= DEADLINE_MS;
+            let cut = expected.iter().any(|e| e.starts_with(&c.received))
+                && ended_ms - c.connected_ms >= DEADLINE_MS;
             prop_assert!(
                 whole || cut,
                 "not the one answer to its request: got {} bytes, {:?}…",

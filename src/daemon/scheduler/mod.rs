@@ -11,6 +11,7 @@ pub(super) mod missed;
 mod running;
 
 use std::collections::{BTreeSet, HashMap};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -20,12 +21,14 @@ use super::effects::Effects;
 use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::scheduler::running::{Admit, Running};
 use crate::cluster::entry_id::entry_key;
+use crate::cluster::wire::Loaded;
 use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
 use crate::log::Level;
 use crate::log::messages;
+use crate::job::report::Said;
 use crate::metrics::{LastRun, Metrics, Outcome};
-use crate::schedule::Zone;
+use crate::schedule::{Schedule, Zone};
 use crate::sys::process::Exit;
 use crate::timeline::{Cycle, Due, EntryId, Movement, UtcMinute, clock_moved};
 use crate::types::Pid;
@@ -69,9 +72,10 @@ pub(super) struct Scheduler {
     metrics: Metrics,
     /// The scheduled entries with `CRON_MISSED=once`.
     once: BTreeSet<EntryId>,
-    /// Each loaded entry's last run that ended since its load (what `cronctl list` shows):
-    /// about 40 bytes an entry that ran, removed with the entry.
-    last: HashMap<EntryId, LastRun>,
+    /// Each loaded entry's last runs that ended since its load, oldest first, at most
+    /// [`MAX_RECENT`] (what `cronctl list` and `cronctl show` show): about 60 bytes a run,
+    /// removed with the entry.
+    last: HashMap<EntryId, Vec<LastRun>>,
     /// `--state-dir`, and the minute the state file was last written with.
     state_dir: PathBuf,
     written_handled: Option<UtcMinute>,
@@ -280,13 +284,42 @@ impl Scheduler {
         ))
     }
 
+    /// Entry `id` as the cluster database lists it (`cronctl entries`): `None` when it is
+    /// always local, as for [`Scheduler::cluster_entry`], or gone.
+    pub(super) fn loaded_entry(&self, id: EntryId) -> Option<Loaded> {
+        let (schedule, zone, job, _) = self.cycle.get(id)?;
+        if !job.env().policy().clustered || self.cycle.every_seconds(id).is_some() {
+            return None;
+        }
+        let cluster = job.env().get(b"CRON_CLUSTER").unwrap_or_default();
+        Some(Loaded {
+            cluster: String::from_utf8_lossy(cluster).into_owned(),
+            owner: job.user().to_vec(),
+            entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),
+            place: job.entry().into_bytes(),
+            command: job.command().to_vec(),
+        })
+    }
+
     /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
     /// (skipped or left waiting, logged), or failed (back first in line, which waits a second).
     pub(super) fn launch(&mut self, run: Run, now_ms: i64, fx: &mut dyn Effects) -> Launched {
+        self.launch_reporting(run, None, now_ms, fx)
+    }
+
+    /// [`Scheduler::launch`], the job child handed `report` (`cronctl run`'s pipe) when it is
+    /// forked now; a run held or put back lets it go (its reader sees the end at once).
+    fn launch_reporting(
+        &mut self,
+        run: Run,
+        report: Option<OwnedFd>,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Launched {
         if let Some(held) = self.admit(&run, fx) {
             return held;
         }
-        match self.start(&run, now_ms, fx) {
+        match self.start(&run, report, now_ms, fx) {
             Some(pid) => Launched::Started(pid),
             None => {
                 let failed = Launched::Failed {
@@ -334,10 +367,16 @@ impl Scheduler {
     /// lack of processes does not turn the loop into a busy retry). `None`: the fork failed;
     /// the caller puts the run back. Forks work again (the recovery line) when a child that
     /// ran its job is reaped, since the child's own forks can fail too.
-    fn start(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> Option<Pid> {
+    fn start(
+        &mut self,
+        run: &Run,
+        report: Option<OwnedFd>,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Option<Pid> {
         let entry = run.job.entry;
         let first = self.running.first_since_load(entry);
-        match fx.start(&run.job.job, first) {
+        match fx.start(&run.job.job, first, report) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
@@ -377,6 +416,7 @@ impl Scheduler {
         &mut self,
         pid: Pid,
         exit: Exit,
+        said: Option<Said>,
         now: Timestamp,
         fx: &mut dyn Effects,
     ) -> Reaped {
@@ -413,8 +453,13 @@ impl Scheduler {
                 started_ms: ended.started_ms,
                 duration_ms,
                 outcome,
+                said,
             };
-            self.last.insert(entry, last);
+            let runs = self.last.entry(entry).or_default();
+            if runs.len() >= MAX_RECENT {
+                runs.remove(0);
+            }
+            runs.push(last);
         }
         let Some(waiting) = ended.waiting.filter(|_| !self.stopped) else {
             return Reaped::Ended;
@@ -429,7 +474,7 @@ impl Scheduler {
             postponed: 0,
             start_ms: now_ms,
         };
-        if self.start(&run, now_ms, fx).is_some() {
+        if self.start(&run, None, now_ms, fx).is_some() {
             return Reaped::Ended;
         }
         // Not forked: it joins the queue, first in line.
@@ -465,12 +510,14 @@ impl Scheduler {
     ///
     /// [`Sources::entries`]: super::sources::Sources::entries
     pub(super) fn entry_state(&self, id: EntryId) -> Option<EntryState<'_>> {
-        let (_, cron_tz, job, _) = self.cycle.get(id)?;
+        let (schedule, cron_tz, job, _) = self.cycle.get(id)?;
         Some(EntryState {
             id,
             job,
+            schedule,
+            every_s: self.cycle.every_seconds(id),
             cron_tz,
-            last: self.last.get(&id).copied(),
+            last: self.last.get(&id).map_or(&[], Vec::as_slice),
             running: self.running.count(id),
             scheduler: self,
         })
@@ -479,11 +526,13 @@ impl Scheduler {
     /// Starts a run of entry `id` now (the control socket's `run`, `asked_by` naming who
     /// asked, as the RUN line says first), through the one launch path: `CRON_OVERLAP`
     /// applies, and a failed fork puts it in the queue. Always local, even with
-    /// `CRON_CLUSTER`: who asked chose this host. `None`: there is no such entry.
+    /// `CRON_CLUSTER`: who asked chose this host. `report`: the pipe on which its job child, if
+    /// forked now, says what became of the job. `None`: there is no such entry.
     pub(super) fn run_now(
         &mut self,
         id: EntryId,
         asked_by: &str,
+        report: Option<OwnedFd>,
         now: Timestamp,
         fx: &mut dyn Effects,
     ) -> Option<Launched> {
@@ -501,7 +550,7 @@ impl Scheduler {
             postponed: 0,
             start_ms: now_ms,
         };
-        Some(self.launch(run, now_ms, fx))
+        Some(self.launch_reporting(run, report, now_ms, fx))
     }
 
     /// The exposition for `--metrics` (`entries`: with the per-entry series).
@@ -534,6 +583,9 @@ impl Scheduler {
     }
 }
 
+/// The most ended runs kept per entry.
+pub(super) const MAX_RECENT: usize = 5;
+
 /// One entry as the scheduler shows it, read-only ([`Scheduler::entry_state`]: what the
 /// control socket lists): its job (file, line, user, schedule as written, command, policy),
 /// its own `CRON_TZ`, its last run, how many of its jobs run now; its next run and those jobs'
@@ -541,9 +593,12 @@ impl Scheduler {
 pub(super) struct EntryState<'a> {
     pub(super) id: EntryId,
     pub(super) job: &'a JobSpec,
+    /// Its schedule as parsed, and its `@every` interval when it has one.
+    pub(super) schedule: &'a Schedule,
+    pub(super) every_s: Option<u32>,
     pub(super) cron_tz: Option<&'a Zone>,
-    /// Its last run that ended since its load.
-    pub(super) last: Option<LastRun>,
+    /// Its last runs that ended since its load, oldest first.
+    pub(super) last: &'a [LastRun],
     /// Its job children running now.
     pub(super) running: u32,
     scheduler: &'a Scheduler,
@@ -823,7 +878,7 @@ mod tests {
         };
         // Forks work again once the child has run its job (its own forks could fail too).
         assert!(fx.logged("fork works again").is_empty(), "{:?}", fx.lines);
-        s.on_reaped(pid, Exit::Code(0), clock.now(), &mut fx);
+        s.on_reaped(pid, Exit::Code(0), None, clock.now(), &mut fx);
         assert_eq!(
             fx.logged("fork works again after 3 failed attempts").len(),
             1,
@@ -874,7 +929,7 @@ mod tests {
         // Still failing at the minute's end: the count, and no word of forks working.
         f.minute_passed(UtcMinute(2), &mut fx);
         assert_eq!(fx.lines.len(), 6, "{:?}", fx.lines);
-        assert!(fx.lines[5].1.contains("; 1 more failed attempts"));
+        assert!(fx.lines[5].1.contains("; 1 more failed attempt"));
         f.succeeded(&mut fx);
         assert_eq!(fx.logged("fork works again after 2 failed").len(), 1);
         // A quiet minute says nothing.
@@ -895,7 +950,7 @@ mod tests {
         clock.advance_ms(100);
         let not_started = Exit::Code(crate::job::NOT_STARTED);
         assert_eq!(
-            s.on_reaped(pid, not_started, clock.now(), &mut fx),
+            s.on_reaped(pid, not_started, None, clock.now(), &mut fx),
             Reaped::NotStarted
         );
         assert_eq!(s.running_len(), 0);
@@ -912,9 +967,9 @@ mod tests {
             [("echo a".to_string(), true), ("echo a".to_string(), true)]
         );
         assert!(s.render_metrics(false).contains("crond_runs_total 1\n"));
-        s.on_reaped(again, Exit::Code(0), clock.now(), &mut fx);
+        s.on_reaped(again, Exit::Code(0), None, clock.now(), &mut fx);
         assert_eq!(
-            fx.logged("fork works again after 1 failed attempts").len(),
+            fx.logged("fork works again after 1 failed attempt)").len(),
             1,
             "{:?}",
             fx.lines
@@ -943,7 +998,7 @@ mod tests {
         fx.fail_starts = 1;
         clock.advance_ms(5_000);
         assert_eq!(
-            s.on_reaped(first, Exit::Code(0), clock.now(), &mut fx),
+            s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx),
             Reaped::Requeued
         );
         assert_eq!(s.running_len(), 0);
@@ -952,7 +1007,7 @@ mod tests {
             [Launched::Started(_)]
         ));
         assert_eq!(
-            s.on_reaped(Pid(1), Exit::Code(0), clock.now(), &mut fx),
+            s.on_reaped(Pid(1), Exit::Code(0), None, clock.now(), &mut fx),
             Reaped::NotOurs
         );
         assert!(s.render_metrics(false).contains("crond_runs_total 2"));
@@ -974,11 +1029,11 @@ mod tests {
             assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
             // Left to finish on its own, it is said so; stopped by the daemon, the stop says it.
             let said = fx
-                .logged("1 jobs still running; they finish on their own")
+                .logged("1 job still running; it finishes on its own")
                 .len();
             assert_eq!(said, usize::from(!stops_jobs), "{:?}", fx.lines);
             assert_eq!(
-                fx.logged("1 runs waiting for a running one (CRON_OVERLAP=queue) not started")
+                fx.logged("1 run waiting for a running one (CRON_OVERLAP=queue) not started")
                     .len(),
                 1,
                 "{:?}",
@@ -986,7 +1041,7 @@ mod tests {
             );
             clock.advance_ms(1_000);
             assert_eq!(
-                s.on_reaped(first, Exit::Code(0), clock.now(), &mut fx),
+                s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx),
                 Reaped::Ended
             );
             assert_eq!(s.running_len(), 0);
@@ -1080,7 +1135,7 @@ mod tests {
         let ids = s.apply(change_of(text), now_ms, &mut fx);
         let asker = "bob (uid 1001, pid 77)";
         let run = |s: &mut Scheduler, i: usize, fx: &mut Recorded| {
-            s.run_now(ids[i], asker, clock.now(), fx).unwrap()
+            s.run_now(ids[i], asker, None, clock.now(), fx).unwrap()
         };
         let started = run(&mut s, 0, &mut fx);
         assert!(matches!(started, Launched::Started(_)), "{:?}", fx.lines);
@@ -1105,7 +1160,7 @@ mod tests {
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);
-        assert_eq!(s.run_now(ids[0], asker, clock.now(), &mut fx), None);
+        assert_eq!(s.run_now(ids[0], asker, None, clock.now(), &mut fx), None);
         assert_eq!(fx.started.len(), 4);
     }
 
@@ -1116,7 +1171,8 @@ mod tests {
         let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let now_ms = clock.now().as_millisecond();
         let ids = s.apply(change_of("0 0 1 1 * yearly\n"), now_ms, &mut fx);
-        let Some(Launched::Started(pid)) = s.run_now(ids[0], "root", clock.now(), &mut fx) else {
+        let Some(Launched::Started(pid)) = s.run_now(ids[0], "root", None, clock.now(), &mut fx)
+        else {
             panic!("{:?}", fx.lines)
         };
         let state = s.entry_state(ids[0]).unwrap();
@@ -1135,19 +1191,37 @@ mod tests {
         assert_eq!((state.running, state.pids()), (1, vec![pid]));
         let new_year: Timestamp = "2027-01-01T00:00:00Z".parse().unwrap();
         assert_eq!(state.next_ms(), Some(new_year.as_millisecond()));
-        assert_eq!(state.last, None);
+        assert_eq!(state.last, []);
         clock.advance_ms(2_500);
-        s.on_reaped(pid, Exit::Code(3), clock.now(), &mut fx);
+        let said = Said::Ended {
+            end: crate::job::report::End::Exited(3),
+            duration_ms: 2_490,
+        };
+        s.on_reaped(pid, Exit::Code(3), Some(said.clone()), clock.now(), &mut fx);
         let state = s.entry_state(ids[0]).unwrap();
         let last = LastRun {
             started_ms: now_ms,
             duration_ms: 2_500,
             outcome: Outcome::Failed,
+            said: Some(said),
         };
         assert_eq!(
             (state.last, state.running, state.pids()),
-            (Some(last), 0, vec![])
+            (&[last.clone()][..], 0, vec![])
         );
+        // The last few runs are kept, the oldest let go.
+        for n in 0..MAX_RECENT as i64 {
+            let pid = s.run_now(ids[0], "root", None, clock.now(), &mut fx);
+            let Some(Launched::Started(pid)) = pid else {
+                panic!("{pid:?}");
+            };
+            clock.advance_ms(1_000 + n);
+            s.on_reaped(pid, Exit::Code(0), None, clock.now(), &mut fx);
+        }
+        let state = s.entry_state(ids[0]).unwrap();
+        assert_eq!(state.last.len(), MAX_RECENT);
+        assert!(state.last.iter().all(|l| l.outcome == Outcome::Succeeded));
+        assert_eq!(state.last[MAX_RECENT - 1].duration_ms, 1_000 + MAX_RECENT as i64 - 1);
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);

@@ -20,7 +20,7 @@ use super::effects::Effects;
 use super::handoff::{Change, NewEntry};
 use super::sources::install::{Owners, new_same, scaled_delay, warn_unknown_users};
 use super::sources::reuse::Reusable;
-use super::sources::source_table::{EntryList, Loaded, Problem, SourceTable};
+use super::sources::source_table::{EntryList, Loaded, ORPHAN, Problem, SourceTable};
 use crate::crontab::packed;
 use crate::crontab::{Crontab, Entry};
 use crate::database::entries::{Commands, JobSpec};
@@ -193,6 +193,22 @@ impl Sources {
             .changed(&keys, |key| fx.mtime_ns(key, &self.paths))
     }
 
+    /// The spool crontab `job` comes from: `None` for a system file's job and in `--crontab`
+    /// mode.
+    pub(super) fn spool_key(&self, job: &JobSpec) -> Option<SourceKey> {
+        if !self.paths.given.is_empty() || job.owner.uid.is_none() {
+            return None;
+        }
+        let name = std::os::unix::ffi::OsStrExt::from_bytes(job.user());
+        Some(SourceKey::User(std::ffi::OsStr::to_os_string(name)))
+    }
+
+    /// Whether `key` is a user's crontab whose user passwd does not know (`ORPHAN`): its
+    /// entries are not loaded, and it is looked at again every minute.
+    pub(super) fn orphaned(&self, key: &SourceKey) -> bool {
+        self.table.orphaned(key)
+    }
+
     /// The refused sources, looked at again each minute (passwd may come back, a mode may be
     /// fixed).
     pub(super) fn to_recheck(&self) -> Vec<SourceKey> {
@@ -286,7 +302,10 @@ impl Sources {
                     Announce::IfChanged => old_mtime_ns != Some(mtime_ns),
                     Announce::Always => true,
                 };
-                if said {
+                if self.table.orphaned(key) {
+                    // Its user is in passwd again: one line says so instead of RELOAD.
+                    fx.info(messages::user_back_line(&who, &tab, owner_uid));
+                } else if said {
                     fx.info(messages::reload_line(&who, &tab));
                 }
                 self.freed = true;
@@ -298,13 +317,15 @@ impl Sources {
                 self.install(&file, *crontab, &mut reusable, entries, &mut change, fx)
             }
             Outcome::Missing => Pending::Missing(key.clone()),
-            Outcome::Refused(refusal) => refused(key, Level::Warning, refusal.to_string(), tab),
+            Outcome::Refused(refusal, detail) => {
+                refused(key, Level::Warning, refusal.to_string(), detail)
+            }
             Outcome::RefusedOnTheWay(found) => {
                 let detail = found.detail(&tab);
                 refused(key, Level::Warning, found.refusal.to_string(), detail)
             }
             // Rechecked every minute: passwd may come back (LDAP).
-            Outcome::Orphan => refused(key, Level::Info, "ORPHAN", "no passwd entry".into()),
+            Outcome::Orphan => refused(key, Level::Info, ORPHAN, "no passwd entry".into()),
             Outcome::Failed(e) => {
                 refused(key, Level::Error, "ERROR", format!("can't read {tab}: {e}"))
             }
@@ -313,10 +334,16 @@ impl Sources {
         (change, pending)
     }
 
-    /// After the scheduler applied a reload's change: the file's entries recorded (`added`:
-    /// the ids of the new ones, in order), or its refusal logged (once until its reason
-    /// changes).
-    pub(super) fn settle(&mut self, pending: Pending, added: &[EntryId], fx: &mut dyn Effects) {
+    /// After the scheduler applied a reload's change at second `now_s`: the file's entries
+    /// recorded (`added`: the ids of the new ones, in order), or its refusal logged (once until
+    /// its reason changes; an orphaned crontab once a day).
+    pub(super) fn settle(
+        &mut self,
+        pending: Pending,
+        added: &[EntryId],
+        now_s: i64,
+        fx: &mut dyn Effects,
+    ) {
         match pending {
             Pending::Loaded {
                 key,
@@ -339,7 +366,7 @@ impl Sources {
             }
             Pending::Missing(key) => self.table.missing(&key),
             Pending::Refused(key, problem) => {
-                if self.table.refused(&key, problem.clone()) {
+                if self.table.refused(&key, problem.clone(), now_s) {
                     let line = messages::refused_line(&key.who(), problem.event, problem.detail);
                     fx.log(problem.level, line);
                 }
@@ -556,7 +583,7 @@ mod tests {
         let (change, pending) = s.reload(&SourceKey::System, announce, sched.entries(), fx);
         let counts = (change.rebind.len(), change.add.len(), change.remove.len());
         let added = sched.apply(change, 0, fx);
-        s.settle(pending, &added, fx);
+        s.settle(pending, &added, 0, fx);
         counts
     }
 

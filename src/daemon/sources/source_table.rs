@@ -70,9 +70,16 @@ pub(in crate::daemon) struct Problem {
 #[derive(Debug, Default)]
 pub(in crate::daemon) struct SourceTable {
     loaded: BTreeMap<SourceKey, Loaded>,
-    /// Refused, orphaned or unreadable sources: looked at again every minute.
-    refused: BTreeMap<SourceKey, Problem>,
+    /// Refused, orphaned or unreadable sources: looked at again every minute. With each, the
+    /// second its problem was last logged.
+    refused: BTreeMap<SourceKey, (Problem, i64)>,
 }
+
+/// The event of a user's crontab whose user passwd does not know (Debian's word).
+pub(in crate::daemon) const ORPHAN: &str = "ORPHAN";
+
+/// How often an orphaned crontab is logged again while it stays one, in seconds: once a day.
+const ORPHAN_AGAIN_S: i64 = 24 * 3600;
 
 impl SourceTable {
     /// Forgets a loaded source, returning what it had (its entries leave the agenda).
@@ -91,14 +98,31 @@ impl SourceTable {
         self.refused.remove(key);
     }
 
-    /// The source was refused for `problem`. Returns whether to log it: yes the first time and
-    /// whenever the reason changes, not while it stays the same.
-    pub(in crate::daemon) fn refused(&mut self, key: &SourceKey, problem: Problem) -> bool {
-        if self.refused.get(key) == Some(&problem) {
+    /// The source was refused for `problem` at second `now_s`. Returns whether to log it: yes
+    /// the first time and whenever the reason changes, not while it stays the same, but for an
+    /// orphaned crontab, said again once a day while it stays one.
+    pub(in crate::daemon) fn refused(
+        &mut self,
+        key: &SourceKey,
+        problem: Problem,
+        now_s: i64,
+    ) -> bool {
+        if let Some((known, logged_s)) = self.refused.get(key)
+            && *known == problem
+            && (problem.event != ORPHAN || now_s.saturating_sub(*logged_s) < ORPHAN_AGAIN_S)
+        {
             return false;
         }
-        self.refused.insert(key.clone(), problem);
+        self.refused.insert(key.clone(), (problem, now_s));
         true
+    }
+
+    /// Whether the source is a user's crontab whose user passwd does not know (its entries are
+    /// not loaded; it is looked at again every minute).
+    pub(in crate::daemon) fn orphaned(&self, key: &SourceKey) -> bool {
+        self.refused
+            .get(key)
+            .is_some_and(|(problem, _)| problem.event == ORPHAN)
     }
 
     /// Sources to look at again this minute (passwd may come back, a mode may be fixed).
@@ -208,14 +232,18 @@ mod tests {
     fn a_refusal_is_logged_once_until_its_reason_changes_or_the_file_loads() {
         let mut s = SourceTable::default();
         let key = user("alice");
-        assert!(s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
-        assert!(!s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice")));
+        assert!(s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice"), 0));
+        assert!(!s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice"), 0));
+        assert!(
+            !s.refused(&key, problem("WRONG FILE OWNER", "crontabs/alice"), 1 << 30),
+            "a file refused for its owner is not logged again however long it stays"
+        );
         assert!(s.any_refused() && s.to_recheck() == [key.clone()]);
-        assert!(s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")));
+        assert!(s.refused(&key, problem("BAD FILE MODE", "crontabs/alice"), 0));
         s.loaded(key.clone(), loaded(5));
         assert!(!s.any_refused(), "a loaded file is not rechecked");
         assert!(
-            s.refused(&key, problem("BAD FILE MODE", "crontabs/alice")),
+            s.refused(&key, problem("BAD FILE MODE", "crontabs/alice"), 0),
             "refused again after it loaded: a new episode, logged"
         );
         s.missing(&key);
@@ -223,11 +251,27 @@ mod tests {
     }
 
     #[test]
+    fn an_orphaned_crontab_is_logged_once_then_at_most_once_a_day_while_it_stays_one() {
+        let mut s = SourceTable::default();
+        let key = user("gone");
+        let orphan = || problem(ORPHAN, "no passwd entry");
+        let day = 24 * 3600;
+        assert!(s.refused(&key, orphan(), 100));
+        assert!(s.orphaned(&key));
+        assert!(!s.refused(&key, orphan(), 160), "not every minute");
+        assert!(!s.refused(&key, orphan(), 100 + day - 60));
+        assert!(s.refused(&key, orphan(), 100 + day), "again after a day");
+        assert!(!s.refused(&key, orphan(), 100 + day + 60));
+        s.loaded(key.clone(), loaded(5));
+        assert!(!s.orphaned(&key), "the user is back: loaded");
+    }
+
+    #[test]
     fn sources_loaded_or_refused_that_are_not_present_are_gone() {
         let mut s = SourceTable::default();
         s.loaded(user("a"), loaded(1));
         s.loaded(user("b"), loaded(1));
-        s.refused(&user("c"), problem("ORPHAN", "no passwd entry"));
+        s.refused(&user("c"), problem("ORPHAN", "no passwd entry"), 0);
         let present = BTreeSet::from([user("b")]);
         assert_eq!(s.gone(&present), [user("a"), user("c")]);
         let taken = s.take(&user("a")).expect("a was loaded");
@@ -242,7 +286,7 @@ mod tests {
         s.loaded(user("same"), loaded(10));
         s.loaded(user("touched"), loaded(10));
         s.loaded(user("vanished"), loaded(10));
-        s.refused(&user("refused"), problem("BAD FILE MODE", "x"));
+        s.refused(&user("refused"), problem("BAD FILE MODE", "x"), 0);
         let present = [
             user("new"),
             user("refused"),

@@ -36,6 +36,8 @@ struct World {
     /// A claim does not see the rows already there (`sql::take_over` says when PostgreSQL's
     /// does that): it answers "taken" by no host.
     claims_miss_rows: bool,
+    /// Each host's loaded entries, as its last list wrote them.
+    listed: HashMap<String, Vec<Loaded>>,
 }
 
 impl World {
@@ -46,6 +48,7 @@ impl World {
             runs: HashMap::new(),
             down: false,
             claims_miss_rows: false,
+            listed: HashMap::new(),
         }))
     }
 
@@ -199,6 +202,16 @@ impl Store for FakeStore {
 
     fn end(&mut self, _: &[(RunKey, i32)]) -> Result<(), Failure> {
         self.failed()
+    }
+
+    fn list(&mut self, entries: &[Loaded]) -> Result<bool, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        if !w.live(&self.host, self.session) {
+            return Ok(false);
+        }
+        w.listed.insert(self.host.clone(), entries.to_vec());
+        Ok(true)
     }
 
     fn prune(&mut self, _: u32, _: u32) -> Result<(u64, u64), Failure> {
@@ -486,4 +499,44 @@ fn a_run_this_session_holds_but_its_claim_saw_as_anothers_starts_at_the_next_loo
     let w = world.borrow();
     let row = &w.runs[&key(1)];
     assert!(row.host == "a" && row.session == 1 && row.started);
+}
+
+fn loaded(entry: u64) -> Loaded {
+    Loaded {
+        cluster: "c".into(),
+        owner: b"root".to_vec(),
+        entry: EntryKey(entry),
+        place: format!("crontabs/root:{entry}").into_bytes(),
+        command: b"backup".to_vec(),
+    }
+}
+
+#[test]
+fn the_daemons_list_of_entries_is_written_tried_again_when_busy_and_fenced_by_the_lease() {
+    let clock = Rc::new(Cell::new(start()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    a.fail
+        .borrow_mut()
+        .push_back(Failure::Slow("57014 statement timeout".into()));
+    a.machine.on_loaded(vec![loaded(1), loaded(2)], 0);
+    a.tick();
+    assert!(world.borrow().listed.is_empty(), "the database was busy");
+    assert_eq!(a.machine.next_wake(), clock.get() + RETRY_AFTER);
+    advance(&clock, RETRY_AFTER);
+    a.tick();
+    assert_eq!(world.borrow().listed["a"].len(), 2);
+    // A later list replaces it; one past the daemon's bound says so.
+    a.machine.on_loaded(vec![loaded(3)], 4);
+    a.tick();
+    assert_eq!(world.borrow().listed["a"], vec![loaded(3)]);
+    assert!(a.said.iter().any(
+        |m| matches!(m, FromHelper::Log { error: true, text } if text.starts_with("4 cluster entries past"))
+    ));
+    // Another session holds the name: nothing is written until this one has the lease.
+    let mut twin = Host::new(&world, "a", 9);
+    twin.machine.on_loaded(vec![loaded(5)], 0);
+    twin.tick();
+    assert_eq!(world.borrow().listed["a"], vec![loaded(3)]);
 }
