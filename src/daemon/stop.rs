@@ -112,7 +112,8 @@ impl Stop<'_> {
             for (pid, exit) in self.world.reap() {
                 // The daemon is ending: how the jobs ended is in the log, and the last runs
                 // the scheduler keeps go with it.
-                self.scheduler.on_reaped(pid, exit, None, self.clock.now(), fx);
+                self.scheduler
+                    .on_reaped(pid, exit, None, self.clock.now(), fx);
             }
             if self.scheduler.running_len() == 0 {
                 return Waited::AllEnded;

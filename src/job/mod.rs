@@ -209,7 +209,12 @@ fn run_child(
     // And it outlives a SIGTERM to its process group: it reports the job's end.
     signal::survive_sigterm();
     let outcomes = setup.outcomes.as_ref().map(Report::fd);
-    let kept: Vec<BorrowedFd<'_>> = report.as_ref().map(|fd| fd.as_fd()).into_iter().chain(outcomes).collect();
+    let kept: Vec<BorrowedFd<'_>> = report
+        .as_ref()
+        .map(|fd| fd.as_fd())
+        .into_iter()
+        .chain(outcomes)
+        .collect();
     process::close_all_above_stderr_but(&kept);
     let setup = &ChildSetup {
         report: report.map(Report::new),

@@ -179,7 +179,11 @@ mod tests {
             reason: "é".repeat(MAX_SAID),
         };
         let line = long.outcome_line(7).unwrap();
-        assert!(line.len() <= MAX_SAID && line.ends_with('\n'), "{}", line.len());
+        assert!(
+            line.len() <= MAX_SAID && line.ends_with('\n'),
+            "{}",
+            line.len()
+        );
         let (pid, Said::NotStarted { reason }) =
             Said::parse_outcome(line.trim_end().as_bytes()).unwrap()
         else {

@@ -275,7 +275,11 @@ pub fn close_all_above_stderr_but(keep: &[BorrowedFd<'_>]) {
 /// The ranges of descriptor numbers above stderr that are not in `kept`, lowest first, the
 /// last one open-ended (`u32::MAX`).
 fn closed_around(kept: &[i32]) -> Vec<(u32, u32)> {
-    let mut kept: Vec<u32> = kept.iter().filter(|&&fd| fd > 2).map(|&fd| fd as u32).collect();
+    let mut kept: Vec<u32> = kept
+        .iter()
+        .filter(|&&fd| fd > 2)
+        .map(|&fd| fd as u32)
+        .collect();
     kept.sort_unstable();
     kept.dedup();
     let mut ranges = Vec::with_capacity(kept.len() + 1);

@@ -24,9 +24,9 @@ use crate::cluster::entry_id::entry_key;
 use crate::cluster::wire::Loaded;
 use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
+use crate::job::report::Said;
 use crate::log::Level;
 use crate::log::messages;
-use crate::job::report::Said;
 use crate::metrics::{LastRun, Metrics, Outcome};
 use crate::schedule::{Schedule, Zone};
 use crate::sys::process::Exit;
@@ -1221,7 +1221,10 @@ mod tests {
         let state = s.entry_state(ids[0]).unwrap();
         assert_eq!(state.last.len(), MAX_RECENT);
         assert!(state.last.iter().all(|l| l.outcome == Outcome::Succeeded));
-        assert_eq!(state.last[MAX_RECENT - 1].duration_ms, 1_000 + MAX_RECENT as i64 - 1);
+        assert_eq!(
+            state.last[MAX_RECENT - 1].duration_ms,
+            1_000 + MAX_RECENT as i64 - 1
+        );
         let mut gone = change_of("");
         gone.remove = ids.clone();
         s.apply(gone, now_ms, &mut fx);
