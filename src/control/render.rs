@@ -11,8 +11,8 @@ use jiff::Timestamp;
 
 use super::{EntryView, Format, Peer, Request, Snapshot, StatusView};
 use crate::crontab::policy::{Missed, Overlap};
-use crate::log::json;
 use crate::job::report::{End, Said};
+use crate::log::json;
 use crate::metrics::{LastRun, Outcome};
 use crate::schedule::Zone;
 
@@ -344,8 +344,7 @@ pub(super) fn why_not_run(l: &LastRun) -> Option<&str> {
 
 /// `SIGKILL`, or `signal 42` for a number with no name.
 fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal)
-        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
+    super::report::signal_abbrev(signal).map_or_else(|| format!("signal {signal}"), str::to_string)
 }
 
 /// A time in the host's zone to the minute (`2026-11-27 10:00`), to the second when it is not

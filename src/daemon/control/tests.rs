@@ -1006,3 +1006,17 @@ mod interleavings {
         }
     }
 }
+
+/// The pure table `cronctl list` and `cronctl run --wait` name signals from agrees with the
+/// system's names, and has no name for a number the system has none for.
+#[test]
+fn the_answers_name_each_signal_as_the_system_does() {
+    for number in -1..=64 {
+        let system = nix::sys::signal::Signal::try_from(number).ok();
+        assert_eq!(
+            crate::control::report::signal_abbrev(number),
+            system.map(|s| s.as_str()),
+            "signal {number}"
+        );
+    }
+}
