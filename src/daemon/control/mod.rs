@@ -934,8 +934,18 @@ pub(super) fn snapshot<'a>(
             command: job.command().to_vec(),
         });
     }
+    Snapshot {
+        status: status_seen(peer, status, seen, seen_running),
+        entries: made,
+        omitted,
+    }
+}
+
+/// The status as `peer` sees it: the `seen` entries they may see and, for a user, the
+/// `seen_running` jobs of those; root sees every running job.
+fn status_seen(peer: &Peer, status: StatusView, seen: usize, seen_running: usize) -> StatusView {
     let own_only = !peer.is_root();
-    let status = StatusView {
+    StatusView {
         entries: seen,
         running: if own_only {
             seen_running
@@ -944,11 +954,6 @@ pub(super) fn snapshot<'a>(
         },
         own_only,
         ..status
-    };
-    Snapshot {
-        status,
-        entries: made,
-        omitted,
     }
 }
 
