@@ -16,6 +16,7 @@ use crate::helper::HelperArgs;
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PATTERN]
        cronctl [--socket PATH] run [--wait] FILE:LINE|ID
+       cronctl [--socket PATH] show [--json] FILE:LINE|ID
        cronctl [--socket PATH] status [--json]
        cronctl [--db CONNINFO] hosts
        cronctl [--db CONNINFO] entries [--cluster NAME] [--wide]
@@ -237,6 +238,11 @@ impl Flags {
                 self.control(request)
             }
             ["status"] => self.control(if self.json { "status --json" } else { "status" }.into()),
+            ["show", target] => {
+                crond::control::parse_target(target)?;
+                let json = if self.json { " --json" } else { "" };
+                self.control(format!("show{json} {target}"))
+            }
             ["run", target] => {
                 crond::control::parse_target(target)?;
                 let wait = if self.wait { " --wait" } else { "" };
@@ -276,6 +282,7 @@ fn in_range(
 const COMMAND_ARGUMENTS: &[(&str, &str)] = &[
     ("list", "[PATTERN]"),
     ("run", "FILE:LINE|ID"),
+    ("show", "FILE:LINE|ID"),
     ("status", ""),
     ("hosts", ""),
     ("entries", ""),
@@ -352,7 +359,11 @@ impl fmt::Display for UsageError {
             UsageError::NoCommand => f.write_str("a command is required"),
             UsageError::UnknownCommand(word) => write!(f, "'{word}' is not a command"),
             UsageError::Needs { command, takes } => {
-                let what = if *command == "run" { "an entry" } else { takes };
+                let what = if matches!(*command, "run" | "show") {
+                    "an entry"
+                } else {
+                    takes
+                };
                 write!(f, "{command} needs {what}: cronctl {command} {takes}")
             }
             UsageError::Unexpected { command, word } => {
@@ -469,6 +480,8 @@ mod tests {
         assert_eq!(control(&["run", "55a1"]).1, "run 55a1");
         assert_eq!(control(&["run", "--wait", "55a1"]).1, "run --wait 55a1");
         assert_eq!(control(&["run", "55a1", "--wait"]).1, "run --wait 55a1");
+        assert_eq!(control(&["show", "55a1"]).1, "show 55a1");
+        assert_eq!(control(&["show", "--json", "a:3"]).1, "show --json a:3");
     }
 
     #[test]
@@ -487,6 +500,8 @@ mod tests {
             &["run"],
             &["run", "crontabs/alice"],
             &["run", "1", "2"],
+            &["show"],
+            &["show", "crontabs/alice"],
             &["status", "x"],
         ] {
             assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");

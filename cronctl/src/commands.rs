@@ -132,6 +132,7 @@ fn hosts(client: &mut dyn Connection) -> Result<String, DbError> {
         ],
         &rows,
         true,
+        &[],
     ))
 }
 
@@ -161,6 +162,7 @@ fn entries(
         &["CLUSTER", "ENTRY", "USER", "PLACE", "HOSTS", "COMMAND"],
         &rows,
         wide,
+        &[],
     ))
 }
 
@@ -191,6 +193,7 @@ fn claims(
         ],
         &rows,
         wide,
+        &["USER", "CLAIMED"],
     ))
 }
 
@@ -236,6 +239,7 @@ fn history(
         ],
         &rows,
         wide,
+        &["USER", "CLAIMED", "STARTED", "ENDED", "TAKEN FROM"],
     ))
 }
 
@@ -256,6 +260,7 @@ fn paused(client: &mut dyn Connection, wide: bool) -> Result<String, DbError> {
         &["CLUSTER", "USER", "ENTRY", "PLACE", "SINCE", "COMMAND"],
         &rows,
         wide,
+        &[],
     ))
 }
 
@@ -365,15 +370,21 @@ fn cut(cell: &str, max: usize) -> String {
     out
 }
 
-/// Rows under a header, each column as wide as its widest cell; unless `wide`, the last column
-/// is cut so that a row fits [`WIDTH`] columns (to no less than [`MIN_LAST`] characters).
-fn table(header: &[&str], rows: &Rows, wide: bool) -> String {
+/// Rows under a header, each column as wide as its widest cell; unless `wide`, the columns
+/// named in `wide_only` are left out and the last column is cut so that a row fits [`WIDTH`]
+/// columns (to no less than [`MIN_LAST`] characters).
+fn table(header: &[&str], rows: &Rows, wide: bool, wide_only: &[&str]) -> String {
+    let shown: Vec<usize> = (0..header.len())
+        .filter(|&i| wide || !wide_only.contains(&header[i]))
+        .collect();
+    let header: Vec<&str> = shown.iter().map(|&i| header[i]).collect();
     let mut cells: Vec<Vec<String>> = rows
         .rows
         .iter()
         .map(|r| {
-            r.iter()
-                .map(|c| printable(c.as_deref().unwrap_or_default()))
+            shown
+                .iter()
+                .map(|&i| printable(r.get(i).cloned().flatten().as_deref().unwrap_or_default()))
                 .collect()
         })
         .collect();
@@ -405,7 +416,7 @@ fn table(header: &[&str], rows: &Rows, wide: bool) -> String {
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(header.to_vec());
+    line(header);
     for row in &cells {
         line(row.iter().map(String::as_str).collect());
     }
@@ -426,7 +437,7 @@ mod tests {
             ]],
             ..Rows::default()
         };
-        let out = table(&["HOST", "FROM", "X"], &rows, false);
+        let out = table(&["HOST", "FROM", "X"], &rows, false, &[]);
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
         assert_eq!(out.lines().count(), 2, "{out:?}");
         assert!(out.contains("evil\\033]0;pwned\\007\\r\\b"), "{out:?}");
@@ -447,10 +458,10 @@ mod tests {
     fn the_last_column_is_cut_to_fit_a_hundred_columns_unless_wide() {
         let long = "x".repeat(300);
         let rows = rows(&[&["web", &long]]);
-        let out = table(&["CLUSTER", "COMMAND"], &rows, false);
+        let out = table(&["CLUSTER", "COMMAND"], &rows, false, &[]);
         assert!(out.lines().all(|l| l.chars().count() < WIDTH), "{out}");
         assert!(out.lines().nth(1).unwrap().ends_with("x…"), "{out}");
-        let whole = table(&["CLUSTER", "COMMAND"], &rows, true);
+        let whole = table(&["CLUSTER", "COMMAND"], &rows, true, &[]);
         assert!(whole.ends_with(&format!("{long}\n")), "{whole}");
         assert_eq!(cut("short", 5), "short");
         assert_eq!(cut("ééééé", 4), "ééé…");

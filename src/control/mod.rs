@@ -11,6 +11,8 @@
 //!                             or user), sorted by next run; `--wide`: every column
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
 //! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
+//! show [--json] FILE:LINE|ID  one entry whole: its line, environment, next and last runs,
+//!                             and why it does not run, if it does not
 //! ```
 //!
 //! The answer's first line is `OK` or `ERROR message`; the rest is a table (the default) or one
@@ -31,6 +33,7 @@
 
 mod render;
 pub(crate) mod report;
+mod show;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -105,6 +108,10 @@ pub(crate) enum Request {
         target: Target,
         /// `--wait`: answered when the job has ended.
         wait: bool,
+    },
+    Show {
+        target: Target,
+        format: Format,
     },
 }
 
@@ -203,8 +210,21 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
                 wait,
             })
         }
+        "show" => {
+            let rest = rest.trim();
+            let (format, target) = match rest.strip_prefix("--json ") {
+                Some(target) => (Format::Json, target.trim()),
+                None => (Format::Table, rest),
+            };
+            Ok(Request::Show {
+                target: parse_target(target).map_err(|e| e.to_string())?,
+                format,
+            })
+        }
         "" => Err("an empty request".to_string()),
-        other => Err(format!("unknown request {other:?} (list, status or run)")),
+        other => Err(format!(
+            "unknown request {other:?} (list, status, run or show)"
+        )),
     }
 }
 
@@ -244,13 +264,13 @@ impl fmt::Display for TargetError {
         match self {
             TargetError::NotId(text) => write!(
                 f,
-                "run: {text:?} is not an id (4 to {LOCAL_ID_DIGITS} of the hex digits cronctl list shows)"
+                "{text:?} is not an id (4 to {LOCAL_ID_DIGITS} of the hex digits cronctl list shows)"
             ),
             TargetError::NoColon(text) => write!(
                 f,
-                "run: {text:?} is neither FILE:LINE nor an id from cronctl list"
+                "{text:?} is neither FILE:LINE nor an id from cronctl list"
             ),
-            TargetError::Neither(text) => write!(f, "run: {text:?} is neither FILE:LINE nor an id"),
+            TargetError::Neither(text) => write!(f, "{text:?} is neither FILE:LINE nor an id"),
         }
     }
 }
@@ -284,7 +304,25 @@ pub(crate) struct EntryView {
     /// Its `CRON_CLUSTER` and its id in the cluster, when the cluster shares its runs.
     pub cluster: Option<(String, EntryKey)>,
     pub command: Vec<u8>,
+    /// What a look at this one entry adds (`show`): `None` in a list.
+    pub detail: Option<Detail>,
 }
+
+/// What `show` tells of an entry beyond a list's row.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Detail {
+    /// Whether its file is a system one, whose lines name their user.
+    pub system: bool,
+    /// Its environment as the crontab sets it (`MAILTO`, `SHELL`, `CRON_*`, …), in order.
+    pub env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Its next runs after the one in `next_s`, epoch seconds (at most [`NEXT_RUNS`] in all).
+    pub later: Vec<i64>,
+    /// Whether the cluster it shares runs with said it is paused.
+    pub paused: bool,
+}
+
+/// How many next runs `show` gives.
+pub(crate) const NEXT_RUNS: usize = 5;
 
 impl EntryView {
     /// `FILE:LINE`.
@@ -302,6 +340,47 @@ impl EntryView {
         match target {
             Target::Id(prefix) => self.id.to_string().starts_with(prefix.as_str()),
             Target::Place { tab, line } => *self.tab == **tab && self.line == *line,
+        }
+    }
+}
+
+/// A file or a line that did not load, as `list` shows it ("not loaded: REASON"; an orphaned
+/// crontab's "user unknown").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotLoaded {
+    /// The crontab, as logs show it.
+    pub tab: String,
+    /// The line, as the user edits it; `None` for the whole file.
+    pub line: Option<u32>,
+    /// A user's crontab's user (a spool file's name, a `--crontab` file's user).
+    pub user: Option<Vec<u8>>,
+    /// For a `--crontab` file, the uid it is checked for (the daemon's).
+    pub checked_uid: Option<u32>,
+    pub reason: String,
+    /// A user's crontab whose user passwd does not know.
+    pub orphan: bool,
+}
+
+impl NotLoaded {
+    /// `FILE:LINE`, or `FILE` for the whole file.
+    pub fn place(&self) -> String {
+        match self.line {
+            Some(line) => format!("{}:{line}", self.tab),
+            None => self.tab.clone(),
+        }
+    }
+
+    /// Whether `peer` may see it: root all; a user what is in their own crontab (a spool file
+    /// of the name passwd gives their uid, a `--crontab` file checked for their uid). A system
+    /// file's bad line names no user anyone could be sure of: root's only.
+    pub fn may_be_seen_by(&self, peer: &Peer) -> bool {
+        if peer.is_root() {
+            return true;
+        }
+        match (self.checked_uid, &self.user) {
+            (Some(uid), _) => uid == peer.uid,
+            (None, Some(name)) => peer.name.as_deref() == Some(name.as_slice()),
+            (None, None) => false,
         }
     }
 }
@@ -330,6 +409,9 @@ pub(crate) struct Snapshot {
     pub entries: Vec<EntryView>,
     /// Entries wanted past [`Want::max_entries`]: counted, not made.
     pub omitted: usize,
+    /// What did not load that the asker may see and the request wants (a list's, or the one
+    /// place a `show` names).
+    pub not_loaded: Vec<NotLoaded>,
 }
 
 /// Which entries a request needs in its snapshot, so that the daemon makes only those (a
@@ -342,6 +424,8 @@ pub(crate) struct Want<'a> {
     pub pattern: Option<&'a str>,
     pub target: Option<&'a Target>,
     pub max_entries: usize,
+    /// Each entry made with its [`Detail`] (`show`).
+    pub detail: bool,
 }
 
 impl Request {
@@ -352,6 +436,7 @@ impl Request {
             pattern: None,
             target: None,
             max_entries: 0,
+            detail: false,
         };
         match self {
             Request::Status { .. } => none,
@@ -362,10 +447,11 @@ impl Request {
                 ..none
             },
             // Enough for an id's prefix that names more than one entry to list them.
-            Request::Run { target, .. } => Want {
+            Request::Run { target, .. } | Request::Show { target, .. } => Want {
                 entries: true,
                 target: Some(target),
                 max_entries: MAX_CANDIDATES,
+                detail: matches!(self, Request::Show { .. }),
                 ..none
             },
         }
@@ -373,6 +459,32 @@ impl Request {
 }
 
 impl Want<'_> {
+    /// Of `all` that did not load, what the request wants and `peer` may see: a list's (its
+    /// pattern applied to the place and the user), the one place a `show` names (a line, or
+    /// its whole file), at most [`Want::max_entries`].
+    pub fn not_loaded(&self, peer: &Peer, all: Vec<NotLoaded>) -> Vec<NotLoaded> {
+        if !self.entries {
+            return Vec::new();
+        }
+        let wanted = |n: &NotLoaded| match (self.target, self.pattern) {
+            (Some(Target::Place { tab, line }), _) => {
+                *tab == n.tab && n.line.is_none_or(|l| l == *line)
+            }
+            (Some(Target::Id(_)), _) => false,
+            (None, Some(p)) => {
+                n.place().contains(p)
+                    || n.user
+                        .as_deref()
+                        .is_some_and(|u| String::from_utf8_lossy(u).contains(p))
+            }
+            (None, None) => true,
+        };
+        all.into_iter()
+            .filter(|n| n.may_be_seen_by(peer) && wanted(n))
+            .take(self.max_entries)
+            .collect()
+    }
+
     /// Whether the entry `id`, `tab:line`, run as `user`, is one the request needs (who may
     /// see it is [`may_see`]'s question, asked first).
     pub fn wants(&self, id: LocalId, tab: &str, line: u32, user: &[u8]) -> bool {

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
-use super::{EntryView, Format, Peer, Request, Snapshot, StatusView};
+use super::{EntryView, Format, NotLoaded, Peer, Request, Snapshot, StatusView};
 use crate::crontab::policy::{Missed, Overlap};
 use crate::job::report::{End, Said};
 use crate::log::json;
@@ -30,13 +30,20 @@ const MAX_USER: usize = 12;
 /// Room kept at the end of an answer for the line that says what was left out.
 const TAIL: usize = 200;
 
-/// The answer to a `list` or `status` (a `run` is answered by the daemon once it has started
-/// the run: `ran_answer`), at most `peer.max_answer()` bytes.
+/// The answer to a `list`, `status` or `show` (a `run` is answered by the daemon once it has
+/// started the run: `ran_answer`), at most `peer.max_answer()` bytes.
 pub(crate) fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec<u8> {
     let max = peer.max_answer();
     match request {
         Request::List { format, wide, .. } => list(snapshot, *format, *wide, max),
         Request::Status { format } => status(&snapshot.status, *format),
+        Request::Show { target, format } => match super::find(snapshot, target) {
+            Ok(entry) => super::show::show(entry, &snapshot.status, *format),
+            Err(_) if !snapshot.not_loaded.is_empty() => {
+                super::show::not_loaded(&snapshot.not_loaded, *format)
+            }
+            Err(answer) => return answer,
+        },
         Request::Run { .. } => return super::error_answer("a run is answered by the daemon"),
     }
     .into_bytes()
@@ -62,12 +69,16 @@ fn list(snapshot: &Snapshot, format: Format, wide: bool, max: usize) -> String {
             now_s: snapshot.status.now_ms.div_euclid(1000),
             zone: &snapshot.status.zone,
         };
-        view.write(&mut out, &shown, snapshot.omitted, max);
+        let rows: Vec<Row<'_>> = (shown.iter().map(|&e| Row::Entry(e)))
+            .chain(snapshot.not_loaded.iter().map(Row::NotLoaded))
+            .collect();
+        view.write(&mut out, &rows, snapshot.omitted, max);
         return out;
     }
     let mut cut = 0;
-    for e in shown {
-        let object = json_entry(e);
+    let objects =
+        (shown.into_iter().map(json_entry)).chain(snapshot.not_loaded.iter().map(json_not_loaded));
+    for object in objects {
         if cut > 0 || out.len() + object.len() + 1 > max.saturating_sub(TAIL) {
             cut += 1;
             continue;
@@ -80,6 +91,13 @@ fn list(snapshot: &Snapshot, format: Format, wide: bool, max: usize) -> String {
         let _ = writeln!(out, "{{\"not_shown\":{left_out}}}");
     }
     out
+}
+
+/// A row of the table: an entry, or what did not load.
+#[derive(Debug, Clone, Copy)]
+enum Row<'a> {
+    Entry(&'a EntryView),
+    NotLoaded(&'a NotLoaded),
 }
 
 /// A column of the table.
@@ -211,19 +229,33 @@ impl Table<'_> {
         }
     }
 
-    fn row(&self, e: &EntryView) -> Vec<String> {
-        self.columns.iter().map(|&c| self.cell(c, e)).collect()
+    fn row(&self, row: Row<'_>) -> Vec<String> {
+        match row {
+            Row::Entry(e) => self.columns.iter().map(|&c| self.cell(c, e)).collect(),
+            Row::NotLoaded(n) => self
+                .columns
+                .iter()
+                .map(|&c| match c {
+                    Column::Result if n.orphan => "user unknown".to_string(),
+                    Column::Result => "not loaded".to_string(),
+                    Column::Entry => printable(n.place().as_bytes()),
+                    Column::User => n.user.as_deref().map_or_else(|| "-".into(), printable),
+                    Column::Command => format!("not loaded: {}", printable(n.reason.as_bytes())),
+                    _ => "-".to_string(),
+                })
+                .collect(),
+        }
     }
 
     /// Each column's width: its widest cell; in the default table the place and the user are
     /// cut to leave the command room within [`TABLE_WIDTH`].
-    fn widths(&self, entries: &[&EntryView]) -> Vec<usize> {
+    fn widths(&self, entries: &[Row<'_>]) -> Vec<usize> {
         let mut widths: Vec<usize> = self
             .columns
             .iter()
             .map(|c| c.header().chars().count())
             .collect();
-        for e in entries {
+        for &e in entries {
             for (w, cell) in widths.iter_mut().zip(self.row(e)) {
                 *w = (*w).max(cell.chars().count());
             }
@@ -256,16 +288,16 @@ impl Table<'_> {
     /// `…` where wider; rows past `max` bytes left out and counted with the `omitted` ones;
     /// then the count. Each row is made twice (once for the widths, once to be written)
     /// rather than kept: a list of 70,000 entries holds no 900,000 cells at once.
-    fn write(&self, out: &mut String, entries: &[&EntryView], omitted: usize, max: usize) {
+    fn write(&self, out: &mut String, entries: &[Row<'_>], omitted: usize, max: usize) {
         if entries.is_empty() && omitted == 0 {
             out.push_str("0 entries listed.\n");
             return;
         }
         let widths = self.widths(entries);
         let header: Vec<String> = self.columns.iter().map(|c| c.header().into()).collect();
-        let mut shown = 0;
+        let (mut shown, mut not_loaded) = (0, 0);
         for (i, row) in std::iter::once(header)
-            .chain(entries.iter().map(|e| self.row(e)))
+            .chain(entries.iter().map(|&e| self.row(e)))
             .enumerate()
         {
             let mut line = String::new();
@@ -286,11 +318,13 @@ impl Table<'_> {
             }
             out.push_str(line);
             out.push('\n');
-            if i > 0 {
-                shown += 1;
+            match i.checked_sub(1).map(|i| entries[i]) {
+                Some(Row::Entry(_)) => shown += 1,
+                Some(Row::NotLoaded(_)) => not_loaded += 1,
+                None => {}
             }
         }
-        let left_out = entries.len() - shown + omitted;
+        let left_out = entries.len() - shown - not_loaded + omitted;
         if left_out > 0 {
             let _ = writeln!(
                 out,
@@ -299,8 +333,13 @@ impl Table<'_> {
         }
         out.push('\n');
         let _ = match shown {
-            1 => write!(out, "1 entry listed."),
-            n => write!(out, "{n} entries listed."),
+            1 => write!(out, "1 entry listed"),
+            n => write!(out, "{n} entries listed"),
+        };
+        let _ = match not_loaded {
+            0 => write!(out, "."),
+            1 => write!(out, ", 1 not loaded."),
+            n => write!(out, ", {n} not loaded."),
         };
         if self.columns.len() != WIDE.len() {
             out.push_str(" Pass --wide for more columns.");
@@ -344,12 +383,13 @@ pub(super) fn why_not_run(l: &LastRun) -> Option<&str> {
 
 /// `SIGKILL`, or `signal 42` for a number with no name.
 fn signal_name(signal: i32) -> String {
-    super::report::signal_abbrev(signal).map_or_else(|| format!("signal {signal}"), str::to_string)
+    super::report::short_signal_name(signal)
+        .map_or_else(|| format!("signal {signal}"), str::to_string)
 }
 
 /// A time in the host's zone to the minute (`2026-11-27 10:00`), to the second when it is not
 /// on one (an `@every` entry's).
-fn host_time(s: i64, zone: &Zone) -> String {
+pub(super) fn host_time(s: i64, zone: &Zone) -> String {
     let format = if s.rem_euclid(60) == 0 {
         "%Y-%m-%d %H:%M"
     } else {
@@ -363,7 +403,7 @@ fn host_time(s: i64, zone: &Zone) -> String {
 
 /// A span of time as `systemctl list-timers` writes it: `45s`, `17min`, `3h 5min`, `2d 4h`
 /// (a span below zero, a run due now, is `0s`).
-fn span(s: i64) -> String {
+pub(super) fn span(s: i64) -> String {
     let s = s.max(0);
     match s {
         0..60 => format!("{s}s"),
@@ -375,7 +415,29 @@ fn span(s: i64) -> String {
     }
 }
 
-fn json_entry(e: &EntryView) -> String {
+/// What did not load, in JSON: `entry`, `file`, `line` (`null` for the whole file), `user`,
+/// and `not_loaded` (why), beside `"id":null`.
+pub(super) fn json_not_loaded(n: &NotLoaded) -> String {
+    let mut out = String::from("{\"id\":null");
+    text(&mut out, "entry", n.place().as_bytes());
+    text(&mut out, "file", n.tab.as_bytes());
+    match n.line {
+        Some(line) => {
+            let _ = write!(out, ",\"line\":{line}");
+        }
+        None => out.push_str(",\"line\":null"),
+    }
+    match &n.user {
+        Some(user) => text(&mut out, "user", user),
+        None => out.push_str(",\"user\":null"),
+    }
+    let _ = write!(out, ",\"user_unknown\":{}", n.orphan);
+    text(&mut out, "not_loaded", n.reason.as_bytes());
+    out.push('}');
+    out
+}
+
+pub(super) fn json_entry(e: &EntryView) -> String {
     let mut out = String::with_capacity(512);
     out.push('{');
     let _ = write!(out, "\"id\":\"{}\"", e.id);
@@ -519,7 +581,7 @@ fn status(s: &StatusView, format: Format) -> String {
 }
 
 /// `,"name":"value"` (no comma right after `{`).
-fn text(out: &mut String, name: &str, value: &[u8]) {
+pub(super) fn text(out: &mut String, name: &str, value: &[u8]) {
     if !out.ends_with('{') {
         out.push(',');
     }
@@ -528,11 +590,11 @@ fn text(out: &mut String, name: &str, value: &[u8]) {
 }
 
 /// When a last run started, epoch seconds.
-fn started(l: &LastRun) -> i64 {
+pub(super) fn started(l: &LastRun) -> i64 {
     l.started_ms.div_euclid(1000)
 }
 
-fn outcome(o: Outcome) -> &'static str {
+pub(super) fn outcome(o: Outcome) -> &'static str {
     match o {
         Outcome::Succeeded => "ok",
         Outcome::Failed => "failed",
@@ -541,7 +603,7 @@ fn outcome(o: Outcome) -> &'static str {
 }
 
 /// `850ms`, `12s`, `3m05s`, `2h10m`, `3d4h`.
-fn took(ms: i64) -> String {
+pub(super) fn took(ms: i64) -> String {
     let s = ms / 1000;
     match s {
         _ if ms < 1000 => format!("{ms}ms"),
@@ -556,13 +618,13 @@ fn instant(s: i64) -> Timestamp {
     Timestamp::from_second(s).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-fn rfc3339(s: i64, zone: &Zone) -> String {
+pub(super) fn rfc3339(s: i64, zone: &Zone) -> String {
     zone.format_rfc3339(instant(s))
 }
 
 /// Bytes as text for a terminal: not UTF-8 as U+FFFD, control characters as `\xNN`,
 /// bidirectional and invisible format characters as `\u{NNNN}`.
-fn printable(bytes: &[u8]) -> String {
+pub(super) fn printable(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for c in String::from_utf8_lossy(bytes).chars() {
         if c.is_control() {

@@ -64,52 +64,35 @@ fn seconds(ms: u64) -> String {
     }
 }
 
-/// `signal 9 (SIGKILL)`: the number, and its name when it has one.
+/// `signal 9 (SIGKILL)`: the number, and the name of the common ones.
 fn signal_name(signal: i32) -> String {
-    match signal_abbrev(signal) {
+    match short_signal_name(signal) {
         Some(name) => format!("signal {signal} ({name})"),
         None => format!("signal {signal}"),
     }
 }
 
-/// The name of a Linux signal by its number (`SIGKILL` for 9), from a table here: the list and
-/// the answers to a run name signals alike, and naming one needs nothing from the system.
-pub(crate) fn signal_abbrev(signal: i32) -> Option<&'static str> {
-    const NAMES: [&str; 31] = [
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    let index = usize::try_from(signal).ok()?.checked_sub(1)?;
-    NAMES.get(index).copied()
+/// The name of a common signal (`SIGKILL`), by its number.
+pub(super) fn short_signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

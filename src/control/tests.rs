@@ -34,6 +34,7 @@ fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
         zone: paris(),
         next_s: Some(NINE_UTC),
         runs: Vec::new(),
+        detail: None,
         running: Vec::new(),
         policy: Policy::default(),
         cluster: None,
@@ -55,6 +56,7 @@ fn snapshot(entries: Vec<EntryView>) -> Snapshot {
         },
         entries,
         omitted: 0,
+        not_loaded: Vec::new(),
     }
 }
 
@@ -488,4 +490,119 @@ fn c1_bidirectional_and_invisible_characters_are_spelled_out_in_the_table_and_in
             "{answer}"
         );
     }
+}
+
+#[test]
+fn show_says_why_an_entry_does_not_run_first_a_pause_then_no_time_a_refused_run_an_overlap() {
+    use super::show::why_not_running;
+    let mut e = entry(1, "crontabs/alice", 3, "alice");
+    let mut detail = Detail::default();
+    assert_eq!(why_not_running(&e, &detail), None);
+    e.policy = e.policy.with(b"CRON_OVERLAP", b"skip").unwrap();
+    e.running = vec![42];
+    assert_eq!(
+        why_not_running(&e, &detail).as_deref(),
+        Some("a run of it is running, and CRON_OVERLAP=skip starts no other beside it")
+    );
+    e.runs = vec![LastRun {
+        started_ms: 0,
+        duration_ms: 3,
+        outcome: Outcome::Failed,
+        said: Some(Said::NotStarted {
+            reason: "PAM refused the session: Authentication failure".into(),
+        }),
+    }];
+    assert_eq!(
+        why_not_running(&e, &detail).as_deref(),
+        Some("its last run did not run: PAM refused the session: Authentication failure")
+    );
+    e.next_s = None;
+    assert_eq!(
+        why_not_running(&e, &detail).as_deref(),
+        Some("its schedule has no time to come")
+    );
+    let key: crate::cluster::entry_id::EntryKey = "0123456789abcdef".parse().unwrap();
+    e.cluster = Some(("nightly".into(), key));
+    detail.paused = true;
+    assert_eq!(
+        why_not_running(&e, &detail).as_deref(),
+        Some("paused in cluster nightly (cronctl resume nightly alice 0123456789abcdef)")
+    );
+}
+
+#[test]
+fn show_is_asked_by_id_or_place_with_or_without_json_and_wants_its_detail() {
+    let show = parse_request(b"show --json crontabs/alice:3").unwrap();
+    assert!(matches!(
+        &show,
+        Request::Show {
+            format: Format::Json,
+            target: Target::Place { line: 3, .. }
+        }
+    ));
+    let want = show.want(&peer(0, None));
+    assert!(want.detail && want.target.is_some());
+    let by_id = parse_request(b"show 55a1").unwrap();
+    assert!(matches!(
+        by_id,
+        Request::Show {
+            format: Format::Table,
+            ..
+        }
+    ));
+    let run = parse_request(b"run 55a1").unwrap();
+    assert!(!run.want(&peer(0, None)).detail);
+    assert!(parse_request(b"show").is_err());
+    assert!(parse_request(b"show --json").is_err());
+}
+
+#[test]
+fn what_did_not_load_is_shown_to_root_and_to_the_user_of_its_crontab_and_as_asked() {
+    let bad = |tab: &str, line: Option<u32>, user: Option<&str>, uid: Option<u32>| NotLoaded {
+        tab: tab.into(),
+        line,
+        user: user.map(|u| u.as_bytes().to_vec()),
+        checked_uid: uid,
+        reason: "column 1: bad minute".into(),
+        orphan: false,
+    };
+    let all = vec![
+        bad("crontabs/alice", Some(4), Some("alice"), None),
+        bad("/etc/cron.d/php", Some(2), None, None),
+        bad("/app/crontab", None, Some("app"), Some(1500)),
+    ];
+    let list = Request::List {
+        format: Format::Table,
+        wide: false,
+        pattern: None,
+    };
+    let places = |peer: &Peer, request: &Request| -> Vec<String> {
+        let want = request.want(peer);
+        want.not_loaded(peer, all.clone())
+            .iter()
+            .map(NotLoaded::place)
+            .collect()
+    };
+    assert_eq!(places(&peer(0, None), &list).len(), 3);
+    assert_eq!(
+        places(&peer(1000, Some("alice")), &list),
+        ["crontabs/alice:4"]
+    );
+    assert_eq!(places(&peer(1500, None), &list), ["/app/crontab"]);
+    assert!(places(&peer(1001, Some("bob")), &list).is_empty());
+    let show = |text: &str| parse_request(format!("show {text}").as_bytes()).unwrap();
+    assert_eq!(
+        places(&peer(0, None), &show("crontabs/alice:4")),
+        ["crontabs/alice:4"]
+    );
+    assert!(places(&peer(0, None), &show("crontabs/alice:5")).is_empty());
+    assert_eq!(
+        places(&peer(0, None), &show("/app/crontab:9")),
+        ["/app/crontab"]
+    );
+    assert!(places(&peer(0, None), &show("55a1")).is_empty());
+    let status = Request::Status {
+        format: Format::Table,
+    };
+    assert!(places(&peer(0, None), &status).is_empty());
 }

@@ -274,11 +274,20 @@ impl<W: World, F: Effects> Daemon<W, F> {
             })
             .collect();
         let now_ms = now.as_millisecond();
-        let (scheduler, sources) = (&self.scheduler, &self.sources);
+        let (scheduler, sources, cluster) = (&self.scheduler, &self.sources, &self.cluster);
         let status = server.status(now_ms, scheduler.local_zone(), scheduler.running_len());
+        let paused = |name: &str, user: &[u8], key| {
+            cluster
+                .as_ref()
+                .is_some_and(|c| c.is_paused(name, user, key))
+        };
         let snapshot = |peer: &crate::control::Peer, want: &crate::control::Want<'_>| {
             let entries = sources.entries().filter_map(|id| scheduler.entry_state(id));
-            control::snapshot(peer, want, entries, status.clone())
+            let mut snapshot = control::snapshot(peer, want, entries, status.clone(), &paused);
+            if want.entries {
+                snapshot.not_loaded = want.not_loaded(peer, sources.not_loaded());
+            }
+            snapshot
         };
         let orders = server.serve(&tokens, now_ms, &snapshot, &mut self.reactor.fx);
         let mut failed = false;

@@ -1070,7 +1070,7 @@ fn cronctl_shows_each_entry_where_it_is_written_and_pause_names_what_it_paused()
             "cronctl-entries.txt",
             &[&["entries"], &["entries", "--wide"]],
         ),
-        ("cronctl-claims.txt", &[&["claims"]]),
+        ("cronctl-claims.txt", &[&["claims"], &["claims", "--wide"]]),
         (
             "cronctl-pause.txt",
             &[
@@ -1087,7 +1087,10 @@ fn cronctl_shows_each_entry_where_it_is_written_and_pause_names_what_it_paused()
     let ended =
         format!("SELECT count(*) FROM crond_runs WHERE entry = '{id_wait}' AND ended IS NOT NULL");
     wait_for_value(&pg, &ended, "1", 20);
-    shown(&[("cronctl-history.txt", &[&["history"]])]);
+    shown(&[(
+        "cronctl-history.txt",
+        &[&["history"], &["history", "--wide"]],
+    )]);
 }
 
 /// The user `user` running `program ARGS` (setpriv, as a container's user would).

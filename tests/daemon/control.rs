@@ -914,3 +914,196 @@ fn root_the_default_list_fits_a_hundred_columns_with_long_commands_and_file_name
         "{wide}"
     );
 }
+
+/// `cronctl show` as the user sees it, with what changes from run to run made fixed: `words`
+/// replaced, a time since a run began and how long it took.
+fn scrubbed_show(text: &str, words: &Scrub) -> String {
+    let text = words.apply(text);
+    let fixed = |word: &str| {
+        let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            match &word[digits.len()..] {
+                "ms" => return "5ms".to_string(),
+                "s" => return "1s".to_string(),
+                _ => {}
+            }
+        }
+        word.to_string()
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut words = line.split(' ').map(fixed).collect::<Vec<_>>().join(" ");
+        words.push('\n');
+        out.push_str(&words);
+    }
+    out
+}
+
+#[test]
+fn root_cronctl_show_gives_one_entry_whole_its_next_and_last_runs_and_why_it_does_not_run() {
+    require_root();
+    let tree = Tree::new();
+    let u = "nobody";
+    tree.user_crontab(
+        u,
+        "MAILTO=ops@example.com\nCRON_OVERLAP=skip\n*/30 * * * * false\n",
+        0o600,
+        u,
+    );
+    tree.write_file(
+        &tree.system_crontab(),
+        "CRON_TZ=Asia/Tokyo\n0 3 * * 1-5 root echo weekdays\n0 0 30 2 * root echo never\n\
+         0 0 1 1 * nosuchuser-crs echo never\n",
+        0o644,
+    );
+    let crond = Crond::start_fast(&tree, 1, "2026-11-21 10:01:05", 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let spool = tree.spool();
+    let tab = format!("{}/{u}", spool.file_name().unwrap().to_string_lossy());
+    let system = tree.system_crontab().display().to_string();
+    let ran = cronctl(None, &socket, &["run", "--wait", &format!("{tab}:3")]);
+    assert_eq!(ran.status.code(), Some(1), "{ran:?}");
+    let never = cronctl(None, &socket, &["run", &format!("{system}:4")]);
+    assert_eq!(never.status.code(), Some(1), "{never:?}");
+    last_runs(&socket, 2);
+    let dir = tree.path().display().to_string();
+    let mut words = Scrub::new().replace(&dir, "/tmp/crond-testXXXXXX");
+    for (entry, id) in ids(&cronctl(None, &socket, &["list", "--json"])) {
+        let line = entry.rsplit(':').next().unwrap().to_string();
+        words = words.replace(id, format!("id-{line:0>8}"));
+    }
+    // A user's entry, by FILE:LINE, as its user sees it.
+    let shown = cronctl(Some(u), &socket, &["show", &format!("{tab}:3")]);
+    assert!(shown.status.success(), "{shown:?}");
+    assert_golden("cronctl-show.txt", &scrubbed_show(&stdout(&shown), &words));
+    // A system line with its own zone: both zones' times; by id.
+    let id = ids(&cronctl(None, &socket, &["list", "--json"]))
+        .into_iter()
+        .find(|(entry, _)| entry == &format!("{system}:2"))
+        .unwrap()
+        .1;
+    let shown = cronctl(None, &socket, &["show", &id]);
+    assert!(shown.status.success(), "{shown:?}");
+    assert_golden(
+        "cronctl-show-zone.txt",
+        &scrubbed_show(&stdout(&shown), &words),
+    );
+    // Why an entry does not run: a date that never comes, and a last run for a user passwd
+    // does not know.
+    let json = |target: String| {
+        let o = cronctl(None, &socket, &["show", "--json", &target]);
+        assert!(o.status.success(), "{o:?}");
+        serde_json::from_str::<serde_json::Value>(stdout(&o).trim_end()).expect("one object")
+    };
+    let february = json(format!("{system}:3"));
+    assert_eq!(february["not_running"], "its schedule has no time to come");
+    assert_eq!(february["next_runs"], serde_json::json!([]));
+    let unknown = json(format!("{system}:4"));
+    assert_eq!(
+        unknown["not_running"],
+        "its last run did not run: user nosuchuser-crs unknown (no passwd entry)"
+    );
+    assert_eq!(
+        unknown["runs"][0]["reason"],
+        "user nosuchuser-crs unknown (no passwd entry)"
+    );
+    let user = json(format!("{tab}:3"));
+    assert_eq!(user["next_runs"].as_array().unwrap().len(), 5);
+    assert_eq!(user["env"][0]["name"], "MAILTO");
+    assert_eq!(user["runs"][0]["exit"], 1);
+    assert_eq!(user["line"], "*/30 * * * * false");
+    // Root's line is no entry to the user; a wrong target is said before anything is asked.
+    let hidden = cronctl(Some(u), &socket, &["show", &format!("{system}:2")]);
+    assert_eq!(hidden.status.code(), Some(1), "{hidden:?}");
+    assert!(
+        String::from_utf8_lossy(&hidden.stderr).contains("no entry"),
+        "{hidden:?}"
+    );
+    let wrong = cronctl(None, &socket, &["show", "nothing"]);
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("neither FILE:LINE nor an id"),
+        "{wrong:?}"
+    );
+}
+
+#[test]
+fn root_lines_and_files_that_did_not_load_are_listed_as_not_loaded_and_an_orphan_as_user_unknown() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("crn", &[]);
+    let u = user.name.as_str();
+    tree.user_crontab(u, "0 3 * * * echo fine\n61 * * * * echo bad\n", 0o600, u);
+    tree.user_crontab("nosuchuser-crn", "0 3 * * * echo orphan\n", 0o600, "root");
+    tree.write_file(&tree.cron_d().join("open"), "0 3 * * * root true\n", 0o666);
+    tree.write_file(&tree.system_crontab(), "0 3 * * * root echo root\n", 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let spool = tree.spool();
+    let dir = spool.file_name().unwrap().to_string_lossy().to_string();
+    let json = |who: Option<&str>| {
+        let o = cronctl(who, &socket, &["list", "--json"]);
+        assert!(o.status.success(), "{o:?}");
+        stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["id"].is_null())
+            .map(|v| {
+                let why = v["not_loaded"].as_str().unwrap().to_string();
+                (v["entry"].as_str().unwrap().to_string(), why)
+            })
+            .collect::<Vec<_>>()
+    };
+    let open = tree.cron_d().join("open").display().to_string();
+    let as_root = json(None);
+    assert_eq!(as_root.len(), 3, "{as_root:?}");
+    let reason = |place: &str| {
+        as_root
+            .iter()
+            .find(|(p, _)| p == place)
+            .unwrap_or_else(|| panic!("{place} in {as_root:?}"))
+            .1
+            .clone()
+    };
+    assert!(reason(&format!("{dir}/{u}:2")).starts_with("column 1: "));
+    assert!(reason(&open).starts_with("INSECURE MODE"), "{as_root:?}");
+    assert_eq!(
+        reason(&format!("{dir}/nosuchuser-crn")),
+        "user unknown (ORPHAN: no passwd entry)"
+    );
+    // Its user sees their own line, nothing of the others.
+    let own = json(Some(u));
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0].0, format!("{dir}/{u}:2"));
+    // The table: a row each, with no next run, and the count.
+    let table = stdout(&cronctl(None, &socket, &["list", "--wide"]));
+    let row = |place: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(&format!("{place} ")))
+            .unwrap_or_else(|| panic!("{place} in {table}"))
+            .to_string()
+    };
+    let orphan = row(&format!("{dir}/nosuchuser-crn"));
+    assert!(
+        orphan.starts_with("-") && orphan.contains("  user unknown  "),
+        "{orphan}"
+    );
+    let bad = row(&format!("{dir}/{u}:2"));
+    assert!(
+        bad.contains("  not loaded  ") && bad.contains("not loaded: column 1: "),
+        "{bad}"
+    );
+    assert!(
+        table.ends_with("2 entries listed, 3 not loaded.\n"),
+        "{table}"
+    );
+    // `show` of the line says why.
+    let shown = cronctl(Some(u), &socket, &["show", &format!("{dir}/{u}:2")]);
+    assert!(shown.status.success(), "{shown:?}");
+    assert!(
+        stdout(&shown).contains("  state     not loaded: column 1: "),
+        "{shown:?}"
+    );
+}

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use super::clock;
 use super::effects::Effects;
 use super::handoff::{Claim, ClusterEntry, Granted, Launched, Run};
+use crate::cluster::entry_id::EntryKey;
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
 use crate::cluster::wire::{self, Denied, FromHelper, Loaded, MAX_LISTED, RunKey, ToHelper};
 use crate::log::Level;
@@ -539,6 +540,12 @@ impl ClusterLink {
         }
     }
 
+    /// Whether the last run of the entry `entry` of `owner` in `cluster` was denied because
+    /// it is paused (`cronctl show` says so).
+    pub(super) fn is_paused(&self, cluster: &str, owner: &[u8], entry: EntryKey) -> bool {
+        self.quiet.is_paused(cluster, owner, entry)
+    }
+
     /// Says that the entry of `run`, found paused before, runs again.
     fn say_if_resumed(&mut self, run: &Run, key: &RunKey, zone: &Zone, fx: &mut dyn Effects) {
         if self.quiet.resumed(key) {
@@ -559,7 +566,6 @@ fn log_run(run: &Run, note: &str, zone: &Zone, fx: &mut dyn Effects) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::entry_id::EntryKey;
     use crate::daemon::clock::{Clock, FakeClock};
     use crate::daemon::effects::Recorded;
     use crate::daemon::handoff::{NewEntry, change_of};

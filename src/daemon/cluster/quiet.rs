@@ -113,6 +113,12 @@ impl Quiet {
         self.paused.insert(entry_of(key))
     }
 
+    /// Whether a run of the entry `entry` of `owner` in `cluster` was last denied as paused.
+    pub(super) fn is_paused(&self, cluster: &str, owner: &[u8], entry: EntryKey) -> bool {
+        self.paused
+            .contains(&(cluster.to_string(), owner.to_vec(), entry))
+    }
+
     /// A run of `key` was answered otherwise than paused: whether it was paused before (to say
     /// that it runs again).
     pub(super) fn resumed(&mut self, key: &RunKey) -> bool {

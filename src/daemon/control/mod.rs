@@ -51,10 +51,10 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
-use crate::cluster::entry_id::{Identity, LocalIds};
+use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds};
 use crate::control::report;
 use crate::control::{
-    self, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
+    self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
 };
 use crate::job::report::Said;
 use crate::log::messages;
@@ -865,6 +865,90 @@ fn ran(launched: Launched) -> Ran {
     }
 }
 
+/// What `show` adds for the entry of `state`: its environment, its next runs after the next
+/// (read in its `CRON_TZ`, else in `host_zone`) and whether its cluster said it is paused.
+fn detail(
+    state: &EntryState<'_>,
+    host_zone: &Zone,
+    cluster: &Option<(String, EntryKey)>,
+    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+) -> Detail {
+    let job = state.job;
+    let zone = state.cron_tz.unwrap_or(host_zone);
+    let mut later = Vec::new();
+    let mut at = state.next_ms().map(|ms| ms.div_euclid(1000));
+    while let Some(s) = at
+        && later.len() + 1 < control::NEXT_RUNS
+    {
+        at = match state.every_s {
+            Some(every) => Some(s + i64::from(every)),
+            None => jiff::Timestamp::from_second(s)
+                .ok()
+                .and_then(|t| state.schedule.next_after(t, zone))
+                .map(|t| t.as_second()),
+        };
+        later.extend(at);
+    }
+    Detail {
+        system: job.owner.uid.is_none(),
+        env: job
+            .env()
+            .iter()
+            .map(|(name, value)| (name.to_vec(), value.to_vec()))
+            .collect(),
+        later,
+        paused: cluster
+            .as_ref()
+            .is_some_and(|(name, key)| paused(name, job.user(), *key)),
+    }
+}
+
+/// One entry as a request sees it: `id` its id on this host, `key` in a cluster; read in
+/// `host_zone` unless it has its own.
+fn view(
+    state: &EntryState<'_>,
+    id: LocalId,
+    key: EntryKey,
+    want: &Want<'_>,
+    host_zone: &Zone,
+    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+) -> EntryView {
+    let job = state.job;
+    let policy = job.env().policy();
+    // As the scheduler tells a run's cluster: never an `@every` entry's.
+    let cluster = job
+        .env()
+        .get(b"CRON_CLUSTER")
+        .filter(|_| policy.clustered && state.every_s.is_none())
+        .map(|name| (String::from_utf8_lossy(name).into_owned(), key));
+    let detail = want
+        .detail
+        .then(|| detail(state, host_zone, &cluster, paused));
+    let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
+    running.sort_unstable();
+    EntryView {
+        id,
+        slot: state.id.0,
+        tab: job.owner.tab.clone(),
+        line: job.line(),
+        user: job.user().to_vec(),
+        schedule: job.schedule_text().to_vec(),
+        cron_tz: state.cron_tz.map(|z| z.name().to_string()),
+        zone: state.cron_tz.unwrap_or(host_zone).clone(),
+        next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
+        // The last run for a list, the few kept for a look at the one entry.
+        runs: match want.target {
+            Some(_) => state.last.to_vec(),
+            None => state.last.last().cloned().into_iter().collect(),
+        },
+        detail,
+        running,
+        policy,
+        cluster,
+        command: job.command().to_vec(),
+    }
+}
+
 /// What the daemon knows, for `peer`: of `entries` (the scheduler's, in the sources' order),
 /// those they may see that the request wants, each with its next run, last run and running
 /// jobs (at most `want.max_entries`, the rest counted), and the status (the entries and jobs
@@ -875,6 +959,7 @@ pub(super) fn snapshot<'a>(
     want: &Want<'_>,
     entries: impl Iterator<Item = EntryState<'a>>,
     status: StatusView,
+    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
     let mut ids = LocalIds::default();
@@ -904,48 +989,10 @@ pub(super) fn snapshot<'a>(
             omitted += 1;
             continue;
         }
-        let policy = job.env().policy();
-        // As the scheduler tells a run's cluster: never an `@every` entry's.
-        let cluster = job
-            .env()
-            .get(b"CRON_CLUSTER")
-            .filter(|_| policy.clustered && state.every_s.is_none())
-            .map(|name| (String::from_utf8_lossy(name).into_owned(), identity.key()));
-        let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
-        running.sort_unstable();
-        made.push(EntryView {
-            id,
-            slot: state.id.0,
-            tab: job.owner.tab.clone(),
-            line: job.line(),
-            user: job.user().to_vec(),
-            schedule: job.schedule_text().to_vec(),
-            cron_tz: state.cron_tz.map(|z| z.name().to_string()),
-            zone: state.cron_tz.unwrap_or(&status.zone).clone(),
-            next_s: state.next_ms().map(|ms| ms.div_euclid(1000)),
-            // The last run for a list, the few kept for a look at the one entry.
-            runs: match want.target {
-                Some(_) => state.last.to_vec(),
-                None => state.last.last().cloned().into_iter().collect(),
-            },
-            running,
-            policy,
-            cluster,
-            command: job.command().to_vec(),
-        });
+        made.push(view(&state, id, identity.key(), want, &status.zone, paused));
     }
-    Snapshot {
-        status: status_seen(peer, status, seen, seen_running),
-        entries: made,
-        omitted,
-    }
-}
-
-/// The status as `peer` sees it: the `seen` entries they may see and, for a user, the
-/// `seen_running` jobs of those; root sees every running job.
-fn status_seen(peer: &Peer, status: StatusView, seen: usize, seen_running: usize) -> StatusView {
     let own_only = !peer.is_root();
-    StatusView {
+    let status = StatusView {
         entries: seen,
         running: if own_only {
             seen_running
@@ -954,6 +1001,12 @@ fn status_seen(peer: &Peer, status: StatusView, seen: usize, seen_running: usize
         },
         own_only,
         ..status
+    };
+    Snapshot {
+        status,
+        entries: made,
+        omitted,
+        not_loaded: Vec::new(),
     }
 }
 

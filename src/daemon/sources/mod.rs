@@ -13,6 +13,7 @@ mod watch;
 mod zone;
 
 use std::os::fd::BorrowedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -20,7 +21,8 @@ use super::effects::Effects;
 use super::handoff::{Change, NewEntry};
 use super::sources::install::{Owners, new_same, scaled_delay, warn_unknown_users};
 use super::sources::reuse::Reusable;
-use super::sources::source_table::{EntryList, Loaded, ORPHAN, Problem, SourceTable};
+use super::sources::source_table::{BadLines, EntryList, Loaded, ORPHAN, Problem, SourceTable};
+use crate::control::NotLoaded;
 use crate::crontab::packed;
 use crate::crontab::{Crontab, Entry};
 use crate::database::entries::{Commands, JobSpec};
@@ -207,6 +209,53 @@ impl Sources {
     /// entries are not loaded, and it is looked at again every minute.
     pub(super) fn orphaned(&self, key: &SourceKey) -> bool {
         self.table.orphaned(key)
+    }
+
+    /// What did not load, for the control socket: each refused file (an orphaned crontab as
+    /// "user unknown"), and each bad line of a loaded one, with who may see it.
+    pub(super) fn not_loaded(&self) -> Vec<NotLoaded> {
+        let mut out = Vec::new();
+        for (key, problem) in self.table.refusals() {
+            let reason = if problem.event == ORPHAN {
+                format!("user unknown ({ORPHAN}: {})", problem.detail)
+            } else {
+                format!("{} ({})", problem.event, problem.detail)
+            };
+            out.push(self.not_loaded_of(key, None, reason, problem.event == ORPHAN));
+        }
+        for (key, bad) in self.table.with_bad_lines() {
+            for d in &bad.first {
+                let reason = format!("column {}: {}", d.column, d.message);
+                out.push(self.not_loaded_of(key, Some(d.line), reason, false));
+            }
+            if bad.more > 0 {
+                let reason = format!("and {} more lines not loaded", bad.more);
+                out.push(self.not_loaded_of(key, None, reason, false));
+            }
+        }
+        out
+    }
+
+    fn not_loaded_of(
+        &self,
+        key: &SourceKey,
+        line: Option<u32>,
+        reason: String,
+        orphan: bool,
+    ) -> NotLoaded {
+        let (name, uid) = match key {
+            SourceKey::User(name) => (Some(name.as_bytes().to_vec()), None),
+            SourceKey::Given { user, uid, .. } => (Some(user.as_bytes().to_vec()), Some(uid.0)),
+            SourceKey::System | SourceKey::CronD(_) => (None, None),
+        };
+        NotLoaded {
+            tab: key.tab_name(&self.paths),
+            line,
+            user: name,
+            checked_uid: uid,
+            reason,
+            orphan,
+        }
     }
 
     /// The refused sources, looked at again each minute (passwd may come back, a mode may be
@@ -399,6 +448,7 @@ impl Sources {
         fx: &mut dyn Effects,
     ) -> Pending {
         self.log_diagnostics(file.key, &mut crontab, fx);
+        let bad_lines = BadLines::of(&crontab.errors);
         if old.is_empty() {
             // A first load: every entry is new.
             change.add.reserve_exact(crontab.entries.len());
@@ -448,6 +498,7 @@ impl Sources {
             loaded: Loaded {
                 entries: EntryList::default(),
                 mtime_ns: file.mtime_ns,
+                bad_lines,
             },
             order,
         }

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::crontab::Diagnostic;
 use crate::database::SourceKey;
 use crate::log::Level;
 use crate::timeline::EntryId;
@@ -19,6 +20,29 @@ pub(in crate::daemon) struct Loaded {
     /// by, `daemon::reuse`: kept, they would cost 8 bytes an entry for a moment's use).
     pub(in crate::daemon) entries: EntryList,
     pub(in crate::daemon) mtime_ns: i128,
+    /// The lines the parser could not load, and the count of those past them.
+    pub(in crate::daemon) bad_lines: BadLines,
+}
+
+/// The first lines of a loaded file that did not load (`cronctl list` shows them as "not
+/// loaded"), at most [`MAX_BAD_LINES`]; the others counted.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(in crate::daemon) struct BadLines {
+    pub(in crate::daemon) first: Vec<Diagnostic>,
+    pub(in crate::daemon) more: usize,
+}
+
+/// The most bad lines of one file kept for `cronctl list`.
+pub(in crate::daemon) const MAX_BAD_LINES: usize = 10;
+
+impl BadLines {
+    pub(in crate::daemon) fn of(errors: &[Diagnostic]) -> BadLines {
+        let first = errors.iter().take(MAX_BAD_LINES).cloned().collect();
+        BadLines {
+            first,
+            more: errors.len().saturating_sub(MAX_BAD_LINES),
+        }
+    }
 }
 
 /// A file's entries in order, as runs of consecutive ids: a file's new entries take the
@@ -134,6 +158,23 @@ impl SourceTable {
         !self.refused.is_empty()
     }
 
+    /// The loaded sources with lines that did not load.
+    pub(in crate::daemon) fn with_bad_lines(
+        &self,
+    ) -> impl Iterator<Item = (&SourceKey, &BadLines)> {
+        self.loaded
+            .iter()
+            .filter(|(_, l)| !l.bad_lines.first.is_empty())
+            .map(|(key, l)| (key, &l.bad_lines))
+    }
+
+    /// The refused sources and why.
+    pub(in crate::daemon) fn refusals(&self) -> impl Iterator<Item = (&SourceKey, &Problem)> {
+        self.refused
+            .iter()
+            .map(|(key, (problem, _))| (key, problem))
+    }
+
     /// Known sources (loaded or refused) that are not among `present` any more.
     pub(in crate::daemon) fn gone(&self, present: &BTreeSet<SourceKey>) -> Vec<SourceKey> {
         self.loaded
@@ -188,6 +229,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_files_bad_lines_are_kept_to_the_first_ten_and_the_rest_counted() {
+        let d = |line| Diagnostic {
+            line,
+            column: 1,
+            message: "bad".into(),
+        };
+        let errors: Vec<Diagnostic> = (1..=13).map(d).collect();
+        let bad = BadLines::of(&errors);
+        assert_eq!(bad.first.len(), MAX_BAD_LINES);
+        assert_eq!((bad.first[9].line, bad.more), (10, 3));
+        let mut s = SourceTable::default();
+        let key = SourceKey::System;
+        s.loaded(
+            key.clone(),
+            Loaded {
+                bad_lines: bad,
+                ..Loaded::default()
+            },
+        );
+        assert_eq!(s.with_bad_lines().count(), 1);
+        s.take(&key);
+        assert_eq!(s.with_bad_lines().count(), 0, "gone with the file");
+    }
+
+    #[test]
     fn a_files_entries_are_kept_in_order_as_runs_of_consecutive_ids() {
         let generation = |g: u64, place: u64| EntryId((g << 32) | place);
         let ids = [
@@ -225,7 +291,11 @@ mod tests {
     fn loaded(mtime_ns: i128) -> Loaded {
         let mut entries = EntryList::default();
         entries.push(EntryId(1));
-        Loaded { entries, mtime_ns }
+        Loaded {
+            entries,
+            mtime_ns,
+            bad_lines: BadLines::default(),
+        }
     }
 
     #[test]
