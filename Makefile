@@ -62,14 +62,14 @@ check:
 bench:
 	cd benches/criterion && $(CARGO) bench --bench schedule
 
-# ---- install, uninstall, deb --------------------------------------------------------------
+# ---- install, uninstall, packages ---------------------------------------------------------
 # make install [DESTDIR=/stage] [PREFIX=/usr] [bins=target/release] [SETGID=auto|no]
 #   bins:   where the built binaries are (the tests pass target/debug).
 #   SETGID: auto (default) makes crontab setgid `crontab` 2755 and the spool dir root:crontab
 #           1730 when that is possible: always without DESTDIR (the group is created if
 #           missing, which needs root), with DESTDIR only as root when the group exists here.
 #           no: crontab 0755 and the spool dir 1730 owned by the installer, for packages, whose
-#           postinst sets the group (`make deb` does this).
+#           scripts set the group (debian/rules and pkg/rpm/crond.spec install this way).
 # /etc files are never overwritten; uninstall removes them only when they are unchanged.
 sysconfdir ?= /etc
 unitdir    ?= $(PREFIX)/lib/systemd/system
@@ -78,7 +78,8 @@ docdir     ?= $(PREFIX)/share/doc/crond
 bins       ?= target/release
 SETGID     ?= auto
 debout     ?= target/deb
-debcompress ?= xz
+debcompress ?=
+debflags   ?=
 INSTALL    ?= install
 
 etc_files := crontab default/cron pam.d/cron cron.d/.placeholder cron.hourly/.placeholder \
@@ -171,14 +172,74 @@ uninstall:
 	@if [ -d "$(D)$(spooldir)" ]; then echo "kept $(D)$(spooldir) (users' crontabs)"; fi
 	@[ -n "$(D)" ] || echo "the crontab group is kept; if the unit was enabled: systemctl disable crond"
 
-# A .deb for Debian and derivatives (dpkg-deb, no debhelper): the tree `make install` builds
-# with SETGID=no, plus pkg/deb/ (control template, maintainer scripts, conffiles). Every file
-# is root:root in the archive; postinst sets the crontab group through dpkg-statoverride.
-deb: $(bins)/crond $(bins)/crontab $(bins)/cronnext $(bins)/cronctl
-	rm -rf "$(debout)/root"
-	$(MAKE) --no-print-directory install DESTDIR="$(abspath $(debout)/root)" PREFIX=/usr \
-	    sysconfdir=/etc SETGID=no bins="$(bins)" >/dev/null
-	pkg/deb/build "$(debout)/root" "$(debout)" "$(bins)" "$(debcompress)"
+# The Debian packages crond and crond-dbgsym, built by debhelper from debian/ with
+# `dpkg-buildpackage -b` into $(debout) (with their .buildinfo and .changes), then checked by
+# lintian as the archive does. With the default `bins`, cargo builds the release binaries under
+# dpkg-buildpackage (Build-Depends are checked: the Rust toolchain is in debian/control); with
+# `bins=DIR`, the binaries there are packaged as they are (the tests pass their debug build).
+# debcompress: dpkg-deb's compressor (DPKG_DEB_COMPRESSOR_TYPE; xz when empty; the tests use none).
+# debflags: more options for dpkg-buildpackage (-d: build with a toolchain Build-Depends does not
+# name, such as rustup's).
+debian_version = $(shell dpkg-parsechangelog -S Version)
+debian_arch    = $(shell dpkg --print-architecture)
+deb_changes    = $(abspath $(debout))/crond_$(debian_version)_$(debian_arch).changes
+deb:
+	@mkdir -p "$(debout)"
+	CROND_DEBOUT="$(abspath $(debout))" $(if $(debcompress),DPKG_DEB_COMPRESSOR_TYPE="$(debcompress)") \
+	$(if $(filter target/release,$(bins)),CARGO="$(CARGO)",CROND_BINS="$(abspath $(bins))") \
+	    dpkg-buildpackage -us -uc -b $(if $(filter target/release,$(bins)),,-d) $(debflags) \
+	    --buildinfo-option=-u"$(abspath $(debout))" --changes-option=-u"$(abspath $(debout))" \
+	    --buildinfo-file="$(deb_changes:.changes=.buildinfo)" --changes-file="$(deb_changes)"
+
+# The same packages built in a fresh Debian root with only the Build-Depends installed, as a
+# build daemon builds them (debootstrap and Debian's mirror; as root), into $(debout)/clean-root,
+# then checked by lintian.
+.PHONY: deb-clean-root
+deb-clean-root:
+	pkg/deb/clean-root-build "$(debout)/clean-root"
+	lintian --pedantic --fail-on error,warning "$(debout)"/clean-root/*.changes
+
+# lintian on the packages `make deb` built, as pedantic as the archive's checks get: any error
+# or warning fails. The package needs no override: the spool dir whose mode 1730 Debian's cron
+# overrides is cron-daemon-common's, not crond's.
+.PHONY: lintian
+lintian:
+	lintian --pedantic --display-info --fail-on error,warning "$(deb_changes)"
+
+# piuparts on the package `make deb` built: installed with its dependencies in a clean root of
+# this host's release, removed, installed again and purged, with nothing left behind.
+# piuparts_root: a minbase root to copy instead of bootstrapping one (the suite's cached
+# target/tmp/debian-RELEASE-clean).
+piuparts_mirror ?= http://deb.debian.org/debian
+piuparts_root   ?=
+.PHONY: piuparts
+piuparts:
+	piuparts -d "$$(. /etc/os-release && echo "$$VERSION_CODENAME")" -m "$(piuparts_mirror)" \
+	    --install-remove-install $(if $(piuparts_root),-e "$(piuparts_root)") \
+	    "$(abspath $(debout))/crond_$(debian_version)_$(debian_arch).deb"
+
+# The RPM for Fedora and RHEL (pkg/rpm/crond.spec, cronie's layout) into $(rpmout)/RPMS: a
+# tarball of the checkout's files (committed or not, less what git ignores), then rpmbuild.
+# With the default `bins`, cargo builds the release binaries with CROND_LAYOUT=cronie under
+# rpmbuild; with `bins=DIR`, the binaries there (built with CROND_LAYOUT=cronie) are packaged.
+# --nodeps: where rpm is not the system's package manager (Debian), its database knows none
+# of the BuildRequires.
+rpmout        ?= target/rpm
+crond_version  = $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n 1)
+.PHONY: rpm rpmlint
+rpm:
+	rm -rf "$(rpmout)" && mkdir -p "$(rpmout)/SOURCES"
+	git ls-files -co --exclude-standard | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done | \
+	    tar -czf "$(rpmout)/SOURCES/crond-$(crond_version).tar.gz" \
+	    --transform 's,^,crond-$(crond_version)/,' -T -
+	rpmbuild -bb --nodeps --define "_topdir $(abspath $(rpmout))" \
+	    $(if $(filter target/release,$(bins)),--define "cargo $(CARGO)",--define "crond_bins $(abspath $(bins))") \
+	    pkg/rpm/crond.spec
+
+# rpmlint on the spec and the RPMs `make rpm` built: any error fails (the findings that are
+# crond's design are filtered in pkg/rpm/crond.rpmlintrc, each with its reason).
+rpmlint:
+	rpmlint -r pkg/rpm/crond.rpmlintrc pkg/rpm/crond.spec $$(find "$(rpmout)/RPMS" -name '*.rpm')
 
 # ---- fuzzing ------------------------------------------------------------------------------
 # CI runs each fuzz target for FUZZ_SECONDS on its corpus in fuzz/corpus (kept in the repo, read

@@ -10,8 +10,31 @@ use std::path::{Path, PathBuf};
 
 use crate::types::Uid;
 
-/// Users' crontabs (Debian's layout).
-pub const SPOOL_DIR: &str = "/var/spool/cron/crontabs";
+/// The layout of these defaults, chosen when crond is built: Debian's, or cronie's (Fedora's and
+/// RHEL's) with `CROND_LAYOUT=cronie` in cargo's environment. The two differ in where users'
+/// crontabs are ([`SPOOL_DIR`]) and in the PAM service of jobs ([`PAM_SERVICE`]); any other
+/// value than `debian` or `cronie` fails the build.
+pub const CRONIE_LAYOUT: bool = match option_env!("CROND_LAYOUT") {
+    Some(layout) => is_cronie(layout),
+    None => false,
+};
+
+const fn is_cronie(layout: &str) -> bool {
+    match layout.as_bytes() {
+        b"cronie" => true,
+        b"debian" | b"" => false,
+        _ => panic!("CROND_LAYOUT is `debian` or `cronie`"),
+    }
+}
+
+/// Users' crontabs: Debian's /var/spool/cron/crontabs, or cronie's /var/spool/cron.
+pub const SPOOL_DIR: &str = if CRONIE_LAYOUT {
+    "/var/spool/cron"
+} else {
+    "/var/spool/cron/crontabs"
+};
+/// The PAM service of jobs: Debian's `cron` (/etc/pam.d/cron), or cronie's `crond`.
+pub const PAM_SERVICE: &std::ffi::CStr = if CRONIE_LAYOUT { c"crond" } else { c"cron" };
 /// The system crontab, with a user field.
 pub const SYSTEM_CRONTAB: &str = "/etc/crontab";
 /// Packages' crontabs, in the system format.

@@ -78,8 +78,9 @@ fn open(
     pam: &PamSetup,
 ) -> Result<(crate::sys::pam::Pam, Identity), NotOpened> {
     let confdir = pam.confdir.as_deref();
-    let mut session = crate::sys::pam::Pam::start(c"cron", &identity.user.name, confdir)
-        .map_err(NotOpened::Pam)?;
+    let mut session =
+        crate::sys::pam::Pam::start(crate::paths::PAM_SERVICE, &identity.user.name, confdir)
+            .map_err(NotOpened::Pam)?;
     session.account().map_err(NotOpened::Pam)?;
     identity.take_groups_here().map_err(NotOpened::Groups)?;
     session.establish_credentials().map_err(NotOpened::Pam)?;
@@ -96,14 +97,14 @@ fn refusal(spec: &JobSpec, message: impl Into<Vec<u8>>) -> LogLine {
     LogLine::bare(message).naming(spec.user(), spec.log_fields(None))
 }
 
-/// In the daemon, before any job: loads the modules of service `cron` once (see
+/// In the daemon, before any job: loads the modules of the PAM service (`cron`) once (see
 /// [`crate::sys::pam::preload`]), so that a job child's `pam_start` does not load them again.
 /// Logged: how many modules are kept, or why none (the jobs then load them, or fail to start
 /// their session, and say so).
 #[cfg(feature = "pam")]
 pub fn preload_pam(pam: &PamSetup, log: crate::log::Log) {
     use crate::sys::pam::Preload;
-    match crate::sys::pam::preload(c"cron", pam.confdir.as_deref()) {
+    match crate::sys::pam::preload(crate::paths::PAM_SERVICE, pam.confdir.as_deref()) {
         Ok(Preload::Kept {
             modules,
             threads: 1,

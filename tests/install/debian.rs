@@ -9,11 +9,14 @@
 //! Needs root, `debootstrap` and Debian's mirror (the registries CI reaches). The bootstrapped
 //! root is cached under cargo's target tmpdir and copied for each run.
 
+use std::fs::File;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
 
 use crate::support::install::*;
 
@@ -37,9 +40,20 @@ fn base_root() -> PathBuf {
 /// A minbase root of this host's release with the packages `include` (debootstrap's
 /// comma-separated list), bootstrapped once per target dir as `debian-RELEASE{suffix}`, in
 /// which no package's script starts a service (policy-rc.d).
+///
+/// Several tests want the same root, and run at once: the first to come bootstraps it while the
+/// others wait on a lock beside it (an `flock`, which holds between the threads of this binary
+/// as between binaries), and they find it complete. Without the lock, a second test would
+/// remove the root and bootstrap another into the same directory while the first still
+/// bootstraps or copies it.
 pub(crate) fn bootstrapped(suffix: &str, include: &str) -> PathBuf {
     let release = codename();
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("debian-{release}{suffix}"));
+    let lock_file = base.with_file_name(format!("debian-{release}{suffix}.lock"));
+    let file =
+        File::create(&lock_file).unwrap_or_else(|e| panic!("create {}: {e}", lock_file.display()));
+    let _lock = Flock::lock(file, FlockArg::LockExclusive)
+        .unwrap_or_else(|(_, e)| panic!("flock {}: {e}", lock_file.display()));
     let done = base.join(".crond-test-complete");
     if done.exists() {
         return base;

@@ -14,4 +14,5 @@ mod debian;
 mod e2e;
 mod make;
 mod man;
+mod rpm;
 mod unit;
