@@ -11,7 +11,7 @@
 //!   [`trust`] (which files and directories to trust, from their facts),
 //!   [`crontab_cmd::access`] (cron.allow/deny), [`metrics`] (the daemon's counters and their
 //!   text), [`control`] (the control socket's requests, who may see which entry, and the answers
-//!   of `cronctl list`, `run`, `status`).
+//!   of `cronctl list`, `show`, `run`, `status`).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load, and the
 //!   entries in memory: `database::entries`), [`job`] (the job child: its stdin writer, output
 //!   capture, and `job::mail`, the mail of what a job leaves behind), [`log`] (the one

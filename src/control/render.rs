@@ -639,7 +639,7 @@ pub(super) fn printable(bytes: &[u8]) -> String {
 }
 
 /// At most `n` characters, the last of them `…` when cut.
-fn cut(text: &str, n: usize) -> String {
+pub(super) fn cut(text: &str, n: usize) -> String {
     if text.chars().count() <= n {
         return text.to_string();
     }

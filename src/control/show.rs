@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::render::{
-    host_time, json_end, json_entry, json_not_loaded, outcome, printable, rfc3339, run_result,
+    cut, host_time, json_end, json_entry, json_not_loaded, outcome, printable, rfc3339, run_result,
     span, started, text, took, why_not_run,
 };
 use super::{Detail, EntryView, Format, NotLoaded, StatusView};
@@ -16,11 +16,30 @@ use crate::metrics::LastRun;
 
 /// The answer to `show` for `e`.
 pub(super) fn show(e: &EntryView, status: &StatusView, format: Format) -> String {
-    let detail = e.detail.clone().unwrap_or_default();
+    let none = Detail::default();
+    let detail = e.detail.as_ref().unwrap_or(&none);
     match format {
-        Format::Table => table(e, &detail, status),
-        Format::Json => json(e, &detail),
+        Format::Table => table(e, detail, status),
+        Format::Json => json(e, detail),
     }
+}
+
+/// The most variables of an entry's environment `show` gives (a system file may set 10,000),
+/// each name cut to [`MAX_NAME_SHOWN`] characters and each value to [`MAX_VALUE_SHOWN`]; and the
+/// most characters of the JSON's `line` (whose command is whole in `command`). With a command
+/// at its bound (131,072 bytes) the answer stays within a user's 1 MiB.
+const MAX_ENV_SHOWN: usize = 100;
+const MAX_NAME_SHOWN: usize = 64;
+const MAX_VALUE_SHOWN: usize = 200;
+const MAX_JSON_LINE: usize = 1024;
+
+/// The variables `show` gives, cut, and how many it leaves out.
+fn shown_env(detail: &Detail) -> (Vec<(String, String)>, usize) {
+    let text = |bytes: &[u8], n| cut(&String::from_utf8_lossy(bytes), n);
+    let shown = (detail.env.iter().take(MAX_ENV_SHOWN))
+        .map(|(name, value)| (text(name, MAX_NAME_SHOWN), text(value, MAX_VALUE_SHOWN)))
+        .collect();
+    (shown, detail.env.len().saturating_sub(MAX_ENV_SHOWN))
 }
 
 /// The answer to `show` for a place that did not load: the line, or its whole file, and why.
@@ -129,8 +148,17 @@ fn table(e: &EntryView, detail: &Detail, status: &StatusView) -> String {
     if detail.env.is_empty() {
         out.push_str("  (nothing set)\n");
     }
-    for (name, value) in &detail.env {
-        let _ = writeln!(out, "  {}={}", printable(name), printable(value));
+    let (env, more) = shown_env(detail);
+    for (name, value) in &env {
+        let _ = writeln!(
+            out,
+            "  {}={}",
+            printable(name.as_bytes()),
+            printable(value.as_bytes())
+        );
+    }
+    if more > 0 {
+        let _ = writeln!(out, "  ({more} more variables not shown)");
     }
     next_runs(&mut out, e, detail, status);
     out.push_str("\nLast runs (newest first, since crond loaded the entry):\n");
@@ -195,18 +223,23 @@ fn last_run(out: &mut String, l: &LastRun, now_s: i64, host: &crate::schedule::Z
 fn json(e: &EntryView, detail: &Detail) -> String {
     let mut out = json_entry(e);
     out.pop();
-    text(&mut out, "line", line(e, detail).as_bytes());
+    text(
+        &mut out,
+        "line",
+        cut(&line(e, detail), MAX_JSON_LINE).as_bytes(),
+    );
+    let (env, more) = shown_env(detail);
     out.push_str(",\"env\":[");
-    for (i, (name, value)) in detail.env.iter().enumerate() {
+    for (i, (name, value)) in env.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push('{');
-        text(&mut out, "name", name);
-        text(&mut out, "value", value);
+        text(&mut out, "name", name.as_bytes());
+        text(&mut out, "value", value.as_bytes());
         out.push('}');
     }
-    out.push_str("],\"next_runs\":[");
+    let _ = write!(out, "],\"env_not_shown\":{more},\"next_runs\":[");
     let times = e.next_s.into_iter().chain(detail.later.iter().copied());
     for (i, s) in times.enumerate() {
         if i > 0 {

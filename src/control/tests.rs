@@ -606,3 +606,43 @@ fn what_did_not_load_is_shown_to_root_and_to_the_user_of_its_crontab_and_as_aske
     };
     assert!(places(&peer(0, None), &status).is_empty());
 }
+
+#[test]
+fn show_of_an_entry_at_every_bound_stays_within_a_users_answer_and_says_what_it_left_out() {
+    let mut e = entry(1, "crontabs/alice", 3, "alice");
+    // A command at the parser's bound and a system file's many long variables, all in bytes
+    // that are shown escaped (the most room each takes).
+    e.command = vec![0x01; 131_072];
+    e.detail = Some(Detail {
+        env: (0..10_000)
+            .map(|i| (format!("V{i}").into_bytes(), vec![0x01; 1_000]))
+            .collect(),
+        ..Detail::default()
+    });
+    let alice = peer(1000, Some("alice"));
+    for format in [Format::Table, Format::Json] {
+        let request = Request::Show {
+            target: Target::Place {
+                tab: "crontabs/alice".into(),
+                line: 3,
+            },
+            format,
+        };
+        let answer = text(render(&request, &snapshot(vec![e.clone()]), &alice));
+        assert!(
+            answer.len() <= MAX_ANSWER_USER,
+            "{format:?}: {} bytes",
+            answer.len()
+        );
+        match format {
+            Format::Table => assert!(answer.contains("  (9900 more variables not shown)\n")),
+            Format::Json => {
+                let v: serde_json::Value =
+                    serde_json::from_str(answer.lines().nth(1).unwrap()).unwrap();
+                assert_eq!(v["env_not_shown"], 9_900);
+                assert_eq!(v["env"].as_array().unwrap().len(), 100);
+                assert_eq!(v["command"].as_str().unwrap().chars().count(), 131_072);
+            }
+        }
+    }
+}

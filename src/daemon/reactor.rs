@@ -698,6 +698,31 @@ mod tests {
     }
 
     #[test]
+    fn what_a_reaped_job_child_said_of_its_end_reaches_its_entrys_last_run() {
+        let (mut d, _dir) = granted("backup");
+        let (outcomes, write_end) = Outcomes::open().expect("a pipe");
+        d.outcomes = Some(outcomes);
+        let pid = d.scheduler.running_pids()[0];
+        let said = crate::job::report::Said::Ended {
+            end: crate::job::report::End::Exited(3),
+            duration_ms: 4_990,
+        };
+        // Written before the child exits, as a job child does; the turn that reaps it reads
+        // the pipe first, whether or not its poll saw the pipe ready.
+        let line = said.outcome_line(pid.0 as u32).unwrap();
+        let mut pipe = std::fs::File::from(write_end.fd().try_clone_to_owned().unwrap());
+        std::io::Write::write_all(&mut pipe, line.as_bytes()).unwrap();
+        turn(
+            &mut d,
+            Beat::after(5_000).reaped(vec![(pid, Exit::Code(1))]),
+        );
+        let id = d.sources.entries().next().expect("the entry");
+        let state = d.scheduler.entry_state(id).expect("loaded");
+        assert_eq!(state.last.len(), 1);
+        assert_eq!(state.last[0].said, Some(said));
+    }
+
+    #[test]
     fn a_reaped_job_child_ends_in_the_scheduler_and_its_cluster_runs_end_goes_to_the_helper() {
         let (mut d, _dir) = granted("backup");
         assert_eq!(started(&d), ["backup"]);

@@ -1,5 +1,5 @@
 //! The control socket, one of the daemon's owners (`--control-socket`, default
-//! `/run/crond.sock`: `cronctl list`, `run`, `status`), served from the reactor's poll as the
+//! `/run/crond.sock`: `cronctl list`, `show`, `run`, `status`), served from the reactor's poll as the
 //! metrics endpoint is: non-blocking connections, a table with bounds, deadlines. It keeps its
 //! listeners and connections and nothing of the daemon: it answers from a [`Snapshot`] made
 //! (by [`snapshot`], from the scheduler's [`EntryState`]s in the sources' order, which the
