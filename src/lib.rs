@@ -10,7 +10,8 @@
 //!   the heaps of next fire times, and [`timeline::queue`]: due jobs and the cycle deadline),
 //!   [`trust`] (which files and directories to trust, from their facts),
 //!   [`crontab_cmd::access`] (cron.allow/deny), [`metrics`] (the daemon's counters and their
-//!   text), [`control`] (the control socket's requests, who may see which entry, and the answers
+//!   text), [`history`] (one slot's recorded outcome and the messages to the history writer),
+//!   [`control`] (the control socket's requests, who may see which entry, and the answers
 //!   of `cronctl list`, `show`, `run`, `status`).
 //! * Shell: [`daemon`] (the poll loop), [`database`] (which files to trust and load, and the
 //!   entries in memory: `database::entries`), [`job`] (the job child: its stdin writer, output
@@ -48,6 +49,7 @@ pub(crate) mod crontab_cmd;
 pub(crate) mod daemon;
 pub(crate) mod database;
 pub(crate) mod hash;
+pub mod history;
 pub mod job;
 pub(crate) mod localtime;
 pub mod log;

@@ -50,14 +50,20 @@ pub fn printable(bytes: &[u8]) -> String {
 
 /// Cuts `text` to at most `max` bytes, at the end of a character.
 pub fn truncate_at_char(text: &mut String, max: usize) {
+    let end = cut_at_char(text, max).len();
+    text.truncate(end);
+}
+
+/// `text`'s first `max` bytes at most, ending at a character's end.
+pub fn cut_at_char(text: &str, max: usize) -> &str {
     if text.len() <= max {
-        return;
+        return text;
     }
     let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    text.truncate(end);
+    &text[..end]
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ pub mod memory;
 pub mod poll;
 pub mod process;
 pub mod pump;
+pub mod seqpacket;
 pub mod signal;
 pub mod spawn;
 pub mod syslog;
