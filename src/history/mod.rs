@@ -16,6 +16,8 @@
 //!   (`SCM_RIGHTS`): the writer answers on that connection as the daemon answers its own
 //!   requests (`OK` or `ERROR message`, then the rows) and closes it. The daemon has checked
 //!   who asks; the query says what they may see.
+//! * `gap` ([`Gap`]): from the daemon, when outcomes were lost on their way (the writer was
+//!   down, the queue full): history shows the gap as a gap.
 //! * `log` ([`LogMessage`]): from the writer to the daemon, a line for the daemon's log (the
 //!   writer has no log of its own).
 
@@ -366,6 +368,38 @@ impl LogMessage {
         Ok(LogMessage {
             level: fields.number("level")?.unwrap_or(6).clamp(0, 7) as u8,
             text: fields.text("text")?.unwrap_or_default(),
+        })
+    }
+}
+
+/// Outcomes that never reached the store: `lost` of them (0: not known) between `from_ms` and
+/// `to_ms`, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    pub from_ms: i64,
+    pub to_ms: i64,
+    pub lost: u64,
+    pub why: String,
+}
+
+impl Gap {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut m = wire::Writer::new("gap");
+        m.number("from_ms", self.from_ms);
+        m.number("to_ms", self.to_ms);
+        m.number("lost", self.lost as i64);
+        m.text("why", crate::words::cut_at_char(&self.why, MAX_COMMAND));
+        m.finish()
+    }
+
+    pub fn decode(fields: &Fields<'_>) -> std::result::Result<Gap, WireError> {
+        Ok(Gap {
+            from_ms: fields
+                .number("from_ms")?
+                .ok_or(WireError::Missing("from_ms"))?,
+            to_ms: fields.number("to_ms")?.ok_or(WireError::Missing("to_ms"))?,
+            lost: fields.number("lost")?.unwrap_or(0).max(0) as u64,
+            why: fields.text("why")?.unwrap_or_default(),
         })
     }
 }

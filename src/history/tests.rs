@@ -185,4 +185,11 @@ fn the_head_and_tail_of_an_output_hold_it_all_when_it_fits() {
         LogMessage::decode(&Fields::parse(&log.encode()).unwrap()),
         Ok(log)
     );
+    let gap = Gap {
+        from_ms: 1,
+        to_ms: 2,
+        lost: 3,
+        why: "the history writer was down".into(),
+    };
+    assert_eq!(Gap::decode(&Fields::parse(&gap.encode()).unwrap()), Ok(gap));
 }
