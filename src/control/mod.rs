@@ -31,6 +31,7 @@
 //! socket is ([`private_path`]), the bound of an answer ([`MAX_ANSWER_ROOT`]), and what `run`
 //! takes ([`parse_target`]), checked before it connects. The rest is the daemon's.
 
+pub(crate) mod asked;
 mod render;
 pub(crate) mod report;
 mod show;
@@ -113,6 +114,9 @@ pub(crate) enum Request {
         target: Target,
         format: Format,
     },
+    /// Answered by the history writer, which the client's connection is passed to.
+    History(asked::HistoryAsk),
+    Logs(asked::LogsAsk),
 }
 
 /// Who is asking: the connection's credentials (`SO_PEERCRED`) and the name passwd gives the
@@ -221,9 +225,11 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
                 format,
             })
         }
+        "history" => asked::parse_history(rest).map(Request::History),
+        "logs" => asked::parse_logs(rest).map(Request::Logs),
         "" => Err("an empty request".to_string()),
         other => Err(format!(
-            "unknown request {other:?} (list, status, run or show)"
+            "unknown request {other:?} (list, status, run, show, history or logs)"
         )),
     }
 }
@@ -439,7 +445,19 @@ impl Request {
             detail: false,
         };
         match self {
-            Request::Status { .. } => none,
+            Request::Status { .. } | Request::History(asked::HistoryAsk { target: None, .. }) => {
+                none
+            }
+            Request::History(asked::HistoryAsk {
+                target: Some(target),
+                ..
+            })
+            | Request::Logs(asked::LogsAsk { target, .. }) => Want {
+                entries: true,
+                target: Some(target),
+                max_entries: MAX_CANDIDATES,
+                ..none
+            },
             Request::List { pattern, .. } => Want {
                 entries: true,
                 pattern: pattern.as_deref(),

@@ -45,6 +45,9 @@ pub(crate) fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec
             Err(answer) => return answer,
         },
         Request::Run { .. } => return super::error_answer("a run is answered by the daemon"),
+        Request::History(_) | Request::Logs(_) => {
+            return super::error_answer("history is answered by the history writer");
+        }
     }
     .into_bytes()
 }

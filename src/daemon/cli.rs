@@ -56,6 +56,14 @@ Containers:
   --stop-jobs               on SIGTERM, stop the running jobs first (default as PID 1)
   --stop-timeout SECONDS    how long a stop waits before SIGKILL (0 to 3600; default 10)
 
+History (every run's outcome and output, read with cronctl history and logs):
+  --history FILE|off        the store (default history.db in the state directory)
+  --history-output SIZE     bytes kept of each end of a run's output (default 32K; 0 to 64K)
+  --history-days DAYS       how long outcomes are kept (1 to 3650; default 30)
+  --history-runs N          outcomes kept per entry (10 to 100000; default 1000)
+  --history-size SIZE       the store's most bytes, shared among users (default 256M)
+  --history-writer PATH     the cronctl that writes the store (default beside crond)
+
 Metrics and cluster mode:
   --metrics unix:PATH|ADDRESS:PORT
                             serve metrics there (repeatable)
@@ -137,6 +145,8 @@ pub struct Options {
     pub state_dir: Option<PathBuf>,
     /// `--metrics*`: the metrics endpoint's.
     pub metrics: MetricsOptions,
+    /// `--history*`: the run history's.
+    pub history: HistoryOptions,
     /// `--cluster-*`: cluster mode's.
     pub cluster: ClusterOptions,
     /// `--crontab FILE`, once per file (at most [`MAX_CRONTAB_FILES`]): run these user-format
@@ -173,6 +183,24 @@ pub struct MetricsOptions {
     pub entries_on_tcp: bool,
     /// `--metrics-group NAME`: the group that may read the metrics socket besides root.
     pub group: Option<String>,
+}
+
+/// The run history's options (`--history*`), which the history link's start reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HistoryOptions {
+    /// `--history FILE|off`: the store; `None`: `history.db` in the state directory;
+    /// `Some("off")`: no history.
+    pub store: Option<PathBuf>,
+    /// `--history-output SIZE`: bytes kept of each end of a run's output.
+    pub keep_output: Option<u64>,
+    /// `--history-days DAYS`.
+    pub keep_days: Option<u32>,
+    /// `--history-runs N`.
+    pub keep_runs: Option<u32>,
+    /// `--history-size SIZE`.
+    pub max_size: Option<u64>,
+    /// `--history-writer PATH`: the `cronctl` that writes the store (default: beside crond).
+    pub writer: Option<PathBuf>,
 }
 
 /// Cluster mode's options (`--cluster-*`), which the cluster link's start reads.
@@ -268,6 +296,24 @@ impl Options {
                 Long("metrics-group") => {
                     o.metrics.group = Some(text(&mut parser, "--metrics-group")?)
                 }
+                Long("history") => o.history.store = Some(path(&mut parser)?),
+                Long("history-output") => {
+                    o.history.keep_output = Some(history_output(&mut parser)?)
+                }
+                Long("history-days") => {
+                    o.history.keep_days =
+                        Some(in_range(&mut parser, "--history-days", (1, 3650), "days")?)
+                }
+                Long("history-runs") => {
+                    o.history.keep_runs = Some(in_range(
+                        &mut parser,
+                        "--history-runs",
+                        (10, 100_000),
+                        "runs",
+                    )?)
+                }
+                Long("history-size") => o.history.max_size = Some(history_size(&mut parser)?),
+                Long("history-writer") => o.history.writer = Some(path(&mut parser)?),
                 Long("cluster-db") => o.cluster.db = Some(text(&mut parser, "--cluster-db")?),
                 Long("cluster-host") => o.cluster.host = Some(cluster_host(&mut parser)?),
                 Long("cluster-helper") => o.cluster.helper = Some(path(&mut parser)?),
@@ -442,6 +488,30 @@ fn max_output(parser: &mut lexopt::Parser) -> Result<u64, lexopt::Error> {
         })
 }
 
+/// `--history-output SIZE`: at most [`crate::history::MAX_KEEP_OUTPUT`].
+fn history_output(parser: &mut lexopt::Parser) -> Result<u64, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .and_then(parse_size)
+        .filter(|&n| n <= crate::history::MAX_KEEP_OUTPUT)
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: "--history-output (0 to 64K bytes, or with a K suffix)".into(),
+            value: v.clone(),
+        })
+}
+
+/// `--history-size SIZE`: at least 1 MiB.
+fn history_size(parser: &mut lexopt::Parser) -> Result<u64, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .and_then(parse_size)
+        .filter(|&n| n >= 1 << 20)
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: "--history-size (1M or more, with a K, M or G suffix)".into(),
+            value: v.clone(),
+        })
+}
+
 /// `--log syslog|stderr|both`.
 fn log_destination(parser: &mut lexopt::Parser) -> Result<Destination, lexopt::Error> {
     let v = parser.value()?;
@@ -595,6 +665,18 @@ mod tests {
             "30",
             "--control-socket",
             "/run/c.sock",
+            "--history",
+            "/h.db",
+            "--history-output",
+            "4K",
+            "--history-days",
+            "7",
+            "--history-runs",
+            "50",
+            "--history-size",
+            "8M",
+            "--history-writer",
+            "/w",
         ])
         .expect("parses");
         let expected = Options {
@@ -621,6 +703,14 @@ mod tests {
             no_pam: true,
             pam_dir: Some("/q".into()),
             state_dir: Some("/t".into()),
+            history: HistoryOptions {
+                store: Some("/h.db".into()),
+                keep_output: Some(4096),
+                keep_days: Some(7),
+                keep_runs: Some(50),
+                max_size: Some(8 << 20),
+                writer: Some("/w".into()),
+            },
             metrics: MetricsOptions {
                 at: vec![
                     MetricsAt::Unix("/run/m".into()),

@@ -17,6 +17,8 @@ use std::time::Instant;
 
 use super::scheduler::missed;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
+use crate::history;
+use crate::job::record::{HistorySink, RunFacts};
 use crate::job::user_lookup::{self, Identities, Identity, Looked};
 use crate::job::{ChildSetup, JobSpec};
 use crate::log::{Level, Log, LogLine};
@@ -32,8 +34,28 @@ pub(super) trait Effects {
     fn log(&mut self, level: Level, line: LogLine);
     /// Forks the job child of `job` (`first`: its entry's first run since its file was loaded;
     /// `report`: the write end of the pipe on which it says what became of a run asked for on
-    /// the control socket).
-    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid>;
+    /// the control socket; `facts`: the run's id, trigger and slot, for its record).
+    fn start(
+        &mut self,
+        job: &JobSpec,
+        first: bool,
+        report: Option<OwnedFd>,
+        facts: &RunFacts,
+    ) -> io::Result<Pid>;
+    /// Records the outcome of a slot the daemon did not start (the history link sends it).
+    fn record(&mut self, outcome: history::Outcome);
+    /// The outcomes recorded since the last call.
+    fn take_records(&mut self) -> Vec<history::Outcome>;
+    /// Starts the history writer `program` with `args`, `stdin` its end of the socket: its
+    /// pid.
+    fn spawn_writer(
+        &mut self,
+        program: &Path,
+        args: &[OsString],
+        stdin: OwnedFd,
+    ) -> io::Result<u32>;
+    /// Where job children record their runs from now on (a new writer's socket).
+    fn set_history(&mut self, sink: HistorySink);
     /// A pipe for a job child to tell what became of its job: (read end, non-blocking; write
     /// end), both close-on-exec.
     fn report_pipe(&mut self) -> io::Result<(OwnedFd, OwnedFd)> {
@@ -94,6 +116,7 @@ pub(super) struct RealEffects {
     setup: ChildSetup,
     timer: Rc<MinuteTimer>,
     identities: Identities,
+    records: Vec<history::Outcome>,
 }
 
 impl RealEffects {
@@ -103,6 +126,7 @@ impl RealEffects {
             setup,
             timer,
             identities: Identities::default(),
+            records: Vec::new(),
         }
     }
 
@@ -117,7 +141,13 @@ impl Effects for RealEffects {
         self.log.line(level, &line);
     }
 
-    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid> {
+    fn start(
+        &mut self,
+        job: &JobSpec,
+        first: bool,
+        report: Option<OwnedFd>,
+        facts: &RunFacts,
+    ) -> io::Result<Pid> {
         let now = Instant::now();
         let looked = match &self.setup.run_as {
             // `--crontab` mode: every job is the daemon's user, looked up once at start.
@@ -126,7 +156,33 @@ impl Effects for RealEffects {
             }),
             None => self.identities.get(job.user(), now, user_lookup::look_up),
         };
-        crate::job::start(job, &self.setup, looked, first, report)
+        crate::job::start(job, &self.setup, looked, first, report, facts)
+    }
+
+    fn record(&mut self, outcome: history::Outcome) {
+        self.records.push(outcome);
+    }
+
+    fn take_records(&mut self) -> Vec<history::Outcome> {
+        std::mem::take(&mut self.records)
+    }
+
+    fn spawn_writer(
+        &mut self,
+        program: &Path,
+        args: &[OsString],
+        stdin: OwnedFd,
+    ) -> io::Result<u32> {
+        let mut command = Program::new(program);
+        command
+            .args(args)
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::null());
+        Ok(command.spawn()?.id())
+    }
+
+    fn set_history(&mut self, sink: HistorySink) {
+        self.setup.history = Some(sink);
     }
 
     fn user_unknown(&mut self, name: &[u8]) -> bool {
@@ -225,6 +281,14 @@ pub(super) struct Recorded {
     pub(super) reports: Vec<OwnedFd>,
     /// The users passwd does not know.
     pub(super) unknown_users: std::collections::BTreeSet<Vec<u8>>,
+    /// The runs started, with what their record would say of them.
+    pub(super) facts: Vec<RunFacts>,
+    /// The outcomes recorded, and those the history link took.
+    pub(super) records: Vec<history::Outcome>,
+    pub(super) taken: Vec<history::Outcome>,
+    /// The history writer's other end, and where job children were last told to record.
+    pub(super) writer: Option<OwnedFd>,
+    pub(super) history: Option<HistorySink>,
     next_pid: i32,
 }
 
@@ -276,8 +340,15 @@ impl Effects for Recorded {
         self.lines.push((level, text));
     }
 
-    fn start(&mut self, job: &JobSpec, first: bool, report: Option<OwnedFd>) -> io::Result<Pid> {
+    fn start(
+        &mut self,
+        job: &JobSpec,
+        first: bool,
+        report: Option<OwnedFd>,
+        facts: &RunFacts,
+    ) -> io::Result<Pid> {
         self.reports.extend(report);
+        self.facts.push(facts.clone());
         if self.fail_starts > 0 {
             self.fail_starts -= 1;
             return Err(io::Error::from_raw_os_error(11));
@@ -307,6 +378,26 @@ impl Effects for Recorded {
 
     fn kill(&mut self, pid: u32) {
         self.killed.push(pid);
+    }
+
+    fn record(&mut self, outcome: history::Outcome) {
+        self.records.push(outcome);
+    }
+
+    fn take_records(&mut self) -> Vec<history::Outcome> {
+        let taken = std::mem::take(&mut self.records);
+        self.taken.extend(taken.iter().cloned());
+        taken
+    }
+
+    fn spawn_writer(&mut self, _: &Path, _: &[OsString], stdin: OwnedFd) -> io::Result<u32> {
+        self.writer = Some(stdin);
+        self.next_pid += 1;
+        Ok((1000 + self.next_pid) as u32)
+    }
+
+    fn set_history(&mut self, sink: HistorySink) {
+        self.history = Some(sink);
     }
 
     fn local_zone(&mut self, zone: &Zone) {

@@ -13,6 +13,7 @@ mod container;
 mod control;
 mod effects;
 mod handoff;
+mod history;
 mod metrics_server;
 mod options;
 mod outcomes;

@@ -186,6 +186,8 @@ impl Options {
             run_as,
             report: None,
             outcomes: None,
+            history: None,
+            recorder: None,
             spill_dir: crate::sys::tmpfile::default_dir(),
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),

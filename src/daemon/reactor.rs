@@ -23,6 +23,7 @@ use super::cluster::ClusterLink;
 use super::control::{self, ControlServer};
 use super::effects::{Effects, RealEffects};
 use super::handoff::{Claim, Granted, Launched};
+use super::history::HistoryLink;
 use super::metrics_server::{self, MetricsServer};
 use super::outcomes::Outcomes;
 use super::scheduler::{Reaped, Scheduler, Wake};
@@ -54,6 +55,8 @@ pub(super) enum Token {
     Control(control::Token),
     /// The pipe of the job children's outcomes.
     Outcomes,
+    /// The history writer's socket.
+    History,
 }
 
 /// Whether the loop goes on after a turn.
@@ -106,6 +109,7 @@ pub(super) struct Daemon<W: World = RealWorld, F: Effects = RealEffects> {
     pub(super) metrics: Option<MetricsServer>,
     pub(super) control: Option<ControlServer>,
     pub(super) outcomes: Option<Outcomes>,
+    pub(super) history: Option<HistoryLink>,
 }
 
 /// How long poll may sleep before the next queued job may start: `None` (no bound) with nothing
@@ -136,7 +140,22 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let ready = self.wait(timeout)?;
         let now = self.reactor.clock.now();
         self.reactor.now = now;
-        self.dispatch(&ready, now)
+        let turn = self.dispatch(&ready, now)?;
+        self.hand_records(now.as_millisecond());
+        Ok(turn)
+    }
+
+    /// The outcomes the owners recorded this turn go to the history link, which sends what it
+    /// can and starts a lost writer again when it is time.
+    fn hand_records(&mut self, now_ms: i64) {
+        let fx = &mut self.reactor.fx;
+        let records = fx.take_records();
+        if let Some(link) = &mut self.history {
+            for outcome in records {
+                link.record(outcome, now_ms);
+            }
+            link.tick(now_ms, fx);
+        }
     }
 
     /// Before the wait: a clock found away from where the timer was left is handled as the
@@ -159,6 +178,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let next_start = [
             self.scheduler.next_start_ms(),
             self.cluster.as_ref().and_then(|c| c.next_deadline_ms()),
+            self.history.as_ref().and_then(HistoryLink::deadline_ms),
         ]
         .into_iter()
         .flatten()
@@ -198,6 +218,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
         if let Some(outcomes) = &self.outcomes {
             fds.push((Token::Outcomes, outcomes.fd(), Interest::Read));
         }
+        if let Some((fd, interest)) = self.history.as_ref().and_then(HistoryLink::fd) {
+            fds.push((Token::History, fd, interest));
+        }
         (self.reactor.world)
             .wait(&fds, timeout_ms)
             .map_err(|e| Error::Io("poll", e))
@@ -233,6 +256,11 @@ impl<W: World, F: Effects> Daemon<W, F> {
         }
         if ready.contains(&Token::Helper) {
             self.on_helper(now_ms);
+        }
+        if ready.contains(&Token::History)
+            && let Some(link) = &mut self.history
+        {
+            link.readable(&mut self.reactor.fx);
         }
         if let Some(link) = &mut self.cluster {
             let zone = self.scheduler.local_zone();
@@ -290,6 +318,17 @@ impl<W: World, F: Effects> Daemon<W, F> {
             snapshot
         };
         let orders = server.serve(&tokens, now_ms, &snapshot, &mut self.reactor.fx);
+        for (connection, query) in server.take_asks() {
+            let refused = match &mut self.history {
+                Some(link) => link.ask(connection, &query).err().map(|c| (c, false)),
+                None => Some((connection, true)),
+            };
+            if let Some((connection, off)) = refused {
+                // One short line on a blocking socket of a client that just asked: it goes.
+                let answer = crate::control::asked::no_history_answer(off);
+                let _ = std::io::Write::write_all(&mut std::fs::File::from(connection), &answer);
+            }
+        }
         let mut failed = false;
         for order in orders {
             let asked_by = order.peer.describe();
@@ -338,6 +377,11 @@ impl<W: World, F: Effects> Daemon<W, F> {
         // The job child logs its own end (it knows the command and the shell's status); the
         // daemon learns here which entry's job ended.
         let fx = &mut self.reactor.fx;
+        if let Some(link) = &mut self.history
+            && link.on_reaped(pid.0 as u32, now.as_millisecond(), fx)
+        {
+            return;
+        }
         let said = self.outcomes.as_mut().and_then(|o| o.take(pid.0));
         let reaped = self.scheduler.on_reaped(pid, exit, said, now, fx);
         if let Some(link) = &mut self.cluster {
@@ -361,7 +405,10 @@ impl<W: World, F: Effects> Daemon<W, F> {
             server.stopping(self.reactor.now.as_millisecond());
         }
         let stops_jobs = self.setup.stops_jobs();
-        self.scheduler.stopping(stops_jobs, &mut self.reactor.fx);
+        let now = self.reactor.now;
+        self.scheduler
+            .stopping(stops_jobs, now, &mut self.reactor.fx);
+        self.hand_records(now.as_millisecond());
         self.reactor.world.notify_stopping();
         if stops_jobs {
             let reactor = &mut self.reactor;
@@ -533,6 +580,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let reboot = std::mem::take(&mut change.reboot);
         let added = self.scheduler.apply(change, now.as_millisecond(), fx);
         self.sources.settle(pending, &added, now.as_second(), fx);
+        self.scheduler.name_entries(self.sources.entries_of(key));
         reboot
     }
 }
@@ -611,6 +659,7 @@ mod tests {
         let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)
             .expect("the control socket");
         let cluster = setup.cluster_link(now, &mut fx);
+        let history = setup.history_link(now, &mut fx);
         let world = Scripted::new(clock.clone());
         let mut daemon = Daemon {
             reactor: Reactor::new(Box::new(clock.clone()), world, fx),
@@ -621,6 +670,7 @@ mod tests {
             metrics: None,
             control,
             outcomes: None,
+            history,
         };
         setup::load_at_start(&mut daemon, now);
         (daemon, clock)

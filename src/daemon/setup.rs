@@ -15,6 +15,7 @@ use super::clock::{Clock, WallClock};
 use super::cluster::{self, ClusterLink};
 use super::control::ControlServer;
 use super::effects::{Effects, RealEffects};
+use super::history::{self, HistoryLink};
 use super::metrics_server::MetricsServer;
 use super::outcomes::Outcomes;
 use super::reactor::{Daemon, Reactor};
@@ -60,8 +61,10 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
         )?),
     };
     let control = ControlServer::listen(o.control_socket(), now.as_millisecond(), &mut fx)?;
-    // Started before the crontabs are loaded: the helper is small when it forks.
+    // Started before the crontabs are loaded: the helper and the writer are small when they
+    // fork.
     let cluster = setup.cluster_link(now, &mut fx);
+    let history = setup.history_link(now, &mut fx);
     let world = RealWorld::new(signals, timer);
     let mut daemon = Daemon {
         reactor: Reactor::new(Box::new(clock), world, fx),
@@ -72,6 +75,7 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
         metrics,
         control,
         outcomes: Some(outcomes),
+        history,
     };
     let (entries, files) = load_at_start(&mut daemon, now);
     // systemd's Type=notify: ready once every crontab is loaded (a no-op without systemd).
@@ -196,6 +200,34 @@ impl Setup {
 }
 
 impl Setup {
+    /// The run history (unless `--history off`): its link, the writer started.
+    pub(super) fn history_link(&self, now: Timestamp, fx: &mut dyn Effects) -> Option<HistoryLink> {
+        let o = &self.options.history;
+        let store = match &o.store {
+            Some(path) if path.as_os_str() == "off" => return None,
+            Some(path) => path.clone(),
+            None => self.options.state_dir().join(history::STORE_NAME),
+        };
+        let program = o.writer.clone().unwrap_or_else(cluster::default_helper);
+        let host = String::from_utf8_lossy(&crate::sys::hostname()).into_owned();
+        let mut args: Vec<std::ffi::OsString> = vec!["history-writer".into(), "--store".into()];
+        args.push(store.into_os_string());
+        args.extend(["--host".into(), host.clone().into()]);
+        let numbers = [
+            ("--keep-days", o.keep_days.map(u64::from)),
+            ("--keep-runs", o.keep_runs.map(u64::from)),
+            ("--max-size", o.max_size),
+        ];
+        for (flag, value) in numbers {
+            if let Some(value) = value {
+                args.extend([flag.into(), value.to_string().into()]);
+            }
+        }
+        let keep = o.keep_output.unwrap_or(crate::history::DEFAULT_KEEP_OUTPUT);
+        let now_ms = now.as_millisecond();
+        Some(HistoryLink::new((program, args), (keep, host), now_ms, fx))
+    }
+
     /// Whether SIGTERM stops the running jobs (`daemon::stop`): as PID 1 (a container, where
     /// the daemon's exit kills what is left), or with `--stop-jobs`.
     pub(super) fn stops_jobs(&self) -> bool {

@@ -31,6 +31,7 @@ pub mod env;
 pub mod mail;
 pub mod output;
 mod pam_session;
+pub mod record;
 pub mod report;
 pub mod user_lookup;
 pub use crate::database::entries::JobSpec;
@@ -48,6 +49,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::crontab::JobInput;
+use crate::history::{self, Mail, Reason};
 use crate::job::report::{End, Said};
 use crate::log::messages::{self, JobExit, JobLogMask};
 use crate::log::{JobFields, Level, Log, LogLine};
@@ -59,6 +61,7 @@ use crate::sys::user::User;
 use env::{environment, lookup};
 use mail::{JobMail, MailCommand, MailConfig, MailOutcome, RunAs};
 use output::Output;
+use record::{HistorySink, Recorder, RunEnd, RunFacts};
 use shell::{Finished, ShellFailure};
 use user_lookup::{Identity, Looked};
 
@@ -94,6 +97,10 @@ pub struct ChildSetup {
     /// non-blocking: a line the full pipe does not take is lost, and the run shows without
     /// its reason. `None` where nobody reads it (tests, `--check`).
     pub outcomes: Option<Report>,
+    /// Where each run's outcome is recorded (`--history`); `None`: no history.
+    pub history: Option<HistorySink>,
+    /// In a job child with a history: its run's recorder. `None` in the daemon.
+    pub recorder: Option<Recorder>,
 }
 
 /// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
@@ -133,11 +140,13 @@ impl ChildSetup {
         }
     }
 
-    /// Tells the daemon that nothing of the job runs, and why.
-    fn tell_not_started(&self, reason: impl Into<String>) {
-        self.tell(Said::NotStarted {
-            reason: reason.into(),
-        });
+    /// Tells the daemon that nothing of the job runs, and why, and records it (`why`).
+    fn tell_not_started(&self, why: Reason, reason: impl Into<String>) {
+        let reason = reason.into();
+        if let Some(recorder) = &self.recorder {
+            recorder.not_run(why, &reason, self.log);
+        }
+        self.tell(Said::NotStarted { reason });
     }
 }
 
@@ -173,18 +182,20 @@ pub struct MailSetup {
 /// as). `first`: the entry's first run since its file was loaded, which the daemon remembers
 /// (a HOME that can't be entered is logged on that run only). `report`: the write end of the
 /// pipe on which the child tells the daemon what became of a run asked for with `cronctl run`.
+/// `facts`: the run's id, trigger and slot, for its record.
 pub fn start(
     spec: &JobSpec,
     setup: &ChildSetup,
     looked: &Looked,
     first: bool,
     report: Option<OwnedFd>,
+    facts: &RunFacts,
 ) -> io::Result<Pid> {
     setup.log.prepare_for_job_child();
     match spawn::fork_single_threaded()? {
         Forked::Parent(pid) => Ok(pid),
         Forked::Child => {
-            let run = || run_child(spec, setup, looked, first, report);
+            let run = || run_child(spec, setup, looked, first, report, facts);
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or(1);
             process::exit_immediately(code)
         }
@@ -198,6 +209,7 @@ fn run_child(
     looked: &Looked,
     first: bool,
     report: Option<OwnedFd>,
+    facts: &RunFacts,
 ) -> i32 {
     // The daemon's handlers go first (one must not write into a descriptor number reused
     // below), then the daemon's descriptors; the syslog socket was among them, and the child
@@ -209,15 +221,21 @@ fn run_child(
     // And it outlives a SIGTERM to its process group: it reports the job's end.
     signal::survive_sigterm();
     let outcomes = setup.outcomes.as_ref().map(Report::fd);
+    let history = setup.history.as_ref().map(|h| h.socket.as_fd());
     let kept: Vec<BorrowedFd<'_>> = report
         .as_ref()
         .map(|fd| fd.as_fd())
         .into_iter()
         .chain(outcomes)
+        .chain(history)
         .collect();
     process::close_all_above_stderr_but(&kept);
     let setup = &ChildSetup {
         report: report.map(Report::new),
+        recorder: setup
+            .history
+            .as_ref()
+            .map(|sink| Recorder::new(sink, spec, facts)),
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
             setup.log_mask.quiet()
@@ -269,14 +287,18 @@ fn run_job_with(
         Ok(finished) => finished,
         Err(ShellFailure::Logged) => return 1,
         Err(ShellFailure::Retry) => {
-            setup.tell_not_started(
-                "no process could be made for it (a process limit?); the run is queued and \
-                 retried",
-            );
+            // Not an outcome: the daemon starts the run again, and that start is recorded.
+            setup.tell(Said::NotStarted {
+                reason: "no process could be made for it (a process limit?); the run is \
+                         queued and retried"
+                    .into(),
+            });
             return NOT_STARTED;
         }
     };
-    report(spec, setup, &prepared, &finished);
+    // What the shell and its processes used, before the MTA (a child too) adds its own.
+    let usage = process::children_usage();
+    let mail = report(spec, setup, &prepared, &finished);
     let end = match finished.exit {
         JobExit::Signaled { signal, .. } => End::Signaled(signal),
         JobExit::Exited(code) => End::Exited(code),
@@ -287,6 +309,11 @@ fn run_job_with(
     });
     let succeeded = finished.exit.success();
     let mut timed_out = finished.timed_out.is_some();
+    let kept = setup.recorder.as_ref().map(|recorder| {
+        let output = &finished.output;
+        let (head, tail) = output.head_and_tail(recorder.keep_output());
+        (head, tail, output.total_bytes())
+    });
     // The job has ended (END logged, output mailed); with CRON_TIMEOUT what its shell left in
     // its process group stays under the limit, and this process stays until that group is
     // empty or has had its signals. The output and the spill file go first.
@@ -294,6 +321,23 @@ fn run_job_with(
     drop(finished.output);
     if let Some(left) = left_group {
         timed_out |= shell::watch_left_group(spec, setup.log, prepared.creds.as_ref(), left);
+    }
+    if let (Some(recorder), Some((head, tail, output_bytes))) = (&setup.recorder, kept) {
+        let end = match end {
+            End::Exited(code) => history::End::Exited(code),
+            End::Signaled(signal) => history::End::Signaled(signal),
+        };
+        let run = RunEnd {
+            end,
+            duration_ms: finished.duration_ms,
+            timed_out,
+            usage,
+            output_bytes,
+            head,
+            tail,
+            mail,
+        };
+        recorder.ran(run, setup.log);
     }
     child_exit_code(succeeded, timed_out)
 }
@@ -347,7 +391,8 @@ fn resolve_user<'a>(
             let line = messages::unknown_user_line(who, &spec.owner.tab);
             log.line(Level::Error, &line);
             let name = String::from_utf8_lossy(who);
-            setup.tell_not_started(format!("user {name} unknown (no passwd entry)"));
+            let words = format!("user {name} unknown (no passwd entry)");
+            setup.tell_not_started(Reason::UserUnknown, words);
             return None;
         }
         Looked::Failed(e) => {
@@ -356,7 +401,8 @@ fn resolve_user<'a>(
                 "ERROR",
                 &format!("getpwnam() failed: {e}; entry of {}", spec.owner.tab),
             );
-            setup.tell_not_started(format!("the user could not be looked up: {e}"));
+            let words = format!("the user could not be looked up: {e}");
+            setup.tell_not_started(Reason::NotStarted, words);
             return None;
         }
     };
@@ -365,10 +411,13 @@ fn resolve_user<'a>(
     if let Some(checked) = checked.filter(|&checked| checked != uid) {
         let line = messages::uid_changed_line(who, checked, uid, &spec.owner.tab);
         log.line(Level::Error, &line);
-        setup.tell_not_started(format!(
-            "its user's uid is now {}, not the {} its crontab was checked for",
-            uid.0, checked.0
-        ));
+        setup.tell_not_started(
+            Reason::UserUnknown,
+            format!(
+                "its user's uid is now {}, not the {} its crontab was checked for",
+                uid.0, checked.0
+            ),
+        );
         return None;
     }
     Some(identity)
@@ -390,7 +439,8 @@ fn prepare(
                 "ERROR",
                 &format!("can't drop privileges, job not run: {e}"),
             );
-            setup.tell_not_started(format!("can't take the user's ids: {e}"));
+            let words = format!("can't take the user's ids: {e}");
+            setup.tell_not_started(Reason::NotStarted, words);
             return None;
         }
     };
@@ -420,8 +470,9 @@ fn prepare(
 }
 
 /// After the shell: Debian's failure line, the output mailed (or logged with `-s`, or when no
-/// MTA could take it), then END and CMDEND (the JSON log: END only, always).
-fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Finished) {
+/// MTA could take it), then END and CMDEND (the JSON log: END only, always). Returns what
+/// became of the mail, for the run's record.
+fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Finished) -> Mail {
     let log = setup.log;
     let (shell_pid, exit, output) = (finished.shell_pid, finished.exit, &finished.output);
     let ended = JobFields {
@@ -435,6 +486,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     }
     // Output lines name their job as its other lines do: entry, command and the shell's pid.
     let fields = spec.log_fields(Some(shell_pid));
+    let mut mailed = Mail::None;
     match &setup.output {
         OutputTo::Syslog => log_output(log, spec.user(), output, &fields),
         // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA.
@@ -459,6 +511,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 env: &prepared.env,
             };
             let outcome = mail::mail_output_as(&job, &config, output, run_as);
+            mailed = outcome.as_recorded();
             if let Some(line) = outcome.log_line(spec.user()) {
                 let level = match outcome {
                     MailOutcome::NoMta => Level::Info,
@@ -495,6 +548,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             &messages::cmdend_line(spec.user(), spec.command()),
         );
     }
+    mailed
 }
 
 /// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),

@@ -197,6 +197,23 @@ impl Output {
         self.utf8.kind()
     }
 
+    /// Every byte the job printed, kept or not (carriage returns dropped).
+    pub fn total_bytes(&self) -> u64 {
+        self.len() + self.lost + self.dropped
+    }
+
+    /// The first `keep` and the last `keep` bytes kept (`history::head_and_tail`): what the
+    /// run's record holds of its output, the same bytes the mail has.
+    pub fn head_and_tail(&self, keep: u64) -> (Vec<u8>, Vec<u8>) {
+        crate::history::head_and_tail(self.len(), keep, |from, buf| {
+            let mut reader = OutputReader {
+                output: self,
+                pos: from,
+            };
+            reader.read(buf).unwrap_or(0)
+        })
+    }
+
     /// A reader over everything kept, from the first byte; it can be called more than once.
     pub fn reader(&self) -> OutputReader<'_> {
         OutputReader {

@@ -41,13 +41,14 @@ pub(super) fn run_in_session(
             // (stderr in a container, the JSON log) ours names the user and the entry.
             let reason = format!("PAM refused the session: {}", e.message);
             log.line(Level::Error, &refusal(spec, e.message));
-            setup.tell_not_started(reason);
+            setup.tell_not_started(crate::history::Reason::Refused, reason);
             return 1;
         }
         Err(NotOpened::Groups(e)) => {
             let said = format!("can't take the user's groups, job not run: {e}");
             log.error(spec.user(), "ERROR", &said);
-            setup.tell_not_started(format!("can't take the user's groups: {e}"));
+            let words = format!("can't take the user's groups: {e}");
+            setup.tell_not_started(crate::history::Reason::NotStarted, words);
             return 1;
         }
     };
@@ -160,6 +161,9 @@ pub(super) fn run_in_session(
         "ERROR",
         "a PAM session was asked for but crond was built without PAM; job not run",
     );
-    setup.tell_not_started("a PAM session was asked for but crond was built without PAM");
+    setup.tell_not_started(
+        crate::history::Reason::NotStarted,
+        "a PAM session was asked for but crond was built without PAM",
+    );
     1
 }

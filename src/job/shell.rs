@@ -162,7 +162,10 @@ fn start_shell(
         Err(e) if as_user::is_no_process(&e) => return Err(ShellFailure::Retry),
         Err(e) => {
             log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
-            setup.tell_not_started(format!("can't feed the job's input: {e}"));
+            setup.tell_not_started(
+                crate::history::Reason::NotStarted,
+                format!("can't feed the job's input: {e}"),
+            );
             return Err(ShellFailure::Logged);
         }
     };
@@ -170,7 +173,10 @@ fn start_shell(
         Ok(p) => p,
         Err(e) => {
             log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
-            setup.tell_not_started(format!("can't make the output pipe: {e}"));
+            setup.tell_not_started(
+                crate::history::Reason::NotStarted,
+                format!("can't make the output pipe: {e}"),
+            );
             reap_writer(log, who, stdin);
             return Err(ShellFailure::Logged);
         }
@@ -208,7 +214,10 @@ fn start_shell(
             }
             let shown = printable(&shell);
             log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
-            setup.tell_not_started(format!("can't run {shown}: {e}"));
+            setup.tell_not_started(
+                crate::history::Reason::NotStarted,
+                format!("can't run {shown}: {e}"),
+            );
             return Err(ShellFailure::Logged);
         }
     };

@@ -38,6 +38,8 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         run_as: None,
         report: None,
         outcomes: None,
+        history: None,
+        recorder: None,
         output: OutputTo::Syslog,
         max_output: None,
         spill_dir: dir.to_path_buf(),

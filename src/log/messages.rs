@@ -797,6 +797,50 @@ pub fn helper_unstarted_line(program: &std::path::Path, e: &std::io::Error) -> L
     )
 }
 
+/// The history writer can't be started.
+pub fn history_unstarted_line(program: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!(
+            "can't start the history writer {}: {e}; outcomes are not recorded until it runs",
+            program.display()
+        ),
+    )
+}
+
+/// The history writer is gone; it is started again in `after_s` seconds.
+pub fn history_lost_line(pid: u32, after_s: i64) -> LogLine {
+    cron(
+        "ERROR",
+        format!("history writer (pid {pid}) lost; starting it again in {after_s} s"),
+    )
+}
+
+/// Outcomes that never reached the history, and why.
+pub fn history_not_recorded_line(n: u64, why: &str) -> LogLine {
+    cron(
+        "ERROR",
+        format!(
+            "{} not recorded in the history: {why}",
+            count(n, "outcome was", "outcomes were")
+        ),
+    )
+}
+
+/// What the history writer says.
+pub fn history_writer_line(text: &str) -> LogLine {
+    cron("INFO", format!("history writer: {text}"))
+}
+
+/// A job child could not hand its run's outcome to the history writer.
+pub fn outcome_not_recorded_line(user: &[u8], entry: &str, e: &std::io::Error) -> LogLine {
+    LogLine::new(
+        user,
+        "ERROR",
+        format!("the outcome of this run of {entry} was not recorded in the history: {e}"),
+    )
+}
+
 /// The cluster helper is gone.
 pub fn helper_lost_line(why: &str) -> LogLine {
     cron(

@@ -166,6 +166,20 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ("helper_unstarted_line", m::helper_unstarted_line(p, &e())),
         ("helper_lost_line", m::helper_lost_line("exited")),
         ("helper_protocol_line", m::helper_protocol_line("bad line")),
+        ("history_unstarted_line", m::history_unstarted_line(p, &e())),
+        ("history_lost_line", m::history_lost_line(77, 2)),
+        (
+            "history_not_recorded_line",
+            m::history_not_recorded_line(3, "the queue of outcomes was full"),
+        ),
+        (
+            "history_writer_line",
+            m::history_writer_line("the store was set aside"),
+        ),
+        (
+            "outcome_not_recorded_line",
+            m::outcome_not_recorded_line(b"alice", "crontabs/alice:3", &e()),
+        ),
         (
             "helper_said_line",
             m::helper_said_line(true, "lost the database"),

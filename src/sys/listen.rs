@@ -27,6 +27,26 @@ pub enum Stream {
     Tcp(TcpStream),
 }
 
+impl Stream {
+    /// A descriptor of the same connection, blocking again, to hand to another process (the
+    /// history writer answers on it): the caller lets its own copy go at once.
+    pub fn handed_over(&self) -> io::Result<std::os::fd::OwnedFd> {
+        let fd = match self {
+            Stream::Unix(s) => {
+                let s = s.try_clone()?;
+                s.set_nonblocking(false)?;
+                std::os::fd::OwnedFd::from(s)
+            }
+            Stream::Tcp(s) => {
+                let s = s.try_clone()?;
+                s.set_nonblocking(false)?;
+                std::os::fd::OwnedFd::from(s)
+            }
+        };
+        Ok(fd)
+    }
+}
+
 /// Listens on the Unix socket `path`, mode 0600 (0660 with `group`, owned by root and that
 /// group). A socket left at `path` by an earlier daemon is replaced; anything else there is an
 /// error (never removed).

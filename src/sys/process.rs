@@ -294,6 +294,24 @@ fn closed_around(kept: &[i32]) -> Vec<(u32, u32)> {
     ranges
 }
 
+/// What this process's reaped children (and the children they reaped) used: CPU time in user
+/// and system mode, in microseconds, and the largest resident set among them, in KiB
+/// (`getrusage(RUSAGE_CHILDREN)`). Zeros when it can't be read.
+pub fn children_usage() -> (u64, u64, u64) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
+        return (0, 0, 0);
+    };
+    let micros = |t: nix::sys::time::TimeVal| {
+        (t.tv_sec().max(0) as u64) * 1_000_000 + t.tv_usec().max(0) as u64
+    };
+    (
+        micros(usage.user_time()),
+        micros(usage.system_time()),
+        usage.max_rss().max(0) as u64,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,19 @@ pub fn send_passing(
 /// descriptor passed with it, if one was. A message longer than `buf` is an error
 /// (`InvalidData`), its bytes dropped. Waits unless the socket is non-blocking.
 pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    recv_with(fd, buf, MsgFlags::empty())
+}
+
+/// [`recv`] that never waits: `WouldBlock` when no message is there.
+pub fn recv_now(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    recv_with(fd, buf, MsgFlags::MSG_DONTWAIT)
+}
+
+fn recv_with(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    flags: MsgFlags,
+) -> io::Result<(usize, Option<OwnedFd>)> {
     let mut space = nix::cmsg_space!([RawFd; 4]);
     let mut iov = [IoSliceMut::new(buf)];
     let msg = loop {
@@ -76,7 +89,7 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Option<Own
             fd.as_raw_fd(),
             &mut iov,
             Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
+            MsgFlags::MSG_CMSG_CLOEXEC | flags,
         ) {
             Ok(msg) => break msg,
             Err(nix::errno::Errno::EINTR) => continue,

@@ -52,10 +52,11 @@ use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
 use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds};
-use crate::control::report;
 use crate::control::{
     self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
 };
+use crate::control::{asked, report};
+use crate::history::Query;
 use crate::job::report::Said;
 use crate::log::messages;
 use crate::schedule::Zone;
@@ -386,6 +387,9 @@ pub(super) struct ControlServer {
     made: usize,
     /// The sockets' paths and which files they are, removed at a clean stop.
     bound: Vec<(PathBuf, (u64, u64))>,
+    /// `history` and `logs` questions, each with its client's connection, for the history
+    /// writer ([`ControlServer::take_asks`]).
+    asks: Vec<(OwnedFd, Query)>,
 }
 
 /// How the reactor answers: the snapshot of what a request wants for a peer, made when a
@@ -411,6 +415,7 @@ impl ControlServer {
             pid: std::process::id() as i32,
             made: 0,
             bound: Vec::new(),
+            asks: Vec::new(),
         }
     }
 
@@ -617,6 +622,12 @@ impl ControlServer {
         }
     }
 
+    /// The `history` and `logs` questions of this turn, each with its client's connection:
+    /// the loop passes them to the history writer, which answers them.
+    pub(super) fn take_asks(&mut self) -> Vec<(OwnedFd, Query)> {
+        std::mem::take(&mut self.asks)
+    }
+
     /// The daemon stops: each run still waited for is told so, as far as its socket takes the
     /// answer at once (the connections close with the daemon).
     pub(super) fn stopping(&mut self, now_ms: i64) {
@@ -728,6 +739,25 @@ impl ControlServer {
                         }
                         Err(answer) => c.reply(&answer),
                     },
+                    Request::History(_) | Request::Logs(_) => {
+                        let asked = match &request {
+                            Request::History(h) => Ok(h),
+                            Request::Logs(l) => Err(l),
+                            _ => unreachable!("matched above"),
+                        };
+                        let zone = &snap.status.zone;
+                        match asked::question(asked, &snap, &c.peer, now_ms, zone) {
+                            Ok(query) => match c.stream.handed_over() {
+                                Ok(fd) => {
+                                    self.asks.push((fd, query));
+                                    c.state = State::Done;
+                                    continue;
+                                }
+                                Err(e) => c.reply(&control::error_answer(&e.to_string())),
+                            },
+                            Err(answer) => c.reply(&answer),
+                        }
+                    }
                     _ => c.reply(&control::render(&request, &snap, &c.peer)),
                 }
                 // Most answers fit the socket's buffer: sent now.

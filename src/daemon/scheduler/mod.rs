@@ -9,6 +9,7 @@
 
 pub(super) mod missed;
 mod running;
+mod slots;
 
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::OwnedFd;
@@ -24,6 +25,7 @@ use crate::cluster::entry_id::entry_key;
 use crate::cluster::wire::Loaded;
 use crate::crontab::policy::{Missed, Overlap};
 use crate::database::entries::JobSpec;
+use crate::history::{Reason, Trigger};
 use crate::job::report::Said;
 use crate::log::Level;
 use crate::log::messages;
@@ -84,6 +86,8 @@ pub(super) struct Scheduler {
     /// Each running job child's run, and whether it was its entry's first since the load: a
     /// child that exits `job::NOT_STARTED` gives it back (bounded by the running children).
     in_flight: HashMap<Pid, (Run, bool)>,
+    /// The entries' ids and the catch-ups queued, for the runs' records.
+    slots: slots::Slots,
 }
 
 impl Scheduler {
@@ -103,6 +107,7 @@ impl Scheduler {
             written_handled: None,
             stopped: false,
             in_flight: HashMap::new(),
+            slots: slots::Slots::default(),
         }
     }
 
@@ -185,9 +190,21 @@ impl Scheduler {
     /// Removes an entry; returns how many of its runs waiting for RANDOM_DELAY went with it.
     fn remove(&mut self, id: EntryId) -> usize {
         self.metrics.forget(id);
+        self.slots.forget(id);
         self.once.remove(&id);
         self.last.remove(&id);
         self.cycle.remove(id)
+    }
+
+    /// Names the entries of one file, given in the file's order (after its load), with the
+    /// ids `cronctl list` shows: what their runs are recorded under.
+    pub(super) fn name_entries(&mut self, file: impl Iterator<Item = EntryId>) {
+        let cycle = &self.cycle;
+        let named = file.filter_map(|id| {
+            let (schedule, zone, job, _) = cycle.get(id)?;
+            Some((id, (schedule, zone, job, cycle.every_seconds(id))))
+        });
+        self.slots.name(named);
     }
 
     /// @reboot: once per boot, marked by a file under /run (Debian).
@@ -304,7 +321,7 @@ impl Scheduler {
     /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
     /// (skipped or left waiting, logged), or failed (back first in line, which waits a second).
     pub(super) fn launch(&mut self, run: Run, now_ms: i64, fx: &mut dyn Effects) -> Launched {
-        self.launch_reporting(run, None, now_ms, fx)
+        self.launch_reporting(run, None, false, now_ms, fx)
     }
 
     /// [`Scheduler::launch`], the job child handed `report` (`cronctl run`'s pipe) when it is
@@ -313,13 +330,14 @@ impl Scheduler {
         &mut self,
         run: Run,
         report: Option<OwnedFd>,
+        manual: bool,
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Launched {
-        if let Some(held) = self.admit(&run, fx) {
+        if let Some(held) = self.admit(&run, manual, now_ms, fx) {
             return held;
         }
-        match self.start(&run, report, now_ms, fx) {
+        match self.start(&run, report, manual, now_ms, fx) {
             Some(pid) => Launched::Started(pid),
             None => {
                 let failed = Launched::Failed {
@@ -332,9 +350,15 @@ impl Scheduler {
         }
     }
 
-    /// `None` when `run` may start now under `CRON_OVERLAP`; else it is skipped (counted) or
-    /// kept until its entry is idle, and logged.
-    fn admit(&mut self, run: &Run, fx: &mut dyn Effects) -> Option<Launched> {
+    /// `None` when `run` may start now under `CRON_OVERLAP`; else it is skipped (counted,
+    /// recorded) or kept until its entry is idle, and logged.
+    fn admit(
+        &mut self,
+        run: &Run,
+        manual: bool,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) -> Option<Launched> {
         let (entry, job) = (run.job.entry, &run.job.job);
         let overlap = job.env().policy().overlap;
         if overlap == Overlap::Allow {
@@ -348,6 +372,19 @@ impl Scheduler {
             } => {
                 self.metrics.skipped();
                 let since = clock::time(self.cycle.local_zone(), since_ms);
+                let facts = self.slots.facts(entry, job, run.due, manual);
+                let words = match also_waiting {
+                    true => format!("its run of {since} is still running, and another waits"),
+                    false => format!("its run of {since} is still running (CRON_OVERLAP)"),
+                };
+                let outcome = self.slots.not_run(
+                    entry,
+                    job,
+                    (facts.trigger, facts.slot),
+                    (Reason::Overlap, words),
+                    now_ms,
+                );
+                fx.record(outcome);
                 let line = messages::skip_line(job.user(), job.command(), &since, also_waiting);
                 (line, Launched::Skipped)
             }
@@ -371,12 +408,14 @@ impl Scheduler {
         &mut self,
         run: &Run,
         report: Option<OwnedFd>,
+        manual: bool,
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Option<Pid> {
         let entry = run.job.entry;
         let first = self.running.first_since_load(entry);
-        match fx.start(&run.job.job, first, report) {
+        let facts = self.slots.facts(entry, &run.job.job, run.due, manual);
+        match fx.start(&run.job.job, first, report, &facts) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
@@ -474,7 +513,7 @@ impl Scheduler {
             postponed: 0,
             start_ms: now_ms,
         };
-        if self.start(&run, None, now_ms, fx).is_some() {
+        if self.start(&run, None, false, now_ms, fx).is_some() {
             return Reaped::Ended;
         }
         // Not forked: it joins the queue, first in line.
@@ -550,7 +589,7 @@ impl Scheduler {
             postponed: 0,
             start_ms: now_ms,
         };
-        Some(self.launch_reporting(run, report, now_ms, fx))
+        Some(self.launch_reporting(run, report, true, now_ms, fx))
     }
 
     /// The exposition for `--metrics` (`entries`: with the per-entry series).
@@ -569,7 +608,7 @@ impl Scheduler {
     /// no run starts (a run waiting for its entry's last one stays unstarted, as logged);
     /// `stops_jobs`: the running jobs are about to be stopped (`daemon::stop`) rather than
     /// left to finish on their own.
-    pub(super) fn stopping(&mut self, stops_jobs: bool, fx: &mut dyn Effects) {
+    pub(super) fn stopping(&mut self, stops_jobs: bool, now: Timestamp, fx: &mut dyn Effects) {
         self.stopped = true;
         fx.info(messages::shutting_down_line());
         if self.running.len() > 0 && !stops_jobs {
@@ -577,6 +616,19 @@ impl Scheduler {
         }
         if self.running.waiting() > 0 {
             fx.info(messages::waiting_dropped_line(self.running.waiting()));
+            let now_ms = now.as_millisecond();
+            let minute = UtcMinute::containing(now.as_second());
+            for (entry, job) in self.running.waiting_runs() {
+                let words = "the daemon was stopping; the run waited for its previous one".into();
+                let outcome = self.slots.not_run(
+                    Some(entry),
+                    job,
+                    (Trigger::Schedule, Some(minute.start_second())),
+                    (Reason::Stopping, words),
+                    now_ms,
+                );
+                fx.record(outcome);
+            }
         }
         let handled = self.cycle.handled();
         self.write_handled_if_needed(handled, fx);
@@ -646,6 +698,7 @@ impl Scheduler {
                 continue;
             };
             self.metrics.missed();
+            self.slots.catching_up(id, missed);
             if let Some((_, _, job, _)) = self.cycle.get(id) {
                 let when = clock::date_time(self.cycle.local_zone(), missed);
                 let line = messages::missed_line(job.user(), job.command(), &when)
@@ -1025,7 +1078,7 @@ mod tests {
             };
             clock.advance_ms(60_000);
             assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Waiting]);
-            s.stopping(stops_jobs, &mut fx);
+            s.stopping(stops_jobs, clock.now(), &mut fx);
             assert_eq!(fx.logged("Shutting down").len(), 1, "{:?}", fx.lines);
             // Left to finish on its own, it is said so; stopped by the daemon, the stop says it.
             let said = fx

@@ -171,6 +171,13 @@ impl<J> Running<J> {
         self.by_pid.keys().copied().collect()
     }
 
+    /// The runs that wait for a running one to end, with their entries.
+    pub(in crate::daemon) fn waiting_runs(&self) -> impl Iterator<Item = (EntryId, &J)> {
+        self.by_entry
+            .iter()
+            .filter_map(|(&entry, b)| b.waiting.as_ref().map(|job| (entry, job)))
+    }
+
     /// How many runs wait for a running one to end.
     pub(in crate::daemon) fn waiting(&self) -> usize {
         self.by_entry

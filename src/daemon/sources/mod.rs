@@ -160,6 +160,11 @@ impl Sources {
         self.table.entries()
     }
 
+    /// The entries of one loaded file, in the file's order (none when it is not loaded).
+    pub(super) fn entries_of(&self, key: &SourceKey) -> impl Iterator<Item = EntryId> + '_ {
+        self.table.entries_of(key)
+    }
+
     /// Whether something must be looked at every minute: the files (no inotify, or refused
     /// files to recheck) or the zone file (inotify can't see every change of it: a rewrite of
     /// the file a chain of links leads to, or of one mounted over it).

@@ -218,6 +218,17 @@ impl SourceTable {
         self.loaded.values().flat_map(|l| l.entries.iter())
     }
 
+    /// The entries of one loaded file, in its order.
+    pub(in crate::daemon) fn entries_of(
+        &self,
+        key: &SourceKey,
+    ) -> impl Iterator<Item = EntryId> + '_ {
+        self.loaded
+            .get(key)
+            .into_iter()
+            .flat_map(|l| l.entries.iter())
+    }
+
     /// How many sources are loaded.
     pub(in crate::daemon) fn len(&self) -> usize {
         self.loaded.len()

@@ -140,6 +140,27 @@ pub enum MailOutcome {
 }
 
 impl MailOutcome {
+    /// What the run's record says of the mail: sent, none asked for, or why it failed.
+    pub fn as_recorded(&self) -> crate::history::Mail {
+        use crate::history::Mail;
+        match self {
+            MailOutcome::Sent { .. } => Mail::Sent,
+            MailOutcome::Empty | MailOutcome::Disabled => Mail::None,
+            MailOutcome::UnsafeAddress { .. } => {
+                Mail::Failed("MAILTO is not a safe address".into())
+            }
+            MailOutcome::NoMta => Mail::Failed("no MTA is installed".into()),
+            MailOutcome::MtaFailed { status, .. } => {
+                Mail::Failed(format!("the MTA failed (wait status {status})"))
+            }
+            MailOutcome::MtaTimedOut { .. } => Mail::Failed(format!(
+                "the MTA did not finish within {} s",
+                send::MTA_TIMEOUT.as_secs()
+            )),
+            MailOutcome::MtaError(e) => Mail::Failed(format!("can't run the MTA: {e}")),
+        }
+    }
+
     /// The Debian log line for this outcome, if there is one.
     pub fn log_line(&self, user: &[u8]) -> Option<LogLine> {
         match self {

@@ -1,0 +1,115 @@
+//! What the scheduler knows of each run for its record (`crate::history`): the entry's id as
+//! `cronctl list` shows it, what made the run (its schedule, a catch-up, `cronctl run`,
+//! `@reboot`) and the slot it fills; and the outcome of a slot it did not start.
+
+use std::collections::HashMap;
+
+use crate::cluster::entry_id::{Identity, LocalId, LocalIds};
+use crate::history::{Outcome, Reason, Result, Trigger};
+use crate::job::JobSpec;
+use crate::job::record::RunFacts;
+use crate::schedule::{Schedule, Zone};
+use crate::timeline::{EntryId, UtcMinute};
+
+/// The ids of the loaded entries, and the catch-up runs queued.
+#[derive(Debug, Default)]
+pub(super) struct Slots {
+    /// Each loaded entry's id (8 bytes of key and 8 of id an entry), named when its file is
+    /// loaded, removed with the entry.
+    ids: HashMap<EntryId, LocalId>,
+    /// The entries whose next start is a catch-up (`CRON_MISSED=once`), with the minute it
+    /// makes up.
+    catch_ups: HashMap<EntryId, UtcMinute>,
+}
+
+/// One entry as its id is made of: schedule, own zone, job, `@every` interval.
+pub(super) type Named<'a> = (&'a Schedule, Option<&'a Zone>, &'a JobSpec, Option<u32>);
+
+impl Slots {
+    /// Names the entries of one file, in the file's order, as `cronctl list` names them.
+    pub(super) fn name<'a>(&mut self, entries: impl Iterator<Item = (EntryId, Named<'a>)>) {
+        let mut ids = LocalIds::default();
+        for (id, (schedule, zone, job, every_s)) in entries {
+            let identity = Identity {
+                schedule,
+                zone: zone.map(Zone::name),
+                user: job.user(),
+                command: job.command(),
+            };
+            self.ids
+                .insert(id, ids.next(&identity, every_s, &job.owner.tab));
+        }
+    }
+
+    pub(super) fn forget(&mut self, id: EntryId) {
+        self.ids.remove(&id);
+        self.catch_ups.remove(&id);
+    }
+
+    /// The next start of `id` makes up `missed`.
+    pub(super) fn catching_up(&mut self, id: EntryId, missed: UtcMinute) {
+        self.catch_ups.insert(id, missed);
+    }
+
+    /// The id of an entry (an `@reboot` line, which `list` does not show, has one made of its
+    /// file, user and command).
+    pub(super) fn id(&self, entry: Option<EntryId>, job: &JobSpec) -> String {
+        match entry.and_then(|e| self.ids.get(&e)) {
+            Some(id) => id.to_string(),
+            None => {
+                let parts = [b"reboot".as_slice(), job.owner.tab.as_bytes(), job.user()];
+                let mut h = crate::hash::FNV_OFFSET;
+                for part in parts.into_iter().chain([job.command()]) {
+                    h = crate::hash::fnv1a(crate::hash::fnv1a(h, part), &[0]);
+                }
+                let digits = 4 * crate::cluster::entry_id::LOCAL_ID_DIGITS;
+                LocalId(crate::hash::mix(h) >> (64 - digits)).to_string()
+            }
+        }
+    }
+
+    /// What the record of a run starting now says of it: `manual` for `cronctl run`; a run
+    /// without an entry is `@reboot`'s; an entry catching up fills the minute it makes up.
+    pub(super) fn facts(
+        &mut self,
+        entry: Option<EntryId>,
+        job: &JobSpec,
+        due: UtcMinute,
+        manual: bool,
+    ) -> RunFacts {
+        let id = self.id(entry, job);
+        let (trigger, slot) = match entry {
+            None => (Trigger::Reboot, None),
+            Some(_) if manual => (Trigger::Manual, None),
+            Some(e) => match self.catch_ups.remove(&e) {
+                Some(missed) => (Trigger::CatchUp, Some(missed.start_second())),
+                None => (Trigger::Schedule, Some(due.start_second())),
+            },
+        };
+        RunFacts { id, trigger, slot }
+    }
+
+    /// The outcome of a slot not started: `reason`, in `words`.
+    pub(super) fn not_run(
+        &self,
+        entry: Option<EntryId>,
+        job: &JobSpec,
+        (trigger, slot): (Trigger, Option<i64>),
+        (reason, words): (Reason, String),
+        now_ms: i64,
+    ) -> Outcome {
+        Outcome {
+            entry: self.id(entry, job),
+            place: job.entry(),
+            user: String::from_utf8_lossy(job.user()).into_owned(),
+            owner_uid: job.owner.uid.map(|u| u.0),
+            command: String::from_utf8_lossy(job.command()).into_owned(),
+            trigger,
+            slot,
+            // The history link gives the daemon's outcomes this host's name.
+            host: String::new(),
+            at_ms: now_ms,
+            result: Result::NotRun { reason, words },
+        }
+    }
+}
