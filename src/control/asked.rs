@@ -216,3 +216,92 @@ pub(crate) fn no_history_answer(off: bool) -> Vec<u8> {
         false => "the history writer is not running now; see the daemon's log",
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_and_logs_requests_read_as_asked_and_bad_ones_say_why() {
+        let ask = parse_history("--json --failed --since 1d --user bob --limit 5 0123").unwrap();
+        assert!(ask.json && ask.failed && !ask.wide);
+        assert_eq!(ask.since, Some(Since::Ago(86_400)));
+        assert_eq!(ask.user.as_deref(), Some("bob"));
+        assert_eq!(ask.limit, 5);
+        assert_eq!(ask.target, Some(Target::Id("0123".into())));
+        assert_eq!(parse_history("").unwrap().limit, DEFAULT_LISTED);
+        assert_eq!(
+            parse_history("--since 2026-12-01").unwrap().since,
+            Some(Since::At(jiff::civil::date(2026, 12, 1).at(0, 0, 0, 0)))
+        );
+        assert_eq!(
+            parse_history("--since 2026-12-01T10:30").unwrap().since,
+            Some(Since::At(jiff::civil::date(2026, 12, 1).at(10, 30, 0, 0)))
+        );
+        for bad in [
+            "--since",
+            "--since yesterday",
+            "--limit 0",
+            "--limit x",
+            "a b",
+            "--x",
+        ] {
+            assert!(parse_history(bad).is_err(), "{bad}");
+        }
+        let logs = parse_logs("--raw crontabs/alice:3 42").unwrap();
+        assert_eq!(
+            logs,
+            LogsAsk {
+                target: Target::Place {
+                    tab: "crontabs/alice".into(),
+                    line: 3
+                },
+                run: Some(42),
+                raw: true,
+            }
+        );
+        for bad in ["", "--raw", "0123 x", "0123 0", "0123 1 2"] {
+            assert!(parse_logs(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_question_says_who_asks_and_resolves_since_in_the_daemons_zone() {
+        let zone = Zone::get("Europe/Paris").unwrap();
+        let peer = Peer {
+            uid: 1000,
+            pid: 1,
+            name: Some(b"alice".to_vec()),
+        };
+        let snapshot = super::super::tests::snapshot(Vec::new());
+        let ask = parse_history("--since 2026-12-01 abcd").unwrap();
+        let q = question(Ok(&ask), &snapshot, &peer, 99, &zone).unwrap();
+        // Midnight in Paris is 23:00 UTC the day before.
+        let Asked::History {
+            entry, since_ms, ..
+        } = &q.asked
+        else {
+            panic!("{q:?}")
+        };
+        assert_eq!(
+            entry.as_deref(),
+            Some("abcd"),
+            "an id no entry has: kept as given"
+        );
+        assert_eq!(*since_ms, Some(1_796_079_600_000));
+        assert!(!q.all && q.uid == 1000 && q.name.as_deref() == Some("alice"));
+        assert_eq!(q.zone, "Europe/Paris");
+        let ago = parse_history("--since 2h").unwrap();
+        let q = question(Ok(&ago), &snapshot, &peer, 10_000_000, &zone).unwrap();
+        assert!(matches!(
+            q.asked,
+            Asked::History {
+                since_ms: Some(2_800_000),
+                ..
+            }
+        ));
+        // A FILE:LINE the asker may not see (or that does not exist): refused here.
+        let logs = parse_logs("crontabs/bob:1").unwrap();
+        assert!(question(Err(&logs), &snapshot, &peer, 0, &zone).is_err());
+    }
+}

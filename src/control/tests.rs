@@ -42,7 +42,7 @@ fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
     }
 }
 
-fn snapshot(entries: Vec<EntryView>) -> Snapshot {
+pub(super) fn snapshot(entries: Vec<EntryView>) -> Snapshot {
     Snapshot {
         status: StatusView {
             version: "0.1.0",

@@ -271,3 +271,188 @@ impl HistoryLink {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+
+    use super::*;
+    use crate::daemon::effects::Recorded;
+    use crate::history::{Reason, Result as Said, Trigger};
+
+    fn outcome(n: i64) -> Outcome {
+        Outcome {
+            entry: "0123456789ab".into(),
+            place: "crontabs/alice:1".into(),
+            user: "alice".into(),
+            owner_uid: Some(1000),
+            command: "true".into(),
+            trigger: Trigger::Schedule,
+            slot: Some(60 * n),
+            host: String::new(),
+            at_ms: n,
+            result: Said::NotRun {
+                reason: Reason::Overlap,
+                words: "still running".into(),
+            },
+        }
+    }
+
+    fn link(fx: &mut Recorded) -> HistoryLink {
+        let program = ("cronctl".into(), vec!["history-writer".into()]);
+        HistoryLink::new(program, (32 * 1024, "web1".into()), 0, fx)
+    }
+
+    /// What the writer's end has received: each message's kind and fields' text.
+    fn received(fx: &Recorded) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; MAX_MESSAGE];
+        let writer = fx.writer.as_ref().expect("a writer");
+        while let Ok((n, _)) = seqpacket::recv_now(writer.as_fd(), &mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+        got
+    }
+
+    #[test]
+    fn the_daemons_outcomes_reach_the_writer_with_the_hosts_name_and_job_children_its_socket() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        assert_eq!(fx.history.as_ref().map(|h| h.host.as_str()), Some("web1"));
+        link.record(outcome(1), 10);
+        link.tick(10, &mut fx);
+        let got = received(&fx);
+        let [one] = &got[..] else { panic!("{got:?}") };
+        let back = Outcome::decode(&Fields::parse(one).unwrap()).unwrap();
+        assert_eq!(
+            back,
+            Outcome {
+                host: "web1".into(),
+                ..outcome(1)
+            }
+        );
+        // A job child's send on the socket it was handed arrives the same way.
+        let sink = fx.history.clone().unwrap();
+        seqpacket::send(sink.socket.as_fd(), &outcome(2).encode()).unwrap();
+        assert_eq!(received(&fx).len(), 1);
+    }
+
+    #[test]
+    fn a_lost_writer_starts_again_later_each_time_and_what_waited_goes_after_a_gap() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        let first = 1001;
+        assert!(!link.on_reaped(4242, 100, &mut fx), "not the writer's pid");
+        assert!(link.on_reaped(first, 100, &mut fx));
+        assert_eq!(
+            fx.logged("history writer (pid 1001) lost; starting it again in 2 s")
+                .len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        // Down: the daemon's outcomes wait.
+        link.record(outcome(1), 200);
+        link.tick(1_000, &mut fx);
+        assert_eq!(link.deadline_ms(), Some(2_100));
+        link.tick(2_100, &mut fx);
+        let got = received(&fx);
+        let kinds: Vec<_> = got
+            .iter()
+            .map(|m| Fields::parse(m).unwrap().kind().unwrap().to_vec())
+            .collect();
+        assert_eq!(kinds, [b"gap".to_vec(), b"outcome".to_vec()]);
+        let gap = Gap::decode(&Fields::parse(&got[0]).unwrap()).unwrap();
+        assert_eq!((gap.from_ms, gap.to_ms, gap.lost), (100, 2_100, 0));
+        assert_eq!(gap.why, "the history writer was down");
+        // Lost again soon after its start: 4 s; after a minute's life: 1 s again.
+        assert!(link.on_reaped(1002, 3_000, &mut fx));
+        assert_eq!(link.deadline_ms(), Some(7_000));
+        link.tick(7_000, &mut fx);
+        assert!(link.on_reaped(1003, 70_000, &mut fx));
+        assert_eq!(link.deadline_ms(), Some(71_000));
+    }
+
+    #[test]
+    fn past_its_bound_the_queue_counts_what_it_loses_and_says_so_once_a_minute() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        assert!(link.on_reaped(1001, 0, &mut fx));
+        for n in 0..(MAX_QUEUED as i64 + 5) {
+            link.record(outcome(n), 10);
+        }
+        link.tick(10, &mut fx);
+        link.record(outcome(0), 20);
+        link.tick(20, &mut fx);
+        let said = fx.logged("not recorded in the history: the queue of outcomes was full");
+        assert_eq!(said.len(), 1, "{:?}", fx.lines);
+        assert!(said[0].contains("5 outcomes were"), "{said:?}");
+        link.tick(60_010, &mut fx);
+        assert_eq!(
+            fx.logged("1 outcome was not recorded").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        // The writer back: a gap that counts them, then the queue, whole.
+        // What the socket's buffer does not take waits for the next turn.
+        let mut got = Vec::new();
+        for turn in 0..100 {
+            link.tick(120_000 + turn, &mut fx);
+            got.extend(received(&fx));
+        }
+        assert_eq!(got.len(), 1 + MAX_QUEUED, "the gap and the queue");
+        let gap = Gap::decode(&Fields::parse(&got[0]).unwrap()).unwrap();
+        assert_eq!(gap.lost, 6);
+    }
+
+    #[test]
+    fn a_question_goes_with_its_connection_and_the_writers_lines_go_to_the_log() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        let (client, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+        let query = crate::history::Query {
+            asked: crate::history::Asked::Logs {
+                entry: "0123".into(),
+                run: None,
+                raw: false,
+            },
+            json: false,
+            wide: false,
+            all: true,
+            uid: 0,
+            name: None,
+            now_ms: 5,
+            zone: "UTC".into(),
+            max_answer: 1 << 20,
+        };
+        link.ask(OwnedFd::from(ours), &query).unwrap();
+        let mut buf = vec![0u8; MAX_MESSAGE];
+        let writer = fx.writer.take().unwrap();
+        let (n, passed) = seqpacket::recv_now(writer.as_fd(), &mut buf).unwrap();
+        assert_eq!(
+            Query::decode(&Fields::parse(&buf[..n]).unwrap()),
+            Ok(query.clone())
+        );
+        // The writer answers on the connection passed: the client reads it.
+        std::io::Write::write_all(&mut std::fs::File::from(passed.unwrap()), b"OK\n").unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut &client, &mut answer).unwrap();
+        assert_eq!(answer, "OK\n");
+        let said = LogMessage {
+            level: 3,
+            text: "the store was set aside".into(),
+        };
+        seqpacket::send(writer.as_fd(), &said.encode()).unwrap();
+        link.readable(&mut fx);
+        assert_eq!(
+            fx.logged("history writer: the store was set aside").len(),
+            1
+        );
+        // No writer: the connection comes back.
+        drop(writer);
+        assert!(link.on_reaped(1001, 0, &mut fx));
+        let (_client, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(link.ask(OwnedFd::from(ours), &query).is_err());
+    }
+}

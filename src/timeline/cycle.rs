@@ -297,6 +297,11 @@ impl<J: Clone> Cycle<J> {
         Some(missed)
     }
 
+    /// The entry's first fire time after minute `after`, without changing what is queued.
+    pub fn fire_after(&self, id: EntryId, after: UtcMinute) -> Option<UtcMinute> {
+        self.agenda.fire_after(id, after)
+    }
+
     /// When an entry runs next (epoch ms): its first fire time after the last minute handled,
     /// or an `@every` entry's next run; `None` for an entry that is gone or never fires. A
     /// look, for a snapshot of the entries: nothing changes.

@@ -261,6 +261,20 @@ impl Scheduler {
             // minute rules did not run.
             self.make_up(before, now_minute, now_minute, fx);
         }
+        if let Movement::Forward(_) | Movement::Afresh(_) = woke.movement {
+            // Runs of the span jumped over did not run, and each entry that had some says so:
+            // after a jump of up to 3 hours a fixed-time entry runs once for its runs of the
+            // span (the others are recorded), after a longer one nothing of it runs. Woken
+            // late by the timer, the machine slept; by the kernel's notice or a look at the
+            // clock, the clock was set.
+            let reason = match wake {
+                Wake::Timer => Reason::Missed,
+                _ => Reason::ClockStep,
+            };
+            let fixed_ran_once = matches!(woke.movement, Movement::Forward(_));
+            let span = (before, now_minute, fixed_ran_once);
+            self.record_skipped(span, reason, now.as_millisecond(), fx);
+        }
         if woke.queued > 0 {
             self.write_handled_if_needed(now_minute, fx);
         }
@@ -635,6 +649,28 @@ impl Scheduler {
     }
 }
 
+/// The most skipped runs of one entry counted in one record of a span not run.
+const MAX_COUNTED_SKIPS: u32 = 1000;
+
+/// What the record of a span not run says: how many runs from when, why, and what
+/// `CRON_MISSED` did.
+fn skipped_words(reason: Reason, count: u32, made_up: bool, first: &str) -> String {
+    let runs = match count {
+        1 => format!("its run of {first}"),
+        MAX_COUNTED_SKIPS => format!("{count} or more runs from {first}"),
+        n => format!("{n} runs from {first}"),
+    };
+    let why = match reason {
+        Reason::ClockStep => "the clock was set past them",
+        _ => "the daemon was down or the machine asleep",
+    };
+    let after = match made_up {
+        true => "CRON_MISSED=once runs the entry once now",
+        false => "not made up (CRON_MISSED=once would run it once)",
+    };
+    format!("{runs} did not run: {why}; {after}")
+}
+
 /// The most ended runs kept per entry.
 pub(super) const MAX_RECENT: usize = 5;
 
@@ -677,8 +713,10 @@ impl Scheduler {
     /// up to this minute (which the daemon does not run: it starts in it, as Vixie's does).
     pub(super) fn make_up_after_start(&mut self, now: Timestamp, fx: &mut dyn Effects) {
         if let Some(handled) = self.read_handled(fx) {
+            let now_ms = now.as_millisecond();
             let now = UtcMinute::containing(now.as_second());
             self.make_up(handled, now.plus(1), now, fx);
+            self.record_skipped((handled, now, false), Reason::Missed, now_ms, fx);
         }
         self.files_loaded(fx);
     }
@@ -707,6 +745,57 @@ impl Scheduler {
             }
         }
         self.write_handled_if_needed(self.cycle.handled(), fx);
+    }
+
+    /// Records, for each entry with a fire time after `after` and before `before`, that its
+    /// runs of that span did not run (`reason`: the daemon was down or the machine asleep, or
+    /// the clock was stepped over them), with how many and what `CRON_MISSED` did;
+    /// `fixed_ran_once`: a fixed-time entry ran once for its runs of the span.
+    fn record_skipped(
+        &mut self,
+        (after, before, fixed_ran_once): (UtcMinute, UtcMinute, bool),
+        reason: Reason,
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) {
+        let ids: Vec<EntryId> = self.slots.entries().collect();
+        for id in ids {
+            if self.cycle.every_seconds(id).is_some() {
+                continue;
+            }
+            let Some(first) = self.cycle.fire_after(id, after).filter(|&m| m < before) else {
+                continue;
+            };
+            let mut count = 1;
+            let mut at = first;
+            while count < MAX_COUNTED_SKIPS {
+                match self.cycle.fire_after(id, at).filter(|&m| m < before) {
+                    Some(next) => (count, at) = (count + 1, next),
+                    None => break,
+                }
+            }
+            let Some((schedule, _, job, _)) = self.cycle.get(id) else {
+                continue;
+            };
+            if fixed_ran_once && schedule.class() == crate::schedule::Class::FixedTime {
+                if count == 1 {
+                    continue;
+                }
+                count -= 1;
+            }
+            let made_up = self.once.contains(&id);
+            let words = skipped_words(
+                reason,
+                count,
+                made_up,
+                &clock::date_time(self.cycle.local_zone(), first),
+            );
+            let slot = (Trigger::Schedule, Some(first.start_second()));
+            let outcome = self
+                .slots
+                .not_run(Some(id), job, slot, (reason, words), now_ms);
+            fx.record(outcome);
+        }
     }
 
     /// Once files are loaded (start-up is over): an entry with `once` that appeared has a
@@ -826,6 +915,7 @@ impl ForkFailures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::entry_id::{Identity, LocalIds};
     use crate::daemon::clock::{Clock, FakeClock};
     use crate::daemon::effects::Recorded;
     use crate::daemon::handoff::change_of;
@@ -838,6 +928,7 @@ mod tests {
         let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let ids = s.apply(change_of(text), clock.now().as_millisecond(), fx);
         assert_eq!(ids.len(), s.len());
+        s.name_entries(ids.into_iter());
         s
     }
 
@@ -1127,6 +1218,132 @@ mod tests {
         gone.remove = s.once.iter().copied().collect();
         s.apply(gone, clock.now().as_millisecond(), &mut fx);
         assert!(s.once.is_empty());
+    }
+
+    #[test]
+    fn each_slot_not_started_is_recorded_with_lists_id_its_slot_and_why() {
+        use crate::history::{Result as Ran, Trigger};
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "CRON_OVERLAP=skip\n* * * * * skip\nCRON_OVERLAP=queue\n* * * * * queue\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        let listed: Vec<String> = {
+            let mut ids = LocalIds::default();
+            let entries: Vec<EntryId> = s.slots.entries().collect();
+            let mut named: Vec<(u32, String)> = entries
+                .iter()
+                .map(|&id| {
+                    let (schedule, zone, job, _) = s.cycle.get(id).unwrap();
+                    let identity = Identity {
+                        schedule,
+                        zone: zone.map(Zone::name),
+                        user: job.user(),
+                        command: job.command(),
+                    };
+                    (
+                        job.line(),
+                        ids.next(&identity, None, &job.owner.tab).to_string(),
+                    )
+                })
+                .collect();
+            named.sort();
+            named.into_iter().map(|(_, id)| id).collect()
+        };
+        clock.advance_ms(30_000);
+        assert_eq!(minute(&mut s, &clock, &mut fx).len(), 2);
+        let slot_1001 = UtcMinute::containing(clock.now().as_second()).start_second();
+        assert_eq!(fx.facts.len(), 2);
+        assert!(fx.facts.iter().all(|f| f.trigger == Trigger::Schedule));
+        assert!(fx.facts.iter().all(|f| f.slot == Some(slot_1001)));
+        assert_eq!(fx.facts[0].id, listed[0], "the id `cronctl list` shows");
+        // The next minute: `skip` is skipped (recorded), `queue` waits (not an outcome yet).
+        clock.advance_ms(60_000);
+        minute(&mut s, &clock, &mut fx);
+        let [skipped] = &fx.records[..] else {
+            panic!("{:?}", fx.records)
+        };
+        assert_eq!(skipped.entry, listed[0]);
+        assert_eq!(skipped.place, "crontabs/alice:2");
+        assert_eq!(skipped.slot, Some(slot_1001 + 60));
+        let Ran::NotRun { reason, words } = &skipped.result else {
+            panic!("{skipped:?}")
+        };
+        assert_eq!(*reason, Reason::Overlap);
+        assert!(words.contains("10:01"), "{words}");
+        // A stop drops the waiting run: recorded as such.
+        s.stopping(false, clock.now(), &mut fx);
+        let stopping: Vec<_> = fx
+            .records
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o.result,
+                    Ran::NotRun {
+                        reason: Reason::Stopping,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(stopping.len(), 1, "{:?}", fx.records);
+        assert_eq!(stopping[0].entry, listed[1]);
+    }
+
+    #[test]
+    fn runs_jumped_over_are_recorded_as_missed_asleep_or_skipped_by_a_clock_step() {
+        use crate::history::{Result as Ran, Trigger};
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "*/10 * * * * wild\n30 10,11 * * * fixed\nCRON_MISSED=once\n0 * * * * once\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        s.files_loaded(&mut fx);
+        // Asleep from 10:00 to 12:15: the wildcard entry's 13 runs are missed; the fixed-time
+        // one runs once for its 10:30 and 11:30 (one recorded), `once` makes up its own.
+        clock.advance_ms(135 * 60_000);
+        minute(&mut s, &clock, &mut fx);
+        let said = |o: &crate::history::Outcome| match &o.result {
+            Ran::NotRun { reason, words } => (o.place.clone(), *reason, words.clone()),
+            Ran::Ran(_) => panic!("{o:?}"),
+        };
+        let mut records: Vec<_> = fx.records.iter().map(said).collect();
+        records.sort();
+        assert_eq!(records.len(), 3, "{records:?}");
+        assert_eq!(records[0].0, "crontabs/alice:1");
+        assert_eq!(records[0].1, Reason::Missed);
+        assert!(
+            records[0].2.starts_with("13 runs from 2026-11-27 10:10"),
+            "{}",
+            records[0].2
+        );
+        assert!(
+            records[1].2.starts_with("its run of 2026-11-27 10:30"),
+            "{}",
+            records[1].2
+        );
+        assert!(
+            records[2]
+                .2
+                .contains("CRON_MISSED=once runs the entry once"),
+            "{}",
+            records[2].2
+        );
+        assert!(
+            fx.facts.iter().any(|f| f.trigger == Trigger::CatchUp),
+            "{:?}",
+            fx.facts
+        );
+        // The clock set 5 hours on: a step, and nothing of the span ran.
+        fx.records.clear();
+        clock.advance_ms(300 * 60_000);
+        s.on_minute(clock.now(), Wake::ClockSet, &mut fx);
+        assert!(!fx.records.is_empty());
+        assert!(fx.records.iter().all(|o| matches!(
+            o.result,
+            Ran::NotRun {
+                reason: Reason::ClockStep,
+                ..
+            }
+        )));
     }
 
     #[test]

@@ -41,6 +41,11 @@ impl Slots {
         }
     }
 
+    /// The entries named.
+    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.ids.keys().copied()
+    }
+
     pub(super) fn forget(&mut self, id: EntryId) {
         self.ids.remove(&id);
         self.catch_ups.remove(&id);
