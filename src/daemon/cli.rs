@@ -296,24 +296,10 @@ impl Options {
                 Long("metrics-group") => {
                     o.metrics.group = Some(text(&mut parser, "--metrics-group")?)
                 }
-                Long("history") => o.history.store = Some(path(&mut parser)?),
-                Long("history-output") => {
-                    o.history.keep_output = Some(history_output(&mut parser)?)
+                Long(name) if name.starts_with("history") => {
+                    let name = name.to_string();
+                    history_option(&name, &mut parser, &mut o.history)?
                 }
-                Long("history-days") => {
-                    o.history.keep_days =
-                        Some(in_range(&mut parser, "--history-days", (1, 3650), "days")?)
-                }
-                Long("history-runs") => {
-                    o.history.keep_runs = Some(in_range(
-                        &mut parser,
-                        "--history-runs",
-                        (10, 100_000),
-                        "runs",
-                    )?)
-                }
-                Long("history-size") => o.history.max_size = Some(history_size(&mut parser)?),
-                Long("history-writer") => o.history.writer = Some(path(&mut parser)?),
                 Long("cluster-db") => o.cluster.db = Some(text(&mut parser, "--cluster-db")?),
                 Long("cluster-host") => o.cluster.host = Some(cluster_host(&mut parser)?),
                 Long("cluster-helper") => o.cluster.helper = Some(path(&mut parser)?),
@@ -486,6 +472,28 @@ fn max_output(parser: &mut lexopt::Parser) -> Result<u64, lexopt::Error> {
             option: "--max-output (bytes, or with a K, M or G suffix)".into(),
             value: v.clone(),
         })
+}
+
+/// One `--history*` option.
+fn history_option(
+    name: &str,
+    parser: &mut lexopt::Parser,
+    o: &mut HistoryOptions,
+) -> Result<(), lexopt::Error> {
+    match name {
+        "history" => o.store = Some(PathBuf::from(parser.value()?)),
+        "history-output" => o.keep_output = Some(history_output(parser)?),
+        "history-days" => {
+            o.keep_days = Some(in_range(parser, "--history-days", (1, 3650), "days")?)
+        }
+        "history-runs" => {
+            o.keep_runs = Some(in_range(parser, "--history-runs", (10, 100_000), "runs")?)
+        }
+        "history-size" => o.max_size = Some(history_size(parser)?),
+        "history-writer" => o.writer = Some(PathBuf::from(parser.value()?)),
+        other => return Err(lexopt::Error::UnexpectedOption(format!("--{other}"))),
+    }
+    Ok(())
 }
 
 /// `--history-output SIZE`: at most [`crate::history::MAX_KEEP_OUTPUT`].

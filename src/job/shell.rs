@@ -161,22 +161,14 @@ fn start_shell(
         Ok(stdin) => stdin,
         Err(e) if as_user::is_no_process(&e) => return Err(ShellFailure::Retry),
         Err(e) => {
-            log.error(who, "ERROR", &format!("can't feed the job's input: {e}"));
-            setup.tell_not_started(
-                crate::history::Reason::NotStarted,
-                format!("can't feed the job's input: {e}"),
-            );
+            not_started(setup, who, format!("can't feed the job's input: {e}"));
             return Err(ShellFailure::Logged);
         }
     };
     let (read_end, out_end) = match pipe::pipe() {
         Ok(p) => p,
         Err(e) => {
-            log.error(who, "ERROR", &format!("can't make the output pipe: {e}"));
-            setup.tell_not_started(
-                crate::history::Reason::NotStarted,
-                format!("can't make the output pipe: {e}"),
-            );
+            not_started(setup, who, format!("can't make the output pipe: {e}"));
             reap_writer(log, who, stdin);
             return Err(ShellFailure::Logged);
         }
@@ -212,12 +204,7 @@ fn start_shell(
             if e.is_fork_failure() {
                 return Err(ShellFailure::Retry);
             }
-            let shown = printable(&shell);
-            log.error(who, "ERROR", &format!("can't run {shown}: {e}"));
-            setup.tell_not_started(
-                crate::history::Reason::NotStarted,
-                format!("can't run {shown}: {e}"),
-            );
+            not_started(setup, who, format!("can't run {}: {e}", printable(&shell)));
             return Err(ShellFailure::Logged);
         }
     };
@@ -236,6 +223,12 @@ fn start_shell(
         started,
         limit: timeout_s.map(|s| TimeLimit::new(s, started)),
     })
+}
+
+/// Nothing of the job runs: logged, told and recorded, in `words`.
+fn not_started(setup: &ChildSetup, who: &[u8], words: String) {
+    setup.log.error(who, "ERROR", &words);
+    setup.tell_not_started(crate::history::Reason::NotStarted, words);
 }
 
 /// Logs a shell just started: CMD (as the log mask asks), after the notice that HOME could not
