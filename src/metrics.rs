@@ -7,9 +7,13 @@
 //! crond_timeouts_total 0                   jobs that reached CRON_TIMEOUT
 //! crond_skipped_total 3                    runs CRON_OVERLAP did not start
 //! crond_missed_total 1                     runs CRON_MISSED=once made up
+//! crond_not_run_total{reason="overlap"} 3   slots that did not run, by reason
+//!                                           (`history::Reason`'s codes, each always there)
 //! crond_jobs_running 2
 //! crond_run_duration_seconds_bucket{le="1"} 10 ... (a histogram of job durations)
 //! crond_last_success_timestamp_seconds{entry="crontabs/alice:3"} 1795600800
+//! crond_last_status{entry="crontabs/alice:3"} 0   the last slot's outcome: the exit status
+//!                                           (128 + a signal's number), -1: it did not run
 //! ```
 //!
 //! Bounded: one last-success series per entry that succeeded, at most [`MAX_ENTRY_SERIES`]
@@ -20,6 +24,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::history::Reason;
 use crate::job::report::Said;
 use crate::timeline::EntryId;
 
@@ -61,6 +66,10 @@ pub struct Metrics {
     buckets: [u64; BUCKETS.len() + 1],
     duration_sum_s: f64,
     last_success: HashMap<EntryId, i64>,
+    /// Slots that did not run, by [`Reason::ALL`]'s order.
+    not_run: [u64; Reason::ALL.len()],
+    /// Each entry's last outcome: its exit status (128 plus a signal), -1 not run.
+    last_status: HashMap<EntryId, i32>,
 }
 
 impl Metrics {
@@ -112,9 +121,27 @@ impl Metrics {
         }
     }
 
+    /// A slot that did not run, and why (of `entry`, when it has one).
+    pub fn not_run(&mut self, entry: Option<EntryId>, reason: Reason) {
+        if let Some(i) = Reason::ALL.iter().position(|&r| r == reason) {
+            self.not_run[i] += 1;
+        }
+        self.set_status(entry, -1);
+    }
+
+    /// The exit status of `entry`'s last run (128 plus a signal's number).
+    pub fn set_status(&mut self, entry: Option<EntryId>, status: i32) {
+        if let Some(entry) = entry
+            && (self.last_status.len() < MAX_ENTRY_SERIES || self.last_status.contains_key(&entry))
+        {
+            self.last_status.insert(entry, status);
+        }
+    }
+
     /// An entry is gone (its file changed or went): its series goes too.
     pub fn forget(&mut self, entry: EntryId) {
         self.last_success.remove(&entry);
+        self.last_status.remove(&entry);
     }
 
     fn keep_bounded(&mut self) {
@@ -175,6 +202,17 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
             );
         }
+        out.push_str(
+            "# HELP crond_not_run_total Slots that did not run, by reason.\n\
+             # TYPE crond_not_run_total counter\n",
+        );
+        for (reason, n) in Reason::ALL.iter().zip(self.not_run) {
+            let _ = writeln!(
+                out,
+                "crond_not_run_total{{reason=\"{}\"}} {n}",
+                reason.code()
+            );
+        }
         let _ = write!(
             out,
             "# HELP crond_jobs_running Job children running now.\n\
@@ -227,6 +265,24 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "crond_last_success_timestamp_seconds{{entry=\"{}\"}} {at}",
+                label_value(&name)
+            );
+        }
+        out.push_str(
+            "# HELP crond_last_status Each entry's last slot: its exit status (128 plus a \
+             signal's number), or -1 when it did not run.\n\
+             # TYPE crond_last_status gauge\n",
+        );
+        let mut series: Vec<(String, i32)> = self
+            .last_status
+            .iter()
+            .filter_map(|(&id, &status)| entry_name(id).map(|name| (name, status)))
+            .collect();
+        series.sort();
+        for (name, status) in series {
+            let _ = writeln!(
+                out,
+                "crond_last_status{{entry=\"{}\"}} {status}",
                 label_value(&name)
             );
         }
@@ -345,6 +401,35 @@ mod tests {
             "{totals}"
         );
         assert_eq!(all.strip_prefix(totals.as_str()).map(|_| ()), Some(()));
+    }
+
+    #[test]
+    fn slots_not_run_are_counted_by_reason_and_each_entrys_last_status_is_shown() {
+        let mut m = Metrics::default();
+        let (a, b) = (EntryId(1), EntryId(2));
+        m.not_run(Some(a), Reason::Overlap);
+        m.not_run(None, Reason::UserUnknown);
+        m.not_run(Some(b), Reason::Overlap);
+        m.set_status(Some(b), 137);
+        let name = |id: EntryId| Some(format!("crontabs/alice:{}", id.0));
+        let text = m.render(0, true, name);
+        assert!(
+            text.contains("crond_not_run_total{reason=\"overlap\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("crond_not_run_total{reason=\"user-unknown\"} 1\n"));
+        // Every reason has its series, at 0 until it happens.
+        assert_eq!(
+            text.matches("crond_not_run_total{").count(),
+            Reason::ALL.len()
+        );
+        assert!(text.contains("crond_not_run_total{reason=\"clock-step\"} 0\n"));
+        assert!(text.contains("crond_last_status{entry=\"crontabs/alice:1\"} -1\n"));
+        assert!(text.contains("crond_last_status{entry=\"crontabs/alice:2\"} 137\n"));
+        m.forget(a);
+        let text = m.render(0, true, name);
+        assert!(!text.contains("crontabs/alice:1\""), "{text}");
+        assert!(!m.render(0, false, name).contains("crond_last_status{"));
     }
 
     #[test]

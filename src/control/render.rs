@@ -379,7 +379,7 @@ pub(super) fn run_result(l: &LastRun) -> String {
 /// that could not start).
 pub(super) fn why_not_run(l: &LastRun) -> Option<&str> {
     match &l.said {
-        Some(Said::NotStarted { reason }) => Some(reason),
+        Some(Said::NotStarted { reason, .. }) => Some(reason),
         _ => None,
     }
 }

@@ -9,7 +9,7 @@ pub(crate) fn said_answer(place: &str, said: &Said, wait: bool) -> Option<Vec<u8
     let text = match said {
         Said::Started { .. } if wait => return None,
         Said::Started { pid, user } => format!("OK\nstarted {place} as {user}, pid {pid}\n"),
-        Said::NotStarted { reason } => {
+        Said::NotStarted { reason, .. } => {
             format!("ERROR {place} did not start: {}\n", one_line(reason))
         }
         Said::Ended { end, duration_ms } => {
@@ -150,6 +150,7 @@ mod tests {
             "EXIT 137\ncrontabs/alice:3 was killed by signal 9 (SIGKILL) after 3m05s\n"
         );
         let refused = Said::NotStarted {
+            why: crate::history::Reason::Refused,
             reason: "user unknown\n(getpwnam)".into(),
         };
         assert_eq!(

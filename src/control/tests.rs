@@ -509,6 +509,7 @@ fn show_says_why_an_entry_does_not_run_first_a_pause_then_no_time_a_refused_run_
         duration_ms: 3,
         outcome: Outcome::Failed,
         said: Some(Said::NotStarted {
+            why: crate::history::Reason::UserUnknown,
             reason: "PAM refused the session: Authentication failure".into(),
         }),
     }];

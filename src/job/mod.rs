@@ -146,7 +146,7 @@ impl ChildSetup {
         if let Some(recorder) = &self.recorder {
             recorder.not_run(why, &reason, self.log);
         }
-        self.tell(Said::NotStarted { reason });
+        self.tell(Said::NotStarted { why, reason });
     }
 }
 
@@ -289,6 +289,7 @@ fn run_job_with(
         Err(ShellFailure::Retry) => {
             // Not an outcome: the daemon starts the run again, and that start is recorded.
             setup.tell(Said::NotStarted {
+                why: Reason::ForkFailed,
                 reason: "no process could be made for it (a process limit?); the run is \
                          queued and retried"
                     .into(),

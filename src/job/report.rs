@@ -7,13 +7,16 @@
 //! Pure: the child writes the lines, the daemon reads them back with [`Said::parse`] and
 //! [`Said::parse_outcome`].
 
+use crate::history::Reason;
+
 /// One thing the job child says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Said {
     /// The shell runs the command as `user`, with pid `pid`.
     Started { pid: u32, user: String },
-    /// Nothing of the job runs, for this reason (a sentence, logged by the child too).
-    NotStarted { reason: String },
+    /// Nothing of the job runs, for this reason (its code, and a sentence, logged by the
+    /// child too).
+    NotStarted { why: Reason, reason: String },
     /// The shell ended, after `duration_ms`.
     Ended { end: End, duration_ms: u64 },
 }
@@ -43,7 +46,9 @@ impl Said {
     pub fn line(&self) -> String {
         match self {
             Said::Started { pid, user } => format!("started {pid} {}\n", one_line(user)),
-            Said::NotStarted { reason } => format!("failed {}\n", one_line(reason)),
+            Said::NotStarted { why, reason } => {
+                format!("failed {} {}\n", why.code(), one_line(reason))
+            }
             Said::Ended {
                 end: End::Exited(code),
                 duration_ms,
@@ -71,9 +76,13 @@ impl Said {
                     user: user.to_string(),
                 })
             }
-            "failed" => Some(Said::NotStarted {
-                reason: rest.to_string(),
-            }),
+            "failed" => {
+                let (code, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+                Some(Said::NotStarted {
+                    why: Reason::parse(code)?,
+                    reason: reason.to_string(),
+                })
+            }
             "exited" => numbers().map(|(code, duration_ms)| Said::Ended {
                 end: End::Exited(code),
                 duration_ms,
@@ -131,6 +140,7 @@ mod tests {
                 user: "alice".into(),
             },
             Said::NotStarted {
+                why: Reason::UserUnknown,
                 reason: "user unknown".into(),
             },
             Said::Ended {
@@ -172,6 +182,7 @@ mod tests {
         assert_eq!(Said::parse_outcome(b"x exited 0 1"), None);
         // A reason too long for one write of a pipe is cut, within a character.
         let long = Said::NotStarted {
+            why: Reason::Refused,
             reason: "é".repeat(MAX_SAID),
         };
         let line = long.outcome_line(7).unwrap();
@@ -180,7 +191,7 @@ mod tests {
             "{}",
             line.len()
         );
-        let (pid, Said::NotStarted { reason }) =
+        let (pid, Said::NotStarted { reason, .. }) =
             Said::parse_outcome(line.trim_end().as_bytes()).unwrap()
         else {
             panic!("{line:?}");

@@ -634,6 +634,7 @@ mod interleavings {
                     user: "alice".into(),
                 }),
                 Word::Failed => Some(Said::NotStarted {
+                    why: crate::history::Reason::NotStarted,
                     reason: "user alice unknown".into(),
                 }),
                 Word::Exited => Some(Said::Ended {

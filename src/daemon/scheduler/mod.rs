@@ -196,6 +196,19 @@ impl Scheduler {
         self.cycle.remove(id)
     }
 
+    /// Records a slot the daemon did not start, and counts it.
+    fn record(
+        &mut self,
+        entry: Option<EntryId>,
+        outcome: crate::history::Outcome,
+        fx: &mut dyn Effects,
+    ) {
+        if let crate::history::Result::NotRun { reason, .. } = &outcome.result {
+            self.metrics.not_run(entry, *reason);
+        }
+        fx.record(outcome);
+    }
+
     /// Names the entries of one file, given in the file's order (after its load), with the
     /// ids `cronctl list` shows: what their runs are recorded under.
     pub(super) fn name_entries(&mut self, file: impl Iterator<Item = EntryId>) {
@@ -398,7 +411,7 @@ impl Scheduler {
                     (Reason::Overlap, words),
                     now_ms,
                 );
-                fx.record(outcome);
+                self.record(entry, outcome, fx);
                 let line = messages::skip_line(job.user(), job.command(), &since, also_waiting);
                 (line, Launched::Skipped)
             }
@@ -500,6 +513,11 @@ impl Scheduler {
         let duration_ms = now_ms - ended.started_ms;
         self.metrics
             .ended(ended.entry, outcome, duration_ms, now.as_second());
+        match &said {
+            Some(Said::NotStarted { why, .. }) => self.metrics.not_run(ended.entry, *why),
+            Some(Said::Ended { end, .. }) => self.metrics.set_status(ended.entry, end.status()),
+            Some(Said::Started { .. }) | None => {}
+        }
         // Only for an entry still loaded: a removed one's record would stay for good.
         if let Some(entry) = ended.entry.filter(|&e| self.cycle.get(e).is_some()) {
             let last = LastRun {
@@ -632,16 +650,21 @@ impl Scheduler {
             fx.info(messages::waiting_dropped_line(self.running.waiting()));
             let now_ms = now.as_millisecond();
             let minute = UtcMinute::containing(now.as_second());
-            for (entry, job) in self.running.waiting_runs() {
+            let waiting: Vec<(EntryId, JobSpec)> = self
+                .running
+                .waiting_runs()
+                .map(|(entry, job)| (entry, job.clone()))
+                .collect();
+            for (entry, job) in waiting {
                 let words = "the daemon was stopping; the run waited for its previous one".into();
                 let outcome = self.slots.not_run(
                     Some(entry),
-                    job,
+                    &job,
                     (Trigger::Schedule, Some(minute.start_second())),
                     (Reason::Stopping, words),
                     now_ms,
                 );
-                fx.record(outcome);
+                self.record(Some(entry), outcome, fx);
             }
         }
         let handled = self.cycle.handled();
@@ -794,7 +817,7 @@ impl Scheduler {
             let outcome = self
                 .slots
                 .not_run(Some(id), job, slot, (reason, words), now_ms);
-            fx.record(outcome);
+            self.record(Some(id), outcome, fx);
         }
     }
 
