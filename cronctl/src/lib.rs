@@ -34,6 +34,7 @@ mod control;
 mod db;
 pub mod guard;
 mod helper;
+pub mod history;
 mod socket;
 mod sql;
 mod text;
