@@ -4,4 +4,14 @@
 //! store, queries to answer on the client connection passed with them. It answers `log`
 //! messages back on the same socket for the daemon's log.
 
+mod answer;
+pub mod journal;
+pub mod render;
 pub mod store;
+mod writer;
+
+pub use answer::answer;
+pub use writer::{
+    COMMIT_EVERY, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, DEFAULT_MAX_SIZE, JournalChoice,
+    WriterArgs, run,
+};
