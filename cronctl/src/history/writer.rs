@@ -10,8 +10,8 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,8 +31,9 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 /// How often the same trouble is told in the log, at most.
 const TELL_EVERY: Duration = Duration::from_secs(60);
 
-/// The most messages waiting between the intake and the store's thread.
-const QUEUE: usize = 1024;
+/// The most bytes of messages waiting between the intake and the store's thread: past it,
+/// outcomes are counted lost (and recorded as a gap) rather than the socket left unread.
+const QUEUE_BYTES: usize = 64 << 20;
 
 /// The most items one transaction holds.
 const MAX_BATCH: usize = 5_000;
@@ -78,6 +79,28 @@ impl Say {
 enum Intake {
     Item(Item),
     Query(Job),
+}
+
+impl Intake {
+    /// About what it holds in memory.
+    fn size(&self) -> usize {
+        match self {
+            Intake::Item(Item::Outcome(o)) => match &o.result {
+                crond::history::Result::Ran(r) => {
+                    r.head.len() + r.tail.len() + o.command.len() + 512
+                }
+                crond::history::Result::NotRun { words, .. } => words.len() + o.command.len() + 512,
+            },
+            _ => 512,
+        }
+    }
+}
+
+/// The queue from the intake to the store's thread, with the bytes it holds.
+#[derive(Debug, Clone)]
+struct Queue {
+    tx: Sender<Intake>,
+    bytes: Arc<AtomicUsize>,
 }
 
 /// Outcomes that did not reach the store: how many, when, and why.
@@ -127,36 +150,51 @@ pub fn run(args: &WriterArgs) -> u8 {
     let socket = Arc::new(socket);
     let say = Say(socket.clone());
     let lost_in_queue = Arc::new(Mutex::new(Lost::default()));
-    let (tx, rx) = mpsc::sync_channel(QUEUE);
+    let (tx, rx) = mpsc::channel();
+    let queue = Queue {
+        tx,
+        bytes: Arc::new(AtomicUsize::new(0)),
+    };
     let writer = {
         let (args, say, lost) = (args.clone(), say.clone(), lost_in_queue.clone());
+        let bytes = queue.bytes.clone();
         std::thread::Builder::new()
             .name("history-store".into())
-            .spawn(move || match StoreLoop::new(&args, say.clone(), lost) {
-                Ok(mut store) => store.run(&rx),
-                // The intake finds the queue gone and ends: the daemon restarts the writer.
-                Err(e) => say.log(3, format!("history: the writer could not start: {e}")),
-            })
+            .spawn(
+                move || match StoreLoop::new(&args, say.clone(), lost, bytes) {
+                    Ok(mut store) => store.run(&rx),
+                    // The intake finds the queue gone and ends: the daemon restarts the writer.
+                    Err(e) => say.log(3, format!("history: the writer could not start: {e}")),
+                },
+            )
     };
     let Ok(writer) = writer else { return 1 };
-    let status = intake(&socket, &tx, &say, &lost_in_queue);
-    drop(tx);
+    let status = intake(&socket, &queue, &say, &lost_in_queue);
+    drop(queue);
     let _ = writer.join();
     status
 }
 
 /// Reads messages until every sender is gone (0) or the socket fails (1).
-fn intake(socket: &OwnedFd, tx: &SyncSender<Intake>, say: &Say, lost: &Mutex<Lost>) -> u8 {
+fn intake(socket: &OwnedFd, queue: &Queue, say: &Say, lost: &Mutex<Lost>) -> u8 {
     let mut buf = vec![0u8; MAX_MESSAGE];
     let mut unreadable = Unreadable::default();
     loop {
         let (len, passed) = match seqpacket::recv(socket.as_fd(), &mut buf) {
-            Ok((0, _)) => return 0,
+            // Every sender has closed its end (an empty message from one still there is only
+            // an empty message).
+            Ok((0, None)) if crond::sys::poll::hung_up(socket.as_fd()) => return 0,
+            Ok((0, None)) => {
+                unreadable.note(say, "an empty message");
+                continue;
+            }
             Ok(got) => got,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 unreadable.note(say, "a message longer than the most a message may be");
                 continue;
             }
+            // The last sender closed its end with log lines of ours unread.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return 0,
             Err(_) => return 1,
         };
         let message = match read(&buf[..len], passed) {
@@ -166,23 +204,24 @@ fn intake(socket: &OwnedFd, tx: &SyncSender<Intake>, say: &Say, lost: &Mutex<Los
                 continue;
             }
         };
-        match tx.try_send(message) {
-            Ok(()) => {}
-            Err(TrySendError::Full(Intake::Query(job))) => {
-                let _ = job.client.set_nonblocking(true);
-                let _ = std::io::Write::write_all(&mut &job.client, &super::render::error("busy"));
-            }
-            Err(TrySendError::Full(Intake::Item(Item::Outcome(_)))) => {
+        let size = message.size();
+        if queue.bytes.load(Ordering::Acquire) + size > QUEUE_BYTES {
+            let count = match &message {
+                Intake::Item(Item::Outcome(_)) => 1,
+                Intake::Item(Item::Gap(g)) => g.lost,
+                // A query is not dropped: its answer waits in line, as the rest.
+                Intake::Query(_) => 0,
+            };
+            if count > 0 {
                 if let Ok(mut lost) = lost.lock() {
-                    lost.add(1, "the history writer's queue was full");
+                    lost.add(count, "the history writer's queue was full");
                 }
+                continue;
             }
-            Err(TrySendError::Full(Intake::Item(Item::Gap(g)))) => {
-                if let Ok(mut lost) = lost.lock() {
-                    lost.add(g.lost, "the history writer's queue was full");
-                }
-            }
-            Err(TrySendError::Disconnected(_)) => return 1,
+        }
+        queue.bytes.fetch_add(size, Ordering::AcqRel);
+        if queue.tx.send(message).is_err() {
+            return 1;
         }
     }
 }
@@ -247,6 +286,7 @@ struct StoreLoop {
     pending: Vec<Item>,
     lost: Lost,
     lost_in_queue: Arc<Mutex<Lost>>,
+    queued_bytes: Arc<AtomicUsize>,
     told_at: Option<Instant>,
     prune_at: Instant,
     pruning: bool,
@@ -257,7 +297,12 @@ struct StoreLoop {
 }
 
 impl StoreLoop {
-    fn new(args: &WriterArgs, say: Say, lost: Arc<Mutex<Lost>>) -> std::io::Result<StoreLoop> {
+    fn new(
+        args: &WriterArgs,
+        say: Say,
+        lost: Arc<Mutex<Lost>>,
+        queued_bytes: Arc<AtomicUsize>,
+    ) -> std::io::Result<StoreLoop> {
         let generation = Arc::new(AtomicU64::new(0));
         let journal = match &args.journal {
             JournalChoice::Off => None,
@@ -283,6 +328,7 @@ impl StoreLoop {
             pending: Vec::new(),
             lost: Lost::default(),
             lost_in_queue: lost,
+            queued_bytes,
             told_at: None,
             prune_at: Instant::now() + PRUNE_EVERY,
             pruning: true,
@@ -396,6 +442,8 @@ impl StoreLoop {
     }
 
     fn take(&mut self, message: Intake) {
+        self.queued_bytes
+            .fetch_sub(message.size(), Ordering::AcqRel);
         match message {
             Intake::Item(item) => self.pending.push(item),
             Intake::Query(job) => {
