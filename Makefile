@@ -14,15 +14,16 @@ build: build-deps
 	$(CARGO) build --release --locked
 
 # What building needs from Debian besides Rust: OpenSSL's headers and pkg-config, for cronctl's
-# TLS (crond itself links no OpenSSL). Installed when missing and we are root; else a hint.
+# TLS, and SQLite's, for its history writer (crond itself links neither). Installed when
+# missing and we are root; else a hint.
 build-deps:
-	@pkg-config --exists openssl 2>/dev/null || { \
+	@{ pkg-config --exists openssl && pkg-config --exists sqlite3; } 2>/dev/null || { \
 	    if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
 	        export DEBIAN_FRONTEND=noninteractive; \
-	        apt-get install -y -q --no-install-recommends libssl-dev pkg-config \
-	        || { apt-get update -q && apt-get install -y -q --no-install-recommends libssl-dev pkg-config; }; \
+	        apt-get install -y -q --no-install-recommends libssl-dev libsqlite3-dev pkg-config \
+	        || { apt-get update -q && apt-get install -y -q --no-install-recommends libssl-dev libsqlite3-dev pkg-config; }; \
 	    else \
-	        echo "building cronctl needs OpenSSL's headers: apt-get install libssl-dev pkg-config" >&2; \
+	        echo "building cronctl needs OpenSSL's and SQLite's headers: apt-get install libssl-dev libsqlite3-dev pkg-config" >&2; \
 	        exit 1; \
 	    fi; }
 

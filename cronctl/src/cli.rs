@@ -1,7 +1,8 @@
 //! The `cronctl` command line: argv → [`Command`], or a usage error. Pure.
 //!
-//! `list`, `run` and `status` ask the daemon through its control socket (no database, no root);
-//! the other commands read the cluster database.
+//! `list`, `run`, `show`, `status`, `logs` and `history` (without `--db`, `--cluster` or
+//! `--entry`) ask the daemon through its control socket (no database, no root); the other
+//! commands read the cluster database.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -13,11 +14,15 @@ use crond::control::TargetError;
 use crond::crontab::policy::is_cluster_name;
 
 use crate::helper::HelperArgs;
+use crate::history::{self, JournalChoice, WriterArgs};
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PATTERN]
        cronctl [--socket PATH] run [--wait] FILE:LINE|ID
        cronctl [--socket PATH] show [--json] FILE:LINE|ID
        cronctl [--socket PATH] status [--json]
+       cronctl [--socket PATH] history [--failed] [--since TIME] [--user NAME] [--limit N]
+                               [--wide|--json] [ENTRY]
+       cronctl [--socket PATH] logs [--raw] ENTRY [RUN]
        cronctl [--db CONNINFO] hosts
        cronctl [--db CONNINFO] entries [--cluster NAME] [--wide]
        cronctl [--db CONNINFO] claims [--cluster NAME] [--wide]
@@ -59,7 +64,10 @@ pub enum Command {
     },
     /// The daemon's helper (started by crond, not by hand).
     Helper(HelperArgs),
-    /// `list`, `run` or `status`: one request line to the daemon's control socket.
+    /// The daemon's history writer (started by crond, not by hand).
+    HistoryWriter(WriterArgs),
+    /// `list`, `run`, `show`, `status`, `history` or `logs`: one request line to the daemon's
+    /// control socket.
     Control {
         /// `--socket`, or `None`: the default rule's (`crond::paths::control_socket`).
         socket: Option<PathBuf>,
@@ -85,6 +93,9 @@ pub struct Invocation {
 /// The most history rows one call prints.
 pub const MAX_LIMIT: u32 = 100_000;
 
+/// The smallest `--max-size` of the history writer.
+pub const MIN_MAX_SIZE: u64 = 1 << 20;
+
 /// Parses argv without the program name.
 pub fn parse<I>(args: I) -> Result<Invocation, UsageError>
 where
@@ -108,16 +119,24 @@ struct Flags {
     words: Vec<String>,
     cluster: Option<String>,
     entry: Option<EntryKey>,
-    limit: u32,
+    /// `--limit` (`None`: the command's default).
+    limit: Option<u32>,
     host: Option<String>,
-    keep_days: u32,
-    keep_runs: u32,
+    keep_days: Option<u32>,
+    keep_runs: Option<u32>,
     lease_s: u32,
     socket: Option<PathBuf>,
     json: bool,
     wide: bool,
     wait: bool,
     force: bool,
+    store: Option<PathBuf>,
+    max_size: Option<u64>,
+    journal: Option<PathBuf>,
+    user: Option<String>,
+    since: Option<String>,
+    failed: bool,
+    raw: bool,
 }
 
 impl Default for Flags {
@@ -127,16 +146,23 @@ impl Default for Flags {
             words: Vec::new(),
             cluster: None,
             entry: None,
-            limit: 50,
+            limit: None,
             host: None,
-            keep_days: 30,
-            keep_runs: DEFAULT_KEEP_RUNS,
+            keep_days: None,
+            keep_runs: None,
             lease_s: 30,
             socket: None,
             json: false,
             wide: false,
             wait: false,
             force: false,
+            store: None,
+            max_size: None,
+            journal: None,
+            user: None,
+            since: None,
+            failed: false,
+            raw: false,
         }
     }
 }
@@ -159,14 +185,16 @@ impl Flags {
                     self.cluster = Some(name);
                 }
                 Long("entry") => self.entry = Some(text(parser.value()?)?.parse()?),
-                Long("limit") => self.limit = in_range(parser, "--limit", (1, MAX_LIMIT), "rows")?,
+                Long("limit") => {
+                    self.limit = Some(in_range(parser, "--limit", (1, MAX_LIMIT), "rows")?)
+                }
                 Long("host") => self.host = Some(text(parser.value()?)?),
                 Long("keep-days") => {
-                    self.keep_days = in_range(parser, "--keep-days", (1, 3650), "days")?
+                    self.keep_days = Some(in_range(parser, "--keep-days", (1, 3650), "days")?)
                 }
                 Long("keep-runs") => {
                     let runs = (MIN_KEEP_RUNS, MAX_KEEP_RUNS);
-                    self.keep_runs = in_range(parser, "--keep-runs", runs, "runs")?
+                    self.keep_runs = Some(in_range(parser, "--keep-runs", runs, "runs")?)
                 }
                 Long("lease") => self.lease_s = in_range(parser, "--lease", (3, 300), "seconds")?,
                 Long("socket") => self.socket = Some(PathBuf::from(parser.value()?)),
@@ -174,6 +202,13 @@ impl Flags {
                 Long("wide") => self.wide = true,
                 Long("wait") => self.wait = true,
                 Long("force") => self.force = true,
+                Long("store") => self.store = Some(PathBuf::from(parser.value()?)),
+                Long("max-size") => self.max_size = Some(max_size(&text(parser.value()?)?)?),
+                Long("journal") => self.journal = Some(PathBuf::from(parser.value()?)),
+                Long("user") => self.user = Some(user_name(text(parser.value()?)?)?),
+                Long("since") => self.since = Some(since(text(parser.value()?)?)?),
+                Long("failed") => self.failed = true,
+                Long("raw") => self.raw = true,
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
             }
@@ -194,12 +229,30 @@ impl Flags {
                 cluster: self.cluster.clone(),
                 wide: self.wide,
             },
-            ["history"] => Command::History {
-                cluster: self.cluster.clone(),
-                entry: self.entry,
-                limit: self.limit,
-                wide: self.wide,
-            },
+            ["history"] if self.db.is_some() || self.cluster.is_some() || self.entry.is_some() => {
+                Command::History {
+                    cluster: self.cluster.clone(),
+                    entry: self.entry,
+                    limit: self.limit.unwrap_or(50),
+                    wide: self.wide,
+                }
+            }
+            ["history", rest @ ..] if rest.len() <= 1 => self.history(rest.first().copied())?,
+            ["logs", entry, rest @ ..] if rest.len() <= 1 => {
+                crond::control::parse_target(entry)?;
+                let raw = if self.raw { " --raw" } else { "" };
+                let mut request = format!("logs{raw} {entry}");
+                if let Some(run) = rest.first() {
+                    let run: u64 = run
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0 && n <= i64::MAX as u64)
+                        .ok_or_else(|| UsageError::NotRun((*run).to_string()))?;
+                    request = format!("{request} {run}");
+                }
+                self.control(request)
+            }
+            ["history-writer"] => Command::HistoryWriter(self.writer_args()?),
             ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
                 if !is_cluster_name(c.as_bytes()) {
@@ -218,8 +271,8 @@ impl Flags {
             ["helper"] => Command::Helper(HelperArgs {
                 db: self.db.clone().ok_or(UsageError::HelperNeeds("--db"))?,
                 host: self.host.clone().ok_or(UsageError::HelperNeeds("--host"))?,
-                keep_days: self.keep_days,
-                keep_runs: self.keep_runs,
+                keep_days: self.keep_days.unwrap_or(30),
+                keep_runs: self.keep_runs.unwrap_or(DEFAULT_KEEP_RUNS),
                 lease_s: self.lease_s,
             }),
             ["list", rest @ ..] if rest.len() <= 1 => {
@@ -253,6 +306,55 @@ impl Flags {
         })
     }
 
+    /// `history` through the control socket: `history [--json] [--wide] [--failed] [--since
+    /// TIME] [--user NAME] [--limit N] [ENTRY]`.
+    fn history(&self, entry: Option<&str>) -> Result<Command, UsageError> {
+        let mut request = String::from("history");
+        if self.json {
+            request.push_str(" --json");
+        }
+        if self.wide {
+            request.push_str(" --wide");
+        }
+        if self.failed {
+            request.push_str(" --failed");
+        }
+        if let Some(since) = &self.since {
+            request = format!("{request} --since {since}");
+        }
+        if let Some(user) = &self.user {
+            request = format!("{request} --user {user}");
+        }
+        if let Some(limit) = self.limit {
+            if limit > crond::history::query::MAX_LISTED {
+                return Err(UsageError::TooMany(limit));
+            }
+            request = format!("{request} --limit {limit}");
+        }
+        if let Some(entry) = entry {
+            crond::control::parse_target(entry)?;
+            request = format!("{request} {entry}");
+        }
+        Ok(self.control(request))
+    }
+
+    /// `history-writer`'s options: `--store` and `--host` are required.
+    fn writer_args(&self) -> Result<WriterArgs, UsageError> {
+        let journal = match &self.journal {
+            None => JournalChoice::Default,
+            Some(path) if path.as_os_str() == "none" => JournalChoice::Off,
+            Some(path) => JournalChoice::At(path.clone()),
+        };
+        Ok(WriterArgs {
+            store: (self.store.clone()).ok_or(UsageError::WriterNeeds("--store"))?,
+            host: (self.host.clone()).ok_or(UsageError::WriterNeeds("--host"))?,
+            keep_days: self.keep_days.unwrap_or(history::DEFAULT_KEEP_DAYS),
+            keep_runs: self.keep_runs.unwrap_or(history::DEFAULT_KEEP_RUNS),
+            max_size: self.max_size.unwrap_or(history::DEFAULT_MAX_SIZE),
+            journal,
+        })
+    }
+
     /// A request to the control socket: `--socket`'s, or (`None`) the one
     /// `crond::paths::control_socket` finds.
     fn control(&self, request: String) -> Command {
@@ -266,6 +368,41 @@ impl Flags {
 /// An argument as text: every argument cronctl takes is UTF-8.
 fn text(v: OsString) -> Result<String, UsageError> {
     v.into_string().map_err(|_| UsageError::NotUtf8)
+}
+
+/// `--max-size`: a number of bytes, at least [`MIN_MAX_SIZE`].
+fn max_size(text: &str) -> Result<u64, UsageError> {
+    text.parse()
+        .ok()
+        .filter(|&n| n >= MIN_MAX_SIZE)
+        .ok_or_else(|| UsageError::NotSize(text.to_string()))
+}
+
+/// `--user`: a name without blanks or control characters (the daemon says whether it is
+/// one).
+fn user_name(name: String) -> Result<String, UsageError> {
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(UsageError::NotUser(name));
+    }
+    Ok(name)
+}
+
+/// `--since`: a span back from now (`30m`, `2h`, `1d`, `1w`), a day (`2026-12-01`) or a time
+/// to the minute (`2026-12-01T10:00`), passed to the daemon as typed.
+fn since(time: String) -> Result<String, UsageError> {
+    let span = time
+        .strip_suffix(['m', 'h', 'd', 'w'])
+        .is_some_and(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()));
+    let date = |t: &str| t.len() == 10 && t.parse::<jiff::civil::Date>().is_ok();
+    let minute = |t: &str| match t.split_once('T') {
+        Some((day, hm)) => date(day) && hm.len() == 5 && hm.parse::<jiff::civil::Time>().is_ok(),
+        None => false,
+    };
+    if span || date(&time) || minute(&time) {
+        Ok(time)
+    } else {
+        Err(UsageError::NotTime(time))
+    }
 }
 
 /// A number from `low` to `high` (both included) of `unit`s: [`crond::cli::in_range`].
@@ -287,7 +424,8 @@ const COMMAND_ARGUMENTS: &[(&str, &str)] = &[
     ("hosts", ""),
     ("entries", ""),
     ("claims", ""),
-    ("history", ""),
+    ("history", "[ENTRY]"),
+    ("logs", "ENTRY [RUN]"),
     ("paused", ""),
     ("pause", "CLUSTER USER ENTRY"),
     ("resume", "CLUSTER USER ENTRY"),
@@ -298,11 +436,11 @@ fn wrong_words(words: &[&str]) -> UsageError {
     let Some((name, takes)) = COMMAND_ARGUMENTS.iter().find(|(n, _)| *n == words[0]) else {
         return UsageError::UnknownCommand(words[0].to_string());
     };
-    let (required, optional) = if takes.starts_with('[') {
-        (0, 1)
-    } else {
-        (takes.split_whitespace().count(), 0)
-    };
+    let optional = takes
+        .split_whitespace()
+        .filter(|w| w.starts_with('['))
+        .count();
+    let required = takes.split_whitespace().count() - optional;
     let given = &words[1..];
     if given.len() < required {
         return UsageError::Needs {
@@ -331,6 +469,18 @@ pub enum UsageError {
     NotPattern(String),
     /// `helper` without the option named.
     HelperNeeds(&'static str),
+    /// `history-writer` without the option named.
+    WriterNeeds(&'static str),
+    /// `--max-size` that is not a number of bytes of at least [`MIN_MAX_SIZE`].
+    NotSize(String),
+    /// `--user` with a blank or a control character.
+    NotUser(String),
+    /// `--since` that is not a span or a time.
+    NotTime(String),
+    /// `history --limit` over what one answer lists.
+    TooMany(u32),
+    /// `logs`'s RUN that is not a run's number.
+    NotRun(String),
     Target(TargetError),
     NoCommand,
     UnknownCommand(String),
@@ -355,11 +505,27 @@ impl fmt::Display for UsageError {
             UsageError::Entry(e) => write!(f, "{e}"),
             UsageError::NotPattern(p) => write!(f, "list: '{p}' is not a pattern (no blanks)"),
             UsageError::HelperNeeds(option) => write!(f, "helper: {option} is required"),
+            UsageError::WriterNeeds(option) => write!(f, "history-writer: {option} is required"),
+            UsageError::NotSize(text) => write!(
+                f,
+                "--max-size: '{text}' is not a number of bytes of {MIN_MAX_SIZE} or more"
+            ),
+            UsageError::NotUser(name) => write!(f, "--user: '{name}' is not a user name"),
+            UsageError::NotTime(text) => write!(
+                f,
+                "--since: '{text}' is not a time (30m, 2h, 1d, 1w, 2026-12-01 or 2026-12-01T10:00)"
+            ),
+            UsageError::TooMany(n) => write!(
+                f,
+                "history: --limit {n} is more than one answer lists ({})",
+                crond::history::query::MAX_LISTED
+            ),
+            UsageError::NotRun(text) => write!(f, "logs: '{text}' is not a run's number"),
             UsageError::Target(e) => write!(f, "{e}"),
             UsageError::NoCommand => f.write_str("a command is required"),
             UsageError::UnknownCommand(word) => write!(f, "'{word}' is not a command"),
             UsageError::Needs { command, takes } => {
-                let what = if matches!(*command, "run" | "show") {
+                let what = if matches!(*command, "run" | "show" | "logs") {
                     "an entry"
                 } else {
                     takes

@@ -102,9 +102,11 @@ fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String,
             pause,
             force,
         } => pause_entry(client, target, *pause, *force)?,
-        Command::Help | Command::Version | Command::Helper(_) | Command::Control { .. } => {
-            String::new()
-        }
+        Command::Help
+        | Command::Version
+        | Command::Helper(_)
+        | Command::HistoryWriter(_)
+        | Command::Control { .. } => String::new(),
     })
 }
 

@@ -1,4 +1,4 @@
-//! `cronctl list|run|status`: one request line to crond's control socket, and its answer
+//! `cronctl list|run|show|status|history|logs`: one request line to crond's control socket, and its answer
 //! printed (docs/limits.md bounds both). No database and no privilege: the daemon tells the
 //! asker apart by the socket's credentials and shows them what is theirs. Root (and the
 //! daemon's own user) go through the private socket beside the shared one when it is there,
@@ -51,6 +51,14 @@ pub fn default_socket() -> PathBuf {
 /// it): the answer's text and the exit status it gives cronctl (0, or with `run --wait` the
 /// job's), or the error to print.
 pub fn ask(socket: &Path, request: &str) -> Result<(String, u8), ControlError> {
+    let (rest, exit) = ask_bytes(socket, request)?;
+    let text = String::from_utf8_lossy(&rest);
+    Ok((text.trim_end_matches('\n').to_string(), exit))
+}
+
+/// [`ask`], the answer's bytes after its status line as they came (`logs --raw` prints them
+/// as the job wrote them).
+pub fn ask_bytes(socket: &Path, request: &str) -> Result<(Vec<u8>, u8), ControlError> {
     let (mut stream, socket) = connect(socket)?;
     let lost = |e: io::Error| match e.kind() {
         // The daemon turned the connection away before reading it (busy).
@@ -74,15 +82,18 @@ pub fn ask(socket: &Path, request: &str) -> Result<(String, u8), ControlError> {
         .take(MAX_ANSWER_ROOT as u64 + 1)
         .read_to_end(&mut answer)
         .map_err(lost)?;
-    let answer = String::from_utf8_lossy(&answer);
-    let (status, rest) = answer.split_once('\n').unwrap_or((&answer, ""));
-    let text = rest.trim_end_matches('\n').to_string();
+    let split = answer.iter().position(|&b| b == b'\n');
+    let (status, rest) = match split {
+        Some(at) => (&answer[..at], answer[at + 1..].to_vec()),
+        None => (&answer[..], Vec::new()),
+    };
+    let status = String::from_utf8_lossy(status);
     let exit = status
         .strip_prefix("EXIT ")
         .and_then(|code| code.parse::<i32>().ok());
-    match status {
-        "OK" => Ok((text, 0)),
-        _ if exit.is_some() => Ok((text, exit.map_or(1, |c| c.clamp(0, 255) as u8))),
+    match &*status {
+        "OK" => Ok((rest, 0)),
+        _ if exit.is_some() => Ok((rest, exit.map_or(1, |c| c.clamp(0, 255) as u8))),
         _ => match status.strip_prefix("ERROR ") {
             Some(message) => Err(ControlError::Refused(message.to_string())),
             None if answer.is_empty() => Err(ControlError::Closed(socket)),

@@ -1,10 +1,12 @@
 //! `cronctl` (cronctl(8)), the one package that holds it: the command, the cluster helper and
 //! the PostgreSQL client.
 //!
-//! - `list`, `run` and `status` go through crond's control socket ([`control`]): no database
-//!   and no privilege.
-//! - `hosts`, `claims`, `history`, `paused`, `pause` and `resume` read or change the cluster
-//!   database ([`commands`], connected as [`db`] says).
+//! - `list`, `run`, `show`, `status`, `history` and `logs` go through crond's control socket
+//!   ([`control`]): no database and no privilege.
+//! - `hosts`, `claims`, `history --db|--cluster|--entry`, `paused`, `pause` and `resume` read
+//!   or change the cluster database ([`commands`], connected as [`db`] says).
+//! - `cronctl history-writer` is the process that keeps the daemon's run history in a SQLite
+//!   file and answers `history` and `logs` ([`history`]).
 //! - `cronctl helper` is the process through which crond reaches the database ([`helper`]: a
 //!   pure state machine over a store, and the statements of [`sql`]).
 //! - The command line is [`cli`]; [`cronctl_main`] is the binary's `main`.
@@ -34,6 +36,7 @@ mod control;
 mod db;
 pub mod guard;
 mod helper;
+pub mod history;
 mod socket;
 mod sql;
 mod text;
@@ -69,6 +72,11 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Command::Help => return print(USAGE),
         Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
         Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
+        Command::HistoryWriter(args) => return ExitCode::from(history::run(&args)),
+        Command::Control { socket, request } if request.starts_with("logs ") => {
+            let socket = socket.unwrap_or_else(control::default_socket);
+            return logs(&socket, &request);
+        }
         Command::Control { socket, request } => {
             let socket = socket.unwrap_or_else(control::default_socket);
             return match control::ask(&socket, &request) {
@@ -92,6 +100,28 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
             // A server's message is text from the database too.
             let text = commands::printable(&e.to_string());
             let _ = writeln!(std::io::stderr().lock(), "cronctl: {text}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `logs`: the run's output as the answer has it (with `--raw`, the bytes the job wrote; else
+/// already spelled out by the writer), a newline added only to end escaped text.
+fn logs(socket: &std::path::Path, request: &str) -> ExitCode {
+    match control::ask_bytes(socket, request) {
+        Ok((mut output, _)) => {
+            let raw = request.starts_with("logs --raw ");
+            if !raw && !output.is_empty() && !output.ends_with(b"\n") {
+                output.push(b'\n');
+            }
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&output).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::from(1),
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
             ExitCode::from(1)
         }
     }

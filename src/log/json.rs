@@ -169,7 +169,7 @@ fn field(out: &mut String, name: &str, value: &[u8]) {
 }
 
 /// A JSON string: quotes, backslashes and control characters escaped, the rest as it is.
-pub(crate) fn string(out: &mut String, s: &str) {
+pub fn string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

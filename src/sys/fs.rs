@@ -378,6 +378,13 @@ pub fn open_checked_dir(path: &Path, owner: Uid, last: LastDir) -> io::Result<Ow
     Ok(dir)
 }
 
+/// Sets the process's umask to `mask` and gives the one it replaces. The umask is the
+/// process's, not a thread's: call it before other threads create files (the history writer
+/// sets 077 first thing, so its store and the store's `-wal` and `-shm` are made 0600).
+pub fn set_umask(mask: u32) -> u32 {
+    stat::umask(Mode::from_bits_truncate(mask)).bits()
+}
+
 /// Sets the permission bits of the open file or directory `fd` to `mode` (`fchmod`: the file
 /// that was opened and checked, not whatever its path names now).
 pub fn set_mode(fd: &OwnedFd, mode: u32) -> io::Result<()> {
