@@ -206,7 +206,18 @@ impl Setup {
         let store = match &o.store {
             Some(path) if path.as_os_str() == "off" => return None,
             Some(path) => path.clone(),
-            None => self.options.state_dir().join(history::STORE_NAME),
+            None => {
+                // The state directory is made here when it is not there yet (root's, 0700 under
+                // the umask, each directory on the way checked as the daemon's files are).
+                let dir = self.options.state_dir();
+                let euid = crate::sys::user::effective_uid();
+                let last = crate::sys::fs::LastDir::Own { make: true };
+                if let Err(e) = crate::sys::fs::open_checked_dir(&dir, euid, last) {
+                    fx.error(messages::history_dir_line(&dir, &e));
+                    return None;
+                }
+                dir.join(history::STORE_NAME)
+            }
         };
         let program = o.writer.clone().unwrap_or_else(cluster::default_helper);
         let host = String::from_utf8_lossy(&crate::sys::hostname()).into_owned();

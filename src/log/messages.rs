@@ -808,6 +808,14 @@ pub fn history_unstarted_line(program: &std::path::Path, e: &std::io::Error) -> 
     )
 }
 
+/// The history's directory can't be made or trusted: no history.
+pub fn history_dir_line(dir: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!("no run history: the state directory {}: {e}", dir.display()),
+    )
+}
+
 /// The history writer is gone; it is started again in `after_s` seconds.
 pub fn history_lost_line(pid: u32, after_s: i64) -> LogLine {
     cron(

@@ -168,6 +168,7 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ("helper_protocol_line", m::helper_protocol_line("bad line")),
         ("history_unstarted_line", m::history_unstarted_line(p, &e())),
         ("history_lost_line", m::history_lost_line(77, 2)),
+        ("history_dir_line", m::history_dir_line(p, &e())),
         (
             "history_not_recorded_line",
             m::history_not_recorded_line(3, "the queue of outcomes was full"),

@@ -23,7 +23,7 @@ pub(crate) fn cronctl_bin() -> PathBuf {
 }
 
 /// The daemon's control socket: by default beside its pid file.
-fn socket_of(tree: &Tree) -> PathBuf {
+pub(crate) fn socket_of(tree: &Tree) -> PathBuf {
     tree.pid_file().with_file_name("crond.sock")
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn cronctl(user: Option<&str>, socket: &Path, args: &[&str]) -> Outpu
         .expect("run cronctl")
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 

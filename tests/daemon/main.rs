@@ -14,6 +14,7 @@ mod container;
 mod control;
 mod extensions;
 mod files;
+mod history;
 mod jobs;
 mod json_log;
 mod lifecycle;

@@ -1,0 +1,330 @@
+//! The run history end to end: the real daemon, its real writer (`cronctl history-writer`) and
+//! SQLite file, real users, the real `cronctl`; each outcome read back through the control
+//! socket as a user reads it, and from the file with the sqlite3 command.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::control::{cronctl, socket_of, stdout};
+use crate::support::daemon::*;
+use crate::support::user::TestUser;
+
+/// The store of a test daemon: `history.db` in its state directory.
+fn store(tree: &Tree) -> PathBuf {
+    tree.state_dir().join("history.db")
+}
+
+/// `cronctl history --json ARGS` as `user`, until it lists `count` outcomes (10 s at most).
+fn history(user: Option<&str>, socket: &Path, args: &[&str], count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut all = vec!["history", "--json"];
+        all.extend(args);
+        let o = cronctl(user, socket, &all);
+        assert!(o.status.success(), "{o:?}");
+        let rows: Vec<Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+            .collect();
+        if rows.len() >= count || Instant::now() > deadline {
+            assert_eq!(rows.len(), count, "{rows:#?}");
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// What the sqlite3 command prints for `sql` on the store (opened read-only, so that a look
+/// before the writer made it never makes it).
+fn try_sqlite(store: &Path, sql: &str) -> Result<String, String> {
+    let o = Command::new("sqlite3")
+        .arg("-readonly")
+        .arg(store)
+        .arg(sql)
+        .output()
+        .expect("run sqlite3");
+    match o.status.success() {
+        true => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        false => Err(format!("{o:?}")),
+    }
+}
+
+fn sqlite(store: &Path, sql: &str) -> String {
+    try_sqlite(store, sql).unwrap()
+}
+
+/// The pid of the daemon's history writer.
+fn writer_pid(crond: &Crond) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if parent == Some(crond.pid())
+                && String::from_utf8_lossy(&cmdline).contains("history-writer")
+            {
+                return pid;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no history writer under the daemon"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn root_every_run_is_recorded_with_its_end_resources_and_output_and_read_back_by_history_and_logs()
+{
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("hru", &[]);
+    let u = &user.name;
+    let text = format!(
+        "0 0 1 1 * {u} echo hello; echo world >&2; exit 3\n\
+         0 0 1 1 * {u} head -c 100000 /dev/zero | tr '\\0' x; echo; echo the end\n\
+         0 0 1 1 * {u} kill -KILL $$\n\
+         0 0 1 1 * nosuchuser-hru true\n"
+    );
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let system = tree.system_crontab().display().to_string();
+    for line in 1..=4 {
+        let o = cronctl(None, &socket, &["run", &format!("{system}:{line}")]);
+        assert!(o.status.code().is_some(), "{o:?}");
+    }
+    let rows = history(None, &socket, &[], 4);
+    let at = |line: u32| {
+        rows.iter()
+            .find(|r| r["place"] == format!("{system}:{line}"))
+            .unwrap_or_else(|| panic!("line {line} in {rows:#?}"))
+    };
+    let (failed, big, killed, unknown) = (at(1), at(2), at(3), at(4));
+    assert_eq!(failed["exit"], 3);
+    assert_eq!(failed["status"], "exit 3");
+    assert_eq!(failed["trigger"], "manual");
+    assert_eq!(failed["user"], u.as_str());
+    assert_eq!(
+        failed["output_bytes"], 12,
+        "hello and world, stderr with stdout"
+    );
+    assert!(failed["max_rss_kib"].as_u64().unwrap() > 0, "{failed}");
+    assert!(failed["ended_ms"].as_i64() >= failed["at_ms"].as_i64());
+    assert_eq!(big["status"], "ok");
+    assert_eq!(big["output_bytes"], 100_000 + 1 + 8);
+    assert_eq!(killed["signal"], "SIGKILL", "{killed}");
+    assert_eq!(unknown["status"], "not-run");
+    assert_eq!(unknown["reason"], "user-unknown");
+    assert_eq!(
+        unknown["words"],
+        "user nosuchuser-hru unknown (no passwd entry)"
+    );
+    // Every entry's id is the one `cronctl list` shows.
+    let listed = stdout(&cronctl(None, &socket, &["list", "--json"]));
+    for row in &rows {
+        let id = row["entry"].as_str().unwrap();
+        assert!(
+            listed.contains(&format!("\"id\":\"{id}\"")),
+            "{id} in {listed}"
+        );
+    }
+    // The output kept: the first and last 32 KiB, the middle counted.
+    let id = big["entry"].as_str().unwrap();
+    let logs = cronctl(None, &socket, &["logs", id]);
+    assert!(logs.status.success(), "{logs:?}");
+    let logs = stdout(&logs);
+    assert!(logs.starts_with(&"x".repeat(1000)), "{}", &logs[..100]);
+    assert!(
+        logs.ends_with("x\nthe end\n"),
+        "{}",
+        &logs[logs.len() - 100..]
+    );
+    let kept = 2 * 32 * 1024;
+    let marker = format!("[... {} bytes not kept ...]", 100_009 - kept);
+    assert!(logs.contains(&marker), "{marker} in the logs");
+    let short = stdout(&cronctl(
+        None,
+        &socket,
+        &["logs", at(1)["entry"].as_str().unwrap()],
+    ));
+    assert_eq!(short, "hello\nworld\n");
+    // The file: root's alone, whole.
+    let store = store(&tree);
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&store).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(sqlite(&store, "PRAGMA integrity_check"), "ok");
+}
+
+#[test]
+fn root_a_user_reads_the_history_and_output_of_their_own_entries_only() {
+    require_root();
+    let tree = Tree::new();
+    let alice = TestUser::create("hra", &[]);
+    let bob = TestUser::create("hrb", &[]);
+    tree.user_crontab(
+        &alice.name,
+        "0 0 1 1 * echo alice-secret\n",
+        0o600,
+        &alice.name,
+    );
+    tree.user_crontab(&bob.name, "0 0 1 1 * echo bob-secret\n", 0o600, &bob.name);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("2 entries loaded", 10);
+    let socket = socket_of(&tree);
+    for who in [&alice.name, &bob.name] {
+        let place = format!("spool/{who}:1");
+        let o = cronctl(Some(who), &socket, &["run", &place]);
+        assert!(o.status.success(), "{o:?}");
+    }
+    let all = history(None, &socket, &[], 2);
+    let own = history(Some(&alice.name), &socket, &[], 1);
+    assert_eq!(own[0]["user"], alice.name.as_str());
+    let bobs = all.iter().find(|r| r["user"] == bob.name.as_str()).unwrap();
+    let bobs_id = bobs["entry"].as_str().unwrap();
+    // Bob's entry, by its id or its place, is no one's to Alice: the same words as none.
+    let o = cronctl(Some(&alice.name), &socket, &["logs", bobs_id]);
+    assert!(!o.status.success(), "{o:?}");
+    assert!(!stdout(&o).contains("bob-secret"));
+    let o = cronctl(Some(&alice.name), &socket, &["history", bobs_id]);
+    assert!(!stdout(&o).contains(bobs_id), "{o:?}");
+    let o = cronctl(
+        Some(&alice.name),
+        &socket,
+        &["logs", own[0]["entry"].as_str().unwrap()],
+    );
+    assert_eq!(stdout(&o), "alice-secret\n");
+    // Nobody but root reads the file.
+    let o = Command::new("setpriv")
+        .arg(format!("--reuid={}", alice.name))
+        .args(["--regid=65534", "--clear-groups", "cat"])
+        .arg(store(&tree))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{o:?}");
+}
+
+#[test]
+fn root_a_slot_skipped_for_an_overlap_is_recorded_with_its_scheduled_minute() {
+    require_root();
+    let tree = Tree::new();
+    let text = "CRON_OVERLAP=skip\n* * * * * root sleep 200\n";
+    tree.write_file(&tree.system_crontab(), text, 0o644);
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:00:55", &[]);
+    crond.wait_for_log("SKIP (sleep 200)", 20);
+    let socket = socket_of(&tree);
+    let rows = history(None, &socket, &["--failed"], 1);
+    let skipped = &rows[0];
+    assert_eq!(skipped["status"], "not-run");
+    assert_eq!(skipped["reason"], "overlap");
+    assert_eq!(skipped["trigger"], "schedule");
+    // 10:02 on the fake clock, the slot that did not run.
+    assert_eq!(skipped["slot"], "2026-11-21T10:02:00+00:00", "{skipped}");
+    let words = skipped["words"].as_str().unwrap();
+    assert!(words.contains("10:01"), "{words}");
+}
+
+/// How many outcomes the store holds of each slot, in the slots' order.
+fn per_slot(store: &Path) -> Vec<usize> {
+    if !store.exists() {
+        return Vec::new();
+    }
+    try_sqlite(
+        store,
+        "SELECT count(*) FROM runs GROUP BY slot ORDER BY slot",
+    )
+    .unwrap_or_default()
+    .lines()
+    .map(|n| n.parse().unwrap())
+    .collect()
+}
+
+/// Waits until the store holds `counts` per slot (20 s at most).
+fn wait_for_slots(store: &Path, counts: &[usize]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while per_slot(store) != counts {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}, not {counts:?}",
+            per_slot(store)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn root_the_writer_killed_keeps_what_it_took_and_one_killed_in_a_burst_comes_back_whole() {
+    require_root();
+    let tree = Tree::new();
+    let jobs = 1000;
+    let text: String = (0..jobs)
+        .map(|i| format!("* * * * * root : {i}\n"))
+        .collect();
+    tree.write_file(&tree.cron_d().join("burst"), &text, 0o644);
+    // Ten times real speed: 10:01 comes 0.2 s after the start, 10:02 6 s later, 10:03 6 more.
+    let started = Instant::now();
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:00:58", &["--no-pam"]);
+    crond.wait_for_log("1000 entries loaded", 10);
+    let store = store(&tree);
+    // The 10:01 burst, every run recorded; then the writer killed between two bursts: what
+    // it took is kept.
+    wait_for_slots(&store, &[jobs]);
+    let first = writer_pid(&crond);
+    let kill = |pid: u32| {
+        let status = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    kill(first);
+    let second = {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pid = writer_pid(&crond);
+            if pid != first {
+                break pid;
+            }
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(per_slot(&store), [jobs]);
+    assert_eq!(sqlite(&store, "PRAGMA integrity_check"), "ok");
+    // Killed again in the middle of the 10:02 burst: the store stays whole, a gap says so,
+    // and the 10:03 burst is recorded whole by the writer started after.
+    let burst = Duration::from_millis(6_200 + 150);
+    std::thread::sleep(burst.saturating_sub(started.elapsed()));
+    kill(second);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while per_slot(&store).get(2) != Some(&jobs) {
+        assert!(Instant::now() < deadline, "{:?}", per_slot(&store));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(sqlite(&store, "PRAGMA integrity_check"), "ok");
+    let counts = per_slot(&store);
+    assert!(counts[1] <= jobs, "{counts:?}");
+    let log = crond.log_text();
+    assert_eq!(log.matches("history writer (pid").count(), 2, "{log}");
+    let gaps: usize = sqlite(&store, "SELECT count(*) FROM gaps").parse().unwrap();
+    assert!(gaps >= 2, "{gaps} gaps");
+    // Of the 10:02 burst, what the store lacks was in the writer's hands or said lost.
+    let unsent = log.matches("was not recorded in the history").count();
+    assert!(
+        counts[1] + unsent <= jobs,
+        "{counts:?} and {unsent} said lost"
+    );
+}
