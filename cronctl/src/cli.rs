@@ -237,21 +237,6 @@ impl Flags {
                     wide: self.wide,
                 }
             }
-            ["history", rest @ ..] if rest.len() <= 1 => self.history(rest.first().copied())?,
-            ["logs", entry, rest @ ..] if rest.len() <= 1 => {
-                crond::control::parse_target(entry)?;
-                let raw = if self.raw { " --raw" } else { "" };
-                let mut request = format!("logs{raw} {entry}");
-                if let Some(run) = rest.first() {
-                    let run: u64 = run
-                        .parse()
-                        .ok()
-                        .filter(|&n| n > 0 && n <= i64::MAX as u64)
-                        .ok_or_else(|| UsageError::NotRun((*run).to_string()))?;
-                    request = format!("{request} {run}");
-                }
-                self.control(request)
-            }
             ["history-writer"] => Command::HistoryWriter(self.writer_args()?),
             ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
@@ -275,6 +260,25 @@ impl Flags {
                 keep_runs: self.keep_runs.unwrap_or(DEFAULT_KEEP_RUNS),
                 lease_s: self.lease_s,
             }),
+            [verb, ..] if self.is_control(verb) => self.control_command(&words)?,
+            [] => return Err(UsageError::NoCommand),
+            other => return Err(wrong_words(other)),
+        })
+    }
+
+    /// Whether `verb` is one of the requests to the control socket (`history` only without
+    /// the cluster database's options).
+    fn is_control(&self, verb: &str) -> bool {
+        match verb {
+            "list" | "status" | "show" | "run" | "logs" => true,
+            "history" => self.db.is_none() && self.cluster.is_none() && self.entry.is_none(),
+            _ => false,
+        }
+    }
+
+    /// A request to the control socket, from the words of [`Flags::is_control`]'s commands.
+    fn control_command(&self, words: &[&str]) -> Result<Command, UsageError> {
+        Ok(match words {
             ["list", rest @ ..] if rest.len() <= 1 => {
                 if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
                     return Err(UsageError::NotPattern((*p).to_string()));
@@ -301,7 +305,21 @@ impl Flags {
                 let wait = if self.wait { " --wait" } else { "" };
                 self.control(format!("run{wait} {target}"))
             }
-            [] => return Err(UsageError::NoCommand),
+            ["history", rest @ ..] if rest.len() <= 1 => self.history(rest.first().copied())?,
+            ["logs", entry, rest @ ..] if rest.len() <= 1 => {
+                crond::control::parse_target(entry)?;
+                let raw = if self.raw { " --raw" } else { "" };
+                let mut request = format!("logs{raw} {entry}");
+                if let Some(run) = rest.first() {
+                    let run: u64 = run
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0 && n <= i64::MAX as u64)
+                        .ok_or_else(|| UsageError::NotRun((*run).to_string()))?;
+                    request = format!("{request} {run}");
+                }
+                self.control(request)
+            }
             other => return Err(wrong_words(other)),
         })
     }

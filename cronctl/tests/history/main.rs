@@ -268,7 +268,6 @@ fn outcomes_sent_a_second_before_a_sigkill_are_in_the_store_and_it_keeps_going()
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let mut writer = Writer::start(&store, &[]);
-    let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     // Four threads, each sending its own entry's outcomes (at_ms numbers them), each
     // remembering when each send returned.
@@ -333,10 +332,10 @@ fn outcomes_sent_a_second_before_a_sigkill_are_in_the_store_and_it_keeps_going()
     assert_eq!(missing, 0, "of {before} sent more than 1 s before the kill");
     let stored = count(&conn, "SELECT count(*) FROM runs");
     drop(conn);
-    eprintln!(
-        "{} sent, {before} of them over 1 s before the kill at {:?}, {stored} stored",
-        sent.len(),
-        killed.duration_since(start)
+    // Most of what was sent is in, not only the part more than 1 s old.
+    assert!(
+        stored as usize >= before,
+        "{stored} stored, {before} sent in time"
     );
     // Started again on the same file, it goes on.
     let writer = Writer::start(&store, &[]);
