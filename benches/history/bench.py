@@ -147,6 +147,10 @@ def main():
         ("--failed --since 1d, a user",
          query("history", now_ms, all_=False, uid=2007, name="user7", failed=1,
                since_ms=now_ms - DAY_MS, limit=100)),
+        ("all of a user's, last 100", query("history", now_ms, all_=False, uid=2007,
+                                             name="user7", limit=100)),
+        ("all of a user with none", query("history", now_ms, all_=False, uid=999,
+                                          name="nobody", limit=100)),
         ("logs of its last run, root", query("logs", now_ms, entry=entry)),
     ]
     print(f"{'query':36} {'median':>9} {'slowest':>9} {'answer':>8}")
