@@ -237,21 +237,6 @@ impl Flags {
                     wide: self.wide,
                 }
             }
-            ["history", rest @ ..] if rest.len() <= 1 => self.history(rest.first().copied())?,
-            ["logs", entry, rest @ ..] if rest.len() <= 1 => {
-                crond::control::parse_target(entry)?;
-                let raw = if self.raw { " --raw" } else { "" };
-                let mut request = format!("logs{raw} {entry}");
-                if let Some(run) = rest.first() {
-                    let run: u64 = run
-                        .parse()
-                        .ok()
-                        .filter(|&n| n > 0 && n <= i64::MAX as u64)
-                        .ok_or_else(|| UsageError::NotRun((*run).to_string()))?;
-                    request = format!("{request} {run}");
-                }
-                self.control(request)
-            }
             ["history-writer"] => Command::HistoryWriter(self.writer_args()?),
             ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
@@ -275,6 +260,25 @@ impl Flags {
                 keep_runs: self.keep_runs.unwrap_or(DEFAULT_KEEP_RUNS),
                 lease_s: self.lease_s,
             }),
+            [verb, ..] if self.is_control(verb) => self.control_command(&words)?,
+            [] => return Err(UsageError::NoCommand),
+            other => return Err(wrong_words(other)),
+        })
+    }
+
+    /// Whether `verb` is one of the requests to the control socket (`history` only without
+    /// the cluster database's options).
+    fn is_control(&self, verb: &str) -> bool {
+        match verb {
+            "list" | "status" | "show" | "run" | "logs" => true,
+            "history" => self.db.is_none() && self.cluster.is_none() && self.entry.is_none(),
+            _ => false,
+        }
+    }
+
+    /// A request to the control socket, from the words of [`Flags::is_control`]'s commands.
+    fn control_command(&self, words: &[&str]) -> Result<Command, UsageError> {
+        Ok(match words {
             ["list", rest @ ..] if rest.len() <= 1 => {
                 if let Some(p) = rest.first().filter(|p| p.contains(char::is_whitespace)) {
                     return Err(UsageError::NotPattern((*p).to_string()));
@@ -301,7 +305,21 @@ impl Flags {
                 let wait = if self.wait { " --wait" } else { "" };
                 self.control(format!("run{wait} {target}"))
             }
-            [] => return Err(UsageError::NoCommand),
+            ["history", rest @ ..] if rest.len() <= 1 => self.history(rest.first().copied())?,
+            ["logs", entry, rest @ ..] if rest.len() <= 1 => {
+                crond::control::parse_target(entry)?;
+                let raw = if self.raw { " --raw" } else { "" };
+                let mut request = format!("logs{raw} {entry}");
+                if let Some(run) = rest.first() {
+                    let run: u64 = run
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0 && n <= i64::MAX as u64)
+                        .ok_or_else(|| UsageError::NotRun((*run).to_string()))?;
+                    request = format!("{request} {run}");
+                }
+                self.control(request)
+            }
             other => return Err(wrong_words(other)),
         })
     }
@@ -651,6 +669,110 @@ mod tests {
     }
 
     #[test]
+    fn history_and_logs_are_request_lines_unless_the_cluster_database_is_named() {
+        let request = |args: &[&str]| match parse_ok(args).command {
+            Command::Control { request, .. } => request,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(request(&["history"]), "history");
+        assert_eq!(
+            request(&[
+                "history", "3f2a", "--since", "1d", "--failed", "--user", "alice", "--limit", "20",
+                "--json", "--wide"
+            ]),
+            "history --json --wide --failed --since 1d --user alice --limit 20 3f2a"
+        );
+        for since in ["30m", "2h", "1w", "2026-12-01", "2026-12-01T10:00"] {
+            assert_eq!(
+                request(&["history", "--since", since]),
+                format!("history --since {since}")
+            );
+        }
+        assert_eq!(request(&["logs", "3f2a9c01b7d4"]), "logs 3f2a9c01b7d4");
+        assert_eq!(
+            request(&["logs", "3f2a", "12", "--raw"]),
+            "logs --raw 3f2a 12"
+        );
+        // With the database named: the cluster's history, as before.
+        assert!(matches!(
+            parse_ok(&["history", "--cluster", "web", "--limit", "5"]).command,
+            Command::History {
+                limit: 5,
+                cluster: Some(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_ok(&["--db", "x", "history"]).command,
+            Command::History { limit: 50, .. }
+        ));
+    }
+
+    #[test]
+    fn the_history_writer_takes_its_store_host_and_bounds() {
+        assert_eq!(
+            parse_ok(&[
+                "history-writer",
+                "--store",
+                "/var/lib/cron/history.db",
+                "--host",
+                "h1"
+            ])
+            .command,
+            Command::HistoryWriter(WriterArgs {
+                store: "/var/lib/cron/history.db".into(),
+                host: "h1".into(),
+                keep_days: 30,
+                keep_runs: 1_000,
+                max_size: 256 << 20,
+                journal: JournalChoice::Default,
+            })
+        );
+        let args = [
+            "history-writer",
+            "--store",
+            "s",
+            "--host",
+            "h",
+            "--keep-days",
+            "7",
+            "--keep-runs",
+            "50",
+            "--max-size",
+            "10485760",
+            "--journal",
+            "none",
+        ];
+        assert_eq!(
+            parse_ok(&args).command,
+            Command::HistoryWriter(WriterArgs {
+                store: "s".into(),
+                host: "h".into(),
+                keep_days: 7,
+                keep_runs: 50,
+                max_size: 10 << 20,
+                journal: JournalChoice::Off,
+            })
+        );
+        assert!(matches!(
+            parse_ok(&[
+                "history-writer",
+                "--store",
+                "s",
+                "--host",
+                "h",
+                "--journal",
+                "/j"
+            ])
+            .command,
+            Command::HistoryWriter(WriterArgs {
+                journal: JournalChoice::At(_),
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn bad_arguments_are_refused_with_a_reason() {
         for bad in [
             &[][..],
@@ -669,6 +791,30 @@ mod tests {
             &["show"],
             &["show", "crontabs/alice"],
             &["status", "x"],
+            &["history", "--since", "yesterday"],
+            &["history", "--since", "1y"],
+            &["history", "--since", "2026-13-01"],
+            &["history", "--since", "2026-12-01T25:00"],
+            &["history", "--since", "2026-12-01 10:00"],
+            &["history", "--user", "a b"],
+            &["history", "--limit", "20000"],
+            &["history", "a", "b"],
+            &["history", "xyz"],
+            &["logs"],
+            &["logs", "3f2a", "0"],
+            &["logs", "3f2a", "x"],
+            &["logs", "3f2a", "1", "2"],
+            &["history-writer", "--host", "h"],
+            &["history-writer", "--store", "s"],
+            &[
+                "history-writer",
+                "--store",
+                "s",
+                "--host",
+                "h",
+                "--max-size",
+                "100",
+            ],
         ] {
             assert!(parse(bad.iter().copied()).is_err(), "{bad:?}");
         }

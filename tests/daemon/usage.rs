@@ -79,6 +79,11 @@ fn cronctl_usage_errors_name_the_command_and_what_it_takes() {
             &["pause", "nightly"],
             &["frobnicate"],
             &["history", "--limit", "0"],
+            &["history", "--since", "yesterday"],
+            &["history", "--limit", "20000"],
+            &["logs"],
+            &["logs", "3f2a", "x"],
+            &["logs", "3f2a", "1", "2"],
         ],
     );
     assert_golden("cronctl-usage-errors.txt", &out);

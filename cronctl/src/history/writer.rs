@@ -457,12 +457,12 @@ impl StoreLoop {
     /// Commits what is pending (with a gap for what was lost before, once writes work again);
     /// a batch that can't be written is dropped and counted.
     fn flush(&mut self) {
-        if let Ok(mut queue) = self.lost_in_queue.lock() {
-            if queue.count > 0 {
-                let why = queue.why.clone();
-                self.lost.add(queue.count, &why);
-                *queue = Lost::default();
-            }
+        if let Ok(mut queue) = self.lost_in_queue.lock()
+            && queue.count > 0
+        {
+            let why = queue.why.clone();
+            self.lost.add(queue.count, &why);
+            *queue = Lost::default();
         }
         if self.pending.is_empty() && self.lost.count == 0 {
             return;

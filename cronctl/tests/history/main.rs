@@ -268,7 +268,13 @@ fn outcomes_sent_a_second_before_a_sigkill_are_in_the_store_and_it_keeps_going()
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let mut writer = Writer::start(&store, &[]);
-    let start = Instant::now();
+    // A few first, then a pause: what came before the socket went idle is committed too.
+    let mut sent: Vec<(String, i64, Instant)> = Vec::new();
+    for i in 0..300 {
+        writer.send(&outcome("ffff00000000", "alice", Some(1000), i, Vec::new()).encode());
+        sent.push(("ffff00000000".into(), i, Instant::now()));
+    }
+    std::thread::sleep(Duration::from_millis(1_200));
     let stop = Arc::new(AtomicBool::new(false));
     // Four threads, each sending its own entry's outcomes (at_ms numbers them), each
     // remembering when each send returned.
@@ -288,21 +294,18 @@ fn outcomes_sent_a_second_before_a_sigkill_are_in_the_store_and_it_keeps_going()
                         break;
                     }
                     sent.push((entry, i, Instant::now()));
-                    std::thread::sleep(Duration::from_micros(1_200));
+                    std::thread::sleep(Duration::from_micros(1_600));
                 }
                 sent
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(2_500));
+    std::thread::sleep(Duration::from_millis(3_500));
     writer.child.kill().unwrap();
     let killed = Instant::now();
     wait_for(&mut writer.child, Duration::from_secs(5));
     stop.store(true, Ordering::Relaxed);
-    let sent: Vec<(String, i64, Instant)> = senders
-        .into_iter()
-        .flat_map(|s| s.join().unwrap())
-        .collect();
+    sent.extend(senders.into_iter().flat_map(|s| s.join().unwrap()));
     let before = sent
         .iter()
         .filter(|(_, _, at)| killed.duration_since(*at) > Duration::from_secs(1))
@@ -333,10 +336,10 @@ fn outcomes_sent_a_second_before_a_sigkill_are_in_the_store_and_it_keeps_going()
     assert_eq!(missing, 0, "of {before} sent more than 1 s before the kill");
     let stored = count(&conn, "SELECT count(*) FROM runs");
     drop(conn);
-    eprintln!(
-        "{} sent, {before} of them over 1 s before the kill at {:?}, {stored} stored",
-        sent.len(),
-        killed.duration_since(start)
+    // Most of what was sent is in, not only the part more than 1 s old.
+    assert!(
+        stored as usize >= before,
+        "{stored} stored, {before} sent in time"
     );
     // Started again on the same file, it goes on.
     let writer = Writer::start(&store, &[]);

@@ -128,8 +128,9 @@ pub struct Bounds {
     pub max_size: u64,
 }
 
-/// What one message adds to the store.
+/// What one message adds to the store (outcomes are most of them: not boxed).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Item {
     Outcome(Outcome),
     Gap(Gap),
