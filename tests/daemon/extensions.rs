@@ -420,9 +420,20 @@ fn root_the_metrics_endpoint_counts_runs_failures_timeouts_and_skips_for_a_real_
         let series = format!("crond_last_success_timestamp_seconds{{entry=\"{tab}/{me}:{line}\"}}");
         assert!(sample(&text, &series).is_some(), "{series} in {text}");
     }
-    assert!(
-        !text.contains(&format!("{me}:2\"")),
-        "exit 3 never succeeded"
+    let never = format!("crond_last_success_timestamp_seconds{{entry=\"{tab}/{me}:2\"}}");
+    assert!(sample(&text, &never).is_none(), "exit 3 never succeeded");
+    // Each entry's last status: exit 3's, and the skipped slot's -1 after the sleeper's 0.
+    let status = |line: u32| {
+        sample(
+            &text,
+            &format!("crond_last_status{{entry=\"{tab}/{me}:{line}\"}}"),
+        )
+    };
+    assert_eq!(status(2), Some(3.0), "{text}");
+    assert_eq!(
+        sample(&text, "crond_not_run_total{reason=\"overlap\"}"),
+        Some(1.0),
+        "{text}"
     );
     assert!(curl(Some(&socket), "http://localhost/").contains("crond_runs_total"));
 }

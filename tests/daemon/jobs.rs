@@ -439,9 +439,11 @@ fn a_run_waiting_for_its_random_delay_is_cancelled_when_its_crontab_goes() {
     );
     assert!(!ran.exists());
     // No process waits on the run's behalf: the daemon has no children.
-    let children =
-        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", crond.pid())).unwrap();
-    assert_eq!(children.trim(), "", "the daemon's children");
+    assert_eq!(
+        crond.job_children(),
+        Vec::<u32>::new(),
+        "the daemon's children"
+    );
 }
 
 #[test]

@@ -230,13 +230,11 @@ fn jobs_inherit_no_daemon_descriptors_and_the_daemon_keeps_one_thread() {
     );
     // No zombie children left behind once the job has ended.
     std::thread::sleep(Duration::from_millis(300));
-    let children = std::fs::read_to_string(format!(
-        "/proc/{}/task/{}/children",
-        crond.pid(),
-        crond.pid()
-    ))
-    .expect("children");
-    assert_eq!(children.trim(), "", "every job child was reaped");
+    assert_eq!(
+        crond.job_children(),
+        Vec::<u32>::new(),
+        "every job child was reaped"
+    );
 }
 
 #[test]

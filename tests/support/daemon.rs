@@ -441,14 +441,46 @@ impl Crond {
         }
     }
 
+    /// The daemon's children but its history writer (which lives as long as it does): its
+    /// job children, and its cluster helper.
+    pub fn job_children(&self) -> Vec<u32> {
+        let list = format!("/proc/{0}/task/{0}/children", self.pid());
+        let children = fs::read_to_string(&list).expect("the daemon's children");
+        children
+            .split_whitespace()
+            .map(|pid| pid.parse().expect("a pid"))
+            .filter(|pid| !is_history_writer(*pid))
+            .collect()
+    }
+
+    /// The pid of the daemon's history writer (waits 10 s at most for one).
+    pub fn history_writer(&self) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let list = format!("/proc/{0}/task/{0}/children", self.pid());
+        loop {
+            let children = fs::read_to_string(&list).unwrap_or_default();
+            let found = children
+                .split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .find(|&pid| is_history_writer(pid));
+            if let Some(pid) = found {
+                return pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no history writer under the daemon"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits (real time, at most `secs`) until every job child has exited and been reaped, so
     /// that whatever the jobs were going to log is in the log.
     pub fn wait_for_no_children(&self, secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(secs);
-        let list = format!("/proc/{0}/task/{0}/children", self.pid());
         loop {
-            let children = fs::read_to_string(&list).expect("the daemon's children");
-            if children.trim().is_empty() {
+            let children = self.job_children();
+            if children.is_empty() {
                 return;
             }
             assert!(
@@ -585,4 +617,12 @@ pub fn user_with_home(tag: &str, home: &Path) -> TestUser {
         tag,
         &["-U", "-G", "users", "-s", "/bin/sh", "-M", "-d", home],
     )
+}
+
+/// Whether `pid` is a history writer (`cronctl history-writer`).
+pub fn is_history_writer(pid: u32) -> bool {
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    cmdline
+        .split(|&b| b == 0)
+        .any(|arg| arg == b"history-writer")
 }
