@@ -41,7 +41,7 @@ CROND = os.environ.get("CROND") or os.path.join(
 
 def tree():
     d = tempfile.mkdtemp(prefix="crond-bench")
-    for sub in ("spool", "cron.d", "out"):
+    for sub in ("spool", "cron.d", "out", "state"):
         os.mkdir(os.path.join(d, sub))
     open(os.path.join(d, "crontab"), "w").close()
     os.chmod(d, 0o755)
@@ -58,7 +58,8 @@ def start(d, env_extra=None, args=()):
          "--system-crontab", os.path.join(d, "crontab"),
          "--cron-d", os.path.join(d, "cron.d"),
          "--pid-file", os.path.join(d, "pid"),
-         "--reboot-marker", os.path.join(d, "reboot"), *args],
+         "--reboot-marker", os.path.join(d, "reboot"),
+         "--state-dir", os.path.join(d, "state"), *args],
         stdout=subprocess.DEVNULL, stderr=log, env=env)
     return p
 
@@ -115,15 +116,32 @@ def pam_dir(d):
     return pd
 
 
-def burst(n, pam=None):
+# The history writer for `--history on` (by default the cronctl beside $CROND).
+CRONCTL = os.environ.get("CRONCTL") or os.path.join(os.path.dirname(CROND), "cronctl")
+
+
+def recorded(store):
+    """Outcomes in the store (the sqlite3 command, read-only); -1 when it can't be read."""
+    r = subprocess.run(["sqlite3", "-readonly", "-cmd", ".timeout 2000", store,
+                        "SELECT count(*) FROM runs"], capture_output=True, text=True)
+    return int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip() else -1
+
+
+def burst(n, pam=None, history="off"):
     """pam: None (the daemon's default: /etc/pam.d/cron), "shipped" (etc/pam.d/cron through
-    --pam-dir) or "off" (--no-pam)."""
+    --pam-dir) or "off" (--no-pam); history: "off" (--history off) or "on" (a store in the
+    tree, written by $CRONCTL)."""
     d = tree()
     args = []
     if pam == "shipped":
         args = ["--pam-dir", pam_dir(d)]
     elif pam == "off":
         args = ["--no-pam"]
+    store = os.path.join(d, "history.db")
+    if history == "on":
+        args += ["--history", store, "--history-writer", CRONCTL]
+    else:
+        args += ["--history", "off"]
     starts = os.path.join(d, "out", "starts")
     # Wait so that the daemon starts 5 s before a real minute boundary.
     now = time.time()
@@ -152,6 +170,13 @@ def burst(n, pam=None):
         count = count_now
     with open(starts) as f:
         times = sorted(float(x) for x in f.read().split())
+    lag = ""
+    if history == "on":
+        # How long after the last start every run is in the store.
+        while recorded(store) < len(times) and time.time() < times[-1] + 60:
+            time.sleep(0.1)
+        lag = (f"; all {recorded(store)} recorded {time.time() - times[-1]:.1f} s after "
+               f"the last start")
     time.sleep(2)  # the last job children exit and are reaped
     child_ms = children_cpu_ms(p.pid)
     p.send_signal(signal.SIGTERM)
@@ -159,11 +184,12 @@ def burst(n, pam=None):
     with open(os.path.join(d, "log")) as f:
         postponed = [l for l in f if "not started last minute" in l]
     label = {None: "", "shipped": " (PAM: etc/pam.d/cron)", "off": " (--no-pam)"}[pam]
+    label += f" (history {history})"
     print(f"burst{label}: {n} entries due at {time.strftime('%H:%M', time.gmtime(boundary))} UTC: "
           f"{len(times)} ran; first start +{(times[0] - boundary) * 1000:.1f} ms, "
           f"last start +{(times[-1] - boundary) * 1000:.1f} ms after the boundary; "
           f"postponed-log lines: {len(postponed)}; job children's CPU "
-          f"{child_ms / max(len(times), 1):.2f} ms per job")
+          f"{child_ms / max(len(times), 1):.2f} ms per job{lag}")
     shutil.rmtree(d)
 
 
@@ -249,9 +275,16 @@ def main():
     ap.add_argument("--pam-cost", type=int, metavar="N",
                     help="only: N jobs through the shipped PAM service, then with --no-pam")
     ap.add_argument("--memory", action="store_true", help="only: sizes, load and reload costs")
+    ap.add_argument("--history", type=int, metavar="N",
+                    help="only: N jobs (shipped PAM) with the history off, then on, in turn")
     args = ap.parse_args()
     if args.memory:
         memory()
+        return
+    if args.history:
+        for _ in range(2):
+            burst(args.history, "shipped", "off")
+            burst(args.history, "shipped", "on")
         return
     if args.pam_cost:
         burst(args.pam_cost, "shipped")

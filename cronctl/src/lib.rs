@@ -127,7 +127,11 @@ fn logs(socket: &std::path::Path, request: &str) -> ExitCode {
     }
 }
 
+/// Prints `text` and a newline; nothing for no text (a `--json` answer with no object).
 fn print(text: &str) -> ExitCode {
+    if text.is_empty() {
+        return ExitCode::SUCCESS;
+    }
     match writeln!(std::io::stdout().lock(), "{text}") {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(1),

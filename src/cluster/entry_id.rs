@@ -126,16 +126,32 @@ pub struct LocalIds {
 
 impl LocalIds {
     /// The id of the next entry of `file` that is `identity` (`every_s`: its `@every`
-    /// interval, `None` for a schedule).
-    pub fn next(&mut self, identity: &Identity<'_>, every_s: Option<u32>, file: &str) -> LocalId {
+    /// interval, `None` for a schedule; `name`: its `CRON_ID`, which stands for its schedule
+    /// and command, `None` or empty when it has none).
+    pub fn next(
+        &mut self,
+        identity: &Identity<'_>,
+        every_s: Option<u32>,
+        file: &str,
+        name: Option<&[u8]>,
+    ) -> LocalId {
         if self.file != file {
             self.file = file.to_string();
             self.seen.clear();
         }
         let mut h = Fnv::new();
-        h.part(b"crond-local-1");
-        h.eat(&identity.key().0.to_le_bytes());
-        h.eat(&every_s.map_or(0, |s| u64::from(s) + 1).to_le_bytes());
+        match name.filter(|n| !n.is_empty()) {
+            Some(name) => {
+                h.part(b"crond-named-1");
+                h.part(identity.user);
+                h.part(name);
+            }
+            None => {
+                h.part(b"crond-local-1");
+                h.eat(&identity.key().0.to_le_bytes());
+                h.eat(&every_s.map_or(0, |s| u64::from(s) + 1).to_le_bytes());
+            }
+        }
         h.part(file.as_bytes());
         let ordinal = self.seen.entry(h.0).or_insert(0);
         h.eat(&ordinal.to_le_bytes());
@@ -272,8 +288,8 @@ mod tests {
             command: b"backup",
         };
         let mut ids = LocalIds::default();
-        let first = ids.next(&backup, None, "crontabs/alice");
-        let second = ids.next(&backup, None, "crontabs/alice");
+        let first = ids.next(&backup, None, "crontabs/alice", None);
+        let second = ids.next(&backup, None, "crontabs/alice", None);
         assert_eq!(first.to_string(), "55a1449ee9d3");
         assert_eq!(first.to_string().len(), LOCAL_ID_DIGITS);
         assert_ne!(first, second);
@@ -283,23 +299,46 @@ mod tests {
             command: b"other",
             ..backup
         };
-        assert_eq!(again.next(&backup, None, "crontabs/alice"), first);
-        again.next(&other, None, "crontabs/alice");
-        assert_eq!(again.next(&backup, None, "crontabs/alice"), second);
+        assert_eq!(again.next(&backup, None, "crontabs/alice", None), first);
+        again.next(&other, None, "crontabs/alice", None);
+        assert_eq!(again.next(&backup, None, "crontabs/alice", None), second);
         assert_eq!(
-            again.next(&backup, None, "crontabs/bob").to_string().len(),
+            again
+                .next(&backup, None, "crontabs/bob", None)
+                .to_string()
+                .len(),
             12
         );
-        assert_ne!(again.next(&backup, None, "crontabs/bob"), second);
+        assert_ne!(again.next(&backup, None, "crontabs/bob", None), second);
         // The file, the interval and the zone each make another id.
         let fresh = LocalIds::default;
-        assert_ne!(fresh().next(&backup, None, "/etc/cron.d/alice"), first);
-        assert_ne!(fresh().next(&backup, Some(60), "crontabs/alice"), first);
+        assert_ne!(
+            fresh().next(&backup, None, "/etc/cron.d/alice", None),
+            first
+        );
+        assert_ne!(
+            fresh().next(&backup, Some(60), "crontabs/alice", None),
+            first
+        );
         let paris = Identity {
             zone: Some("Europe/Paris"),
             ..backup
         };
-        assert_ne!(fresh().next(&paris, None, "crontabs/alice"), first);
+        assert_ne!(fresh().next(&paris, None, "crontabs/alice", None), first);
+        // A name stands for the schedule and the command: an edit of either keeps the id.
+        let named = fresh().next(&backup, None, "crontabs/alice", Some(b"backup"));
+        assert_ne!(named, first);
+        assert_eq!(
+            fresh().next(&other, Some(60), "crontabs/alice", Some(b"backup")),
+            named
+        );
+        assert_eq!(
+            fresh().next(&backup, None, "crontabs/alice", Some(b"")),
+            first
+        );
+        let mut two = LocalIds::default();
+        let a = two.next(&backup, None, "crontabs/alice", Some(b"backup"));
+        assert_ne!(two.next(&other, None, "crontabs/alice", Some(b"backup")), a);
     }
 
     #[test]

@@ -236,7 +236,7 @@ fn push_runs<'a>(
                     user,
                     command,
                 };
-                ids.next(&identity, Some(*seconds), logged);
+                ids.next(&identity, Some(*seconds), logged, entry.env.get(b"CRON_ID"));
                 writeln!(
                     err,
                     "cronnext: {shown}:{}: {} runs at crond's start plus each interval",
@@ -262,6 +262,7 @@ fn push_runs<'a>(
             },
             None,
             logged,
+            entry.env.get(b"CRON_ID"),
         );
         let entry_zone = entry.zone.as_ref().unwrap_or(request.zone);
         let cluster = cluster_of(entry, schedule, user, command);

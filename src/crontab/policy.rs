@@ -14,6 +14,11 @@
 //!   with a cluster database each run is claimed there first and runs on one host only; on a
 //!   daemon without one they run as any other entry. `NAME` is 1 to 63 letters, digits, `.`,
 //!   `_` or `-`; empty: local again (the default).
+//! * `CRON_ID=NAME`: the entries below are named: each one's id (`cronctl list`, the run
+//!   history) is made of its file, its user and this name, not its schedule and command, so it
+//!   stays when the line is edited. `NAME` as `CRON_CLUSTER`'s; empty: ids from the line again
+//!   (the default). Set it above the line it names, and again (or empty) below: entries that
+//!   share a name are told apart by their order.
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
@@ -83,7 +88,7 @@ pub const KILL_AFTER_S: u32 = 10;
 pub fn is_policy_name(name: &[u8]) -> bool {
     matches!(
         name,
-        b"CRON_OVERLAP" | b"CRON_MISSED" | b"CRON_TIMEOUT" | b"CRON_CLUSTER"
+        b"CRON_OVERLAP" | b"CRON_MISSED" | b"CRON_TIMEOUT" | b"CRON_CLUSTER" | b"CRON_ID"
     )
 }
 
@@ -94,6 +99,7 @@ pub enum PolicyError {
     Missed(String),
     Timeout(DurationError),
     Cluster(String),
+    Id(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -114,6 +120,12 @@ impl fmt::Display for PolicyError {
                 f,
                 "CRON_CLUSTER must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' \
                  or '-', not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Id(text) => write!(
+                f,
+                "CRON_ID must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' or '-', \
+                 not '{}'",
                 text.escape_debug()
             ),
         }
@@ -159,6 +171,10 @@ impl Policy {
                     return Err(PolicyError::Cluster(text.to_string()));
                 }
                 policy.clustered = !value.is_empty();
+            }
+            // The name is read from the environment where an id is made; here it is checked.
+            b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
+                return Err(PolicyError::Id(text.to_string()));
             }
             _ => {}
         }

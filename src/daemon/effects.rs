@@ -28,6 +28,17 @@ use crate::sys::timer::MinuteTimer;
 use crate::timeline::UtcMinute;
 use crate::types::Pid;
 
+/// A run that did not run, as an owner other than the scheduler tells it.
+#[derive(Debug, Clone)]
+pub(super) struct NotRun {
+    pub(super) entry: Option<crate::timeline::EntryId>,
+    pub(super) job: JobSpec,
+    /// Its slot.
+    pub(super) due: UtcMinute,
+    pub(super) reason: history::Reason,
+    pub(super) words: String,
+}
+
 /// What an owner may do to the world.
 pub(super) trait Effects {
     /// Writes one line to the daemon's log.
@@ -44,6 +55,11 @@ pub(super) trait Effects {
     ) -> io::Result<Pid>;
     /// Records the outcome of a slot the daemon did not start (the history link sends it).
     fn record(&mut self, outcome: history::Outcome);
+    /// A run another owner did not start (the cluster link: another host ran it, it is
+    /// paused), for the scheduler to record under its entry's id.
+    fn not_run(&mut self, run: NotRun);
+    /// The runs told not run since the last call.
+    fn take_not_run(&mut self) -> Vec<NotRun>;
     /// The outcomes recorded since the last call.
     fn take_records(&mut self) -> Vec<history::Outcome>;
     /// Starts the history writer `program` with `args`, `stdin` its end of the socket: its
@@ -117,6 +133,7 @@ pub(super) struct RealEffects {
     timer: Rc<MinuteTimer>,
     identities: Identities,
     records: Vec<history::Outcome>,
+    not_run: Vec<NotRun>,
 }
 
 impl RealEffects {
@@ -127,6 +144,7 @@ impl RealEffects {
             timer,
             identities: Identities::default(),
             records: Vec::new(),
+            not_run: Vec::new(),
         }
     }
 
@@ -165,6 +183,14 @@ impl Effects for RealEffects {
 
     fn take_records(&mut self) -> Vec<history::Outcome> {
         std::mem::take(&mut self.records)
+    }
+
+    fn not_run(&mut self, run: NotRun) {
+        self.not_run.push(run);
+    }
+
+    fn take_not_run(&mut self) -> Vec<NotRun> {
+        std::mem::take(&mut self.not_run)
     }
 
     fn spawn_writer(
@@ -286,6 +312,7 @@ pub(super) struct Recorded {
     /// The outcomes recorded, and those the history link took.
     pub(super) records: Vec<history::Outcome>,
     pub(super) taken: Vec<history::Outcome>,
+    pub(super) not_run: Vec<NotRun>,
     /// The history writer's other end, and where job children were last told to record.
     pub(super) writer: Option<OwnedFd>,
     pub(super) history: Option<HistorySink>,
@@ -388,6 +415,14 @@ impl Effects for Recorded {
         let taken = std::mem::take(&mut self.records);
         self.taken.extend(taken.iter().cloned());
         taken
+    }
+
+    fn not_run(&mut self, run: NotRun) {
+        self.not_run.push(run);
+    }
+
+    fn take_not_run(&mut self) -> Vec<NotRun> {
+        std::mem::take(&mut self.not_run)
     }
 
     fn spawn_writer(&mut self, _: &Path, _: &[OsString], stdin: OwnedFd) -> io::Result<u32> {

@@ -149,6 +149,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
     /// can and starts a lost writer again when it is time.
     fn hand_records(&mut self, now_ms: i64) {
         let fx = &mut self.reactor.fx;
+        for run in fx.take_not_run() {
+            self.scheduler.not_run(run, now_ms, fx);
+        }
         let records = fx.take_records();
         if let Some(link) = &mut self.history {
             for outcome in records {

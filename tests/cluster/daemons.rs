@@ -110,18 +110,17 @@ impl Host {
         pid.parse().expect("a pid")
     }
 
-    /// Waits (real time) until the daemon's only child is its helper: every job has ended.
+    /// Waits (real time) until the daemon's only children are its helper and its history
+    /// writer: every job has ended.
     fn wait_for_jobs(&self, secs: u64) {
-        let helper = self.helper_pid().to_string();
-        let pid = self.crond().pid();
+        let helper = self.helper_pid();
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
-            let list = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-                .expect("the daemon's children");
-            if list.split_whitespace().all(|c| c == helper) {
+            let list = self.crond().job_children();
+            if list.iter().all(|&c| c == helper) {
                 return;
             }
-            assert!(Instant::now() < deadline, "jobs still running: {list}");
+            assert!(Instant::now() < deadline, "jobs still running: {list:?}");
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -356,6 +355,30 @@ fn entry_id(crontab: &Path, command: &str) -> String {
         .to_string()
 }
 
+/// The outcomes a host recorded (its `cronctl history --json`), each as (command, status or
+/// reason).
+fn local_history(host: &Host) -> Vec<(String, String)> {
+    let socket = host.tree.pid_file().with_file_name("crond.sock");
+    let output = Command::new(cronctl_bin())
+        .arg("--socket")
+        .arg(socket)
+        .args(["history", "--json", "--limit", "1000"])
+        .output()
+        .expect("cronctl");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON object");
+            let said = v["reason"].as_str().or(v["status"].as_str()).unwrap_or("");
+            (
+                v["command"].as_str().unwrap_or("").to_string(),
+                said.to_string(),
+            )
+        })
+        .collect()
+}
+
 fn cronctl(pg: &PgServer, args: &[&str]) -> String {
     let output = Command::new(cronctl_bin())
         .arg("--db")
@@ -426,6 +449,30 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
     sleep_until(base, 15.0);
     let a_runs = fs::read_to_string(&a).unwrap_or_default();
     assert_eq!(a_runs.lines().count(), 1, "{a_runs:?}");
+    // Each host's history: a paused at 10:01 and 10:02 on both; each minute's run of b (and
+    // a's at 10:03) ran on one host and is `other-host` on the other.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (said, counts) = loop {
+        let said: Vec<Vec<(String, String)>> = hosts.iter().map(local_history).collect();
+        let count = |cmd: &str, what: &str| {
+            said.iter()
+                .flatten()
+                .filter(|(c, s)| c == cmd && s == what)
+                .count()
+        };
+        let counts = [
+            count(&cmd_a, "paused"),
+            count(&cmd_b, "ok"),
+            count(&cmd_b, "other-host"),
+            count(&cmd_a, "ok"),
+            count(&cmd_a, "other-host"),
+        ];
+        if counts == [4, 3, 3, 1, 1] || Instant::now() > deadline {
+            break (said, counts);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(counts, [4, 3, 3, 1, 1], "{said:#?}");
     // Each host that said it paused says once that it runs again.
     for host in &hosts {
         let log = host.crond().log_text();

@@ -25,9 +25,10 @@ fn history(user: Option<&str>, socket: &Path, args: &[&str], count: usize) -> Ve
         all.extend(args);
         let o = cronctl(user, socket, &all);
         assert!(o.status.success(), "{o:?}");
-        let rows: Vec<Value> = stdout(&o)
+        let text = stdout(&o);
+        let rows: Vec<Value> = text
             .lines()
-            .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?} in {text:?}")))
             .collect();
         if rows.len() >= count || Instant::now() > deadline {
             assert_eq!(rows.len(), count, "{rows:#?}");
@@ -300,4 +301,41 @@ fn root_the_writer_killed_keeps_what_it_took_and_one_killed_in_a_burst_comes_bac
         counts[1] + unsent <= jobs,
         "{counts:?} and {unsent} said lost"
     );
+}
+
+#[test]
+fn root_a_named_entry_keeps_its_id_and_its_history_when_its_line_is_edited() {
+    require_root();
+    let tree = Tree::new();
+    let user = TestUser::create("hrn", &[]);
+    let u = &user.name;
+    let text = |line: &str| format!("CRON_ID=backup\n{line}\nCRON_ID=\n0 0 1 1 * echo plain\n");
+    tree.user_crontab(u, &text("0 0 1 1 * echo one"), 0o600, u);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let place = format!("spool/{u}:2");
+    assert!(cronctl(None, &socket, &["run", &place]).status.success());
+    let first = history(None, &socket, &[], 1);
+    let id = first[0]["entry"].as_str().unwrap().to_string();
+    // Another schedule and command on the named line: the same entry, the same id.
+    std::thread::sleep(Duration::from_millis(1100));
+    tree.user_crontab(u, &text("30 5 * * * echo two"), 0o600, u);
+    crond.wait_for_log("RELOAD", 10);
+    let listed = stdout(&cronctl(None, &socket, &["list", "--json"]));
+    let row = listed
+        .lines()
+        .find(|l| l.contains(&format!("\"entry\":\"{place}\"")))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(row.contains(&format!("\"id\":\"{id}\"")), "{row}");
+    assert!(row.contains("echo two"), "{row}");
+    assert!(cronctl(None, &socket, &["run", &id]).status.success());
+    let both = history(None, &socket, &[&id], 2);
+    let commands: Vec<&str> = both
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, ["echo two", "echo one"]);
+    // The unnamed line below has an id of its own, made of its line.
+    assert!(!listed.contains(&format!("\"id\":\"{id}\",\"entry\":\"spool/{u}:4\"")));
 }

@@ -16,11 +16,12 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use super::clock;
-use super::effects::Effects;
+use super::effects::{Effects, NotRun};
 use super::handoff::{Claim, ClusterEntry, Granted, Launched, Run};
 use crate::cluster::entry_id::EntryKey;
 use crate::cluster::parked::{ANSWER_WAIT_MS, Answered, MAX_PARKED, MAX_PARKED_PER_USER, Parked};
 use crate::cluster::wire::{self, Denied, FromHelper, Loaded, MAX_LISTED, RunKey, ToHelper};
+use crate::history::Reason;
 use crate::log::Level;
 use crate::log::messages;
 use crate::schedule::Zone;
@@ -507,9 +508,12 @@ impl ClusterLink {
         let reason = match why {
             Denied::Taken(host) | Denied::Ran(host) => {
                 self.say_if_resumed(run, key, zone, fx);
+                record(run, Reason::OtherHost, format!("run by {host}"), fx);
                 return log_run(run, &format!("runs on {host}"), zone, fx);
             }
             Denied::Paused => {
+                let words = "paused in the cluster (cronctl resume)".to_string();
+                record(run, Reason::Paused, words, fx);
                 if self.quiet.paused(key) {
                     let note = "not run: paused in the cluster (cronctl resume); \
                                 not said again until it runs";
@@ -535,6 +539,7 @@ impl ClusterLink {
     ) {
         let when = clock::time(zone, run.due.start_second() * 1000);
         let command = run.job.job.command();
+        record(run, Reason::ClaimLost, reason.clone(), fx);
         if let Some(line) = self.quiet.not_run(when, reason, command, now_ms) {
             fx.info(line);
         }
@@ -552,6 +557,17 @@ impl ClusterLink {
             log_run(run, "resumed in the cluster: runs again", zone, fx);
         }
     }
+}
+
+/// Tells the scheduler that `run` did not run here, for its record.
+fn record(run: &Run, reason: Reason, words: String, fx: &mut dyn Effects) {
+    fx.not_run(NotRun {
+        entry: run.job.entry,
+        job: run.job.job.clone(),
+        due: run.due,
+        reason,
+        words,
+    });
 }
 
 /// Logs `(user) CLUSTER (command) HH:MM NOTE`: what became of `run` on this host.

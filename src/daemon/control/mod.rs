@@ -1011,7 +1011,8 @@ pub(super) fn snapshot<'a>(
             user: job.user(),
             command: job.command(),
         };
-        let id = ids.next(&identity, state.every_s, &job.owner.tab);
+        let name = job.env().get(b"CRON_ID");
+        let id = ids.next(&identity, state.every_s, &job.owner.tab, name);
         if !want.wants(id, &job.owner.tab, job.line(), job.user()) {
             continue;
         }

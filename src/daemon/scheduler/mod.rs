@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 
 use super::clock;
-use super::effects::Effects;
+use super::effects::{Effects, NotRun};
 use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::scheduler::running::{Admit, Running};
 use crate::cluster::entry_id::entry_key;
@@ -196,6 +196,19 @@ impl Scheduler {
         self.cycle.remove(id)
     }
 
+    /// Records a run another owner did not start (the cluster link's), under its entry's id.
+    pub(super) fn not_run(&mut self, run: NotRun, now_ms: i64, fx: &mut dyn Effects) {
+        let facts = self.slots.facts(run.entry, &run.job, run.due, false);
+        let outcome = self.slots.not_run(
+            run.entry,
+            &run.job,
+            (facts.trigger, facts.slot),
+            (run.reason, run.words),
+            now_ms,
+        );
+        self.record(run.entry, outcome, fx);
+    }
+
     /// Records a slot the daemon did not start, and counts it.
     fn record(
         &mut self,
@@ -203,8 +216,22 @@ impl Scheduler {
         outcome: crate::history::Outcome,
         fx: &mut dyn Effects,
     ) {
-        if let crate::history::Result::NotRun { reason, .. } = &outcome.result {
+        if let crate::history::Result::NotRun { reason, words } = &outcome.result {
             self.metrics.not_run(entry, *reason);
+            // Among the entry's last runs too: `cronctl list` and `show` say why it did not run.
+            if let Some(entry) = entry.filter(|&e| self.cycle.get(e).is_some()) {
+                let said = Said::NotStarted {
+                    why: *reason,
+                    reason: words.clone(),
+                };
+                let last = LastRun {
+                    started_ms: outcome.at_ms,
+                    duration_ms: 0,
+                    outcome: Outcome::Failed,
+                    said: Some(said),
+                };
+                self.remember(entry, last);
+            }
         }
         fx.record(outcome);
     }
@@ -526,11 +553,7 @@ impl Scheduler {
                 outcome,
                 said,
             };
-            let runs = self.last.entry(entry).or_default();
-            if runs.len() >= MAX_RECENT {
-                runs.remove(0);
-            }
-            runs.push(last);
+            self.remember(entry, last);
         }
         let Some(waiting) = ended.waiting.filter(|_| !self.stopped) else {
             return Reaped::Ended;
@@ -551,6 +574,15 @@ impl Scheduler {
         // Not forked: it joins the queue, first in line.
         self.cycle.queue_run(run.job.entry, run.job.job, minute);
         Reaped::Requeued
+    }
+
+    /// One more of the entry's last runs, the oldest let go past [`MAX_RECENT`].
+    fn remember(&mut self, entry: EntryId, last: LastRun) {
+        let runs = self.last.entry(entry).or_default();
+        if runs.len() >= MAX_RECENT {
+            runs.remove(0);
+        }
+        runs.push(last);
     }
 
     /// A job child could not make its job's processes: a fork failure as the daemon's own
@@ -1265,7 +1297,7 @@ mod tests {
                     };
                     (
                         job.line(),
-                        ids.next(&identity, None, &job.owner.tab).to_string(),
+                        ids.next(&identity, None, &job.owner.tab, None).to_string(),
                     )
                 })
                 .collect();

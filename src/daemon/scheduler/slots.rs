@@ -22,6 +22,11 @@ pub(super) struct Slots {
     catch_ups: HashMap<EntryId, UtcMinute>,
 }
 
+/// The entry's `CRON_ID`, if it has one.
+pub(in crate::daemon) fn name_of(job: &JobSpec) -> Option<&[u8]> {
+    job.env().get(b"CRON_ID")
+}
+
 /// One entry as its id is made of: schedule, own zone, job, `@every` interval.
 pub(super) type Named<'a> = (&'a Schedule, Option<&'a Zone>, &'a JobSpec, Option<u32>);
 
@@ -36,8 +41,10 @@ impl Slots {
                 user: job.user(),
                 command: job.command(),
             };
-            self.ids
-                .insert(id, ids.next(&identity, every_s, &job.owner.tab));
+            self.ids.insert(
+                id,
+                ids.next(&identity, every_s, &job.owner.tab, name_of(job)),
+            );
         }
     }
 
