@@ -139,6 +139,21 @@ impl LocalIds {
             self.file = file.to_string();
             self.seen.clear();
         }
+        let stem = LocalIds::stem(identity, every_s, file, name);
+        let ordinal = self.seen.entry(stem).or_insert(0);
+        let id = LocalIds::with_ordinal(stem, *ordinal);
+        *ordinal += 1;
+        id
+    }
+
+    /// What an entry's id is made of before its ordinal: equal for identical entries of a
+    /// file (as [`LocalIds::next`] takes them).
+    pub fn stem(
+        identity: &Identity<'_>,
+        every_s: Option<u32>,
+        file: &str,
+        name: Option<&[u8]>,
+    ) -> u64 {
         let mut h = Fnv::new();
         match name.filter(|n| !n.is_empty()) {
             Some(name) => {
@@ -153,9 +168,14 @@ impl LocalIds {
             }
         }
         h.part(file.as_bytes());
-        let ordinal = self.seen.entry(h.0).or_insert(0);
+        h.0
+    }
+
+    /// The id of the entry with this [`LocalIds::stem`] and `ordinal` among the identical
+    /// entries of its file (0: the first).
+    pub fn with_ordinal(stem: u64, ordinal: u32) -> LocalId {
+        let mut h = Fnv(stem);
         h.eat(&ordinal.to_le_bytes());
-        *ordinal += 1;
         LocalId(mix(h.0) >> (64 - 4 * LOCAL_ID_DIGITS))
     }
 }

@@ -192,6 +192,16 @@ impl<P> Agenda<P> {
         }
     }
 
+    /// Every entry, in no particular order.
+    pub fn ids(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.slots
+            .iter()
+            .zip(&self.generations)
+            .enumerate()
+            .filter(|(_, (slot, _))| slot.is_some())
+            .map(|(i, (_, &generation))| EntryId::new(i as u32, generation))
+    }
+
     fn slot(&self, id: EntryId) -> Option<&Slot<P>> {
         let i = id.index();
         if self.generations.get(i) != Some(&id.generation()) {

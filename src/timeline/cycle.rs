@@ -297,6 +297,11 @@ impl<J: Clone> Cycle<J> {
         Some(missed)
     }
 
+    /// Every scheduled entry (`@every` ones not included), in no particular order.
+    pub fn ids(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.agenda.ids()
+    }
+
     /// The entry's first fire time after minute `after`, without changing what is queued.
     pub fn fire_after(&self, id: EntryId, after: UtcMinute) -> Option<UtcMinute> {
         self.agenda.fire_after(id, after)

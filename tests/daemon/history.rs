@@ -339,3 +339,42 @@ fn root_a_named_entry_keeps_its_id_and_its_history_when_its_line_is_edited() {
     // The unnamed line below has an id of its own, made of its line.
     assert!(!listed.contains(&format!("\"id\":\"{id}\",\"entry\":\"spool/{u}:4\"")));
 }
+
+#[test]
+fn root_the_daemon_killed_in_a_burst_leaves_every_run_it_started_recorded() {
+    require_root();
+    let tree = Tree::new();
+    let jobs = 1000;
+    let text: String = (0..jobs)
+        .map(|i| format!("* * * * * root sleep 1; : {i}\n"))
+        .collect();
+    tree.write_file(&tree.cron_d().join("burst"), &text, 0o644);
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:00:58", &["--no-pam"]);
+    crond.wait_for_log("1000 entries loaded", 10);
+    let writer = crond.history_writer();
+    // SIGKILL to the daemon in the middle of the 10:01 burst.
+    crond.wait_for_log("CMD (sleep 1; : 300)", 20);
+    let status = Command::new("kill")
+        .args(["-KILL", &crond.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The job children it started go on and record their runs; the writer ends when the last
+    // of them has closed the socket.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Path::new(&format!("/proc/{writer}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the writer outlived every sender"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = crond.log_text();
+    let started = log.matches(" CMD (sleep 1; : ").count();
+    let unsent = log.matches("was not recorded in the history").count();
+    assert!(started > 300 && started <= jobs, "{started} started");
+    let store = store(&tree);
+    assert_eq!(sqlite(&store, "PRAGMA integrity_check"), "ok");
+    let recorded: usize = sqlite(&store, "SELECT count(*) FROM runs").parse().unwrap();
+    assert_eq!(recorded + unsent, started, "{unsent} said lost");
+}

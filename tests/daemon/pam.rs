@@ -46,6 +46,23 @@ fn root_an_expired_accounts_job_is_refused_and_logged_in_pams_words() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(!ran.exists(), "the job did not run");
     assert!(!crond.log_text().contains(&format!("({}) CMD (", user.name)));
+    // The slot is recorded as not run, refused, in PAM's words.
+    let socket = crate::control::socket_of(&tree);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let recorded = loop {
+        let o = crate::control::cronctl(None, &socket, &["history", "--json"]);
+        let text = crate::control::stdout(&o);
+        if text.contains("\"reason\"") || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(recorded.contains("\"reason\":\"refused\""), "{recorded}");
+    assert!(
+        recorded.contains("PAM refused the session: Authentication failure"),
+        "{recorded}"
+    );
+    assert!(recorded.contains("\"trigger\":\"schedule\""), "{recorded}");
     drop(crond);
 
     // --no-pam: no account check, the job runs.

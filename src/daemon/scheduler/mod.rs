@@ -198,10 +198,12 @@ impl Scheduler {
 
     /// Records a run another owner did not start (the cluster link's), under its entry's id.
     pub(super) fn not_run(&mut self, run: NotRun, now_ms: i64, fx: &mut dyn Effects) {
-        let facts = self.slots.facts(run.entry, &run.job, run.due, false);
+        let named = slots::named_in(&self.cycle, run.entry);
+        let facts = self
+            .slots
+            .facts((run.entry, &run.job, named), run.due, false);
         let outcome = self.slots.not_run(
-            run.entry,
-            &run.job,
+            (run.entry, &run.job, named),
             (facts.trigger, facts.slot),
             (run.reason, run.words),
             now_ms,
@@ -426,14 +428,14 @@ impl Scheduler {
             } => {
                 self.metrics.skipped();
                 let since = clock::time(self.cycle.local_zone(), since_ms);
-                let facts = self.slots.facts(entry, job, run.due, manual);
+                let named = slots::named_in(&self.cycle, entry);
+                let facts = self.slots.facts((entry, job, named), run.due, manual);
                 let words = match also_waiting {
                     true => format!("its run of {since} is still running, and another waits"),
                     false => format!("its run of {since} is still running (CRON_OVERLAP)"),
                 };
                 let outcome = self.slots.not_run(
-                    entry,
-                    job,
+                    (entry, job, named),
                     (facts.trigger, facts.slot),
                     (Reason::Overlap, words),
                     now_ms,
@@ -468,7 +470,10 @@ impl Scheduler {
     ) -> Option<Pid> {
         let entry = run.job.entry;
         let first = self.running.first_since_load(entry);
-        let facts = self.slots.facts(entry, &run.job.job, run.due, manual);
+        let named = slots::named_in(&self.cycle, entry);
+        let facts = self
+            .slots
+            .facts((entry, &run.job.job, named), run.due, manual);
         match fx.start(&run.job.job, first, report, &facts) {
             Ok(pid) => {
                 self.metrics.started();
@@ -689,9 +694,9 @@ impl Scheduler {
                 .collect();
             for (entry, job) in waiting {
                 let words = "the daemon was stopping; the run waited for its previous one".into();
+                let named = slots::named_in(&self.cycle, Some(entry));
                 let outcome = self.slots.not_run(
-                    Some(entry),
-                    &job,
+                    (Some(entry), &job, named),
                     (Trigger::Schedule, Some(minute.start_second())),
                     (Reason::Stopping, words),
                     now_ms,
@@ -813,7 +818,7 @@ impl Scheduler {
         now_ms: i64,
         fx: &mut dyn Effects,
     ) {
-        let ids: Vec<EntryId> = self.slots.entries().collect();
+        let ids: Vec<EntryId> = self.cycle.ids().collect();
         for id in ids {
             if self.cycle.every_seconds(id).is_some() {
                 continue;
@@ -846,9 +851,10 @@ impl Scheduler {
                 &clock::date_time(self.cycle.local_zone(), first),
             );
             let slot = (Trigger::Schedule, Some(first.start_second()));
+            let named = slots::named_in(&self.cycle, Some(id));
             let outcome = self
                 .slots
-                .not_run(Some(id), job, slot, (reason, words), now_ms);
+                .not_run((Some(id), job, named), slot, (reason, words), now_ms);
             self.record(Some(id), outcome, fx);
         }
     }
@@ -1284,7 +1290,7 @@ mod tests {
         let mut s = scheduler(&clock, text, &mut fx);
         let listed: Vec<String> = {
             let mut ids = LocalIds::default();
-            let entries: Vec<EntryId> = s.slots.entries().collect();
+            let entries: Vec<EntryId> = s.cycle.ids().collect();
             let mut named: Vec<(u32, String)> = entries
                 .iter()
                 .map(|&id| {
@@ -1342,6 +1348,40 @@ mod tests {
             .collect();
         assert_eq!(stopping.len(), 1, "{:?}", fx.records);
         assert_eq!(stopping[0].entry, listed[1]);
+    }
+
+    #[test]
+    fn identical_lines_run_under_the_ids_list_gives_them_in_the_files_order() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "0 0 1 1 * same\n0 0 1 1 * other\n0 0 1 1 * same\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        let mut by_line: Vec<(u32, EntryId)> = s
+            .cycle
+            .ids()
+            .map(|id| (s.cycle.get(id).unwrap().2.line(), id))
+            .collect();
+        by_line.sort();
+        for &(_, id) in &by_line {
+            s.run_now(id, "root", None, clock.now(), &mut fx).unwrap();
+        }
+        let mut list = LocalIds::default();
+        let listed: Vec<String> = by_line
+            .iter()
+            .map(|&(_, id)| {
+                let (schedule, zone, job, _) = s.cycle.get(id).unwrap();
+                let identity = Identity {
+                    schedule,
+                    zone: zone.map(Zone::name),
+                    user: job.user(),
+                    command: job.command(),
+                };
+                list.next(&identity, None, &job.owner.tab, None).to_string()
+            })
+            .collect();
+        let ran: Vec<String> = fx.facts.iter().map(|f| f.id.clone()).collect();
+        assert_eq!(ran, listed);
+        assert_ne!(ran[0], ran[2], "two identical lines, two ids");
     }
 
     #[test]

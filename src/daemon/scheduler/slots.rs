@@ -9,14 +9,16 @@ use crate::history::{Outcome, Reason, Result, Trigger};
 use crate::job::JobSpec;
 use crate::job::record::RunFacts;
 use crate::schedule::{Schedule, Zone};
+use crate::timeline::Cycle;
 use crate::timeline::{EntryId, UtcMinute};
 
-/// The ids of the loaded entries, and the catch-up runs queued.
+/// What the entries' ids need beyond the entries themselves, and the catch-up runs queued.
 #[derive(Debug, Default)]
 pub(super) struct Slots {
-    /// Each loaded entry's id (8 bytes of key and 8 of id an entry), named when its file is
-    /// loaded, removed with the entry.
-    ids: HashMap<EntryId, LocalId>,
+    /// The entries whose id has an ordinal above 0 (a line identical to one above it in its
+    /// file), with it: rare, so a daemon keeps no id per entry; an id is made when a run
+    /// needs it (a hash of the entry's identity), as `cronctl list` makes it.
+    ordinals: HashMap<EntryId, u32>,
     /// The entries whose next start is a catch-up (`CRON_MISSED=once`), with the minute it
     /// makes up.
     catch_ups: HashMap<EntryId, UtcMinute>,
@@ -30,31 +32,41 @@ pub(in crate::daemon) fn name_of(job: &JobSpec) -> Option<&[u8]> {
 /// One entry as its id is made of: schedule, own zone, job, `@every` interval.
 pub(super) type Named<'a> = (&'a Schedule, Option<&'a Zone>, &'a JobSpec, Option<u32>);
 
+/// The [`LocalIds::stem`] of an entry.
+fn stem((schedule, zone, job, every_s): Named<'_>) -> u64 {
+    let identity = Identity {
+        schedule,
+        zone: zone.map(Zone::name),
+        user: job.user(),
+        command: job.command(),
+    };
+    LocalIds::stem(&identity, every_s, &job.owner.tab, name_of(job))
+}
+
 impl Slots {
-    /// Names the entries of one file, in the file's order, as `cronctl list` names them.
+    /// The entries of one file, in the file's order, after its load: those identical to one
+    /// above them get their ordinal, as `cronctl list` counts them.
     pub(super) fn name<'a>(&mut self, entries: impl Iterator<Item = (EntryId, Named<'a>)>) {
-        let mut ids = LocalIds::default();
-        for (id, (schedule, zone, job, every_s)) in entries {
-            let identity = Identity {
-                schedule,
-                zone: zone.map(Zone::name),
-                user: job.user(),
-                command: job.command(),
+        let mut stems: Vec<(u64, usize, EntryId)> = entries
+            .enumerate()
+            .map(|(at, (id, named))| (stem(named), at, id))
+            .collect();
+        stems.sort_unstable();
+        let mut ordinal = 0;
+        for (i, &(stem, _, id)) in stems.iter().enumerate() {
+            ordinal = match i > 0 && stems[i - 1].0 == stem {
+                true => ordinal + 1,
+                false => 0,
             };
-            self.ids.insert(
-                id,
-                ids.next(&identity, every_s, &job.owner.tab, name_of(job)),
-            );
+            match ordinal {
+                0 => self.ordinals.remove(&id),
+                n => self.ordinals.insert(id, n),
+            };
         }
     }
 
-    /// The entries named.
-    pub(super) fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
-        self.ids.keys().copied()
-    }
-
     pub(super) fn forget(&mut self, id: EntryId) {
-        self.ids.remove(&id);
+        self.ordinals.remove(&id);
         self.catch_ups.remove(&id);
     }
 
@@ -63,12 +75,21 @@ impl Slots {
         self.catch_ups.insert(id, missed);
     }
 
-    /// The id of an entry (an `@reboot` line, which `list` does not show, has one made of its
-    /// file, user and command).
-    pub(super) fn id(&self, entry: Option<EntryId>, job: &JobSpec) -> String {
-        match entry.and_then(|e| self.ids.get(&e)) {
-            Some(id) => id.to_string(),
-            None => {
+    /// The id of an entry as `cronctl list` shows it (`named`: the entry as the scheduler
+    /// has it; an `@reboot` line, which `list` does not show, has one made of its file, user
+    /// and command).
+    pub(super) fn id(
+        &self,
+        entry: Option<EntryId>,
+        job: &JobSpec,
+        named: Option<Named<'_>>,
+    ) -> String {
+        match (entry, named) {
+            (Some(entry), Some(named)) => {
+                let ordinal = self.ordinals.get(&entry).copied().unwrap_or(0);
+                LocalIds::with_ordinal(stem(named), ordinal).to_string()
+            }
+            _ => {
                 let parts = [b"reboot".as_slice(), job.owner.tab.as_bytes(), job.user()];
                 let mut h = crate::hash::FNV_OFFSET;
                 for part in parts.into_iter().chain([job.command()]) {
@@ -84,12 +105,11 @@ impl Slots {
     /// without an entry is `@reboot`'s; an entry catching up fills the minute it makes up.
     pub(super) fn facts(
         &mut self,
-        entry: Option<EntryId>,
-        job: &JobSpec,
+        (entry, job, named): (Option<EntryId>, &JobSpec, Option<Named<'_>>),
         due: UtcMinute,
         manual: bool,
     ) -> RunFacts {
-        let id = self.id(entry, job);
+        let id = self.id(entry, job, named);
         let (trigger, slot) = match entry {
             None => (Trigger::Reboot, None),
             Some(_) if manual => (Trigger::Manual, None),
@@ -104,14 +124,13 @@ impl Slots {
     /// The outcome of a slot not started: `reason`, in `words`.
     pub(super) fn not_run(
         &self,
-        entry: Option<EntryId>,
-        job: &JobSpec,
+        (entry, job, named): (Option<EntryId>, &JobSpec, Option<Named<'_>>),
         (trigger, slot): (Trigger, Option<i64>),
         (reason, words): (Reason, String),
         now_ms: i64,
     ) -> Outcome {
         Outcome {
-            entry: self.id(entry, job),
+            entry: self.id(entry, job, named),
             place: job.entry(),
             user: String::from_utf8_lossy(job.user()).into_owned(),
             owner_uid: job.owner.uid.map(|u| u.0),
@@ -124,4 +143,11 @@ impl Slots {
             result: Result::NotRun { reason, words },
         }
     }
+}
+
+/// Entry `entry` as `cycle` has it, for its id.
+pub(super) fn named_in(cycle: &Cycle<JobSpec>, entry: Option<EntryId>) -> Option<Named<'_>> {
+    let id = entry?;
+    let (schedule, zone, job, _) = cycle.get(id)?;
+    Some((schedule, zone, job, cycle.every_seconds(id)))
 }
