@@ -198,6 +198,7 @@ impl Scheduler {
 
     /// Records a run another owner did not start (the cluster link's), under its entry's id.
     pub(super) fn not_run(&mut self, run: NotRun, now_ms: i64, fx: &mut dyn Effects) {
+        self.slots.name_pending(&run.job.owner.tab, &self.cycle);
         let named = slots::named_in(&self.cycle, run.entry);
         let facts = self
             .slots
@@ -241,12 +242,14 @@ impl Scheduler {
     /// Names the entries of one file, given in the file's order (after its load), with the
     /// ids `cronctl list` shows: what their runs are recorded under.
     pub(super) fn name_entries(&mut self, file: impl Iterator<Item = EntryId>) {
-        let cycle = &self.cycle;
-        let named = file.filter_map(|id| {
-            let (schedule, zone, job, _) = cycle.get(id)?;
-            Some((id, (schedule, zone, job, cycle.every_seconds(id))))
-        });
-        self.slots.name(named);
+        let file: Vec<EntryId> = file.collect();
+        let tab = file
+            .first()
+            .and_then(|&id| self.cycle.get(id))
+            .map(|(_, _, job, _)| job.owner.tab.clone());
+        if let Some(tab) = tab {
+            self.slots.loaded(tab, file);
+        }
     }
 
     /// @reboot: once per boot, marked by a file under /run (Debian).
@@ -428,6 +431,7 @@ impl Scheduler {
             } => {
                 self.metrics.skipped();
                 let since = clock::time(self.cycle.local_zone(), since_ms);
+                self.slots.name_pending(&job.owner.tab, &self.cycle);
                 let named = slots::named_in(&self.cycle, entry);
                 let facts = self.slots.facts((entry, job, named), run.due, manual);
                 let words = match also_waiting {
@@ -470,6 +474,7 @@ impl Scheduler {
     ) -> Option<Pid> {
         let entry = run.job.entry;
         let first = self.running.first_since_load(entry);
+        self.slots.name_pending(&run.job.job.owner.tab, &self.cycle);
         let named = slots::named_in(&self.cycle, entry);
         let facts = self
             .slots
@@ -694,6 +699,7 @@ impl Scheduler {
                 .collect();
             for (entry, job) in waiting {
                 let words = "the daemon was stopping; the run waited for its previous one".into();
+                self.slots.name_pending(&job.owner.tab, &self.cycle);
                 let named = slots::named_in(&self.cycle, Some(entry));
                 let outcome = self.slots.not_run(
                     (Some(entry), &job, named),
@@ -851,6 +857,8 @@ impl Scheduler {
                 &clock::date_time(self.cycle.local_zone(), first),
             );
             let slot = (Trigger::Schedule, Some(first.start_second()));
+            let tab = job.owner.tab.clone();
+            self.slots.name_pending(&tab, &self.cycle);
             let named = slots::named_in(&self.cycle, Some(id));
             let outcome = self
                 .slots

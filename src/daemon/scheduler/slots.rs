@@ -8,7 +8,7 @@ use crate::cluster::entry_id::{Identity, LocalId, LocalIds};
 use crate::history::{Outcome, Reason, Result, Trigger};
 use crate::job::JobSpec;
 use crate::job::record::RunFacts;
-use crate::schedule::{Schedule, Zone};
+use crate::schedule::{Field, Schedule, Zone};
 use crate::timeline::Cycle;
 use crate::timeline::{EntryId, UtcMinute};
 
@@ -22,6 +22,10 @@ pub(super) struct Slots {
     /// The entries whose next start is a catch-up (`CRON_MISSED=once`), with the minute it
     /// makes up.
     catch_ups: HashMap<EntryId, UtcMinute>,
+    /// The files loaded since their ordinals were counted, with their entries in the file's
+    /// order: counted when a run of one of them first needs an id, so a load costs no hash of
+    /// its entries (8 bytes an entry wait here until then).
+    pending: HashMap<std::sync::Arc<str>, Vec<EntryId>>,
 }
 
 /// The entry's `CRON_ID`, if it has one.
@@ -31,6 +35,22 @@ pub(in crate::daemon) fn name_of(job: &JobSpec) -> Option<&[u8]> {
 
 /// One entry as its id is made of: schedule, own zone, job, `@every` interval.
 pub(super) type Named<'a> = (&'a Schedule, Option<&'a Zone>, &'a JobSpec, Option<u32>);
+
+/// A hash of the schedule and the command of an entry: equal for identical entries (which
+/// have the same user, zone, interval and name too), and fast: a word at a time.
+pub(super) fn quick_hash(schedule: &Schedule, command: &[u8]) -> u64 {
+    let mix = |h: u64, v: u64| (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    let mut h = command.len() as u64;
+    for field in Field::ALL {
+        h = mix(h, schedule.bits(field));
+    }
+    for chunk in command.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = mix(h, u64::from_le_bytes(word));
+    }
+    h
+}
 
 /// The [`LocalIds::stem`] of an entry.
 fn stem((schedule, zone, job, every_s): Named<'_>) -> u64 {
@@ -45,24 +65,65 @@ fn stem((schedule, zone, job, every_s): Named<'_>) -> u64 {
 
 impl Slots {
     /// The entries of one file, in the file's order, after its load: those identical to one
-    /// above them get their ordinal, as `cronctl list` counts them.
-    pub(super) fn name<'a>(&mut self, entries: impl Iterator<Item = (EntryId, Named<'a>)>) {
-        let mut stems: Vec<(u64, usize, EntryId)> = entries
+    /// above them get their ordinal, as `cronctl list` counts them. A cheap hash finds the
+    /// candidates (the ids' hash is made only for entries that share it): a reload of a large
+    /// file costs little more than a look at each entry.
+    pub(super) fn name<'a>(
+        &mut self,
+        file: &[EntryId],
+        quick: impl Fn(EntryId) -> u64,
+        named: impl Fn(EntryId) -> Option<Named<'a>>,
+    ) {
+        if !self.ordinals.is_empty() {
+            for id in file {
+                self.ordinals.remove(id);
+            }
+        }
+        let quick: Vec<u64> = file.iter().map(|&id| quick(id)).collect();
+        let mut sorted = quick.clone();
+        sorted.sort_unstable();
+        let mut shared: Vec<u64> = sorted
+            .windows(2)
+            .filter(|pair| pair[0] == pair[1])
+            .map(|pair| pair[0])
+            .collect();
+        if shared.is_empty() {
+            return;
+        }
+        shared.dedup();
+        // Rare: lines that may be identical. Their ids' hashes tell, in the file's order.
+        let mut stems: Vec<(u64, usize, EntryId)> = file
+            .iter()
+            .zip(&quick)
             .enumerate()
-            .map(|(at, (id, named))| (stem(named), at, id))
+            .filter(|(_, (_, h))| shared.binary_search(h).is_ok())
+            .filter_map(|(at, (&id, _))| Some((stem(named(id)?), at, id)))
             .collect();
         stems.sort_unstable();
-        let mut ordinal = 0;
-        for (i, &(stem, _, id)) in stems.iter().enumerate() {
-            ordinal = match i > 0 && stems[i - 1].0 == stem {
-                true => ordinal + 1,
-                false => 0,
-            };
-            match ordinal {
-                0 => self.ordinals.remove(&id),
-                n => self.ordinals.insert(id, n),
-            };
+        for same in stems.chunk_by(|a, b| a.0 == b.0) {
+            for (ordinal, &(_, _, id)) in same.iter().enumerate().skip(1) {
+                self.ordinals.insert(id, ordinal as u32);
+            }
         }
+    }
+
+    /// A file was loaded: its entries, in its order, are named when one of them first runs.
+    pub(super) fn loaded(&mut self, tab: std::sync::Arc<str>, mut file: Vec<EntryId>) {
+        file.shrink_to_fit();
+        self.pending.insert(tab, file);
+    }
+
+    /// Counts the ordinals of the file `tab` if it was loaded since they were last counted.
+    pub(super) fn name_pending(&mut self, tab: &str, cycle: &Cycle<JobSpec>) {
+        let Some(file) = self.pending.remove(tab) else {
+            return;
+        };
+        let quick = |id| {
+            cycle.get(id).map_or(0, |(schedule, _, job, _)| {
+                quick_hash(schedule, job.command())
+            })
+        };
+        self.name(&file, quick, |id| named_in(cycle, Some(id)));
     }
 
     pub(super) fn forget(&mut self, id: EntryId) {
