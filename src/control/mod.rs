@@ -13,6 +13,8 @@
 //! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
 //! show [--json] FILE:LINE|ID  one entry whole: its line, environment, next and last runs,
 //!                             and why it does not run, if it does not
+//! history [...] [ENTRY]       recorded outcomes, newest first ([`asked`]: answered by the
+//! logs [--raw] ENTRY [RUN]    history writer, which the connection is passed to)
 //! ```
 //!
 //! The answer's first line is `OK` or `ERROR message`; the rest is a table (the default) or one

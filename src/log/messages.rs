@@ -883,7 +883,7 @@ pub fn control_socket_line(path: &std::path::Path) -> LogLine {
     cron(
         "INFO",
         format!(
-            "control socket at {} (cronctl list|show|run|status)",
+            "control socket at {} (cronctl list|show|run|status|history|logs)",
             path.display()
         ),
     )
