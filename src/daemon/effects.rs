@@ -313,8 +313,10 @@ pub(super) struct Recorded {
     pub(super) records: Vec<history::Outcome>,
     pub(super) taken: Vec<history::Outcome>,
     pub(super) not_run: Vec<NotRun>,
-    /// The history writer's other end, and where job children were last told to record.
+    /// The history writer's other end, and where job children were last told to record;
+    /// with `fail_spawns`, the writer can't be started.
     pub(super) writer: Option<OwnedFd>,
+    pub(super) fail_spawns: bool,
     pub(super) history: Option<HistorySink>,
     next_pid: i32,
 }
@@ -426,6 +428,9 @@ impl Effects for Recorded {
     }
 
     fn spawn_writer(&mut self, _: &Path, _: &[OsString], stdin: OwnedFd) -> io::Result<u32> {
+        if self.fail_spawns {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
         self.writer = Some(stdin);
         self.next_pid += 1;
         Ok((1000 + self.next_pid) as u32)

@@ -129,8 +129,13 @@ impl HistoryLink {
                 }
             }
             Err(e) => {
-                self.restart_at_ms = Some(now_ms + RESTART_AFTER_MS * 10);
-                fx.error(messages::history_unstarted_line(&self.program, &e));
+                // Said once; tried again later each time (a missing program stays missing).
+                self.failures = (self.failures + 1).min(9);
+                let after_ms = (RESTART_AFTER_MS << self.failures).min(300_000);
+                self.restart_at_ms = Some(now_ms + after_ms);
+                if self.failures == 1 {
+                    fx.error(messages::history_unstarted_line(&self.program, &e));
+                }
             }
         }
     }
@@ -371,6 +376,28 @@ mod tests {
         link.tick(7_000, &mut fx);
         assert!(link.on_reaped(1003, 70_000, &mut fx));
         assert_eq!(link.deadline_ms(), Some(71_000));
+    }
+
+    #[test]
+    fn a_writer_that_can_not_start_is_said_once_and_tried_again_less_and_less_often() {
+        let mut fx = Recorded::default();
+        fx.fail_spawns = true;
+        let mut link = link(&mut fx);
+        let mut tries = vec![0];
+        for _ in 0..12 {
+            let at = link.deadline_ms().unwrap();
+            link.tick(at, &mut fx);
+            tries.push(at);
+        }
+        assert_eq!(
+            fx.logged("can't start the history writer").len(),
+            1,
+            "{:?}",
+            fx.lines
+        );
+        let gaps: Vec<i64> = tries.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(&gaps[..4], [2_000, 4_000, 8_000, 16_000]);
+        assert_eq!(*gaps.last().unwrap(), 300_000);
     }
 
     #[test]
