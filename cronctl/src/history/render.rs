@@ -614,11 +614,7 @@ pub fn logs(query: &Query, entry: &str, run: Option<&Stored>, raw: bool) -> Vec<
         kept.extend_from_slice(format!("[... {middle} bytes not kept ...]\n").as_bytes());
         kept.extend_from_slice(&ran.tail);
     }
-    let body = if raw {
-        kept
-    } else {
-        crond::protect_list(&kept)
-    };
+    let body = if raw { kept } else { spelled_out(&kept) };
     let max = usize::try_from(query.max_answer)
         .unwrap_or(usize::MAX)
         .saturating_sub(TAIL);
@@ -637,3 +633,28 @@ pub fn logs(query: &Query, entry: &str, run: Option<&Stored>, raw: bool) -> Vec<
 
 #[cfg(test)]
 mod tests;
+
+/// A run's output as a terminal may show it: C0 controls and DEL spelled out as `crontab -l`
+/// spells them (`\033`), characters that change how a terminal shows the text around them
+/// without showing themselves (C1, bidirectional controls, invisible format characters) as
+/// `\u{NNNN}`, and bytes 0x80 to 0x9F that are no character (C1 in an 8-bit terminal) as
+/// `\xNN`; any other byte as it is.
+fn spelled_out(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if !c.is_ascii() && crond::words::is_hidden_control(c) {
+                out.extend_from_slice(format!("\\u{{{:04x}}}", u32::from(c)).as_bytes());
+            } else {
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+        }
+        for &b in chunk.invalid() {
+            match b {
+                0x80..=0x9f => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+                _ => out.push(b),
+            }
+        }
+    }
+    crond::protect_list(&out)
+}

@@ -226,6 +226,14 @@ fn logs_are_the_head_what_was_not_kept_and_the_tail() {
         logs(&q, "3f2a", Some(&run), true),
         b"OK\nfirst\x1b[31m red\r\n[... 4974 bytes not kept ...]\nlast line\n".to_vec()
     );
+    // Characters that would drive a terminal without showing: spelled out; other text kept.
+    let tricky = "caf\u{e9} \u{202e}evil\u{9b}2J".as_bytes().to_vec();
+    let mut tricky_bytes = tricky.clone();
+    tricky_bytes.extend_from_slice(b" \x9b\xe9\n");
+    let run = output(&tricky_bytes, b"", tricky_bytes.len() as u64);
+    let mut want = b"OK\ncaf\xc3\xa9 \\u{202e}evil\\u{009b}2J \\x9b".to_vec();
+    want.extend_from_slice(b"\xe9\n");
+    assert_eq!(logs(&q, "3f2a", Some(&run), false), want);
     // A head that does not end a line: the note starts one.
     let run = output(b"abc", b"xyz", 100);
     assert_eq!(
