@@ -188,6 +188,7 @@ impl Options {
             outcomes: None,
             history: None,
             recorder: None,
+            run_id: None,
             spill_dir: crate::sys::tmpfile::default_dir(),
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),

@@ -101,6 +101,8 @@ pub struct ChildSetup {
     pub history: Option<HistorySink>,
     /// In a job child with a history: its run's recorder. `None` in the daemon.
     pub recorder: Option<Recorder>,
+    /// In a job child: its entry's id, which its log lines carry. `None` in the daemon.
+    pub run_id: Option<String>,
 }
 
 /// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
@@ -137,6 +139,15 @@ impl ChildSetup {
             && let Some(line) = said.outcome_line(std::process::id())
         {
             outcomes.say(&line);
+        }
+    }
+
+    /// What the JSON log says of this child's job: its entry, id and command, and its shell's
+    /// pid.
+    fn log_fields(&self, spec: &JobSpec, pid: Option<u32>) -> crate::log::JobFields {
+        crate::log::JobFields {
+            id: self.run_id.clone(),
+            ..spec.log_fields(pid)
         }
     }
 
@@ -236,6 +247,7 @@ fn run_child(
             .history
             .as_ref()
             .map(|sink| Recorder::new(sink, spec, facts)),
+        run_id: Some(facts.id.clone()),
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
             setup.log_mask.quiet()
@@ -321,7 +333,8 @@ fn run_job_with(
     let left_group = finished.left_group;
     drop(finished.output);
     if let Some(left) = left_group {
-        timed_out |= shell::watch_left_group(spec, setup.log, prepared.creds.as_ref(), left);
+        let signaller = (setup.log, prepared.creds.as_ref(), setup.run_id.as_deref());
+        timed_out |= shell::watch_left_group(spec, signaller, left);
     }
     if let (Some(recorder), Some((head, tail, output_bytes))) = (&setup.recorder, kept) {
         let end = match end {
@@ -480,13 +493,13 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         exit_status: exit.code(),
         signal: exit.signal(),
         duration_ms: Some(finished.duration_ms),
-        ..spec.log_fields(Some(shell_pid))
+        ..setup.log_fields(spec, Some(shell_pid))
     };
     if let Some(line) = messages::failed_line(setup.log_mask, shell_pid, exit) {
         log.line(Level::Error, &line.with_job(ended.clone()));
     }
     // Output lines name their job as its other lines do: entry, command and the shell's pid.
-    let fields = spec.log_fields(Some(shell_pid));
+    let fields = setup.log_fields(spec, Some(shell_pid));
     let mut mailed = Mail::None;
     match &setup.output {
         OutputTo::Syslog => log_output(log, spec.user(), output, &fields),

@@ -40,7 +40,7 @@ pub(super) fn run_in_session(
             // logs its own line with the user's name, to syslog. Where that line never arrives
             // (stderr in a container, the JSON log) ours names the user and the entry.
             let reason = format!("PAM refused the session: {}", e.message);
-            log.line(Level::Error, &refusal(spec, e.message));
+            log.line(Level::Error, &refusal(spec, setup, e.message));
             setup.tell_not_started(crate::history::Reason::Refused, reason);
             return 1;
         }
@@ -55,7 +55,7 @@ pub(super) fn run_in_session(
     let env = session.environment();
     let code = run_job(spec, setup, &identity, env, first);
     if let Err(e) = session.close() {
-        log.line(Level::Error, &refusal(spec, e.message));
+        log.line(Level::Error, &refusal(spec, setup, e.message));
     }
     code
 }
@@ -94,8 +94,8 @@ fn open(
 
 /// PAM's text as Debian logs it, bare, naming the job's user and entry off syslog.
 #[cfg(feature = "pam")]
-fn refusal(spec: &JobSpec, message: impl Into<Vec<u8>>) -> LogLine {
-    LogLine::bare(message).naming(spec.user(), spec.log_fields(None))
+fn refusal(spec: &JobSpec, setup: &ChildSetup, message: impl Into<Vec<u8>>) -> LogLine {
+    LogLine::bare(message).naming(spec.user(), setup.log_fields(spec, None))
 }
 
 /// In the daemon, before any job: loads the modules of the PAM service (`cron`) once (see

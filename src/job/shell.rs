@@ -73,6 +73,8 @@ struct Signaller<'a> {
     spec: &'a JobSpec,
     log: Log,
     creds: Option<&'a Credentials>,
+    /// The entry's id, for the log's lines.
+    id: Option<&'a str>,
 }
 
 /// Starts the shell with its stdin (the `%` text through a writer grandchild, or /dev/null) and
@@ -100,6 +102,7 @@ pub(super) fn run_shell(
         spec,
         log,
         creds: prepared.creds.as_ref(),
+        id: setup.run_id.as_deref(),
     };
     let captured = capture(signaller, output, output_pipe, shell_pid, &mut limit);
     let status = wait_for_shell(shell_pid, log, who).map(|status| (status, started.elapsed()));
@@ -246,12 +249,12 @@ fn log_started(
         // as a notice: www-data's or nobody's home is missing on a stock host, and a line per
         // run (every minute, for some packages' entries) would bury the log.
         let line = messages::home_notice_line(who, home, e, &spec.entry());
-        log.line(Level::Notice, &line.with_job(spec.log_fields(None)));
+        log.line(Level::Notice, &line.with_job(setup.log_fields(spec, None)));
     }
     if let Some(line) = messages::cmd_line(setup.log_mask, who, shell_pid, spec.command()) {
         log.line(
             Level::Info,
-            &line.with_job(spec.log_fields(Some(shell_pid))),
+            &line.with_job(setup.log_fields(spec, Some(shell_pid))),
         );
     }
 }
@@ -333,10 +336,19 @@ fn log_output_losses(log: Log, who: &[u8], output: &Output, spill_dir: &std::pat
 /// `CRON_TIMEOUT`'s signal to the job's group (the shell's pid is its id), logged first, sent as
 /// the job's user: what the job could signal itself, never more.
 fn signal_group(signaller: Signaller<'_>, shell_pid: u32, action: Action, seconds: u32) {
-    let Signaller { spec, log, creds } = signaller;
+    let Signaller {
+        spec,
+        log,
+        creds,
+        id,
+    } = signaller;
     let who = spec.user();
-    let line = messages::timeout_line(who, spec.command(), seconds, action)
-        .with_job(spec.log_fields(Some(shell_pid)));
+    let line = messages::timeout_line(who, spec.command(), seconds, action).with_job(
+        crate::log::JobFields {
+            id: id.map(str::to_string),
+            ..spec.log_fields(Some(shell_pid))
+        },
+    );
     log.line(Level::Warning, &line);
     let signal = match action {
         Action::Term => GroupSignal::Term,
@@ -356,11 +368,15 @@ fn signal_group(signaller: Signaller<'_>, shell_pid: u32, action: Action, second
 /// job's user (`creds`), so what they can reach is the user's own.
 pub(super) fn watch_left_group(
     spec: &JobSpec,
-    log: Log,
-    creds: Option<&Credentials>,
+    (log, creds, id): (Log, Option<&Credentials>, Option<&str>),
     left: LeftGroup,
 ) -> bool {
-    let signaller = Signaller { spec, log, creds };
+    let signaller = Signaller {
+        spec,
+        log,
+        creds,
+        id,
+    };
     let LeftGroup { pgid, mut limit } = left;
     loop {
         // Looked at just before any signal: while the group has a member its id is the job's.

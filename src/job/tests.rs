@@ -40,6 +40,7 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         outcomes: None,
         history: None,
         recorder: None,
+        run_id: None,
         output: OutputTo::Syslog,
         max_output: None,
         spill_dir: dir.to_path_buf(),

@@ -50,6 +50,7 @@ pub const KEYS: &[Key] = &[
     key("event", Kind::String, false),
     key("message", Kind::String, true),
     key("entry", Kind::String, false),
+    key("id", Kind::String, false),
     key("command", Kind::String, false),
     key("pid", Kind::Integer, false),
     key("exit_status", Kind::Integer, false),
@@ -132,6 +133,9 @@ fn job_fields(out: &mut String, job: &JobFields) {
     if let Some(entry) = &job.entry {
         field(out, "entry", entry.as_bytes());
     }
+    if let Some(id) = &job.id {
+        field(out, "id", id.as_bytes());
+    }
     if let Some(command) = &job.command {
         field(out, "command", command);
     }
@@ -206,9 +210,10 @@ mod tests {
     }
 
     #[test]
-    fn a_job_line_carries_its_entry_command_pid_status_and_duration() {
+    fn a_job_line_carries_its_entry_id_command_pid_status_and_duration() {
         let line = LogLine::new("alice", "END", "date").with_job(JobFields {
             entry: Some("crontabs/alice:3".into()),
+            id: Some("55a1449ee9d3".into()),
             command: Some(b"date".to_vec()),
             pid: Some(4243),
             exit_status: Some(0),
@@ -220,7 +225,8 @@ mod tests {
             concat!(
                 r#"{"time":"2026-11-21T10:00:00.004+01:00","host":"vm","source":"CRON[4242]","#,
                 r#""level":"info","user":"alice","event":"END","message":"date","#,
-                r#""entry":"crontabs/alice:3","command":"date","pid":4243,"exit_status":0,"#,
+                r#""entry":"crontabs/alice:3","id":"55a1449ee9d3","command":"date","pid":4243,"#,
+                r#""exit_status":0,"#,
                 r#""duration_ms":12}"#
             )
         );

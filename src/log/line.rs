@@ -34,6 +34,8 @@ pub struct LogLine {
 pub struct JobFields {
     /// `FILE:LINE` of the entry.
     pub entry: Option<String>,
+    /// The entry's id, as `cronctl list` and the run history give it.
+    pub id: Option<String>,
     /// The command as written.
     pub command: Option<Vec<u8>>,
     /// The job's shell.

@@ -279,6 +279,7 @@ fn every_message_of_the_catalogue_matches_the_json_schema() {
 fn a_jobs_lines_with_all_their_facts_match_the_json_schema() {
     let ended = JobFields {
         entry: Some("crontabs/alice:3".into()),
+        id: Some("55a1449ee9d3".into()),
         command: Some(b"date +\xff".to_vec()),
         pid: Some(4243),
         exit_status: Some(3),

@@ -88,6 +88,16 @@ fn root_with_log_format_json_every_message_is_one_object_and_a_job_carries_its_f
     assert_eq!(end["exit_status"], 3);
     assert_eq!(end["pid"].as_u64(), Some(pid));
     assert!(end["duration_ms"].is_u64());
+    // The entry's id, as `cronctl list` and the history give it, on every line of its job.
+    let id = end["id"].as_str().expect("an id");
+    assert_eq!(id.len(), 12, "{end:?}");
+    assert!(
+        objects
+            .iter()
+            .filter(|o| o.get("entry").and_then(|v| v.as_str()) == Some(entry.as_str()))
+            .all(|o| o.get("id").and_then(|v| v.as_str()) == Some(id)),
+        "{objects:?}"
+    );
     // The bad line, and the reload, are the user's.
     let error = events(&objects, "ERROR");
     let bad = format!("{}/{me}:4:", spool.display());

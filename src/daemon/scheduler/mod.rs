@@ -196,6 +196,16 @@ impl Scheduler {
         self.cycle.remove(id)
     }
 
+    /// What the JSON log says of a run of `entry`: its place, command and id.
+    fn log_fields(&mut self, entry: Option<EntryId>, job: &JobSpec) -> crate::log::JobFields {
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let named = slots::named_in(&self.cycle, entry);
+        crate::log::JobFields {
+            id: Some(self.slots.id(entry, job, named)),
+            ..job.log_fields(None)
+        }
+    }
+
     /// Records a run another owner did not start (the cluster link's), under its entry's id.
     pub(super) fn not_run(&mut self, run: NotRun, now_ms: i64, fx: &mut dyn Effects) {
         self.slots.name_pending(&run.job.owner.tab, &self.cycle);
@@ -454,7 +464,8 @@ impl Scheduler {
                 (line, Launched::Waiting)
             }
         };
-        fx.info(line.with_job(job.log_fields(None)));
+        let fields = self.log_fields(entry, job);
+        fx.info(line.with_job(fields));
         Some(held)
     }
 
@@ -652,7 +663,7 @@ impl Scheduler {
         let (_, _, job, _) = self.cycle.get(id)?;
         let job = job.clone();
         let line = messages::run_now_line(job.user(), job.command(), &job.entry(), asked_by);
-        fx.info(line.with_job(job.log_fields(None)));
+        fx.info(line.with_job(self.log_fields(Some(id), &job)));
         let now_ms = now.as_millisecond();
         let run = Run {
             job: Due {
@@ -803,10 +814,10 @@ impl Scheduler {
             };
             self.metrics.missed();
             self.slots.catching_up(id, missed);
-            if let Some((_, _, job, _)) = self.cycle.get(id) {
+            if let Some(job) = self.cycle.get(id).map(|(_, _, job, _)| job.clone()) {
                 let when = clock::date_time(self.cycle.local_zone(), missed);
                 let line = messages::missed_line(job.user(), job.command(), &when)
-                    .with_job(job.log_fields(None));
+                    .with_job(self.log_fields(Some(id), &job));
                 fx.info(line);
             }
         }
