@@ -1012,6 +1012,32 @@ mod tests {
         s
     }
 
+    /// The scheduler's entries in their file's order, each with the id `cronctl list` gives it
+    /// (as the control socket's snapshot counts them).
+    fn listed_ids(s: &Scheduler) -> Vec<(EntryId, String)> {
+        let mut by_line: Vec<(u32, EntryId)> = s
+            .cycle
+            .ids()
+            .map(|id| (s.cycle.get(id).unwrap().2.line(), id))
+            .collect();
+        by_line.sort();
+        let mut list = LocalIds::default();
+        by_line
+            .into_iter()
+            .map(|(_, id)| {
+                let (schedule, zone, job, _) = s.cycle.get(id).unwrap();
+                let identity = Identity {
+                    schedule,
+                    zone: zone.map(Zone::name),
+                    user: job.user(),
+                    command: job.command(),
+                };
+                let listed = list.next(&identity, None, &job.owner.tab, None);
+                (id, listed.to_string())
+            })
+            .collect()
+    }
+
     /// The minute boundary as the reactor runs it: the minute, then every run that comes up
     /// handed to the launch path. Returns what each launch did.
     fn minute(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
@@ -1307,28 +1333,7 @@ mod tests {
         let mut fx = Recorded::default();
         let text = "CRON_OVERLAP=skip\n* * * * * skip\nCRON_OVERLAP=queue\n* * * * * queue\n";
         let mut s = scheduler(&clock, text, &mut fx);
-        let listed: Vec<String> = {
-            let mut ids = LocalIds::default();
-            let entries: Vec<EntryId> = s.cycle.ids().collect();
-            let mut named: Vec<(u32, String)> = entries
-                .iter()
-                .map(|&id| {
-                    let (schedule, zone, job, _) = s.cycle.get(id).unwrap();
-                    let identity = Identity {
-                        schedule,
-                        zone: zone.map(Zone::name),
-                        user: job.user(),
-                        command: job.command(),
-                    };
-                    (
-                        job.line(),
-                        ids.next(&identity, None, &job.owner.tab, None).to_string(),
-                    )
-                })
-                .collect();
-            named.sort();
-            named.into_iter().map(|(_, id)| id).collect()
-        };
+        let listed: Vec<String> = listed_ids(&s).into_iter().map(|(_, id)| id).collect();
         clock.advance_ms(30_000);
         assert_eq!(minute(&mut s, &clock, &mut fx).len(), 2);
         let slot_1001 = UtcMinute::containing(clock.now().as_second()).start_second();
@@ -1375,29 +1380,11 @@ mod tests {
         let mut fx = Recorded::default();
         let text = "0 0 1 1 * same\n0 0 1 1 * other\n0 0 1 1 * same\n";
         let mut s = scheduler(&clock, text, &mut fx);
-        let mut by_line: Vec<(u32, EntryId)> = s
-            .cycle
-            .ids()
-            .map(|id| (s.cycle.get(id).unwrap().2.line(), id))
-            .collect();
-        by_line.sort();
-        for &(_, id) in &by_line {
+        let listed = listed_ids(&s);
+        for &(id, _) in &listed {
             s.run_now(id, "root", None, clock.now(), &mut fx).unwrap();
         }
-        let mut list = LocalIds::default();
-        let listed: Vec<String> = by_line
-            .iter()
-            .map(|&(_, id)| {
-                let (schedule, zone, job, _) = s.cycle.get(id).unwrap();
-                let identity = Identity {
-                    schedule,
-                    zone: zone.map(Zone::name),
-                    user: job.user(),
-                    command: job.command(),
-                };
-                list.next(&identity, None, &job.owner.tab, None).to_string()
-            })
-            .collect();
+        let listed: Vec<String> = listed.into_iter().map(|(_, id)| id).collect();
         let ran: Vec<String> = fx.facts.iter().map(|f| f.id.clone()).collect();
         assert_eq!(ran, listed);
         assert_ne!(ran[0], ran[2], "two identical lines, two ids");
