@@ -805,6 +805,39 @@ mod tests {
     }
 
     #[test]
+    fn history_options_take_their_ranges_and_refuse_past_them() {
+        let o = parse(&["--history-output", "64K", "--history-size", "1M"]).unwrap();
+        assert_eq!(o.history.keep_output, Some(64 << 10));
+        assert_eq!(o.history.max_size, Some(1 << 20));
+        assert_eq!(
+            parse(&["--history-output", "0"])
+                .unwrap()
+                .history
+                .keep_output,
+            Some(0)
+        );
+        let ok = parse(&["--history-days", "3650", "--history-runs", "100000"]).unwrap();
+        assert_eq!(
+            (ok.history.keep_days, ok.history.keep_runs),
+            (Some(3650), Some(100_000))
+        );
+        for bad in [
+            ["--history-output", "65537"],
+            ["--history-output", "lots"],
+            ["--history-size", "1048575"],
+            ["--history-days", "0"],
+            ["--history-days", "3651"],
+            ["--history-runs", "9"],
+            ["--history-runs", "100001"],
+            ["--history-turbo", "1"],
+        ] {
+            assert!(parse(&bad).is_err(), "{bad:?}");
+        }
+        let off = parse(&["--history", "off"]).unwrap();
+        assert_eq!(off.history.store, Some("off".into()));
+    }
+
+    #[test]
     fn container_flags_parse_and_their_bad_values_are_refused() {
         let o = parse(&["--crontab", "a", "--crontab", "/b", "--keep-env", "*"]).unwrap();
         assert_eq!(o.crontabs, [PathBuf::from("a"), PathBuf::from("/b")]);

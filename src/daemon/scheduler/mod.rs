@@ -1391,6 +1391,27 @@ mod tests {
     }
 
     #[test]
+    fn an_entrys_runs_jumped_over_are_counted_to_a_thousand_in_one_outcome() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "* * * * * often\n", &mut fx);
+        // Asleep a day: 1,439 runs jumped over, one outcome that counts to its bound.
+        clock.advance_ms(24 * 60 * 60_000);
+        minute(&mut s, &clock, &mut fx);
+        let [skipped] = &fx.records[..] else {
+            panic!("{:?}", fx.records)
+        };
+        let crate::history::Result::NotRun { reason, words } = &skipped.result else {
+            panic!("{skipped:?}")
+        };
+        assert_eq!(*reason, Reason::Missed);
+        assert!(
+            words.starts_with("1000 or more runs from 2026-11-27 10:01"),
+            "{words}"
+        );
+    }
+
+    #[test]
     fn runs_jumped_over_are_recorded_as_missed_asleep_or_skipped_by_a_clock_step() {
         use crate::history::{Result as Ran, Trigger};
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
