@@ -782,7 +782,7 @@ fn an_entry_keeps_its_id_when_other_lines_change_and_cronnext_and_run_know_it() 
 /// replaced, then each row's cells (the text between runs of two spaces or more) with a
 /// time since the last run or a duration made fixed, and the columns padded again to their
 /// widest cell.
-fn scrubbed_table(text: &str, words: &Scrub) -> String {
+pub(crate) fn scrubbed_table(text: &str, words: &Scrub) -> String {
     let text = words.apply(text);
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut tail = String::new();

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::control::{cronctl, socket_of, stdout};
+use crate::control::{cronctl, scrubbed_table, socket_of, stdout};
 use crate::support::daemon::*;
+use crate::support::golden::{Scrub, assert_golden};
 use crate::support::user::TestUser;
 
 /// The store of a test daemon: `history.db` in its state directory.
@@ -377,4 +378,78 @@ fn root_the_daemon_killed_in_a_burst_leaves_every_run_it_started_recorded() {
     assert_eq!(sqlite(&store, "PRAGMA integrity_check"), "ok");
     let recorded: usize = sqlite(&store, "SELECT count(*) FROM runs").parse().unwrap();
     assert_eq!(recorded + unsent, started, "{unsent} said lost");
+}
+
+/// Every `YYYY-MM-DD HH:MM:SS` of `text` made the same.
+fn fixed_times(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let shape = b"dddd-dd-dd dd:dd:dd";
+    let mut out = String::new();
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &bytes[at..];
+        let is_time = rest.len() >= shape.len()
+            && shape.iter().zip(rest).all(|(&s, &b)| match s {
+                b'd' => b.is_ascii_digit(),
+                s => s == b,
+            });
+        if is_time {
+            out.push_str("2026-11-21 10:00:00");
+            at += shape.len();
+        } else {
+            let c = text[at..].chars().next().unwrap();
+            out.push(c);
+            at += c.len_utf8();
+        }
+    }
+    out
+}
+
+#[test]
+fn root_cronctl_history_lists_each_outcome_newest_first_as_a_user_reads_it() {
+    require_root();
+    let tree = Tree::new();
+    tree.user_crontab(
+        "root",
+        "0 0 1 1 * echo hi; exit 3\n0 0 1 1 * true\n",
+        0o600,
+        "root",
+    );
+    tree.write_file(
+        &tree.system_crontab(),
+        "0 0 1 1 * nosuchuser-hrg true\n",
+        0o644,
+    );
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("3 entries loaded", 10);
+    let socket = socket_of(&tree);
+    let system = tree.system_crontab().display().to_string();
+    // One at a time, each recorded before the next: the runs' numbers are their order.
+    let places = [
+        "spool/root:1".to_string(),
+        "spool/root:2".into(),
+        format!("{system}:1"),
+    ];
+    for (n, place) in places.iter().enumerate() {
+        let o = cronctl(None, &socket, &["run", "--wait", place]);
+        assert!(o.status.code().is_some(), "{o:?}");
+        history(None, &socket, &[], n + 1);
+    }
+    let rows = history(None, &socket, &[], 3);
+    let mut words = Scrub::new()
+        .replace(tree.path().display().to_string(), "/tmp/T")
+        .replace(
+            String::from_utf8_lossy(&crond::sys::hostname()).into_owned(),
+            "host",
+        );
+    for (row, name) in rows
+        .iter()
+        .zip(["cccccccccccc", "bbbbbbbbbbbb", "aaaaaaaaaaaa"])
+    {
+        words = words.replace(row["entry"].as_str().unwrap(), name);
+    }
+    let table = stdout(&cronctl(None, &socket, &["history"]));
+    assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
+    let shown = scrubbed_table(&fixed_times(&table), &words);
+    assert_golden("cronctl-history-local.txt", &shown);
 }

@@ -19,8 +19,9 @@ use super::store::{Found, Listing, Stored};
 /// The width the default table fits (`--wide` has no bound).
 const TABLE_WIDTH: usize = 100;
 
-/// The most characters of a result in the default table.
-const MAX_RESULT: usize = 20;
+/// The most characters of a result in the default table: `not run: ` and the longest reason's
+/// code (`user-unknown`) whole; the words are in `--wide`.
+const MAX_RESULT: usize = 21;
 
 /// The fewest characters of the host the default table shows.
 const MIN_HOST: usize = 8;
