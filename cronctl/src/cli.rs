@@ -370,6 +370,7 @@ impl Flags {
             keep_runs: self.keep_runs.unwrap_or(history::DEFAULT_KEEP_RUNS),
             max_size: self.max_size.unwrap_or(history::DEFAULT_MAX_SIZE),
             journal,
+            cluster_db: self.db.clone(),
         })
     }
 
@@ -726,6 +727,7 @@ mod tests {
                 keep_runs: 1_000,
                 max_size: 256 << 20,
                 journal: JournalChoice::Default,
+                cluster_db: None,
             })
         );
         let args = [
@@ -742,6 +744,8 @@ mod tests {
             "10485760",
             "--journal",
             "none",
+            "--db",
+            "host=db1",
         ];
         assert_eq!(
             parse_ok(&args).command,
@@ -752,6 +756,7 @@ mod tests {
                 keep_runs: 50,
                 max_size: 10 << 20,
                 journal: JournalChoice::Off,
+                cluster_db: Some("host=db1".into()),
             })
         );
         assert!(matches!(

@@ -28,8 +28,34 @@ CREATE TABLE IF NOT EXISTS crond_runs (
     ended      timestamptz,
     status     integer,
     taken_from text,
+    trigger    text,
+    run_ms     bigint,
+    ended_ms   bigint,
+    exit       integer,
+    signal     integer,
+    timed_out  boolean,
+    user_us    bigint,
+    system_us  bigint,
+    max_rss_kib bigint,
+    output_bytes bigint,
+    mail       text,
+    mail_words text,
+    reason     text,
+    words      text,
     PRIMARY KEY (cluster, owner, entry, minute)
 );
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                   WHERE table_schema = current_schema() AND table_name = 'crond_runs'
+                     AND column_name = 'words') THEN
+        ALTER TABLE crond_runs ADD COLUMN trigger text, ADD COLUMN run_ms bigint,
+            ADD COLUMN ended_ms bigint, ADD COLUMN exit integer, ADD COLUMN signal integer,
+            ADD COLUMN timed_out boolean, ADD COLUMN user_us bigint,
+            ADD COLUMN system_us bigint, ADD COLUMN max_rss_kib bigint,
+            ADD COLUMN output_bytes bigint, ADD COLUMN mail text, ADD COLUMN mail_words text,
+            ADD COLUMN reason text, ADD COLUMN words text;
+    END IF;
+END $$;
 CREATE INDEX IF NOT EXISTS crond_runs_by_minute ON crond_runs (minute);
 CREATE TABLE IF NOT EXISTS crond_paused (
     cluster text NOT NULL,
@@ -195,6 +221,46 @@ pub const END: &str = "UPDATE crond_runs r SET ended = now(), status = q.status
            = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
        AND r.host = $5 AND r.session = $6::bigint";
 
+/// What a run recorded (the history writer of the host that ran it, `crond::history`): $1..$4
+/// the runs' keys (as [`BATCH`]), $5 the host, then arrays of what each recorded: $6 trigger,
+/// $7 start and $8 end (Unix ms), $9 exit code, $10 signal, $11 timed out, $12 user and $13
+/// system CPU (µs), $14 peak RSS (KiB), $15 bytes of output, $16 the mail's fate and $17 its
+/// words, $18 the reason it did not run and $19 its words. Only this host's rows are written:
+/// a claim another host holds is not this host's to describe.
+pub const RECORD: &str = "UPDATE crond_runs r SET trigger = q.trigger, run_ms = q.run_ms,
+        ended_ms = q.ended_ms, exit = q.exit, signal = q.signal, timed_out = q.timed_out,
+        user_us = q.user_us, system_us = q.system_us, max_rss_kib = q.max_rss_kib,
+        output_bytes = q.output_bytes, mail = q.mail, mail_words = q.mail_words,
+        reason = q.reason, words = q.words
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $6::text[], $7::bigint[],
+                 $8::bigint[], $9::int[], $10::int[], $11::boolean[], $12::bigint[],
+                 $13::bigint[], $14::bigint[], $15::bigint[], $16::text[], $17::text[],
+                 $18::text[], $19::text[])
+          AS q(cluster, owner, entry, minute, trigger, run_ms, ended_ms, exit, signal,
+               timed_out, user_us, system_us, max_rss_kib, output_bytes, mail, mail_words,
+               reason, words)
+     WHERE (r.cluster, r.owner, r.entry, r.minute)
+           = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
+       AND r.host = $5";
+
+/// The runs of one cluster entry that started on some host, newest first: $1 cluster, $2
+/// owner, $3 entry, $4 the most rows, $5 only those due at or after this Unix second (or
+/// NULL), $6 only failures (`t`). One row each: minute (Unix s), host, trigger, start and end
+/// (Unix ms, the recorded ones or the claim's), exit, signal, status (the helper's: the exit
+/// code, or minus the signal), timed out, user and system CPU, peak RSS, output bytes, mail,
+/// mail words, reason, words, as text.
+pub const ENTRY_RUNS: &str = "SELECT extract(epoch FROM minute)::bigint::text, host, trigger,
+        coalesce(run_ms, (extract(epoch FROM started) * 1000)::bigint)::text,
+        coalesce(ended_ms, (extract(epoch FROM ended) * 1000)::bigint)::text,
+        exit::text, signal::text, status::text, timed_out::text, user_us::text,
+        system_us::text, max_rss_kib::text, output_bytes::text, mail, mail_words, reason, words
+     FROM crond_runs
+     WHERE cluster = $1 AND owner = $2 AND entry = $3 AND started IS NOT NULL
+       AND ($5::bigint IS NULL OR minute >= to_timestamp($5::bigint))
+       AND (NOT coalesce($6::boolean, false) OR reason IS NOT NULL OR coalesce(timed_out, false)
+            OR signal IS NOT NULL OR coalesce(exit, status, 0) <> 0)
+     ORDER BY minute DESC LIMIT $4::int";
+
 /// History goes when it is older than $1 days, or when it is more than the last $2 runs of its
 /// entry and older than two hours (no claim of a run that old is still waited for: a watched
 /// run is given up after an hour); hosts not seen for $1 days go too, and with them the
@@ -216,24 +282,38 @@ WITH ranked AS (
                        AND h.lease_until >= now() - make_interval(days => $1::int)))
 SELECT (SELECT count(*) FROM runs)::text, (SELECT count(*) FROM hosts)::text";
 
-/// A PostgreSQL array literal of `items` (`{"a","b"}`), each quoted, `"` and `\` escaped.
-pub fn array<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+/// A PostgreSQL array literal of `items` whose `None`s are NULL (`{"a",NULL}`), each value
+/// quoted as [`array()`] quotes it (a quoted number reads as a number in a number array).
+pub fn nullable_array<S: AsRef<str>>(items: impl IntoIterator<Item = Option<S>>) -> String {
     let mut out = String::from("{");
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push('"');
-        for c in item.as_ref().chars() {
-            if c == '"' || c == '\\' {
-                out.push('\\');
-            }
-            out.push(c);
+        match item {
+            Some(item) => push_quoted(&mut out, item.as_ref()),
+            None => out.push_str("NULL"),
         }
-        out.push('"');
     }
     out.push('}');
     out
+}
+
+/// A PostgreSQL array literal of `items` (`{"a","b"}`), each quoted, `"` and `\` escaped.
+pub fn array<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    nullable_array(items.into_iter().map(Some))
+}
+
+/// `item` as an array literal's quoted element.
+fn push_quoted(out: &mut String, item: &str) {
+    out.push('"');
+    for c in item.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
 }
 
 #[cfg(test)]
@@ -245,5 +325,15 @@ mod tests {
         assert_eq!(array::<&str>([]), "{}");
         assert_eq!(array(["a", "b c"]), r#"{"a","b c"}"#);
         assert_eq!(array([r#"x"y\z"#, "NULL", ""]), r#"{"x\"y\\z","NULL",""}"#);
+    }
+
+    #[test]
+    fn nullable_array_literals_have_unquoted_nulls() {
+        assert_eq!(nullable_array::<&str>([]), "{}");
+        assert_eq!(
+            nullable_array([Some("1"), None, Some("a}b")]),
+            r#"{"1",NULL,"a}b"}"#
+        );
+        assert_eq!(nullable_array([Some("NULL"), None]), r#"{"NULL",NULL}"#);
     }
 }

@@ -296,6 +296,7 @@ mod tests {
             slot: Some(60 * n),
             host: String::new(),
             at_ms: n,
+            cluster: None,
             result: Said::NotRun {
                 reason: Reason::Overlap,
                 words: "still running".into(),

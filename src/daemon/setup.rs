@@ -175,11 +175,7 @@ impl Setup {
     pub(super) fn cluster_link(&self, now: Timestamp, fx: &mut dyn Effects) -> Option<ClusterLink> {
         let o = &self.options;
         let conninfo = o.cluster.db.as_ref()?;
-        let host = o
-            .cluster
-            .host
-            .clone()
-            .unwrap_or_else(|| String::from_utf8_lossy(&crate::sys::hostname()).into_owned());
+        let host = self.host_name();
         let program = o
             .cluster
             .helper
@@ -200,6 +196,15 @@ impl Setup {
 }
 
 impl Setup {
+    /// This host's name in records and in the cluster: `--cluster-host`, else the hostname.
+    fn host_name(&self) -> String {
+        self.options
+            .cluster
+            .host
+            .clone()
+            .unwrap_or_else(|| String::from_utf8_lossy(&crate::sys::hostname()).into_owned())
+    }
+
     /// The run history (unless `--history off`): its link, the writer started.
     pub(super) fn history_link(&self, now: Timestamp, fx: &mut dyn Effects) -> Option<HistoryLink> {
         let o = &self.options.history;
@@ -220,10 +225,15 @@ impl Setup {
             }
         };
         let program = o.writer.clone().unwrap_or_else(cluster::default_helper);
-        let host = String::from_utf8_lossy(&crate::sys::hostname()).into_owned();
+        let host = self.host_name();
         let mut args: Vec<std::ffi::OsString> = vec!["history-writer".into(), "--store".into()];
         args.push(store.into_os_string());
         args.extend(["--host".into(), host.clone().into()]);
+        // A cluster entry's runs are copied to the cluster database too, under the host's
+        // name there.
+        if let Some(conninfo) = &self.options.cluster.db {
+            args.extend(["--db".into(), conninfo.into()]);
+        }
         let numbers = [
             ("--keep-days", o.keep_days.map(u64::from)),
             ("--keep-runs", o.keep_runs.map(u64::from)),

@@ -24,6 +24,8 @@
 pub mod query;
 mod wire;
 
+use crate::cluster::entry_id::EntryKey;
+
 pub use query::{Asked, Query};
 pub use wire::{Fields, WireError};
 
@@ -194,6 +196,16 @@ pub enum Result {
     NotRun { reason: Reason, words: String },
 }
 
+/// A cluster entry's run (`CRON_CLUSTER`): its cluster, its id on every host, and the minute
+/// its claim in the cluster database names, so the record can be matched with that claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterRun {
+    pub cluster: String,
+    pub entry: EntryKey,
+    /// The claim's minute, in Unix seconds: `None` for a run never claimed (`cronctl run`).
+    pub minute: Option<i64>,
+}
+
 /// One slot's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -214,16 +226,19 @@ pub struct Outcome {
     pub host: String,
     /// For a run, its start; for a slot that did not run, when that was decided.
     pub at_ms: i64,
+    /// For a cluster entry: which, and its claim.
+    pub cluster: Option<ClusterRun>,
     pub result: Result,
 }
 
 impl Outcome {
-    /// Whether it counts as a failure (`cronctl history --failed`): it did not run, it exited
-    /// non-zero, a signal or its time limit ended it.
+    /// Whether it counts as a failure (`cronctl history --failed`): it did not run (but for a
+    /// cluster run that another host ran: the entry did run), it exited non-zero, a signal or
+    /// its time limit ended it.
     pub fn failed(&self) -> bool {
         match &self.result {
             Result::Ran(ran) => ran.timed_out || ran.end != End::Exited(0),
-            Result::NotRun { .. } => true,
+            Result::NotRun { reason, .. } => *reason != Reason::OtherHost,
         }
     }
 
@@ -247,6 +262,13 @@ impl Outcome {
         }
         m.text("host", &self.host);
         m.number("at_ms", self.at_ms);
+        if let Some(c) = &self.cluster {
+            m.text("cluster", &c.cluster);
+            m.text("cluster_entry", &c.entry.to_string());
+            if let Some(minute) = c.minute {
+                m.number("cluster_minute", minute);
+            }
+        }
         match &self.result {
             Result::NotRun { reason, words } => {
                 m.text("reason", reason.code());
@@ -343,8 +365,26 @@ impl Outcome {
             slot: fields.number("slot")?,
             host: text("host")?.unwrap_or_default(),
             at_ms,
+            cluster: ClusterRun::decode(fields)?,
             result,
         })
+    }
+}
+
+impl ClusterRun {
+    /// The fields `cluster`, `cluster_entry` and `cluster_minute` of a message, if it has them.
+    fn decode(fields: &Fields<'_>) -> std::result::Result<Option<ClusterRun>, WireError> {
+        let Some(cluster) = fields.text("cluster")? else {
+            return Ok(None);
+        };
+        let entry = fields
+            .text("cluster_entry")?
+            .ok_or(WireError::Missing("cluster_entry"))?;
+        Ok(Some(ClusterRun {
+            cluster,
+            entry: entry.parse().map_err(|_| WireError::Bad("cluster_entry"))?,
+            minute: fields.number("cluster_minute")?,
+        }))
     }
 }
 

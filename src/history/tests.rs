@@ -11,6 +11,7 @@ fn ran() -> Outcome {
         slot: Some(1_795_000_000),
         host: "web1".into(),
         at_ms: 1_795_000_000_120,
+        cluster: None,
         result: Result::Ran(Ran {
             ended_ms: 1_795_000_002_000,
             end: End::Exited(3),
@@ -65,11 +66,22 @@ fn every_kind_of_outcome_reads_back_as_it_was_written() {
             },
             ..ran()
         };
-        assert!(not_run.failed());
+        assert_eq!(not_run.failed(), reason != Reason::OtherHost);
         assert_eq!(round_trip(&not_run), not_run);
     }
     for trigger in Trigger::ALL {
         assert_eq!(Trigger::parse(trigger.code()), Some(trigger));
+    }
+    for minute in [Some(1_795_000_000), None] {
+        let clustered = Outcome {
+            cluster: Some(ClusterRun {
+                cluster: "prod".into(),
+                entry: EntryKey(0x0123_4567_89ab_cdef),
+                minute,
+            }),
+            ..ran()
+        };
+        assert_eq!(round_trip(&clustered), clustered);
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::database::entries::JobSpec;
-use crate::history::{End, Mail, Outcome, Ran, Reason, Result, Trigger};
+use crate::history::{ClusterRun, End, Mail, Outcome, Ran, Reason, Result, Trigger};
 use crate::log::{Level, Log, messages};
 use crate::sys::seqpacket;
 
@@ -39,6 +39,8 @@ pub struct RunFacts {
     pub trigger: Trigger,
     /// The scheduled minute (Unix seconds); `None` for a manual run and `@reboot`.
     pub slot: Option<i64>,
+    /// For a cluster entry's run: its cluster, id and claim.
+    pub cluster: Option<ClusterRun>,
 }
 
 /// One run's recorder, in its job child.
@@ -83,6 +85,7 @@ impl Recorder {
                 slot: facts.slot,
                 host: sink.host.clone(),
                 at_ms: 0,
+                cluster: facts.cluster.clone(),
                 result: Result::NotRun {
                     reason: Reason::NotStarted,
                     words: String::new(),

@@ -15,6 +15,7 @@ use std::time::Duration;
 use crond::history::{Asked, Query};
 use crond::schedule::Zone;
 
+use super::cluster::{self, ClusterDb};
 use super::render;
 use super::store::{Found, HistoryAsk, Listing, Reader, Seen, StoreError};
 
@@ -42,15 +43,21 @@ pub struct Pool {
 
 impl Pool {
     /// Starts the workers on the store at `path`; each reopens its connection when
-    /// `generation` changes (the store was set aside and a new one made).
-    pub fn start(path: PathBuf, generation: Arc<AtomicU64>) -> std::io::Result<Pool> {
+    /// `generation` changes (the store was set aside and a new one made). With `cluster`, a
+    /// cluster entry's history has every host's runs from the cluster database.
+    pub fn start(
+        path: PathBuf,
+        generation: Arc<AtomicU64>,
+        cluster: Option<ClusterDb>,
+    ) -> std::io::Result<Pool> {
         let (jobs, queue) = mpsc::sync_channel(QUEUED);
         let queue = Arc::new(Mutex::new(queue));
         for n in 0..WORKERS {
             let (queue, path, generation) = (queue.clone(), path.clone(), generation.clone());
+            let cluster = cluster.clone();
             std::thread::Builder::new()
                 .name(format!("history-answer-{n}"))
-                .spawn(move || work(&queue, &path, &generation))?;
+                .spawn(move || work(&queue, &path, &generation, cluster.as_ref()))?;
         }
         Ok(Pool { jobs })
     }
@@ -69,7 +76,12 @@ impl Pool {
 }
 
 /// A worker: takes queries until the pool is gone.
-fn work(queue: &Mutex<Receiver<Job>>, path: &std::path::Path, generation: &AtomicU64) {
+fn work(
+    queue: &Mutex<Receiver<Job>>,
+    path: &std::path::Path,
+    generation: &AtomicU64,
+    cluster: Option<&ClusterDb>,
+) {
     let mut reader: Option<(u64, Reader)> = None;
     loop {
         let job = match queue.lock() {
@@ -85,7 +97,7 @@ fn work(queue: &Mutex<Receiver<Job>>, path: &std::path::Path, generation: &Atomi
                     reader = Reader::open(path).ok().map(|r| (now, r));
                 }
                 match &reader {
-                    Some((_, r)) => answer(query, r).unwrap_or_else(|e| {
+                    Some((_, r)) => answer(query, r, cluster).unwrap_or_else(|e| {
                         render::error(&format!("the history could not be read: {e}"))
                     }),
                     None => render::error("the history store is not there"),
@@ -109,8 +121,13 @@ fn is_entry(text: &str) -> bool {
     (4..=12).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The answer to `query`, read through `reader`.
-pub fn answer(query: &Query, reader: &Reader) -> Result<Vec<u8>, StoreError> {
+/// The answer to `query`, read through `reader` (and, for a cluster entry's history, from
+/// `cluster` too).
+pub fn answer(
+    query: &Query,
+    reader: &Reader,
+    cluster: Option<&ClusterDb>,
+) -> Result<Vec<u8>, StoreError> {
     let zone = Zone::get(&query.zone).unwrap_or_else(|_| Zone::utc());
     let seen = Seen::of(query);
     let named = |text: &str| -> Result<Result<Option<String>, Vec<u8>>, StoreError> {
@@ -147,7 +164,24 @@ pub fn answer(query: &Query, reader: &Reader) -> Result<Vec<u8>, StoreError> {
                 since_ms: *since_ms,
                 limit: *limit,
             };
-            Ok(render::history(query, &reader.history(&ask, seen)?, &zone))
+            let mut listing = reader.history(&ask, seen)?;
+            if let (Some(db), Some(id)) = (cluster, id.as_deref())
+                && let Some(like) = reader.latest_cluster_record(id, seen)?
+            {
+                match db.runs(&like.outcome, &ask) {
+                    Ok(remote) => {
+                        let rows = std::mem::take(&mut listing.rows);
+                        listing.rows = cluster::merge(rows, remote, *limit as usize);
+                    }
+                    Err(why) => {
+                        listing.note = Some(format!(
+                            "the cluster database could not be read ({why}): this host's \
+                             records only"
+                        ))
+                    }
+                }
+            }
+            Ok(render::history(query, &listing, &zone))
         }
         Asked::Logs { entry, run, raw } => {
             let id = match named(entry)? {

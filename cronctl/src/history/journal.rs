@@ -150,6 +150,7 @@ mod tests {
             slot: None,
             host: "h".into(),
             at_ms: 1_000,
+            cluster: None,
             result,
         }
     }

@@ -5,6 +5,7 @@
 //! messages back on the same socket for the daemon's log.
 
 mod answer;
+pub mod cluster;
 pub mod journal;
 pub mod render;
 pub mod store;

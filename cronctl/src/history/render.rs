@@ -162,6 +162,15 @@ pub fn history(query: &Query, listing: &Listing, zone: &Zone) -> Vec<u8> {
         };
         table.write(&mut out, &lines, max);
     }
+    if let Some(note) = &listing.note {
+        if query.json {
+            let mut object = String::from("{");
+            text(&mut object, "note", note);
+            let _ = writeln!(out, "{object}}}");
+        } else {
+            let _ = writeln!(out, "({})", printable(note.as_bytes()));
+        }
+    }
     out.into_bytes()
 }
 
@@ -204,7 +213,8 @@ impl Table<'_> {
         };
         let dash = || "-".to_string();
         match column {
-            Column::Run => s.run.to_string(),
+            Column::Run if s.run > 0 => s.run.to_string(),
+            Column::Run => dash(),
             Column::Time => local(o.at_ms.div_euclid(1000), self.zone, "%Y-%m-%d %H:%M:%S"),
             Column::Entry => printable(o.entry.as_bytes()),
             Column::Result => result(o, self.wide()),
@@ -516,7 +526,8 @@ fn json_run(s: &Stored, zone: &Zone) -> String {
     let o = &s.outcome;
     let mut out = String::with_capacity(512);
     out.push('{');
-    number(&mut out, "run", Some(s.run));
+    // Run 0: a run of a cluster entry on another host, kept in the cluster's database only.
+    number(&mut out, "run", Some(s.run).filter(|&run| run > 0));
     text(&mut out, "entry", &o.entry);
     text(&mut out, "place", &o.place);
     text(&mut out, "user", &o.user);
@@ -529,6 +540,10 @@ fn json_run(s: &Stored, zone: &Zone) -> String {
         o.slot.map(|s| zone.format_rfc3339(instant(s))).as_deref(),
     );
     text(&mut out, "host", &o.host);
+    if let Some(c) = &o.cluster {
+        text(&mut out, "cluster", &c.cluster);
+        text(&mut out, "cluster_entry", &c.entry.to_string());
+    }
     text(&mut out, "time", &rfc3339_ms(o.at_ms, zone));
     number(&mut out, "at_ms", Some(o.at_ms));
     text(&mut out, "status", &status(o));

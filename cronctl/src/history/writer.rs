@@ -19,6 +19,7 @@ use crond::history::{Fields, Gap, LogMessage, MAX_MESSAGE, Outcome, Query};
 use crond::sys::seqpacket;
 
 use super::answer::{Job, Pool};
+use super::cluster::{ClusterDb, Mirror};
 use super::journal::{self, Journal};
 use super::store::{self, Bounds, Item, Store, StoreError};
 
@@ -47,6 +48,9 @@ pub struct WriterArgs {
     pub keep_runs: u32,
     pub max_size: u64,
     pub journal: JournalChoice,
+    /// `--cluster-db`: the cluster database's settings, where the runs of cluster entries are
+    /// copied (the host's name there is `host`).
+    pub cluster_db: Option<String>,
 }
 
 /// `--journal`: the system journal's socket when it exists, none, or this socket.
@@ -291,6 +295,7 @@ struct StoreLoop {
     prune_at: Instant,
     pruning: bool,
     journal: Option<Journal>,
+    mirror: Option<Mirror>,
     say: Say,
     pool: Pool,
     generation: Arc<AtomicU64>,
@@ -316,6 +321,29 @@ impl StoreLoop {
                 }
             }
         };
+        let cluster = match &args.cluster_db {
+            None => None,
+            Some(text) => match crate::db::conninfo(text) {
+                Ok(info) => Some(ClusterDb {
+                    info,
+                    host: args.host.clone(),
+                }),
+                Err(e) => {
+                    say.log(3, format!("history: --cluster-db is not usable: {e}"));
+                    None
+                }
+            },
+        };
+        let mirror = match &cluster {
+            Some(db) => {
+                let say = say.clone();
+                Some(Mirror::start(
+                    db.clone(),
+                    Arc::new(move |level, text| say.log(level, text)),
+                )?)
+            }
+            None => None,
+        };
         let mut this = StoreLoop {
             path: args.store.clone(),
             bounds: Bounds {
@@ -333,8 +361,9 @@ impl StoreLoop {
             prune_at: Instant::now() + PRUNE_EVERY,
             pruning: true,
             journal,
+            mirror,
             say,
-            pool: Pool::start(args.store.clone(), generation.clone())?,
+            pool: Pool::start(args.store.clone(), generation.clone(), cluster)?,
             generation,
         };
         this.open();
@@ -496,6 +525,12 @@ impl StoreLoop {
             Ok(()) => {
                 self.lost = Lost::default();
                 self.journal_each(&items);
+                if let Some(mirror) = &self.mirror {
+                    mirror.send(items.iter().filter_map(|item| match item {
+                        Item::Outcome(o) => Some(o),
+                        Item::Gap(_) => None,
+                    }));
+                }
             }
             Err(e) => self.drop_batch(&items[usize::from(with_gap)..], &e.to_string()),
         }

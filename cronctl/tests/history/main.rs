@@ -162,6 +162,7 @@ pub fn outcome(entry: &str, user: &str, owner: Option<u32>, at_ms: i64, head: Ve
         slot: None,
         host: "test-host".into(),
         at_ms: base_ms() + at_ms,
+        cluster: None,
         result: Slot::Ran(Ran {
             ended_ms: base_ms() + at_ms + 10,
             end: End::Exited(0),

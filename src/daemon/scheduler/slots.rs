@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use crate::cluster::entry_id::{Identity, LocalId, LocalIds};
-use crate::history::{Outcome, Reason, Result, Trigger};
+use crate::cluster::entry_id::{Identity, LocalId, LocalIds, entry_key};
+use crate::history::{ClusterRun, Outcome, Reason, Result, Trigger};
 use crate::job::JobSpec;
 use crate::job::record::RunFacts;
 use crate::schedule::{Field, Schedule, Zone};
@@ -171,7 +171,7 @@ impl Slots {
         manual: bool,
     ) -> RunFacts {
         let id = self.id(entry, job, named);
-        let (trigger, slot) = match entry {
+        let (trigger, slot): (Trigger, Option<i64>) = match entry {
             None => (Trigger::Reboot, None),
             Some(_) if manual => (Trigger::Manual, None),
             Some(e) => match self.catch_ups.remove(&e) {
@@ -179,7 +179,13 @@ impl Slots {
                 None => (Trigger::Schedule, Some(due.start_second())),
             },
         };
-        RunFacts { id, trigger, slot }
+        let claimed = slot.map(|_| due.start_second());
+        RunFacts {
+            id,
+            trigger,
+            slot,
+            cluster: cluster_of(named, claimed),
+        }
     }
 
     /// The outcome of a slot not started: `reason`, in `words`.
@@ -201,9 +207,25 @@ impl Slots {
             // The history link gives the daemon's outcomes this host's name.
             host: String::new(),
             at_ms: now_ms,
+            cluster: cluster_of(named, slot),
             result: Result::NotRun { reason, words },
         }
     }
+}
+
+/// A cluster entry's identity as its records carry it, with `claimed`, the minute its claim
+/// names: `None` for a local entry, and for `@every` and `@reboot`, which always run locally.
+fn cluster_of(named: Option<Named<'_>>, claimed: Option<i64>) -> Option<ClusterRun> {
+    let (schedule, zone, job, every_s) = named?;
+    if !job.env().policy().clustered || every_s.is_some() {
+        return None;
+    }
+    let cluster = job.env().get(b"CRON_CLUSTER").unwrap_or_default();
+    Some(ClusterRun {
+        cluster: String::from_utf8_lossy(cluster).into_owned(),
+        entry: entry_key(schedule, zone.map(Zone::name), job.user(), job.command()),
+        minute: claimed,
+    })
 }
 
 /// Entry `entry` as `cycle` has it, for its id.

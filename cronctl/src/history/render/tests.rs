@@ -45,6 +45,7 @@ fn stored(run: i64, at_ms: i64, mut result: Slot) -> Stored {
             slot: Some(at_ms / 1000),
             host: "web-01.example.org".into(),
             at_ms,
+            cluster: None,
             result,
         },
     }
@@ -89,6 +90,7 @@ fn listing() -> Listing {
                 why: "the store was set aside".into(),
             },
         )],
+        note: None,
     }
 }
 

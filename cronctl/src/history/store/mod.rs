@@ -10,11 +10,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crond::history::{End, Gap, Mail, Outcome, Ran, Reason, Result as Slot, Trigger};
+use crond::history::{ClusterRun, End, Gap, Mail, Outcome, Ran, Reason, Result as Slot, Trigger};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, params};
 
 /// The schema's version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The bytes a row counts for beside its command and output.
 pub const ROW_OVERHEAD: i64 = 200;
@@ -50,7 +50,10 @@ CREATE TABLE IF NOT EXISTS runs(
     reason TEXT,
     words TEXT,
     failed INTEGER NOT NULL,
-    size INTEGER NOT NULL
+    size INTEGER NOT NULL,
+    cluster TEXT,
+    cluster_entry TEXT,
+    cluster_minute INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_entry ON runs(entry, at_ms);
 CREATE INDEX IF NOT EXISTS runs_at ON runs(at_ms);
@@ -84,6 +87,13 @@ CREATE TRIGGER IF NOT EXISTS runs_removed AFTER DELETE ON runs BEGIN
     UPDATE users SET rows = rows - 1, bytes = bytes - old.size WHERE user = old.user;
     UPDATE entries SET rows = rows - 1 WHERE entry = old.entry;
 END;
+";
+
+/// What version 1's `runs` lacks: a cluster entry's identity and claim.
+const TO_VERSION_2: &str = "
+ALTER TABLE runs ADD COLUMN cluster TEXT;
+ALTER TABLE runs ADD COLUMN cluster_entry TEXT;
+ALTER TABLE runs ADD COLUMN cluster_minute INTEGER;
 ";
 
 /// Why the store could not do what it was asked.
@@ -174,6 +184,9 @@ impl Store {
             return Err(StoreError::Broken(format!(
                 "its schema is version {version}, newer than this writer's {SCHEMA_VERSION}"
             )));
+        }
+        if version == 1 {
+            conn.execute_batch(TO_VERSION_2)?;
         }
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))?;
@@ -323,9 +336,9 @@ fn insert_outcome(tx: &Transaction<'_>, o: &Outcome) -> rusqlite::Result<()> {
     let mut stmt = tx.prepare_cached(
         "INSERT INTO runs (entry, place, user, owner_uid, command, trigger, slot, host, at_ms, \
          ended_ms, exit, signal, timed_out, user_us, system_us, max_rss_kib, output_bytes, head, \
-         tail, mail, mail_words, reason, words, failed, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
-         ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, \
-         ?25)",
+         tail, mail, mail_words, reason, words, failed, size, cluster, cluster_entry, \
+         cluster_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
+         ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
     )?;
     let none_ran: Ran = Ran {
         ended_ms: 0,
@@ -381,6 +394,9 @@ fn insert_outcome(tx: &Transaction<'_>, o: &Outcome) -> rusqlite::Result<()> {
         words,
         o.failed(),
         row_size(o),
+        o.cluster.as_ref().map(|c| c.cluster.as_str()),
+        o.cluster.as_ref().map(|c| c.entry.to_string()),
+        o.cluster.as_ref().and_then(|c| c.minute),
     ])?;
     Ok(())
 }
@@ -475,8 +491,22 @@ fn stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
             slot: row.get(7)?,
             host: row.get(8)?,
             at_ms: row.get(9)?,
+            cluster: cluster_run(row.get(24)?, row.get(25)?, row.get(26)?),
             result,
         },
+    })
+}
+
+/// A cluster entry's identity from its columns (none when they are not all there).
+fn cluster_run(
+    cluster: Option<String>,
+    entry: Option<String>,
+    minute: Option<i64>,
+) -> Option<ClusterRun> {
+    Some(ClusterRun {
+        cluster: cluster?,
+        entry: entry?.parse().ok()?,
+        minute,
     })
 }
 
@@ -491,7 +521,7 @@ fn columns(with_output: bool) -> String {
     format!(
         "id, entry, place, user, owner_uid, command, trigger, slot, host, at_ms, ended_ms, exit, \
          signal, timed_out, user_us, system_us, max_rss_kib, output_bytes, mail, mail_words, \
-         reason, words, {output}"
+         reason, words, {output}, cluster, cluster_entry, cluster_minute"
     )
 }
 

@@ -80,6 +80,8 @@ pub struct HistoryAsk<'a> {
 pub struct Listing {
     pub rows: Vec<Stored>,
     pub gaps: Vec<(i64, Gap)>,
+    /// What the list lacks, said after it.
+    pub note: Option<String>,
 }
 
 /// A reading connection.
@@ -168,7 +170,29 @@ impl Reader {
             _ => ask.since_ms,
         };
         let gaps = self.gaps(from.unwrap_or(i64::MIN))?;
-        Ok(Listing { rows, gaps })
+        Ok(Listing {
+            rows,
+            gaps,
+            note: None,
+        })
+    }
+
+    /// The latest record of `entry` (a whole id) as a cluster entry, when the asker may see it.
+    pub fn latest_cluster_record(
+        &self,
+        entry: &str,
+        seen: Seen<'_>,
+    ) -> Result<Option<Stored>, StoreError> {
+        let mut values = vec![Value::Text(entry.to_string())];
+        let visible = seen.clause(&mut values);
+        let sql = format!(
+            "SELECT {} FROM runs WHERE entry = ?1 AND {visible} AND cluster IS NOT NULL \
+             ORDER BY at_ms DESC, id DESC LIMIT 1",
+            columns(false)
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query_map(params_from_iter(values), stored)?;
+        Ok(rows.next().transpose()?)
     }
 
     fn gaps(&self, from_ms: i64) -> Result<Vec<(i64, Gap)>, StoreError> {

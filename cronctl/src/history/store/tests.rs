@@ -21,6 +21,7 @@ pub fn ran(
         slot: Some(at_ms / 1000 / 60 * 60),
         host: "h1".into(),
         at_ms,
+        cluster: None,
         result: Slot::Ran(Ran {
             ended_ms: at_ms + 2_100,
             end: End::Exited(exit),
@@ -378,4 +379,56 @@ fn a_file_that_is_not_a_database_is_refused_as_broken() {
     assert_eq!(aside, dir.path().join("history.db.broken-1700000000"));
     assert!(aside.exists() && !path.exists());
     Store::open(&path).unwrap();
+}
+
+#[test]
+fn a_store_of_the_first_version_gains_the_cluster_columns_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    let old = ran("aaaa00000001", "alice", Some(1000), 1_000_000, 0, 4);
+    Store::open(&path)
+        .unwrap()
+        .insert(&[Item::Outcome(old.clone())])
+        .unwrap();
+    // What the first version made: the same tables without the cluster's columns.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE runs DROP COLUMN cluster_minute; ALTER TABLE runs DROP COLUMN cluster_entry;
+         ALTER TABLE runs DROP COLUMN cluster; PRAGMA user_version=1;",
+    )
+    .unwrap();
+    drop(conn);
+    let mut store = Store::open(&path).unwrap();
+    let clustered = Outcome {
+        cluster: Some(crond::history::ClusterRun {
+            cluster: "web".into(),
+            entry: crond::cluster::entry_id::EntryKey(0xfeed),
+            minute: Some(2_000),
+        }),
+        ..ran("aaaa00000002", "alice", Some(1000), 2_000_000, 0, 4)
+    };
+    store.insert(&[Item::Outcome(clustered.clone())]).unwrap();
+    let reader = Reader::open(&path).unwrap();
+    let listing = reader.history(&every(10), ALL).unwrap();
+    let got: Vec<&Outcome> = listing.rows.iter().map(|s| &s.outcome).collect();
+    let strip = |o: &Outcome| {
+        let mut o = o.clone();
+        if let Slot::Ran(r) = &mut o.result {
+            r.head.clear();
+            r.tail.clear();
+        }
+        o
+    };
+    assert_eq!(got, [&strip(&clustered), &strip(&old)]);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let latest = reader.latest_cluster_record("aaaa00000002", ALL).unwrap();
+    assert_eq!(latest.map(|s| s.run), Some(2));
+    assert_eq!(
+        reader.latest_cluster_record("aaaa00000001", ALL).unwrap(),
+        None
+    );
 }
