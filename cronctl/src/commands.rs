@@ -211,7 +211,7 @@ fn history(
     let rows = client.query(
         &format!(
             "SELECT r.cluster, r.owner, r.entry, coalesce(e.place, '-'), {}, r.host, {}, {}, {},
-                    coalesce(r.status::text, ''), coalesce(r.taken_from, ''),
+                    coalesce(r.reason, r.status::text, ''), coalesce(r.taken_from, ''),
                     coalesce(e.command, '-')
              FROM crond_runs r {}
              WHERE ($1::text IS NULL OR r.cluster = $1) AND ($2::text IS NULL OR r.entry = $2)

@@ -379,6 +379,121 @@ fn local_history(host: &Host) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A host's `cronctl history ARGS --json` through its daemon's socket, one object a line.
+fn history_json(tree: &Tree, args: &[&str]) -> Vec<serde_json::Value> {
+    let socket = tree.pid_file().with_file_name("crond.sock");
+    let output = Command::new(cronctl_bin())
+        .arg("--socket")
+        .arg(socket)
+        .arg("history")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("cronctl");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object"))
+        .collect()
+}
+
+#[test]
+fn each_host_lists_every_hosts_runs_of_a_cluster_entry_in_one_history() {
+    require_root();
+    let pg = PgServer::start();
+    let crontab = "CRON_CLUSTER=web\n* * * * * echo out; exit 3\n";
+    let mut hosts: Vec<Host> = ["node-1", "node-2"]
+        .iter()
+        .map(|n| Host::new(n, crontab))
+        .collect();
+    let cluster_id = entry_id(&hosts[0].tree.spool().join("root"), "echo out; exit 3");
+    let base = Instant::now();
+    for host in &mut hosts {
+        let at = fake_now(base);
+        host.start(&pg, &at);
+    }
+    // 10:01, 10:02 and 10:03 (t = 1, 7, 13): each on one host.
+    sleep_until(base, 15.0);
+    let local_id = |host: &Host| -> String {
+        let all = history_json(&host.tree, &["--limit", "1"]);
+        all[0]["entry"].as_str().expect("an entry id").to_string()
+    };
+    let ids: Vec<String> = hosts.iter().map(local_id).collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let lists = loop {
+        let lists: Vec<Vec<serde_json::Value>> = hosts
+            .iter()
+            .zip(&ids)
+            .map(|(host, id)| history_json(&host.tree, &[id.as_str()]))
+            .collect();
+        let whole = |list: &Vec<serde_json::Value>| {
+            list.len() == 3
+                && list
+                    .iter()
+                    .all(|v| v["exit"] == 3 && v["output_bytes"] == 4)
+        };
+        if lists.iter().all(whole) || Instant::now() > deadline {
+            break lists;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut elsewhere = 0;
+    for (host, list) in hosts.iter().zip(&lists) {
+        // One line per slot, newest first, every one ran (on one host or the other) with the
+        // facts that host recorded; the runs of the other host have no run number here.
+        let slots: Vec<&str> = list
+            .iter()
+            .map(|v| v["slot"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            slots,
+            [
+                "2026-11-21T10:03:00+00:00",
+                "2026-11-21T10:02:00+00:00",
+                "2026-11-21T10:01:00+00:00"
+            ],
+            "{}: {list:#?}",
+            host.name
+        );
+        for v in list {
+            assert_eq!(v["exit"], 3, "{v}");
+            assert_eq!(v["output_bytes"], 4, "{v}");
+            assert_eq!(v["trigger"], "schedule", "{v}");
+            assert_eq!(v["cluster"], "web", "{v}");
+            assert_eq!(
+                v["cluster_entry"].as_str(),
+                Some(cluster_id.as_str()),
+                "{v}"
+            );
+            assert!(
+                v["user_us"].is_number() && v["duration_ms"].is_number(),
+                "{v}"
+            );
+            if v["host"] == host.name.as_str() {
+                assert!(v["run"].is_number(), "{v}");
+            } else {
+                assert!(v["run"].is_null(), "{v}");
+                elsewhere += 1;
+            }
+        }
+    }
+    assert_eq!(
+        lists[0].iter().map(|v| &v["host"]).collect::<Vec<_>>(),
+        lists[1].iter().map(|v| &v["host"]).collect::<Vec<_>>(),
+        "both hosts list the same runs"
+    );
+    assert_eq!(
+        elsewhere, 3,
+        "each slot is another host's on one of the two lists"
+    );
+    // The claims' rows have what the hosts recorded.
+    let rows = pg.psql(
+        "SELECT count(*) FROM crond_runs WHERE exit = 3 AND output_bytes = 4 \
+         AND trigger = 'schedule' AND ended_ms >= run_ms AND user_us IS NOT NULL",
+    );
+    assert_eq!(rows.trim(), "3");
+}
+
 fn cronctl(pg: &PgServer, args: &[&str]) -> String {
     let output = Command::new(cronctl_bin())
         .arg("--db")
@@ -542,6 +657,38 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
         log.matches(" CLUSTER (").count(),
         2,
         "no line per entry: {log}"
+    );
+    // Each cluster slot is recorded as a claim lost, with the database's words; the local
+    // entry ran.
+    let list = history_json(&tree, &["--limit", "100"]);
+    let said = |v: &serde_json::Value| {
+        (
+            v["command"].as_str().unwrap_or("").to_string(),
+            v["reason"].as_str().unwrap_or("ran").to_string(),
+        )
+    };
+    let lost: Vec<&serde_json::Value> = list
+        .iter()
+        .filter(|v| v["reason"] == "claim-lost")
+        .collect();
+    assert!(lost.len() >= 8, "4 entries at 10:01 and 10:02: {list:#?}");
+    for v in &lost {
+        assert!(
+            v["command"] != format!("echo local >> {}", l.display()),
+            "{v}"
+        );
+        let words = v["words"].as_str().unwrap_or("");
+        assert!(
+            words.starts_with("the cluster database is unreachable ("),
+            "{v}"
+        );
+        assert_eq!(v["cluster"], "web", "{v}");
+    }
+    assert!(
+        list.iter()
+            .map(said)
+            .any(|(c, r)| c.starts_with("echo local") && r == "ran"),
+        "{list:#?}"
     );
     drop(crond);
 
