@@ -91,17 +91,22 @@ fn from_rows(rows: &Rows, like: &Outcome) -> Vec<Stored> {
             },
             None => {
                 let Some(ended_ms) = number(4) else { continue };
-                let end = match (number(5), number(6), number(7)) {
+                // Without a record, the helper's status alone: the job child's exit (0 ok,
+                // 1 failed, its code not known, 2 timed out) or minus the signal.
+                let status = number(7);
+                let end = match (number(5), number(6), status) {
                     (_, Some(signal), _) => End::Signaled(signal as i32),
                     (Some(code), None, _) => End::Exited(code as i32),
                     (None, None, Some(status)) if status < 0 => End::Signaled(-status as i32),
-                    (None, None, status) => End::Exited(status.unwrap_or(0) as i32),
+                    (None, None, None | Some(0)) => End::Exited(0),
+                    (None, None, Some(_)) => End::Exited(1),
                 };
+                let unrecorded = number(5).is_none() && number(6).is_none();
                 Slot::Ran(Ran {
                     ended_ms,
                     end,
-                    timed_out: text(8).as_deref() == Some("t")
-                        || text(8).as_deref() == Some("true"),
+                    timed_out: text(8).is_some_and(|t| t == "t" || t == "true")
+                        || (unrecorded && status == Some(2)),
                     user_us: count(9),
                     system_us: count(10),
                     max_rss_kib: count(11),
@@ -503,7 +508,7 @@ mod tests {
                     None,
                     None,
                 ]),
-                // Only the helper's end: the status alone.
+                // Only the helper's end: the status alone (2: timed out).
                 row([
                     Some("180"),
                     Some("c"),
@@ -589,11 +594,69 @@ mod tests {
             (End::Signaled(9), true, 10, 20, 30, 40)
         );
         assert_eq!(r.mail, Mail::Failed("the MTA exited 75".into()));
-        assert!(matches!(&got[1].outcome.result, Slot::Ran(r) if r.end == End::Exited(2)));
+        assert!(matches!(
+            &got[1].outcome.result,
+            Slot::Ran(r) if r.end == End::Exited(1) && r.timed_out
+        ));
         assert!(matches!(
             &got[2].outcome.result,
             Slot::NotRun { reason: Reason::Refused, words } if words == "account expired"
         ));
+    }
+
+    #[test]
+    fn a_database_out_of_reach_costs_the_copy_said_and_a_full_queue_drops_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = format!(
+            "host={} dbname=x user=root connect_timeout=1",
+            dir.path().display()
+        );
+        let info = crond::cluster::conninfo::parse(&settings, "root").unwrap();
+        let (said, heard) = mpsc::channel::<String>();
+        let said = std::sync::Mutex::new(said);
+        // The copier's first word waits on this gate: meanwhile nothing leaves the queue.
+        let gate = Arc::new(std::sync::Mutex::new(()));
+        let held = gate.lock().unwrap();
+        let shared = gate.clone();
+        let tell: Tell = Arc::new(move |_, text| {
+            let _ = said.lock().unwrap().send(text);
+            let _open = shared.lock();
+        });
+        let mirror = Mirror::start(
+            ClusterDb {
+                info,
+                host: "h".into(),
+            },
+            tell,
+        )
+        .unwrap();
+        let one = [record(1, 60, "h", ran(0)).outcome];
+        mirror.send(one.iter());
+        let first = heard.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(
+            first.starts_with(
+                "history: 1 record of cluster runs not copied to the cluster database: "
+            ) && first.ends_with("(this host's history has them)"),
+            "{first}"
+        );
+        // A run without a claim (`cronctl run`) and a local entry's are not copied at all.
+        let mut manual = record(2, 120, "h", ran(0)).outcome;
+        manual.cluster.as_mut().unwrap().minute = None;
+        let local = Outcome {
+            cluster: None,
+            ..manual.clone()
+        };
+        mirror.send([manual, local].iter());
+        assert_eq!(mirror.dropped.load(Ordering::Acquire), 0);
+        for _ in 0..QUEUED + 3 {
+            mirror.send(one.iter());
+        }
+        assert_eq!(
+            mirror.dropped.load(Ordering::Acquire),
+            3,
+            "past the queue's bound"
+        );
+        drop(held);
     }
 
     #[test]
