@@ -300,3 +300,34 @@ fn durations_sizes_and_signals_read_as_words() {
     assert_eq!(signal_name(15), "SIGTERM");
     assert_eq!(signal_name(64), "signal 64");
 }
+
+#[test]
+fn a_cluster_entrys_runs_elsewhere_have_no_number_and_a_note_ends_the_list() {
+    let mut l = listing();
+    l.rows[0].run = 0;
+    l.rows[0].outcome.cluster = Some(crond::history::ClusterRun {
+        cluster: "web".into(),
+        entry: crond::cluster::entry_id::EntryKey(0xfeed),
+        minute: Some(1),
+    });
+    l.note = Some("the cluster database could not be read (refused)".into());
+    let table = text(history(&query(false, false, 1 << 20), &l, &zone()));
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[2].starts_with("-  "), "{table}");
+    assert_eq!(
+        lines.last(),
+        Some(&"(the cluster database could not be read (refused))"),
+        "{table}"
+    );
+    let json = text(history(&query(true, false, 1 << 20), &l, &zone()));
+    let lines: Vec<&str> = json.lines().collect();
+    assert!(
+        lines[1].starts_with(r#"{"run":null,"#)
+            && lines[1].contains(r#""cluster":"web","cluster_entry":"000000000000feed""#),
+        "{json}"
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&r#"{"note":"the cluster database could not be read (refused)"}"#)
+    );
+}
