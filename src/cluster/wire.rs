@@ -10,6 +10,9 @@
 //! * `RUN SEQ MINUTE CLUSTER OWNER ENTRY`: claim the run of entry `ENTRY` (16 hex digits) of
 //!   `OWNER` in `CLUSTER` due in the minute starting at unix second `MINUTE`, and mark it
 //!   started; `SEQ` names the request in the answer.
+//! * `FORKED MINUTE CLUSTER OWNER ENTRY`: the daemon has acted on the run's `GO` (forked its
+//!   job child, or skipped or queued it by `CRON_OVERLAP`): the helper marks more runs started
+//!   (at most [`START_WINDOW`] are marked and not acted on at once).
 //! * `END MINUTE CLUSTER OWNER ENTRY STATUS`: the run ended with exit code `STATUS` (a signal
 //!   `N` is `-N`).
 //! * `ENTRY CLUSTER OWNER ENTRY PLACE COMMAND`: a cluster entry the daemon has loaded, written at
@@ -32,6 +35,11 @@ use std::fmt::Write as _;
 
 use super::entry_id::EntryKey;
 use crate::crontab::policy::is_cluster_name;
+
+/// The most runs a helper has marked started whose `GO` the daemon has not acted on yet: what
+/// a host that dies at the worst moment loses (the rest of its claims are not started, and
+/// other hosts take them over).
+pub const START_WINDOW: usize = 64;
 
 /// The longest line either side sends, newline included.
 pub const MAX_LINE: usize = 4096;
@@ -64,6 +72,7 @@ pub struct Loaded {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToHelper {
     Run { seq: u64, key: RunKey },
+    Forked { key: RunKey },
     End { key: RunKey, status: i32 },
     Entry(Loaded),
     Loaded { count: usize, omitted: usize },
@@ -138,6 +147,7 @@ impl ToHelper {
     pub fn encode(&self) -> String {
         match self {
             ToHelper::Run { seq, key } => format!("RUN {seq} {}\n", key_words(key)),
+            ToHelper::Forked { key } => format!("FORKED {}\n", key_words(key)),
             ToHelper::End { key, status } => format!("END {} {status}\n", key_words(key)),
             ToHelper::Entry(e) => format!(
                 "ENTRY {} {} {} {} {}\n",
@@ -158,6 +168,9 @@ impl ToHelper {
         match words.as_slice() {
             ["RUN", seq, rest @ ..] if rest.len() == 4 => Ok(ToHelper::Run {
                 seq: seq.parse().map_err(|_| bad())?,
+                key: decode_key(rest).ok_or_else(bad)?,
+            }),
+            ["FORKED", rest @ ..] if rest.len() == 4 => Ok(ToHelper::Forked {
                 key: decode_key(rest).ok_or_else(bad)?,
             }),
             ["END", rest @ ..] if rest.len() == 5 => Ok(ToHelper::End {
@@ -400,6 +413,7 @@ mod tests {
     fn every_message_reads_back_as_written() {
         for m in [
             ToHelper::Run { seq: 7, key: key() },
+            ToHelper::Forked { key: key() },
             ToHelper::End {
                 key: key(),
                 status: -9,

@@ -534,7 +534,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
             .scheduler
             .launch(granted.run, now_ms, &mut self.reactor.fx);
         if let Some(link) = &mut self.cluster {
-            link.launched(granted.key, launched);
+            let zone = self.scheduler.local_zone();
+            link.launched(granted.key, launched, now_ms, zone, &mut self.reactor.fx);
         }
     }
 

@@ -8,12 +8,12 @@
 //! (a host that is down, or slow, or lacks the entry). A run is answered `unreachable` only when
 //! the database can't be reached; a statement it was too slow for is tried again.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crond::cluster::entry_id::run_weight;
 use crond::cluster::parked::{MAX_PARKED, TAKEOVER_WAIT_MS};
-use crond::cluster::wire::{Denied, FromHelper, Loaded, MAX_LISTED, RunKey};
+use crond::cluster::wire::{Denied, FromHelper, Loaded, MAX_LISTED, RunKey, START_WINDOW};
 
 use super::HelperArgs;
 use super::store::{Claim, Failure, Store, Watched};
@@ -29,6 +29,14 @@ pub const MAX_BATCH: usize = 1_000;
 /// Runs whose statement the database was too slow for (or whose connection broke mid-way) are
 /// tried again after this.
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a run marked started counts against [`START_WINDOW`] without the daemon's word
+/// that it acted on it (a daemon that never says so holds up no run for longer).
+pub const FORK_WAIT: Duration = Duration::from_secs(10);
+
+/// The fewest runs one start statement marks while more wait (unless fewer wait): the window
+/// refills in a few statements, not one per fork.
+const MIN_START_BATCH: usize = 16;
 
 /// How often the history is pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
@@ -67,6 +75,11 @@ pub struct Machine<S: Store> {
     deferred: VecDeque<(Instant, u64, RunKey)>,
     /// Runs to claim now, in order.
     pending: VecDeque<(u64, RunKey)>,
+    /// Runs this session claimed, to be marked started as the window has room, in order.
+    to_start: VecDeque<(u64, RunKey)>,
+    /// Runs marked started and answered `GO` that the daemon has not said it acted on
+    /// (`FORKED`), with when each was marked: at most [`START_WINDOW`].
+    in_flight: HashMap<RunKey, Instant>,
     /// When the pending runs are tried again after a failure.
     retry_at: Option<Instant>,
     /// What is to be said to the daemon, in order.
@@ -93,6 +106,8 @@ impl<S: Store> Machine<S> {
             live: Vec::new(),
             deferred: VecDeque::new(),
             pending: VecDeque::new(),
+            to_start: VecDeque::new(),
+            in_flight: HashMap::new(),
             retry_at: None,
             outbox: Vec::new(),
             listed: None,
@@ -118,6 +133,11 @@ impl<S: Store> Machine<S> {
         if !self.pending.is_empty() {
             at = at.min(self.retry_at.unwrap_or(self.now));
         }
+        if !self.to_start.is_empty()
+            && let Some(oldest) = self.in_flight.values().min()
+        {
+            at = at.min(*oldest + FORK_WAIT);
+        }
         if self.listed.is_some() {
             at = at.min(self.list_at);
         }
@@ -132,9 +152,18 @@ impl<S: Store> Machine<S> {
     }
 
     /// Requests from the daemon: `RUN`s (this host's share goes to be claimed now, the rest
-    /// waits [`DEFER`]) and `END`s.
-    pub fn on_requests(&mut self, runs: Runs, ends: Vec<(RunKey, i32)>, now: Instant) {
+    /// waits [`DEFER`]), `FORKED`s (the window has room for more starts) and `END`s.
+    pub fn on_requests(
+        &mut self,
+        runs: Runs,
+        forked: Vec<RunKey>,
+        ends: Vec<(RunKey, i32)>,
+        now: Instant,
+    ) {
         self.now = now;
+        for key in &forked {
+            self.in_flight.remove(key);
+        }
         let later = now + DEFER;
         for (seq, key) in runs {
             if self.meant_for_me(&key) {
@@ -144,6 +173,7 @@ impl<S: Store> Machine<S> {
             }
         }
         self.claim_pending();
+        self.start_window();
         for batch in ends.chunks(MAX_BATCH) {
             // An end that can't be written is lost: the run shows as started, not ended.
             let _ = self.call(|s| s.end(batch));
@@ -205,6 +235,7 @@ impl<S: Store> Machine<S> {
             }
         }
         self.claim_pending();
+        self.start_window();
         self.write_list();
     }
 
@@ -393,7 +424,10 @@ impl<S: Store> Machine<S> {
         for ((seq, key), what) in runs.into_iter().zip(outcome) {
             match what {
                 Claim::Held => claimed.push((seq, key)),
-                Claim::Started => go.push(seq),
+                Claim::Started => {
+                    self.in_flight.insert(key, self.now);
+                    go.push(seq);
+                }
                 Claim::Paused => self.no(seq, Denied::Paused),
                 Claim::Ran(host) => self.no(seq, Denied::Ran(host)),
                 Claim::Taken(host) => {
@@ -405,7 +439,34 @@ impl<S: Store> Machine<S> {
         }
         self.outbox
             .extend(go.into_iter().map(|seq| FromHelper::Go { seq }));
-        self.start(claimed)
+        self.to_start.extend(claimed);
+        Ok(())
+    }
+
+    /// Marks claimed runs started as the window has room (a run the daemon never said it
+    /// acted on leaves it after [`FORK_WAIT`]): a host that dies has at most [`START_WINDOW`]
+    /// runs marked started and not forked; its other claims are taken over.
+    fn start_window(&mut self) {
+        let now = self.now;
+        self.in_flight
+            .retain(|_, since| now.saturating_duration_since(*since) < FORK_WAIT);
+        loop {
+            let room = START_WINDOW.saturating_sub(self.in_flight.len());
+            let n = room.min(self.to_start.len());
+            if n == 0 || n < MIN_START_BATCH.min(self.to_start.len()) {
+                return;
+            }
+            let batch: Runs = self.to_start.drain(..n).collect();
+            match self.start(batch) {
+                Ok(()) => {}
+                Err(again) => {
+                    // Claimed again later: the claim finds them this session's.
+                    self.pending.extend(again);
+                    self.retry_at = Some(self.now + RETRY_AFTER);
+                    return;
+                }
+            }
+        }
     }
 
     /// Marks claimed runs started and says `GO` for each; one no longer this host's is `NO`.
@@ -418,9 +479,12 @@ impl<S: Store> Machine<S> {
         let Some((started, claimed)) = self.batch_for(claimed, |s, keys| s.start(keys))? else {
             return Ok(());
         };
-        for ((seq, _), started) in claimed.into_iter().zip(started) {
+        for ((seq, key), started) in claimed.into_iter().zip(started) {
             match started {
-                true => self.outbox.push(FromHelper::Go { seq }),
+                true => {
+                    self.in_flight.insert(key, self.now);
+                    self.outbox.push(FromHelper::Go { seq });
+                }
                 false => self.no(seq, Denied::Lease),
             }
         }
@@ -475,10 +539,11 @@ impl<S: Store> Machine<S> {
                 ),
             );
         }
-        // Claim here now: a start that fails is tried again through the claim.
-        if let Err(again) = self.start(mine) {
-            self.pending.extend(again);
+        // Started here as the window has room, before what this host claimed of its own.
+        for run in mine.into_iter().rev() {
+            self.to_start.push_front(run);
         }
+        self.start_window();
     }
 }
 

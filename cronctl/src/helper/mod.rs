@@ -97,6 +97,7 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
             .saturating_duration_since(Instant::now());
         let mut wait = timeout.as_millis().min(60_000) as u32;
         let mut runs = Vec::new();
+        let mut forked = Vec::new();
         let mut ends = Vec::new();
         // Everything the daemon has sent so far (up to a bound), so that the runs of one
         // minute go to the database in few statements.
@@ -120,6 +121,7 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
             for line in reader.push(&chunk[..n]) {
                 match line.and_then(|line| ToHelper::decode(&line)) {
                     Ok(ToHelper::Run { seq, key }) => runs.push((seq, key)),
+                    Ok(ToHelper::Forked { key }) => forked.push(key),
                     Ok(ToHelper::End { key, status }) => ends.push((key, status)),
                     Ok(ToHelper::Entry(entry)) if listing.len() < MAX_LISTED => listing.push(entry),
                     Ok(ToHelper::Entry(_)) => {}
@@ -136,7 +138,7 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
             }
             send(out, errors);
         }
-        machine.on_requests(runs, ends, Instant::now());
+        machine.on_requests(runs, forked, ends, Instant::now());
         send(out, machine.take_outbox());
     }
 }

@@ -284,20 +284,32 @@ impl ClusterLink {
         Claim::Taken
     }
 
-    /// What became of a granted run the scheduler was given: started, its `END` goes back when
-    /// it is reaped; its fork failed, it waits in the queue, marked so that it is not claimed
-    /// again.
-    pub(super) fn launched(&mut self, key: RunKey, launched: Launched) {
+    /// What became of a granted run the scheduler was given: started (its `END` goes back when
+    /// it is reaped), skipped or left waiting: the helper is told (`FORKED`), so that it marks
+    /// more runs started; its fork failed: it waits in the queue, marked so that it is not
+    /// claimed again, and is told when it forks.
+    pub(super) fn launched(
+        &mut self,
+        key: RunKey,
+        launched: Launched,
+        now_ms: i64,
+        zone: &Zone,
+        fx: &mut dyn Effects,
+    ) {
         match launched {
             Launched::Started(pid) => {
-                self.started.insert(pid.0, key);
+                self.started.insert(pid.0, key.clone());
             }
             Launched::Skipped | Launched::Waiting => {}
             Launched::Failed { entry, due } => {
                 if let Some(entry) = entry {
                     self.granted.insert((entry, due), key);
                 }
+                return;
             }
+        }
+        if let Err(e) = self.send(&ToHelper::Forked { key }) {
+            self.helper_lost(&e, now_ms, zone, fx);
         }
     }
 
@@ -680,19 +692,35 @@ mod tests {
         assert_eq!(granted.len(), 1, "{:?}", fx.lines);
         // Its fork failed: back in the queue, and not claimed again when it comes up.
         let Granted { run: back, key } = granted.into_iter().next().unwrap();
-        link.launched(
-            key,
-            Launched::Failed {
-                entry: back.job.entry,
-                due,
-            },
-        );
+        let failed = Launched::Failed {
+            entry: back.job.entry,
+            due,
+        };
+        link.launched(key, failed, now_ms, &zone, &mut fx);
         let again = link.claim(back, Some(EntryKey(42)), now_ms, &zone, &mut fx);
         let Claim::Granted(granted) = again else {
             panic!("{again:?}")
         };
-        // Started: its END goes to the helper when it is reaped.
-        link.launched(granted.key, Launched::Started(Pid(4242)));
+        // Started: the helper is told at once (it marks more runs started), and its END goes
+        // to the helper when it is reaped.
+        let key_words = granted.key.minute.to_string();
+        link.launched(
+            granted.key,
+            Launched::Started(Pid(4242)),
+            now_ms,
+            &zone,
+            &mut fx,
+        );
+        let forked = helper_reads(&mut fx);
+        assert!(
+            forked.starts_with(&format!("FORKED {key_words} ")),
+            "{forked}"
+        );
+        assert_eq!(
+            forked.lines().count(),
+            1,
+            "the failed fork said nothing: {forked}"
+        );
         link.on_reaped(4242, Exit::Code(0), now_ms, &zone, &mut fx);
         assert!(helper_reads(&mut fx).starts_with("END "));
     }

@@ -236,6 +236,12 @@ struct Host {
     fail: Rc<RefCell<VecDeque<Failure>>>,
     clock: Rc<Cell<Instant>>,
     said: Vec<FromHelper>,
+    /// The runs asked for, by request number.
+    asked: HashMap<u64, RunKey>,
+    /// The daemon forks each run at its `GO` and says so (`FORKED`); `false`: it says nothing.
+    forks: bool,
+    /// The `GO`s said `FORKED` to.
+    forked: usize,
 }
 
 impl Host {
@@ -262,18 +268,44 @@ impl Host {
             fail,
             clock,
             said: Vec::new(),
+            asked: HashMap::new(),
+            forks: true,
+            forked: 0,
         }
     }
 
     fn tick(&mut self) {
         self.machine.on_tick(self.clock.get());
-        self.said.extend(self.machine.take_outbox());
+        self.hear();
     }
 
     fn ask(&mut self, runs: &[(u64, RunKey)]) {
+        self.asked.extend(runs.iter().cloned());
         self.machine
-            .on_requests(runs.to_vec(), Vec::new(), self.clock.get());
-        self.said.extend(self.machine.take_outbox());
+            .on_requests(runs.to_vec(), Vec::new(), Vec::new(), self.clock.get());
+        self.hear();
+    }
+
+    /// Takes what the helper said; as the daemon does, forks each run it is told `GO` for
+    /// and says so, until no new `GO` comes.
+    fn hear(&mut self) {
+        loop {
+            self.said.extend(self.machine.take_outbox());
+            if !self.forks {
+                return;
+            }
+            let go = self.go();
+            let forked: Vec<RunKey> = go[self.forked..]
+                .iter()
+                .filter_map(|seq| self.asked.get(seq).cloned())
+                .collect();
+            self.forked = go.len();
+            if forked.is_empty() {
+                return;
+            }
+            self.machine
+                .on_requests(Vec::new(), forked, Vec::new(), self.clock.get());
+        }
     }
 
     fn go(&self) -> Vec<u64> {
@@ -539,4 +571,45 @@ fn the_daemons_list_of_entries_is_written_tried_again_when_busy_and_fenced_by_th
     twin.machine.on_loaded(vec![loaded(5)], 0);
     twin.tick();
     assert_eq!(world.borrow().listed["a"], vec![loaded(3)]);
+}
+
+#[test]
+fn at_most_a_window_of_runs_is_marked_started_and_not_yet_forked() {
+    let clock = Rc::new(Cell::new(start()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    a.tick();
+    a.forks = false;
+    let started = || world.borrow().runs.values().filter(|r| r.started).count();
+    a.ask(&runs(1000));
+    // Every run is claimed at once (a claim not started is taken over if the host dies); only
+    // a window of them is marked started and answered GO.
+    assert_eq!(world.borrow().runs.len(), 1000);
+    assert_eq!((started(), a.go().len()), (START_WINDOW, START_WINDOW));
+    // The daemon forked a few: too few to be worth a statement yet.
+    let said = |a: &mut Host, seqs: std::ops::Range<u64>| {
+        let keys = seqs.map(|seq| a.asked[&seq].clone()).collect();
+        a.machine
+            .on_requests(Vec::new(), keys, Vec::new(), a.clock.get());
+        a.said.extend(a.machine.take_outbox());
+    };
+    said(&mut a, 0..10);
+    assert_eq!(started(), START_WINDOW);
+    said(&mut a, 10..20);
+    assert_eq!(started(), START_WINDOW + 20);
+    assert_eq!(a.go().len(), START_WINDOW + 20);
+    // A daemon that never says it acted on its runs holds the window up for FORK_WAIT only.
+    advance(&clock, FORK_WAIT);
+    a.tick();
+    assert_eq!(started(), 2 * START_WINDOW + 20);
+    // As the daemon forks, every run starts, once.
+    a.forks = true;
+    a.forked = 0;
+    a.hear();
+    a.tick();
+    let mut go = a.go();
+    go.sort_unstable();
+    go.dedup();
+    assert_eq!(go.len(), 1000);
+    assert_eq!(started(), 1000);
 }
