@@ -57,6 +57,7 @@ DO $$ BEGIN
     END IF;
 END $$;
 CREATE INDEX IF NOT EXISTS crond_runs_by_minute ON crond_runs (minute);
+CREATE INDEX IF NOT EXISTS crond_runs_open ON crond_runs (host) WHERE ended IS NULL;
 CREATE TABLE IF NOT EXISTS crond_paused (
     cluster text NOT NULL,
     owner   text NOT NULL,
@@ -214,7 +215,9 @@ pub fn take_over() -> String {
 
 /// Runs that ended, a batch of them: $1..$4 their keys (as [`BATCH`]), $5 host, $6 session,
 /// $7 their exit statuses.
-pub const END: &str = "UPDATE crond_runs r SET ended = now(), status = q.status
+pub const END: &str = "UPDATE crond_runs r SET ended = now(), status = q.status,
+        reason = CASE WHEN r.reason = 'unknown' THEN NULL ELSE r.reason END,
+        words = CASE WHEN r.reason = 'unknown' THEN NULL ELSE r.words END
      FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $7::int[])
           AS q(cluster, owner, entry, minute, status)
      WHERE (r.cluster, r.owner, r.entry, r.minute)
@@ -260,6 +263,19 @@ pub const ENTRY_RUNS: &str = "SELECT extract(epoch FROM minute)::bigint::text, h
        AND (NOT coalesce($6::boolean, false) OR reason IS NOT NULL OR coalesce(timed_out, false)
             OR signal IS NOT NULL OR coalesce(exit, status, 0) <> 0)
      ORDER BY minute DESC LIMIT $4::int";
+
+/// Runs started by a session that no longer holds a live lease, neither ended nor recorded:
+/// their host stopped (died, froze past its lease, or its daemon was stopped) before their end
+/// was written, so their outcome is not known. Each is ended now with the reason `unknown`
+/// (an end written later, by a host that was only late, puts its status in). One row per run:
+/// the host that started it.
+pub const UNKNOWN: &str = "UPDATE crond_runs r SET ended = now(), reason = 'unknown',
+        words = 'started on ' || r.host || ', which stopped before the end was written'
+     WHERE r.ended IS NULL AND r.started IS NOT NULL AND r.ended_ms IS NULL
+       AND r.reason IS NULL
+       AND NOT EXISTS (SELECT 1 FROM crond_hosts h
+           WHERE h.host = r.host AND h.session = r.session AND h.lease_until > now())
+     RETURNING r.host";
 
 /// History goes when it is older than $1 days, or when it is more than the last $2 runs of its
 /// entry and older than two hours (no claim of a run that old is still waited for: a watched

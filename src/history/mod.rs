@@ -107,10 +107,13 @@ pub enum Reason {
     Late,
     /// Its shell could not be started, or its user's ids not taken.
     NotStarted,
+    /// Cluster: the host that started it stopped before its end was written, so whether it
+    /// ran to its end, and how, is not known.
+    Unknown,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 13] = [
         Reason::Overlap,
         Reason::Missed,
         Reason::ClockStep,
@@ -123,6 +126,7 @@ impl Reason {
         Reason::Stopping,
         Reason::Late,
         Reason::NotStarted,
+        Reason::Unknown,
     ];
 
     /// The reason's code, as records, metrics and `--json` have it.
@@ -140,6 +144,7 @@ impl Reason {
             Reason::Stopping => "stopping",
             Reason::Late => "late",
             Reason::NotStarted => "not-started",
+            Reason::Unknown => "unknown",
         }
     }
 

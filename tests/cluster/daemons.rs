@@ -494,6 +494,68 @@ fn each_host_lists_every_hosts_runs_of_a_cluster_entry_in_one_history() {
     assert_eq!(rows.trim(), "3");
 }
 
+#[test]
+fn a_run_whose_host_died_while_it_ran_has_an_unknown_outcome_in_the_others_history() {
+    require_root();
+    let pg = PgServer::start();
+    let crontab = "CRON_CLUSTER=web\n1 10 * * * sleep 30\n";
+    let mut hosts: Vec<Host> = ["node-1", "node-2"]
+        .iter()
+        .map(|n| Host::new(n, crontab))
+        .collect();
+    let base = Instant::now();
+    for host in &mut hosts {
+        let at = fake_now(base);
+        host.start(&pg, &at);
+    }
+    // 10:01 (t = 1): one host starts it; that host dies while it runs (its helper too: no
+    // lease given back, no end written).
+    wait_for_value(
+        &pg,
+        "SELECT count(*) FROM crond_runs WHERE started IS NOT NULL",
+        "1",
+        10,
+    );
+    let ran_on = pg.psql("SELECT host FROM crond_runs").trim().to_string();
+    let (dead, alive) = match ran_on.as_str() {
+        "node-1" => (0, 1),
+        _ => (1, 0),
+    };
+    hosts[dead].kill(true);
+    // Once the dead host's lease has run out, the survivor ends the run as unknown, and says
+    // so once.
+    wait_for_value(
+        &pg,
+        "SELECT reason FROM crond_runs WHERE ended IS NOT NULL",
+        "unknown",
+        20,
+    );
+    let line = hosts[alive]
+        .crond()
+        .wait_for_log("has no known outcome", 10);
+    assert!(
+        line.contains(&format!("1 run started on {ran_on} has no known outcome")),
+        "{line}"
+    );
+    // The survivor's history of the entry has the slot once, as unknown, on the dead host.
+    let entry = history_json(&hosts[alive].tree, &["--limit", "1"])[0]["entry"]
+        .as_str()
+        .expect("the survivor's record of the slot")
+        .to_string();
+    let list = history_json(&hosts[alive].tree, &[entry.as_str()]);
+    assert_eq!(list.len(), 1, "{list:#?}");
+    let v = &list[0];
+    assert_eq!(v["status"], "unknown", "{v}");
+    assert_eq!(v["reason"], "unknown", "{v}");
+    assert_eq!(v["host"].as_str(), Some(ran_on.as_str()), "{v}");
+    assert_eq!(v["slot"], "2026-11-21T10:01:00+00:00", "{v}");
+    let words = v["words"].as_str().unwrap_or("");
+    assert!(
+        words.contains("which stopped before the end was written"),
+        "{v}"
+    );
+}
+
 fn cronctl(pg: &PgServer, args: &[&str]) -> String {
     let output = Command::new(cronctl_bin())
         .arg("--db")

@@ -352,6 +352,34 @@ impl<S: Store> Machine<S> {
         if let Ok(live) = self.call(|s| s.live_hosts()) {
             self.live = live;
         }
+        self.end_unknown();
+    }
+
+    /// Runs whose host stopped after marking them started and before writing their end are
+    /// ended as `unknown` (by whichever live host looks first), and said, per host.
+    fn end_unknown(&mut self) {
+        let Ok(hosts) = self.call(|s| s.unknown()) else {
+            return;
+        };
+        let mut by_host: Vec<(String, usize)> = Vec::new();
+        for host in hosts {
+            match by_host.iter_mut().find(|(h, _)| *h == host) {
+                Some((_, n)) => *n += 1,
+                None => by_host.push((host, 1)),
+            }
+        }
+        for (host, n) in by_host {
+            self.log(
+                true,
+                format!(
+                    "{} started on {host} {} no known outcome: that host stopped before \
+                     writing {} end (recorded as unknown)",
+                    crond::words::count(n as u64, "run", "runs"),
+                    if n == 1 { "has" } else { "have" },
+                    if n == 1 { "its" } else { "their" },
+                ),
+            );
+        }
     }
 
     fn prune(&mut self) {

@@ -83,6 +83,9 @@ pub trait Store {
     /// Makes this host's rows of loaded entries `entries`; `Ok(false)` when this session does
     /// not hold the host's lease (nothing written).
     fn list(&mut self, entries: &[Loaded]) -> Result<bool, Failure>;
+    /// Ends the runs started by sessions whose lease ended, not ended nor recorded, as
+    /// `unknown`: the hosts that started them, one per run.
+    fn unknown(&mut self) -> Result<Vec<String>, Failure>;
     /// Prunes the history; how many runs and hosts went.
     fn prune(&mut self, keep_days: u32, keep_runs: u32) -> Result<(u64, u64), Failure>;
     /// Gives the lease back and closes the connection (the daemon is gone).
@@ -272,6 +275,15 @@ impl Store for SqlStore<'_> {
             self.session.to_string(),
         ];
         Ok(!self.query(sql::LIST, &params)?.rows.is_empty())
+    }
+
+    fn unknown(&mut self) -> Result<Vec<String>, Failure> {
+        let rows = self.query(sql::UNKNOWN, &[])?;
+        Ok(rows
+            .rows
+            .into_iter()
+            .map(|r| r.into_iter().next().flatten().unwrap_or_default())
+            .collect())
     }
 
     fn prune(&mut self, keep_days: u32, keep_runs: u32) -> Result<(u64, u64), Failure> {

@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use crond::history::{End, Gap, Mail, Outcome, Query, Result as Slot};
+use crond::history::{End, Gap, Mail, Outcome, Query, Reason, Result as Slot};
 use crond::schedule::Zone;
 use jiff::Timestamp;
 
@@ -354,6 +354,10 @@ fn result(o: &Outcome, wide: bool) -> String {
                 printable(words.as_bytes())
             )
         }
+        Slot::NotRun {
+            reason: Reason::Unknown,
+            ..
+        } => "outcome unknown".into(),
         Slot::NotRun { reason, .. } => format!("not run: {}", reason.code()),
         Slot::Ran(_) => status(o),
     }
@@ -363,6 +367,10 @@ fn result(o: &Outcome, wide: bool) -> String {
 /// `not-run`.
 pub fn status(o: &Outcome) -> String {
     match &o.result {
+        Slot::NotRun {
+            reason: Reason::Unknown,
+            ..
+        } => "unknown".into(),
         Slot::NotRun { .. } => "not-run".into(),
         Slot::Ran(r) if r.timed_out => "timeout".into(),
         Slot::Ran(r) => match r.end {

@@ -14,6 +14,9 @@ struct Row {
     host: String,
     session: i64,
     started: bool,
+    /// Its end was written (`END`, or ended as `unknown`).
+    ended: bool,
+    unknown: bool,
 }
 
 impl Row {
@@ -23,6 +26,8 @@ impl Row {
             host: host.to_string(),
             session,
             started: false,
+            ended: false,
+            unknown: false,
         }
     }
 }
@@ -200,8 +205,38 @@ impl Store for FakeStore {
             .collect())
     }
 
-    fn end(&mut self, _: &[(RunKey, i32)]) -> Result<(), Failure> {
-        self.failed()
+    fn end(&mut self, ends: &[(RunKey, i32)]) -> Result<(), Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        for (key, _) in ends {
+            if let Some(r) = w.runs.get_mut(key)
+                && r.host == self.host
+                && r.session == self.session
+            {
+                r.ended = true;
+                r.unknown = false;
+            }
+        }
+        Ok(())
+    }
+
+    fn unknown(&mut self) -> Result<Vec<String>, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        let dead: Vec<RunKey> = w
+            .runs
+            .iter()
+            .filter(|(_, r)| r.started && !r.ended && !w.live(&r.host, r.session))
+            .map(|(k, _)| k.clone())
+            .collect();
+        Ok(dead
+            .into_iter()
+            .filter_map(|k| {
+                let r = w.runs.get_mut(&k)?;
+                (r.ended, r.unknown) = (true, true);
+                Some(r.host.clone())
+            })
+            .collect())
     }
 
     fn list(&mut self, entries: &[Loaded]) -> Result<bool, Failure> {
@@ -241,7 +276,7 @@ struct Host {
     /// The daemon forks each run at its `GO` and says so (`FORKED`); `false`: it says nothing.
     forks: bool,
     /// The `GO`s said `FORKED` to.
-    forked: usize,
+    forked: std::collections::HashSet<u64>,
 }
 
 impl Host {
@@ -270,7 +305,7 @@ impl Host {
             said: Vec::new(),
             asked: HashMap::new(),
             forks: true,
-            forked: 0,
+            forked: std::collections::HashSet::new(),
         }
     }
 
@@ -295,11 +330,15 @@ impl Host {
                 return;
             }
             let go = self.go();
-            let forked: Vec<RunKey> = go[self.forked..]
+            let new: Vec<u64> = go
+                .into_iter()
+                .filter(|seq| !self.forked.contains(seq))
+                .collect();
+            let forked: Vec<RunKey> = new
                 .iter()
                 .filter_map(|seq| self.asked.get(seq).cloned())
                 .collect();
-            self.forked = go.len();
+            self.forked.extend(new);
             if forked.is_empty() {
                 return;
             }
@@ -604,7 +643,6 @@ fn at_most_a_window_of_runs_is_marked_started_and_not_yet_forked() {
     assert_eq!(started(), 2 * START_WINDOW + 20);
     // As the daemon forks, every run starts, once.
     a.forks = true;
-    a.forked = 0;
     a.hear();
     a.tick();
     let mut go = a.go();
@@ -612,4 +650,84 @@ fn at_most_a_window_of_runs_is_marked_started_and_not_yet_forked() {
     go.dedup();
     assert_eq!(go.len(), 1000);
     assert_eq!(started(), 1000);
+}
+
+#[test]
+fn runs_a_dead_host_started_and_never_ended_are_ended_unknown_once_and_said() {
+    let (clock, world, mut a, mut b) = two_hosts();
+    b.forks = true;
+    let all = runs(40);
+    a.ask(&all);
+    b.ask(&all);
+    advance(&clock, DEFER);
+    a.tick();
+    b.tick();
+    let mut on_b: Vec<RunKey> = world
+        .borrow()
+        .runs
+        .iter()
+        .filter(|(_, r)| r.host == "b" && r.started)
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert!(on_b.len() > 2, "b runs its share");
+    // b's daemon wrote the end of one of them, then b died (its lease runs out).
+    let ended = on_b.pop().unwrap();
+    b.machine.on_requests(
+        Vec::new(),
+        Vec::new(),
+        vec![(ended.clone(), 0)],
+        clock.get(),
+    );
+    drop(b);
+    a.said.clear();
+    advance(&clock, Duration::from_secs(31));
+    a.tick();
+    let w = world.borrow();
+    let unknown: Vec<&RunKey> = w
+        .runs
+        .iter()
+        .filter(|(_, r)| r.unknown)
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        unknown.len(),
+        on_b.len(),
+        "every run b started and did not end"
+    );
+    assert!(
+        !w.runs[&ended].unknown,
+        "a run whose end was written is known"
+    );
+    assert!(
+        w.runs
+            .values()
+            .filter(|r| r.host == "a")
+            .all(|r| !r.unknown)
+    );
+    drop(w);
+    let said: Vec<String> = a
+        .said
+        .iter()
+        .filter_map(|m| match m {
+            FromHelper::Log { text, .. } if text.contains("no known outcome") => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [format!(
+            "{} runs started on b have no known outcome: that host stopped before writing their \
+             end (recorded as unknown)",
+            on_b.len()
+        )]
+    );
+    // Said once: the next look finds nothing more.
+    a.said.clear();
+    advance(&clock, Duration::from_secs(10));
+    a.tick();
+    assert!(
+        !a.said
+            .iter()
+            .any(|m| matches!(m, FromHelper::Log { text, .. } if text.contains("unknown")))
+    );
 }
