@@ -12,7 +12,13 @@ crontab names (`$OUT`: an environment line, so the entries are the same entries 
 For each way: how many of the N ran, how many ran twice, the first and last start in ms after
 the boundary, the share each host ran, and last start / the local last start.
 
-    sudo benches/cluster/load.py [--entries N] [--pam] [--only local,one,two]
+    sudo benches/cluster/load.py [--entries N] [--pam] [--only local,one,two] [--kill-after S]
+
+With --kill-after S, the `two` way is a fault: S seconds after the boundary the second host's
+crond, its helper and every job of it get SIGKILL (a host that dies), and the count waits 87 s:
+`lost` runs never ran on any host, `unknown` runs are those the database ended as unknown (the
+dead host had marked them started; some of them ran before the kill). At most 64 runs of a
+host are marked started and not forked, so lost ≤ 64.
 
 Needs root, gcc, Debian's postgresql, and target/release/{crond,cronctl} (cargo build
 --release; --debug for target/debug). About a minute per way.
@@ -68,7 +74,40 @@ def crond_args(bins, tree, pam):
     return args if pam else args + ["--no-pam"]
 
 
-def one_way(work, bins, stamp, entries, conninfo, hosts, pam):
+def kill_host(pid):
+    """SIGKILL to a crond and all its descendants, its helper first (no lease given back)."""
+    def children(p):
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                return [int(c) for c in f.read().split()]
+        except OSError:
+            return []
+
+    def cmdline(p):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                return f.read()
+        except OSError:
+            return b""
+    todo, family = [pid], []
+    while todo:
+        p = todo.pop()
+        family.append(p)
+        todo.extend(children(p))
+    helpers = [p for p in family if b"\0helper\0" in cmdline(p)]
+    for p in helpers + [pid] + [p for p in family if p not in helpers and p != pid]:
+        try:
+            os.kill(p, 9)
+        except OSError:
+            pass
+
+
+def psql(conninfo, sql):
+    return subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-XAtq", "-d", conninfo,
+                           "-c", sql], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def one_way(work, bins, stamp, entries, conninfo, hosts, pam, kill_after=None):
     trees = [host_tree(work, f"host{h}", stamp, entries, conninfo is not None)
              for h in range(hosts)]
     # Start 15 s before a boundary: time to load and connect.
@@ -84,13 +123,16 @@ def one_way(work, bins, stamp, entries, conninfo, hosts, pam):
         log = open(os.path.join(tree, "out", "log"), "w")
         daemons.append(subprocess.Popen(args, stderr=log))
     boundary = (int(time.time()) // 60 + 1) * 60
-    deadline = boundary + 55
+    deadline = boundary + (87 if kill_after is not None else 55)
     per_host = [[] for _ in trees]
+    if kill_after is not None:
+        time.sleep(max(0.0, boundary + kill_after - time.time()))
+        kill_host(daemons[-1].pid)
     while time.time() < deadline:
         time.sleep(0.5)
         per_host = [[l.split() for l in open(out)] if os.path.exists(out) else []
                     for _, out in trees]
-        if sum(map(len, per_host)) >= entries:
+        if kill_after is None and sum(map(len, per_host)) >= entries:
             time.sleep(1.0)  # a run twice would come after the last first run
             per_host = [[l.split() for l in open(out)] if os.path.exists(out) else []
                         for _, out in trees]
@@ -107,8 +149,12 @@ def one_way(work, bins, stamp, entries, conninfo, hosts, pam):
     last = (max(times) - boundary) * 1000 if times else float("nan")
     shares = [len(rows) for rows in per_host]
     give_up = sum(open(os.path.join(t, "out", "log")).read().count("not run") for t, _ in trees)
+    unknown = None
+    if kill_after is not None:
+        unknown = int(psql(conninfo, "SELECT count(*) FROM crond_runs WHERE reason = 'unknown' "
+                                     f"AND minute = to_timestamp({boundary})"))
     return dict(ran=len(set(ks)), not_run=not_run, twice=twice, first=first, last=last,
-                shares=shares, not_run_lines=give_up)
+                shares=shares, not_run_lines=give_up, unknown=unknown)
 
 
 def main():
@@ -117,8 +163,10 @@ def main():
     ap.add_argument("--pam", action="store_true", help="jobs through PAM (default --no-pam)")
     ap.add_argument("--debug", action="store_true", help="target/debug binaries")
     ap.add_argument("--only", default="local,one,two")
+    ap.add_argument("--kill-after", type=float, help="kill the second host S s after the minute")
+    ap.add_argument("--bins", help="the directory of crond and cronctl (default target/release)")
     a = ap.parse_args()
-    bins = os.path.join(ROOT, "target", "debug" if a.debug else "release")
+    bins = a.bins or os.path.join(ROOT, "target", "debug" if a.debug else "release")
     work = tempfile.mkdtemp(prefix="crond-cluster-load-")
     os.chmod(work, 0o755)
     stamp = os.path.join(work, "stamp")
@@ -133,18 +181,21 @@ def main():
             elif way == "one":
                 results[way] = one_way(work, bins, stamp, a.entries, conninfo, 1, a.pam)
             elif way == "two":
-                results[way] = one_way(work, bins, stamp, a.entries, conninfo, 2, a.pam)
+                results[way] = one_way(work, bins, stamp, a.entries, conninfo, 2, a.pam,
+                                       a.kill_after)
             print(way, results[way], flush=True)
         base = results.get("local", {}).get("last")
         print(f"\n{a.entries} cluster entries due at one minute, ms after the boundary "
               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
               f"{'PAM' if a.pam else '--no-pam'})")
-        print("| way | ran | not run | twice | first | last | last ÷ local | shares |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| way | ran | not run | twice | unknown | first | last | last ÷ local | shares |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for way, r in results.items():
             ratio = f"{r['last'] / base:.2f}" if base else ""
             shares = " / ".join(f"{s * 100 / a.entries:.1f} %" for s in r["shares"])
-            print(f"| {way} | {r['ran']} | {r['not_run']} | {r['twice']} | {r['first']:.0f} | "
+            unknown = "" if r["unknown"] is None else r["unknown"]
+            print(f"| {way} | {r['ran']} | {r['not_run']} | {r['twice']} | {unknown} | "
+                  f"{r['first']:.0f} | "
                   f"{r['last']:.0f} | {ratio} | {shares} |")
     finally:
         subprocess.run(["runuser", "-u", "postgres", "--", f"{bindir}/pg_ctl", "-D", data,
