@@ -748,6 +748,12 @@ mod tests {
         assert!(started(&d).is_empty(), "a cluster run waits for the answer");
         helper_says(&mut d, "GO 1\n");
         turn(&mut d, Beat::after(200).ready(Token::Helper));
+        // Forked: the helper is told, so that it marks more runs started.
+        let forked = helper_got(&mut d);
+        assert!(
+            forked.starts_with("FORKED ") && forked.lines().count() == 1,
+            "{forked:?}"
+        );
         (d, dir)
     }
 
@@ -884,11 +890,20 @@ mod tests {
         helper_says(&mut d, "GO 1\n");
         turn(&mut d, Beat::after(200).ready(Token::Helper));
         assert!(started(&d).is_empty());
+        assert_eq!(
+            helper_got(&mut d),
+            "",
+            "not forked: the helper is told nothing"
+        );
         // A second later it comes up again: granted already, it starts.
         turn(&mut d, Beat::after(1_000));
         turn(&mut d, Beat::after(0));
         assert_eq!(started(&d), ["shared"]);
-        assert_eq!(helper_got(&mut d), "", "not asked for again");
+        let forked = helper_got(&mut d);
+        assert!(
+            forked.starts_with("FORKED "),
+            "not asked for again: {forked:?}"
+        );
         let pid = d.scheduler.running_pids()[0];
         turn(
             &mut d,
