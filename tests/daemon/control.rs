@@ -707,7 +707,7 @@ fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_an
 }
 
 /// The id of each object `cronctl list --json` printed, by its `entry`.
-fn ids(o: &Output) -> Vec<(String, String)> {
+pub(crate) fn ids(o: &Output) -> Vec<(String, String)> {
     assert!(o.status.success(), "{o:?}");
     stdout(o)
         .lines()
