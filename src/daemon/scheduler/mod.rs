@@ -231,8 +231,9 @@ impl Scheduler {
         fx: &mut dyn Effects,
     ) {
         if let crate::history::Result::NotRun { reason, words } = &outcome.result {
-            let named = entry.map(|e| (e, outcome.entry.as_str()));
-            self.metrics.not_run(named, *reason);
+            let loaded = entry.filter(|&e| self.cycle.get(e).is_some());
+            self.metrics
+                .not_run(loaded.map(|e| (e, outcome.entry.as_str())), *reason);
             // Among the entry's last runs too: `cronctl list` and `show` say why it did not run.
             if let Some(entry) = entry.filter(|&e| self.cycle.get(e).is_some()) {
                 let said = Said::NotStarted {
@@ -578,9 +579,9 @@ impl Scheduler {
         };
         let now_ms = now.as_millisecond();
         let duration_ms = now_ms - ended.started_ms;
-        // The metrics label the entry with the id its run was recorded under.
-        let named = ended
-            .entry
+        // The metrics label the entry with the id its run was recorded under; an entry removed
+        // while its job ran has no series (its key never names another entry).
+        let named = (ended.entry.filter(|&e| self.cycle.get(e).is_some()))
             .zip(launched.as_ref().map(|(_, _, id)| id.as_str()));
         self.metrics
             .ended(named, outcome, duration_ms, now.as_second());
@@ -1402,6 +1403,31 @@ mod tests {
             listed[0]
         );
         assert!(metrics.contains(&series), "{series} in {metrics}");
+    }
+
+    #[test]
+    fn an_entry_removed_while_its_job_runs_leaves_no_series_and_its_end_is_still_counted() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "0 0 1 1 * yearly\n", &mut fx);
+        let id = listed_ids(&s)[0].0;
+        let Some(Launched::Started(pid)) = s.run_now(id, "root", None, clock.now(), &mut fx) else {
+            panic!("{:?}", fx.lines)
+        };
+        let mut gone = change_of("");
+        gone.remove = vec![id];
+        s.apply(gone, clock.now().as_millisecond(), &mut fx);
+        let said = Said::Ended {
+            end: crate::job::report::End::Exited(0),
+            duration_ms: 10,
+        };
+        s.on_reaped(pid, Exit::Code(0), Some(said), clock.now(), &mut fx);
+        assert!(!s.metrics.has_series(id));
+        let metrics = s.render_metrics(true);
+        assert!(
+            metrics.contains("crond_run_duration_seconds_count 1\n"),
+            "{metrics}"
+        );
     }
 
     #[test]
