@@ -121,6 +121,13 @@ fn table_with(answer: &str, history: Result<&[Value], &str>) -> String {
 /// The columns of the last runs, the result last (its reason's words have no bound).
 const HEADER: [&str; 6] = ["RUN", "TIME", "TRIGGER", "TOOK", "HOST", "RESULT"];
 
+/// A line of the last runs: a run (or a slot that did not run) in the columns, or a line of
+/// its own (a gap in the record, what the answer left out).
+enum Line {
+    Run([String; 6]),
+    Note(String),
+}
+
 /// The history's objects as the lines of a table: a run or a slot that did not run, a gap in
 /// the record, or how many the answer left out.
 fn last_runs(out: &mut String, objects: &[Value]) {
@@ -128,31 +135,33 @@ fn last_runs(out: &mut String, objects: &[Value]) {
         out.push_str("  (none)\n");
         return;
     }
-    let rows: Vec<Result<[String; 6], String>> = objects.iter().map(row).collect();
+    let lines: Vec<Line> = objects.iter().map(line).collect();
     let mut widths = HEADER.map(str::len);
-    for cells in rows.iter().flatten() {
-        for (w, cell) in widths.iter_mut().zip(cells) {
-            *w = (*w).max(cell.chars().count());
+    for line in &lines {
+        if let Line::Run(cells) = line {
+            for (w, cell) in widths.iter_mut().zip(cells) {
+                *w = (*w).max(cell.chars().count());
+            }
         }
     }
-    let header = HEADER.map(String::from);
-    for row in std::iter::once(Ok(header)).chain(rows) {
-        let line = match row {
-            Ok(cells) => {
-                let mut line = String::new();
+    let header = Line::Run(HEADER.map(String::from));
+    for line in std::iter::once(header).chain(lines) {
+        let text = match line {
+            Line::Run(cells) => {
+                let mut text = String::new();
                 for (cell, w) in cells.iter().zip(widths) {
-                    let _ = write!(line, "{cell:<w$}  ");
+                    let _ = write!(text, "{cell:<w$}  ");
                 }
-                line.trim_end().to_string()
+                text.trim_end().to_string()
             }
-            Err(line) => line,
+            Line::Note(text) => text,
         };
-        let _ = writeln!(out, "  {line}");
+        let _ = writeln!(out, "  {text}");
     }
 }
 
-/// One object of the history's answer: the cells of its row, or its line when it is not a run.
-fn row(v: &Value) -> Result<[String; 6], String> {
+/// One object of the history's answer as a line of the last runs.
+fn line(v: &Value) -> Line {
     let text = |key: &str| printable(v[key].as_str().unwrap_or_default().as_bytes());
     let number = |key: &str| v[key].as_i64();
     if v["gap"] == Value::Bool(true) {
@@ -162,10 +171,10 @@ fn row(v: &Value) -> Result<[String; 6], String> {
             lost: v["lost"].as_u64().unwrap_or(0),
             why: v["why"].as_str().unwrap_or_default().to_string(),
         };
-        return Err(gap_line(&gap));
+        return Line::Note(gap_line(&gap));
     }
     if let Some(n) = v["not_shown"].as_u64() {
-        return Err(format!("({n} more not shown: cronctl history lists them)"));
+        return Line::Note(format!("({n} more not shown: cronctl history lists them)"));
     }
     // `time` is RFC 3339 in the daemon's zone: its date and time of day, as `history` shows it.
     let time = text("time");
@@ -178,7 +187,7 @@ fn row(v: &Value) -> Result<[String; 6], String> {
         ("not-run", words) => format!("not run: {}: {words}", text("reason")),
         (status, _) => status.to_string(),
     };
-    Ok([
+    Line::Run([
         number("run").map_or_else(|| "-".into(), |n| n.to_string()),
         time,
         text("trigger"),
