@@ -1,5 +1,6 @@
 //! The daemon's counters and their Prometheus text exposition (`--metrics`). Pure: the daemon
-//! tells it what happened, with the time; rendering takes a function that names an entry.
+//! tells it what happened, with the time and the entry's id; rendering takes a function that
+//! tells where an entry is written.
 //!
 //! ```text
 //! crond_runs_total 12                      jobs started
@@ -11,10 +12,15 @@
 //!                                           (`history::Reason`'s codes, each always there)
 //! crond_jobs_running 2
 //! crond_run_duration_seconds_bucket{le="1"} 10 ... (a histogram of job durations)
-//! crond_last_success_timestamp_seconds{entry="crontabs/alice:3"} 1795600800
-//! crond_last_status{entry="crontabs/alice:3"} 0   the last slot's outcome: the exit status
+//! crond_last_success_timestamp_seconds{entry="0123456789ab",place="crontabs/alice:3"} 1795600800
+//! crond_last_status{entry="0123456789ab",place="crontabs/alice:3"} 0
+//!                                           the last slot's outcome: the exit status
 //!                                           (128 + a signal's number), -1: it did not run
 //! ```
+//!
+//! `entry` is the entry's id as `cronctl list`, the run history and the JSON log give it; `place`
+//! is where it is written (FILE:LINE), for people. The id comes with each outcome the daemon
+//! counts and is kept with the entry's series: a scrape makes no id.
 //!
 //! Bounded: one last-success series per entry that succeeded, at most [`MAX_ENTRY_SERIES`]
 //! (the most recent); a scrape of a daemon with 100,000 entries stays small. The per-entry
@@ -55,6 +61,10 @@ pub struct LastRun {
     pub said: Option<Said>,
 }
 
+/// An entry as its series name it: the daemon's key for it, and its id as `cronctl list` shows
+/// it (12 hex digits).
+pub type Named<'a> = (EntryId, &'a str);
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     runs: u64,
@@ -70,6 +80,8 @@ pub struct Metrics {
     not_run: [u64; Reason::ALL.len()],
     /// Each entry's last outcome: its exit status (128 plus a signal), -1 not run.
     last_status: HashMap<EntryId, i32>,
+    /// The id of each entry that has a series, as its last outcome gave it: the `entry` label.
+    ids: HashMap<EntryId, Box<str>>,
 }
 
 impl Metrics {
@@ -94,7 +106,7 @@ impl Metrics {
     /// A job child ended after `duration_ms`, at `now_s` (epoch seconds).
     pub fn ended(
         &mut self,
-        entry: Option<EntryId>,
+        entry: Option<Named<'_>>,
         outcome: Outcome,
         duration_ms: i64,
         now_s: i64,
@@ -108,8 +120,9 @@ impl Metrics {
         self.duration_sum_s += seconds;
         match outcome {
             Outcome::Succeeded => {
-                if let Some(entry) = entry {
-                    self.last_success.insert(entry, now_s);
+                if let Some((key, id)) = entry {
+                    self.last_success.insert(key, now_s);
+                    self.name(key, id);
                     self.keep_bounded();
                 }
             }
@@ -122,7 +135,7 @@ impl Metrics {
     }
 
     /// A slot that did not run, and why (of `entry`, when it has one).
-    pub fn not_run(&mut self, entry: Option<EntryId>, reason: Reason) {
+    pub fn not_run(&mut self, entry: Option<Named<'_>>, reason: Reason) {
         if let Some(i) = Reason::ALL.iter().position(|&r| r == reason) {
             self.not_run[i] += 1;
         }
@@ -130,11 +143,38 @@ impl Metrics {
     }
 
     /// The exit status of `entry`'s last run (128 plus a signal's number).
-    pub fn set_status(&mut self, entry: Option<EntryId>, status: i32) {
-        if let Some(entry) = entry
-            && (self.last_status.len() < MAX_ENTRY_SERIES || self.last_status.contains_key(&entry))
+    pub fn set_status(&mut self, entry: Option<Named<'_>>, status: i32) {
+        if let Some((key, id)) = entry
+            && (self.last_status.len() < MAX_ENTRY_SERIES || self.last_status.contains_key(&key))
         {
-            self.last_status.insert(entry, status);
+            self.last_status.insert(key, status);
+            self.name(key, id);
+        }
+    }
+
+    /// Whether `entry` has a series (and so an id kept for it).
+    pub fn has_series(&self, entry: EntryId) -> bool {
+        self.ids.contains_key(&entry)
+    }
+
+    /// `entry`'s id changed (its file was loaded again): its series take the new one. Nothing
+    /// for an entry without a series.
+    pub fn rename(&mut self, entry: EntryId, id: &str) {
+        if let Some(kept) = self.ids.get_mut(&entry)
+            && **kept != *id
+        {
+            *kept = id.into();
+        }
+    }
+
+    /// Keeps `id` as the `entry` label of `key`'s series.
+    fn name(&mut self, key: EntryId, id: &str) {
+        match self.ids.get_mut(&key) {
+            Some(kept) if **kept == *id => {}
+            Some(kept) => *kept = id.into(),
+            None => {
+                self.ids.insert(key, id.into());
+            }
         }
     }
 
@@ -142,6 +182,7 @@ impl Metrics {
     pub fn forget(&mut self, entry: EntryId) {
         self.last_success.remove(&entry);
         self.last_status.remove(&entry);
+        self.ids.remove(&entry);
     }
 
     fn keep_bounded(&mut self) {
@@ -160,9 +201,12 @@ impl Metrics {
             };
             self.last_success.remove(&id);
         }
+        let (success, status) = (&self.last_success, &self.last_status);
+        self.ids
+            .retain(|key, _| success.contains_key(key) || status.contains_key(key));
     }
 
-    /// The exposition, with `running` jobs now; `entry_name` names an entry
+    /// The exposition, with `running` jobs now; `place` tells where an entry is written
     /// (`crontabs/alice:3`; `None`: gone, not shown). With `entries` false the per-entry series
     /// (whose labels name every crontab and line) are left out, family and all: what a client
     /// the daemon can't tell apart from any local user gets (a TCP port, `--metrics`).
@@ -170,7 +214,7 @@ impl Metrics {
         &self,
         running: usize,
         entries: bool,
-        entry_name: impl Fn(EntryId) -> Option<String>,
+        place: impl Fn(EntryId) -> Option<String>,
     ) -> String {
         let mut out = String::with_capacity(2048);
         let counters = [
@@ -220,7 +264,7 @@ impl Metrics {
         );
         self.render_durations(&mut out);
         if entries {
-            self.render_entries(&mut out, entry_name);
+            self.render_entries(&mut out, place);
         }
         out
     }
@@ -249,43 +293,49 @@ impl Metrics {
         );
     }
 
-    /// The time each entry's job last succeeded, by the entry's name, sorted.
-    fn render_entries(&self, out: &mut String, entry_name: impl Fn(EntryId) -> Option<String>) {
+    /// The time each entry's job last succeeded and each entry's last status, by the entry's
+    /// place, sorted: an entry gone since (no place) or without a kept id is left out.
+    fn render_entries(&self, out: &mut String, place: impl Fn(EntryId) -> Option<String>) {
         out.push_str(
             "# HELP crond_last_success_timestamp_seconds When each entry's job last succeeded.\n\
              # TYPE crond_last_success_timestamp_seconds gauge\n",
         );
-        let mut series: Vec<(String, i64)> = self
-            .last_success
-            .iter()
-            .filter_map(|(&id, &at)| entry_name(id).map(|name| (name, at)))
-            .collect();
-        series.sort();
-        for (name, at) in series {
-            let _ = writeln!(
-                out,
-                "crond_last_success_timestamp_seconds{{entry=\"{}\"}} {at}",
-                label_value(&name)
-            );
+        for (labels, at) in self.labeled(&self.last_success, &place) {
+            let _ = writeln!(out, "crond_last_success_timestamp_seconds{{{labels}}} {at}");
         }
         out.push_str(
             "# HELP crond_last_status Each entry's last slot: its exit status (128 plus a \
              signal's number), or -1 when it did not run.\n\
              # TYPE crond_last_status gauge\n",
         );
-        let mut series: Vec<(String, i32)> = self
-            .last_status
-            .iter()
-            .filter_map(|(&id, &status)| entry_name(id).map(|name| (name, status)))
-            .collect();
-        series.sort();
-        for (name, status) in series {
-            let _ = writeln!(
-                out,
-                "crond_last_status{{entry=\"{}\"}} {status}",
-                label_value(&name)
-            );
+        for (labels, status) in self.labeled(&self.last_status, &place) {
+            let _ = writeln!(out, "crond_last_status{{{labels}}} {status}");
         }
+    }
+
+    /// The values of `series` with their labels (`entry="ID",place="FILE:LINE"`), sorted by
+    /// place.
+    fn labeled<T: Copy>(
+        &self,
+        series: &HashMap<EntryId, T>,
+        place: impl Fn(EntryId) -> Option<String>,
+    ) -> Vec<(String, T)> {
+        let mut shown: Vec<(String, &str, T)> = series
+            .iter()
+            .filter_map(|(key, &value)| Some((place(*key)?, &**self.ids.get(key)?, value)))
+            .collect();
+        shown.sort_unstable_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        shown
+            .into_iter()
+            .map(|(place, id, value)| {
+                let labels = format!(
+                    "entry=\"{}\",place=\"{}\"",
+                    label_value(id),
+                    label_value(&place)
+                );
+                (labels, value)
+            })
+            .collect()
     }
 }
 
@@ -342,7 +392,7 @@ mod tests {
     #[test]
     fn counters_histogram_and_last_success_render_in_the_text_format() {
         let mut m = Metrics::default();
-        let (a, b) = (EntryId(1), EntryId(2));
+        let (a, b) = ((EntryId(1), "0123456789ab"), (EntryId(2), "ba9876543210"));
         for _ in 0..3 {
             m.started();
         }
@@ -352,7 +402,7 @@ mod tests {
         m.skipped();
         m.missed();
         let text = m.render(1, true, |id| {
-            (id == a).then(|| "crontabs/a\"b:3".to_string())
+            (id == a.0).then(|| "crontabs/a\"b:3".to_string())
         });
         for line in [
             "crond_runs_total 3\n",
@@ -369,7 +419,8 @@ mod tests {
             "crond_run_duration_seconds_bucket{le=\"+Inf\"} 3\n",
             "crond_run_duration_seconds_sum 92.55\n",
             "crond_run_duration_seconds_count 3\n",
-            "crond_last_success_timestamp_seconds{entry=\"crontabs/a\\\"b:3\"} 1000\n",
+            "crond_last_success_timestamp_seconds{entry=\"0123456789ab\",\
+             place=\"crontabs/a\\\"b:3\"} 1000\n",
         ] {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");
         }
@@ -379,7 +430,7 @@ mod tests {
             1,
             "b never succeeded"
         );
-        m.forget(a);
+        m.forget(a.0);
         assert!(!m.render(0, true, |_| Some("x".into())).contains("entry="));
     }
 
@@ -387,10 +438,18 @@ mod tests {
     fn without_entries_no_series_names_an_entry_and_the_totals_stay() {
         let mut m = Metrics::default();
         m.started();
-        m.ended(Some(EntryId(1)), Outcome::Succeeded, 50, 1_000);
+        m.ended(
+            Some((EntryId(1), "0123456789ab")),
+            Outcome::Succeeded,
+            50,
+            1_000,
+        );
         let name = |_| Some("crontabs/alice:3".to_string());
         let all = m.render(0, true, name);
-        assert!(all.contains("{entry=\"crontabs/alice:3\"} 1000\n"), "{all}");
+        assert!(
+            all.contains("{entry=\"0123456789ab\",place=\"crontabs/alice:3\"} 1000\n"),
+            "{all}"
+        );
         let totals = m.render(0, false, name);
         assert!(!totals.contains("entry="), "{totals}");
         assert!(!totals.contains("alice"), "{totals}");
@@ -406,7 +465,7 @@ mod tests {
     #[test]
     fn slots_not_run_are_counted_by_reason_and_each_entrys_last_status_is_shown() {
         let mut m = Metrics::default();
-        let (a, b) = (EntryId(1), EntryId(2));
+        let (a, b) = ((EntryId(1), "00000000000a"), (EntryId(2), "00000000000b"));
         m.not_run(Some(a), Reason::Overlap);
         m.not_run(None, Reason::UserUnknown);
         m.not_run(Some(b), Reason::Overlap);
@@ -424,9 +483,15 @@ mod tests {
             Reason::ALL.len()
         );
         assert!(text.contains("crond_not_run_total{reason=\"clock-step\"} 0\n"));
-        assert!(text.contains("crond_last_status{entry=\"crontabs/alice:1\"} -1\n"));
-        assert!(text.contains("crond_last_status{entry=\"crontabs/alice:2\"} 137\n"));
-        m.forget(a);
+        let status = |id, line| {
+            format!("crond_last_status{{entry=\"{id}\",place=\"crontabs/alice:{line}\"}}")
+        };
+        assert!(text.contains(&format!("{} -1\n", status(a.1, 1))), "{text}");
+        assert!(
+            text.contains(&format!("{} 137\n", status(b.1, 2))),
+            "{text}"
+        );
+        m.forget(a.0);
         let text = m.render(0, true, name);
         assert!(!text.contains("crontabs/alice:1\""), "{text}");
         assert!(!m.render(0, false, name).contains("crond_last_status{"));
@@ -463,13 +528,46 @@ mod tests {
     fn the_last_success_series_stay_bounded_and_keep_the_most_recent() {
         let mut m = Metrics::default();
         for i in 0..(MAX_ENTRY_SERIES as u64 + 1) {
-            m.ended(Some(EntryId(i)), Outcome::Succeeded, 1, i as i64);
+            let id = format!("{i:012x}");
+            m.ended(Some((EntryId(i), &id)), Outcome::Succeeded, 1, i as i64);
         }
         assert!(m.last_success.len() <= MAX_ENTRY_SERIES);
+        assert_eq!(
+            m.ids.len(),
+            m.last_success.len(),
+            "no id kept without its series"
+        );
         assert!(
             m.last_success
                 .contains_key(&EntryId(MAX_ENTRY_SERIES as u64))
         );
         assert!(!m.last_success.contains_key(&EntryId(0)));
+    }
+
+    #[test]
+    fn an_entrys_series_carry_the_id_of_its_last_outcome_and_take_a_new_one_when_renamed() {
+        let mut m = Metrics::default();
+        let entry = EntryId(7);
+        m.ended(Some((entry, "0123456789ab")), Outcome::Succeeded, 1, 1_000);
+        m.set_status(Some((entry, "0123456789ab")), 0);
+        assert!(m.has_series(entry) && !m.has_series(EntryId(8)));
+        m.rename(EntryId(8), "ffffffffffff");
+        assert!(!m.has_series(EntryId(8)), "no series, no id kept");
+        m.rename(entry, "0123456789ac");
+        let text = m.render(0, true, |_| Some("crontabs/alice:2".into()));
+        let labels = "{entry=\"0123456789ac\",place=\"crontabs/alice:2\"}";
+        assert!(
+            text.contains(&format!(
+                "crond_last_success_timestamp_seconds{labels} 1000\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("crond_last_status{labels} 0\n")),
+            "{text}"
+        );
+        assert!(!text.contains("0123456789ab"), "{text}");
+        // A line whose place is gone (removed, not yet forgotten) has no series.
+        assert!(!m.render(0, true, |_| None).contains("entry="));
     }
 }

@@ -37,6 +37,7 @@ mod db;
 pub mod guard;
 mod helper;
 pub mod history;
+mod show;
 mod socket;
 mod sql;
 mod text;
@@ -76,6 +77,10 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Command::Control { socket, request } if request.starts_with("logs ") => {
             let socket = socket.unwrap_or_else(control::default_socket);
             return logs(&socket, &request);
+        }
+        Command::Control { socket, request } if request.starts_with("show ") => {
+            let socket = socket.unwrap_or_else(control::default_socket);
+            return show(&socket, &request);
         }
         Command::Control { socket, request } => {
             let socket = socket.unwrap_or_else(control::default_socket);
@@ -125,6 +130,27 @@ fn logs(socket: &std::path::Path, request: &str) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `show`: the daemon's answer, with the entry's last runs from the run history, asked for on
+/// a second connection (the daemon's own last runs when the history can't be read).
+fn show(socket: &std::path::Path, request: &str) -> ExitCode {
+    let answer = match control::ask(socket, request) {
+        Ok((text, _)) => text,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr().lock(), "cronctl: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let json = request.starts_with("show --json ");
+    let Some(id) = show::entry_id(&answer, json) else {
+        return print(&answer);
+    };
+    let history = control::ask(socket, &show::history_request(id))
+        .map(|(text, _)| text)
+        .map_err(|e| e.to_string());
+    let history = history.as_deref().map_err(String::as_str);
+    print(&show::with_history(&answer, json, history))
 }
 
 /// Prints `text` and a newline; nothing for no text (a `--json` answer with no object).

@@ -707,7 +707,7 @@ fn root_parked_runs_are_bounded_a_client_that_leaves_is_let_go_and_the_daemon_an
 }
 
 /// The id of each object `cronctl list --json` printed, by its `entry`.
-fn ids(o: &Output) -> Vec<(String, String)> {
+pub(crate) fn ids(o: &Output) -> Vec<(String, String)> {
     assert!(o.status.success(), "{o:?}");
     stdout(o)
         .lines()
@@ -916,9 +916,14 @@ fn root_the_default_list_fits_a_hundred_columns_with_long_commands_and_file_name
 }
 
 /// `cronctl show` as the user sees it, with what changes from run to run made fixed: `words`
-/// replaced, a time since a run began and how long it took.
-fn scrubbed_show(text: &str, words: &Scrub) -> String {
+/// replaced, a time since a run began and how long it took; the table of its last runs with
+/// their times made fixed and its columns padded again ([`scrubbed_table`]).
+pub(crate) fn scrubbed_show(text: &str, words: &Scrub) -> String {
     let text = words.apply(text);
+    let (head, last_runs) = match text.split_once("\nLast runs (") {
+        Some((head, rest)) => (head, rest.split_once('\n')),
+        None => (text.as_str(), None),
+    };
     let fixed = |word: &str| {
         let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
         if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -931,10 +936,21 @@ fn scrubbed_show(text: &str, words: &Scrub) -> String {
         word.to_string()
     };
     let mut out = String::new();
-    for line in text.lines() {
+    for line in head.lines() {
         let mut words = line.split(' ').map(fixed).collect::<Vec<_>>().join(" ");
         words.push('\n');
         out.push_str(&words);
+    }
+    if let Some((header, runs)) = last_runs {
+        out.push_str(&format!("\nLast runs ({header}\n"));
+        let runs: String = runs
+            .lines()
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect();
+        let table = scrubbed_table(&crate::history::fixed_times(&runs), &Scrub::new());
+        for line in table.lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     out
 }
@@ -967,8 +983,13 @@ fn root_cronctl_show_gives_one_entry_whole_its_next_and_last_runs_and_why_it_doe
     let never = cronctl(None, &socket, &["run", &format!("{system}:4")]);
     assert_eq!(never.status.code(), Some(1), "{never:?}");
     last_runs(&socket, 2);
+    // Both outcomes recorded: `show` lists the run history's last runs.
+    crate::history::history(None, &socket, &[], 2);
     let dir = tree.path().display().to_string();
-    let mut words = Scrub::new().replace(&dir, "/tmp/crond-testXXXXXX");
+    let host = String::from_utf8_lossy(&crond::sys::hostname()).into_owned();
+    let mut words = Scrub::new()
+        .replace(&dir, "/tmp/crond-testXXXXXX")
+        .replace(format!("  {host}  "), "  host  ");
     for (entry, id) in ids(&cronctl(None, &socket, &["list", "--json"])) {
         let line = entry.rsplit(':').next().unwrap().to_string();
         words = words.replace(id, format!("id-{line:0>8}"));
@@ -1007,6 +1028,18 @@ fn root_cronctl_show_gives_one_entry_whole_its_next_and_last_runs_and_why_it_doe
     assert_eq!(
         unknown["runs"][0]["reason"],
         "user nosuchuser-crs unknown (no passwd entry)"
+    );
+    // The same from the run history: its reason's code and words.
+    assert_eq!(unknown["history"][0]["reason"], "user-unknown");
+    assert_eq!(
+        unknown["history"][0]["words"],
+        "user nosuchuser-crs unknown (no passwd entry)"
+    );
+    assert_eq!(unknown["history_error"], serde_json::Value::Null);
+    let table = stdout(&cronctl(None, &socket, &["show", &format!("{system}:4")]));
+    assert!(
+        table.contains("  not run: user-unknown: user nosuchuser-crs unknown (no passwd entry)\n"),
+        "{table}"
     );
     let user = json(format!("{tab}:3"));
     assert_eq!(user["next_runs"].as_array().unwrap().len(), 5);

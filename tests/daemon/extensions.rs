@@ -366,6 +366,18 @@ fn sample(text: &str, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
+/// The labels of the per-entry series of the entry at `place` (FILE:LINE): its id as `cronctl
+/// list` shows it, and its place.
+fn labels(tree: &Tree, place: &str) -> String {
+    let socket = crate::control::socket_of(tree);
+    let listed = crate::control::ids(&crate::control::cronctl(None, &socket, &["list", "--json"]));
+    let (_, id) = (listed.iter())
+        .find(|(entry, _)| entry == place)
+        .unwrap_or_else(|| panic!("{place} in {listed:?}"));
+    assert_eq!(id.len(), 12, "{id}");
+    format!("{{entry=\"{id}\",place=\"{place}\"}}")
+}
+
 #[test]
 fn root_the_metrics_endpoint_counts_runs_failures_timeouts_and_skips_for_a_real_http_client() {
     require_root();
@@ -416,20 +428,18 @@ fn root_the_metrics_endpoint_counts_runs_failures_timeouts_and_skips_for_a_real_
     );
     let spool = tree.spool();
     let tab = spool.file_name().unwrap().to_string_lossy();
+    // Each entry by the id `cronctl list` shows, and where it is written.
+    let labels = |line: u32| labels(&tree, &format!("{tab}/{me}:{line}"));
     for line in [1, 7] {
-        let series = format!("crond_last_success_timestamp_seconds{{entry=\"{tab}/{me}:{line}\"}}");
+        let series = format!("crond_last_success_timestamp_seconds{}", labels(line));
         assert!(sample(&text, &series).is_some(), "{series} in {text}");
     }
-    let never = format!("crond_last_success_timestamp_seconds{{entry=\"{tab}/{me}:2\"}}");
+    let never = format!("crond_last_success_timestamp_seconds{}", labels(2));
     assert!(sample(&text, &never).is_none(), "exit 3 never succeeded");
     // Each entry's last status: exit 3's, and the skipped slot's -1 after the sleeper's 0.
-    let status = |line: u32| {
-        sample(
-            &text,
-            &format!("crond_last_status{{entry=\"{tab}/{me}:{line}\"}}"),
-        )
-    };
+    let status = |line: u32| sample(&text, &format!("crond_last_status{}", labels(line)));
     assert_eq!(status(2), Some(3.0), "{text}");
+    assert_eq!(status(1), Some(0.0), "{text}");
     assert_eq!(
         sample(&text, "crond_not_run_total{reason=\"overlap\"}"),
         Some(1.0),
@@ -574,10 +584,7 @@ fn root_over_tcp_any_user_gets_no_per_entry_series_unless_the_flag_says_so_and_t
     let tree = Tree::new();
     tree.write_file(&tree.system_crontab(), "* * * * * root true\n", 0o644);
     let socket = tree.path().join("metrics.sock");
-    let series = format!(
-        "crond_last_success_timestamp_seconds{{entry=\"{}:1\"}}",
-        tree.system_crontab().display()
-    );
+    let place = format!("{}:1", tree.system_crontab().display());
     for (n, flag) in [(1, None), (2, Some("--metrics-entries-on-tcp"))] {
         let port = free_port();
         let unix = format!("unix:{}", socket.display());
@@ -588,6 +595,10 @@ fn root_over_tcp_any_user_gets_no_per_entry_series_unless_the_flag_says_so_and_t
         let served = crond.wait_for_log(&format!("metrics served at {tcp}"), 10);
         crond.wait_for_log("(root) CMD (true)", 20);
         crond.wait_for_no_children(10);
+        let series = format!(
+            "crond_last_success_timestamp_seconds{}",
+            labels(&tree, &place)
+        );
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let text = loop {
             let text = curl(Some(&socket), "http://localhost/metrics");

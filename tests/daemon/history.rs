@@ -19,7 +19,12 @@ fn store(tree: &Tree) -> PathBuf {
 }
 
 /// `cronctl history --json ARGS` as `user`, until it lists `count` outcomes (10 s at most).
-fn history(user: Option<&str>, socket: &Path, args: &[&str], count: usize) -> Vec<Value> {
+pub(crate) fn history(
+    user: Option<&str>,
+    socket: &Path,
+    args: &[&str],
+    count: usize,
+) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let mut all = vec!["history", "--json"];
@@ -381,7 +386,7 @@ fn root_the_daemon_killed_in_a_burst_leaves_every_run_it_started_recorded() {
 }
 
 /// Every `YYYY-MM-DD HH:MM:SS` of `text` made the same.
-fn fixed_times(text: &str) -> String {
+pub(crate) fn fixed_times(text: &str) -> String {
     let bytes = text.as_bytes();
     let shape = b"dddd-dd-dd dd:dd:dd";
     let mut out = String::new();
@@ -452,4 +457,109 @@ fn root_cronctl_history_lists_each_outcome_newest_first_as_a_user_reads_it() {
     assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
     let shown = scrubbed_table(&fixed_times(&table), &words);
     assert_golden("cronctl-history-local.txt", &shown);
+}
+
+/// The part of `cronctl show`'s answer that lists the last runs.
+fn last_runs_part(shown: &str) -> &str {
+    let at = shown
+        .find("\nLast runs (")
+        .unwrap_or_else(|| panic!("{shown}"));
+    &shown[at..]
+}
+
+#[test]
+fn root_cronctl_show_lists_the_last_runs_from_the_history_also_after_the_daemon_restarts() {
+    require_root();
+    let tree = Tree::new();
+    let flag = tree.out("ran-once");
+    let line = format!(
+        "0 0 1 1 * test -e {0} || {{ touch {0}; exit 3; }}\n",
+        flag.display()
+    );
+    tree.user_crontab("root", &line, 0o600, "root");
+    tree.write_file(
+        &tree.system_crontab(),
+        "0 0 1 1 * nosuchuser-hrs true\n",
+        0o644,
+    );
+    let start = "2026-11-21 10:01:05";
+    let mut crond = Crond::start_fast(&tree, 1, start, 1, &[]);
+    crond.wait_for_log("2 entries loaded", 10);
+    let socket = socket_of(&tree);
+    let system = format!("{}:1", tree.system_crontab().display());
+    // Exit 3, then 0; and a slot whose user passwd does not know.
+    for (n, place) in ["spool/root:1", "spool/root:1", &system].iter().enumerate() {
+        let o = cronctl(None, &socket, &["run", "--wait", place]);
+        assert!(o.status.code().is_some(), "{o:?}");
+        history(None, &socket, &[], n + 1);
+    }
+    let host = String::from_utf8_lossy(&crond::sys::hostname()).into_owned();
+    let words = Scrub::new()
+        .replace(tree.path().display().to_string(), "/tmp/T")
+        .replace(format!("  {host}  "), "  host  ");
+    let before = stdout(&cronctl(None, &socket, &["show", "spool/root:1"]));
+    let mut ids = Scrub::new();
+    for (_, id) in crate::control::ids(&cronctl(None, &socket, &["list", "--json"])) {
+        ids = ids.replace(id, "0123456789ab");
+    }
+    let golden = crate::control::scrubbed_show(&ids.apply(&before), &words);
+    assert_golden("cronctl-show-history.txt", &golden);
+    let unknown = stdout(&cronctl(None, &socket, &["show", &system]));
+    assert!(
+        unknown
+            .contains("  not run: user-unknown: user nosuchuser-hrs unknown (no passwd entry)\n"),
+        "{unknown}"
+    );
+    // Stopped and started again on the same state directory and store: the daemon remembers
+    // no run of the entry, the history has them all.
+    crond.stop();
+    let crond = Crond::start_fast(&tree, 2, start, 1, &[]);
+    crond.wait_for_log("2 entries loaded", 10);
+    let after = stdout(&cronctl(None, &socket, &["show", "spool/root:1"]));
+    assert_eq!(last_runs_part(&after), last_runs_part(&before));
+    assert_eq!(last_runs_part(&after).lines().count(), 5, "{after}");
+    let json = stdout(&cronctl(None, &socket, &["show", "--json", "spool/root:1"]));
+    let object: Value = serde_json::from_str(json.trim_end()).expect("one object");
+    assert_eq!(
+        object["runs"],
+        serde_json::json!([]),
+        "none since this load"
+    );
+    let results: Vec<&str> = (object["history"].as_array().unwrap().iter())
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["ok", "exit 3"]);
+    assert_eq!(object["history_error"], Value::Null);
+}
+
+#[test]
+fn root_cronctl_show_without_a_history_lists_the_daemons_last_runs_and_says_why() {
+    require_root();
+    let tree = Tree::new();
+    tree.user_crontab("root", "0 0 1 1 * exit 3\n", 0o600, "root");
+    let crond = Crond::start(&tree, 1, &["--history", "off"]);
+    crond.wait_for_log(" loaded from ", 10);
+    let socket = socket_of(&tree);
+    let o = cronctl(None, &socket, &["run", "--wait", "spool/root:1"]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    let shown = stdout(&cronctl(None, &socket, &["show", "spool/root:1"]));
+    let part = last_runs_part(&shown);
+    let lines: Vec<&str> = part.lines().skip(1).collect();
+    assert_eq!(
+        lines[..2],
+        [
+            "Last runs (newest first, since crond loaded the entry):",
+            "  (not from the run history: the daemon keeps no history (crond --history off))",
+        ],
+        "{shown}"
+    );
+    assert!(lines[2].contains("exit 3"), "{shown}");
+    let json = stdout(&cronctl(None, &socket, &["show", "--json", "spool/root:1"]));
+    let object: Value = serde_json::from_str(json.trim_end()).expect("one object");
+    assert_eq!(object["history"], Value::Null);
+    assert_eq!(
+        object["history_error"],
+        "the daemon keeps no history (crond --history off)"
+    );
+    assert_eq!(object["runs"][0]["exit"], 3);
 }

@@ -332,7 +332,7 @@ impl Table<'_> {
 }
 
 /// `-- 12 outcomes not recorded: WHY --`.
-fn gap_line(g: &Gap) -> String {
+pub(crate) fn gap_line(g: &Gap) -> String {
     let why = printable(g.why.as_bytes());
     match g.lost {
         0 => format!("-- outcomes not recorded: {why} --"),
@@ -473,7 +473,7 @@ fn rfc3339_ms(ms: i64, zone: &Zone) -> String {
 /// Bytes as text for a terminal: not UTF-8 as U+FFFD, control characters as `\xNN`,
 /// bidirectional and invisible format characters as `\u{NNNN}` (as `cronctl list` shows a
 /// crontab's text).
-fn printable(bytes: &[u8]) -> String {
+pub(crate) fn printable(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for c in String::from_utf8_lossy(bytes).chars() {
         if c.is_control() {

@@ -83,9 +83,10 @@ pub(super) struct Scheduler {
     written_handled: Option<UtcMinute>,
     /// SIGTERM or SIGINT came: no run starts any more.
     stopped: bool,
-    /// Each running job child's run, and whether it was its entry's first since the load: a
-    /// child that exits `job::NOT_STARTED` gives it back (bounded by the running children).
-    in_flight: HashMap<Pid, (Run, bool)>,
+    /// Each running job child's run, whether it was its entry's first since the load, and its
+    /// entry's id (what the metrics label its end with): a child that exits `job::NOT_STARTED`
+    /// gives its run back (bounded by the running children).
+    in_flight: HashMap<Pid, (Run, bool, String)>,
     /// The entries' ids and the catch-ups queued, for the runs' records.
     slots: slots::Slots,
 }
@@ -230,7 +231,9 @@ impl Scheduler {
         fx: &mut dyn Effects,
     ) {
         if let crate::history::Result::NotRun { reason, words } = &outcome.result {
-            self.metrics.not_run(entry, *reason);
+            let loaded = entry.filter(|&e| self.cycle.get(e).is_some());
+            self.metrics
+                .not_run(loaded.map(|e| (e, outcome.entry.as_str())), *reason);
             // Among the entry's last runs too: `cronctl list` and `show` say why it did not run.
             if let Some(entry) = entry.filter(|&e| self.cycle.get(e).is_some()) {
                 let said = Said::NotStarted {
@@ -257,8 +260,25 @@ impl Scheduler {
             .first()
             .and_then(|&id| self.cycle.get(id))
             .map(|(_, _, job, _)| job.owner.tab.clone());
-        if let Some(tab) = tab {
-            self.slots.loaded(tab, file);
+        let Some(tab) = tab else {
+            return;
+        };
+        // A kept entry's id can change with its file (an identical line above it gone): the
+        // entries with a series in the metrics take their id again now, the others when a run
+        // of theirs needs it.
+        let shown: Vec<EntryId> = (file.iter().copied())
+            .filter(|&id| self.metrics.has_series(id))
+            .collect();
+        self.slots.loaded(tab.clone(), file);
+        if shown.is_empty() {
+            return;
+        }
+        self.slots.name_pending(&tab, &self.cycle);
+        for entry in shown {
+            if let Some(named) = slots::named_in(&self.cycle, Some(entry)) {
+                let id = self.slots.id(Some(entry), named.2, Some(named));
+                self.metrics.rename(entry, &id);
+            }
         }
     }
 
@@ -494,7 +514,7 @@ impl Scheduler {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
-                self.in_flight.insert(pid, (run.clone(), first));
+                self.in_flight.insert(pid, (run.clone(), first, facts.id));
                 Some(pid)
             }
             Err(e) => {
@@ -539,7 +559,7 @@ impl Scheduler {
         };
         let launched = self.in_flight.remove(&pid);
         if exit == Exit::Code(crate::job::NOT_STARTED) {
-            if let Some((run, first)) = launched {
+            if let Some((run, first, _)) = launched {
                 self.not_started(run, first, now.as_millisecond(), fx);
                 // A run that waited for this one (CRON_OVERLAP=queue) goes on waiting: the
                 // one put back starts first and it follows.
@@ -559,11 +579,15 @@ impl Scheduler {
         };
         let now_ms = now.as_millisecond();
         let duration_ms = now_ms - ended.started_ms;
+        // The metrics label the entry with the id its run was recorded under; an entry removed
+        // while its job ran has no series (its key never names another entry).
+        let named = (ended.entry.filter(|&e| self.cycle.get(e).is_some()))
+            .zip(launched.as_ref().map(|(_, _, id)| id.as_str()));
         self.metrics
-            .ended(ended.entry, outcome, duration_ms, now.as_second());
+            .ended(named, outcome, duration_ms, now.as_second());
         match &said {
-            Some(Said::NotStarted { why, .. }) => self.metrics.not_run(ended.entry, *why),
-            Some(Said::Ended { end, .. }) => self.metrics.set_status(ended.entry, end.status()),
+            Some(Said::NotStarted { why, .. }) => self.metrics.not_run(named, *why),
+            Some(Said::Ended { end, .. }) => self.metrics.set_status(named, end.status()),
             Some(Said::Started { .. }) | None => {}
         }
         // Only for an entry still loaded: a removed one's record would stay for good.
@@ -1372,6 +1396,93 @@ mod tests {
             .collect();
         assert_eq!(stopping.len(), 1, "{:?}", fx.records);
         assert_eq!(stopping[0].entry, listed[1]);
+        // The metrics name the skipped entry by the id its record has, and where it is.
+        let metrics = s.render_metrics(true);
+        let series = format!(
+            "crond_last_status{{entry=\"{}\",place=\"crontabs/alice:2\"}} -1\n",
+            listed[0]
+        );
+        assert!(metrics.contains(&series), "{series} in {metrics}");
+    }
+
+    #[test]
+    fn an_entry_removed_while_its_job_runs_leaves_no_series_and_its_end_is_still_counted() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "0 0 1 1 * yearly\n", &mut fx);
+        let id = listed_ids(&s)[0].0;
+        let Some(Launched::Started(pid)) = s.run_now(id, "root", None, clock.now(), &mut fx) else {
+            panic!("{:?}", fx.lines)
+        };
+        let mut gone = change_of("");
+        gone.remove = vec![id];
+        s.apply(gone, clock.now().as_millisecond(), &mut fx);
+        let said = Said::Ended {
+            end: crate::job::report::End::Exited(0),
+            duration_ms: 10,
+        };
+        s.on_reaped(pid, Exit::Code(0), Some(said), clock.now(), &mut fx);
+        assert!(!s.metrics.has_series(id));
+        let metrics = s.render_metrics(true);
+        assert!(
+            metrics.contains("crond_run_duration_seconds_count 1\n"),
+            "{metrics}"
+        );
+    }
+
+    #[test]
+    fn the_metrics_label_an_entry_with_lists_id_and_follow_it_when_a_reload_changes_it() {
+        use crate::daemon::handoff::NewEntry;
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "0 0 1 1 * same\n0 0 1 1 * same\n", &mut fx);
+        let listed = listed_ids(&s);
+        let [(first, _), (second, second_id)] = &listed[..] else {
+            panic!("{listed:?}")
+        };
+        let Some(Launched::Started(pid)) = s.run_now(*second, "root", None, clock.now(), &mut fx)
+        else {
+            panic!("{:?}", fx.lines)
+        };
+        clock.advance_ms(1_000);
+        let said = Said::Ended {
+            end: crate::job::report::End::Exited(0),
+            duration_ms: 990,
+        };
+        s.on_reaped(pid, Exit::Code(0), Some(said), clock.now(), &mut fx);
+        let labels =
+            |id: &str, line: u32| format!("{{entry=\"{id}\",place=\"crontabs/alice:{line}\"}}");
+        let metrics = s.render_metrics(true);
+        for series in [
+            format!("crond_last_status{} 0\n", labels(second_id, 2)),
+            format!(
+                "crond_last_success_timestamp_seconds{} {}\n",
+                labels(second_id, 2),
+                clock.now().as_second()
+            ),
+        ] {
+            assert!(metrics.contains(&series), "{series} in {metrics}");
+        }
+        assert_eq!(metrics.matches("entry=").count(), 2, "{metrics}");
+        // The line above it goes: the one left is the first of its kind, with another id, and
+        // its series say the id `cronctl list` shows now.
+        let mut reload = change_of("0 0 1 1 * same\n");
+        let Some(NewEntry::Periodic { job, .. }) = reload.add.pop() else {
+            panic!("{reload:?}")
+        };
+        reload.rebind = vec![(*second, job)];
+        reload.remove = vec![*first];
+        s.apply(reload, clock.now().as_millisecond(), &mut fx);
+        s.name_entries([*second].into_iter());
+        let [(kept, kept_id)] = &listed_ids(&s)[..] else {
+            panic!()
+        };
+        assert_eq!(kept, second);
+        assert_ne!(kept_id, second_id);
+        let metrics = s.render_metrics(true);
+        let series = format!("crond_last_status{} 0\n", labels(kept_id, 1));
+        assert!(metrics.contains(&series), "{series} in {metrics}");
+        assert!(!metrics.contains(second_id.as_str()), "{metrics}");
     }
 
     #[test]
