@@ -141,6 +141,8 @@ def one_way(work, bins, stamp, entries, conninfo, hosts, pam, kill_after=None):
         d.terminate()
     for d in daemons:
         d.wait()
+    # The minute's runs only (with --kill-after the count goes on into the next minute).
+    per_host = [[(t, k) for t, k in rows if float(t) < boundary + 60] for rows in per_host]
     ks = [k for rows in per_host for _, k in rows]
     times = [float(t) for rows in per_host for t, _ in rows]
     not_run = entries - len(set(ks))

@@ -289,6 +289,10 @@ impl<W: World, F: Effects> Daemon<W, F> {
         for granted in link.on_readable(now_ms, zone, &mut self.reactor.fx) {
             self.launch_granted(granted, now_ms);
         }
+        if let Some(link) = &mut self.cluster {
+            let zone = self.scheduler.local_zone();
+            link.flush_queued(now_ms, zone, &mut self.reactor.fx);
+        }
     }
 
     /// The control socket: its requests answered from the scheduler's entries in the sources'
@@ -494,6 +498,10 @@ impl<W: World, F: Effects> Daemon<W, F> {
                         Claim::Local(run) => run,
                         Claim::Granted(granted) => {
                             self.launch_granted(granted, now_ms);
+                            if let Some(link) = &mut self.cluster {
+                                let zone = self.scheduler.local_zone();
+                                link.flush_queued(now_ms, zone, &mut self.reactor.fx);
+                            }
                             continue;
                         }
                         Claim::Taken => continue,
@@ -534,8 +542,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
             .scheduler
             .launch(granted.run, now_ms, &mut self.reactor.fx);
         if let Some(link) = &mut self.cluster {
-            let zone = self.scheduler.local_zone();
-            link.launched(granted.key, launched, now_ms, zone, &mut self.reactor.fx);
+            link.launched(granted.key, launched);
         }
     }
 

@@ -35,8 +35,8 @@ pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 pub const FORK_WAIT: Duration = Duration::from_secs(10);
 
 /// The fewest runs one start statement marks while more wait (unless fewer wait): the window
-/// refills in a few statements, not one per fork.
-const MIN_START_BATCH: usize = 16;
+/// refills in halves, one statement while the daemon forks the other half.
+const MIN_START_BATCH: usize = START_WINDOW / 2;
 
 /// How often the history is pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);

@@ -285,17 +285,11 @@ impl ClusterLink {
     }
 
     /// What became of a granted run the scheduler was given: started (its `END` goes back when
-    /// it is reaped), skipped or left waiting: the helper is told (`FORKED`), so that it marks
-    /// more runs started; its fork failed: it waits in the queue, marked so that it is not
-    /// claimed again, and is told when it forks.
-    pub(super) fn launched(
-        &mut self,
-        key: RunKey,
-        launched: Launched,
-        now_ms: i64,
-        zone: &Zone,
-        fx: &mut dyn Effects,
-    ) {
+    /// it is reaped), skipped or left waiting: the helper is told (`FORKED`, queued: the
+    /// caller flushes once for all the runs of its turn, [`ClusterLink::flush_queued`]), so
+    /// that it marks more runs started; its fork failed: it waits in the queue, marked so that
+    /// it is not claimed again, and is told when it forks.
+    pub(super) fn launched(&mut self, key: RunKey, launched: Launched) {
         match launched {
             Launched::Started(pid) => {
                 self.started.insert(pid.0, key.clone());
@@ -308,7 +302,19 @@ impl ClusterLink {
                 return;
             }
         }
-        if let Err(e) = self.send(&ToHelper::Forked { key }) {
+        if let Some(helper) = self.helper.as_mut() {
+            helper
+                .pump
+                .queue(ToHelper::Forked { key }.encode().as_bytes());
+        }
+    }
+
+    /// Writes what waits for the helper (the `FORKED` lines of a turn's runs).
+    pub(super) fn flush_queued(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
+        let Some(helper) = self.helper.as_mut() else {
+            return;
+        };
+        if let Err(e) = flush(helper) {
             self.helper_lost(&e, now_ms, zone, fx);
         }
     }
@@ -696,7 +702,8 @@ mod tests {
             entry: back.job.entry,
             due,
         };
-        link.launched(key, failed, now_ms, &zone, &mut fx);
+        link.launched(key, failed);
+        link.flush_queued(now_ms, &zone, &mut fx);
         let again = link.claim(back, Some(EntryKey(42)), now_ms, &zone, &mut fx);
         let Claim::Granted(granted) = again else {
             panic!("{again:?}")
@@ -704,13 +711,8 @@ mod tests {
         // Started: the helper is told at once (it marks more runs started), and its END goes
         // to the helper when it is reaped.
         let key_words = granted.key.minute.to_string();
-        link.launched(
-            granted.key,
-            Launched::Started(Pid(4242)),
-            now_ms,
-            &zone,
-            &mut fx,
-        );
+        link.launched(granted.key, Launched::Started(Pid(4242)));
+        link.flush_queued(now_ms, &zone, &mut fx);
         let forked = helper_reads(&mut fx);
         assert!(
             forked.starts_with(&format!("FORKED {key_words} ")),
