@@ -42,6 +42,9 @@ use crate::types::Pid;
 /// Jobs started between two looks at signals and events.
 const START_BATCH: usize = 64;
 
+/// How many granted cluster runs are forked between two writes of their `FORKED` lines.
+const FORKED_EVERY: usize = 16;
+
 /// What the loop polls, as the tokens of its descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Token {
@@ -286,12 +289,18 @@ impl<W: World, F: Effects> Daemon<W, F> {
             return;
         };
         let zone = self.scheduler.local_zone();
-        for granted in link.on_readable(now_ms, zone, &mut self.reactor.fx) {
+        let granted = link.on_readable(now_ms, zone, &mut self.reactor.fx);
+        let count = granted.len();
+        for (n, granted) in granted.into_iter().enumerate() {
             self.launch_granted(granted, now_ms);
-        }
-        if let Some(link) = &mut self.cluster {
-            let zone = self.scheduler.local_zone();
-            link.flush_queued(now_ms, zone, &mut self.reactor.fx);
+            // The helper hears of the forks a few at a time, so that it marks the next runs
+            // started while these fork.
+            if (n + 1) % FORKED_EVERY == 0 || n + 1 == count {
+                if let Some(link) = &mut self.cluster {
+                    let zone = self.scheduler.local_zone();
+                    link.flush_queued(now_ms, zone, &mut self.reactor.fx);
+                }
+            }
         }
     }
 
