@@ -295,11 +295,11 @@ impl<W: World, F: Effects> Daemon<W, F> {
             self.launch_granted(granted, now_ms);
             // The helper hears of the forks a few at a time, so that it marks the next runs
             // started while these fork.
-            if (n + 1) % FORKED_EVERY == 0 || n + 1 == count {
-                if let Some(link) = &mut self.cluster {
-                    let zone = self.scheduler.local_zone();
-                    link.flush_queued(now_ms, zone, &mut self.reactor.fx);
-                }
+            if ((n + 1) % FORKED_EVERY == 0 || n + 1 == count)
+                && let Some(link) = &mut self.cluster
+            {
+                let zone = self.scheduler.local_zone();
+                link.flush_queued(now_ms, zone, &mut self.reactor.fx);
             }
         }
     }
