@@ -483,90 +483,48 @@ mod tests {
     #[test]
     fn cluster_rows_read_back_as_outcomes_of_the_entry_and_unended_runs_are_left_out() {
         let like = record(1, 60, "a", ran(0)).outcome;
-        let row = |cells: [Option<&str>; 17]| cells.iter().map(|c| c.map(String::from)).collect();
+        // A row of `sql::ENTRY_RUNS`: the cells given by their column, NULL elsewhere.
+        let row = |given: &[(usize, &str)]| {
+            let mut cells = vec![None; 17];
+            for &(i, text) in given {
+                cells[i] = Some(text.to_string());
+            }
+            cells
+        };
         let rows = Rows {
             columns: Vec::new(),
             affected: 4,
             rows: vec![
                 // Recorded by the writer of host b.
-                row([
-                    Some("120"),
-                    Some("b"),
-                    Some("catch-up"),
-                    Some("120500"),
-                    Some("121500"),
-                    None,
-                    Some("9"),
-                    Some("-9"),
-                    Some("t"),
-                    Some("10"),
-                    Some("20"),
-                    Some("30"),
-                    Some("40"),
-                    Some("failed"),
-                    Some("the MTA exited 75"),
-                    None,
-                    None,
+                row(&[
+                    (0, "120"),
+                    (1, "b"),
+                    (2, "catch-up"),
+                    (3, "120500"),
+                    (4, "121500"),
+                    (6, "9"),
+                    (7, "-9"),
+                    (8, "t"),
+                    (9, "10"),
+                    (10, "20"),
+                    (11, "30"),
+                    (12, "40"),
+                    (13, "failed"),
+                    (14, "the MTA exited 75"),
                 ]),
                 // Only the helper's end: the status alone (2: timed out).
-                row([
-                    Some("180"),
-                    Some("c"),
-                    None,
-                    Some("180100"),
-                    Some("180900"),
-                    None,
-                    None,
-                    Some("2"),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                ]),
+                row(&[(0, "180"), (1, "c"), (3, "180100"), (4, "180900"), (7, "2")]),
                 // Started on d and not ended yet: no outcome.
-                row([
-                    Some("240"),
-                    Some("d"),
-                    None,
-                    Some("240100"),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                ]),
+                row(&[(0, "240"), (1, "d"), (3, "240100")]),
                 // Granted, then refused by PAM on host e.
-                row([
-                    Some("300"),
-                    Some("e"),
-                    Some("schedule"),
-                    Some("300100"),
-                    None,
-                    None,
-                    None,
-                    Some("1"),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    Some("refused"),
-                    Some("account expired"),
+                row(&[
+                    (0, "300"),
+                    (1, "e"),
+                    (2, "schedule"),
+                    (3, "300100"),
+                    (7, "1"),
+                    (15, "refused"),
+                    (16, "account expired"),
                 ]),
             ],
         };
