@@ -58,7 +58,7 @@ pub enum Missed {
     Once,
 }
 
-/// The extensions in force for an entry: 8 bytes, held once per assignment (in the
+/// The extensions in force for an entry: 16 bytes, held once per assignment (in the
 /// environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Policy {
@@ -66,6 +66,9 @@ pub struct Policy {
     pub missed: Missed,
     /// `CRON_TIMEOUT` in seconds; `None`: no limit.
     pub timeout_s: Option<u32>,
+    /// `CRON_LATE` in seconds: a scheduled run that would start later than this after its
+    /// time is not started; `None`: no limit.
+    pub late_s: Option<u32>,
     /// `CRON_CLUSTER` is set (its name is the environment's value): runs are claimed first.
     pub clustered: bool,
 }
@@ -88,7 +91,12 @@ pub const KILL_AFTER_S: u32 = 10;
 pub fn is_policy_name(name: &[u8]) -> bool {
     matches!(
         name,
-        b"CRON_OVERLAP" | b"CRON_MISSED" | b"CRON_TIMEOUT" | b"CRON_CLUSTER" | b"CRON_ID"
+        b"CRON_OVERLAP"
+            | b"CRON_MISSED"
+            | b"CRON_TIMEOUT"
+            | b"CRON_LATE"
+            | b"CRON_CLUSTER"
+            | b"CRON_ID"
     )
 }
 
@@ -98,6 +106,7 @@ pub enum PolicyError {
     Overlap(String),
     Missed(String),
     Timeout(DurationError),
+    Late(DurationError),
     Cluster(String),
     Id(String),
 }
@@ -116,6 +125,7 @@ impl fmt::Display for PolicyError {
                 text.escape_debug()
             ),
             PolicyError::Timeout(e) => write!(f, "CRON_TIMEOUT: {e}"),
+            PolicyError::Late(e) => write!(f, "CRON_LATE: {e}"),
             PolicyError::Cluster(text) => write!(
                 f,
                 "CRON_CLUSTER must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' \
@@ -166,6 +176,12 @@ impl Policy {
                     _ => Some(parse_duration(text).map_err(PolicyError::Timeout)?),
                 }
             }
+            b"CRON_LATE" => {
+                policy.late_s = match text {
+                    "" | "0" => None,
+                    _ => Some(parse_duration(text).map_err(PolicyError::Late)?),
+                }
+            }
             b"CRON_CLUSTER" => {
                 if !value.is_empty() && !is_cluster_name(value) {
                     return Err(PolicyError::Cluster(text.to_string()));
@@ -202,6 +218,9 @@ impl fmt::Display for Policy {
         if let Some(s) = self.timeout_s {
             parts.push(format!("timeout={}", Duration(s)));
         }
+        if let Some(s) = self.late_s {
+            parts.push(format!("late={}", Duration(s)));
+        }
         if self.clustered {
             parts.push("cluster".to_string());
         }
@@ -226,6 +245,7 @@ mod tests {
                 overlap: Overlap::Skip,
                 missed: Missed::Once,
                 timeout_s: Some(90),
+                late_s: None,
                 clustered: false,
             }
         );
@@ -260,6 +280,20 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("CRON_TIMEOUT: 'soon' is not a duration")
+        );
+        let late = p.with(b"CRON_LATE", b"2m").unwrap();
+        assert_eq!(late.late_s, Some(120));
+        assert_eq!(
+            late.to_string(),
+            "overlap=skip missed=once timeout=1m30s late=2m"
+        );
+        assert!(late.with(b"CRON_LATE", b"0").unwrap().late_s.is_none());
+        assert!(late.with(b"CRON_LATE", b"").unwrap().late_s.is_none());
+        assert!(
+            p.with(b"CRON_LATE", b"367d")
+                .unwrap_err()
+                .to_string()
+                .starts_with("CRON_LATE: ")
         );
     }
 }

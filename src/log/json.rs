@@ -73,6 +73,7 @@ pub const EVENTS: &[&str] = &[
     "TIMEOUT",
     "SKIP",
     "WAIT",
+    "LATE",
     "RUN",
     "MISSED",
     "CLUSTER",

@@ -231,6 +231,13 @@ pub fn skip_line(user: &[u8], command: &[u8], since: &str, also_waiting: bool) -
     LogLine::new(user, "SKIP", printable(command)).with_note(note)
 }
 
+/// `CRON_LATE`: `(user) LATE (command) due at HH:MM, 2m10s late: not started`.
+pub fn late_line(user: &[u8], command: &[u8], due: &str, late: &str) -> LogLine {
+    LogLine::new(user, "LATE", printable(command)).with_note(format!(
+        "due at {due}, {late} late: not started (CRON_LATE)"
+    ))
+}
+
 /// `CRON_OVERLAP=queue`: `(user) WAIT (command) still running since HH:MM: starts when it
 /// ends`.
 pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {

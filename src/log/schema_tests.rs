@@ -44,6 +44,10 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ),
         ("wait_line", m::wait_line(b"alice", b"sleep 99", "10:00")),
         (
+            "late_line",
+            m::late_line(b"alice", b"sleep 99", "10:00", "2m10s"),
+        ),
+        (
             "run_now_line",
             m::run_now_line(b"alice", b"date", "crontabs/alice:3", "root (uid 0, pid 7)"),
         ),

@@ -216,6 +216,43 @@ fn root_a_slot_skipped_for_an_overlap_is_recorded_with_its_scheduled_minute() {
     assert!(words.contains("10:01"), "{words}");
 }
 
+#[test]
+fn root_a_queued_run_released_later_than_cron_late_is_recorded_late_and_not_started() {
+    require_root();
+    let tree = Tree::new();
+    let ends = tree.out("ends");
+    let command = format!("sleep 8; echo end >> {}", ends.display());
+    let text = format!("CRON_OVERLAP=queue\nCRON_LATE=10s\n* * * * * root {command}\n");
+    tree.write_file(&tree.system_crontab(), &text, 0o644);
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:00:55", &[]);
+    // 10:01's run ends near 10:02:20 (8 s of real time); 10:02's run waited for it, and
+    // would start 20 s after its time: past CRON_LATE.
+    let late = crond.wait_for_log(&format!("(root) LATE ({command})"), 30);
+    assert!(
+        late.contains(" due at 10:02, ") && late.ends_with(" late: not started (CRON_LATE)"),
+        "{late}"
+    );
+    let socket = socket_of(&tree);
+    let rows = history(None, &socket, &["--failed"], 1);
+    let row = &rows[0];
+    assert_eq!(row["status"], "not-run", "{row}");
+    assert_eq!(row["reason"], "late", "{row}");
+    assert_eq!(row["slot"], "2026-11-21T10:02:00+00:00", "{row}");
+    let words = row["words"].as_str().unwrap();
+    assert!(
+        words.starts_with("would have started ")
+            && words.ends_with(" after its time (CRON_LATE=10s)"),
+        "{words}"
+    );
+    // Only 10:01's run started, and ended.
+    crate::support::daemon::wait_for_file(&ends, 10);
+    let started = crond
+        .log_text()
+        .matches(&format!("(root) CMD ({command})"))
+        .count();
+    assert_eq!(started, 1, "{}", crond.log_text());
+}
+
 /// How many outcomes the store holds of each slot, in the slots' order.
 fn per_slot(store: &Path) -> Vec<usize> {
     if !store.exists() {
@@ -542,6 +579,9 @@ fn root_cronctl_show_without_a_history_lists_the_daemons_last_runs_and_says_why(
     let socket = socket_of(&tree);
     let o = cronctl(None, &socket, &["run", "--wait", "spool/root:1"]);
     assert_eq!(o.status.code(), Some(3), "{o:?}");
+    // The daemon keeps the run once it has reaped its job child, a moment after `--wait`
+    // has the job's end.
+    crond.wait_for_no_children(10);
     let shown = stdout(&cronctl(None, &socket, &["show", "spool/root:1"]));
     let part = last_runs_part(&shown);
     let lines: Vec<&str> = part.lines().skip(1).collect();

@@ -23,7 +23,7 @@ use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::scheduler::running::{Admit, Running};
 use crate::cluster::entry_id::entry_key;
 use crate::cluster::wire::Loaded;
-use crate::crontab::policy::{Missed, Overlap};
+use crate::crontab::policy::{Duration, Missed, Overlap};
 use crate::database::entries::JobSpec;
 use crate::history::{Reason, Trigger};
 use crate::job::report::Said;
@@ -89,6 +89,10 @@ pub(super) struct Scheduler {
     in_flight: HashMap<Pid, (Run, bool, String)>,
     /// The entries' ids and the catch-ups queued, for the runs' records.
     slots: slots::Slots,
+    /// The due minute and start time of each run waiting for its entry's running one
+    /// (`CRON_OVERLAP=queue`, one an entry at most): its slot and its `CRON_LATE` count from
+    /// them.
+    queued_at: HashMap<EntryId, (UtcMinute, i64)>,
 }
 
 impl Scheduler {
@@ -108,6 +112,7 @@ impl Scheduler {
             written_handled: None,
             stopped: false,
             in_flight: HashMap::new(),
+            queued_at: HashMap::new(),
             slots: slots::Slots::default(),
         }
     }
@@ -194,6 +199,7 @@ impl Scheduler {
         self.slots.forget(id);
         self.once.remove(&id);
         self.last.remove(&id);
+        self.queued_at.remove(&id);
         self.cycle.remove(id)
     }
 
@@ -423,6 +429,9 @@ impl Scheduler {
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Launched {
+        if !manual && self.too_late(&run, now_ms, fx) {
+            return Launched::Skipped;
+        }
         if let Some(held) = self.admit(&run, manual, now_ms, fx) {
             return held;
         }
@@ -479,6 +488,9 @@ impl Scheduler {
                 (line, Launched::Skipped)
             }
             Admit::Wait { since_ms } => {
+                if let Some(entry) = entry.filter(|_| !manual) {
+                    self.queued_at.insert(entry, (run.due, run.start_ms));
+                }
                 let since = clock::time(self.cycle.local_zone(), since_ms);
                 let line = messages::wait_line(job.user(), job.command(), &since);
                 (line, Launched::Waiting)
@@ -600,25 +612,74 @@ impl Scheduler {
             };
             self.remember(entry, last);
         }
-        let Some(waiting) = ended.waiting.filter(|_| !self.stopped) else {
-            return Reaped::Ended;
-        };
-        let minute = UtcMinute::containing(now.as_second());
+        match ended.waiting.filter(|_| !self.stopped) {
+            Some(waiting) => self.start_waiting(ended.entry, waiting, now, fx),
+            None => Reaped::Ended,
+        }
+    }
+
+    /// The run of `entry` that waited for the one just ended (`CRON_OVERLAP=queue`): started
+    /// now, unless later than its `CRON_LATE` after its time; one that can't be forked joins
+    /// the queue, first in line.
+    fn start_waiting(
+        &mut self,
+        entry: Option<EntryId>,
+        waiting: JobSpec,
+        now: Timestamp,
+        fx: &mut dyn Effects,
+    ) -> Reaped {
+        let (minute, now_ms) = (UtcMinute::containing(now.as_second()), now.as_millisecond());
+        let (due, start_ms) = entry
+            .and_then(|e| self.queued_at.remove(&e))
+            .unwrap_or((minute, now_ms));
         let run = Run {
             job: Due {
-                entry: ended.entry,
+                entry,
                 job: waiting,
             },
-            due: minute,
+            due,
             postponed: 0,
-            start_ms: now_ms,
+            start_ms,
         };
-        if self.start(&run, None, false, now_ms, fx).is_some() {
+        if self.too_late(&run, now_ms, fx) || self.start(&run, None, false, now_ms, fx).is_some() {
             return Reaped::Ended;
         }
-        // Not forked: it joins the queue, first in line.
         self.cycle.queue_run(run.job.entry, run.job.job, minute);
         Reaped::Requeued
+    }
+
+    /// Whether `run`, a scheduled one, would start later after its time (its minute, and its
+    /// `RANDOM_DELAY`) than its entry's `CRON_LATE`: then it is not started, but logged and
+    /// recorded as late.
+    fn too_late(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> bool {
+        let (entry, job) = (run.job.entry, &run.job.job);
+        let Some(limit_s) = job.env().policy().late_s.filter(|_| entry.is_some()) else {
+            return false;
+        };
+        let late_ms = now_ms - run.start_ms;
+        if late_ms <= i64::from(limit_s) * 1000 {
+            return false;
+        }
+        let (late, limit) = (
+            Duration((late_ms / 1000).clamp(0, i64::from(u32::MAX)) as u32),
+            Duration(limit_s),
+        );
+        let words = format!("would have started {late} after its time (CRON_LATE={limit})");
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let named = slots::named_in(&self.cycle, entry);
+        let facts = self.slots.facts((entry, job, named), run.due, false);
+        let outcome = self.slots.not_run(
+            (entry, job, named),
+            (facts.trigger, facts.slot),
+            (Reason::Late, words),
+            now_ms,
+        );
+        self.record(entry, outcome, fx);
+        let due = clock::time(self.cycle.local_zone(), run.start_ms);
+        let line = messages::late_line(job.user(), job.command(), &due, &late.to_string());
+        let fields = self.log_fields(entry, job);
+        fx.info(line.with_job(fields));
+        true
     }
 
     /// One more of the entry's last runs, the oldest let go past [`MAX_RECENT`].
@@ -1285,6 +1346,71 @@ mod tests {
             Reaped::NotOurs
         );
         assert!(s.render_metrics(false).contains("crond_runs_total 2"));
+    }
+
+    #[test]
+    fn a_run_that_would_start_later_than_cron_late_after_its_time_is_recorded_late_not_started() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "CRON_OVERLAP=queue\nCRON_LATE=90s\n* * * * * sleep\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        // 10:02's run waits for 10:01's; 10:01's ends at 10:03:40, 100 s after 10:02.
+        clock.advance_ms(60_000);
+        assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Waiting]);
+        clock.advance_ms(60_000);
+        assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Skipped]);
+        fx.records.clear();
+        clock.advance_ms(40_000);
+        s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx);
+        assert_eq!(s.running_len(), 0, "10:02's run did not start");
+        let [late] = &fx.records[..] else {
+            panic!("{:?}", fx.records)
+        };
+        let slot_1002 = UtcMinute::containing(clock.now().as_second() - 100).start_second();
+        assert_eq!(
+            late.slot,
+            Some(slot_1002),
+            "its slot is the minute it was due"
+        );
+        let crate::history::Result::NotRun { reason, words } = &late.result else {
+            panic!("{late:?}")
+        };
+        assert_eq!(*reason, Reason::Late);
+        assert_eq!(
+            words,
+            "would have started 1m40s after its time (CRON_LATE=1m30s)"
+        );
+        let said = "(alice) LATE (sleep) due at 10:02, 1m40s late: not started (CRON_LATE)";
+        assert_eq!(fx.logged(said).len(), 1, "{:?}", fx.lines);
+        assert!(
+            s.render_metrics(false)
+                .contains("crond_not_run_total{reason=\"late\"} 1\n")
+        );
+        // A run that comes up in time starts.
+        clock.advance_ms(20_000);
+        assert!(matches!(
+            minute(&mut s, &clock, &mut fx)[..],
+            [Launched::Started(_)]
+        ));
+        // The same wait within the limit: the queued run starts when the running one ends.
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "CRON_OVERLAP=queue\nCRON_LATE=2m\n* * * * * sleep\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        clock.advance_ms(60_000);
+        assert_eq!(minute(&mut s, &clock, &mut fx), [Launched::Waiting]);
+        clock.advance_ms(100_000);
+        s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx);
+        assert_eq!(s.running_len(), 1, "started within CRON_LATE");
+        assert!(fx.logged("LATE").is_empty());
     }
 
     #[test]
