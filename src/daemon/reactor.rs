@@ -171,7 +171,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
         if self.scheduler.clock_moved(now) {
             self.on_minute(now, Wake::ClockMoved);
         }
-        self.scheduler.every_due(now.as_millisecond());
+        self.scheduler
+            .every_due(now.as_millisecond(), &mut self.reactor.fx);
         self.start_due(now);
     }
 
@@ -491,6 +492,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
     /// waits a second.
     fn start_due(&mut self, now: Timestamp) {
         let now_ms = now.as_millisecond();
+        self.gave_up(now_ms);
         for _ in 0..START_BATCH {
             let Some(run) = self.scheduler.next_to_start(now_ms) else {
                 break;
@@ -524,6 +526,19 @@ impl<W: World, F: Effects> Daemon<W, F> {
         if self.scheduler.has_backlog() {
             // A backlog at the boundary is carried by the timer, armed for the next minute.
             self.arm(now);
+        }
+    }
+
+    /// The cluster runs the scheduler gave up (their forks failed until their entries' next
+    /// runs came), to the cluster link: their claims, granted to this host, are acted on.
+    fn gave_up(&mut self, now_ms: i64) {
+        let gave_up = self.scheduler.take_gave_up();
+        if let Some(link) = self.cluster.as_mut().filter(|_| !gave_up.is_empty()) {
+            for (entry, due) in gave_up {
+                link.given_up(entry, due);
+            }
+            let zone = self.scheduler.local_zone();
+            link.flush_queued(now_ms, zone, &mut self.reactor.fx);
         }
     }
 
@@ -947,6 +962,9 @@ mod tests {
         d.reactor.fx.fail_starts = 1;
         let reaped = Beat::after(5_000).reaped(vec![(pid, Exit::Code(0))]);
         assert_eq!(arms_in(&mut d, reaped), 1);
+        assert_eq!(started(&d), ["sleep"]);
+        // Back first in line, which waits a second as after any failed fork.
+        turn(&mut d, Beat::after(1_000));
         assert_eq!(started(&d), ["sleep"]);
         turn(&mut d, Beat::after(0));
         assert_eq!(started(&d), ["sleep", "sleep"]);

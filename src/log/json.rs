@@ -74,6 +74,7 @@ pub const EVENTS: &[&str] = &[
     "SKIP",
     "WAIT",
     "LATE",
+    "FORK FAILED",
     "RUN",
     "MISSED",
     "CLUSTER",

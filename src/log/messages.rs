@@ -238,6 +238,23 @@ pub fn late_line(user: &[u8], command: &[u8], due: &str, late: &str) -> LogLine 
     ))
 }
 
+/// A run whose start failed (no process could be made for it) until its entry's next run
+/// came: `(user) FORK FAILED (command) due at HH:MM, no process for it in 61 tries until
+/// HH:MM: not started, its next run takes its place`.
+pub fn fork_given_up_line(
+    user: &[u8],
+    command: &[u8],
+    due: &str,
+    tries: u32,
+    until: &str,
+) -> LogLine {
+    let tries = count(tries, "try", "tries");
+    LogLine::new(user, "FORK FAILED", printable(command)).with_note(format!(
+        "due at {due}, no process for it in {tries} until {until}: not started, its next run \
+         takes its place"
+    ))
+}
+
 /// `CRON_OVERLAP=queue`: `(user) WAIT (command) still running since HH:MM: starts when it
 /// ends`.
 pub fn wait_line(user: &[u8], command: &[u8], since: &str) -> LogLine {

@@ -48,6 +48,10 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
             m::late_line(b"alice", b"sleep 99", "10:00", "2m10s"),
         ),
         (
+            "fork_given_up_line",
+            m::fork_given_up_line(b"alice", b"sleep 99", "10:00", 61, "10:01"),
+        ),
+        (
             "run_now_line",
             m::run_now_line(b"alice", b"date", "crontabs/alice:3", "root (uid 0, pid 7)"),
         ),

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use super::ids::IdMap;
 
 use super::agenda::Run;
-use super::queue::{Queue, Queued, RETRY_MS};
+use super::queue::{Queue, Queued};
 use super::{Agenda, EntryId, Movement, UtcMinute};
 use crate::schedule::{Schedule, Zone};
 
@@ -39,6 +39,8 @@ pub fn next_wake(now: UtcMinute, next_due: Option<UtcMinute>, every_minute: bool
 pub struct Due<J> {
     pub entry: Option<EntryId>,
     pub job: J,
+    /// Asked for (`cronctl run`), not due by the entry's schedule: it fills no slot.
+    pub manual: bool,
 }
 
 /// What one wake-up did.
@@ -82,10 +84,15 @@ pub struct Cycle<J> {
     /// ready item ([`Cycle::feed`]); whatever changes an entry or asks what is queued makes
     /// them all items first ([`Cycle::flush`]).
     fresh: VecDeque<Run>,
-    /// How many runs of each entry are queue items.
+    /// How many runs of each entry's schedule are queue items (a run asked for, put back after
+    /// a failed fork, is not counted: it fills no slot, so no run of the schedule merges into
+    /// it).
     queued: IdMap<EntryId, usize>,
     /// The `@every` entries (few: their places in the agenda never fire by the minute).
     every: IdMap<EntryId, Every>,
+    /// Runs given up, not yet taken by the caller ([`Cycle::take_given_up`]): each waited for
+    /// a process until its entry's next run came.
+    given_up: Vec<Queued<Due<J>>>,
     /// The instant `@every` intervals count from (the daemon's start), epoch ms.
     every_base_ms: i64,
 }
@@ -118,6 +125,7 @@ impl<J: Clone> Cycle<J> {
             fresh: VecDeque::new(),
             queued: IdMap::default(),
             every: IdMap::default(),
+            given_up: Vec::new(),
             every_base_ms: handled.0 * 60_000,
         }
     }
@@ -169,6 +177,7 @@ impl<J: Clone> Cycle<J> {
         due.sort();
         if !due.is_empty() {
             self.flush();
+            self.give_up_failed(due.iter().copied());
         }
         let minute = UtcMinute(now_ms.div_euclid(60_000));
         let mut queued = 0;
@@ -182,6 +191,7 @@ impl<J: Clone> Cycle<J> {
             let due = Due {
                 entry: Some(id),
                 job: job.clone(),
+                manual: false,
             };
             self.queue.push(due, minute, now_ms);
             self.queued.insert(id, 1);
@@ -254,19 +264,23 @@ impl<J: Clone> Cycle<J> {
 
     /// Queues a job that belongs to no entry (@reboot) as due in `minute`.
     pub fn queue_now(&mut self, job: J, minute: UtcMinute) {
-        self.queue_run(None, job, minute);
+        self.queue_run(None, job, minute, minute.0 * 60_000);
     }
 
-    /// Queues a run of `entry` (`None`: @reboot) as due in `minute`, to start at once: a run
-    /// that waited for its entry's last run to end (`CRON_OVERLAP=queue`) and could not be
-    /// forked then.
-    pub fn queue_run(&mut self, entry: Option<EntryId>, job: J, minute: UtcMinute) {
+    /// Queues a run of `entry` (`None`: @reboot) due in `minute` that may start at `start_ms`
+    /// (its time, which may be past: it goes behind the runs ready now): a run that waited for
+    /// its entry's last run to end (`CRON_OVERLAP=queue`), which could not start its job.
+    pub fn queue_run(&mut self, entry: Option<EntryId>, job: J, minute: UtcMinute, start_ms: i64) {
         self.flush();
         if let Some(entry) = entry {
             *self.queued.entry(entry).or_insert(0) += 1;
         }
-        self.queue
-            .push(Due { entry, job }, minute, minute.0 * 60_000);
+        let due = Due {
+            entry,
+            job,
+            manual: false,
+        };
+        self.queue.push(due, minute, start_ms);
     }
 
     /// `CRON_MISSED=once`: if the entry had a fire time after minute `after` and before minute
@@ -290,6 +304,7 @@ impl<J: Clone> Cycle<J> {
         let due = Due {
             entry: Some(id),
             job: job.clone(),
+            manual: false,
         };
         let start_ms = now.0 * 60_000 + i64::from(*delay_s) * 1000;
         self.queue.push(due, now, start_ms);
@@ -331,6 +346,9 @@ impl<J: Clone> Cycle<J> {
         // What the last minute did not start is all counted as postponed, so all of it items.
         self.flush();
         let (movement, runs) = self.agenda.advance(now);
+        // An entry's run put back after a failed start gives its place to the entry's run due
+        // now (given up, it is not postponed).
+        self.give_up_failed(runs.iter().map(|run| run.entry));
         // A wake in a minute handled already (the clock set within it) ends no cycle: what
         // waits was counted as postponed when this minute began.
         let postponed = match movement {
@@ -382,6 +400,7 @@ impl<J: Clone> Cycle<J> {
         let due = Due {
             entry: Some(run.entry),
             job: job.clone(),
+            manual: false,
         };
         let start_ms = run.minute.0 * 60_000 + i64::from(*delay_s) * 1000;
         self.queue.push(due, run.minute, start_ms);
@@ -418,7 +437,7 @@ impl<J: Clone> Cycle<J> {
             self.queue.push_ready(ready);
         }
         let next = self.queue.next(now_ms, end_of_minute_ms(now_ms))?;
-        if let Some(entry) = next.job.entry {
+        if let Some(entry) = next.job.entry.filter(|_| !next.job.manual) {
             self.dequeued(entry);
         }
         self.feed();
@@ -435,12 +454,44 @@ impl<J: Clone> Cycle<J> {
     }
 
     /// A job that could not be started after all (the fork failed at `now_ms`): back at the
-    /// head of the line, which waits [`RETRY_MS`] before the next attempt.
+    /// head of the line, which waits [`RETRY_MS`](super::queue::RETRY_MS) before the next
+    /// attempt, with its failure counted. It is retried until it starts; a run of an entry's
+    /// schedule, only until the entry's next run comes: then it is given up
+    /// ([`Cycle::take_given_up`]) and that run takes its place.
     pub fn put_back(&mut self, queued: Queued<Due<J>>, now_ms: i64) {
-        if let Some(entry) = queued.job.entry {
+        if let Some(entry) = queued.job.entry.filter(|_| !queued.job.manual) {
             *self.queued.entry(entry).or_insert(0) += 1;
         }
-        self.queue.put_back(queued, now_ms + RETRY_MS);
+        self.queue.put_back(queued, now_ms);
+    }
+
+    /// The runs of `entries` (whose next runs are due now) put back after a failed start are
+    /// given up: out of the queue, kept for [`Cycle::take_given_up`]. A run asked for is not:
+    /// it fills no slot, and no next run takes its place.
+    fn give_up_failed(&mut self, entries: impl Iterator<Item = EntryId>) {
+        if !self.queue.has_failed() {
+            return;
+        }
+        let mut entries: Vec<EntryId> = entries.filter(|e| self.queued.contains_key(e)).collect();
+        entries.sort_unstable();
+        let taken = self.queue.take_failed(|q| {
+            !q.job.manual
+                && q.job
+                    .entry
+                    .is_some_and(|e| entries.binary_search(&e).is_ok())
+        });
+        for run in taken {
+            if let Some(entry) = run.job.entry {
+                self.dequeued(entry);
+            }
+            self.given_up.push(run);
+        }
+    }
+
+    /// The runs given up since the last call: each was put back after a failed start, and its
+    /// entry's next run came before it could start.
+    pub fn take_given_up(&mut self) -> Vec<Queued<Due<J>>> {
+        std::mem::take(&mut self.given_up)
     }
 
     /// Jobs are ready to start (their time has come).
@@ -466,6 +517,7 @@ impl<J: Clone> Cycle<J> {
 mod tests {
     use super::*;
     use crate::schedule::{When, parse_expression};
+    use crate::timeline::queue::RETRY_MS;
 
     fn schedule(expr: &str) -> Schedule {
         let When::Periodic(s) = parse_expression(expr, 0).expect("expression") else {
@@ -676,6 +728,88 @@ mod tests {
         );
         assert_eq!(cycle.next_start_ms(), Some(10 + RETRY_MS));
         assert_eq!(cycle.next_to_start(1010).map(|q| q.job.job), Some("x"));
+    }
+
+    #[test]
+    fn a_run_whose_start_failed_gives_its_place_to_its_entrys_next_run_and_is_given_up() {
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        let a = cycle.add(schedule("* * * * *"), None, "a", 0);
+        cycle.add(schedule("* * * * *"), None, "b", 0);
+        cycle.on_wake(UtcMinute(1001));
+        let minute = 1001 * 60_000;
+        let first = cycle.next_to_start(minute).expect("a");
+        cycle.put_back(first, minute);
+        // Retried a second later, and failed again: counted from the first failure.
+        let again = cycle.next_to_start(minute + 1_000).expect("a again");
+        assert_eq!(again.job.job, "a");
+        cycle.put_back(again, minute + 1_000);
+        assert!(cycle.take_given_up().is_empty());
+        // 1002: a's run of 1001 is given up, and a's run of 1002 takes its place; b's run of
+        // 1001, never tried, is postponed and b's run of 1002 merges into it, as before.
+        let woke = cycle.on_wake(UtcMinute(1002));
+        assert_eq!((woke.postponed, woke.queued, woke.merged), (1, 1, 1));
+        let given_up = cycle.take_given_up();
+        let [gone] = &given_up[..] else {
+            panic!("{given_up:?}")
+        };
+        let failed = super::super::queue::Failed {
+            since_ms: minute,
+            tries: 2,
+        };
+        assert_eq!(
+            (gone.job.entry, gone.due, gone.failed),
+            (Some(a), UtcMinute(1001), Some(failed))
+        );
+        assert!(cycle.take_given_up().is_empty(), "taken once");
+        let order: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(1002 * 60_000))
+            .map(|q| (q.job.job, q.due.0, q.failed))
+            .collect();
+        assert_eq!(order, [("b", 1001, None), ("a", 1002, None)]);
+        // A run asked for whose fork failed fills no slot: it is kept through its entry's next
+        // run, which is queued beside it, and retried until it starts.
+        let asked = Queued {
+            job: Due {
+                entry: Some(a),
+                job: "a asked",
+                manual: true,
+            },
+            due: UtcMinute(1002),
+            postponed: 0,
+            start_ms: 1002 * 60_000 + 5_000,
+            failed: None,
+        };
+        cycle.put_back(asked, 1002 * 60_000 + 5_000);
+        let woke = cycle.on_wake(UtcMinute(1003));
+        assert_eq!((woke.queued, woke.merged), (2, 0));
+        assert!(cycle.take_given_up().is_empty());
+        let order: Vec<_> = std::iter::from_fn(|| cycle.next_to_start(1003 * 60_000))
+            .map(|q| q.job.job)
+            .collect();
+        assert_eq!(order, ["a asked", "a", "b"]);
+    }
+
+    #[test]
+    fn an_every_run_whose_start_failed_gives_its_place_to_the_next_interval() {
+        let base = 1000 * 60_000;
+        let mut cycle: Cycle<&str> = Cycle::new(UtcMinute(1000), Zone::utc());
+        cycle.set_every_base(base);
+        let fast = cycle.add_every(20, "fast", base);
+        assert_eq!(cycle.every_due(base + 20_000), 1);
+        let run = cycle.next_to_start(base + 20_000).expect("due");
+        cycle.put_back(run, base + 20_000);
+        // The next interval: the run still waiting for a process is given up for it.
+        assert_eq!(cycle.every_due(base + 40_000), 1);
+        let given_up = cycle.take_given_up();
+        assert_eq!(given_up.len(), 1, "{given_up:?}");
+        assert_eq!(given_up[0].start_ms, base + 20_000);
+        let next = cycle
+            .next_to_start(base + 40_000)
+            .expect("the next interval's");
+        assert_eq!((next.job.entry, next.start_ms), (Some(fast), base + 40_000));
+        assert!(
+            cycle.next_to_start(base + 40_000).is_none(),
+            "one run, not two"
+        );
     }
 
     #[test]

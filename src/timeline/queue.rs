@@ -31,6 +31,33 @@ pub struct Queued<T> {
     pub postponed: u32,
     /// When it may start (epoch milliseconds): its minute, or later with a RANDOM_DELAY.
     pub start_ms: i64,
+    /// Its start has failed (no process could be made for it): since when, and how often.
+    pub failed: Option<Failed>,
+}
+
+/// The failed starts of a job put back in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failed {
+    /// When the first one failed (epoch milliseconds).
+    pub since_ms: i64,
+    /// How many have failed.
+    pub tries: u32,
+}
+
+impl<T> Queued<T> {
+    /// One more failed start, at `now_ms`.
+    pub fn failed_at(&mut self, now_ms: i64) {
+        self.failed = Some(match self.failed {
+            Some(f) => Failed {
+                tries: f.tries.saturating_add(1),
+                ..f
+            },
+            None => Failed {
+                since_ms: now_ms,
+                tries: 1,
+            },
+        });
+    }
 }
 
 /// A job whose start time has not come, ordered by that time, then by arrival.
@@ -89,6 +116,7 @@ impl<T> Queue<T> {
             due,
             postponed: 0,
             start_ms,
+            failed: None,
         };
         if start_ms <= due.0 * 60_000 {
             self.ready.push_back(item);
@@ -129,11 +157,28 @@ impl<T> Queue<T> {
         self.ready.pop_front()
     }
 
-    /// A job that could not be started after all (fork failed): back at the head of the line,
-    /// and the whole line held until `until_ms`.
-    pub fn put_back(&mut self, item: Queued<T>, until_ms: i64) {
+    /// A job that could not be started after all (its fork failed at `now_ms`): back at the head
+    /// of the line, its failure counted, and the whole line held for [`RETRY_MS`].
+    pub fn put_back(&mut self, mut item: Queued<T>, now_ms: i64) {
+        item.failed_at(now_ms);
         self.ready.push_front(item);
-        self.held_until_ms = until_ms;
+        self.held_until_ms = now_ms + RETRY_MS;
+    }
+
+    /// Takes the jobs put back after a failed start for which `take` is true out of the line.
+    /// Only jobs put back are looked at: they lead the line (each went to its head, and the
+    /// line is only ever taken from there), so the others cost nothing.
+    pub fn take_failed(&mut self, mut take: impl FnMut(&Queued<T>) -> bool) -> Vec<Queued<T>> {
+        let mut taken = Vec::new();
+        let mut at = 0;
+        while let Some(item) = self.ready.get(at).filter(|j| j.failed.is_some()) {
+            if take(item) {
+                taken.extend(self.ready.remove(at));
+            } else {
+                at += 1;
+            }
+        }
+        taken
     }
 
     /// Called at a boundary: every ready job still waiting is postponed to the new cycle, first
@@ -150,6 +195,11 @@ impl<T> Queue<T> {
         let before = self.waiting.len();
         self.waiting.retain(|w| !cancel(&w.item.job));
         before - self.waiting.len()
+    }
+
+    /// Whether a job put back after a failed start leads the line.
+    pub fn has_failed(&self) -> bool {
+        self.ready.front().is_some_and(|j| j.failed.is_some())
     }
 
     /// Whether jobs are ready to start (or held by a failed fork).
@@ -207,19 +257,22 @@ mod tests {
                     job: "b",
                     due: UtcMinute(1),
                     postponed: 1,
-                    start_ms: 60_000
+                    start_ms: 60_000,
+                    failed: None,
                 },
                 Queued {
                     job: "c",
                     due: UtcMinute(1),
                     postponed: 1,
-                    start_ms: 60_000
+                    start_ms: 60_000,
+                    failed: None,
                 },
                 Queued {
                     job: "d",
                     due: UtcMinute(2),
                     postponed: 0,
-                    start_ms: 120_000
+                    start_ms: 120_000,
+                    failed: None,
                 },
             ]
         );
@@ -256,11 +309,38 @@ mod tests {
         q.push("a", UtcMinute(1), 60_000);
         q.push("b", UtcMinute(1), 60_000);
         let a = q.next(60_000, 120_000).unwrap();
-        q.put_back(a, 60_000 + RETRY_MS);
+        q.put_back(a, 60_000);
         assert_eq!(q.next(60_500, 120_000), None, "held: no busy retry");
         assert_eq!(q.next_start_ms(), Some(61_000));
         assert_eq!(q.next(61_000, 120_000).map(|j| j.job), Some("a"));
         assert_eq!(q.next(61_000, 120_000).map(|j| j.job), Some("b"));
+    }
+
+    #[test]
+    fn failed_starts_are_counted_from_the_first_and_only_jobs_put_back_are_taken_out() {
+        let mut q = Queue::default();
+        q.push("a", UtcMinute(1), 60_000);
+        q.push("b", UtcMinute(1), 60_000);
+        let a = q.next(60_000, 120_000).unwrap();
+        assert!(!q.has_failed());
+        q.put_back(a, 60_000);
+        let a = q.next(61_000, 120_000).unwrap();
+        q.put_back(a, 61_000);
+        assert!(q.has_failed());
+        // b was never tried: it is not taken, whatever is asked.
+        assert!(q.take_failed(|j| j.job == "b").is_empty());
+        let taken = q.take_failed(|_| true);
+        let failed = Failed {
+            since_ms: 60_000,
+            tries: 2,
+        };
+        assert_eq!(
+            taken.iter().map(|j| (j.job, j.failed)).collect::<Vec<_>>(),
+            [("a", Some(failed))]
+        );
+        assert!(!q.has_failed());
+        assert_eq!(q.next(62_000, 120_000).map(|j| j.job), Some("b"));
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -309,6 +309,20 @@ impl ClusterLink {
         }
     }
 
+    /// A granted run whose fork kept failing was given up (its entry's next run came): its
+    /// claim is acted on, as for a run skipped (`FORKED`, queued: the caller flushes), and no
+    /// longer kept for a start again.
+    pub(super) fn given_up(&mut self, entry: EntryId, due: UtcMinute) {
+        let Some(key) = self.granted.remove(&(entry, due)) else {
+            return;
+        };
+        if let Some(helper) = self.helper.as_mut() {
+            helper
+                .pump
+                .queue(ToHelper::Forked { key }.encode().as_bytes());
+        }
+    }
+
     /// Writes what waits for the helper (the `FORKED` lines of a turn's runs).
     pub(super) fn flush_queued(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
         let Some(helper) = self.helper.as_mut() else {
@@ -659,10 +673,12 @@ mod tests {
             job: Due {
                 entry: Some(EntryId(1)),
                 job,
+                manual: false,
             },
             due,
             postponed: 0,
             start_ms: due.0 * 60_000,
+            failed: None,
         }
     }
 
@@ -725,6 +741,40 @@ mod tests {
         );
         link.on_reaped(4242, Exit::Code(0), now_ms, &zone, &mut fx);
         assert!(helper_reads(&mut fx).starts_with("END "));
+    }
+
+    #[test]
+    fn a_granted_run_given_up_after_its_forks_failed_is_said_forked_and_claimed_afresh() {
+        let clock = FakeClock::at("2026-11-27T11:00:00Z");
+        let (mut fx, zone) = (Recorded::default(), Zone::utc());
+        let mut link = link(&mut fx);
+        let now_ms = clock.now().as_millisecond();
+        let due = UtcMinute::containing(clock.now().as_second());
+        link.claim(run(due), Some(EntryKey(42)), now_ms, &zone, &mut fx);
+        assert!(helper_reads(&mut fx).starts_with("RUN 1 "));
+        helper_says(&mut fx, "GO 1\n");
+        let granted = link.on_readable(now_ms, &zone, &mut fx);
+        let Granted { key, .. } = granted.into_iter().next().expect("granted");
+        let key_words = key.minute.to_string();
+        let entry = Some(EntryId(1));
+        link.launched(key, Launched::Failed { entry, due });
+        // Its entry's next run came while its forks failed: the scheduler gave it up. The
+        // helper hears it was acted on, as for a run skipped.
+        link.given_up(EntryId(1), due);
+        link.flush_queued(now_ms, &zone, &mut fx);
+        let forked = helper_reads(&mut fx);
+        assert!(
+            forked.starts_with(&format!("FORKED {key_words} ")),
+            "{forked}"
+        );
+        // Nothing of it is kept: the same run coming up again is asked for, not granted.
+        let again = link.claim(run(due), Some(EntryKey(42)), now_ms, &zone, &mut fx);
+        assert!(matches!(again, Claim::Taken), "{again:?}");
+        assert!(helper_reads(&mut fx).starts_with("RUN 2 "));
+        // A run it never granted: nothing is said.
+        link.given_up(EntryId(7), due);
+        link.flush_queued(now_ms, &zone, &mut fx);
+        assert!(link.granted.is_empty());
     }
 
     #[test]

@@ -93,6 +93,8 @@ pub(super) struct Scheduler {
     /// (`CRON_OVERLAP=queue`, one an entry at most): its slot and its `CRON_LATE` count from
     /// them.
     queued_at: HashMap<EntryId, (UtcMinute, i64)>,
+    /// The cluster runs given up since the reactor last took them (a handful: taken each turn).
+    gave_up: Vec<(EntryId, UtcMinute)>,
 }
 
 impl Scheduler {
@@ -113,6 +115,7 @@ impl Scheduler {
             stopped: false,
             in_flight: HashMap::new(),
             queued_at: HashMap::new(),
+            gave_up: Vec::new(),
             slots: slots::Slots::default(),
         }
     }
@@ -314,9 +317,11 @@ impl Scheduler {
         clock_moved(now.as_millisecond(), self.cycle.handled(), self.armed)
     }
 
-    /// Queues the `@every` runs whose time has come.
-    pub(super) fn every_due(&mut self, now_ms: i64) {
+    /// Queues the `@every` runs whose time has come (a run of the same entry that could not be
+    /// started yet gives its place to the new one, recorded as given up).
+    pub(super) fn every_due(&mut self, now_ms: i64, fx: &mut dyn Effects) {
         self.cycle.every_due(now_ms);
+        self.give_up(now_ms, fx);
     }
 
     /// When the loop must wake to start a queued run or an `@every` one.
@@ -334,6 +339,7 @@ impl Scheduler {
         self.fork_failures.minute_passed(now_minute, fx);
         let before = self.cycle.handled();
         let woke = self.cycle.on_wake(now_minute);
+        self.give_up(now.as_millisecond(), fx);
         if matches!(
             woke.movement,
             Movement::Late(_) | Movement::Forward(_) | Movement::Afresh(_)
@@ -413,10 +419,11 @@ impl Scheduler {
         })
     }
 
-    /// Starts a run whose time has come, under its entry's `CRON_OVERLAP`: started, held
-    /// (skipped or left waiting, logged), or failed (back first in line, which waits a second).
+    /// Starts a run whose time has come, under its entry's `CRON_OVERLAP` and `CRON_LATE`:
+    /// started, held (skipped, too late or left waiting, logged), or failed (back first in
+    /// line, which waits a second).
     pub(super) fn launch(&mut self, run: Run, now_ms: i64, fx: &mut dyn Effects) -> Launched {
-        self.launch_reporting(run, None, false, now_ms, fx)
+        self.launch_reporting(run, None, now_ms, fx)
     }
 
     /// [`Scheduler::launch`], the job child handed `report` (`cronctl run`'s pipe) when it is
@@ -425,17 +432,16 @@ impl Scheduler {
         &mut self,
         run: Run,
         report: Option<OwnedFd>,
-        manual: bool,
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Launched {
-        if !manual && self.too_late(&run, now_ms, fx) {
+        if self.too_late(&run, now_ms, fx) {
             return Launched::Skipped;
         }
-        if let Some(held) = self.admit(&run, manual, now_ms, fx) {
+        if let Some(held) = self.admit(&run, now_ms, fx) {
             return held;
         }
-        match self.start(&run, report, manual, now_ms, fx) {
+        match self.start(&run, report, now_ms, fx) {
             Some(pid) => Launched::Started(pid),
             None => {
                 let failed = Launched::Failed {
@@ -450,14 +456,8 @@ impl Scheduler {
 
     /// `None` when `run` may start now under `CRON_OVERLAP`; else it is skipped (counted,
     /// recorded) or kept until its entry is idle, and logged.
-    fn admit(
-        &mut self,
-        run: &Run,
-        manual: bool,
-        now_ms: i64,
-        fx: &mut dyn Effects,
-    ) -> Option<Launched> {
-        let (entry, job) = (run.job.entry, &run.job.job);
+    fn admit(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> Option<Launched> {
+        let (entry, job, manual) = (run.job.entry, &run.job.job, run.job.manual);
         let overlap = job.env().policy().overlap;
         if overlap == Overlap::Allow {
             return None;
@@ -511,11 +511,10 @@ impl Scheduler {
         &mut self,
         run: &Run,
         report: Option<OwnedFd>,
-        manual: bool,
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Option<Pid> {
-        let entry = run.job.entry;
+        let (entry, manual) = (run.job.entry, run.job.manual);
         let first = self.running.first_since_load(entry);
         self.slots.name_pending(&run.job.job.owner.tab, &self.cycle);
         let named = slots::named_in(&self.cycle, entry);
@@ -574,10 +573,11 @@ impl Scheduler {
             if let Some((run, first, _)) = launched {
                 self.not_started(run, first, now.as_millisecond(), fx);
                 // A run that waited for this one (CRON_OVERLAP=queue) goes on waiting: the
-                // one put back starts first and it follows.
+                // one put back starts first and it follows, with its own minute and time.
                 if let Some(waiting) = ended.waiting.filter(|_| !self.stopped) {
-                    let minute = UtcMinute::containing(now.as_second());
-                    self.cycle.queue_run(ended.entry, waiting, minute);
+                    let run = self.waiting_run(ended.entry, waiting, now);
+                    let Due { entry, job, .. } = run.job;
+                    self.cycle.queue_run(entry, job, run.due, run.start_ms);
                 }
                 return Reaped::NotStarted;
             }
@@ -619,8 +619,8 @@ impl Scheduler {
     }
 
     /// The run of `entry` that waited for the one just ended (`CRON_OVERLAP=queue`): started
-    /// now, unless later than its `CRON_LATE` after its time; one that can't be forked joins
-    /// the queue, first in line.
+    /// now, unless later than its `CRON_LATE` after its time; one that can't be forked goes
+    /// back in the queue, first in line, as any run whose fork failed.
     fn start_waiting(
         &mut self,
         entry: Option<EntryId>,
@@ -628,24 +628,34 @@ impl Scheduler {
         now: Timestamp,
         fx: &mut dyn Effects,
     ) -> Reaped {
+        let now_ms = now.as_millisecond();
+        let run = self.waiting_run(entry, waiting, now);
+        if self.too_late(&run, now_ms, fx) || self.start(&run, None, now_ms, fx).is_some() {
+            return Reaped::Ended;
+        }
+        self.cycle.put_back(run, now_ms);
+        Reaped::Requeued
+    }
+
+    /// The run of `entry` that waited for its running one (`CRON_OVERLAP=queue`), with the
+    /// minute it was due and the time it was to start (its slot, and what its `CRON_LATE`
+    /// counts from); this minute and now for one whose are not known.
+    fn waiting_run(&mut self, entry: Option<EntryId>, waiting: JobSpec, now: Timestamp) -> Run {
         let (minute, now_ms) = (UtcMinute::containing(now.as_second()), now.as_millisecond());
         let (due, start_ms) = entry
             .and_then(|e| self.queued_at.remove(&e))
             .unwrap_or((minute, now_ms));
-        let run = Run {
+        Run {
             job: Due {
                 entry,
                 job: waiting,
+                manual: false,
             },
             due,
             postponed: 0,
             start_ms,
-        };
-        if self.too_late(&run, now_ms, fx) || self.start(&run, None, false, now_ms, fx).is_some() {
-            return Reaped::Ended;
+            failed: None,
         }
-        self.cycle.queue_run(run.job.entry, run.job.job, minute);
-        Reaped::Requeued
     }
 
     /// Whether `run`, a scheduled one, would start later after its time (its minute, and its
@@ -653,7 +663,8 @@ impl Scheduler {
     /// recorded as late.
     fn too_late(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> bool {
         let (entry, job) = (run.job.entry, &run.job.job);
-        let Some(limit_s) = job.env().policy().late_s.filter(|_| entry.is_some()) else {
+        let scheduled = entry.is_some() && !run.job.manual;
+        let Some(limit_s) = job.env().policy().late_s.filter(|_| scheduled) else {
             return false;
         };
         let late_ms = now_ms - run.start_ms;
@@ -665,21 +676,76 @@ impl Scheduler {
             Duration(limit_s),
         );
         let words = format!("would have started {late} after its time (CRON_LATE={limit})");
-        self.slots.name_pending(&job.owner.tab, &self.cycle);
-        let named = slots::named_in(&self.cycle, entry);
-        let facts = self.slots.facts((entry, job, named), run.due, false);
-        let outcome = self.slots.not_run(
-            (entry, job, named),
-            (facts.trigger, facts.slot),
-            (Reason::Late, words),
-            now_ms,
-        );
-        self.record(entry, outcome, fx);
+        self.record_slot((entry, job), run.due, (Reason::Late, words), now_ms, fx);
         let due = clock::time(self.cycle.local_zone(), run.start_ms);
         let line = messages::late_line(job.user(), job.command(), &due, &late.to_string());
         let fields = self.log_fields(entry, job);
         fx.info(line.with_job(fields));
         true
+    }
+
+    /// The runs the cycle gave up: each could not be started (no process could be made for it,
+    /// by the daemon or by its job child) until its entry's next run came, which took its
+    /// place in the queue. Each is logged and recorded as `fork-failed`, with the last
+    /// failure's error; a cluster run's is kept for the cluster link ([`Scheduler::take_gave_up`]).
+    fn give_up(&mut self, now_ms: i64, fx: &mut dyn Effects) {
+        let given_up = self.cycle.take_given_up();
+        if given_up.is_empty() {
+            return;
+        }
+        let error = self.fork_failures.last_error();
+        for run in given_up {
+            let (entry, job) = (run.job.entry, &run.job.job);
+            let (since_ms, tries) = run.failed.map_or((now_ms, 0), |f| (f.since_ms, f.tries));
+            let zone = self.cycle.local_zone();
+            let (since, until) = (clock::time(zone, since_ms), clock::time(zone, now_ms));
+            let due = clock::time(zone, run.start_ms);
+            let words = format!(
+                "no process could be made for it from {since} to {until} ({}): {error}",
+                crate::words::count(tries, "try", "tries")
+            );
+            self.record_slot(
+                (entry, job),
+                run.due,
+                (Reason::ForkFailed, words),
+                now_ms,
+                fx,
+            );
+            let line = messages::fork_given_up_line(job.user(), job.command(), &due, tries, &until);
+            let fields = self.log_fields(entry, job);
+            fx.error(line.with_job(fields));
+            if let Some(entry) = entry.filter(|_| job.env().policy().clustered) {
+                self.gave_up.push((entry, run.due));
+            }
+        }
+    }
+
+    /// The cluster runs given up since the last call ([`Scheduler::give_up`]), by entry and
+    /// minute: a claim granted to this host that the cluster link holds until its run starts.
+    pub(super) fn take_gave_up(&mut self) -> Vec<(EntryId, UtcMinute)> {
+        std::mem::take(&mut self.gave_up)
+    }
+
+    /// Records that a scheduled run of `entry`, due in minute `due`, did not start: `reason`, in
+    /// `words`.
+    fn record_slot(
+        &mut self,
+        (entry, job): (Option<EntryId>, &JobSpec),
+        due: UtcMinute,
+        (reason, words): (Reason, String),
+        now_ms: i64,
+        fx: &mut dyn Effects,
+    ) {
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let named = slots::named_in(&self.cycle, entry);
+        let facts = self.slots.facts((entry, job, named), due, false);
+        let outcome = self.slots.not_run(
+            (entry, job, named),
+            (facts.trigger, facts.slot),
+            (reason, words),
+            now_ms,
+        );
+        self.record(entry, outcome, fx);
     }
 
     /// One more of the entry's last runs, the oldest let go past [`MAX_RECENT`].
@@ -754,12 +820,14 @@ impl Scheduler {
             job: Due {
                 entry: Some(id),
                 job,
+                manual: true,
             },
             due: UtcMinute::containing(now.as_second()),
             postponed: 0,
             start_ms: now_ms,
+            failed: None,
         };
-        Some(self.launch_reporting(run, report, true, now_ms, fx))
+        Some(self.launch_reporting(run, report, now_ms, fx))
     }
 
     /// The exposition for `--metrics` (`entries`: with the per-entry series).
@@ -1035,6 +1103,14 @@ impl ForkFailures {
         self.last = Some(e);
     }
 
+    /// The last failure's error, as the log says it.
+    fn last_error(&self) -> String {
+        self.last
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    }
+
     fn succeeded(&mut self, fx: &mut dyn Effects) {
         if self.in_a_row == 0 {
             return;
@@ -1060,11 +1136,7 @@ impl ForkFailures {
             return;
         }
         if self.unlogged > 0 {
-            let e = self
-                .last
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default();
+            let e = self.last_error();
             fx.error(messages::fork_still_failing_line(&e, self.unlogged));
             self.unlogged = 0;
         }
@@ -1329,7 +1401,8 @@ mod tests {
                 .len(),
             1
         );
-        // The running one ends; the waiting one can't be forked: it joins the queue.
+        // The running one ends; the waiting one can't be forked: it goes back first in line,
+        // which waits a second as after any failed fork, and keeps the minute it was due.
         fx.fail_starts = 1;
         clock.advance_ms(5_000);
         assert_eq!(
@@ -1337,10 +1410,14 @@ mod tests {
             Reaped::Requeued
         );
         assert_eq!(s.running_len(), 0);
+        assert!(start_due(&mut s, &clock, &mut fx).is_empty());
+        clock.advance_ms(1_000);
         assert!(matches!(
             start_due(&mut s, &clock, &mut fx)[..],
             [Launched::Started(_)]
         ));
+        let slot_1002 = UtcMinute::containing(clock.now().as_second()).start_second();
+        assert_eq!(fx.facts.last().unwrap().slot, Some(slot_1002));
         assert_eq!(
             s.on_reaped(Pid(1), Exit::Code(0), None, clock.now(), &mut fx),
             Reaped::NotOurs
@@ -1411,6 +1488,185 @@ mod tests {
         s.on_reaped(first, Exit::Code(0), None, clock.now(), &mut fx);
         assert_eq!(s.running_len(), 1, "started within CRON_LATE");
         assert!(fx.logged("LATE").is_empty());
+    }
+
+    /// The one outcome recorded since the last look, a slot not run: its slot, reason and words.
+    fn not_run_since(fx: &mut Recorded) -> (Option<i64>, Trigger, Reason, String) {
+        let records = std::mem::take(&mut fx.records);
+        let [outcome] = &records[..] else {
+            panic!("{records:?}")
+        };
+        let crate::history::Result::NotRun { reason, words } = &outcome.result else {
+            panic!("{outcome:?}")
+        };
+        (outcome.slot, outcome.trigger, *reason, words.clone())
+    }
+
+    /// The first second of the minute `clock` is in, `back` minutes ago.
+    fn slot_of(clock: &FakeClock, back: i64) -> i64 {
+        UtcMinute::containing(clock.now().as_second())
+            .plus(-back)
+            .start_second()
+    }
+
+    #[test]
+    fn a_run_whose_forks_fail_until_its_entrys_next_run_is_recorded_fork_failed_and_replaced() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        fx.fail_starts = usize::MAX;
+        clock.advance_ms(30_000);
+        let launched = minute(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Failed { .. }]),
+            "{launched:?}"
+        );
+        // Retried every second through its minute, failing each time.
+        for _ in 0..59 {
+            clock.advance_ms(1_000);
+            let launched = start_due(&mut s, &clock, &mut fx);
+            assert!(
+                matches!(launched[..], [Launched::Failed { .. }]),
+                "{launched:?}"
+            );
+        }
+        assert!(fx.records.is_empty(), "{:?}", fx.records);
+        // 10:02, and forks work again: the run of 10:01 is given up, and 10:02's starts.
+        fx.fail_starts = 0;
+        clock.advance_ms(1_000);
+        let launched = minute(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Started(_)]),
+            "{launched:?}"
+        );
+        assert_eq!(fx.facts.last().unwrap().slot, Some(slot_of(&clock, 0)));
+        let (slot, trigger, reason, words) = not_run_since(&mut fx);
+        assert_eq!(
+            (slot, trigger, reason),
+            (
+                Some(slot_of(&clock, 1)),
+                Trigger::Schedule,
+                Reason::ForkFailed
+            )
+        );
+        assert_eq!(
+            words,
+            "no process could be made for it from 10:01 to 10:02 (60 tries): Resource \
+             temporarily unavailable (os error 11)"
+        );
+        let said = "(alice) FORK FAILED (echo a) due at 10:01, no process for it in 60 tries \
+                    until 10:02: not started, its next run takes its place";
+        let lines: Vec<_> = fx.lines.iter().filter(|(_, l)| l.contains(said)).collect();
+        assert!(matches!(lines[..], [(Level::Error, _)]), "{:?}", fx.lines);
+        assert!(
+            s.render_metrics(false)
+                .contains("crond_not_run_total{reason=\"fork-failed\"} 1\n")
+        );
+        // Nothing else of it waits: that minute had one run.
+        assert!(start_due(&mut s, &clock, &mut fx).is_empty());
+    }
+
+    #[test]
+    fn a_job_child_that_could_not_start_its_job_until_the_entrys_next_run_gives_it_up() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "* * * * * echo a\n", &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(pid)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        clock.advance_ms(100);
+        let not_started = Exit::Code(crate::job::NOT_STARTED);
+        s.on_reaped(pid, not_started, None, clock.now(), &mut fx);
+        // Back in line; 10:02 comes before it is retried.
+        clock.advance_ms(59_900);
+        let [Launched::Started(_)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        let (slot, _, reason, words) = not_run_since(&mut fx);
+        assert_eq!(
+            (slot, reason),
+            (Some(slot_of(&clock, 1)), Reason::ForkFailed)
+        );
+        assert_eq!(
+            words,
+            "no process could be made for it from 10:01 to 10:02 (1 try): no process for the \
+             job in its job child"
+        );
+        assert_eq!(s.running_len(), 1, "only 10:02's run");
+    }
+
+    #[test]
+    fn with_cron_late_a_run_whose_forks_fail_is_recorded_late_before_its_entrys_next_run() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "CRON_LATE=30s\n* * * * * echo a\n", &mut fx);
+        fx.fail_starts = usize::MAX;
+        clock.advance_ms(30_000);
+        minute(&mut s, &clock, &mut fx);
+        for _ in 0..30 {
+            clock.advance_ms(1_000);
+            let launched = start_due(&mut s, &clock, &mut fx);
+            assert!(
+                matches!(launched[..], [Launched::Failed { .. }]),
+                "{launched:?}"
+            );
+        }
+        // 10:01:31: past its limit, it is not tried again.
+        clock.advance_ms(1_000);
+        assert_eq!(start_due(&mut s, &clock, &mut fx), [Launched::Skipped]);
+        let (slot, _, reason, words) = not_run_since(&mut fx);
+        assert_eq!((slot, reason), (Some(slot_of(&clock, 0)), Reason::Late));
+        assert_eq!(
+            words,
+            "would have started 31s after its time (CRON_LATE=30s)"
+        );
+        assert!(start_due(&mut s, &clock, &mut fx).is_empty());
+        // 10:02: nothing is given up, nothing recorded twice.
+        clock.advance_ms(29_000);
+        minute(&mut s, &clock, &mut fx);
+        assert!(fx.records.is_empty(), "{:?}", fx.records);
+        assert!(fx.logged("FORK FAILED").is_empty());
+    }
+
+    #[test]
+    fn a_run_asked_for_whose_fork_fails_is_retried_past_its_entrys_next_run_and_cron_late() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "CRON_LATE=30s\n* * * * * echo a\n", &mut fx);
+        let (id, _) = listed_ids(&s)[0].clone();
+        fx.fail_starts = usize::MAX;
+        let asked = s.run_now(id, "root", None, clock.now(), &mut fx);
+        assert!(matches!(asked, Some(Launched::Failed { .. })), "{asked:?}");
+        // 10:01: the schedule's run is queued behind it; the line is held by the failing one.
+        clock.advance_ms(30_000);
+        let launched = minute(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Failed { .. }]),
+            "{launched:?}"
+        );
+        for _ in 0..44 {
+            clock.advance_ms(1_000);
+            start_due(&mut s, &clock, &mut fx);
+        }
+        assert!(fx.records.is_empty(), "{:?}", fx.records);
+        // 10:01:45: forks work. The run asked for starts as asked for, 75 s after it was
+        // asked; the schedule's run, 45 s after its time, is late.
+        fx.fail_starts = 0;
+        clock.advance_ms(1_000);
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Started(_), Launched::Skipped]),
+            "{launched:?}"
+        );
+        let facts = fx.facts.iter().rev().find(|f| f.trigger == Trigger::Manual);
+        assert_eq!(facts.map(|f| f.slot), Some(None), "{:?}", fx.facts);
+        let (slot, trigger, reason, _) = not_run_since(&mut fx);
+        assert_eq!(
+            (slot, trigger, reason),
+            (Some(slot_of(&clock, 0)), Trigger::Schedule, Reason::Late)
+        );
+        assert!(fx.logged("FORK FAILED").is_empty());
     }
 
     #[test]
