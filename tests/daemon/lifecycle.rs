@@ -489,7 +489,9 @@ fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without
     let failing = crond.log_text();
     limit.set(false);
     crond.wait_for_log("(CRON) INFO (fork works again after ", 10);
-    // Each entry once: the run of 10:01 merged into the one of 10:00 still waiting.
+    // Each entry once: the run of 10:01 merged into the one of 10:00 still waiting its turn
+    // (of the one whose fork was being retried at 10:01, the run of 10:00 was given up and
+    // the run of 10:01 took its place).
     wait_for_runs(&crond, &runs, 20, 10);
     assert_eq!(
         sorted_runs(&runs),
@@ -504,6 +506,59 @@ fn root_when_fork_fails_the_daemon_waits_logs_once_a_minute_and_recovers_without
         failing.contains("jobs wait and are retried every second"),
         "{failing}"
     );
+}
+
+#[test]
+fn root_a_run_whose_forks_fail_past_its_entrys_next_slot_is_recorded_fork_failed_then_it_runs() {
+    require_root();
+    if ForkLimit::pids_cgroup_root().is_none() {
+        panic!("this test needs a pids cgroup (cgroup v1's pids, or v2 with pids enabled)");
+    }
+    let tree = Tree::new();
+    let runs = tree.out("runs");
+    let command = format!("echo ran >> {}", runs.display());
+    let line = format!("* * * * * root {command}\n");
+    tree.write_file(&tree.cron_d().join("one"), &line, 0o644);
+    let metrics = tree.path().join("metrics.sock");
+    let serve = format!("unix:{}", metrics.display());
+    // Thirty fake seconds (three real) before 10:00; the history writer starts before the
+    // limit, outside the daemon's group.
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 09:59:30", &["--metrics", &serve]);
+    crond.wait_for_log(" loaded from ", 10);
+    let limit = ForkLimit::on(crond.pid());
+    limit.set(true);
+    // 10:00's run is retried every second until 10:01 comes: then it is given up, and 10:01's
+    // run takes its place in the queue.
+    let given_up = crond.wait_for_log(&format!("(root) FORK FAILED ({command})"), 20);
+    limit.set(false);
+    assert!(
+        given_up.contains(" due at 10:00, no process for it in ")
+            && given_up.ends_with(" until 10:01: not started, its next run takes its place"),
+        "{given_up}"
+    );
+    // Forks work again: the entry runs (10:01's run, and each one after).
+    crate::support::daemon::wait_for_file(&runs, 10);
+    let socket = crate::control::socket_of(&tree);
+    let rows = crate::history::history(None, &socket, &["--failed"], 1);
+    let row = &rows[0];
+    assert_eq!(row["status"], "not-run", "{row}");
+    assert_eq!(row["reason"], "fork-failed", "{row}");
+    assert_eq!(row["trigger"], "schedule", "{row}");
+    assert_eq!(row["slot"], "2026-11-21T10:00:00+00:00", "{row}");
+    let words = row["words"].as_str().unwrap();
+    assert!(
+        words.starts_with("no process could be made for it from 10:00 to 10:01 (")
+            && words.ends_with(" tries): Resource temporarily unavailable (os error 11)"),
+        "{words}"
+    );
+    let rows = crate::history::history(None, &socket, &["--limit", "2"], 2);
+    let ran = rows
+        .iter()
+        .find(|r| r["slot"] == "2026-11-21T10:01:00+00:00");
+    assert_eq!(ran.map(|r| &r["status"]), Some(&"ok".into()), "{rows:#?}");
+    let text = crate::extensions::curl(Some(&metrics), "http://localhost/metrics");
+    let counted = crate::extensions::sample(&text, "crond_not_run_total{reason=\"fork-failed\"}");
+    assert_eq!(counted, Some(1.0), "{text}");
 }
 
 #[test]
