@@ -345,7 +345,7 @@ fn root_with_missed_once_a_resume_after_hours_makes_up_a_run_the_clock_rules_ski
 }
 
 /// `curl` fetching `url`, through the Unix socket `unix` when given.
-fn curl(unix: Option<&std::path::Path>, url: &str) -> String {
+pub(crate) fn curl(unix: Option<&std::path::Path>, url: &str) -> String {
     let mut c = Command::new("curl");
     c.args(["--silent", "--show-error", "--fail", "--max-time", "10"]);
     if let Some(path) = unix {
@@ -361,7 +361,7 @@ fn curl(unix: Option<&std::path::Path>, url: &str) -> String {
 }
 
 /// The value of the sample named exactly `series` in an exposition.
-fn sample(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }

@@ -220,13 +220,20 @@ fn root_a_slot_skipped_for_an_overlap_is_recorded_with_its_scheduled_minute() {
 fn root_a_queued_run_released_later_than_cron_late_is_recorded_late_and_not_started() {
     require_root();
     let tree = Tree::new();
-    let ends = tree.out("ends");
-    let command = format!("sleep 8; echo end >> {}", ends.display());
-    let text = format!("CRON_OVERLAP=queue\nCRON_LATE=10s\n* * * * * root {command}\n");
+    let (flag, ends) = (tree.out("flag"), tree.out("ends"));
+    // The first run takes 10 s (100 fake), each one after it 7 s (70 fake).
+    let command = format!(
+        "if [ -e {flag} ]; then sleep 7; else touch {flag}; sleep 10; fi; echo end >> {ends}",
+        flag = flag.display(),
+        ends = ends.display()
+    );
+    let text = format!("CRON_OVERLAP=queue\nCRON_LATE=20s\n* * * * * root {command}\n");
     tree.write_file(&tree.system_crontab(), &text, 0o644);
-    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:00:55", &[]);
-    // 10:01's run ends near 10:02:20 (8 s of real time); 10:02's run waited for it, and
-    // would start 20 s after its time: past CRON_LATE.
+    let metrics = tree.path().join("metrics.sock");
+    let serve = format!("unix:{}", metrics.display());
+    let crond = Crond::start_at(&tree, 1, "2026-11-21 10:00:55", &["--metrics", &serve]);
+    // 10:01's run ends near 10:02:40; 10:02's run waited for it, and would start 40 s after
+    // its time: past CRON_LATE.
     let late = crond.wait_for_log(&format!("(root) LATE ({command})"), 30);
     assert!(
         late.contains(" due at 10:02, ") && late.ends_with(" late: not started (CRON_LATE)"),
@@ -241,16 +248,26 @@ fn root_a_queued_run_released_later_than_cron_late_is_recorded_late_and_not_star
     let words = row["words"].as_str().unwrap();
     assert!(
         words.starts_with("would have started ")
-            && words.ends_with(" after its time (CRON_LATE=10s)"),
+            && words.ends_with(" after its time (CRON_LATE=20s)"),
         "{words}"
     );
-    // Only 10:01's run started, and ended.
-    crate::support::daemon::wait_for_file(&ends, 10);
-    let started = crond
-        .log_text()
-        .matches(&format!("(root) CMD ({command})"))
-        .count();
-    assert_eq!(started, 1, "{}", crond.log_text());
+    // 10:03's run starts at its time and ends near 10:04:10; 10:04's run waited for it, and
+    // starts 10 s after its time: within CRON_LATE.
+    let started = format!("(root) CMD ({command})");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while crond.log_text().matches(&started).count() < 3 {
+        assert!(Instant::now() < deadline, "{}", crond.log_text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = crond.log_text();
+    let waited = format!("(root) WAIT ({command}) still running since 10:03");
+    assert!(log.contains(&waited), "{log}");
+    assert_eq!(log.matches(" LATE (").count(), 1, "{log}");
+    // 10:01's and 10:03's runs ended (10:04's ended 10:03's wait); 10:02's never started.
+    assert_eq!(std::fs::read_to_string(&ends).unwrap(), "end\nend\n");
+    let text = crate::extensions::curl(Some(&metrics), "http://localhost/metrics");
+    let counted = crate::extensions::sample(&text, "crond_not_run_total{reason=\"late\"}");
+    assert_eq!(counted, Some(1.0), "{text}");
 }
 
 /// How many outcomes the store holds of each slot, in the slots' order.
