@@ -252,7 +252,7 @@ fn an_entry_under_the_extensions_variables_shows_them_before_its_command() {
         dir.path(),
         "carol",
         "0 9 * * * plain\nCRON_OVERLAP=skip\nCRON_TIMEOUT=90m\nCRON_MISSED=once\n0 10 * * * guarded\n\
-         CRON_OVERLAP=sometimes\n0 11 * * * still guarded\n",
+         CRON_OVERLAP=sometimes\nCRON_LATE=1m\n0 11 * * * still guarded\n",
     );
     let o = cronnext(&["--tz", "UTC", "--after", "2026-07-01T00:00:00Z", &carol]);
     assert_eq!(o.status.code(), Some(2), "the bad value is an error");
@@ -268,8 +268,8 @@ fn an_entry_under_the_extensions_variables_shows_them_before_its_command() {
         format!(
             "2026-07-01T09:00:00+00:00 {me} plain\n\
              2026-07-01T10:00:00+00:00 {me} [overlap=skip missed=once timeout=1h30m] guarded\n\
-             2026-07-01T11:00:00+00:00 {me} [overlap=skip missed=once timeout=1h30m] still \
-             guarded\n",
+             2026-07-01T11:00:00+00:00 {me} [overlap=skip missed=once timeout=1h30m late=1m] \
+             still guarded\n",
             me = me()
         )
     );
