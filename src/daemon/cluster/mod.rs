@@ -762,6 +762,13 @@ mod tests {
         // helper hears it was acted on, as for a run skipped.
         link.given_up(EntryId(1), due);
         link.flush_queued(now_ms, &zone, &mut fx);
+        // A line not sent fails the read, not hangs it.
+        let timeout = Some(std::time::Duration::from_secs(5));
+        fx.helper
+            .as_ref()
+            .unwrap()
+            .set_read_timeout(timeout)
+            .unwrap();
         let forked = helper_reads(&mut fx);
         assert!(
             forked.starts_with(&format!("FORKED {key_words} ")),
