@@ -944,6 +944,48 @@ mod tests {
     }
 
     #[test]
+    fn a_granted_run_whose_forks_fail_until_the_next_minute_is_given_up_and_said_forked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        fx.put(
+            alice(),
+            "CRON_CLUSTER=nightly\n* * * * * shared\n",
+            Some(Uid(1000)),
+            1,
+        );
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert!(helper_got(&mut d).starts_with("RUN 1 "));
+        d.reactor.fx.fail_starts = usize::MAX;
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        // Tried again every second through 10:01, never asked for again.
+        for _ in 0..58 {
+            turn(&mut d, Beat::after(1_000));
+        }
+        assert_eq!(helper_got(&mut d), "");
+        assert!(d.reactor.fx.logged("FORK FAILED").is_empty());
+        // 10:02: 10:01's run is given up (the helper hears it was acted on), and 10:02's is
+        // asked for.
+        turn(&mut d, Beat::after(1_800).timer(Tick::Fired));
+        turn(&mut d, Beat::after(0));
+        let got = helper_got(&mut d);
+        let lines: Vec<&str> = got.lines().collect();
+        assert!(
+            matches!(lines[..], [forked, run] if forked.starts_with("FORKED ") && run.starts_with("RUN 2 ")),
+            "{got:?}"
+        );
+        let said = "(alice) FORK FAILED (shared) due at 10:01, no process for it in ";
+        assert_eq!(
+            d.reactor.fx.logged(said).len(),
+            1,
+            "{:?}",
+            d.reactor.fx.lines
+        );
+        assert!(started(&d).is_empty());
+    }
+
+    #[test]
     fn a_run_requeued_after_the_fork_of_the_one_waiting_for_it_failed_arms_the_timer_again() {
         let dir = tempfile::tempdir().unwrap();
         let mut fx = Recorded::default();
