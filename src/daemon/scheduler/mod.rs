@@ -659,15 +659,19 @@ impl Scheduler {
     }
 
     /// Whether `run`, a scheduled one, would start later after its time (its minute, and its
-    /// `RANDOM_DELAY`) than its entry's `CRON_LATE`: then it is not started, but logged and
-    /// recorded as late.
+    /// `RANDOM_DELAY`; for a catch-up, the minute of the first run it makes up) than its
+    /// entry's `CRON_LATE`: then it is not started, but logged and recorded as late.
     fn too_late(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> bool {
         let (entry, job) = (run.job.entry, &run.job.job);
         let scheduled = entry.is_some() && !run.job.manual;
         let Some(limit_s) = job.env().policy().late_s.filter(|_| scheduled) else {
             return false;
         };
-        let late_ms = now_ms - run.start_ms;
+        let time_ms = match entry.and_then(|e| self.slots.catch_up_of(e)) {
+            Some(missed) => run.start_ms - run.due.0 * 60_000 + missed.0 * 60_000,
+            None => run.start_ms,
+        };
+        let late_ms = now_ms - time_ms;
         if late_ms <= i64::from(limit_s) * 1000 {
             return false;
         }
@@ -677,7 +681,7 @@ impl Scheduler {
         );
         let words = format!("would have started {late} after its time (CRON_LATE={limit})");
         self.record_slot((entry, job), run.due, (Reason::Late, words), now_ms, fx);
-        let due = clock::time(self.cycle.local_zone(), run.start_ms);
+        let due = clock::time(self.cycle.local_zone(), time_ms);
         let line = messages::late_line(job.user(), job.command(), &due, &late.to_string());
         let fields = self.log_fields(entry, job);
         fx.info(line.with_job(fields));
@@ -2007,6 +2011,60 @@ mod tests {
             let now = UtcMinute::containing(clock.now().as_second());
             assert_eq!(fx.handled[Path::new(STATE)], Ok(now));
         }
+    }
+
+    #[test]
+    fn a_catch_up_counts_its_cron_late_from_the_first_run_it_makes_up() {
+        let clock = FakeClock::at("2026-11-27T12:30:30Z");
+        let now = UtcMinute::containing(clock.now().as_second());
+        let text = "CRON_MISSED=once\nCRON_LATE=5m\n29 * * * * recent\n0 * * * * old\n";
+        // Down since 12:27: 12:29's run is made up 1m30s after its time, within the limit.
+        let mut fx = Recorded::default();
+        fx.handled.insert(STATE.into(), Ok(now.plus(-3)));
+        let mut s = scheduler(&clock, text, &mut fx);
+        s.make_up_after_start(clock.now(), &mut fx);
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Started(_)]),
+            "{launched:?}"
+        );
+        let facts = fx.facts.last().unwrap();
+        assert_eq!(
+            (facts.trigger, facts.slot),
+            (Trigger::CatchUp, Some(now.plus(-1).start_second()))
+        );
+        assert!(fx.logged("LATE").is_empty(), "{:?}", fx.lines);
+        // Down since 10:00: 11:00's run would be made up 1h30m30s after its time.
+        let mut fx = Recorded::default();
+        fx.handled.insert(STATE.into(), Ok(now.plus(-150)));
+        let mut s = scheduler(&clock, text, &mut fx);
+        s.make_up_after_start(clock.now(), &mut fx);
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Skipped, Launched::Skipped]),
+            "{launched:?}"
+        );
+        let late = |command: &str| {
+            let late = fx.records.iter().find_map(|o| match &o.result {
+                crate::history::Result::NotRun {
+                    reason: Reason::Late,
+                    words,
+                } if o.command == command => Some((o.trigger, o.slot, words.clone())),
+                _ => None,
+            });
+            late.unwrap_or_else(|| panic!("{command} in {:?}", fx.records))
+        };
+        assert_eq!(
+            late("old"),
+            (
+                Trigger::CatchUp,
+                Some(now.plus(-90).start_second()),
+                "would have started 1h30m30s after its time (CRON_LATE=5m)".to_string()
+            )
+        );
+        assert_eq!(late("recent").1, Some(now.plus(-121).start_second()));
+        let said = "(alice) LATE (old) due at 11:00, 1h30m30s late: not started (CRON_LATE)";
+        assert_eq!(fx.logged(said).len(), 1, "{:?}", fx.lines);
     }
 
     #[test]

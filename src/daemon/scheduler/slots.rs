@@ -136,6 +136,11 @@ impl Slots {
         self.catch_ups.insert(id, missed);
     }
 
+    /// The minute the next start of `id` makes up, if it is a catch-up.
+    pub(super) fn catch_up_of(&self, id: EntryId) -> Option<UtcMinute> {
+        self.catch_ups.get(&id).copied()
+    }
+
     /// The id of an entry as `cronctl list` shows it (`named`: the entry as the scheduler
     /// has it; an `@reboot` line, which `list` does not show, has one made of its file, user
     /// and command).
