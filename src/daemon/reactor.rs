@@ -986,6 +986,30 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_run_granted_later_than_its_cron_late_is_not_started_and_said_forked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = "CRON_CLUSTER=nightly\nCRON_LATE=10s\n* * * * * shared\n";
+        fx.put(alice(), text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert!(helper_got(&mut d).starts_with("RUN 1 "));
+        // The database answers 15 s after 10:01.
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(15_000).ready(Token::Helper));
+        assert!(started(&d).is_empty());
+        let said = "(alice) LATE (shared) due at 10:01, 15s late: not started (CRON_LATE)";
+        assert_eq!(
+            d.reactor.fx.logged(said).len(),
+            1,
+            "{:?}",
+            d.reactor.fx.lines
+        );
+        // Acted on, as a run skipped: the helper marks more runs started.
+        assert!(helper_got(&mut d).starts_with("FORKED "));
+    }
+
+    #[test]
     fn a_run_requeued_after_the_fork_of_the_one_waiting_for_it_failed_arms_the_timer_again() {
         let dir = tempfile::tempdir().unwrap();
         let mut fx = Recorded::default();
