@@ -971,8 +971,11 @@ mod tests {
         turn(&mut d, Beat::after(0));
         let got = helper_got(&mut d);
         let lines: Vec<&str> = got.lines().collect();
+        let [forked, run] = lines[..] else {
+            panic!("{got:?}")
+        };
         assert!(
-            matches!(lines[..], [forked, run] if forked.starts_with("FORKED ") && run.starts_with("RUN 2 ")),
+            forked.starts_with("FORKED ") && run.starts_with("RUN 2 "),
             "{got:?}"
         );
         let said = "(alice) FORK FAILED (shared) due at 10:01, no process for it in ";

@@ -89,7 +89,8 @@ pub enum Reason {
     Missed,
     /// The clock was stepped over it.
     ClockStep,
-    /// No process could be made for it.
+    /// No process could be made for it (by the daemon, or by its job child for its shell)
+    /// until its entry's next run came, which took its place.
     ForkFailed,
     /// Its user has no passwd entry (or is no longer the uid its crontab was checked for).
     UserUnknown,

@@ -639,7 +639,7 @@ impl Scheduler {
 
     /// The run of `entry` that waited for its running one (`CRON_OVERLAP=queue`), with the
     /// minute it was due and the time it was to start (its slot, and what its `CRON_LATE`
-    /// counts from); this minute and now for one whose are not known.
+    /// counts from), or this minute and now when those are not known.
     fn waiting_run(&mut self, entry: Option<EntryId>, waiting: JobSpec, now: Timestamp) -> Run {
         let (minute, now_ms) = (UtcMinute::containing(now.as_second()), now.as_millisecond());
         let (due, start_ms) = entry
