@@ -58,6 +58,8 @@ DO $$ BEGIN
 END $$;
 CREATE INDEX IF NOT EXISTS crond_runs_by_minute ON crond_runs (minute);
 CREATE INDEX IF NOT EXISTS crond_runs_open ON crond_runs (host) WHERE ended IS NULL;
+CREATE INDEX IF NOT EXISTS crond_runs_unstarted ON crond_runs (claimed)
+    WHERE started IS NULL AND ended IS NULL;
 CREATE TABLE IF NOT EXISTS crond_paused (
     cluster text NOT NULL,
     owner   text NOT NULL,
@@ -174,6 +176,48 @@ pub fn start() -> String {
          RETURNING r.cluster, r.owner, r.entry, q.minute::text"
     )
 }
+
+/// Gives back runs this session marked started that its daemon, stopping, did not fork: each is
+/// a claim again (not started), which another host takes over once this host's lease ends.
+/// Returns the runs given back.
+pub fn unstart() -> String {
+    format!(
+        "UPDATE crond_runs r SET started = NULL FROM {BATCH}
+         WHERE (r.cluster, r.owner, r.entry, r.minute)
+               = (q.cluster, q.owner, q.entry, to_timestamp(q.minute))
+           AND r.host = $5 AND r.session = $6::bigint AND r.started IS NOT NULL
+           AND r.ended IS NULL AND r.ended_ms IS NULL AND r.reason IS NULL
+         RETURNING r.cluster, r.owner, r.entry, q.minute::text"
+    )
+}
+
+/// Takes over claims no daemon is waiting for: not started, of a session holding no live lease
+/// (its host stopped, died, or gave them back stopping), of an entry this host has listed,
+/// claimed in the last hour (by the database's clock). At most $3 of them, oldest first, are
+/// made this session's and marked started at once (the caller tells its daemon to start each):
+/// $1 host, $2 session, $4 the latest minute taken (unix seconds, by this host's clock: a run
+/// whose minute has not come is not started early). Rows another helper is taking at the same moment are skipped (`SKIP
+/// LOCKED`), so each goes to one host. Returns their keys: cluster, owner, entry, minute (unix
+/// seconds).
+pub const ADOPT: &str = "
+WITH found AS (
+    SELECT r.cluster, r.owner, r.entry, r.minute FROM crond_runs r
+    JOIN crond_entries e
+      ON (e.cluster, e.owner, e.entry, e.host) = (r.cluster, r.owner, r.entry, $1)
+    WHERE r.started IS NULL AND r.ended IS NULL AND r.reason IS NULL
+      AND r.claimed > now() - interval '1 hour' AND r.minute <= to_timestamp($4::bigint)
+      AND NOT EXISTS (SELECT 1 FROM crond_hosts h
+          WHERE h.host = r.host AND h.session = r.session AND h.lease_until > now())
+      AND EXISTS (SELECT 1 FROM crond_hosts me
+          WHERE me.host = $1 AND me.session = $2::bigint AND me.lease_until > now())
+    ORDER BY r.minute
+    LIMIT $3::int
+    FOR UPDATE OF r SKIP LOCKED)
+UPDATE crond_runs r SET host = $1, session = $2::bigint, claimed = now(), started = now(),
+       taken_from = r.host
+FROM found f
+WHERE (r.cluster, r.owner, r.entry, r.minute) = (f.cluster, f.owner, f.entry, f.minute)
+RETURNING r.cluster, r.owner, r.entry, extract(epoch FROM r.minute)::bigint::text";
 
 /// Looks at runs claimed elsewhere: takes over each that is not started and whose host's
 /// session holds no live lease, and reports the rest. One row per run: cluster, owner, entry,

@@ -21,6 +21,10 @@
 //! * `LOADED COUNT OMITTED`: the `COUNT` `ENTRY` lines since the last `LOADED` are the cluster
 //!   entries the daemon has loaded now; `OMITTED` more were past its bound and not sent. Sent
 //!   when the helper starts and after each load that changed them.
+//! * `STOP`: the daemon is stopping and starts nothing more; every run it forked has been said
+//!   `FORKED` before this line. The helper gives back the runs it marked started that the daemon
+//!   did not fork (claims again, which other hosts take over) and its lease, and claims
+//!   nothing more; it still writes the `END`s of the jobs left running.
 //!
 //! Helper to daemon:
 //! * `GO SEQ`: the run is this host's and marked started: start it now.
@@ -29,7 +33,11 @@
 //!   that host's lease ended before it started the run and this host took the claim over.
 //! * `NO SEQ ran HOST` | `NO SEQ paused` | `NO SEQ lease` | `NO SEQ unreachable REASON`: not
 //!   here, for good.
+//! * `TAKE MINUTE CLUSTER OWNER ENTRY`: a run no daemon waits for any more (its host stopped or
+//!   died before starting it, after the other hosts had let it go), of an entry this daemon
+//!   listed: this host took it over and marked it started: start it now (and say `FORKED`).
 //! * `LOG info|error TEXT`: a line for the daemon's log.
+//! * `STOPPED`: the answer to `STOP`, once the runs not forked are given back (its `LOG` first).
 
 use std::fmt::Write as _;
 
@@ -76,6 +84,7 @@ pub enum ToHelper {
     End { key: RunKey, status: i32 },
     Entry(Loaded),
     Loaded { count: usize, omitted: usize },
+    Stop,
 }
 
 /// Why a run does not start on this host.
@@ -98,7 +107,9 @@ pub enum Denied {
 pub enum FromHelper {
     Go { seq: u64 },
     No { seq: u64, why: Denied },
+    Take { key: RunKey },
     Log { error: bool, text: String },
+    Stopped,
 }
 
 /// `%XX` for `%`, and for every byte that is not printable ASCII or is a space.
@@ -158,6 +169,7 @@ impl ToHelper {
                 escape_cut(&e.command, MAX_COMMAND)
             ),
             ToHelper::Loaded { count, omitted } => format!("LOADED {count} {omitted}\n"),
+            ToHelper::Stop => "STOP\n".to_string(),
         }
     }
 
@@ -184,6 +196,7 @@ impl ToHelper {
                 count: count.parse().map_err(|_| bad())?,
                 omitted: omitted.parse().map_err(|_| bad())?,
             }),
+            ["STOP"] => Ok(ToHelper::Stop),
             _ => Err(bad()),
         }
     }
@@ -257,6 +270,8 @@ impl FromHelper {
                 if *error { "error" } else { "info" },
                 escape_cut(text.as_bytes(), MAX_TEXT)
             ),
+            FromHelper::Take { key } => format!("TAKE {}\n", key_words(key)),
+            FromHelper::Stopped => "STOPPED\n".to_string(),
         }
     }
 
@@ -285,6 +300,10 @@ impl FromHelper {
                 error: *level == "error",
                 text: text(message).ok_or_else(bad)?,
             }),
+            ["TAKE", rest @ ..] if rest.len() == 4 => Ok(FromHelper::Take {
+                key: decode_key(rest).ok_or_else(bad)?,
+            }),
+            ["STOPPED"] => Ok(FromHelper::Stopped),
             _ => Err(bad()),
         }
     }
@@ -423,6 +442,7 @@ mod tests {
                 count: 12,
                 omitted: 3,
             },
+            ToHelper::Stop,
         ] {
             let line = m.encode();
             assert!(line.ends_with('\n') && !line[..line.len() - 1].contains(['\n', '\r']));
@@ -458,6 +478,8 @@ mod tests {
                 error: true,
                 text: "line one\nline two".into(),
             },
+            FromHelper::Take { key: key() },
+            FromHelper::Stopped,
         ] {
             let line = m.encode();
             assert_eq!(line.matches('\n').count(), 1);

@@ -15,6 +15,8 @@
 //! that passes what it returns to the owner it concerns (as the control socket's runs go to
 //! the scheduler, and what became of them back).
 
+use std::collections::HashMap;
+
 use jiff::Timestamp;
 
 use super::Error;
@@ -31,12 +33,14 @@ use super::setup::Setup;
 use super::sources::{Announce, Sources};
 use super::stop::Stop;
 use super::world::{RealWorld, World};
+use crate::cluster::entry_id::EntryKey;
 use crate::database::SourceKey;
 use crate::job::JobSpec;
 use crate::log::messages;
 use crate::sys::poll::Interest;
 use crate::sys::process::Exit;
 use crate::sys::timer::Tick;
+use crate::timeline::EntryId;
 use crate::types::Pid;
 
 /// Jobs started between two looks at signals and events.
@@ -290,7 +294,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
             return;
         };
         let zone = self.scheduler.local_zone();
-        let granted = link.on_readable(now_ms, zone, &mut self.reactor.fx);
+        let mut granted = link.on_readable(now_ms, zone, &mut self.reactor.fx);
+        granted.extend(self.taken_over());
         let count = granted.len();
         for (n, granted) in granted.into_iter().enumerate() {
             self.launch_granted(granted, now_ms);
@@ -303,6 +308,47 @@ impl<W: World, F: Effects> Daemon<W, F> {
                 link.flush_queued(now_ms, zone, &mut self.reactor.fx);
             }
         }
+    }
+
+    /// The runs the cluster helper took over for this host without a request (`TAKE`), as
+    /// granted runs of the loaded entries their keys name. One whose entry is no longer loaded
+    /// is logged and said acted on, so that the helper's window frees.
+    fn taken_over(&mut self) -> Vec<Granted> {
+        let Some(link) = &mut self.cluster else {
+            return Vec::new();
+        };
+        let keys = link.take_taken();
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        let scheduler = &self.scheduler;
+        let by_key: HashMap<(String, Vec<u8>, EntryKey), EntryId> = self
+            .sources
+            .entries()
+            .filter_map(|id| {
+                let l = scheduler.loaded_entry(id)?;
+                Some(((l.cluster, l.owner, l.entry), id))
+            })
+            .collect();
+        let mut granted = Vec::new();
+        for key in keys {
+            let id = by_key.get(&(key.cluster.clone(), key.owner.clone(), key.entry));
+            match id.and_then(|&id| scheduler.taken_over_run(id, key.minute)) {
+                Some(run) => granted.push(Granted { run, key }),
+                None => {
+                    let text = format!(
+                        "a run of cluster {} entry {} taken over for this host is of an entry \
+                         no longer loaded here: not started",
+                        key.cluster, key.entry
+                    );
+                    self.reactor
+                        .fx
+                        .error(messages::helper_said_line(true, &text));
+                    link.launched(key, Launched::Skipped);
+                }
+            }
+        }
+        granted
     }
 
     /// The control socket: its requests answered from the scheduler's entries in the sources'
@@ -426,6 +472,9 @@ impl<W: World, F: Effects> Daemon<W, F> {
         self.scheduler
             .stopping(stops_jobs, now, &mut self.reactor.fx);
         self.hand_records(now.as_millisecond());
+        if let Some(link) = &mut self.cluster {
+            link.stopping(&mut self.reactor.fx);
+        }
         self.reactor.world.notify_stopping();
         if stops_jobs {
             let reactor = &mut self.reactor;

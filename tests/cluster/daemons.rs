@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::daemon::{Crond, FAKETIME_LIB, Tree, chown, require_root, wait_for_file};
+use crate::support::fork_limit::ForkLimit;
 use crate::support::golden::{Scrub, assert_golden};
 use crate::support::pgbouncer::PgBouncer;
 use crate::support::postgres::PgServer;
@@ -42,7 +43,12 @@ const START: &str = "2026-11-21 10:00:50";
 
 /// The fake clock of a daemon started at [`START`] when `base` was now.
 fn fake_now(base: Instant) -> String {
-    let start = jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", START).expect("start");
+    fake_since(START, base)
+}
+
+/// The fake clock of a daemon started at `start` when `base` was now.
+fn fake_since(start: &str, base: Instant) -> String {
+    let start = jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", start).expect("start");
     let elapsed = base.elapsed().as_millis() as i64 * 10;
     let now = start
         .checked_add(jiff::Span::new().milliseconds(elapsed))
@@ -788,6 +794,70 @@ fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
     crate::support::daemon::wait_for_file(&ran, 10);
     let row = pg.psql("SELECT host, taken_from, started IS NOT NULL FROM crond_runs");
     assert_eq!(row.trim(), "node-1|ghost|t");
+    // Once: 20 s of the daemon's time later, nothing took it over a second time.
+    std::thread::sleep(Duration::from_secs(2));
+    let lines = fs::read_to_string(&ran).expect("ran");
+    assert_eq!(lines, "ran\n", "{}", host.crond().log_text());
+}
+
+#[test]
+fn a_host_stopped_while_its_forks_fail_gives_its_started_runs_back_and_the_other_runs_them_once() {
+    require_root();
+    assert!(
+        ForkLimit::pids_cgroup_root().is_some(),
+        "this test needs a pids cgroup (cgroup v1's pids, or v2 with pids enabled)"
+    );
+    let pg = PgServer::start();
+    let out = shared_out();
+    let n = 40;
+    let files = [out.path().join("a"), out.path().join("b")];
+    let mut a = Host::new("node-a", &numbered_crontab(&files[0], n));
+    let mut b = Host::new("node-b", &numbered_crontab(&files[1], n));
+    // 3 s (real) before 10:01, for the limit to be in place before it.
+    let (base, start) = (Instant::now(), "2026-11-21 10:00:30");
+    a.start(&pg, &fake_since(start, base));
+    b.start(&pg, &fake_since(start, base));
+    // node-b's forks fail from before 10:01: it is granted its share, marks it started, and
+    // can start none of it.
+    let limit = ForkLimit::on(b.crond().pid());
+    limit.set(true);
+    b.crond().wait_for_log("can't fork", 20);
+    let started_on_b =
+        "SELECT count(*) FROM crond_runs WHERE host = 'node-b' AND started IS NOT NULL";
+    let any = "SELECT count(*) > 0 FROM crond_runs WHERE host = 'node-b' AND started IS NOT NULL";
+    wait_for_value(&pg, any, "t", 10);
+    // Its whole share marked (each retried fork holds it up a second, fake).
+    std::thread::sleep(Duration::from_millis(500));
+    let marked: usize = pg.psql(started_on_b).trim().parse().expect("a count");
+    // A clean stop: the helper gives those runs back, then the lease.
+    let helper = b.helper_pid();
+    let mut crond = b.crond.take().expect("running");
+    assert!(crond.stop().success());
+    wait_gone(helper);
+    drop(limit);
+    let said = crond.wait_for_log("gave back", 5);
+    assert!(
+        said.contains(&format!(
+            "gave back {marked} runs marked started and not forked"
+        )),
+        "{said}"
+    );
+    // node-a takes them over (the holder's lease is gone) and runs them with its own share.
+    let got = wait_for_numbers(&[&files[0], &files[1]], n, 30);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(got[1].is_empty(), "node-b ran {:?}", got[1]);
+    assert_each_once(&[numbers(&files[0])], n);
+    let rows = pg.psql(
+        "SELECT count(*) FILTER (WHERE reason = 'unknown'),
+                count(*) FILTER (WHERE taken_from = 'node-b' AND host = 'node-a')
+         FROM crond_runs",
+    );
+    assert_eq!(
+        rows.trim(),
+        format!("0|{marked}"),
+        "none unknown, each taken over"
+    );
+    drop(crond);
 }
 
 /// Per host: the crontab of `n` cluster entries due at 10:01 (the minute after [`START`]) and

@@ -7,6 +7,8 @@
 mod support {
     #[allow(dead_code)]
     pub mod daemon;
+    #[allow(dead_code)]
+    pub mod fork_limit;
     pub mod golden;
     pub mod pgbouncer;
     #[allow(dead_code)]

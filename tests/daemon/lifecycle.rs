@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::support::daemon::*;
+use crate::support::fork_limit::ForkLimit;
 
 #[test]
 fn a_second_daemon_cannot_start_on_the_same_pid_file() {
@@ -348,124 +349,6 @@ fn the_daemon_tells_systemd_when_it_is_ready_and_when_it_stops() {
     let n = socket.recv(&mut buf).expect("STOPPING=1 within 10 s");
     assert_eq!(String::from_utf8_lossy(&buf[..n]), "STOPPING=1");
     assert_eq!(wait_with_timeout(&mut child.0, 10).code(), Some(0));
-}
-
-/// A real limit on the daemon's processes, as systemd's TasksMax or a container sets it: a pids
-/// cgroup of its own (cgroup v1's pids hierarchy, or v2 with the pids controller enabled), or
-/// where there is none, RLIMIT_NPROC on a daemon run as `nobody` (the kernel never applies
-/// that limit to uid 0), whose jobs are then `nobody`'s.
-enum ForkLimit {
-    Cgroup {
-        dir: std::path::PathBuf,
-        root: std::path::PathBuf,
-    },
-    Rlimit {
-        pid: u32,
-        /// The soft limit the daemon started with, to give back.
-        soft: String,
-    },
-}
-
-impl ForkLimit {
-    fn pids_cgroup_root() -> Option<std::path::PathBuf> {
-        let v1 = std::path::Path::new("/sys/fs/cgroup/pids");
-        let v2 = std::path::Path::new("/sys/fs/cgroup");
-        if v1.join("cgroup.procs").exists() {
-            Some(v1.to_path_buf())
-        } else if std::fs::read_to_string(v2.join("cgroup.subtree_control"))
-            .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"))
-        {
-            Some(v2.to_path_buf())
-        } else {
-            None
-        }
-    }
-
-    /// How the daemon must be started for the limit to bite, and the user its jobs run as.
-    fn wrapper() -> (&'static [&'static str], &'static str) {
-        if ForkLimit::pids_cgroup_root().is_some() {
-            (&[], "root")
-        } else {
-            (
-                &[
-                    "setpriv",
-                    "--reuid=nobody",
-                    "--regid=nogroup",
-                    "--clear-groups",
-                    "--",
-                ],
-                "nobody",
-            )
-        }
-    }
-
-    /// Takes hold of the daemon `pid` (not limited yet).
-    fn on(pid: u32) -> ForkLimit {
-        match ForkLimit::pids_cgroup_root() {
-            Some(root) => {
-                let dir = root.join(format!("crond-test-fork-{}-{pid}", std::process::id()));
-                std::fs::create_dir(&dir).expect("create the cgroup");
-                std::fs::write(dir.join("cgroup.procs"), pid.to_string()).expect("cgroup.procs");
-                ForkLimit::Cgroup { dir, root }
-            }
-            None => {
-                let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
-                let soft = limits
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Max processes"))
-                    .and_then(|l| l.split_whitespace().next())
-                    .unwrap_or_default()
-                    .to_string();
-                assert!(!soft.is_empty(), "no NPROC limit read");
-                ForkLimit::Rlimit { pid, soft }
-            }
-        }
-    }
-
-    /// The daemon's group may hold `processes` at once (a pids cgroup only).
-    fn allow(&self, processes: u32) {
-        let ForkLimit::Cgroup { dir, .. } = self else {
-            panic!("a number of processes needs a pids cgroup");
-        };
-        std::fs::write(dir.join("pids.max"), processes.to_string()).expect("pids.max");
-    }
-
-    /// Forks fail (`block`) or work again.
-    fn set(&self, block: bool) {
-        match self {
-            // The daemon itself is the one process the group may hold.
-            ForkLimit::Cgroup { dir, .. } => {
-                std::fs::write(dir.join("pids.max"), if block { "1" } else { "max" })
-                    .expect("pids.max")
-            }
-            // The daemon is nobody's one process. Only the soft limit moves, and nobody moves
-            // it: that needs no privilege (root here may lack CAP_SYS_RESOURCE, which changing
-            // another user's limits takes).
-            ForkLimit::Rlimit { pid, soft } => {
-                let limit = format!("--nproc={}:", if block { "1" } else { soft });
-                let status = std::process::Command::new("setpriv")
-                    .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-                    .args(["prlimit", "--pid", &pid.to_string(), &limit])
-                    .status()
-                    .expect("run prlimit");
-                assert!(status.success(), "prlimit {limit}");
-            }
-        }
-    }
-}
-
-impl Drop for ForkLimit {
-    fn drop(&mut self) {
-        if let ForkLimit::Cgroup { dir, root } = self {
-            // Whatever is left goes back to the root group, then the group can go.
-            if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
-                for pid in procs.split_whitespace() {
-                    let _ = std::fs::write(root.join("cgroup.procs"), pid);
-                }
-            }
-            let _ = std::fs::remove_dir(&dir);
-        }
-    }
 }
 
 #[test]

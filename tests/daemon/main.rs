@@ -4,6 +4,8 @@
 #[path = "../support"]
 mod support {
     pub mod daemon;
+    #[allow(dead_code)]
+    pub mod fork_limit;
     pub mod golden;
     pub mod mail;
     pub mod root;

@@ -78,8 +78,17 @@ pub struct Machine<S: Store> {
     /// Runs this session claimed, to be marked started as the window has room, in order.
     to_start: VecDeque<(u64, RunKey)>,
     /// Runs marked started and answered `GO` that the daemon has not said it acted on
-    /// (`FORKED`), with when each was marked: at most [`START_WINDOW`].
+    /// (`FORKED`), with when each was marked. Those marked less than [`FORK_WAIT`] ago are the
+    /// window (at most [`START_WINDOW`]); the older ones are kept (for an hour) so that a stop
+    /// gives them back too.
     in_flight: HashMap<RunKey, Instant>,
+    /// The daemon said `STOP`: nothing more is claimed or started.
+    stopped: bool,
+    /// Runs taken over without a request (`TAKE`), with when (kept an hour, at most
+    /// [`MAX_PARKED`]): a request for one of them later (the daemon's own run of that minute,
+    /// after a `RANDOM_DELAY`) finds it started by this session, and is told it ran here, not
+    /// `GO` again.
+    adopted: HashMap<RunKey, Instant>,
     /// When the pending runs are tried again after a failure.
     retry_at: Option<Instant>,
     /// What is to be said to the daemon, in order.
@@ -108,6 +117,8 @@ impl<S: Store> Machine<S> {
             pending: VecDeque::new(),
             to_start: VecDeque::new(),
             in_flight: HashMap::new(),
+            stopped: false,
+            adopted: HashMap::new(),
             retry_at: None,
             outbox: Vec::new(),
             listed: None,
@@ -123,10 +134,9 @@ impl<S: Store> Machine<S> {
     /// When the machine must be woken without input: the lease, the prune, the takeover check,
     /// a deferred run's turn, a retry.
     pub fn next_wake(&self) -> Instant {
-        let mut at = self.next_lease.min(self.next_prune);
-        if !self.watched.is_empty() {
-            at = at.min(self.next_takeover);
-        }
+        // The takeover look also adopts claims nobody waits for: it comes even with nothing
+        // watched.
+        let mut at = self.next_lease.min(self.next_prune).min(self.next_takeover);
         if let Some(&(when, _, _)) = self.deferred.front() {
             at = at.min(when);
         }
@@ -134,9 +144,9 @@ impl<S: Store> Machine<S> {
             at = at.min(self.retry_at.unwrap_or(self.now));
         }
         if !self.to_start.is_empty()
-            && let Some(oldest) = self.in_flight.values().min()
+            && let Some(oldest) = self.in_window().min()
         {
-            at = at.min(*oldest + FORK_WAIT);
+            at = at.min(oldest + FORK_WAIT);
         }
         if self.listed.is_some() {
             at = at.min(self.list_at);
@@ -165,6 +175,8 @@ impl<S: Store> Machine<S> {
             self.in_flight.remove(key);
         }
         let later = now + DEFER;
+        // A stopping daemon sends no more runs; any still on their way start nowhere here.
+        let runs = if self.stopped { Vec::new() } else { runs };
         for (seq, key) in runs {
             if self.meant_for_me(&key) {
                 self.pending.push_back((seq, key));
@@ -222,9 +234,12 @@ impl<S: Store> Machine<S> {
             self.next_prune = now + PRUNE_EVERY;
             self.prune();
         }
-        if !self.watched.is_empty() && now >= self.next_takeover {
+        if now >= self.next_takeover {
             self.next_takeover = now + self.takeover_every();
-            self.take_over();
+            if !self.watched.is_empty() {
+                self.take_over();
+            }
+            self.adopt();
         }
         while let Some(&(when, _, _)) = self.deferred.front() {
             if when > now {
@@ -242,6 +257,71 @@ impl<S: Store> Machine<S> {
     /// The daemon is gone: the lease goes back, so that other hosts take over at once.
     pub fn release(&mut self) {
         self.store.release();
+    }
+
+    /// The daemon is stopping (`STOP`, after the `FORKED` of every run it forked): the runs
+    /// marked started that it did not fork are given back as claims, which other hosts take
+    /// over once the lease goes (at the daemon's exit); nothing more is claimed or started.
+    /// The lease is still renewed and `END`s still written while its jobs finish.
+    pub fn stop(&mut self, now: Instant) {
+        self.now = now;
+        self.stopped = true;
+        self.pending.clear();
+        self.deferred.clear();
+        self.to_start.clear();
+        self.watched.clear();
+        self.give_back();
+        self.outbox.push(FromHelper::Stopped);
+    }
+
+    /// Gives back the runs marked started and not forked, and says how it went.
+    fn give_back(&mut self) {
+        let unforked: Vec<RunKey> = self.in_flight.drain().map(|(key, _)| key).collect();
+        if unforked.is_empty() {
+            return;
+        }
+        let mut given = 0;
+        for batch in unforked.chunks(MAX_BATCH) {
+            match self.call(|s| s.unstart(batch)) {
+                Ok(n) => given += n,
+                Err(_) => {
+                    let left = crond::words::count(
+                        (unforked.len() - given) as u64,
+                        "run marked started",
+                        "runs marked started",
+                    );
+                    self.log(
+                        true,
+                        format!(
+                            "stopping: {left} and not forked could not be given back: \
+                             they end as unknown"
+                        ),
+                    );
+                    return;
+                }
+            }
+        }
+        self.log(
+            false,
+            format!(
+                "stopping: gave back {}: other hosts take them over",
+                crond::words::count(
+                    given as u64,
+                    "run marked started and not forked",
+                    "runs marked started and not forked"
+                )
+            ),
+        );
+    }
+
+    /// When each run of the window was marked started: those not acted on for less than
+    /// [`FORK_WAIT`].
+    fn in_window(&self) -> impl Iterator<Item = Instant> + '_ {
+        let now = self.now;
+        self.in_flight
+            .values()
+            .copied()
+            .filter(move |since| now.saturating_duration_since(*since) < FORK_WAIT)
     }
 
     fn log(&mut self, error: bool, text: String) {
@@ -452,6 +532,10 @@ impl<S: Store> Machine<S> {
         for ((seq, key), what) in runs.into_iter().zip(outcome) {
             match what {
                 Claim::Held => claimed.push((seq, key)),
+                Claim::Started if self.adopted.contains_key(&key) => {
+                    let me = self.args.host.clone();
+                    self.no(seq, Denied::Ran(me));
+                }
                 Claim::Started => {
                     self.in_flight.insert(key, self.now);
                     go.push(seq);
@@ -475,11 +559,11 @@ impl<S: Store> Machine<S> {
     /// acted on leaves it after [`FORK_WAIT`]): a host that dies has at most [`START_WINDOW`]
     /// runs marked started and not forked; its other claims are taken over.
     fn start_window(&mut self) {
-        let now = self.now;
+        let (now, kept) = (self.now, Duration::from_millis(TAKEOVER_WAIT_MS as u64));
         self.in_flight
-            .retain(|_, since| now.saturating_duration_since(*since) < FORK_WAIT);
+            .retain(|_, since| now.saturating_duration_since(*since) < kept);
         loop {
-            let room = START_WINDOW.saturating_sub(self.in_flight.len());
+            let room = START_WINDOW.saturating_sub(self.in_window().count());
             let n = room.min(self.to_start.len());
             if n == 0 || n < MIN_START_BATCH.min(self.to_start.len()) {
                 return;
@@ -517,6 +601,51 @@ impl<S: Store> Machine<S> {
             }
         }
         Ok(())
+    }
+
+    /// Claims that no daemon waits for any more (their host stopped or died before starting
+    /// them, after the other hosts had been told they ran there, or before they asked), of
+    /// entries this host listed, as the window has room: made this session's, marked started
+    /// and said `TAKE` (the daemon starts each; `FORKED` frees the window as for a `GO`).
+    fn adopt(&mut self) {
+        if self.stopped || !self.store.connected() {
+            return;
+        }
+        let room = START_WINDOW.saturating_sub(self.in_window().count());
+        if room == 0 {
+            return;
+        }
+        let Ok(taken) = self.call(|s| s.adopt(room)) else {
+            return;
+        };
+        if taken.is_empty() {
+            return;
+        }
+        self.log(
+            false,
+            format!(
+                "took over {}: their host stopped before starting {} and no other host was \
+                 waiting for {}",
+                crond::words::count(taken.len() as u64, "run", "runs"),
+                if taken.len() == 1 { "it" } else { "them" },
+                if taken.len() == 1 { "it" } else { "them" },
+            ),
+        );
+        let (now, kept) = (self.now, Duration::from_millis(TAKEOVER_WAIT_MS as u64));
+        self.adopted
+            .retain(|_, since| now.saturating_duration_since(*since) < kept);
+        for key in taken {
+            if self.adopted.len() >= MAX_PARKED {
+                // The oldest goes: an hour's worth of takeovers is far below the bound.
+                if let Some(oldest) = self.adopted.iter().min_by_key(|(_, t)| **t) {
+                    let oldest = oldest.0.clone();
+                    self.adopted.remove(&oldest);
+                }
+            }
+            self.adopted.insert(key.clone(), now);
+            self.in_flight.insert(key.clone(), now);
+            self.outbox.push(FromHelper::Take { key });
+        }
     }
 
     fn watch(&mut self, seq: u64, key: RunKey) {

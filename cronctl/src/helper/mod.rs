@@ -3,8 +3,9 @@
 //! sends [`wire`] requests; the helper answers each, keeps this host's lease alive, watches runs
 //! other hosts claimed (to take over those whose host's lease ends before they start), records
 //! ends and prunes the history. It may block on the database (every call is bounded: 5 s by
-//! default); the daemon never does. When the daemon goes (end of input), the helper gives the
-//! lease up, so that other hosts take over at once, and exits.
+//! default); the daemon never does. When the daemon stops (`STOP`), the runs it was told to
+//! start and did not fork go back to being claims; when it goes (end of input), the helper
+//! gives the lease up, so that other hosts take over at once, and exits.
 //!
 //! [`machine`] decides (pure, over a [`store::Store`]); this file reads the daemon's lines,
 //! reads the clock, and writes the answers.
@@ -99,6 +100,7 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
         let mut runs = Vec::new();
         let mut forked = Vec::new();
         let mut ends = Vec::new();
+        let mut stop = false;
         // Everything the daemon has sent so far (up to a bound), so that the runs of one
         // minute go to the database in few statements.
         for _ in 0..MAX_READS_PER_TURN {
@@ -125,6 +127,7 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
                     Ok(ToHelper::End { key, status }) => ends.push((key, status)),
                     Ok(ToHelper::Entry(entry)) if listing.len() < MAX_LISTED => listing.push(entry),
                     Ok(ToHelper::Entry(_)) => {}
+                    Ok(ToHelper::Stop) => stop = true,
                     Ok(ToHelper::Loaded { count, omitted }) => {
                         let list = std::mem::take(&mut listing);
                         let lost = count.saturating_sub(list.len());
@@ -139,6 +142,10 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
             send(out, errors);
         }
         machine.on_requests(runs, forked, ends, Instant::now());
+        if stop {
+            // After the `FORKED`s that came before it.
+            machine.stop(Instant::now());
+        }
         send(out, machine.take_outbox());
     }
 }

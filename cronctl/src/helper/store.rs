@@ -76,8 +76,14 @@ pub trait Store {
     fn claim(&mut self, runs: &[RunKey]) -> Result<Vec<Claim>, Failure>;
     /// Marks this session's claimed `runs` started; for each, whether it was.
     fn start(&mut self, runs: &[RunKey]) -> Result<Vec<bool>, Failure>;
+    /// Gives back this session's started `runs` that never ran (claims again); how many were.
+    fn unstart(&mut self, runs: &[RunKey]) -> Result<usize, Failure>;
     /// Takes over the watched `runs` whose holder's lease ended before it started them.
     fn take_over(&mut self, runs: &[RunKey]) -> Result<Vec<Watched>, Failure>;
+    /// Takes over (and marks started) at most `most` claims no daemon waits for: not started,
+    /// their holder's lease gone, of entries this host listed, their minute some seconds past
+    /// ([`sql::ADOPT`]).
+    fn adopt(&mut self, most: usize) -> Result<Vec<RunKey>, Failure>;
     /// Records the exit statuses of runs that ended.
     fn end(&mut self, ends: &[(RunKey, i32)]) -> Result<(), Failure>;
     /// Makes this host's rows of loaded entries `entries`; `Ok(false)` when this session does
@@ -238,6 +244,40 @@ impl Store for SqlStore<'_> {
         Ok(runs
             .iter()
             .map(|key| started.contains_key(&row_key(key)))
+            .collect())
+    }
+
+    fn unstart(&mut self, runs: &[RunKey]) -> Result<usize, Failure> {
+        Ok(self.batch(&sql::unstart(), runs.iter(), &[])?.len())
+    }
+
+    fn adopt(&mut self, most: usize) -> Result<Vec<RunKey>, Failure> {
+        // Runs whose minute came more than the wait before a claim of another host's share
+        // ago (this host's clock names the minutes): this daemon's own request for a run of
+        // the minute, when it makes one, comes first and is answered by the takeover.
+        let latest = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+            - super::machine::DEFER.as_secs() as i64;
+        let params = [
+            self.host.clone(),
+            self.session.to_string(),
+            most.to_string(),
+            latest.to_string(),
+        ];
+        let rows = self.query(sql::ADOPT, &params)?;
+        Ok(rows
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let text = |i: usize| r.get(i).cloned().flatten();
+                Some(RunKey {
+                    cluster: text(0)?,
+                    owner: text(1)?.into_bytes(),
+                    entry: text(2)?.parse().ok()?,
+                    minute: text(3)?.parse().ok()?,
+                })
+            })
             .collect())
     }
 

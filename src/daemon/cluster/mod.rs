@@ -45,6 +45,9 @@ const READ_CHUNK: usize = 16 * 1024;
 /// at least 800 whose place and command are at their bounds).
 const MAX_LIST_BYTES: usize = MAX_UNSENT / 2;
 
+/// How long a stopping daemon waits for the helper's socket to take its last lines.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The helper process and the socket to it.
 #[derive(Debug)]
 struct Helper {
@@ -69,6 +72,8 @@ pub(super) struct ClusterLink {
     started: HashMap<i32, RunKey>,
     /// Runs the helper said `GO` to whose fork failed: back in the queue, not claimed again.
     granted: HashMap<(EntryId, UtcMinute), RunKey>,
+    /// Runs the helper took over without a request (`TAKE`), until the reactor takes them.
+    taken: Vec<RunKey>,
     /// Why nothing proves the database is what answers, until it is logged (once, when the
     /// helper first starts).
     unproven: Option<String>,
@@ -121,6 +126,7 @@ impl ClusterLink {
             parked: Parked::default(),
             started: HashMap::new(),
             granted: HashMap::new(),
+            taken: Vec::new(),
             unproven,
             quiet: quiet::Quiet::default(),
             listed: String::new(),
@@ -165,6 +171,28 @@ impl ClusterLink {
         };
         helper.pump.queue(message.encode().as_bytes());
         flush(helper)
+    }
+}
+
+/// Reads the helper's lines (its socket blocking, with a timeout) until `STOPPED`: its `LOG`s
+/// are logged, any other answer is of no use to a daemon that starts nothing more.
+fn await_stopped(helper: &mut Helper, fx: &mut dyn Effects) {
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match std::io::Read::read(&mut helper.socket, &mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        for line in helper.read.push(&chunk[..n]) {
+            match line.and_then(|line| FromHelper::decode(&line)) {
+                Ok(FromHelper::Stopped) => return,
+                Ok(FromHelper::Log { error, text }) => {
+                    let level = if error { Level::Error } else { Level::Info };
+                    fx.log(level, messages::helper_said_line(error, &text));
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
     }
 }
 
@@ -323,6 +351,34 @@ impl ClusterLink {
         }
     }
 
+    /// The runs the helper took over without a request since the last call (`TAKE`: their host
+    /// stopped or died before starting them): each is to be started as granted, or, when its
+    /// entry is no longer loaded here, said acted on ([`ClusterLink::launched`]).
+    pub(super) fn take_taken(&mut self) -> Vec<RunKey> {
+        std::mem::take(&mut self.taken)
+    }
+
+    /// The daemon is stopping and starts no more runs: the helper is told (`STOP`, after the
+    /// `FORKED`s queued), so that the runs it marked started that were never forked (granted
+    /// and not reached, or whose forks failed) become claims again, which other hosts take over
+    /// instead of ending them `unknown`. The daemon may exit next, so it waits for the
+    /// helper's `STOPPED` (and logs what it says before it), [`STOP_WAIT`] at most.
+    pub(super) fn stopping(&mut self, fx: &mut dyn Effects) {
+        let Some(helper) = self.helper.as_mut() else {
+            return;
+        };
+        helper.pump.queue(ToHelper::Stop.encode().as_bytes());
+        let blocking = helper.socket.set_nonblocking(false).is_ok()
+            && helper.socket.set_write_timeout(Some(STOP_WAIT)).is_ok()
+            && helper.socket.set_read_timeout(Some(STOP_WAIT)).is_ok();
+        // Not taken or not answered in time: the helper sees the socket close instead, and
+        // those runs end as `unknown` (as after a kill).
+        if blocking && flush(helper).is_ok() {
+            await_stopped(helper, fx);
+        }
+        let _ = helper.socket.set_nonblocking(true);
+    }
+
     /// Writes what waits for the helper (the `FORKED` lines of a turn's runs).
     pub(super) fn flush_queued(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
         let Some(helper) = self.helper.as_mut() else {
@@ -394,6 +450,12 @@ impl ClusterLink {
             }
             FromHelper::Go { seq } => self.parked.go(seq),
             FromHelper::No { seq, why } => self.parked.no(seq, why, now_ms),
+            FromHelper::Take { key } => {
+                self.taken.push(key);
+                return None;
+            }
+            // Only ever the answer to a stop, read there.
+            FromHelper::Stopped => return None,
         };
         match answered {
             Answered::Go {
@@ -741,6 +803,38 @@ mod tests {
         );
         link.on_reaped(4242, Exit::Code(0), now_ms, &zone, &mut fx);
         assert!(helper_reads(&mut fx).starts_with("END "));
+    }
+
+    #[test]
+    fn a_stopping_daemon_says_stop_after_the_forked_of_every_run_it_forked() {
+        let clock = FakeClock::at("2026-11-27T11:00:00Z");
+        let (mut fx, zone) = (Recorded::default(), Zone::utc());
+        let mut link = link(&mut fx);
+        let now_ms = clock.now().as_millisecond();
+        let due = UtcMinute::containing(clock.now().as_second());
+        link.claim(run(due), Some(EntryKey(42)), now_ms, &zone, &mut fx);
+        link.claim(run(due), Some(EntryKey(43)), now_ms, &zone, &mut fx);
+        assert!(helper_reads(&mut fx).starts_with("RUN 1 "));
+        helper_says(&mut fx, "GO 1\nGO 2\n");
+        clock.advance_ms(100);
+        let mut granted = link.on_readable(now_ms, &zone, &mut fx).into_iter();
+        let (first, second) = (granted.next().unwrap(), granted.next().unwrap());
+        // The first forked (its FORKED still queued, not flushed), the second's fork failed.
+        link.launched(first.key, Launched::Started(Pid(4242)));
+        let entry = second.run.job.entry;
+        link.launched(second.key, Launched::Failed { entry, due });
+        // The helper's answer is there already: the daemon reads it before it goes on.
+        helper_says(
+            &mut fx,
+            "LOG info stopping:%20gave%20back%201%20run\nSTOPPED\n",
+        );
+        link.stopping(&mut fx);
+        assert_eq!(fx.logged("gave back 1 run").len(), 1, "{:?}", fx.lines);
+        let sent = helper_reads(&mut fx);
+        let lines: Vec<&str> = sent.lines().collect();
+        assert_eq!(lines.len(), 2, "{sent}");
+        assert!(lines[0].starts_with("FORKED ") && lines[0].ends_with("000000000000002a"));
+        assert_eq!(lines[1], "STOP");
     }
 
     #[test]

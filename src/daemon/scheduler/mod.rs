@@ -802,6 +802,25 @@ impl Scheduler {
         })
     }
 
+    /// The scheduled run of cluster entry `id` due in the minute starting at unix second
+    /// `minute_s`, which the cluster gave this host without its asking (another host claimed it
+    /// and stopped or died before starting it): to be launched as a granted run, its time its
+    /// minute (so `CRON_LATE` applies). `None` when the entry is gone.
+    pub(super) fn taken_over_run(&self, id: EntryId, minute_s: i64) -> Option<Run> {
+        let (_, _, job, _) = self.cycle.get(id)?;
+        Some(Run {
+            job: Due {
+                entry: Some(id),
+                job: job.clone(),
+                manual: false,
+            },
+            due: UtcMinute::containing(minute_s),
+            postponed: 0,
+            start_ms: minute_s * 1000,
+            failed: None,
+        })
+    }
+
     /// Starts a run of entry `id` now (the control socket's `run`, `asked_by` naming who
     /// asked, as the RUN line says first), through the one launch path: `CRON_OVERLAP`
     /// applies, and a failed fork puts it in the queue. Always local, even with

@@ -181,6 +181,54 @@ impl Store for FakeStore {
             .collect())
     }
 
+    fn unstart(&mut self, runs: &[RunKey]) -> Result<usize, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        let mut given = 0;
+        for key in runs {
+            if let Some(r) = w.runs.get_mut(key)
+                && r.host == self.host
+                && r.session == self.session
+                && r.started
+                && !r.ended
+            {
+                r.started = false;
+                given += 1;
+            }
+        }
+        Ok(given)
+    }
+
+    fn adopt(&mut self, most: usize) -> Result<Vec<RunKey>, Failure> {
+        self.failed()?;
+        let mut w = self.world.borrow_mut();
+        if !w.live(&self.host, self.session) {
+            return Ok(Vec::new());
+        }
+        let listed = w.listed.get(&self.host).cloned().unwrap_or_default();
+        let mut found: Vec<RunKey> = w
+            .runs
+            .iter()
+            .filter(|(k, r)| {
+                !r.started
+                    && !r.ended
+                    && !w.live(&r.host, r.session)
+                    && listed
+                        .iter()
+                        .any(|l| (&l.cluster, &l.owner, l.entry) == (&k.cluster, &k.owner, k.entry))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        found.sort_by_key(|k| (k.minute, k.entry.0));
+        found.truncate(most);
+        for key in &found {
+            let mut row = Row::claimed(&self.host, self.session);
+            row.started = true;
+            w.runs.insert(key.clone(), row);
+        }
+        Ok(found)
+    }
+
     fn take_over(&mut self, runs: &[RunKey]) -> Result<Vec<Watched>, Failure> {
         self.failed()?;
         let mut w = self.world.borrow_mut();
@@ -277,6 +325,8 @@ struct Host {
     forks: bool,
     /// The `GO`s said `FORKED` to.
     forked: std::collections::HashSet<u64>,
+    /// The `TAKE`s said `FORKED` to.
+    forked_taken: std::collections::HashSet<RunKey>,
 }
 
 impl Host {
@@ -306,6 +356,7 @@ impl Host {
             asked: HashMap::new(),
             forks: true,
             forked: std::collections::HashSet::new(),
+            forked_taken: std::collections::HashSet::new(),
         }
     }
 
@@ -334,17 +385,34 @@ impl Host {
                 .into_iter()
                 .filter(|seq| !self.forked.contains(seq))
                 .collect();
-            let forked: Vec<RunKey> = new
+            let mut forked: Vec<RunKey> = new
                 .iter()
                 .filter_map(|seq| self.asked.get(seq).cloned())
                 .collect();
             self.forked.extend(new);
+            // A run taken over without a request is forked at its `TAKE`, once.
+            let took = self.took();
+            forked.extend(
+                took.into_iter()
+                    .filter(|k| self.forked_taken.insert(k.clone())),
+            );
             if forked.is_empty() {
                 return;
             }
             self.machine
                 .on_requests(Vec::new(), forked, Vec::new(), self.clock.get());
         }
+    }
+
+    /// The runs said `TAKE` for.
+    fn took(&self) -> Vec<RunKey> {
+        self.said
+            .iter()
+            .filter_map(|m| match m {
+                FromHelper::Take { key } => Some(key.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     fn go(&self) -> Vec<u64> {
@@ -732,4 +800,111 @@ fn runs_a_dead_host_started_and_never_ended_are_ended_unknown_once_and_said() {
             .iter()
             .any(|m| matches!(m, FromHelper::Log { text, .. } if text.contains("unknown")))
     );
+}
+
+#[test]
+fn a_stopping_daemons_unforked_runs_are_given_back_and_taken_over_by_the_other_host_once() {
+    let (clock, world, mut a, mut b) = two_hosts();
+    // b's daemon is told GO and forks nothing (its forks fail, or it is about to stop).
+    b.forks = false;
+    let all = runs(400);
+    // Both daemons have the entries loaded, and listed them.
+    let list: Vec<Loaded> = all
+        .iter()
+        .map(|(_, k)| Loaded {
+            cluster: k.cluster.clone(),
+            owner: k.owner.clone(),
+            entry: k.entry,
+            place: b"crontabs/root:1".to_vec(),
+            command: b"backup".to_vec(),
+        })
+        .collect();
+    a.machine.on_loaded(list.clone(), 0);
+    b.machine.on_loaded(list, 0);
+    a.ask(&all);
+    b.ask(&all);
+    // b was granted a window of its share and marked it started; the rest of its share is
+    // claimed. After the wait, a is told b ran the first and watches the others.
+    let b_go = b.go();
+    assert!(b_go.len() >= 32, "b marked a window of its share started");
+    advance(&clock, DEFER);
+    a.tick();
+    let ran_on_b = a
+        .no()
+        .iter()
+        .filter(|(_, why)| *why == Denied::Ran("b".into()))
+        .count();
+    assert_eq!(
+        ran_on_b,
+        b_go.len(),
+        "a waits for none of the runs b marked started"
+    );
+    // b forked the first two (and said so before STOP), then stopped.
+    let forked: Vec<RunKey> = b_go[..2].iter().map(|seq| b.asked[seq].clone()).collect();
+    b.machine
+        .on_requests(Vec::new(), forked.clone(), Vec::new(), clock.get());
+    b.machine.stop(clock.get());
+    b.said.extend(b.machine.take_outbox());
+    let started_on_b = |w: &World| {
+        w.runs
+            .values()
+            .filter(|r| r.host == "b" && r.started)
+            .count()
+    };
+    assert_eq!(
+        started_on_b(&world.borrow()),
+        2,
+        "only what b forked stays started"
+    );
+    let gave_back = format!("gave back {} runs", b_go.len() - 2);
+    assert!(
+        b.said
+            .iter()
+            .any(|m| matches!(m, FromHelper::Log { text, .. } if text.contains(&gave_back))),
+        "{:?}",
+        b.said
+    );
+    assert!(matches!(b.said.last(), Some(FromHelper::Stopped)));
+    // A run asked for after STOP is neither claimed nor answered.
+    let rows = world.borrow().runs.len();
+    b.ask(&[(9_999, key(9_999))]);
+    assert_eq!(world.borrow().runs.len(), rows);
+    assert!(
+        a.took().is_empty(),
+        "nothing to take over while b holds its lease"
+    );
+    // The daemon exits: the lease goes. a takes over the claims it watched (GO) and, a window
+    // at a time, the runs b gave back, which no request waits for (TAKE); each once.
+    b.machine.release();
+    for _ in 0..20 {
+        advance(&clock, a.machine.takeover_every());
+        a.tick();
+    }
+    let w = world.borrow();
+    assert!(w.runs.values().all(|r| r.started), "every run started");
+    assert_eq!(started_on_b(&w), 2);
+    let mut go = a.go();
+    go.sort_unstable();
+    go.dedup();
+    let mut took = a.took();
+    took.sort_by_key(|k| k.entry.0);
+    took.dedup();
+    assert_eq!(took.len(), a.took().len(), "each taken once");
+    assert_eq!(took.len(), b_go.len() - 2, "the runs b gave back");
+    assert_eq!(
+        go.len() + took.len(),
+        398,
+        "a started all but the two b forked"
+    );
+    for key in &forked {
+        assert_eq!(w.runs[key].host, "b");
+    }
+    drop(w);
+    // a's daemon asks for one of them later (its RANDOM_DELAY): it ran here already, no GO.
+    a.said.clear();
+    a.ask(&[(5_000, took[0].clone())]);
+    advance(&clock, DEFER);
+    a.tick();
+    assert_eq!(a.no(), vec![(5_000, Denied::Ran("a".into()))]);
+    assert!(a.go().is_empty(), "{:?}", a.said);
 }
