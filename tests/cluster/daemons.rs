@@ -17,6 +17,7 @@ use crate::support::golden::{Scrub, assert_golden};
 use crate::support::pgbouncer::PgBouncer;
 use crate::support::postgres::PgServer;
 use crate::support::user::TestUser;
+use crond::cluster::wire::START_WINDOW;
 
 /// The `cronctl` binary: built by the cronctl package (a default workspace member, so `cargo
 /// test` at the repository's root builds it) beside crond in the same target directory.
@@ -858,6 +859,150 @@ fn a_host_stopped_while_its_forks_fail_gives_its_started_runs_back_and_the_other
         "none unknown, each taken over"
     );
     drop(crond);
+}
+
+/// The crontab of `per_minute` cluster entries due at each of 10:01 to 10:0`minutes`: entry k
+/// runs at 10:0m, m = 1 + k / per_minute, and appends k to `ran`.
+fn minutes_crontab(ran: &Path, minutes: usize, per_minute: usize) -> String {
+    let mut crontab = String::from("CRON_CLUSTER=batch\n");
+    for k in 0..minutes * per_minute {
+        let minute = 1 + k / per_minute;
+        crontab.push_str(&format!(
+            "{minute} 10 * * * echo {k} >> {}\n",
+            ran.display()
+        ));
+    }
+    crontab
+}
+
+/// How many times each slot number was written to `ran`.
+fn run_counts(ran: &Path) -> BTreeMap<u32, u32> {
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    for k in slots_ran(ran) {
+        *counts.entry(k).or_default() += 1;
+    }
+    counts
+}
+
+#[test]
+fn a_rolling_restart_of_three_hosts_runs_every_slot_once() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let (minutes, per_minute) = (3, 100);
+    let crontab = minutes_crontab(&ran, minutes, per_minute);
+    let mut hosts: Vec<Host> = ["roll-a", "roll-b", "roll-c"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let base = Instant::now();
+    for host in &mut hosts {
+        host.start(&pg, &fake_now(base));
+    }
+    // The boundary of 10:0m comes at real t = 6 m - 5. Each host in turn is stopped (SIGTERM)
+    // just after one of them, while that minute's runs are claimed and started, and started
+    // again a second later (10 s of its time).
+    for (i, host) in hosts.iter_mut().enumerate() {
+        let boundary = 6.0 * (i as f64 + 1.0) - 5.0;
+        sleep_until(base, boundary + 0.1);
+        let helper = host.helper_pid();
+        let mut crond = host.crond.take().expect("running");
+        assert!(crond.stop().success(), "{}", crond.log_text());
+        wait_gone(helper);
+        sleep_until(base, boundary + 1.1);
+        host.start(&pg, &fake_now(base));
+    }
+    let n = (minutes * per_minute) as u32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run_counts(&ran).len() < n as usize && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    let counts = run_counts(&ran);
+    let twice: Vec<_> = counts.iter().filter(|&(_, &c)| c > 1).collect();
+    let missing: Vec<u32> = (0..n).filter(|k| !counts.contains_key(k)).collect();
+    assert!(
+        twice.is_empty() && missing.is_empty(),
+        "twice: {twice:?}; never ran: {missing:?}"
+    );
+    let rows = pg.psql("SELECT count(*), count(started), count(DISTINCT host) FROM crond_runs");
+    assert_eq!(
+        rows.trim(),
+        format!("{n}|{n}|3"),
+        "one started row per slot"
+    );
+}
+
+#[test]
+fn a_host_frozen_past_its_lease_starts_nothing_twice_and_every_slot_has_an_outcome() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let (minutes, per_minute) = (2, 150);
+    let crontab = minutes_crontab(&ran, minutes, per_minute);
+    let mut hosts: Vec<Host> = ["cold-a", "cold-b"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let base = Instant::now();
+    for host in &mut hosts {
+        host.start(&pg, &fake_now(base));
+    }
+    // cold-b's daemon and helper are stopped (SIGSTOP) as 10:01's runs come up (where in its
+    // work on them depends on the machine's load: before its claims, between a start and its
+    // fork, or after), for 8 s: its lease (5 s of the database's clock) runs out, cold-a claims
+    // what cold-b had not, takes over its claims, and ends as `unknown` what cold-b had marked
+    // started. Then cold-b goes on (SIGCONT) where it was: its starts are refused (its lease
+    // ran out), what it forks is what it had marked started.
+    let frozen = [hosts[1].crond().pid(), hosts[1].helper_pid()];
+    let signal = |sig: &str| {
+        for pid in frozen {
+            let status = Command::new("kill")
+                .args([sig, &pid.to_string()])
+                .status()
+                .expect("kill");
+            assert!(status.success(), "kill {sig} {pid}");
+        }
+    };
+    sleep_until(base, 1.1);
+    signal("-STOP");
+    std::thread::sleep(Duration::from_secs(8));
+    signal("-CONT");
+    // 10:02 (t = 7) came during the freeze: cold-a runs it, and cold-b finds it run.
+    let n = (minutes * per_minute) as u32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run_counts(&ran).len() < n as usize && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    let counts = run_counts(&ran);
+    let twice: Vec<_> = counts.iter().filter(|&(_, &c)| c > 1).collect();
+    assert!(twice.is_empty(), "slots run more than once: {twice:?}");
+    // Every slot has one row, started by one host: it ran, or its outcome is recorded unknown.
+    let rows =
+        pg.psql("SELECT count(*), count(started), count(DISTINCT (entry, minute)) FROM crond_runs");
+    assert_eq!(
+        rows.trim(),
+        format!("{n}|{n}|{n}"),
+        "one started row per slot"
+    );
+    let unknown: u32 = pg
+        .psql("SELECT count(*) FROM crond_runs WHERE reason = 'unknown'")
+        .trim()
+        .parse()
+        .expect("a count");
+    let missing = (0..n).filter(|k| !counts.contains_key(k)).count() as u32;
+    assert!(
+        missing <= unknown && unknown <= START_WINDOW as u32,
+        "{missing} slots never ran, {unknown} recorded unknown (at most a start window)"
+    );
 }
 
 /// Per host: the crontab of `n` cluster entries due at 10:01 (the minute after [`START`]) and
