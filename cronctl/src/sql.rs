@@ -103,7 +103,8 @@ SELECT 1 FROM me";
 
 /// Takes or renews this host's lease: $1 host, $2 session, $3 lease seconds. Returns a row
 /// only when the name is this session's, or free (no live lease of another session): two
-/// daemons given the same host name can't both hold it.
+/// daemons given the same host name can't both hold it. The row has the server's clock (Unix
+/// ms), to compare the host's with.
 pub const LEASE: &str = "
 INSERT INTO crond_hosts AS h (host, session, lease_until)
 VALUES ($1, $2::bigint, now() + make_interval(secs => $3::int))
@@ -111,7 +112,7 @@ ON CONFLICT (host) DO UPDATE
     SET session = EXCLUDED.session, lease_until = EXCLUDED.lease_until, seen = now(),
         started = CASE WHEN h.session = EXCLUDED.session THEN h.started ELSE now() END
     WHERE h.session = EXCLUDED.session OR h.lease_until <= now()
-RETURNING host";
+RETURNING host, (extract(epoch FROM clock_timestamp()) * 1000)::bigint::text";
 
 /// Gives the lease up (the daemon is gone): $1 host, $2 session.
 pub const RELEASE: &str =

@@ -81,6 +81,26 @@ impl Host {
         self.start_on(&pg.conninfo(), at);
     }
 
+    /// Starts the daemon with its clock at `at`, running `speed` times as fast as the real one.
+    fn start_clock(&mut self, pg: &PgServer, at: &str, speed: u32) {
+        self.starts += 1;
+        let conninfo = pg.conninfo();
+        let extra = [
+            "--no-pam",
+            "--cluster-db",
+            conninfo.as_str(),
+            "--cluster-host",
+            self.name.as_str(),
+            "--cluster-lease",
+            "5",
+            "--cluster-helper",
+            cronctl_bin(),
+        ];
+        let crond = Crond::start_fast(&self.tree, self.starts, at, speed, &extra);
+        crond.wait_for_log("connected to the database", 20);
+        self.crond = Some(crond);
+    }
+
     /// Starts the daemon with `conninfo` as its cluster database.
     fn start_on(&mut self, conninfo: &str, at: &str) {
         self.starts += 1;
@@ -1002,6 +1022,286 @@ fn a_host_frozen_past_its_lease_starts_nothing_twice_and_every_slot_has_an_outco
     assert!(
         missing <= unknown && unknown <= START_WINDOW as u32,
         "{missing} slots never ran, {unknown} recorded unknown (at most a start window)"
+    );
+}
+
+/// The lines of `log` that say the host's clock is off the database's, or agrees again.
+fn clock_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains("this host's clock"))
+        .collect()
+}
+
+#[test]
+fn a_host_whose_clock_is_off_the_databases_says_so_once_and_one_in_time_says_nothing() {
+    require_root();
+    let pg = PgServer::start();
+    let real = |offset_s: i64| {
+        let now = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(offset_s);
+        now.strftime("%Y-%m-%d %H:%M:%S").to_string()
+    };
+    let crontab = "CRON_CLUSTER=skew\n0 0 1 1 * true\n";
+    let mut hosts: Vec<Host> = ["fast", "slow", "true"]
+        .iter()
+        .map(|name| Host::new(name, crontab))
+        .collect();
+    // At the real speed: 20 s ahead, 20 s behind, and in time (libfaketime's own start).
+    for (host, offset) in hosts.iter_mut().zip([20, -20, 0]) {
+        host.start_clock(&pg, &real(offset), 1);
+    }
+    // A few lease renewals (a third of 5 s each).
+    std::thread::sleep(Duration::from_secs(6));
+    let logs: Vec<String> = hosts.iter().map(|h| h.crond().log_text()).collect();
+    // The seconds said, as far as the host's clock is off (its start took a moment).
+    let off = |line: &str, how: &str| -> f64 {
+        let said = line
+            .split("this host's clock is ")
+            .nth(1)
+            .and_then(|rest| {
+                rest.split(&format!(" s {how} the database's (more than 5 s)"))
+                    .next()
+            })
+            .unwrap_or_else(|| panic!("no '{how}' in {line}"));
+        said.parse().unwrap_or_else(|_| panic!("{said} in {line}"))
+    };
+    let fast = clock_lines(&logs[0]);
+    assert_eq!(fast.len(), 1, "{}", logs[0]);
+    assert!(fast[0].contains("(CRON) ERROR (cluster: "), "{}", fast[0]);
+    assert!(
+        (17.0..21.0).contains(&off(fast[0], "ahead of")),
+        "{}",
+        fast[0]
+    );
+    assert!(
+        fast[0].contains("its cluster runs start that much early"),
+        "{}",
+        fast[0]
+    );
+    let slow = clock_lines(&logs[1]);
+    assert_eq!(slow.len(), 1, "{}", logs[1]);
+    assert!(
+        (19.0..23.0).contains(&off(slow[0], "behind")),
+        "{}",
+        slow[0]
+    );
+    assert!(clock_lines(&logs[2]).is_empty(), "{}", logs[2]);
+}
+
+#[test]
+fn hosts_twenty_seconds_apart_run_each_slot_once_and_miss_no_minute() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let (minutes, per_minute) = (3, 100);
+    let crontab = minutes_crontab(&ran, minutes, per_minute);
+    let mut hosts: Vec<Host> = ["early", "late"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    // One host's clock 20 s ahead of the other's (40 s apart), both ten times as fast.
+    let base = Instant::now();
+    hosts[0].start(&pg, &fake_since("2026-11-21 10:00:50", base));
+    hosts[1].start(&pg, &fake_since("2026-11-21 10:00:10", base));
+    // The late host reaches 10:03 at real t = 17.
+    let n = (minutes * per_minute) as u32;
+    let deadline = base + Duration::from_secs(40);
+    while run_counts(&ran).len() < n as usize && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sleep_until(base, 20.0);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    let counts = run_counts(&ran);
+    let twice: Vec<_> = counts.iter().filter(|&(_, &c)| c > 1).collect();
+    let missing: Vec<u32> = (0..n).filter(|k| !counts.contains_key(k)).collect();
+    assert!(
+        twice.is_empty() && missing.is_empty(),
+        "twice: {twice:?}; never ran: {missing:?}"
+    );
+    let rows = pg.psql("SELECT count(*), count(started) FROM crond_runs");
+    assert_eq!(rows.trim(), format!("{n}|{n}"));
+    // Both clocks are far from the database's (libfaketime's date is in the past): each host
+    // says so once.
+    for host in &hosts {
+        let log = host.crond().log_text();
+        assert_eq!(clock_lines(&log).len(), 1, "{log}");
+    }
+}
+
+/// A TCP proxy on loopback to the database's TCP port that can be cut: while cut, it forwards
+/// nothing either way and connects nothing (the connections stay open: a network that drops
+/// packets, not one that refuses them).
+struct Partition {
+    port: u16,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Partition {
+    fn to(upstream: u16) -> Partition {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("address").port();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&cut);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let flag = std::sync::Arc::clone(&flag);
+                std::thread::spawn(move || {
+                    while flag.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                        return;
+                    };
+                    let pipes = [
+                        (client.try_clone(), server.try_clone()),
+                        (server.try_clone(), client.try_clone()),
+                    ];
+                    for (from, to) in pipes {
+                        let (Ok(from), Ok(to)) = (from, to) else {
+                            return;
+                        };
+                        let flag = std::sync::Arc::clone(&flag);
+                        std::thread::spawn(move || Partition::pipe(from, to, &flag));
+                    }
+                });
+            }
+        });
+        Partition { port, cut }
+    }
+
+    /// Copies `from` to `to` while not cut, until either end closes.
+    fn pipe(
+        mut from: std::net::TcpStream,
+        mut to: std::net::TcpStream,
+        cut: &std::sync::atomic::AtomicBool,
+    ) {
+        use std::io::{Read, Write};
+        let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            if cut.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_host_cut_off_from_the_database_claims_nothing_and_the_other_runs_its_share_once() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    let (minutes, per_minute) = (4, 100);
+    let crontab = minutes_crontab(&ran, minutes, per_minute);
+    // part-a reaches the database directly, part-b through the proxy, both over TCP as the
+    // same role (a passfile for the proxy's port).
+    let proxy = Partition::to(pg.port());
+    let passfile = out.path().join("passfile");
+    fs::write(
+        &passfile,
+        format!(
+            "*:{}:*:crond_test:{}\n",
+            proxy.port,
+            crate::support::postgres::PASSWORD
+        ),
+    )
+    .expect("passfile");
+    fs::set_permissions(&passfile, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let through_proxy = format!(
+        "host=127.0.0.1 port={} dbname=crond user=crond_test passfile={}",
+        proxy.port,
+        passfile.display()
+    );
+    let mut hosts: Vec<Host> = ["part-a", "part-b"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let base = Instant::now();
+    hosts[0].start_on(&pg.tcp_conninfo(), &fake_now(base));
+    hosts[1].start_on(&through_proxy, &fake_now(base));
+    // 10:01 (t = 1) is shared; the cut comes before 10:02 (t = 7) and lasts past 10:03
+    // (t = 13): part-b's lease (5 s of the database's clock) runs out meanwhile. 10:04 (t = 19)
+    // comes after it is mended.
+    sleep_until(base, 5.0);
+    proxy.set_cut(true);
+    let cut_at: f64 = pg
+        .psql("SELECT extract(epoch FROM now())")
+        .trim()
+        .parse()
+        .expect("epoch");
+    sleep_until(base, 16.0);
+    proxy.set_cut(false);
+    let n = (minutes * per_minute) as u32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run_counts(&ran).len() < n as usize && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sleep_until(base, 26.0);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    let counts = run_counts(&ran);
+    let twice: Vec<_> = counts.iter().filter(|&(_, &c)| c > 1).collect();
+    assert!(twice.is_empty(), "slots run more than once: {twice:?}");
+    // What part-b marked started as the cut came and never forked is ended unknown by part-a.
+    let missing = (0..n).filter(|k| !counts.contains_key(k)).count();
+    let unknown: usize = pg
+        .psql("SELECT count(*) FROM crond_runs WHERE reason = 'unknown'")
+        .trim()
+        .parse()
+        .expect("a count");
+    assert!(
+        missing <= unknown && unknown <= START_WINDOW,
+        "{missing} slots never ran, {unknown} ended unknown"
+    );
+    // Cut off, part-b claimed nothing: the minutes of the cut ran on part-a.
+    let during = pg.psql(&format!(
+        "SELECT count(*) FILTER (WHERE host = 'part-b'), count(*) FROM crond_runs
+         WHERE claimed > to_timestamp({cut_at} + 1)
+           AND minute IN ('2026-11-21 10:02:00+00', '2026-11-21 10:03:00+00')"
+    ));
+    assert_eq!(
+        during.trim(),
+        format!("0|{}", 2 * per_minute),
+        "part-b's claims, all claims"
+    );
+    // Mended, part-b claims its share again.
+    let after = pg.psql(
+        "SELECT count(*) FROM crond_runs WHERE host = 'part-b' AND minute = '2026-11-21 10:04:00+00'",
+    );
+    assert!(
+        after.trim().parse::<u32>().expect("a count") > 0,
+        "part-b ran none of 10:04"
+    );
+    let log = hosts[1].crond().log_text();
+    assert!(
+        log.contains("unreachable") || log.contains("connection lost"),
+        "{log}"
     );
 }
 

@@ -38,6 +38,11 @@ pub const FORK_WAIT: Duration = Duration::from_secs(10);
 /// refills in halves, one statement while the daemon forks the other half.
 const MIN_START_BATCH: usize = START_WINDOW / 2;
 
+/// How far a host's clock may be from the database's before it is said: past it, a host ahead
+/// claims runs before the hosts they are meant for ask (their wait, [`DEFER`], is over for it),
+/// and a host behind has its share run by the others.
+pub const CLOCK_TOLERANCE: Duration = DEFER;
+
 /// How often the history is pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
@@ -84,6 +89,9 @@ pub struct Machine<S: Store> {
     in_flight: HashMap<RunKey, Instant>,
     /// The daemon said `STOP`: nothing more is claimed or started.
     stopped: bool,
+    /// This host's clock was last said to be off the database's by more than
+    /// [`CLOCK_TOLERANCE`] (said once, until it is back within half of it).
+    clock_off: bool,
     /// Runs taken over without a request (`TAKE`), with when (kept an hour, at most
     /// [`MAX_PARKED`]): a request for one of them later (the daemon's own run of that minute,
     /// after a `RANDOM_DELAY`) finds it started by this session, and is told it ran here, not
@@ -118,6 +126,7 @@ impl<S: Store> Machine<S> {
             to_start: VecDeque::new(),
             in_flight: HashMap::new(),
             stopped: false,
+            clock_off: false,
             adopted: HashMap::new(),
             retry_at: None,
             outbox: Vec::new(),
@@ -432,7 +441,45 @@ impl<S: Store> Machine<S> {
         if let Ok(live) = self.call(|s| s.live_hosts()) {
             self.live = live;
         }
+        self.check_clock();
         self.end_unknown();
+    }
+
+    /// Says once when this host's clock is off the database's by more than
+    /// [`CLOCK_TOLERANCE`], and once when it is back within half of it.
+    fn check_clock(&mut self) {
+        let Some(skew_ms) = self.store.clock_skew_ms() else {
+            return;
+        };
+        let off = skew_ms.unsigned_abs();
+        let tolerance = CLOCK_TOLERANCE.as_millis() as u64;
+        if !self.clock_off && off > tolerance {
+            self.clock_off = true;
+            let seconds = format!("{}.{} s", off / 1000, off % 1000 / 100);
+            let (how, cost) = if skew_ms > 0 {
+                (
+                    "ahead of",
+                    "its cluster runs start that much early, and it claims runs meant for \
+                     other hosts before they ask",
+                )
+            } else {
+                (
+                    "behind",
+                    "its cluster runs start that much late, and other hosts run its share of \
+                     them",
+                )
+            };
+            let text = format!(
+                "this host's clock is {seconds} {how} the database's (more than {} s): {cost}; \
+                 keep the hosts' clocks in sync (NTP)",
+                CLOCK_TOLERANCE.as_secs()
+            );
+            self.log(true, text);
+        } else if self.clock_off && off <= tolerance / 2 {
+            self.clock_off = false;
+            let text = "this host's clock agrees with the database's again".to_string();
+            self.log(false, text);
+        }
     }
 
     /// Runs whose host stopped after marking them started and before writing their end are

@@ -70,6 +70,9 @@ pub trait Store {
     fn connect(&mut self) -> Result<bool, String>;
     /// Renews the lease; `Ok(false)` as for `connect`.
     fn lease(&mut self) -> Result<bool, Failure>;
+    /// How far this host's clock was ahead of the database's (negative: behind), in ms, at the
+    /// last lease taken or renewed; `None` before one.
+    fn clock_skew_ms(&self) -> Option<i64>;
     /// The hosts holding a live lease, by name.
     fn live_hosts(&mut self) -> Result<Vec<String>, Failure>;
     /// Claims `runs`; one answer per run, in order.
@@ -114,6 +117,8 @@ pub struct SqlStore<'c> {
     lease_s: u32,
     client: Option<Box<dyn Connection>>,
     schema_ready: bool,
+    /// This host's clock less the database's at the last lease (ms).
+    skew_ms: Option<i64>,
 }
 
 impl<'c> SqlStore<'c> {
@@ -132,6 +137,7 @@ impl<'c> SqlStore<'c> {
             lease_s,
             client: None,
             schema_ready: false,
+            skew_ms: None,
         }
     }
 
@@ -209,7 +215,20 @@ impl Store for SqlStore<'_> {
 
     fn lease(&mut self) -> Result<bool, Failure> {
         let params = self.lease_params();
-        Ok(!self.query(sql::LEASE, &params)?.rows.is_empty())
+        let before = unix_ms();
+        let rows = self.query(sql::LEASE, &params)?;
+        // The server read its clock between the two readings of ours: compared with their
+        // middle, the error is at most half the round trip.
+        let middle = before + (unix_ms() - before) / 2;
+        let server = rows.rows.first().and_then(|r| r.get(1).cloned().flatten());
+        if let Some(server) = server.and_then(|ms| ms.parse::<i64>().ok()) {
+            self.skew_ms = Some(middle - server);
+        }
+        Ok(!rows.rows.is_empty())
+    }
+
+    fn clock_skew_ms(&self) -> Option<i64> {
+        self.skew_ms
     }
 
     fn live_hosts(&mut self) -> Result<Vec<String>, Failure> {
@@ -347,6 +366,13 @@ impl Store for SqlStore<'_> {
             client.close();
         }
     }
+}
+
+/// This host's clock, in Unix milliseconds.
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The owner as the tables hold it (text; a name that is not UTF-8 is shown lossily, and the

@@ -76,6 +76,8 @@ struct FakeStore {
     connected: bool,
     /// Failures the next calls meet, in order.
     fail: Rc<RefCell<VecDeque<Failure>>>,
+    /// This host's clock less the database's, as the last lease found it.
+    skew: Rc<Cell<Option<i64>>>,
 }
 
 impl FakeStore {
@@ -118,6 +120,10 @@ impl Store for FakeStore {
                 .insert(self.host.clone(), (self.session, now + self.lease));
         }
         Ok(free)
+    }
+
+    fn clock_skew_ms(&self) -> Option<i64> {
+        self.skew.get()
     }
 
     fn live_hosts(&mut self) -> Result<Vec<String>, Failure> {
@@ -317,6 +323,7 @@ impl Store for FakeStore {
 struct Host {
     machine: Machine<FakeStore>,
     fail: Rc<RefCell<VecDeque<Failure>>>,
+    skew: Rc<Cell<Option<i64>>>,
     clock: Rc<Cell<Instant>>,
     said: Vec<FromHelper>,
     /// The runs asked for, by request number.
@@ -333,7 +340,9 @@ impl Host {
     fn new(world: &Rc<RefCell<World>>, name: &str, session: i64) -> Host {
         let clock = Rc::clone(&world.borrow().clock);
         let fail = Rc::new(RefCell::new(VecDeque::new()));
+        let skew = Rc::new(Cell::new(None));
         let store = FakeStore {
+            skew: Rc::clone(&skew),
             world: Rc::clone(world),
             host: name.into(),
             session,
@@ -351,6 +360,7 @@ impl Host {
         Host {
             machine: Machine::new(args, store, clock.get()),
             fail,
+            skew,
             clock,
             said: Vec::new(),
             asked: HashMap::new(),
@@ -907,4 +917,70 @@ fn a_stopping_daemons_unforked_runs_are_given_back_and_taken_over_by_the_other_h
     a.tick();
     assert_eq!(a.no(), vec![(5_000, Denied::Ran("a".into()))]);
     assert!(a.go().is_empty(), "{:?}", a.said);
+}
+
+#[test]
+fn a_clock_off_the_databases_past_the_tolerance_is_said_once_and_its_return_once() {
+    let clock = Rc::new(Cell::new(start()));
+    let world = World::new(&clock);
+    let mut a = Host::new(&world, "a", 1);
+    let logs = |a: &Host| -> Vec<(bool, String)> {
+        a.said
+            .iter()
+            .filter_map(|m| match m {
+                FromHelper::Log { error, text } if text.contains("clock") => {
+                    Some((*error, text.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let renewals = |a: &mut Host, n: usize| {
+        for _ in 0..n {
+            advance(&a.clock.clone(), Duration::from_secs(10));
+            a.tick();
+        }
+    };
+    // Within the tolerance: nothing.
+    a.skew.set(Some(4_900));
+    renewals(&mut a, 3);
+    assert!(logs(&a).is_empty(), "{:?}", logs(&a));
+    // 20 s ahead: said once, however many renewals find it so.
+    a.skew.set(Some(20_300));
+    renewals(&mut a, 5);
+    let said = logs(&a);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].0, "an error");
+    assert!(
+        said[0]
+            .1
+            .starts_with("this host's clock is 20.3 s ahead of the database's (more than 5 s)"),
+        "{}",
+        said[0].1
+    );
+    // Back to 3 s: still past half the tolerance, nothing; at 1 s, said once.
+    a.skew.set(Some(3_000));
+    renewals(&mut a, 2);
+    assert_eq!(logs(&a).len(), 1);
+    a.skew.set(Some(-1_000));
+    renewals(&mut a, 3);
+    let said = logs(&a);
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(
+        said[1],
+        (
+            false,
+            "this host's clock agrees with the database's again".into()
+        )
+    );
+    // 20 s behind: said once, as behind.
+    a.skew.set(Some(-20_000));
+    renewals(&mut a, 3);
+    let said = logs(&a);
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(
+        said[2].1.contains("20.0 s behind the database's"),
+        "{}",
+        said[2].1
+    );
 }
