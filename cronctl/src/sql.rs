@@ -77,28 +77,34 @@ CREATE TABLE IF NOT EXISTS crond_entries (
     seen    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (cluster, owner, entry, host)
 );
+ALTER TABLE crond_entries ADD COLUMN IF NOT EXISTS rerun boolean NOT NULL DEFAULT false;
+ALTER TABLE crond_runs ADD COLUMN IF NOT EXISTS attempt integer NOT NULL DEFAULT 1;
 ";
 
 /// This host's cluster entries as its daemon listed them: $1..$5 the arrays of their clusters,
-/// owners, ids, places and commands, $6 host, $7 session. The host's rows become these (an
+/// owners, ids, places and commands, $6 host, $7 session, $8 whether each is to be run again
+/// when its outcome is lost (`CRON_CLUSTER_RERUN=unknown`). The host's rows become these (an
 /// entry twice in the list keeps its first place); nothing is written unless this session
 /// holds the host's lease, and a row comes back only when it was written.
 pub const LIST: &str = "
 WITH me AS (SELECT 1 FROM crond_hosts
             WHERE host = $6 AND session = $7::bigint AND lease_until > now()),
-     q AS (SELECT DISTINCT ON (cluster, owner, entry) cluster, owner, entry, place, command
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-                WITH ORDINALITY AS q(cluster, owner, entry, place, command, n)
+     q AS (SELECT DISTINCT ON (cluster, owner, entry) cluster, owner, entry, place, command,
+                  rerun
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                       $8::boolean[])
+                WITH ORDINALITY AS q(cluster, owner, entry, place, command, rerun, n)
            ORDER BY cluster, owner, entry, n),
      gone AS (DELETE FROM crond_entries e
               WHERE e.host = $6 AND EXISTS (SELECT 1 FROM me)
                 AND NOT EXISTS (SELECT 1 FROM q
                     WHERE (q.cluster, q.owner, q.entry) = (e.cluster, e.owner, e.entry))),
-     put AS (INSERT INTO crond_entries (cluster, owner, entry, host, place, command)
-             SELECT cluster, owner, entry, $6, place, command FROM q
+     put AS (INSERT INTO crond_entries (cluster, owner, entry, host, place, command, rerun)
+             SELECT cluster, owner, entry, $6, place, command, rerun FROM q
              WHERE EXISTS (SELECT 1 FROM me)
              ON CONFLICT (cluster, owner, entry, host) DO UPDATE
-                 SET place = EXCLUDED.place, command = EXCLUDED.command, seen = now())
+                 SET place = EXCLUDED.place, command = EXCLUDED.command,
+                     rerun = EXCLUDED.rerun, seen = now())
 SELECT 1 FROM me";
 
 /// Takes or renews this host's lease: $1 host, $2 session, $3 lease seconds. Returns a row
@@ -192,20 +198,23 @@ pub fn unstart() -> String {
     )
 }
 
-/// Takes over claims no daemon is waiting for: not started, of a session holding no live lease
-/// (its host stopped, died, or gave them back stopping), of an entry this host has listed,
-/// claimed in the last hour (by the database's clock). At most $3 of them, oldest first, are
-/// made this session's and marked started at once (the caller tells its daemon to start each):
-/// $1 host, $2 session, $4 the latest minute taken (unix seconds, by this host's clock: a run
-/// whose minute has not come is not started early). Rows another helper is taking at the same moment are skipped (`SKIP
-/// LOCKED`), so each goes to one host. Returns their keys: cluster, owner, entry, minute (unix
-/// seconds).
+/// Takes over runs no daemon is waiting for, of entries this host has listed, whose holder's
+/// session holds no live lease (its host stopped, died, or gave them back stopping), claimed
+/// in the last hour (by the database's clock): claims not started, and, for an entry listed
+/// with `CRON_CLUSTER_RERUN=unknown`, a first attempt ended `unknown` (its host died after
+/// starting it), which becomes the second attempt of the same slot. At most $3 of them, oldest
+/// first, are made this session's and marked started at once (the caller tells its daemon to
+/// start each): $1 host, $2 session, $4 the latest minute taken (unix seconds, by this host's
+/// clock: a run whose minute has not come is not started early). Rows another helper is
+/// taking at the same moment are skipped (`SKIP LOCKED`), so each goes to one host. Returns
+/// their keys (cluster, owner, entry, minute in unix seconds) and attempts.
 pub const ADOPT: &str = "
 WITH found AS (
     SELECT r.cluster, r.owner, r.entry, r.minute FROM crond_runs r
     JOIN crond_entries e
       ON (e.cluster, e.owner, e.entry, e.host) = (r.cluster, r.owner, r.entry, $1)
-    WHERE r.started IS NULL AND r.ended IS NULL AND r.reason IS NULL
+    WHERE ((r.started IS NULL AND r.ended IS NULL AND r.reason IS NULL)
+           OR (e.rerun AND r.reason = 'unknown' AND r.attempt = 1))
       AND r.claimed > now() - interval '1 hour' AND r.minute <= to_timestamp($4::bigint)
       AND NOT EXISTS (SELECT 1 FROM crond_hosts h
           WHERE h.host = r.host AND h.session = r.session AND h.lease_until > now())
@@ -215,10 +224,13 @@ WITH found AS (
     LIMIT $3::int
     FOR UPDATE OF r SKIP LOCKED)
 UPDATE crond_runs r SET host = $1, session = $2::bigint, claimed = now(), started = now(),
-       taken_from = r.host
+       taken_from = r.host,
+       attempt = CASE WHEN r.reason = 'unknown' THEN r.attempt + 1 ELSE r.attempt END,
+       ended = NULL, status = NULL, reason = NULL, words = NULL
 FROM found f
 WHERE (r.cluster, r.owner, r.entry, r.minute) = (f.cluster, f.owner, f.entry, f.minute)
-RETURNING r.cluster, r.owner, r.entry, extract(epoch FROM r.minute)::bigint::text";
+RETURNING r.cluster, r.owner, r.entry, extract(epoch FROM r.minute)::bigint::text,
+          r.attempt::text";
 
 /// Looks at runs claimed elsewhere: takes over each that is not started and whose host's
 /// session holds no live lease, and reports the rest. One row per run: cluster, owner, entry,

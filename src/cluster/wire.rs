@@ -15,9 +15,10 @@
 //!   (at most [`START_WINDOW`] are marked and not acted on at once).
 //! * `END MINUTE CLUSTER OWNER ENTRY STATUS`: the run ended with exit code `STATUS` (a signal
 //!   `N` is `-N`).
-//! * `ENTRY CLUSTER OWNER ENTRY PLACE COMMAND`: a cluster entry the daemon has loaded, written at
-//!   `PLACE` (`FILE:LINE`) with `COMMAND`, each cut to [`MAX_PLACE`] and [`MAX_COMMAND`] bytes
-//!   once escaped.
+//! * `ENTRY CLUSTER OWNER ENTRY RERUN PLACE COMMAND`: a cluster entry the daemon has loaded,
+//!   written at `PLACE` (`FILE:LINE`) with `COMMAND`, each cut to [`MAX_PLACE`] and
+//!   [`MAX_COMMAND`] bytes once escaped; `RERUN` is `unknown` for `CRON_CLUSTER_RERUN=unknown`,
+//!   else `never`.
 //! * `LOADED COUNT OMITTED`: the `COUNT` `ENTRY` lines since the last `LOADED` are the cluster
 //!   entries the daemon has loaded now; `OMITTED` more were past its bound and not sent. Sent
 //!   when the helper starts and after each load that changed them.
@@ -33,9 +34,11 @@
 //!   that host's lease ended before it started the run and this host took the claim over.
 //! * `NO SEQ ran HOST` | `NO SEQ paused` | `NO SEQ lease` | `NO SEQ unreachable REASON`: not
 //!   here, for good.
-//! * `TAKE MINUTE CLUSTER OWNER ENTRY`: a run no daemon waits for any more (its host stopped or
-//!   died before starting it, after the other hosts had let it go), of an entry this daemon
-//!   listed: this host took it over and marked it started: start it now (and say `FORKED`).
+//! * `TAKE MINUTE CLUSTER OWNER ENTRY ATTEMPT`: a run no daemon waits for any more (its host
+//!   stopped or died before starting it, after the other hosts had let it go), of an entry this
+//!   daemon listed: this host took it over and marked it started: start it now (and say
+//!   `FORKED`). `ATTEMPT` 2: its first start's outcome was lost with its host, and the entry
+//!   has `CRON_CLUSTER_RERUN=unknown`.
 //! * `LOG info|error TEXT`: a line for the daemon's log.
 //! * `STOPPED`: the answer to `STOP`, once the runs not forked are given back (its `LOG` first).
 
@@ -74,6 +77,8 @@ pub struct Loaded {
     pub place: Vec<u8>,
     /// Its command as written.
     pub command: Vec<u8>,
+    /// `CRON_CLUSTER_RERUN=unknown`.
+    pub rerun: bool,
 }
 
 /// A message from the daemon to the helper.
@@ -107,7 +112,7 @@ pub enum Denied {
 pub enum FromHelper {
     Go { seq: u64 },
     No { seq: u64, why: Denied },
-    Take { key: RunKey },
+    Take { key: RunKey, attempt: u32 },
     Log { error: bool, text: String },
     Stopped,
 }
@@ -161,10 +166,11 @@ impl ToHelper {
             ToHelper::Forked { key } => format!("FORKED {}\n", key_words(key)),
             ToHelper::End { key, status } => format!("END {} {status}\n", key_words(key)),
             ToHelper::Entry(e) => format!(
-                "ENTRY {} {} {} {} {}\n",
+                "ENTRY {} {} {} {} {} {}\n",
                 e.cluster,
                 escape(&e.owner),
                 e.entry,
+                if e.rerun { "unknown" } else { "never" },
                 escape_cut(&e.place, MAX_PLACE),
                 escape_cut(&e.command, MAX_COMMAND)
             ),
@@ -189,7 +195,7 @@ impl ToHelper {
                 key: decode_key(&rest[..4]).ok_or_else(bad)?,
                 status: rest[4].parse().map_err(|_| bad())?,
             }),
-            ["ENTRY", rest @ ..] if rest.len() == 5 => {
+            ["ENTRY", rest @ ..] if rest.len() == 6 => {
                 decode_entry(rest).map(ToHelper::Entry).ok_or_else(bad)
             }
             ["LOADED", count, omitted] => Ok(ToHelper::Loaded {
@@ -203,8 +209,13 @@ impl ToHelper {
 }
 
 fn decode_entry(words: &[&str]) -> Option<Loaded> {
-    let [cluster, owner, entry, place, command] = words else {
+    let [cluster, owner, entry, rerun, place, command] = words else {
         return None;
+    };
+    let rerun = match *rerun {
+        "unknown" => true,
+        "never" => false,
+        _ => return None,
     };
     // The minute is not part of an entry: the key's rules read the rest.
     let key = decode_key(&["0", cluster, owner, entry])?;
@@ -214,6 +225,7 @@ fn decode_entry(words: &[&str]) -> Option<Loaded> {
         entry: key.entry,
         place: unescape(place)?,
         command: unescape(command)?,
+        rerun,
     })
 }
 
@@ -270,7 +282,7 @@ impl FromHelper {
                 if *error { "error" } else { "info" },
                 escape_cut(text.as_bytes(), MAX_TEXT)
             ),
-            FromHelper::Take { key } => format!("TAKE {}\n", key_words(key)),
+            FromHelper::Take { key, attempt } => format!("TAKE {} {attempt}\n", key_words(key)),
             FromHelper::Stopped => "STOPPED\n".to_string(),
         }
     }
@@ -300,8 +312,9 @@ impl FromHelper {
                 error: *level == "error",
                 text: text(message).ok_or_else(bad)?,
             }),
-            ["TAKE", rest @ ..] if rest.len() == 4 => Ok(FromHelper::Take {
-                key: decode_key(rest).ok_or_else(bad)?,
+            ["TAKE", rest @ ..] if rest.len() == 5 => Ok(FromHelper::Take {
+                key: decode_key(&rest[..4]).ok_or_else(bad)?,
+                attempt: rest[4].parse().map_err(|_| bad())?,
             }),
             ["STOPPED"] => Ok(FromHelper::Stopped),
             _ => Err(bad()),
@@ -478,7 +491,10 @@ mod tests {
                 error: true,
                 text: "line one\nline two".into(),
             },
-            FromHelper::Take { key: key() },
+            FromHelper::Take {
+                key: key(),
+                attempt: 2,
+            },
             FromHelper::Stopped,
         ] {
             let line = m.encode();
@@ -520,6 +536,7 @@ mod tests {
             entry: EntryKey(0x0123_4567_89ab_cdef),
             place: place.to_vec(),
             command: command.to_vec(),
+            rerun: true,
         }
     }
 

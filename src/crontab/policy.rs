@@ -14,6 +14,9 @@
 //!   with a cluster database each run is claimed there first and runs on one host only; on a
 //!   daemon without one they run as any other entry. `NAME` is 1 to 63 letters, digits, `.`,
 //!   `_` or `-`; empty: local again (the default).
+//! * `CRON_CLUSTER_RERUN=never|unknown`: for cluster entries that may run twice (idempotent):
+//!   `unknown` starts a run once more, on another host, when its host died after starting it
+//!   and before its end was written (at least once instead of at most once). Default `never`.
 //! * `CRON_ID=NAME`: the entries below are named: each one's id (`cronctl list`, the run
 //!   history) is made of its file, its user and this name, not its schedule and command, so it
 //!   stays when the line is edited. `NAME` as `CRON_CLUSTER`'s; empty: ids from the line again
@@ -58,7 +61,7 @@ pub enum Missed {
     Once,
 }
 
-/// The extensions in force for an entry: 16 bytes, held once per assignment (in the
+/// The extensions in force for an entry: 20 bytes, held once per assignment (in the
 /// environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Policy {
@@ -71,6 +74,9 @@ pub struct Policy {
     pub late_s: Option<u32>,
     /// `CRON_CLUSTER` is set (its name is the environment's value): runs are claimed first.
     pub clustered: bool,
+    /// `CRON_CLUSTER_RERUN=unknown`: a cluster run whose outcome was lost with its host is
+    /// started once more elsewhere.
+    pub rerun_unknown: bool,
 }
 
 /// The longest cluster name, in bytes.
@@ -96,6 +102,7 @@ pub fn is_policy_name(name: &[u8]) -> bool {
             | b"CRON_TIMEOUT"
             | b"CRON_LATE"
             | b"CRON_CLUSTER"
+            | b"CRON_CLUSTER_RERUN"
             | b"CRON_ID"
     )
 }
@@ -108,6 +115,7 @@ pub enum PolicyError {
     Timeout(DurationError),
     Late(DurationError),
     Cluster(String),
+    Rerun(String),
     Id(String),
 }
 
@@ -130,6 +138,11 @@ impl fmt::Display for PolicyError {
                 f,
                 "CRON_CLUSTER must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' \
                  or '-', not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Rerun(text) => write!(
+                f,
+                "CRON_CLUSTER_RERUN must be never or unknown, not '{}'",
                 text.escape_debug()
             ),
             PolicyError::Id(text) => write!(
@@ -188,6 +201,13 @@ impl Policy {
                 }
                 policy.clustered = !value.is_empty();
             }
+            b"CRON_CLUSTER_RERUN" => {
+                policy.rerun_unknown = match text {
+                    "" | "never" => false,
+                    "unknown" => true,
+                    _ => return Err(PolicyError::Rerun(text.to_string())),
+                }
+            }
             // The name is read from the environment where an id is made; here it is checked.
             b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
                 return Err(PolicyError::Id(text.to_string()));
@@ -224,6 +244,9 @@ impl fmt::Display for Policy {
         if self.clustered {
             parts.push("cluster".to_string());
         }
+        if self.rerun_unknown {
+            parts.push("rerun=unknown".to_string());
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -247,6 +270,7 @@ mod tests {
                 timeout_s: Some(90),
                 late_s: None,
                 clustered: false,
+                rerun_unknown: false,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -280,6 +304,27 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("CRON_TIMEOUT: 'soon' is not a duration")
+        );
+        let rerun = p.with(b"CRON_CLUSTER_RERUN", b"unknown").unwrap();
+        assert!(rerun.rerun_unknown);
+        assert!(rerun.to_string().ends_with("rerun=unknown"), "{rerun}");
+        assert!(
+            !rerun
+                .with(b"CRON_CLUSTER_RERUN", b"never")
+                .unwrap()
+                .rerun_unknown
+        );
+        assert!(
+            !rerun
+                .with(b"CRON_CLUSTER_RERUN", b"")
+                .unwrap()
+                .rerun_unknown
+        );
+        assert_eq!(
+            p.with(b"CRON_CLUSTER_RERUN", b"always")
+                .unwrap_err()
+                .to_string(),
+            "CRON_CLUSTER_RERUN must be never or unknown, not 'always'"
         );
         let late = p.with(b"CRON_LATE", b"2m").unwrap();
         assert_eq!(late.late_s, Some(120));

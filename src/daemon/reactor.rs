@@ -331,9 +331,10 @@ impl<W: World, F: Effects> Daemon<W, F> {
             })
             .collect();
         let mut granted = Vec::new();
-        for key in keys {
+        for (key, attempt) in keys {
             let id = by_key.get(&(key.cluster.clone(), key.owner.clone(), key.entry));
-            match id.and_then(|&id| scheduler.taken_over_run(id, key.minute)) {
+            let rerun = attempt > 1;
+            match id.and_then(|&id| self.scheduler.taken_over_run(id, key.minute, rerun)) {
                 Some(run) => granted.push(Granted { run, key }),
                 None => {
                     let text = format!(

@@ -54,14 +54,18 @@ pub enum Trigger {
     Manual,
     /// `@reboot`.
     Reboot,
+    /// `CRON_CLUSTER_RERUN=unknown`: started again on this host because the host that first
+    /// started it died before its end was written.
+    Rerun,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 4] = [
+    pub const ALL: [Trigger; 5] = [
         Trigger::Schedule,
         Trigger::CatchUp,
         Trigger::Manual,
         Trigger::Reboot,
+        Trigger::Rerun,
     ];
 
     /// The word records and `cronctl history --json` use.
@@ -71,6 +75,7 @@ impl Trigger {
             Trigger::CatchUp => "catch-up",
             Trigger::Manual => "manual",
             Trigger::Reboot => "reboot",
+            Trigger::Rerun => "rerun",
         }
     }
 

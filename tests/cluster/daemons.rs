@@ -1305,6 +1305,118 @@ fn a_host_cut_off_from_the_database_claims_nothing_and_the_other_runs_its_share_
     );
 }
 
+/// `pid` and every process under it.
+fn with_descendants(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut i = 0;
+    while i < all.len() {
+        let list = format!("/proc/{0}/task/{0}/children", all[i]);
+        let children = fs::read_to_string(list).unwrap_or_default();
+        all.extend(
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+        i += 1;
+    }
+    all
+}
+
+#[test]
+fn a_run_whose_host_died_is_started_again_elsewhere_only_with_cluster_rerun_unknown() {
+    require_root();
+    let pg = PgServer::start();
+    let out = shared_out();
+    let ran = out.path().join("ran");
+    // Entries 0 to 19 may run twice (CRON_CLUSTER_RERUN=unknown), 20 to 39 may not. Each job
+    // writes its number, then runs 5 s (real time: the jobs are not under libfaketime).
+    let mut crontab = String::from("CRON_CLUSTER=rr\nCRON_CLUSTER_RERUN=unknown\n");
+    for k in 0..40 {
+        if k == 20 {
+            crontab.push_str("CRON_CLUSTER_RERUN=never\n");
+        }
+        crontab.push_str(&format!(
+            "1 10 * * * echo {k} >> {}; sleep 5\n",
+            ran.display()
+        ));
+    }
+    let mut hosts: Vec<Host> = ["rr-a", "rr-b"]
+        .iter()
+        .map(|name| Host::new(name, &crontab))
+        .collect();
+    let base = Instant::now();
+    for host in &mut hosts {
+        host.start(&pg, &fake_now(base));
+    }
+    // 10:01 comes at t = 1; rr-b's jobs run from then. At t = 2 the host dies: its daemon,
+    // helper and jobs are killed; no end is written, its lease (5 s) runs out.
+    sleep_until(base, 2.0);
+    let b_pid = hosts[1].crond().pid();
+    let doomed = with_descendants(b_pid);
+    for pid in &doomed {
+        let _ = Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status();
+    }
+    for pid in &doomed {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let mut dead = hosts.pop().expect("rr-b");
+    if let Some(mut crond) = dead.crond.take()
+        && let Some(mut child) = crond.child.take()
+    {
+        let _ = child.wait();
+    }
+    // rr-a ends rr-b's runs as unknown, and starts again those that may run twice.
+    let on_b = pg.psql("SELECT count(*) FROM crond_runs WHERE host = 'rr-b'");
+    let on_b: u32 = on_b.trim().parse().expect("a count");
+    assert!(on_b > 0, "rr-b ran none of the minute");
+    wait_for_value(
+        &pg,
+        "SELECT count(*) FROM crond_runs WHERE host = 'rr-b' AND reason IS NULL",
+        "0",
+        30,
+    );
+    wait_for_value(
+        &pg,
+        "SELECT count(*) FROM crond_runs WHERE attempt = 2 AND trigger IS NULL",
+        "0",
+        30,
+    );
+    hosts[0].wait_for_jobs(30);
+    let counts = run_counts(&ran);
+    let twice: Vec<u32> = counts
+        .iter()
+        .filter(|&(_, &c)| c == 2)
+        .map(|(&k, _)| k)
+        .collect();
+    assert!(counts.values().all(|&c| c <= 2), "{counts:?}");
+    assert!(
+        twice.iter().all(|&k| k < 20),
+        "only entries to run again ran twice: {twice:?}"
+    );
+    assert_eq!(counts.len(), 40, "every slot ran: {counts:?}");
+    // The history: each slot rr-b started is the second attempt of rr-a (to run again) or
+    // unknown (not to run again), each once.
+    let rows = pg.psql(
+        "SELECT count(*) FILTER (WHERE attempt = 2 AND host = 'rr-a' AND taken_from = 'rr-b'
+                                  AND trigger = 'rerun' AND reason IS NULL),
+                count(*) FILTER (WHERE host = 'rr-b' AND reason = 'unknown' AND attempt = 1),
+                count(*)
+         FROM crond_runs",
+    );
+    let want = format!("{}|{}|40", twice.len(), on_b as usize - twice.len());
+    assert_eq!(rows.trim(), want, "again, unknown, slots");
+    assert!(!twice.is_empty(), "none of rr-b's share was to run again");
+    let log = hosts[0].crond().log_text();
+    assert!(
+        log.contains(&format!("starting again {} run", twice.len())),
+        "{log}"
+    );
+}
+
 /// Per host: the crontab of `n` cluster entries due at 10:01 (the minute after [`START`]) and
 /// at no other time, each appending its number to the file `$OUT` (an environment line: the
 /// entries are the same entries on every host). Due every minute, a later minute's runs could

@@ -665,23 +665,11 @@ impl<S: Store> Machine<S> {
         let Ok(taken) = self.call(|s| s.adopt(room)) else {
             return;
         };
-        if taken.is_empty() {
-            return;
-        }
-        self.log(
-            false,
-            format!(
-                "took over {}: their host stopped before starting {} and no other host was \
-                 waiting for {}",
-                crond::words::count(taken.len() as u64, "run", "runs"),
-                if taken.len() == 1 { "it" } else { "them" },
-                if taken.len() == 1 { "it" } else { "them" },
-            ),
-        );
+        self.say_taken(&taken);
         let (now, kept) = (self.now, Duration::from_millis(TAKEOVER_WAIT_MS as u64));
         self.adopted
             .retain(|_, since| now.saturating_duration_since(*since) < kept);
-        for key in taken {
+        for (key, attempt) in taken {
             if self.adopted.len() >= MAX_PARKED {
                 // The oldest goes: an hour's worth of takeovers is far below the bound.
                 if let Some(oldest) = self.adopted.iter().min_by_key(|(_, t)| **t) {
@@ -691,7 +679,32 @@ impl<S: Store> Machine<S> {
             }
             self.adopted.insert(key.clone(), now);
             self.in_flight.insert(key.clone(), now);
-            self.outbox.push(FromHelper::Take { key });
+            self.outbox.push(FromHelper::Take { key, attempt });
+        }
+    }
+
+    /// Logs what [`Machine::adopt`] took: claims never started, and runs started again.
+    fn say_taken(&mut self, taken: &[(RunKey, u32)]) {
+        let again = taken.iter().filter(|(_, attempt)| *attempt > 1).count();
+        let claims = taken.len() - again;
+        let them = |n: usize| if n == 1 { "it" } else { "them" };
+        if claims > 0 {
+            let text = format!(
+                "took over {}: their host stopped before starting {} and no other host was \
+                 waiting for {}",
+                crond::words::count(claims as u64, "run", "runs"),
+                them(claims),
+                them(claims),
+            );
+            self.log(false, text);
+        }
+        if again > 0 {
+            let text = format!(
+                "starting again {} whose first start has no known outcome (its host died): \
+                 CRON_CLUSTER_RERUN=unknown",
+                crond::words::count(again as u64, "run", "runs"),
+            );
+            self.log(false, text);
         }
     }
 

@@ -83,10 +83,11 @@ pub trait Store {
     fn unstart(&mut self, runs: &[RunKey]) -> Result<usize, Failure>;
     /// Takes over the watched `runs` whose holder's lease ended before it started them.
     fn take_over(&mut self, runs: &[RunKey]) -> Result<Vec<Watched>, Failure>;
-    /// Takes over (and marks started) at most `most` claims no daemon waits for: not started,
-    /// their holder's lease gone, of entries this host listed, their minute some seconds past
-    /// ([`sql::ADOPT`]).
-    fn adopt(&mut self, most: usize) -> Result<Vec<RunKey>, Failure>;
+    /// Takes over (and marks started) at most `most` runs no daemon waits for, their holder's
+    /// lease gone, of entries this host listed, their minute some seconds past: claims not
+    /// started, and first attempts ended `unknown` of entries to run again ([`sql::ADOPT`]);
+    /// each with its attempt.
+    fn adopt(&mut self, most: usize) -> Result<Vec<(RunKey, u32)>, Failure>;
     /// Records the exit statuses of runs that ended.
     fn end(&mut self, ends: &[(RunKey, i32)]) -> Result<(), Failure>;
     /// Makes this host's rows of loaded entries `entries`; `Ok(false)` when this session does
@@ -270,7 +271,7 @@ impl Store for SqlStore<'_> {
         Ok(self.batch(&sql::unstart(), runs.iter(), &[])?.len())
     }
 
-    fn adopt(&mut self, most: usize) -> Result<Vec<RunKey>, Failure> {
+    fn adopt(&mut self, most: usize) -> Result<Vec<(RunKey, u32)>, Failure> {
         // Runs whose minute came more than the wait before a claim of another host's share
         // ago (this host's clock names the minutes): this daemon's own request for a run of
         // the minute, when it makes one, comes first and is answered by the takeover.
@@ -290,12 +291,13 @@ impl Store for SqlStore<'_> {
             .iter()
             .filter_map(|r| {
                 let text = |i: usize| r.get(i).cloned().flatten();
-                Some(RunKey {
+                let key = RunKey {
                     cluster: text(0)?,
                     owner: text(1)?.into_bytes(),
                     entry: text(2)?.parse().ok()?,
                     minute: text(3)?.parse().ok()?,
-                })
+                };
+                Some((key, text(4)?.parse().ok()?))
             })
             .collect())
     }
@@ -332,6 +334,7 @@ impl Store for SqlStore<'_> {
             sql::array(entries.iter().map(|e| text(&e.command))),
             self.host.clone(),
             self.session.to_string(),
+            sql::array(entries.iter().map(|e| e.rerun.to_string())),
         ];
         Ok(!self.query(sql::LIST, &params)?.rows.is_empty())
     }

@@ -72,8 +72,9 @@ pub(super) struct ClusterLink {
     started: HashMap<i32, RunKey>,
     /// Runs the helper said `GO` to whose fork failed: back in the queue, not claimed again.
     granted: HashMap<(EntryId, UtcMinute), RunKey>,
-    /// Runs the helper took over without a request (`TAKE`), until the reactor takes them.
-    taken: Vec<RunKey>,
+    /// Runs the helper took over without a request (`TAKE`), with their attempt, until the
+    /// reactor takes them.
+    taken: Vec<(RunKey, u32)>,
     /// Why nothing proves the database is what answers, until it is logged (once, when the
     /// helper first starts).
     unproven: Option<String>,
@@ -354,7 +355,7 @@ impl ClusterLink {
     /// The runs the helper took over without a request since the last call (`TAKE`: their host
     /// stopped or died before starting them): each is to be started as granted, or, when its
     /// entry is no longer loaded here, said acted on ([`ClusterLink::launched`]).
-    pub(super) fn take_taken(&mut self) -> Vec<RunKey> {
+    pub(super) fn take_taken(&mut self) -> Vec<(RunKey, u32)> {
         std::mem::take(&mut self.taken)
     }
 
@@ -450,8 +451,8 @@ impl ClusterLink {
             }
             FromHelper::Go { seq } => self.parked.go(seq),
             FromHelper::No { seq, why } => self.parked.no(seq, why, now_ms),
-            FromHelper::Take { key } => {
-                self.taken.push(key);
+            FromHelper::Take { key, attempt } => {
+                self.taken.push((key, attempt));
                 return None;
             }
             // Only ever the answer to a stop, read there.
@@ -957,6 +958,7 @@ mod tests {
             entry: EntryKey(n as u64),
             place: format!("f:{n}").into_bytes(),
             command: command.to_vec(),
+            rerun: false,
         }
     }
 

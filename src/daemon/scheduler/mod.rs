@@ -416,6 +416,7 @@ impl Scheduler {
             entry: entry_key(schedule, zone.map(|z| z.name()), job.user(), job.command()),
             place: job.entry().into_bytes(),
             command: job.command().to_vec(),
+            rerun: job.env().policy().rerun_unknown,
         })
     }
 
@@ -805,16 +806,27 @@ impl Scheduler {
     /// The scheduled run of cluster entry `id` due in the minute starting at unix second
     /// `minute_s`, which the cluster gave this host without its asking (another host claimed it
     /// and stopped or died before starting it): to be launched as a granted run, its time its
-    /// minute (so `CRON_LATE` applies). `None` when the entry is gone.
-    pub(super) fn taken_over_run(&self, id: EntryId, minute_s: i64) -> Option<Run> {
+    /// minute (so `CRON_LATE` applies); `rerun`: its first start's outcome was lost with its
+    /// host (`CRON_CLUSTER_RERUN=unknown`), and its record says so. `None` when the entry is
+    /// gone.
+    pub(super) fn taken_over_run(
+        &mut self,
+        id: EntryId,
+        minute_s: i64,
+        rerun: bool,
+    ) -> Option<Run> {
         let (_, _, job, _) = self.cycle.get(id)?;
+        let due = UtcMinute::containing(minute_s);
+        if rerun {
+            self.slots.rerun(id, due);
+        }
         Some(Run {
             job: Due {
                 entry: Some(id),
                 job: job.clone(),
                 manual: false,
             },
-            due: UtcMinute::containing(minute_s),
+            due,
             postponed: 0,
             start_ms: minute_s * 1000,
             failed: None,

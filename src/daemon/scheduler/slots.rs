@@ -22,6 +22,10 @@ pub(super) struct Slots {
     /// The entries whose next start is a catch-up (`CRON_MISSED=once`), with the minute it
     /// makes up.
     catch_ups: HashMap<EntryId, UtcMinute>,
+    /// Cluster runs started again here because their first start's outcome was lost with its
+    /// host (`CRON_CLUSTER_RERUN=unknown`), by entry and minute, until their start is recorded:
+    /// a few at most (an entry's entry goes with it).
+    reruns: std::collections::HashSet<(EntryId, UtcMinute)>,
     /// The files loaded since their ordinals were counted, with their entries in the file's
     /// order: counted when a run of one of them first needs an id, so a load costs no hash of
     /// its entries (8 bytes an entry wait here until then).
@@ -129,6 +133,12 @@ impl Slots {
     pub(super) fn forget(&mut self, id: EntryId) {
         self.ordinals.remove(&id);
         self.catch_ups.remove(&id);
+        self.reruns.retain(|(e, _)| *e != id);
+    }
+
+    /// The start of `id`'s run of `due` is a second attempt (`CRON_CLUSTER_RERUN=unknown`).
+    pub(super) fn rerun(&mut self, id: EntryId, due: UtcMinute) {
+        self.reruns.insert((id, due));
     }
 
     /// The next start of `id` makes up `missed`.
@@ -179,6 +189,7 @@ impl Slots {
         let (trigger, slot): (Trigger, Option<i64>) = match entry {
             None => (Trigger::Reboot, None),
             Some(_) if manual => (Trigger::Manual, None),
+            Some(e) if self.reruns.remove(&(e, due)) => (Trigger::Rerun, Some(due.start_second())),
             Some(e) => match self.catch_ups.remove(&e) {
                 Some(missed) => (Trigger::CatchUp, Some(missed.start_second())),
                 None => (Trigger::Schedule, Some(due.start_second())),

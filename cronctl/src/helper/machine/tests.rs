@@ -17,6 +17,8 @@ struct Row {
     /// Its end was written (`END`, or ended as `unknown`).
     ended: bool,
     unknown: bool,
+    /// 2 once started again after an unknown first attempt.
+    attempt: u32,
 }
 
 impl Row {
@@ -28,6 +30,7 @@ impl Row {
             started: false,
             ended: false,
             unknown: false,
+            attempt: 1,
         }
     }
 }
@@ -205,31 +208,32 @@ impl Store for FakeStore {
         Ok(given)
     }
 
-    fn adopt(&mut self, most: usize) -> Result<Vec<RunKey>, Failure> {
+    fn adopt(&mut self, most: usize) -> Result<Vec<(RunKey, u32)>, Failure> {
         self.failed()?;
         let mut w = self.world.borrow_mut();
         if !w.live(&self.host, self.session) {
             return Ok(Vec::new());
         }
         let listed = w.listed.get(&self.host).cloned().unwrap_or_default();
-        let mut found: Vec<RunKey> = w
+        let mut found: Vec<(RunKey, u32)> = w
             .runs
             .iter()
-            .filter(|(k, r)| {
-                !r.started
-                    && !r.ended
-                    && !w.live(&r.host, r.session)
-                    && listed
-                        .iter()
-                        .any(|l| (&l.cluster, &l.owner, l.entry) == (&k.cluster, &k.owner, k.entry))
+            .filter_map(|(k, r)| {
+                let rerun = listed
+                    .iter()
+                    .find(|l| (&l.cluster, &l.owner, l.entry) == (&k.cluster, &k.owner, k.entry))?
+                    .rerun;
+                let claim = !r.started && !r.ended;
+                let again = rerun && r.unknown && r.attempt == 1;
+                ((claim || again) && !w.live(&r.host, r.session))
+                    .then(|| (k.clone(), r.attempt + u32::from(again)))
             })
-            .map(|(k, _)| k.clone())
             .collect();
-        found.sort_by_key(|k| (k.minute, k.entry.0));
+        found.sort_by_key(|(k, _)| (k.minute, k.entry.0));
         found.truncate(most);
-        for key in &found {
+        for (key, attempt) in &found {
             let mut row = Row::claimed(&self.host, self.session);
-            row.started = true;
+            (row.started, row.attempt) = (true, *attempt);
             w.runs.insert(key.clone(), row);
         }
         Ok(found)
@@ -419,7 +423,7 @@ impl Host {
         self.said
             .iter()
             .filter_map(|m| match m {
-                FromHelper::Take { key } => Some(key.clone()),
+                FromHelper::Take { key, .. } => Some(key.clone()),
                 _ => None,
             })
             .collect()
@@ -657,6 +661,7 @@ fn loaded(entry: u64) -> Loaded {
         entry: EntryKey(entry),
         place: format!("crontabs/root:{entry}").into_bytes(),
         command: b"backup".to_vec(),
+        rerun: false,
     }
 }
 
@@ -827,6 +832,7 @@ fn a_stopping_daemons_unforked_runs_are_given_back_and_taken_over_by_the_other_h
             entry: k.entry,
             place: b"crontabs/root:1".to_vec(),
             command: b"backup".to_vec(),
+            rerun: false,
         })
         .collect();
     a.machine.on_loaded(list.clone(), 0);
@@ -982,5 +988,84 @@ fn a_clock_off_the_databases_past_the_tolerance_is_said_once_and_its_return_once
         said[2].1.contains("20.0 s behind the database's"),
         "{}",
         said[2].1
+    );
+}
+
+#[test]
+fn a_run_lost_with_its_host_is_started_once_more_elsewhere_only_for_entries_to_run_again() {
+    let (clock, world, mut a, mut b) = two_hosts();
+    let all = runs(40);
+    // Even entries are to run again when their outcome is lost; both hosts listed them.
+    let list: Vec<Loaded> = all
+        .iter()
+        .map(|(seq, k)| Loaded {
+            cluster: k.cluster.clone(),
+            owner: k.owner.clone(),
+            entry: k.entry,
+            place: b"crontabs/root:1".to_vec(),
+            command: b"backup".to_vec(),
+            rerun: seq % 2 == 0,
+        })
+        .collect();
+    a.machine.on_loaded(list.clone(), 0);
+    b.machine.on_loaded(list, 0);
+    a.ask(&all);
+    b.ask(&all);
+    advance(&clock, DEFER);
+    a.tick();
+    b.tick();
+    let on_b: Vec<(u64, RunKey)> = all
+        .iter()
+        .filter(|(_, k)| world.borrow().runs[k].host == "b")
+        .cloned()
+        .collect();
+    assert!(on_b.len() > 4, "b ran its share");
+    // b dies while its jobs run: no END, its lease runs out.
+    drop(b);
+    advance(&clock, Duration::from_secs(31));
+    a.tick();
+    for _ in 0..3 {
+        advance(&clock, a.machine.takeover_every());
+        a.tick();
+    }
+    let took = a.took();
+    let again: Vec<u64> = on_b
+        .iter()
+        .filter(|(_, k)| took.contains(k))
+        .map(|(seq, _)| *seq)
+        .collect();
+    let even = on_b.iter().filter(|(seq, _)| seq % 2 == 0).count();
+    assert_eq!(
+        again.len(),
+        even,
+        "each of b's runs to run again, once: {again:?}"
+    );
+    assert!(again.iter().all(|seq| seq % 2 == 0), "{again:?}");
+    assert!(
+        a.said
+            .iter()
+            .all(|m| !matches!(m, FromHelper::Take { attempt, .. } if *attempt != 2))
+    );
+    let w = world.borrow();
+    for (seq, key) in &on_b {
+        let row = &w.runs[key];
+        match seq % 2 {
+            0 => assert!(row.host == "a" && row.attempt == 2 && !row.unknown && row.started),
+            _ => assert!(row.host == "b" && row.attempt == 1 && row.unknown),
+        }
+    }
+    drop(w);
+    // Later looks take nothing more.
+    let said = a.said.len();
+    advance(&clock, Duration::from_secs(10));
+    a.tick();
+    assert_eq!(a.took().len(), took.len(), "{:?}", &a.said[said..]);
+    assert!(
+        a.said
+            .iter()
+            .any(|m| matches!(m, FromHelper::Log { text, .. }
+            if text.starts_with(&format!("starting again {even} runs whose first start")))),
+        "{:?}",
+        a.said
     );
 }
