@@ -46,8 +46,9 @@ use crate::types::Pid;
 /// Jobs started between two looks at signals and events.
 const START_BATCH: usize = 64;
 
-/// How many granted cluster runs are forked between two writes of their `FORKED` lines.
-const FORKED_EVERY: usize = 16;
+/// How many granted cluster runs are forked between two writes of their `FORKED` lines: the
+/// helper marks more started as soon as a quarter of its window (16) is free.
+const FORKED_EVERY: usize = 8;
 
 /// What the loop polls, as the tokens of its descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,13 +35,18 @@ pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 pub const FORK_WAIT: Duration = Duration::from_secs(10);
 
 /// The fewest runs one start statement marks while more wait (unless fewer wait): the window
-/// refills in halves, one statement while the daemon forks the other half.
-const MIN_START_BATCH: usize = START_WINDOW / 2;
+/// refills a quarter or more at a time, so that a statement is under way while the daemon
+/// still has most of the window to fork.
+const MIN_START_BATCH: usize = START_WINDOW / 4;
 
 /// How far a host's clock may be from the database's before it is said: past it, a host ahead
 /// claims runs before the hosts they are meant for ask (their wait, [`DEFER`], is over for it),
 /// and a host behind has its share run by the others.
 pub const CLOCK_TOLERANCE: Duration = DEFER;
+
+/// How long the ends of runs may wait to be written while runs wait to be started: one
+/// statement a second for them instead of one between every two starts.
+pub const END_EVERY: Duration = Duration::from_secs(1);
 
 /// How often the history is pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
@@ -89,6 +94,9 @@ pub struct Machine<S: Store> {
     in_flight: HashMap<RunKey, Instant>,
     /// The daemon said `STOP`: nothing more is claimed or started.
     stopped: bool,
+    /// Ends of runs not written yet, and when the first of them came.
+    ends: Vec<(RunKey, i32)>,
+    ends_since: Option<Instant>,
     /// This host's clock was last said to be off the database's by more than
     /// [`CLOCK_TOLERANCE`] (said once, until it is back within half of it).
     clock_off: bool,
@@ -126,6 +134,8 @@ impl<S: Store> Machine<S> {
             to_start: VecDeque::new(),
             in_flight: HashMap::new(),
             stopped: false,
+            ends: Vec::new(),
+            ends_since: None,
             clock_off: false,
             adopted: HashMap::new(),
             retry_at: None,
@@ -159,6 +169,9 @@ impl<S: Store> Machine<S> {
         }
         if self.listed.is_some() {
             at = at.min(self.list_at);
+        }
+        if let Some(since) = self.ends_since {
+            at = at.min(since + END_EVERY);
         }
         at
     }
@@ -195,11 +208,34 @@ impl<S: Store> Machine<S> {
         }
         self.claim_pending();
         self.start_window();
+        if !ends.is_empty() {
+            self.ends_since.get_or_insert(now);
+            self.ends.extend(ends);
+        }
+        self.write_ends(false);
+        self.write_list();
+    }
+
+    /// Writes the ends of runs that came: at once when no run waits to be started (or
+    /// `all`), else once they have waited [`END_EVERY`] or fill a statement, so that the
+    /// starts of a busy minute are not held up by a statement between every two of them.
+    fn write_ends(&mut self, all: bool) {
+        let Some(since) = self.ends_since else {
+            return;
+        };
+        let due = all
+            || self.to_start.is_empty()
+            || self.ends.len() >= MAX_BATCH
+            || self.now.saturating_duration_since(since) >= END_EVERY;
+        if !due {
+            return;
+        }
+        let ends = std::mem::take(&mut self.ends);
+        self.ends_since = None;
         for batch in ends.chunks(MAX_BATCH) {
             // An end that can't be written is lost: the run shows as started, not ended.
             let _ = self.call(|s| s.end(batch));
         }
-        self.write_list();
     }
 
     /// Writes the daemon's list of its entries when it is due: tried again after a failure,
@@ -260,11 +296,13 @@ impl<S: Store> Machine<S> {
         }
         self.claim_pending();
         self.start_window();
+        self.write_ends(false);
         self.write_list();
     }
 
     /// The daemon is gone: the lease goes back, so that other hosts take over at once.
     pub fn release(&mut self) {
+        self.write_ends(true);
         self.store.release();
     }
 
@@ -279,6 +317,7 @@ impl<S: Store> Machine<S> {
         self.deferred.clear();
         self.to_start.clear();
         self.watched.clear();
+        self.write_ends(true);
         self.give_back();
         self.outbox.push(FromHelper::Stopped);
     }
@@ -543,6 +582,9 @@ impl<S: Store> Machine<S> {
                 self.retry_at = Some(self.now + RETRY_AFTER);
                 return;
             }
+            // The window refills between two claims of a thousand runs: the daemon forks what
+            // it was given while the next batch is claimed.
+            self.start_window();
         }
     }
 
@@ -729,38 +771,48 @@ impl<S: Store> Machine<S> {
         if self.watched.is_empty() {
             return;
         }
-        let watched = std::mem::take(&mut self.watched);
-        let keys: Vec<RunKey> = watched.iter().map(|w| w.key.clone()).collect();
-        let Ok(outcome) = self.call(|s| s.take_over(&keys)) else {
-            self.watched = watched;
-            return;
-        };
-        let mut mine = Vec::new();
-        for (w, what) in watched.into_iter().zip(outcome) {
-            match what {
-                Watched::Mine => mine.push((w.seq, w.key)),
-                Watched::Ran(host) => self.no(w.seq, Denied::Ran(host)),
-                Watched::Gone => {
-                    self.no(w.seq, Denied::Unreachable("its claim was deleted".into()))
+        // A batch at a time, the window refilled between two: a look at thousands of runs
+        // other hosts claimed does not hold up this host's own starts.
+        let mut watched = std::mem::take(&mut self.watched);
+        let (mut waiting, mut took) = (Vec::new(), 0);
+        while !watched.is_empty() {
+            let n = watched.len().min(MAX_BATCH);
+            let batch: Vec<Watch> = watched.drain(..n).collect();
+            let keys: Vec<RunKey> = batch.iter().map(|w| w.key.clone()).collect();
+            let Ok(outcome) = self.call(|s| s.take_over(&keys)) else {
+                waiting.extend(batch);
+                waiting.append(&mut watched);
+                break;
+            };
+            let mut mine = Vec::new();
+            for (w, what) in batch.into_iter().zip(outcome) {
+                match what {
+                    Watched::Mine => mine.push((w.seq, w.key)),
+                    Watched::Ran(host) => self.no(w.seq, Denied::Ran(host)),
+                    Watched::Gone => {
+                        self.no(w.seq, Denied::Unreachable("its claim was deleted".into()))
+                    }
+                    Watched::Waiting => waiting.push(w),
                 }
-                Watched::Waiting => self.watched.push(w),
             }
+            took += mine.len();
+            // Started here as the window has room, before what this host claimed of its own.
+            for run in mine.into_iter().rev() {
+                self.to_start.push_front(run);
+            }
+            self.start_window();
         }
-        if !mine.is_empty() {
-            let n = mine.len();
+        waiting.append(&mut self.watched);
+        self.watched = waiting;
+        if took > 0 {
             self.log(
                 false,
                 format!(
-                    "took over {n} runs claimed by hosts whose lease ended before they started \
-                     them (or by an abandoned try of this host's claim)"
+                    "took over {took} runs claimed by hosts whose lease ended before they \
+                     started them (or by an abandoned try of this host's claim)"
                 ),
             );
         }
-        // Started here as the window has room, before what this host claimed of its own.
-        for run in mine.into_iter().rev() {
-            self.to_start.push_front(run);
-        }
-        self.start_window();
     }
 }
 

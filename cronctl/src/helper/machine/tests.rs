@@ -715,11 +715,11 @@ fn at_most_a_window_of_runs_is_marked_started_and_not_yet_forked() {
             .on_requests(Vec::new(), keys, Vec::new(), a.clock.get());
         a.said.extend(a.machine.take_outbox());
     };
-    said(&mut a, 0..20);
+    said(&mut a, 0..10);
     assert_eq!(started(), START_WINDOW);
     // Half the window free: one statement marks that half while the daemon forks the rest.
     let half = START_WINDOW as u64 / 2;
-    said(&mut a, 20..half);
+    said(&mut a, 10..half);
     assert_eq!(started(), START_WINDOW + START_WINDOW / 2);
     assert_eq!(a.go().len(), START_WINDOW + START_WINDOW / 2);
     // A daemon that never says it acted on its runs holds the window up for FORK_WAIT only.
