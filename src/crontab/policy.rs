@@ -19,6 +19,10 @@
 //!   stays when the line is edited. `NAME` as `CRON_CLUSTER`'s; empty: ids from the line again
 //!   (the default). Set it above the line it names, and again (or empty) below: entries that
 //!   share a name are told apart by their order.
+//! * `CRON_HASH=entry|host`: what the `H` fields of the entries below are hashed from
+//!   (crontab.5 "Extensions"): `entry` (the default) the entry alone, so one file gives the same
+//!   times on every host; `host` the entry and the host's name, so that many hosts given one file
+//!   spread its runs over the range rather than all firing in the same minute.
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
@@ -58,6 +62,16 @@ pub enum Missed {
     Once,
 }
 
+/// What an entry's `H` fields are hashed from (`CRON_HASH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HashFrom {
+    /// The entry alone: the same value on every host.
+    #[default]
+    Entry,
+    /// The entry and the host's name: a value of its own on each host.
+    Host,
+}
+
 /// The extensions in force for an entry: 16 bytes, held once per assignment (in the
 /// environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -71,6 +85,8 @@ pub struct Policy {
     pub late_s: Option<u32>,
     /// `CRON_CLUSTER` is set (its name is the environment's value): runs are claimed first.
     pub clustered: bool,
+    /// `CRON_HASH`: whether the host's name is in the `H` seed.
+    pub hash: HashFrom,
 }
 
 /// The longest cluster name, in bytes.
@@ -97,6 +113,7 @@ pub fn is_policy_name(name: &[u8]) -> bool {
             | b"CRON_LATE"
             | b"CRON_CLUSTER"
             | b"CRON_ID"
+            | b"CRON_HASH"
     )
 }
 
@@ -109,6 +126,7 @@ pub enum PolicyError {
     Late(DurationError),
     Cluster(String),
     Id(String),
+    Hash(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -136,6 +154,11 @@ impl fmt::Display for PolicyError {
                 f,
                 "CRON_ID must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' or '-', \
                  not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Hash(text) => write!(
+                f,
+                "CRON_HASH must be entry or host, not '{}'",
                 text.escape_debug()
             ),
         }
@@ -188,6 +211,13 @@ impl Policy {
                 }
                 policy.clustered = !value.is_empty();
             }
+            b"CRON_HASH" => {
+                policy.hash = match text {
+                    "" | "entry" => HashFrom::Entry,
+                    "host" => HashFrom::Host,
+                    _ => return Err(PolicyError::Hash(text.to_string())),
+                }
+            }
             // The name is read from the environment where an id is made; here it is checked.
             b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
                 return Err(PolicyError::Id(text.to_string()));
@@ -224,6 +254,9 @@ impl fmt::Display for Policy {
         if self.clustered {
             parts.push("cluster".to_string());
         }
+        if self.hash == HashFrom::Host {
+            parts.push("hash=host".to_string());
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -247,6 +280,7 @@ mod tests {
                 timeout_s: Some(90),
                 late_s: None,
                 clustered: false,
+                hash: HashFrom::Entry,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -294,6 +328,18 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("CRON_LATE: ")
+        );
+        let host = p.with(b"CRON_HASH", b"host").unwrap();
+        assert_eq!(host.hash, HashFrom::Host);
+        assert_eq!(
+            host.to_string(),
+            "overlap=skip missed=once timeout=1m30s hash=host"
+        );
+        assert_eq!(host.with(b"CRON_HASH", b"entry").unwrap(), p);
+        assert_eq!(host.with(b"CRON_HASH", b"").unwrap(), p);
+        assert_eq!(
+            p.with(b"CRON_HASH", b"Host").unwrap_err().to_string(),
+            "CRON_HASH must be entry or host, not 'Host'"
         );
     }
 }
