@@ -165,7 +165,7 @@ fn run_inner(
 
 /// Expression mode: prints the next `count` (default 1) times of `expr` after `after`, in
 /// `zone`; an expression with no times (`@reboot`, `@every`, a day no chosen month has) is said
-/// so on `err`. Returns the exit status: 2 when the expression does not parse.
+/// so on `err`, and so are the fields an expression with `H` resolves to. Returns the exit status: 2 when the expression does not parse.
 fn expression(
     expr: &str,
     count: Option<u64>,
