@@ -1,7 +1,8 @@
 //! Crontab mode: reads each file, parses it with the daemon's parser, and prints `TIME USER
 //! COMMAND` for the next runs of every entry, sorted by time; an entry under the extensions'
 //! variables shows them between the user and the command, `[overlap=skip timeout=1m30s]`, and a
-//! cluster entry its cluster and id, `[cluster=nightly id=0123456789abcdef]`.
+//! cluster entry its cluster and id, `[cluster=nightly id=0123456789abcdef]`. An entry with `H`
+//! shows the five fields it resolves to first, `[H: 37 4 * * *]`.
 //!
 //! Must not stop at a file's errors (they are printed, the good entries still are, and the exit
 //! status is 2), nor print without bound (at most [`MAX_LINES`] lines).
@@ -33,6 +34,8 @@ struct Run<'a> {
     /// Its entry's id, as `cronctl list` shows it.
     id: LocalId,
     user: &'a [u8],
+    /// The schedule of an entry with `H`, whose fields it shows as they resolve.
+    hashed: Option<&'a Schedule>,
     /// `CRON_OVERLAP`, `CRON_MISSED`, `CRON_TIMEOUT` when not the defaults.
     policy: Policy,
     /// `CRON_CLUSTER`'s name and the entry's id in the cluster (`cronctl pause` takes it).
@@ -127,11 +130,17 @@ pub(super) fn run(
 fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loaded, Failure> {
     let text =
         std::fs::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+    let owner = std::fs::metadata(path)
+        .map(|meta| user_of_file(Uid(std::os::unix::fs::MetadataExt::uid(&meta))))
+        .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+    let logged = logged_name(path, request.format, &owner);
     let mut zones = |name: &str| Zone::get(name);
     let mut options = ParseOptions {
         format: request.format,
         limits: Limits::SYSTEM,
         seed: request.seed,
+        // The entries' `H` values are hashed with the file's name, as crond's are.
+        file: &logged,
         zones: &mut zones,
         // cronnext shows what a file says; who may write '-' is the daemon's check.
         privileged: true,
@@ -153,10 +162,6 @@ fn load(path: &Path, request: &Request<'_>, err: &mut dyn Write) -> Result<Loade
     if let Some(more) = tab.not_shown_line(&shown) {
         writeln!(err, "{more}")?;
     }
-    let owner = std::fs::metadata(path)
-        .map(|meta| user_of_file(Uid(std::os::unix::fs::MetadataExt::uid(&meta))))
-        .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-    let logged = logged_name(path, request.format, &owner);
     Ok(Loaded {
         owner,
         shown,
@@ -277,6 +282,7 @@ fn push_runs<'a>(
             at,
             id,
             user,
+            hashed: entry.hashed.then_some(schedule),
             policy: entry.env.policy(),
             cluster,
             command,
@@ -321,7 +327,8 @@ fn times(
     out
 }
 
-/// Prints one run: `TIME [ID] USER [POLICY] COMMAND`, the time in the request's zone.
+/// Prints one run: `TIME [ID] USER [H: FIELDS] [POLICY] COMMAND`, the time in the request's
+/// zone.
 fn print_run(run: &Run<'_>, request: &Request<'_>, out: &mut dyn Write) -> Result<(), Failure> {
     write!(out, "{} ", request.zone.format_rfc3339(run.at))?;
     if request.id {
@@ -329,6 +336,9 @@ fn print_run(run: &Run<'_>, request: &Request<'_>, out: &mut dyn Write) -> Resul
     }
     out.write_all(run.user)?;
     out.write_all(b" ")?;
+    if let Some(schedule) = run.hashed {
+        write!(out, "[H: {schedule}] ")?;
+    }
     match run.cluster {
         Some((name, id)) => {
             let mut policy = run.policy;

@@ -165,7 +165,7 @@ fn run_inner(
 
 /// Expression mode: prints the next `count` (default 1) times of `expr` after `after`, in
 /// `zone`; an expression with no times (`@reboot`, `@every`, a day no chosen month has) is said
-/// so on `err`. Returns the exit status: 2 when the expression does not parse.
+/// so on `err`, and so are the fields an expression with `H` resolves to. Returns the exit status: 2 when the expression does not parse.
 fn expression(
     expr: &str,
     count: Option<u64>,
@@ -175,6 +175,7 @@ fn expression(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Failure> {
+    let hashed = schedule::parse_fields(expr.as_bytes(), 0, seed, 0).is_ok_and(|f| f.hashed);
     let when = match schedule::parse_expression(expr, seed) {
         Ok(when) => when,
         Err(e) => {
@@ -201,6 +202,14 @@ fn expression(
             return Ok(0);
         }
     };
+    if hashed {
+        // On standard error: standard output stays one time per line.
+        writeln!(
+            err,
+            "cronnext: {} resolves to {schedule} (its 'H' hashed from its text)",
+            expr.trim()
+        )?;
+    }
     if !schedule.can_fire() {
         writeln!(
             err,

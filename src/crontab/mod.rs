@@ -31,6 +31,7 @@ mod address;
 mod command;
 mod diagnostic;
 mod env;
+mod hashed;
 pub mod header;
 pub mod packed;
 pub mod policy;
@@ -102,8 +103,12 @@ impl Limits {
 pub struct ParseOptions<'a> {
     pub format: Format,
     pub limits: Limits,
-    /// Seed for cronie's `~` (a hash of the host name: [`schedule::host_seed`]).
+    /// Seed for cronie's `~` (a hash of the host name: [`schedule::host_seed`]), and for `H`
+    /// under `CRON_HASH=host`.
     pub seed: u64,
+    /// The file as crond's logs name it (`crontabs/alice`, `/etc/cron.d/php`): the seed of an
+    /// entry's `H` fields is made of it, as its id is.
+    pub file: &'a str,
     /// Looks up a `CRON_TZ` value.
     pub zones: &'a mut dyn FnMut(&str) -> Result<Zone, ZoneError>,
     /// Whether the file is root's crontab: cronie's `-` prefix (no CMD log line) is allowed
@@ -117,6 +122,7 @@ impl fmt::Debug for ParseOptions<'_> {
             .field("format", &self.format)
             .field("limits", &self.limits)
             .field("seed", &self.seed)
+            .field("file", &self.file)
             .finish_non_exhaustive()
     }
 }
@@ -138,6 +144,8 @@ pub struct Entry {
     pub random_delay: u32,
     /// cronie's `-` before the time fields: the job's start and end are not logged.
     pub quiet: bool,
+    /// Whether a time field holds an `H` (which Debian's cron rejects).
+    pub hashed: bool,
 }
 
 /// A parsed file: what loads, and what is wrong.
@@ -326,6 +334,8 @@ struct Parser<'o, 'z> {
     env_count: usize,
     every_count: usize,
     cluster_count: usize,
+    /// The seeds of the `H` entries so far (identical ones are counted).
+    hash_seeds: hashed::HashSeeds,
     options: &'o mut ParseOptions<'z>,
 }
 
@@ -339,6 +349,7 @@ impl<'o, 'z> Parser<'o, 'z> {
             env_count: 0,
             every_count: 0,
             cluster_count: 0,
+            hash_seeds: hashed::HashSeeds::default(),
             options,
         }
     }
@@ -524,10 +535,11 @@ impl<'o, 'z> Parser<'o, 'z> {
         }
         let fields_at = if quiet { first + 1 } else { 0 };
         let Some(schedule::Fields {
-            when,
+            mut when,
             end: fields_end,
             single_spaced,
-        }) = self.fields(number, line, fields_at)
+            hashed,
+        }) = self.fields(number, line, fields_at, 0)
         else {
             return;
         };
@@ -537,6 +549,15 @@ impl<'o, 'z> Parser<'o, 'z> {
         let Some(start) = self.command_start(number, line, pos) else {
             return;
         };
+        let written = &line[skip_blanks(line, fields_at)..fields_end];
+        if hashed {
+            let user = user.as_deref().unwrap_or_default();
+            let hash = self.hash_seed(user, written, &line[start..]);
+            match self.fields(number, line, fields_at, hash) {
+                Some(fields) => when = fields.when,
+                None => return,
+            }
+        }
         if let When::Periodic(s) = &when
             && !s.can_fire()
         {
@@ -566,7 +587,6 @@ impl<'o, 'z> Parser<'o, 'z> {
         if let Some(percent) = command::format_percent(command) {
             self.warn(number, start + percent.at, percent.message());
         }
-        let written = &line[skip_blanks(line, fields_at)..fields_end];
         let span = packed::push_fields(&mut self.out.text, number, written, single_spaced, command);
         self.out.spans.push(span);
         self.out.entries.push(Entry {
@@ -577,13 +597,39 @@ impl<'o, 'z> Parser<'o, 'z> {
             zone,
             random_delay: self.random_delay,
             quiet,
+            hashed,
         });
     }
 
+    /// The seed of the `H` fields of the entry of `user` (a system file's user field, empty in
+    /// a user's crontab) with the time fields `written` and `command`, in the zone and the
+    /// environment in force ([`hashed`]).
+    fn hash_seed(&mut self, user: &[u8], written: &[u8], command: &[u8]) -> u64 {
+        let zone = self.zone.as_ref().ok().and_then(Option::as_ref);
+        let parts = hashed::Parts {
+            file: self.options.file,
+            user,
+            zone: zone.map(Zone::name),
+            fields: written,
+            command,
+            name: self.out.env.get(b"CRON_ID"),
+        };
+        let host =
+            (self.out.env.policy().hash == policy::HashFrom::Host).then_some(self.options.seed);
+        self.hash_seeds.next(&parts, host)
+    }
+
     /// The five time fields (or the `@` special) from `fields_at`; `None` once their error is
-    /// reported, with a hint when the line looks like a misspelt assignment.
-    fn fields(&mut self, number: u32, line: &[u8], fields_at: usize) -> Option<schedule::Fields> {
-        match schedule::parse_fields(line, fields_at, self.options.seed) {
+    /// reported, with a hint when the line looks like a misspelt assignment. `hash`: the seed
+    /// of its `H` fields.
+    fn fields(
+        &mut self,
+        number: u32,
+        line: &[u8],
+        fields_at: usize,
+        hash: u64,
+    ) -> Option<schedule::Fields> {
+        match schedule::parse_fields(line, fields_at, self.options.seed, hash) {
             Ok(parsed) => Some(parsed),
             Err(e) => {
                 let message = if e.offset == line.iter().position(|&b| !is_blank(b)).unwrap_or(0)

@@ -22,6 +22,10 @@
 //!   stays when the line is edited. `NAME` as `CRON_CLUSTER`'s; empty: ids from the line again
 //!   (the default). Set it above the line it names, and again (or empty) below: entries that
 //!   share a name are told apart by their order.
+//! * `CRON_HASH=entry|host`: what the `H` fields of the entries below are hashed from
+//!   (crontab.5 "Extensions"): `entry` (the default) the entry alone, so one file gives the same
+//!   times on every host; `host` the entry and the host's name, so that many hosts given one file
+//!   spread its runs over the range rather than all firing in the same minute.
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
@@ -61,7 +65,17 @@ pub enum Missed {
     Once,
 }
 
-/// The extensions in force for an entry: 20 bytes, held once per assignment (in the
+/// What an entry's `H` fields are hashed from (`CRON_HASH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HashFrom {
+    /// The entry alone: the same value on every host.
+    #[default]
+    Entry,
+    /// The entry and the host's name: a value of its own on each host.
+    Host,
+}
+
+/// The extensions in force for an entry: 24 bytes, held once per assignment (in the
 /// environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Policy {
@@ -77,6 +91,8 @@ pub struct Policy {
     /// `CRON_CLUSTER_RERUN=unknown`: a cluster run whose outcome was lost with its host is
     /// started once more elsewhere.
     pub rerun_unknown: bool,
+    /// `CRON_HASH`: whether the host's name is in the `H` seed.
+    pub hash: HashFrom,
 }
 
 /// The longest cluster name, in bytes.
@@ -104,6 +120,7 @@ pub fn is_policy_name(name: &[u8]) -> bool {
             | b"CRON_CLUSTER"
             | b"CRON_CLUSTER_RERUN"
             | b"CRON_ID"
+            | b"CRON_HASH"
     )
 }
 
@@ -117,6 +134,7 @@ pub enum PolicyError {
     Cluster(String),
     Rerun(String),
     Id(String),
+    Hash(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -149,6 +167,11 @@ impl fmt::Display for PolicyError {
                 f,
                 "CRON_ID must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' or '-', \
                  not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Hash(text) => write!(
+                f,
+                "CRON_HASH must be entry or host, not '{}'",
                 text.escape_debug()
             ),
         }
@@ -208,6 +231,13 @@ impl Policy {
                     _ => return Err(PolicyError::Rerun(text.to_string())),
                 }
             }
+            b"CRON_HASH" => {
+                policy.hash = match text {
+                    "" | "entry" => HashFrom::Entry,
+                    "host" => HashFrom::Host,
+                    _ => return Err(PolicyError::Hash(text.to_string())),
+                }
+            }
             // The name is read from the environment where an id is made; here it is checked.
             b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
                 return Err(PolicyError::Id(text.to_string()));
@@ -247,6 +277,9 @@ impl fmt::Display for Policy {
         if self.rerun_unknown {
             parts.push("rerun=unknown".to_string());
         }
+        if self.hash == HashFrom::Host {
+            parts.push("hash=host".to_string());
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -254,6 +287,11 @@ impl fmt::Display for Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_is_as_small_as_its_comment_says() {
+        assert_eq!(std::mem::size_of::<Policy>(), 24);
+    }
 
     #[test]
     fn each_variable_takes_its_own_values_and_empty_means_the_default() {
@@ -271,6 +309,7 @@ mod tests {
                 late_s: None,
                 clustered: false,
                 rerun_unknown: false,
+                hash: HashFrom::Entry,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -339,6 +378,18 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("CRON_LATE: ")
+        );
+        let host = p.with(b"CRON_HASH", b"host").unwrap();
+        assert_eq!(host.hash, HashFrom::Host);
+        assert_eq!(
+            host.to_string(),
+            "overlap=skip missed=once timeout=1m30s hash=host"
+        );
+        assert_eq!(host.with(b"CRON_HASH", b"entry").unwrap(), p);
+        assert_eq!(host.with(b"CRON_HASH", b"").unwrap(), p);
+        assert_eq!(
+            p.with(b"CRON_HASH", b"Host").unwrap_err().to_string(),
+            "CRON_HASH must be entry or host, not 'Host'"
         );
     }
 }

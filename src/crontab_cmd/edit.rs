@@ -100,7 +100,7 @@ fn edit_loop(
                 return Ok(Kept::No);
             }
             say(io, "crontab: installing new crontab");
-            if super::validate(&edited, &shown, target.uid, io).is_ok() {
+            if super::validate(&edited, &shown, target, &ctx.paths.spool_dir, io).is_ok() {
                 super::installed::install(ctx, io, me, target, &edited, shown.as_bytes())?;
                 return Ok(Kept::No);
             }

@@ -28,11 +28,13 @@ use std::process::ExitCode;
 pub use cli::{Action, Input, Options, Overrides, USAGE};
 
 use crate::crontab::{self, Crontab, Format, Limits, ParseOptions};
+use crate::log::printable;
 use crate::paths;
 use crate::schedule::{self, Zone};
 use crate::sys;
 use crate::sys::setgid::Privilege;
-use crate::sys::user::Uid;
+use crate::sys::user::{Uid, User};
+use crate::words;
 
 /// Largest crontab `crontab` installs (1 MiB: ten thousand lines of a hundred bytes). Input is
 /// read up to this bound and no further, so a huge stdin costs nothing and writes nothing.
@@ -235,14 +237,14 @@ fn run_inner(options: &Options, ctx: &Context, io: &mut Io<'_>) -> Step<()> {
     match &options.action {
         Action::Install(input) => {
             let text = read_input(input, io)?;
-            validate(&text, &input.name(), target.uid, io)?;
+            validate(&text, &input.name(), &target, &ctx.paths.spool_dir, io)?;
             // From the spool's temporary file to the rename, ^C can't leave half a step.
             let _interrupts = sys::signal::ignore_interrupts();
             installed::install(ctx, io, &me, &target, &text, input.name().as_bytes())
         }
         Action::Check(input) => {
             let text = read_input(input, io)?;
-            validate(&text, &input.name(), target.uid, io)?;
+            validate(&text, &input.name(), &target, &ctx.paths.spool_dir, io)?;
             say(
                 io,
                 "The syntax of the crontab file was successfully checked.",
@@ -281,25 +283,49 @@ fn read_input(input: &Input, io: &mut Io<'_>) -> Step<Vec<u8>> {
     Ok(text)
 }
 
-/// Parses with the daemon's own parser and options, as the daemon will for `owner`'s crontab.
-pub fn parse_user_crontab(text: &[u8], owner: Uid) -> Crontab {
+/// Parses with the daemon's own parser and options, as the daemon will for `owner`'s crontab
+/// in the spool directory `spool`.
+pub fn parse_user_crontab(text: &[u8], owner: &User, spool: &Path) -> Crontab {
+    // Named as the daemon's logs name it (`crontabs/alice`): `H` values are hashed with it.
+    let dir = spool.file_name().unwrap_or_default();
+    let file = printable(&[dir.as_encoded_bytes(), b"/", &owner.name].concat());
     crontab::parse(
         text,
         &mut ParseOptions {
             format: Format::User,
             limits: Limits::USER,
             seed: schedule::host_seed(&sys::hostname()),
+            file: &file,
             zones: &mut |n| Zone::get(n),
-            privileged: owner == Uid::ROOT,
+            privileged: owner.uid == Uid::ROOT,
         },
     )
 }
 
-/// Prints warnings and errors as `FILE:LINE:COLUMN: message`; any error refuses the file.
-fn validate(text: &[u8], name: &str, owner: Uid, io: &mut Io<'_>) -> Step<()> {
-    let tab = parse_user_crontab(text, owner);
+/// Prints warnings and errors as `FILE:LINE:COLUMN: message`; any error refuses the file. The
+/// lines with `H`, which Debian's cron rejects, are said so in one more warning (a file of a
+/// thousand such lines is one line of output).
+fn validate(text: &[u8], name: &str, owner: &User, spool: &Path, io: &mut Io<'_>) -> Step<()> {
+    let tab = parse_user_crontab(text, owner, spool);
     for d in &tab.warnings {
         say(io, format_args!("{} (warning)", d.in_file(name)));
+    }
+    let mut hashed = tab.entries.iter().filter(|e| e.hashed).map(|e| e.line);
+    if let Some(first) = hashed.next() {
+        let more = match hashed.count() {
+            0 => String::new(),
+            n => format!(
+                ", and {}",
+                words::count(n as u64, "more line", "more lines")
+            ),
+        };
+        say(
+            io,
+            format_args!(
+                "{name}:{first}:1: 'H' (a hashed time) is a crond extension: Debian's cron \
+                 rejects this line{more} (warning)"
+            ),
+        );
     }
     for d in &tab.errors {
         say(io, d.in_file(name));

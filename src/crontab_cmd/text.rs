@@ -125,6 +125,7 @@ mod tests {
                 format: Format::User,
                 limits: Limits::USER,
                 seed: 0,
+                file: "crontabs/test",
                 zones: &mut |n| Zone::get(n),
                 privileged: false,
             },

@@ -463,7 +463,13 @@ impl Effects for Recorded {
                 text: Ok((text, owner_uid)),
                 mtime_ns,
             }) => Outcome::Loaded {
-                crontab: Box::new(database::parse(key, text.as_bytes(), rules, *owner_uid)),
+                crontab: Box::new(database::parse(
+                    key,
+                    &key.tab_name(paths),
+                    text.as_bytes(),
+                    rules,
+                    *owner_uid,
+                )),
                 owner_uid: *owner_uid,
                 mtime_ns: *mtime_ns,
                 target: None,

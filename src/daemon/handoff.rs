@@ -104,6 +104,7 @@ pub(super) fn change_of(text: &str) -> Change {
         format: Format::User,
         limits: Limits::USER,
         seed: 7,
+        file: "crontabs/alice",
         zones: &mut zones,
         privileged: false,
     };

@@ -255,18 +255,24 @@ pub fn load(key: &SourceKey, paths: &Paths, rules: &Rules) -> Outcome {
         )));
     }
     Outcome::Loaded {
-        crontab: Box::new(parse(key, &text, rules, owner_uid)),
+        crontab: Box::new(parse(key, &tab, &text, rules, owner_uid)),
         owner_uid,
         mtime_ns: stamp,
         target,
     }
 }
 
-/// Parses the text of source `key`, read and trusted (`owner_uid`: the uid a user's crontab was
-/// checked for), in its format and within its limits. A user crontab that begins with the
+/// Parses the text of source `key` (named `tab` in the logs), read and trusted (`owner_uid`:
+/// the uid a user's crontab was checked for), in its format and within its limits. A user crontab that begins with the
 /// header `crontab` writes is parsed without it, so that its lines are numbered as `crontab -l`
 /// and `crontab -e` show them to the user.
-pub fn parse(key: &SourceKey, text: &[u8], rules: &Rules, owner_uid: Option<Uid>) -> Crontab {
+pub fn parse(
+    key: &SourceKey,
+    tab: &str,
+    text: &[u8],
+    rules: &Rules,
+    owner_uid: Option<Uid>,
+) -> Crontab {
     let (format, limits, text) = match key.format() {
         Format::User => (Format::User, Limits::USER, header::strip_header(text)),
         Format::System => (Format::System, Limits::SYSTEM, text),
@@ -276,6 +282,7 @@ pub fn parse(key: &SourceKey, text: &[u8], rules: &Rules, owner_uid: Option<Uid>
         format,
         limits,
         seed: rules.seed,
+        file: tab,
         zones: &mut zones,
         // System files, and root's own crontab, may hide a job from the log (cronie's '-').
         privileged: owner_uid.is_none_or(|uid| uid == Uid::ROOT),
@@ -445,10 +452,10 @@ mod tests {
 # (Cron version -- crond 0.1.0)\n";
         let user = [&header[..], b"# mine\n* * * * * x\n"].concat();
         let key = SourceKey::User("alice".into());
-        let tab = parse(&key, &user, &rules, Some(Uid(1000)));
+        let tab = parse(&key, "crontabs/alice", &user, &rules, Some(Uid(1000)));
         assert_eq!(tab.entries[0].line, 2);
         let system = [&header[..], b"* * * * * root x\n"].concat();
-        let tab = parse(&SourceKey::System, &system, &rules, None);
+        let tab = parse(&SourceKey::System, "/etc/crontab", &system, &rules, None);
         assert_eq!(tab.entries[0].line, 4);
     }
 }

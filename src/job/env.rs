@@ -229,6 +229,7 @@ mod tests {
                 format: Format::User,
                 limits: Limits::USER,
                 seed: 0,
+                file: "crontabs/alice",
                 zones: &mut zones,
                 privileged: false,
             },

@@ -36,6 +36,13 @@
 //!   The value is chosen once from a hash of the caller's seed (the host name) and the entry's
 //!   text, so the same entry on the same host always gets the same value, across restarts and
 //!   reloads; a `~` item cannot take a step.
+//! * `H` is Jenkins' hashed value: `H` one value of the field, `H(a-b)` one value of a..b,
+//!   `H/n` the steps `o, o+n, ...` over the field with the offset `o` in `0..n`, `H(a-b)/n` the
+//!   same inside a..b. A bare `H` keeps day of month to 1-28 (every month has those days) and
+//!   day of week to 0-6. The value comes from the caller's `H` seed (the crontab parser makes it
+//!   from what the entry's id is made of), so it is the same wherever and whenever the entry is
+//!   read; a step larger than its range is an error, as in Jenkins. An `H` field is not starred:
+//!   `H H * * *` is a fixed-time entry, like the numbers it stands for.
 //! * `@`-specials are lower case, as in both anchors; `@midnight` is accepted (Debian documents
 //!   it, cronie's code accepts it).
 //! * A field with a step larger than its range (`*/90` in minutes) is accepted as in Debian (it
@@ -58,7 +65,7 @@ mod zone;
 
 use std::fmt;
 
-pub use parse::{Fields, ParseError, host_seed, parse_expression, parse_fields};
+pub use parse::{Fields, ParseError, expression_hash, host_seed, parse_expression, parse_fields};
 pub use zone::{Zone, ZoneError};
 
 /// One of the five time fields.

@@ -2,7 +2,7 @@
 //! header in `schedule/mod.rs`). Errors carry the byte offset of the offending character in the
 //! text they were given, so `crontab` can turn them into `file:line:column`.
 //!
-//! Pure: the host seed for `~` is an argument.
+//! Pure: the host seed for `~` and the entry's seed for `H` are arguments.
 
 use std::fmt;
 
@@ -34,10 +34,12 @@ fn is_blank(b: u8) -> bool {
 }
 
 /// Parses a whole expression (`cronnext 'EXPR'`): five fields or one `@` special, nothing else.
-/// `seed` feeds cronie's `~` (pass a hash of the host name, see [`host_seed`]).
+/// `seed` feeds cronie's `~` (pass a hash of the host name, see [`host_seed`]). An expression
+/// is no entry: its `H` fields are hashed from its own text ([`expression_hash`]).
 pub fn parse_expression(text: &str, seed: u64) -> Result<When, ParseError> {
     let bytes = text.as_bytes();
-    let Fields { when, end, .. } = parse_fields(bytes, 0, seed)?;
+    let hash = expression_hash(bytes);
+    let Fields { when, end, .. } = parse_fields(bytes, 0, seed, hash)?;
     let rest = skip_blanks(bytes, end);
     if rest < bytes.len() {
         let extra = bytes[rest..]
@@ -65,6 +67,16 @@ pub fn host_seed(host: &[u8]) -> u64 {
     fnv1a(FNV_OFFSET, host)
 }
 
+/// The `H` seed of an expression given alone (not a crontab line): a hash of its text, each
+/// run of blanks read as one space, so `cronnext 'H H * * *'` shows the same times every time.
+pub fn expression_hash(text: &[u8]) -> u64 {
+    let mut h = fnv1a(FNV_OFFSET, b"crond-expression-1");
+    for word in text.split(|&b| is_blank(b)).filter(|w| !w.is_empty()) {
+        h = fnv1a(fnv1a(h, word), b" ");
+    }
+    mix(h)
+}
+
 /// A time specification read from the start of a line: what it says, where it ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fields {
@@ -75,6 +87,8 @@ pub struct Fields {
     /// as nearly every file writes them: the text from the first field to `end` can then be
     /// kept as it is. `false` for an `@` special, whose text is not looked at here.
     pub single_spaced: bool,
+    /// Whether a field holds an `H`: its values came from the `hash` seed given.
+    pub hashed: bool,
 }
 
 impl Fields {
@@ -83,13 +97,17 @@ impl Fields {
             when: When::Periodic(Schedule::from_parts(bits, stars)),
             end,
             single_spaced,
+            hashed: false,
         }
     }
 }
 
 /// Parses the time specification at the start of `line[start..]` (leading blanks skipped).
-/// Offsets in errors are into `line`.
-pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<Fields, ParseError> {
+/// Offsets in errors are into `line`. `seed` feeds cronie's `~` ([`host_seed`]); `hash` is the
+/// entry's seed for `H`. A caller that makes that seed from the entry's other parts (the
+/// crontab parser, which needs the command past the fields) may parse with any `hash` first,
+/// and again with the entry's when [`Fields::hashed`] says an `H` used it.
+pub fn parse_fields(line: &[u8], start: usize, seed: u64, hash: u64) -> Result<Fields, ParseError> {
     let pos = skip_blanks(line, start);
     if line.get(pos) == Some(&b'@') {
         let (when, end) = parse_special(line, pos)?;
@@ -98,12 +116,20 @@ pub fn parse_fields(line: &[u8], start: usize, seed: u64) -> Result<Fields, Pars
             when,
             end,
             single_spaced: false,
+            hashed: false,
         });
     }
     match plain_fields(line, pos) {
         Some(fields) => Ok(fields),
-        None => any_fields(line, start, pos, seed),
+        None => any_fields(line, start, pos, Seeds { host: seed, hash }),
     }
+}
+
+/// The seeds of the picks: cronie's `~` (the host's), Jenkins' `H` (the entry's).
+#[derive(Debug, Clone, Copy)]
+struct Seeds {
+    host: u64,
+    hash: u64,
 }
 
 /// The five fields one space apart, each written plainly ([`plain_field`]), as nearly every
@@ -128,11 +154,12 @@ fn plain_fields(line: &[u8], pos: usize) -> Option<Fields> {
 }
 
 /// [`parse_fields`] after the blanks at `start` (`pos`), for any way of writing the fields.
-fn any_fields(line: &[u8], start: usize, pos: usize, seed: u64) -> Result<Fields, ParseError> {
+fn any_fields(line: &[u8], start: usize, pos: usize, seeds: Seeds) -> Result<Fields, ParseError> {
     let mut bits = [0u64; 5];
     let mut stars = [false; 5];
     let mut pos = pos;
     let mut single_spaced = true;
+    let mut hashed = false;
     for field in Field::ALL {
         if field != Field::Minute {
             let next = skip_blanks(line, pos);
@@ -156,16 +183,21 @@ fn any_fields(line: &[u8], start: usize, pos: usize, seed: u64) -> Result<Fields
                     start,
                     pos,
                     field,
-                    host_seed: seed,
+                    seeds,
                     item: 0,
+                    hashed: false,
                 };
                 let (value, starred) = parser.parse()?;
+                hashed |= parser.hashed;
                 (value, starred, parser.pos)
             }
         };
         (bits[field as usize], stars[field as usize], pos) = (value, starred, end);
     }
-    Ok(Fields::periodic(bits, stars, pos, single_spaced))
+    Ok(Fields {
+        hashed,
+        ..Fields::periodic(bits, stars, pos, single_spaced)
+    })
 }
 
 /// The two ways nearly every field is written, `*` and a number of one or two digits within
@@ -186,6 +218,16 @@ fn plain_field(line: &[u8], pos: usize, field: Field) -> Option<(u64, bool, usiz
             (ends_at(end) && (lo..=hi).contains(&n)).then(|| (1u64 << n, false, end))
         }
         _ => None,
+    }
+}
+
+/// The range a bare `H` picks in: the field's, but day of month 1-28, which every month has,
+/// and day of week 0-6, where Sunday is one value, not two.
+fn hashed_bounds(field: Field) -> (u8, u8) {
+    match field {
+        Field::DayOfMonth => (1, 28),
+        Field::DayOfWeek => (0, 6),
+        _ => field.bounds(),
     }
 }
 
@@ -287,8 +329,10 @@ struct FieldParser<'a> {
     start: usize,
     pos: usize,
     field: Field,
-    host_seed: u64,
+    seeds: Seeds,
     item: u64,
+    /// Set once an `H` item is read.
+    hashed: bool,
 }
 
 /// A number or name as written, with where it started.
@@ -336,6 +380,7 @@ impl FieldParser<'_> {
                 (lo, hi, true)
             }
             Some(b'~') => return self.random(lo, None),
+            Some(b'H') => return self.hashed(),
             Some(b) if b.is_ascii_alphanumeric() => {
                 let a = self.value()?;
                 match self.peek() {
@@ -460,7 +505,7 @@ impl FieldParser<'_> {
         // command get independent values; worked out here, as only a line with a `~` needs
         // it (hashing every line's command was an eighth of the load of 100,000 entries).
         let entry_seed = fnv1a(
-            self.host_seed ^ FNV_OFFSET,
+            self.seeds.host ^ FNV_OFFSET,
             trim_blanks(&self.line[self.start..]),
         );
         let seed = entry_seed ^ (self.field as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -468,6 +513,112 @@ impl FieldParser<'_> {
         let pick =
             u64::from(first) + mix(seed ^ self.item.wrapping_mul(0x2545_f491_4f6c_dd1d)) % span;
         Ok(1 << pick)
+    }
+
+    /// Jenkins' `H`: one value of a range (`H`, `H(a-b)`), or one step pattern in it (`H/N`,
+    /// `H(a-b)/N`: the values `o`, `o+N`, `o+2N`... of the range, the offset `o` below N from
+    /// its start), chosen by the entry's `H` seed, so the same for as long as the entry is the
+    /// same. Without a range, day of month keeps to 1-28 (every month has them) and day of
+    /// week to 0-6 (Sunday once, not as 0 and 7).
+    fn hashed(&mut self) -> Result<u64, ParseError> {
+        self.pos += 1;
+        let (first, last) = match self.peek() {
+            Some(b'(') => self.hashed_range()?,
+            _ => hashed_bounds(self.field),
+        };
+        match self.peek() {
+            None | Some(b'/' | b',') => {}
+            Some(b) if is_blank(b) => {}
+            Some(b) => return self.after_hash(b),
+        }
+        let stepped = self.peek() == Some(b'/');
+        let step_at = self.pos + 1;
+        let step = self.step(first, last, true)?;
+        self.hashed = true;
+        // Each field and each item of a list gets a value of its own from the one seed.
+        let pick = mix(self.seeds.hash
+            ^ (self.field as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ self.item.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let span = u32::from(last - first) + 1;
+        if !stepped {
+            return Ok(1 << (u32::from(first) + (pick % u64::from(span)) as u32));
+        }
+        if step > span {
+            return self.err(
+                step_at,
+                format!(
+                    "step {step} is larger than the {span} values of H's range {first}-{last} \
+                     in the {} field",
+                    self.field_name()
+                ),
+            );
+        }
+        let mut bits = 0u64;
+        let mut v = u32::from(first) + (pick % u64::from(step)) as u32;
+        while v <= u32::from(last) {
+            bits |= 1 << v;
+            v += step;
+        }
+        Ok(bits)
+    }
+
+    /// The `(a-b)` after an `H`: a range as `a-b` is one, in parentheses.
+    fn hashed_range(&mut self) -> Result<(u8, u8), ParseError> {
+        self.pos += 1;
+        let is_value = |p: &Self| p.peek().is_some_and(|b| b.is_ascii_alphanumeric());
+        if !is_value(self) {
+            return self.no_hashed_range();
+        }
+        let a = self.value()?;
+        if self.peek() != Some(b'-') {
+            return self.no_hashed_range();
+        }
+        self.pos += 1;
+        if !is_value(self) {
+            return self.no_hashed_range();
+        }
+        let b = self.value()?;
+        let last = self.range_end(&a, &b)?;
+        if self.peek() != Some(b')') {
+            let at = self.pos;
+            return self.err(
+                at,
+                format!(
+                    "expected ')' after the range of 'H(' in the {} field",
+                    self.field_name()
+                ),
+            );
+        }
+        self.pos += 1;
+        Ok((a.value, last))
+    }
+
+    fn no_hashed_range<T>(&self) -> Result<T, ParseError> {
+        let at = self.pos;
+        self.err(
+            at,
+            format!(
+                "expected a range a-b in 'H(a-b)' in the {} field",
+                self.field_name()
+            ),
+        )
+    }
+
+    /// What may not follow an `H` (`H5`, `HH`, `H~`).
+    fn after_hash<T>(&self, b: u8) -> Result<T, ParseError> {
+        let at = self.pos;
+        let shown = if b.is_ascii_graphic() {
+            format!("'{}'", b as char)
+        } else {
+            format!("byte 0x{b:02x}")
+        };
+        self.err(
+            at,
+            format!(
+                "unexpected {shown} after 'H' in the {} field (write H, H(a-b), H/N or H(a-b)/N)",
+                self.field_name()
+            ),
+        )
     }
 
     /// The end of a range `a-b`, with cronie's `5-0` = `5-7` in day of week.
@@ -545,6 +696,10 @@ impl FieldParser<'_> {
                 "'L' (last day) is not cron syntax, in the {} field",
                 self.field_name()
             ),
+            (_, b"h") => format!(
+                "'h' is not cron syntax (a hashed value is a capital 'H'), in the {} field",
+                self.field_name()
+            ),
             (_, b"W" | b"w") => format!(
                 "'W' (nearest weekday) is not cron syntax, in the {} field",
                 self.field_name()
@@ -617,8 +772,9 @@ mod tests {
             start: 0,
             pos,
             field,
-            host_seed: 0,
+            seeds: Seeds { host: 0, hash: 0 },
             item: 0,
+            hashed: false,
         };
         let (bits, starred) = parser.parse()?;
         Ok((bits, starred, parser.pos))
@@ -697,7 +853,8 @@ mod tests {
             lines += 1;
             if let Some(fields) = plain_fields(bytes, pos) {
                 plain += 1;
-                assert_eq!(Ok(fields), any_fields(bytes, 0, pos, 0), "{line:?}");
+                let seeds = Seeds { host: 0, hash: 0 };
+                assert_eq!(Ok(fields), any_fields(bytes, 0, pos, seeds), "{line:?}");
             }
         }
         // Both ways are taken often: the check above compared many plain lines.

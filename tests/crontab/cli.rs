@@ -553,3 +553,28 @@ fn root_cronies_dash_is_accepted_in_roots_crontab_and_refused_for_another_user()
     let out = s.run_plain(Some(USER), &with(&base, &["-n", "-"]), &[], text);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
 }
+
+#[test]
+fn a_line_with_h_installs_with_a_warning_that_debian_rejects_it() {
+    let t = Plain::new();
+    let text = b"0 5 * * * plain\nH H(0-7) * * * backup\nH/15 * * * * poll\n";
+    let out = t.run(&["-"], text);
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        stderr(&out),
+        "-:2:1: 'H' (a hashed time) is a crond extension: Debian's cron rejects this line, \
+         and 1 more line (warning)\n"
+    );
+    assert_eq!(t.run(&["-l"], b"").stdout, text);
+    // Without H, nothing is said.
+    let out = t.run(&["-"], b"0 5 * * * plain\n");
+    assert_eq!(stderr(&out), "");
+    // A bad H is an error like any other, and nothing is installed.
+    let out = t.run(&["-"], b"H(0-99) * * * * x\n");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).starts_with("-:1:5: 99 is out of range 0-59 in the minute field"),
+        "{}",
+        show(&out)
+    );
+}

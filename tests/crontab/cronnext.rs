@@ -351,3 +351,83 @@ fn an_unreadable_file_is_a_usage_error() {
         stderr(&o)
     );
 }
+
+#[test]
+fn an_entry_with_h_shows_the_fields_it_resolves_to_and_runs_at_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let tab = write(
+        dir.path(),
+        "crontab",
+        "H H(0-7) * * * root backup\nH/20 * * * * root poll\n",
+    );
+    let args = [
+        "--system",
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-06-30T23:59:00Z",
+        "--count",
+        "2",
+        &tab,
+    ];
+    let o = cronnext(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    // The same every time: the values come from the entry, not from a random pick.
+    assert_eq!(stdout(&cronnext(&args)), out);
+    let resolved = |command: &str| -> (Vec<String>, Vec<String>) {
+        let lines: Vec<&str> = out.lines().filter(|l| l.ends_with(command)).collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        let fields = lines[0]
+            .split("[H: ")
+            .nth(1)
+            .unwrap()
+            .split(']')
+            .next()
+            .unwrap();
+        let times = lines.iter().map(|l| l[11..16].to_string()).collect();
+        (fields.split(' ').map(String::from).collect(), times)
+    };
+    let (fields, times) = resolved("backup");
+    assert_eq!(&fields[2..], ["*", "*", "*"], "{out}");
+    let (minute, hour): (u32, u32) = (fields[0].parse().unwrap(), fields[1].parse().unwrap());
+    assert!(minute < 60 && hour < 8, "{out}");
+    let at = format!("{hour:02}:{minute:02}");
+    assert_eq!(times, [at.clone(), at], "{out}");
+    // H/20: three minutes 20 apart, the first below 20; the runs are the first two of them.
+    let (fields, times) = resolved("poll");
+    let minutes: Vec<u32> = fields[0].split(',').map(|m| m.parse().unwrap()).collect();
+    assert!(minutes.len() == 3 && minutes[0] < 20, "{out}");
+    assert_eq!(minutes[1], minutes[0] + 20);
+    assert_eq!(times[0], format!("00:{:02}", minutes[0]), "{out}");
+    assert_eq!(times[1], format!("00:{:02}", minutes[1]), "{out}");
+}
+
+#[test]
+fn an_expression_with_h_says_what_it_resolves_to_on_stderr() {
+    let o = cronnext(&[
+        "--tz",
+        "UTC",
+        "--after",
+        "2026-07-01T00:00:00Z",
+        "H H * * *",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("cronnext: H H * * * resolves to "), "{err}");
+    let fields = err.split("resolves to ").nth(1).unwrap();
+    let mut parts = fields.split(' ');
+    let minute: u32 = parts.next().unwrap().parse().unwrap();
+    let hour: u32 = parts.next().unwrap().parse().unwrap();
+    assert_eq!(
+        stdout(&o).trim_end(),
+        format!("2026-07-01T{hour:02}:{minute:02}:00+00:00")
+    );
+    let o = cronnext(&["H(5-2) * * * *"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("column 3: range 5-2 is reversed"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -1,6 +1,7 @@
 //! The extensions no cron has (crontab.5 "Extensions"), end to end on the real daemon: a
 //! time limit that ends a whole process group; runs that skip or wait while the entry's last
-//! run is going; runs missed while the daemon was down or the machine slept, made up once.
+//! run is going; runs missed while the daemon was down or the machine slept, made up once; an
+//! entry with `H`, at the minute cronnext resolves it to.
 //! Time is libfaketime's, ten times faster, starting seconds before 10:00 (the jobs themselves
 //! run in real time: a real `sleep 8` spans more than a fake minute).
 
@@ -991,4 +992,44 @@ fn root_with_metrics_group_the_socket_is_readable_by_that_group_only() {
         .expect("Debian's nogroup");
     assert_eq!((meta.uid(), meta.gid()), (0, nogroup.0));
     assert!(curl(Some(&socket), "http://localhost/metrics").contains("crond_jobs_running 0"));
+}
+
+#[test]
+fn root_an_entry_with_h_fires_at_the_minute_cronnext_resolves_it_to() {
+    require_root();
+    let tree = Tree::new();
+    let file = tree.cron_d().join("spread");
+    tree.write_file(&file, "H 10 * * * root true hashed\n", 0o644);
+    // cronnext reads the file by the path crond reads it by, so it hashes the same entry.
+    let out = Command::new(env!("CARGO_BIN_EXE_cronnext"))
+        .args(["--system", "--tz", "UTC", "--after", "2026-11-21T09:59:00Z"])
+        .arg(&file)
+        .output()
+        .expect("run cronnext");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    // `2026-11-21T10:MM:00+00:00 root [H: MM 10 * * *] true hashed`
+    let minute: u32 = printed
+        .split("[H: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no resolved fields in {printed:?}"));
+    assert!(
+        printed.starts_with(&format!("2026-11-21T10:{minute:02}:00+00:00 ")),
+        "{printed}"
+    );
+    // Started ten seconds (one real second) before that minute: it fires as it begins.
+    let start = match minute {
+        0 => "2026-11-21 09:59:50".to_string(),
+        m => format!("2026-11-21 10:{:02}:50", m - 1),
+    };
+    let crond = Crond::start_at(&tree, 1, &start, &[]);
+    crond.wait_for_log("(root) CMD (true hashed)", 15);
+    let fired = times_of(&crond, "(root) CMD (true hashed)");
+    assert_eq!(fired.len(), 1, "{}", crond.log_text());
+    assert!(
+        fired[0].starts_with(&format!("10:{minute:02}:")),
+        "{}",
+        crond.log_text()
+    );
 }

@@ -412,6 +412,7 @@ fn load(text: &[u8], format: Format) -> crontab::Crontab {
         format,
         limits: Limits::SYSTEM,
         seed: 7,
+        file: "crontabs/alice",
         zones: &mut zones,
         privileged: false,
     };

@@ -128,6 +128,7 @@ fn parse(c: &mut Criterion) {
                 format: Format::User,
                 limits: Limits::SYSTEM,
                 seed: 1,
+                file: "crontabs/bench",
                 zones: &mut zones,
                 privileged: false,
             };

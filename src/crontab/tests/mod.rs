@@ -10,6 +10,7 @@ fn parse_with(text: &[u8], format: Format, limits: Limits, privileged: bool) -> 
         format,
         limits,
         seed: 7,
+        file: "crontabs/alice",
         zones: &mut zones,
         privileged,
     };
@@ -539,4 +540,133 @@ fn lines_are_cut_where_split_cuts_them() {
         let std: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
         assert_eq!(ours, std, "{:?}", String::from_utf8_lossy(text));
     }
+}
+
+/// A user's crontab named `file`, on the host of seed `host`.
+fn user_in(text: &str, file: &str, host: u64) -> Crontab {
+    let mut zones = |name: &str| Zone::get(name);
+    let mut options = ParseOptions {
+        format: Format::User,
+        limits: Limits::USER,
+        seed: host,
+        file,
+        zones: &mut zones,
+        privileged: false,
+    };
+    parse(text.as_bytes(), &mut options)
+}
+
+/// The schedules of a crontab's entries, as text.
+fn schedules(tab: &Crontab) -> Vec<String> {
+    assert!(tab.errors.is_empty(), "{:?}", tab.errors);
+    tab.entries.iter().map(|e| e.when.to_string()).collect()
+}
+
+#[test]
+fn h_values_come_from_the_entry_and_stay_when_other_lines_change() {
+    let alone = user_in("H H * * * backup\n", "crontabs/alice", 7);
+    assert!(alone.entries[0].hashed);
+    let first = schedules(&alone)[0].clone();
+    assert!(!first.contains('H'), "{first}");
+    // Other lines above it, before and after an edit of theirs, and the blanks of its own.
+    for text in [
+        "# nightly\nMAILTO=\"\"\n0 5 * * * other\nH H * * * backup\n",
+        "0 6 * * * other --changed\nH\tH  * * *   backup\n",
+    ] {
+        let tab = user_in(text, "crontabs/alice", 7);
+        assert_eq!(schedules(&tab).last(), Some(&first), "{text:?}");
+    }
+    // Another host gives the same values: by default the host is not in the seed.
+    assert_eq!(
+        schedules(&user_in("H H * * * backup\n", "crontabs/alice", 8))[0],
+        first
+    );
+    // Another command, another file, another spelling of the fields: other values.
+    for (text, file) in [
+        ("H H * * * restore\n", "crontabs/alice"),
+        ("H H * * * backup\n", "crontabs/bob"),
+        ("H H(0-23) * * * backup\n", "crontabs/alice"),
+    ] {
+        assert_ne!(
+            schedules(&user_in(text, file, 7))[0],
+            first,
+            "{text:?} {file}"
+        );
+    }
+    // Identical lines get values of their own, the first of them the lone line's.
+    let twice = schedules(&user_in(
+        "H H * * * backup\nH H * * * backup\n",
+        "crontabs/alice",
+        7,
+    ));
+    assert_eq!(twice[0], first);
+    assert_ne!(twice[1], first);
+    // A plain line says it has no H.
+    assert!(!user_in("5 4 * * * x\n", "crontabs/alice", 7).entries[0].hashed);
+}
+
+#[test]
+fn a_cron_id_keeps_the_h_values_through_edits_and_cron_hash_host_mixes_in_the_host() {
+    let named = |text: &str, host: u64| {
+        schedules(&user_in(
+            &format!("CRON_ID=backup\n{text}\n"),
+            "crontabs/alice",
+            host,
+        ))[0]
+            .clone()
+    };
+    let before = named("H H * * * backup", 7);
+    assert_eq!(named("H H * * * backup --full", 7), before);
+    assert_ne!(
+        named("H H * * * backup", 7),
+        schedules(&user_in("H H * * * backup\n", "crontabs/alice", 7))[0]
+    );
+    let on_host = |host: u64| {
+        schedules(&user_in(
+            "CRON_HASH=host\nH H * * * backup\n",
+            "crontabs/alice",
+            host,
+        ))[0]
+            .clone()
+    };
+    let plain = schedules(&user_in("H H * * * backup\n", "crontabs/alice", 7))[0].clone();
+    // Of 20 hosts, many get values of their own, and none of them changes with a reload.
+    let hosts: std::collections::HashSet<String> = (0..20).map(on_host).collect();
+    assert!(hosts.len() >= 15, "{hosts:?}");
+    assert_eq!(on_host(3), on_host(3));
+    assert!(hosts.len() > 1 && hosts.iter().any(|h| *h != plain));
+    // Back to the default below `CRON_HASH=entry`.
+    let back = user_in(
+        "CRON_HASH=host\nCRON_HASH=entry\nH H * * * backup\n",
+        "crontabs/alice",
+        3,
+    );
+    assert_eq!(schedules(&back)[0], plain);
+    let bad = user_in("CRON_HASH=always\n", "crontabs/alice", 3);
+    assert_eq!(
+        shown(&bad.errors),
+        ["tab:1:11: CRON_HASH must be entry or host, not 'always'"]
+    );
+}
+
+#[test]
+fn a_system_file_hashes_its_user_field_too() {
+    let in_system = |text: &str| {
+        let mut zones = |name: &str| Zone::get(name);
+        let mut options = ParseOptions {
+            format: Format::System,
+            limits: Limits::SYSTEM,
+            seed: 7,
+            file: "/etc/cron.d/backup",
+            zones: &mut zones,
+            privileged: false,
+        };
+        schedules(&parse(text.as_bytes(), &mut options))
+    };
+    let root = in_system("H H * * * root backup\n");
+    assert_eq!(
+        in_system("0 0 * * * www true\nH H * * * root backup\n")[1],
+        root[0]
+    );
+    assert_ne!(in_system("H H * * * www backup\n")[0], root[0]);
 }

@@ -2,6 +2,7 @@
 //! (`matching`), fire times across DST transitions in zones of every shape (`next`), and how a
 //! schedule displays.
 
+mod hashed;
 mod matching;
 mod next;
 mod syntax;
