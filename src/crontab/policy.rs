@@ -19,6 +19,9 @@
 //!   stays when the line is edited. `NAME` as `CRON_CLUSTER`'s; empty: ids from the line again
 //!   (the default). Set it above the line it names, and again (or empty) below: entries that
 //!   share a name are told apart by their order.
+//! * `CRON_NOTIFY=always|failure|change|never`: which runs notify (mail, `CRON_PING`,
+//!   `CRON_WEBHOOK`): every one (the default, or the daemon's `--notify`), the failed ones, the
+//!   first failure and the first success after failures, or none (`crate::history::notify`).
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
@@ -58,6 +61,44 @@ pub enum Missed {
     Once,
 }
 
+/// Which runs notify their user (`CRON_NOTIFY`; `crate::history::notify` decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Notify {
+    /// Every run (mail when there is output): Vixie's behaviour.
+    #[default]
+    Always,
+    /// Only the runs that failed, and the slots that did not run (but for a pause and a run on
+    /// another host).
+    Failure,
+    /// The first failure, and the first success after failures.
+    Change,
+    /// None: no mail, no ping, no webhook.
+    Never,
+}
+
+impl Notify {
+    pub const ALL: [Notify; 4] = [
+        Notify::Always,
+        Notify::Failure,
+        Notify::Change,
+        Notify::Never,
+    ];
+
+    /// The word `CRON_NOTIFY` and `--notify` take.
+    pub fn word(self) -> &'static str {
+        match self {
+            Notify::Always => "always",
+            Notify::Failure => "failure",
+            Notify::Change => "change",
+            Notify::Never => "never",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Notify> {
+        Notify::ALL.into_iter().find(|n| n.word() == word)
+    }
+}
+
 /// The extensions in force for an entry: 16 bytes, held once per assignment (in the
 /// environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -71,6 +112,8 @@ pub struct Policy {
     pub late_s: Option<u32>,
     /// `CRON_CLUSTER` is set (its name is the environment's value): runs are claimed first.
     pub clustered: bool,
+    /// `CRON_NOTIFY`; `None`: not set, the daemon's `--notify` decides.
+    pub notify: Option<Notify>,
 }
 
 /// The longest cluster name, in bytes.
@@ -97,6 +140,7 @@ pub fn is_policy_name(name: &[u8]) -> bool {
             | b"CRON_LATE"
             | b"CRON_CLUSTER"
             | b"CRON_ID"
+            | b"CRON_NOTIFY"
     )
 }
 
@@ -109,6 +153,7 @@ pub enum PolicyError {
     Late(DurationError),
     Cluster(String),
     Id(String),
+    Notify(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -136,6 +181,11 @@ impl fmt::Display for PolicyError {
                 f,
                 "CRON_ID must be 1 to {MAX_CLUSTER_NAME} letters, digits, '.', '_' or '-', \
                  not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Notify(text) => write!(
+                f,
+                "CRON_NOTIFY must be always, failure, change or never, not '{}'",
                 text.escape_debug()
             ),
         }
@@ -188,6 +238,12 @@ impl Policy {
                 }
                 policy.clustered = !value.is_empty();
             }
+            b"CRON_NOTIFY" => {
+                policy.notify = match text {
+                    "" => None,
+                    _ => Some(Notify::parse(text).ok_or(PolicyError::Notify(text.to_string()))?),
+                }
+            }
             // The name is read from the environment where an id is made; here it is checked.
             b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
                 return Err(PolicyError::Id(text.to_string()));
@@ -224,6 +280,9 @@ impl fmt::Display for Policy {
         if self.clustered {
             parts.push("cluster".to_string());
         }
+        if let Some(notify) = self.notify {
+            parts.push(format!("notify={}", notify.word()));
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -247,6 +306,7 @@ mod tests {
                 timeout_s: Some(90),
                 late_s: None,
                 clustered: false,
+                notify: None,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -295,5 +355,21 @@ mod tests {
                 .to_string()
                 .starts_with("CRON_LATE: ")
         );
+    }
+
+    #[test]
+    fn cron_notify_takes_its_four_words_and_empty_gives_the_choice_back_to_the_daemon() {
+        let p = Policy::default();
+        for notify in Notify::ALL {
+            let q = p.with(b"CRON_NOTIFY", notify.word().as_bytes()).unwrap();
+            assert_eq!(q.notify, Some(notify));
+            assert_eq!(q.to_string(), format!("notify={}", notify.word()));
+            assert_eq!(q.with(b"CRON_NOTIFY", b"").unwrap().notify, None);
+        }
+        assert_eq!(
+            p.with(b"CRON_NOTIFY", b"Failure").unwrap_err().to_string(),
+            "CRON_NOTIFY must be always, failure, change or never, not 'Failure'"
+        );
+        assert!(p.with(b"CRON_NOTIFY", b"errors").is_err());
     }
 }

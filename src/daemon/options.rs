@@ -189,6 +189,8 @@ impl Options {
             history: None,
             recorder: None,
             run_id: None,
+            notify: self.notify,
+            previous_failed: false,
             spill_dir: crate::sys::tmpfile::default_dir(),
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),

@@ -49,6 +49,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::crontab::JobInput;
+use crate::crontab::policy::Notify;
+use crate::history::notify::{self, Verdict};
 use crate::history::{self, Mail, Reason};
 use crate::job::report::{End, Said};
 use crate::log::messages::{self, JobExit, JobLogMask};
@@ -103,6 +105,10 @@ pub struct ChildSetup {
     pub recorder: Option<Recorder>,
     /// In a job child: its entry's id, which its log lines carry. `None` in the daemon.
     pub run_id: Option<String>,
+    /// Which runs notify where their crontab has no `CRON_NOTIFY` (`--notify`).
+    pub notify: Notify,
+    /// In a job child: whether its entry's previous run failed (`RunFacts::previous_failed`).
+    pub previous_failed: bool,
 }
 
 /// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
@@ -149,6 +155,11 @@ impl ChildSetup {
             id: self.run_id.clone(),
             ..spec.log_fields(pid)
         }
+    }
+
+    /// The entry's notification policy: its `CRON_NOTIFY`, else the daemon's `--notify`.
+    fn notify_policy(&self, spec: &JobSpec) -> Notify {
+        spec.env().policy().notify.unwrap_or(self.notify)
     }
 
     /// Tells the daemon that nothing of the job runs, and why, and records it (`why`).
@@ -248,6 +259,7 @@ fn run_child(
             .as_ref()
             .map(|sink| Recorder::new(sink, spec, facts)),
         run_id: Some(facts.id.clone()),
+        previous_failed: facts.previous_failed,
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
             setup.log_mask.quiet()
@@ -501,10 +513,13 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     // Output lines name their job as its other lines do: entry, command and the shell's pid.
     let fields = setup.log_fields(spec, Some(shell_pid));
     let mut mailed = Mail::None;
+    let verdict = Verdict::of_run(history_end(exit), finished.timed_out.is_some());
+    let notify = notify::wanted(setup.notify_policy(spec), verdict, setup.previous_failed);
     match &setup.output {
         OutputTo::Syslog => log_output(log, spec.user(), output, &fields),
-        // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA.
-        OutputTo::Mail(_) if output.is_empty() => {}
+        // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA. Nor
+        // when CRON_NOTIFY says this run notifies nobody.
+        OutputTo::Mail(_) if output.is_empty() || !notify => {}
         OutputTo::Mail(mail_setup) => {
             let config = MailConfig {
                 host: mail::subject_host(&crate::sys::hostname(), mail_setup.full_host),
@@ -563,6 +578,14 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         );
     }
     mailed
+}
+
+/// How the shell ended, as the run's record says it.
+fn history_end(exit: JobExit) -> history::End {
+    match exit {
+        JobExit::Signaled { signal, .. } => history::End::Signaled(signal),
+        JobExit::Exited(code) => history::End::Exited(code),
+    }
 }
 
 /// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),

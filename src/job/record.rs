@@ -41,6 +41,9 @@ pub struct RunFacts {
     pub slot: Option<i64>,
     /// For a cluster entry's run: its cluster, id and claim.
     pub cluster: Option<ClusterRun>,
+    /// The entry's last run that said something of the job failed, as the daemon remembers it
+    /// (`CRON_NOTIFY=change`); `false` when it knows none (since its start, or its load).
+    pub previous_failed: bool,
 }
 
 /// One run's recorder, in its job child.

@@ -41,6 +41,8 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         history: None,
         recorder: None,
         run_id: None,
+        notify: crate::crontab::policy::Notify::Always,
+        previous_failed: false,
         output: OutputTo::Syslog,
         max_output: None,
         spill_dir: dir.to_path_buf(),
