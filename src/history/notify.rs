@@ -61,6 +61,11 @@ pub fn wanted(policy: Notify, verdict: Verdict, previous_failed: bool) -> bool {
     }
 }
 
+/// [`wanted`] for `outcome`.
+pub fn wanted_outcome(policy: Notify, outcome: &Outcome, previous_failed: bool) -> bool {
+    wanted(policy, Verdict::of(outcome), previous_failed)
+}
+
 /// Whether a run notifies its start (`CRON_PING`'s `/start`): only under `always`, since the
 /// other policies know nothing of a run before its end.
 pub fn start_wanted(policy: Notify) -> bool {

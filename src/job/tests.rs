@@ -43,6 +43,8 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         run_id: None,
         notify: crate::crontab::policy::Notify::Always,
         previous_failed: false,
+        notifier: None,
+        notice: None,
         output: OutputTo::Syslog,
         max_output: None,
         spill_dir: dir.to_path_buf(),

@@ -88,3 +88,51 @@ fn root_cron_notify_change_mails_the_first_failure_and_the_recovery_once_each() 
     let bodies: Vec<&[u8]> = mails.iter().map(|m| m.body.as_slice()).collect();
     assert_eq!(bodies, [&b"failed 2\n"[..], &b"ok 4\n"[..]]);
 }
+
+/// A loopback HTTP server that answers 200 to everything: the request lines it read.
+fn ping_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            kept.lock().unwrap().push(line.trim_end().to_string());
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn root_cron_ping_pings_the_start_and_the_exit_status_as_the_job_and_failure_skips_a_success() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let (port, seen) = ping_server();
+    install(
+        &tree,
+        &user,
+        &format!(
+            "MAILTO=\"\"\nCRON_PING=http://127.0.0.1:{port}/a\n0 10 * * * echo broke; exit 3\n\
+             CRON_NOTIFY=failure\nCRON_PING=http://127.0.0.1:{port}/b\n0 10 * * * true\n"
+        ),
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 2, 20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut seen: Vec<String> = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen.len(), 2, "{seen:?}; the log:\n{}", crond.log_text());
+    assert!(seen[0].starts_with("GET /a/start?rid="), "{seen:?}");
+    assert!(seen[1].starts_with("POST /a/3?rid="), "{seen:?}");
+    let rid = |line: &str| line.split("rid=").nth(1).unwrap().to_string();
+    assert_eq!(rid(&seen[0]), rid(&seen[1]), "one run, one rid");
+}
