@@ -15,6 +15,8 @@ use crond::crontab::policy::is_cluster_name;
 
 use crate::helper::HelperArgs;
 use crate::history::{self, JournalChoice, WriterArgs};
+use crate::notify::{NotifyArgs, Phase, is_rid};
+use crond::log::{Destination, Format};
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PATTERN]
        cronctl [--socket PATH] run [--wait] FILE:LINE|ID
@@ -66,6 +68,8 @@ pub enum Command {
     Helper(HelperArgs),
     /// The daemon's history writer (started by crond, not by hand).
     HistoryWriter(WriterArgs),
+    /// A run's `CRON_PING` and `CRON_WEBHOOK` requests (started by a job child, as its user).
+    Notify(NotifyArgs),
     /// `list`, `run`, `show`, `status`, `history` or `logs`: one request line to the daemon's
     /// control socket.
     Control {
@@ -137,6 +141,10 @@ struct Flags {
     since: Option<String>,
     failed: bool,
     raw: bool,
+    /// `notify`'s `--rid`, `--log` and `--log-format`.
+    rid: Option<String>,
+    log: Option<Destination>,
+    log_format: Format,
 }
 
 impl Default for Flags {
@@ -163,6 +171,9 @@ impl Default for Flags {
             since: None,
             failed: false,
             raw: false,
+            rid: None,
+            log: None,
+            log_format: Format::Text,
         }
     }
 }
@@ -209,6 +220,9 @@ impl Flags {
                 Long("since") => self.since = Some(since(text(parser.value()?)?)?),
                 Long("failed") => self.failed = true,
                 Long("raw") => self.raw = true,
+                Long("rid") => self.rid = Some(text(parser.value()?)?),
+                Long("log") => self.log = Some(log_destination(&text(parser.value()?)?)?),
+                Long("log-format") => self.log_format = log_format(&text(parser.value()?)?)?,
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
             }
@@ -238,6 +252,18 @@ impl Flags {
                 }
             }
             ["history-writer"] => Command::HistoryWriter(self.writer_args()?),
+            ["notify", phase @ ("start" | "end")] => Command::Notify(NotifyArgs {
+                phase: if *phase == "start" {
+                    Phase::Start
+                } else {
+                    Phase::End
+                },
+                rid: (self.rid.clone())
+                    .filter(|rid| is_rid(rid))
+                    .ok_or(UsageError::NotifyNeeds("--rid UUID"))?,
+                log: self.log.unwrap_or(Destination::Syslog),
+                format: self.log_format,
+            }),
             ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
                 if !is_cluster_name(c.as_bytes()) {
@@ -490,6 +516,10 @@ pub enum UsageError {
     HelperNeeds(&'static str),
     /// `history-writer` without the option named.
     WriterNeeds(&'static str),
+    /// `notify` without the option named.
+    NotifyNeeds(&'static str),
+    /// `--log` or `--log-format` with a value they do not take.
+    NotLog(String),
     /// `--max-size` that is not a number of bytes of at least [`MIN_MAX_SIZE`].
     NotSize(String),
     /// `--user` with a blank or a control character.
@@ -525,6 +555,11 @@ impl fmt::Display for UsageError {
             UsageError::NotPattern(p) => write!(f, "list: '{p}' is not a pattern (no blanks)"),
             UsageError::HelperNeeds(option) => write!(f, "helper: {option} is required"),
             UsageError::WriterNeeds(option) => write!(f, "history-writer: {option} is required"),
+            UsageError::NotifyNeeds(option) => write!(f, "notify: {option} is required"),
+            UsageError::NotLog(value) => write!(
+                f,
+                "--log takes syslog, stderr or both, --log-format text or json, not {value:?}"
+            ),
             UsageError::NotSize(text) => write!(
                 f,
                 "--max-size: '{text}' is not a number of bytes of {MIN_MAX_SIZE} or more"
@@ -575,6 +610,25 @@ impl From<BadEntryKey> for UsageError {
 impl From<TargetError> for UsageError {
     fn from(e: TargetError) -> UsageError {
         UsageError::Target(e)
+    }
+}
+
+/// `notify --log syslog|stderr|both`: where the daemon logs.
+fn log_destination(value: &str) -> Result<Destination, UsageError> {
+    match value {
+        "syslog" => Ok(Destination::Syslog),
+        "stderr" => Ok(Destination::Stderr),
+        "both" => Ok(Destination::Both),
+        _ => Err(UsageError::NotLog(value.to_string())),
+    }
+}
+
+/// `notify --log-format text|json`.
+fn log_format(value: &str) -> Result<Format, UsageError> {
+    match value {
+        "text" => Ok(Format::Text),
+        "json" => Ok(Format::Json),
+        _ => Err(UsageError::NotLog(value.to_string())),
     }
 }
 

@@ -106,6 +106,7 @@ fn run_command(client: &mut dyn Connection, command: &Command) -> Result<String,
         | Command::Version
         | Command::Helper(_)
         | Command::HistoryWriter(_)
+        | Command::Notify(_)
         | Command::Control { .. } => String::new(),
     })
 }

@@ -7,6 +7,8 @@
 //!   or change the cluster database ([`commands`], connected as [`db`] says).
 //! - `cronctl history-writer` is the process that keeps the daemon's run history in a SQLite
 //!   file and answers `history` and `logs` ([`history`]).
+//! - `cronctl notify` sends a run's `CRON_PING` and `CRON_WEBHOOK` requests, as the job's
+//!   user ([`notify`]).
 //! - `cronctl helper` is the process through which crond reaches the database ([`helper`]: a
 //!   pure state machine over a store, and the statements of [`sql`]).
 //! - The command line is [`cli`]; [`cronctl_main`] is the binary's `main`.
@@ -37,6 +39,7 @@ mod db;
 pub mod guard;
 mod helper;
 pub mod history;
+pub mod notify;
 mod show;
 mod socket;
 mod sql;
@@ -74,6 +77,7 @@ pub fn cronctl_main(connector: &dyn Connect) -> ExitCode {
         Command::Version => return print(&format!("cronctl {}", env!("CARGO_PKG_VERSION"))),
         Command::Helper(args) => return ExitCode::from(helper::run(args, connector)),
         Command::HistoryWriter(args) => return ExitCode::from(history::run(&args)),
+        Command::Notify(args) => return ExitCode::from(notify::run(&args)),
         Command::Control { socket, request } if request.starts_with("logs ") => {
             let socket = socket.unwrap_or_else(control::default_socket);
             return logs(&socket, &request);

@@ -26,6 +26,9 @@
 //!   (crontab.5 "Extensions"): `entry` (the default) the entry alone, so one file gives the same
 //!   times on every host; `host` the entry and the host's name, so that many hosts given one file
 //!   spread its runs over the range rather than all firing in the same minute.
+//! * `CRON_NOTIFY=always|failure|change|never`: which runs notify (mail, `CRON_PING`,
+//!   `CRON_WEBHOOK`): every one (the default, or the daemon's `--notify`), the failed ones, the
+//!   first failure and the first success after failures, or none (`crate::history::notify`).
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
@@ -75,6 +78,44 @@ pub enum HashFrom {
     Host,
 }
 
+/// Which runs notify their user (`CRON_NOTIFY`; `crate::history::notify` decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Notify {
+    /// Every run (mail when there is output): Vixie's behaviour.
+    #[default]
+    Always,
+    /// Only the runs that failed, and the slots that did not run (but for a pause and a run on
+    /// another host).
+    Failure,
+    /// The first failure, and the first success after failures.
+    Change,
+    /// None: no mail, no ping, no webhook.
+    Never,
+}
+
+impl Notify {
+    pub const ALL: [Notify; 4] = [
+        Notify::Always,
+        Notify::Failure,
+        Notify::Change,
+        Notify::Never,
+    ];
+
+    /// The word `CRON_NOTIFY` and `--notify` take.
+    pub fn word(self) -> &'static str {
+        match self {
+            Notify::Always => "always",
+            Notify::Failure => "failure",
+            Notify::Change => "change",
+            Notify::Never => "never",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Notify> {
+        Notify::ALL.into_iter().find(|n| n.word() == word)
+    }
+}
+
 /// The extensions in force for an entry: 24 bytes, held once per assignment (in the
 /// environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -93,6 +134,8 @@ pub struct Policy {
     pub rerun_unknown: bool,
     /// `CRON_HASH`: whether the host's name is in the `H` seed.
     pub hash: HashFrom,
+    /// `CRON_NOTIFY`; `None`: not set, the daemon's `--notify` decides.
+    pub notify: Option<Notify>,
 }
 
 /// The longest cluster name, in bytes.
@@ -121,6 +164,7 @@ pub fn is_policy_name(name: &[u8]) -> bool {
             | b"CRON_CLUSTER_RERUN"
             | b"CRON_ID"
             | b"CRON_HASH"
+            | b"CRON_NOTIFY"
     )
 }
 
@@ -135,6 +179,7 @@ pub enum PolicyError {
     Rerun(String),
     Id(String),
     Hash(String),
+    Notify(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -172,6 +217,11 @@ impl fmt::Display for PolicyError {
             PolicyError::Hash(text) => write!(
                 f,
                 "CRON_HASH must be entry or host, not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Notify(text) => write!(
+                f,
+                "CRON_NOTIFY must be always, failure, change or never, not '{}'",
                 text.escape_debug()
             ),
         }
@@ -238,6 +288,12 @@ impl Policy {
                     _ => return Err(PolicyError::Hash(text.to_string())),
                 }
             }
+            b"CRON_NOTIFY" => {
+                policy.notify = match text {
+                    "" => None,
+                    _ => Some(Notify::parse(text).ok_or(PolicyError::Notify(text.to_string()))?),
+                }
+            }
             // The name is read from the environment where an id is made; here it is checked.
             b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
                 return Err(PolicyError::Id(text.to_string()));
@@ -280,6 +336,9 @@ impl fmt::Display for Policy {
         if self.hash == HashFrom::Host {
             parts.push("hash=host".to_string());
         }
+        if let Some(notify) = self.notify {
+            parts.push(format!("notify={}", notify.word()));
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -310,6 +369,7 @@ mod tests {
                 clustered: false,
                 rerun_unknown: false,
                 hash: HashFrom::Entry,
+                notify: None,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -391,5 +451,21 @@ mod tests {
             p.with(b"CRON_HASH", b"Host").unwrap_err().to_string(),
             "CRON_HASH must be entry or host, not 'Host'"
         );
+    }
+
+    #[test]
+    fn cron_notify_takes_its_four_words_and_empty_gives_the_choice_back_to_the_daemon() {
+        let p = Policy::default();
+        for notify in Notify::ALL {
+            let q = p.with(b"CRON_NOTIFY", notify.word().as_bytes()).unwrap();
+            assert_eq!(q.notify, Some(notify));
+            assert_eq!(q.to_string(), format!("notify={}", notify.word()));
+            assert_eq!(q.with(b"CRON_NOTIFY", b"").unwrap().notify, None);
+        }
+        assert_eq!(
+            p.with(b"CRON_NOTIFY", b"Failure").unwrap_err().to_string(),
+            "CRON_NOTIFY must be always, failure, change or never, not 'Failure'"
+        );
+        assert!(p.with(b"CRON_NOTIFY", b"errors").is_err());
     }
 }

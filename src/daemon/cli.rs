@@ -6,7 +6,8 @@
 //! Flags (docs/design.md §6): Debian's `-f -l -n -L LEVEL`; cronie's `-s -m CMD|off -P -p -i -V`;
 //! and the path overrides `--spool-dir --system-crontab --cron-d --pid-file --reboot-marker
 //! --sendmail --localtime`, plus `--log syslog|stderr|both`, `--max-output SIZE` (bytes, or with a
-//! K, M or G suffix, binary; 0: no limit), `--no-pam` and `--pam-dir DIR`; for containers
+//! K, M or G suffix, binary; 0: no limit), `--notify always|failure|change|never` (the
+//! default of the files without `CRON_NOTIFY`), `--no-pam` and `--pam-dir DIR`; for containers
 //! `--crontab FILE` (repeatable: user-format files run as the daemon's own user, instead of the
 //! spool and the system files), `--keep-env NAME,...|'*'`, `--stop-jobs` and
 //! `--stop-timeout SECONDS`.
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 
 use crate::cli::{args_error, in_range};
 use crate::cluster::{MAX_KEEP_RUNS, MIN_KEEP_RUNS};
+use crate::crontab::policy::Notify;
 use crate::job::env::{self, KeepEnv};
 use crate::log::{Destination, Format};
 
@@ -43,6 +45,9 @@ Logging and jobs:
   --log syslog|stderr|both  where the log goes (default syslog; both with -f)
   --log-format text|json    Debian's lines, or one JSON object per line
   --max-output SIZE         most output of a job kept and mailed (default 100M; 0: no limit)
+  --notify always|failure|change|never
+                            which runs mail (and ping) where CRON_NOTIFY is not set
+                            (default always)
   --no-pam                  run jobs without a PAM session
   --pam-dir DIR             read the PAM service cron from DIR
   --control-socket PATH|off
@@ -135,6 +140,8 @@ pub struct Options {
     pub log_format: Format,
     /// `--localtime FILE`: the local zone's file (default /etc/localtime).
     pub localtime: Option<PathBuf>,
+    /// `--notify POLICY`: which runs notify where their file has no `CRON_NOTIFY`.
+    pub notify: Notify,
     /// `--max-output SIZE` in bytes, as given (`None`: the default; `Some(0)`: no limit).
     pub max_output: Option<u64>,
     /// `--no-pam`: jobs run without a PAM session.
@@ -319,6 +326,7 @@ impl Options {
                 Long("max-output") => o.max_output = Some(max_output(&mut parser)?),
                 Long("log") => o.log = Some(log_destination(&mut parser)?),
                 Long("log-format") => o.log_format = log_format(&mut parser)?,
+                Long("notify") => o.notify = notify(&mut parser)?,
                 _ => return Err(arg.unexpected().into()),
             }
             // -V and -h answer at once, whatever follows (as getopt-based crons do).
@@ -547,6 +555,17 @@ fn log_format(parser: &mut lexopt::Parser) -> Result<Format, lexopt::Error> {
     }
 }
 
+/// `--notify always|failure|change|never`.
+fn notify(parser: &mut lexopt::Parser) -> Result<Notify, lexopt::Error> {
+    let v = parser.value()?;
+    v.to_str()
+        .and_then(Notify::parse)
+        .ok_or_else(|| lexopt::Error::UnexpectedValue {
+            option: "--notify (always, failure, change or never)".into(),
+            value: v.clone(),
+        })
+}
+
 /// A UTF-8 option value.
 fn text(parser: &mut lexopt::Parser, option: &str) -> Result<String, lexopt::Error> {
     let v = parser.value()?;
@@ -685,6 +704,8 @@ mod tests {
             "8M",
             "--history-writer",
             "/w",
+            "--notify",
+            "change",
         ])
         .expect("parses");
         let expected = Options {
@@ -706,6 +727,7 @@ mod tests {
             sendmail: Some("/m".into()),
             log: Some(Destination::Both),
             log_format: Format::Json,
+            notify: Notify::Change,
             max_output: Some(2 << 20),
             localtime: Some("/z".into()),
             no_pam: true,
@@ -871,6 +893,13 @@ mod tests {
     fn bad_input_is_refused() {
         assert!(parse(&["--log", "journal"]).is_err());
         assert!(parse(&["--log-format", "yaml"]).is_err());
+        assert!(parse(&["--notify", "errors"]).is_err());
+        assert_eq!(parse(&[]).unwrap().notify, Notify::Always);
+        let n = parse(&["-n", "--notify", "failure"]).unwrap();
+        assert!(
+            n.fqdn_in_subject && n.notify == Notify::Failure,
+            "-n stays the full host name in the subject"
+        );
         assert!(
             parse(&["--metrics", "0.0.0.0:9100"]).is_err(),
             "not loopback"

@@ -189,6 +189,13 @@ impl Options {
             history: None,
             recorder: None,
             run_id: None,
+            notify: self.notify,
+            previous_failed: false,
+            // `cronctl` beside `crond` (else /usr/sbin/cronctl) sends CRON_PING and CRON_WEBHOOK.
+            notifier: Some(crate::job::notify::Notifier {
+                program: super::cluster::default_helper(),
+            }),
+            notice: None,
             spill_dir: crate::sys::tmpfile::default_dir(),
             max_output: match self.max_output {
                 None => Some(crate::job::output::DEFAULT_LIMIT),

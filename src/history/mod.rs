@@ -21,6 +21,7 @@
 //! * `log` ([`LogMessage`]): from the writer to the daemon, a line for the daemon's log (the
 //!   writer has no log of its own).
 
+pub mod notify;
 pub mod query;
 mod wire;
 

@@ -29,6 +29,7 @@
 
 pub mod env;
 pub mod mail;
+pub mod notify;
 pub mod output;
 mod pam_session;
 pub mod record;
@@ -49,6 +50,8 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::crontab::JobInput;
+use crate::crontab::policy::Notify;
+use crate::history::notify::{self as policy, Verdict};
 use crate::history::{self, Mail, Reason};
 use crate::job::report::{End, Said};
 use crate::log::messages::{self, JobExit, JobLogMask};
@@ -103,6 +106,21 @@ pub struct ChildSetup {
     pub recorder: Option<Recorder>,
     /// In a job child: its entry's id, which its log lines carry. `None` in the daemon.
     pub run_id: Option<String>,
+    /// Which runs notify where their crontab has no `CRON_NOTIFY` (`--notify`).
+    pub notify: Notify,
+    /// In a job child: whether its entry's previous run failed (`RunFacts::previous_failed`).
+    pub previous_failed: bool,
+    /// The helper that sends `CRON_PING` and `CRON_WEBHOOK` requests; `None`: none are sent.
+    pub notifier: Option<notify::Notifier>,
+    /// In a job child whose entry sets `CRON_PING` or `CRON_WEBHOOK`: the run's id and record.
+    pub notice: Option<Notice>,
+}
+
+/// A run's requests: its id (`rid`) and its record, its result still to be given.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    pub rid: String,
+    pub blank: history::Outcome,
 }
 
 /// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
@@ -149,6 +167,11 @@ impl ChildSetup {
             id: self.run_id.clone(),
             ..spec.log_fields(pid)
         }
+    }
+
+    /// The entry's notification policy: its `CRON_NOTIFY`, else the daemon's `--notify`.
+    fn notify_policy(&self, spec: &JobSpec) -> Notify {
+        spec.env().policy().notify.unwrap_or(self.notify)
     }
 
     /// Tells the daemon that nothing of the job runs, and why, and records it (`why`).
@@ -248,6 +271,8 @@ fn run_child(
             .as_ref()
             .map(|sink| Recorder::new(sink, spec, facts)),
         run_id: Some(facts.id.clone()),
+        previous_failed: facts.previous_failed,
+        notice: notice_of(spec, setup, facts),
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
             setup.log_mask.quiet()
@@ -268,6 +293,56 @@ fn run_child(
         Some(pam) => pam_session::run_in_session(spec, setup, identity, pam, first),
         None => run_job(spec, setup, identity, Vec::new(), first),
     }
+}
+
+/// The run's id and record when its entry asks for requests and a helper can send them.
+fn notice_of(spec: &JobSpec, setup: &ChildSetup, facts: &RunFacts) -> Option<Notice> {
+    let env = spec.env();
+    let asked = [b"CRON_PING".as_slice(), b"CRON_WEBHOOK"]
+        .iter()
+        .any(|name| env.get(name).is_some_and(|v| !v.is_empty()));
+    if !asked || setup.notifier.is_none() {
+        return None;
+    }
+    let host = match &setup.history {
+        Some(sink) => sink.host.clone(),
+        None => String::from_utf8_lossy(&crate::sys::hostname()).into_owned(),
+    };
+    Some(Notice {
+        rid: notify::new_rid(),
+        blank: record::blank(spec, facts, &host),
+    })
+}
+
+/// Starts the helper for the run's start (`outcome` `None`) or its end, when the entry's
+/// `CRON_NOTIFY` lets this run notify.
+fn send_notice(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    prepared: &Prepared,
+    outcome: Option<&history::Outcome>,
+) {
+    let (Some(notifier), Some(notice)) = (&setup.notifier, &setup.notice) else {
+        return;
+    };
+    let policy = setup.notify_policy(spec);
+    let wanted = match outcome {
+        None => notify_start_wanted(spec, policy),
+        Some(o) => policy::wanted_outcome(policy, o, setup.previous_failed),
+    };
+    if wanted {
+        let who = notify::As {
+            creds: prepared.creds.as_ref(),
+            env: &prepared.env,
+        };
+        notifier.start(&notice.rid, outcome, who, setup.log);
+    }
+}
+
+/// A start is pinged under `always`, to an entry with `CRON_PING`.
+fn notify_start_wanted(spec: &JobSpec, policy: Notify) -> bool {
+    crate::history::notify::start_wanted(policy)
+        && spec.env().get(b"CRON_PING").is_some_and(|v| !v.is_empty())
 }
 
 /// The job, from this root process: runs the shell as the user, reports. `pam_env` is the PAM
@@ -295,6 +370,7 @@ fn run_job_with(
         return 1;
     };
     prepared.fault = fault;
+    send_notice(spec, setup, &prepared, None);
     let finished = match shell::run_shell(spec, setup, &prepared, first) {
         Ok(finished) => finished,
         Err(ShellFailure::Logged) => return 1,
@@ -322,9 +398,14 @@ fn run_job_with(
     });
     let succeeded = finished.exit.success();
     let mut timed_out = finished.timed_out.is_some();
-    let kept = setup.recorder.as_ref().map(|recorder| {
+    let keep = match (&setup.recorder, &setup.notice) {
+        (Some(recorder), _) => Some(recorder.keep_output()),
+        (None, Some(_)) => Some(notify::MAX_TAIL as u64),
+        (None, None) => None,
+    };
+    let kept = keep.map(|keep| {
         let output = &finished.output;
-        let (head, tail) = output.head_and_tail(recorder.keep_output());
+        let (head, tail) = output.head_and_tail(keep);
         (head, tail, output.total_bytes())
     });
     // The job has ended (END logged, output mailed); with CRON_TIMEOUT what its shell left in
@@ -336,13 +417,9 @@ fn run_job_with(
         let signaller = (setup.log, prepared.creds.as_ref(), setup.run_id.as_deref());
         timed_out |= shell::watch_left_group(spec, signaller, left);
     }
-    if let (Some(recorder), Some((head, tail, output_bytes))) = (&setup.recorder, kept) {
-        let end = match end {
-            End::Exited(code) => history::End::Exited(code),
-            End::Signaled(signal) => history::End::Signaled(signal),
-        };
+    if let Some((head, tail, output_bytes)) = kept {
         let run = RunEnd {
-            end,
+            end: history_end(finished.exit),
             duration_ms: finished.duration_ms,
             timed_out,
             usage,
@@ -351,9 +428,23 @@ fn run_job_with(
             tail,
             mail,
         };
-        recorder.ran(run, setup.log);
+        record_and_notify(spec, setup, &prepared, run);
     }
     child_exit_code(succeeded, timed_out)
+}
+
+/// The run's outcome, to the history (`--history`) and to its requests (`CRON_PING`,
+/// `CRON_WEBHOOK`).
+fn record_and_notify(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, run: RunEnd) {
+    let blank = setup.recorder.as_ref().map(Recorder::blank);
+    let Some(blank) = blank.or(setup.notice.as_ref().map(|n| &n.blank)) else {
+        return;
+    };
+    let outcome = record::ran(blank, run);
+    if let Some(recorder) = &setup.recorder {
+        recorder.ran(&outcome, setup.log);
+    }
+    send_notice(spec, setup, prepared, Some(&outcome));
 }
 
 /// The job child's exit status when nothing of the job ran because no process could be made
@@ -501,10 +592,13 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
     // Output lines name their job as its other lines do: entry, command and the shell's pid.
     let fields = setup.log_fields(spec, Some(shell_pid));
     let mut mailed = Mail::None;
+    let verdict = Verdict::of_run(history_end(exit), finished.timed_out.is_some());
+    let notify = policy::wanted(setup.notify_policy(spec), verdict, setup.previous_failed);
     match &setup.output {
         OutputTo::Syslog => log_output(log, spec.user(), output, &fields),
-        // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA.
-        OutputTo::Mail(_) if output.is_empty() => {}
+        // No output, no mail (`mail::plan`): nothing to ask of the host name or the MTA. Nor
+        // when CRON_NOTIFY says this run notifies nobody.
+        OutputTo::Mail(_) if output.is_empty() || !notify => {}
         OutputTo::Mail(mail_setup) => {
             let config = MailConfig {
                 host: mail::subject_host(&crate::sys::hostname(), mail_setup.full_host),
@@ -563,6 +657,14 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
         );
     }
     mailed
+}
+
+/// How the shell ended, as the run's record says it.
+fn history_end(exit: JobExit) -> history::End {
+    match exit {
+        JobExit::Signaled { signal, .. } => history::End::Signaled(signal),
+        JobExit::Exited(code) => history::End::Exited(code),
+    }
 }
 
 /// The output as `CMDOUT` lines (cronie's `-s`, and Debian's no-MTA case so nothing is lost),

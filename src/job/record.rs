@@ -41,6 +41,9 @@ pub struct RunFacts {
     pub slot: Option<i64>,
     /// For a cluster entry's run: its cluster, id and claim.
     pub cluster: Option<ClusterRun>,
+    /// The entry's last run that said something of the job failed, as the daemon remembers it
+    /// (`CRON_NOTIFY=change`); `false` when it knows none (since its start, or its load).
+    pub previous_failed: bool,
 }
 
 /// One run's recorder, in its job child.
@@ -71,27 +74,59 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// The record of a run of `spec` on `host`, its time and result still to be given.
+pub fn blank(spec: &JobSpec, facts: &RunFacts, host: &str) -> Outcome {
+    Outcome {
+        entry: facts.id.clone(),
+        place: spec.entry(),
+        user: String::from_utf8_lossy(spec.user()).into_owned(),
+        owner_uid: spec.owner.uid.map(|u| u.0),
+        command: String::from_utf8_lossy(spec.command()).into_owned(),
+        trigger: facts.trigger,
+        slot: facts.slot,
+        host: host.to_string(),
+        at_ms: 0,
+        cluster: facts.cluster.clone(),
+        result: Result::NotRun {
+            reason: Reason::NotStarted,
+            words: String::new(),
+        },
+    }
+}
+
+/// `blank` completed with the run, which ended now.
+pub(super) fn ran(blank: &Outcome, run: RunEnd) -> Outcome {
+    let ended_ms = now_ms();
+    let (user_us, system_us, max_rss_kib) = run.usage;
+    Outcome {
+        at_ms: ended_ms - run.duration_ms as i64,
+        result: Result::Ran(Ran {
+            ended_ms,
+            end: run.end,
+            timed_out: run.timed_out,
+            user_us,
+            system_us,
+            max_rss_kib,
+            output_bytes: run.output_bytes,
+            head: run.head,
+            tail: run.tail,
+            mail: run.mail,
+        }),
+        ..blank.clone()
+    }
+}
+
 impl Recorder {
     pub fn new(sink: &HistorySink, spec: &JobSpec, facts: &RunFacts) -> Recorder {
         Recorder {
             sink: sink.clone(),
-            blank: Outcome {
-                entry: facts.id.clone(),
-                place: spec.entry(),
-                user: String::from_utf8_lossy(spec.user()).into_owned(),
-                owner_uid: spec.owner.uid.map(|u| u.0),
-                command: String::from_utf8_lossy(spec.command()).into_owned(),
-                trigger: facts.trigger,
-                slot: facts.slot,
-                host: sink.host.clone(),
-                at_ms: 0,
-                cluster: facts.cluster.clone(),
-                result: Result::NotRun {
-                    reason: Reason::NotStarted,
-                    words: String::new(),
-                },
-            },
+            blank: blank(spec, facts, &sink.host),
         }
+    }
+
+    /// The record, its time and result still to be given.
+    pub(super) fn blank(&self) -> &Outcome {
+        &self.blank
     }
 
     /// How much of each end of the output the record keeps.
@@ -112,27 +147,9 @@ impl Recorder {
         self.send(&outcome, log);
     }
 
-    /// Records the run, which ended now.
-    pub(super) fn ran(&self, run: RunEnd, log: Log) {
-        let ended_ms = now_ms();
-        let (user_us, system_us, max_rss_kib) = run.usage;
-        let outcome = Outcome {
-            at_ms: ended_ms - run.duration_ms as i64,
-            result: Result::Ran(Ran {
-                ended_ms,
-                end: run.end,
-                timed_out: run.timed_out,
-                user_us,
-                system_us,
-                max_rss_kib,
-                output_bytes: run.output_bytes,
-                head: run.head,
-                tail: run.tail,
-                mail: run.mail,
-            }),
-            ..self.blank.clone()
-        };
-        self.send(&outcome, log);
+    /// Records the run: `outcome`, from [`ran`].
+    pub(super) fn ran(&self, outcome: &Outcome, log: Log) {
+        self.send(outcome, log);
     }
 
     fn send(&self, outcome: &Outcome, log: Log) {

@@ -69,6 +69,7 @@ pub const EVENTS: &[&str] = &[
     "CMDOUT",
     "MAIL",
     "UNSAFE MAIL",
+    "NOTIFY",
     "OUTPUT",
     "TIMEOUT",
     "SKIP",

@@ -873,6 +873,17 @@ pub fn outcome_not_recorded_line(user: &[u8], entry: &str, e: &std::io::Error) -
     )
 }
 
+/// A `CRON_PING` or `CRON_WEBHOOK` request that was not delivered (`cronctl notify`, as the
+/// job's user): `what` names the variable, `site` the URL without its path (which often holds
+/// the check's key), `why` the last try's failure.
+pub fn ping_failed_line(user: &[u8], what: &str, site: &str, why: &str) -> LogLine {
+    LogLine::new(
+        user,
+        "NOTIFY",
+        format!("{what} to {site} not delivered: {why}"),
+    )
+}
+
 /// The cluster helper is gone.
 pub fn helper_lost_line(why: &str) -> LogLine {
     cron(

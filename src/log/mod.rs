@@ -123,6 +123,21 @@ impl Log {
     }
 
     /// Whether messages are JSON objects (a job's end is then always logged, with its status).
+    /// The `--log` and `--log-format` arguments that make a helper (`cronctl notify`) log
+    /// where this log goes.
+    pub fn helper_args(&self) -> [&'static str; 4] {
+        let destination = match self.destination {
+            Destination::Syslog => "syslog",
+            Destination::Stderr => "stderr",
+            Destination::Both => "both",
+        };
+        let format = match self.format {
+            Format::Text => "text",
+            Format::Json => "json",
+        };
+        ["--log", destination, "--log-format", format]
+    }
+
     pub fn is_json(&self) -> bool {
         self.format == Format::Json
     }

@@ -44,6 +44,15 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ),
         ("wait_line", m::wait_line(b"alice", b"sleep 99", "10:00")),
         (
+            "ping_failed_line",
+            m::ping_failed_line(
+                b"alice",
+                "CRON_PING",
+                "https://hc-ping.com",
+                "3 tries, the last: connection refused",
+            ),
+        ),
+        (
             "late_line",
             m::late_line(b"alice", b"sleep 99", "10:00", "2m10s"),
         ),

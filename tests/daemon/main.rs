@@ -23,6 +23,7 @@ mod lifecycle;
 mod lines;
 mod mail;
 mod mta;
+mod notify;
 mod pam;
 mod reload;
 mod usage;

@@ -363,6 +363,7 @@ fn the_daemon_and_crontab_pages_document_exactly_the_flags_the_issues_fix() {
             "--max-output",
             "--localtime",
             "--no-pam",
+            "--notify",
             "--pam-dir",
             "--state-dir",
             "--metrics",

@@ -64,6 +64,13 @@ impl TestUser {
         }
     }
 
+    /// Asserts that, after a generous delay, the mailbox holds exactly `count` messages.
+    pub fn assert_no_more_than(&self, count: usize) {
+        std::thread::sleep(Duration::from_millis(3000));
+        let got = read_mbox(&self.mailbox()).len();
+        assert_eq!(got, count, "messages for {}", self.name);
+    }
+
     /// Asserts that no mail arrives within a generous delay.
     pub fn assert_no_mail(&self) {
         std::thread::sleep(Duration::from_millis(1500));

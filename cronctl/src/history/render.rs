@@ -529,6 +529,16 @@ fn optional_text(out: &mut String, name: &str, value: Option<&str>) {
     }
 }
 
+/// An outcome not stored (`run` null) in JSON, as [`json_run`] gives a stored one: what
+/// `CRON_WEBHOOK` posts.
+pub fn json_outcome(outcome: &Outcome, zone: &Zone) -> String {
+    let stored = Stored {
+        run: 0,
+        outcome: outcome.clone(),
+    };
+    json_run(&stored, zone)
+}
+
 /// One outcome in JSON (cronctl.8 lists the keys): everything recorded but the output.
 fn json_run(s: &Stored, zone: &Zone) -> String {
     let o = &s.outcome;

@@ -519,9 +519,10 @@ impl Scheduler {
         let first = self.running.first_since_load(entry);
         self.slots.name_pending(&run.job.job.owner.tab, &self.cycle);
         let named = slots::named_in(&self.cycle, entry);
-        let facts = self
+        let mut facts = self
             .slots
             .facts((entry, &run.job.job, named), run.due, manual);
+        facts.previous_failed = entry.is_some_and(|e| self.last_failed(e));
         match fx.start(&run.job.job, first, report, &facts) {
             Ok(pid) => {
                 self.metrics.started();
@@ -751,6 +752,23 @@ impl Scheduler {
             now_ms,
         );
         self.record(entry, outcome, fx);
+    }
+
+    /// Whether the entry's last run that said something of the job failed (`CRON_NOTIFY=change`):
+    /// a pause or another host's run says nothing; none known is a success.
+    fn last_failed(&self, entry: EntryId) -> bool {
+        use crate::history::notify::Verdict;
+        let verdict = |l: &LastRun| match &l.said {
+            Some(Said::NotStarted { why, .. }) => Verdict::of_reason(*why),
+            _ if l.outcome == Outcome::Succeeded => Verdict::Succeeded,
+            _ => Verdict::Failed,
+        };
+        let runs = self.last.get(&entry).map_or(&[][..], Vec::as_slice);
+        runs.iter()
+            .rev()
+            .map(verdict)
+            .find(|&v| v != Verdict::Silent)
+            == Some(Verdict::Failed)
     }
 
     /// One more of the entry's last runs, the oldest let go past [`MAX_RECENT`].

@@ -201,6 +201,7 @@ impl Slots {
             trigger,
             slot,
             cluster: cluster_of(named, claimed),
+            previous_failed: false,
         }
     }
 

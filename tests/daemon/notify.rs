@@ -1,0 +1,138 @@
+//! `CRON_NOTIFY` end to end on the real daemon, with the real MTA (exim4, read back from
+//! /var/mail/USER): `failure` mails the run that failed and not the one that succeeded;
+//! `change` mails the first failure and the first success after failures, once each; the
+//! daemon's `--notify` is the default a file's `CRON_NOTIFY` overrides. Time is libfaketime's.
+
+use std::time::Duration;
+
+use crate::support::daemon::{Crond, START, Tree};
+use crate::support::mail::{TestUser, mail_user};
+
+fn install(tree: &Tree, user: &TestUser, text: &str) {
+    tree.user_crontab(&user.name, text, 0o600, &user.name);
+}
+
+/// Waits until the log has `count` lines containing `needle`.
+fn wait_for_count(crond: &Crond, needle: &str, count: usize, secs: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while crond.log_text().matches(needle).count() < count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fewer than {count} lines with {needle:?} within {secs} s; the log:\n{}",
+            crond.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn root_cron_notify_failure_mails_the_failed_run_and_not_the_successful_one() {
+    let user = mail_user();
+    let tree = Tree::new();
+    install(
+        &tree,
+        &user,
+        "CRON_NOTIFY=failure\n0 10 * * * echo fine\n0 10 * * * echo broken; exit 4\n",
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 2, 20);
+    let mails = user.wait_for_mail(1);
+    user.assert_no_more_than(1);
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].body, b"broken\n");
+    assert!(
+        mails[0].header_str("Subject").ends_with("(exit status 4)"),
+        "{:?}",
+        mails[0].header_str("Subject")
+    );
+}
+
+#[test]
+fn root_the_daemons_notify_default_holds_where_the_file_sets_no_cron_notify() {
+    let user = mail_user();
+    let tree = Tree::new();
+    install(
+        &tree,
+        &user,
+        "0 10 * * * echo quiet\nCRON_NOTIFY=always\n0 10 * * * echo loud\n",
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3", "--notify", "never"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 2, 20);
+    let mails = user.wait_for_mail(1);
+    user.assert_no_more_than(1);
+    assert_eq!(mails[0].body, b"loud\n");
+}
+
+#[test]
+fn root_cron_notify_change_mails_the_first_failure_and_the_recovery_once_each() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let count = tree.path().join("out").join("count");
+    std::fs::write(&count, "0").unwrap();
+    crate::support::daemon::chown(&count, &user.name);
+    // Runs 1 succeeds, 2 and 3 fail, 4 to 6 succeed: mail for 2 and for 4 only.
+    let script = format!(
+        "n=$(cat {c}); n=$((n+1)); echo $n > {c}; \
+         case $n in 2|3) echo failed $n; exit 1;; *) echo ok $n;; esac",
+        c = count.display()
+    );
+    install(
+        &tree,
+        &user,
+        &format!("CRON_NOTIFY=change\n* * * * * {script}\n"),
+    );
+    let crond = Crond::start_fast(&tree, 1, START, 30, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 6, 60);
+    let mails = user.wait_for_mail(2);
+    user.assert_no_more_than(2);
+    let bodies: Vec<&[u8]> = mails.iter().map(|m| m.body.as_slice()).collect();
+    assert_eq!(bodies, [&b"failed 2\n"[..], &b"ok 4\n"[..]]);
+}
+
+/// A loopback HTTP server that answers 200 to everything: the request lines it read.
+fn ping_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            kept.lock().unwrap().push(line.trim_end().to_string());
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn root_cron_ping_pings_the_start_and_the_exit_status_as_the_job_and_failure_skips_a_success() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let (port, seen) = ping_server();
+    install(
+        &tree,
+        &user,
+        &format!(
+            "MAILTO=\"\"\nCRON_PING=http://127.0.0.1:{port}/a\n0 10 * * * echo broke; exit 3\n\
+             CRON_NOTIFY=failure\nCRON_PING=http://127.0.0.1:{port}/b\n0 10 * * * true\n"
+        ),
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 2, 20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut seen: Vec<String> = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen.len(), 2, "{seen:?}; the log:\n{}", crond.log_text());
+    assert!(seen[0].starts_with("GET /a/start?rid="), "{seen:?}");
+    assert!(seen[1].starts_with("POST /a/3?rid="), "{seen:?}");
+    let rid = |line: &str| line.split("rid=").nth(1).unwrap().to_string();
+    assert_eq!(rid(&seen[0]), rid(&seen[1]), "one run, one rid");
+}
