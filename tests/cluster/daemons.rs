@@ -1636,3 +1636,74 @@ fn a_database_restart_while_a_minutes_runs_are_claimed_runs_none_twice_and_loses
     assert!(t.unaccounted.is_empty(), "{t:?}");
     assert!(t.ran >= before, "{t:?}");
 }
+
+/// Two hosts on a primary and its streaming standby (`host=P,S port=p,s
+/// target_session_attrs=read-write`); once a minute's first runs have started, the primary
+/// stops at once and the standby is promoted. With `synchronous`, every commit waited for the
+/// standby. What became of the runs, counted on the promoted standby.
+fn failover(synchronous: bool) -> Tally {
+    require_root();
+    let primary = PgServer::start();
+    let standby = PgServer::start_standby_of(&primary);
+    if synchronous {
+        primary.replicate_synchronously();
+    } else {
+        primary.commit_durably();
+    }
+    let conninfo = format!(
+        "host={},{} port={},{} dbname=crond user=postgres target_session_attrs=read-write",
+        primary.socket_dir().display(),
+        standby.socket_dir().display(),
+        primary.port(),
+        standby.port()
+    );
+    let out = shared_out();
+    let n = 300;
+    let files = [out.path().join("a"), out.path().join("b")];
+    let mut hosts = vec![
+        Host::new("node-a", &numbered_crontab(&files[0], n)),
+        Host::new("node-b", &numbered_crontab(&files[1], n)),
+    ];
+    let (base, wall) = (Instant::now(), SystemTime::now());
+    for host in &mut hosts {
+        host.start_on(&conninfo, &fake_since(LATER_START, base));
+    }
+    let minute = wall + Duration::from_secs(3);
+    let paths = [files[0].as_path(), files[1].as_path()];
+    let before: usize = wait_for_numbers(&paths, 10, 30).iter().map(Vec::len).sum();
+    primary.stop();
+    standby.promote();
+    let promoted = standby.psql("SELECT now()");
+    assert!(before < n, "all {before} runs started before the failover");
+    let host_refs: Vec<&Host> = hosts.iter().collect();
+    settled_tally(&standby, &host_refs, &paths, n, minute, 20);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    // Both helpers found the promoted standby (a session ended while idle is opened again
+    // there without a word in the log): each renews its lease there, to 5 s past the server's
+    // now, which a lease written on the primary before it stopped can't reach.
+    let leases = format!(
+        "SELECT count(*) FROM crond_hosts WHERE lease_until > '{}'::timestamptz + interval '5 s'",
+        promoted.trim()
+    );
+    wait_for_value(&standby, &leases, "2", 20);
+    tally(&standby, &host_refs, &paths, n, minute)
+}
+
+#[test]
+fn a_primary_lost_mid_minute_fails_over_to_its_synchronous_standby_running_none_twice() {
+    let t = failover(true);
+    report("failover, synchronous standby", &t, 300);
+    assert!(t.twice.is_empty(), "{t:?}");
+    assert!(t.unaccounted.is_empty(), "{t:?}");
+}
+
+/// The cost of asynchronous replication, measured (`--ignored --nocapture`): a start the old
+/// primary acknowledged and never sent is claimed again on the promoted standby.
+#[test]
+#[ignore = "a measurement: runs may start twice by design"]
+fn a_primary_lost_mid_minute_fails_over_to_an_asynchronous_standby() {
+    let t = failover(false);
+    report("failover, asynchronous standby", &t, 300);
+}
