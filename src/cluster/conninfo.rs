@@ -344,18 +344,9 @@ impl fmt::Display for ConnInfoError {
         match self {
             E::Password => f.write_str(PASSWORD_REFUSED),
             E::UnknownSetting(key) => write!(f, "unknown connection setting '{key}'"),
-            E::TooManyHosts(n) => write!(f, "{n} hosts given: at most {MAX_HOSTS} are tried"),
-            E::PortsForHosts { ports, hosts } => write!(
-                f,
-                "could not match {ports} port numbers to {hosts} hosts (give one port for all, \
-                 or one for each host)"
-            ),
-            E::BadSessionAttrs(value) => write!(
-                f,
-                "invalid target_session_attrs value '{}' (any, read-write, read-only, primary, \
-                 standby or prefer-standby)",
-                value.escape_debug()
-            ),
+            E::TooManyHosts(_) | E::PortsForHosts { .. } | E::BadSessionAttrs(_) => {
+                self.fmt_servers(f)
+            }
             E::BadHost(h) => write!(
                 f,
                 "host '{}' is not a host name or address",
@@ -425,6 +416,28 @@ impl fmt::Display for ConnInfoError {
             E::ParameterWithoutEquals(param) => write!(f, "URI parameter '{param}' has no '='"),
             E::BadEscape(what) => write!(f, "invalid percent escape in the URI's {what}"),
             E::NotUtf8(what) => write!(f, "the URI's {what} is not UTF-8 once decoded"),
+        }
+    }
+}
+
+impl ConnInfoError {
+    /// The messages of the settings that choose among several servers.
+    fn fmt_servers(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ConnInfoError as E;
+        match self {
+            E::TooManyHosts(n) => write!(f, "{n} hosts given: at most {MAX_HOSTS} are tried"),
+            E::PortsForHosts { ports, hosts } => write!(
+                f,
+                "could not match {ports} port numbers to {hosts} hosts (give one port for all, \
+                 or one for each host)"
+            ),
+            E::BadSessionAttrs(value) => write!(
+                f,
+                "invalid target_session_attrs value '{}' (any, read-write, read-only, primary, \
+                 standby or prefer-standby)",
+                value.escape_debug()
+            ),
+            _ => Ok(()),
         }
     }
 }
