@@ -2,8 +2,14 @@
 //! current-thread tokio runtime that the session owns (no thread of its own; name resolution
 //! may borrow tokio's blocking pool), behind [`crate::conn::Connection`].
 //!
+//! Several servers (`host=a,b`) are tried in order, each within `connect_timeout`, and the
+//! first that logs in and fits `target_session_attrs` is kept: for `read-write` and
+//! `read-only`, `SHOW transaction_read_only` says; for `primary` and `standby`,
+//! `pg_is_in_recovery()`. A server that does not fit is logged out of and the next tried.
+//!
 //! Bounds:
-//! - **Time.** Connecting (name resolution, TCP, TLS, login) within `connect_timeout`; each
+//! - **Time.** Connecting (name resolution, TCP, TLS, login) within `connect_timeout`, for each
+//!   server tried; each
 //!   call within [`CALL_TIMEOUT`], one second past the server's `statement_timeout` (set by
 //!   the caller) so that a slow statement ends with the server's error and the connection
 //!   lives; a call that runs out of time loses the connection (the server may still be at it).
@@ -17,7 +23,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crond::cluster::conninfo::{ChannelBinding, ConnInfo, Host, SslMode};
+use crond::cluster::conninfo::{ChannelBinding, ConnInfo, Host, SessionAttrs, SslMode};
 use futures_util::StreamExt;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -43,6 +49,9 @@ pub const VALUE_COST: usize = 24;
 
 /// The connection task: tokio-postgres's I/O half, running while a call runs.
 type Task = JoinHandle<Result<(), tokio_postgres::Error>>;
+
+/// A logged-in session: the client half, its connection task, and what the guard saw.
+type Session = (tokio_postgres::Client, Task, Arc<Shared>);
 
 /// The runtime, shut down without waiting when dropped: a name lookup stuck in the resolver
 /// (tokio's blocking pool) must not hold the caller past its deadline.
@@ -78,13 +87,14 @@ impl Drop for Rt {
 /// `idle_session_timeout`, `pg_terminate_backend`, a pooler's `server_idle_timeout`) is
 /// replaced by a new one before the next call is sent: nothing of that call reached the old
 /// session, and the session holds no state of its own (its `statement_timeout` comes with the
-/// login), so the call runs as if nothing happened. A session that ends during a call is
-/// reported lost: the caller cannot know what the server did.
+/// login), so the call runs as if nothing happened; that session may be on another of the
+/// servers, found as at the first login. A session that ends during a call is reported lost:
+/// the caller cannot know what the server did.
 pub struct Client {
     rt: Rt,
     info: ConnInfo,
-    /// Kept for that new session (never shown: no Debug field).
-    password: Option<String>,
+    /// Kept for that new session, one for each server (never shown: no Debug field).
+    passwords: Vec<Option<String>>,
     /// `None` once the connection is lost.
     client: Option<tokio_postgres::Client>,
     task: Option<Task>,
@@ -109,9 +119,9 @@ impl Connect for RealConnector {
     fn connect(
         &self,
         info: &ConnInfo,
-        password: Option<&str>,
+        passwords: &[Option<String>],
     ) -> Result<Box<dyn Connection>, String> {
-        Ok(Box::new(Client::connect(info, password)?))
+        Ok(Box::new(Client::connect_each(info, passwords)?))
     }
 }
 
@@ -160,16 +170,22 @@ impl Budget {
 }
 
 impl Client {
-    /// Connects and logs in, all within `info.connect_timeout_s`. `password` is sent only in
-    /// answer to a request `info.require_auth` allows.
+    /// Connects and logs in, all within `info.connect_timeout_s` for each server tried.
+    /// `password` (for every server) is sent only in answer to a request `require_auth` allows.
     pub fn connect(info: &ConnInfo, password: Option<&str>) -> Result<Client, String> {
+        let passwords = vec![password.map(str::to_string); info.servers.len()];
+        Client::connect_each(info, &passwords)
+    }
+
+    /// Connects to the first of `info`'s servers that logs in and fits
+    /// `target_session_attrs`; `passwords[i]` is for the i-th server.
+    pub fn connect_each(info: &ConnInfo, passwords: &[Option<String>]) -> Result<Client, String> {
         let rt = Rt::new()?;
-        let shared = Shared::new();
-        let (client, task) = login_within(&rt, info, password, &shared)?;
+        let (client, task, shared) = login_any(&rt, info, passwords)?;
         Ok(Client {
             rt,
             info: info.clone(),
-            password: password.map(str::to_string),
+            passwords: passwords.to_vec(),
             client: Some(client),
             task: Some(task),
             shared,
@@ -184,8 +200,7 @@ impl Client {
 
     /// Opens a new session in place of one the server ended while idle.
     fn reconnect(&mut self) -> Result<(), String> {
-        let shared = Shared::new();
-        let (client, task) = login_within(&self.rt, &self.info, self.password.as_deref(), &shared)?;
+        let (client, task, shared) = login_any(&self.rt, &self.info, &self.passwords)?;
         self.client = Some(client);
         self.task = Some(task);
         self.shared = shared;
@@ -448,6 +463,88 @@ fn describe(e: &dyn std::error::Error) -> String {
 
 fn one_line(text: &str) -> String {
     text.replace(['\n', '\r'], " ")
+}
+
+/// Logs in to the first server that fits `info.target_session_attrs` (for `prefer-standby`, a
+/// standby, else any), trying each in order; the error names each server and why it was not
+/// kept, or is the one server's own error.
+fn login_any(
+    rt: &Runtime,
+    info: &ConnInfo,
+    passwords: &[Option<String>],
+) -> Result<Session, String> {
+    let passes = match info.target_session_attrs {
+        SessionAttrs::PreferStandby => vec![SessionAttrs::Standby, SessionAttrs::Any],
+        wanted => vec![wanted],
+    };
+    let servers = info.each_server();
+    let mut failures = Vec::new();
+    for wanted in passes {
+        failures.clear();
+        for (i, one) in servers.iter().enumerate() {
+            let password = passwords.get(i).and_then(Option::as_deref);
+            let shared = Shared::new();
+            let why = match login_within(rt, one, password, &shared) {
+                Ok((client, task)) => match fits(rt, &client, wanted) {
+                    Ok(()) => return Ok((client, task, shared)),
+                    Err(why) => {
+                        // Terminate, then the socket is closed.
+                        drop(client);
+                        let _ = within(rt, Duration::from_secs(1), task);
+                        why
+                    }
+                },
+                Err(e) => e,
+            };
+            failures.push(format!("{} port {}: {why}", one.host, one.port));
+        }
+    }
+    match (servers.len(), failures.pop()) {
+        (1, Some(only)) if info.target_session_attrs == SessionAttrs::Any => {
+            let at = format!("{} port {}: ", servers[0].host, servers[0].port);
+            Err(only.strip_prefix(&at).unwrap_or(&only).to_string())
+        }
+        (_, last) => {
+            failures.extend(last);
+            Err(format!(
+                "no server could be used (target_session_attrs={}): {}",
+                info.target_session_attrs.name(),
+                failures.join("; ")
+            ))
+        }
+    }
+}
+
+/// Whether a logged-in server is what `wanted` asks for, or why not.
+fn fits(rt: &Runtime, client: &tokio_postgres::Client, wanted: SessionAttrs) -> Result<(), String> {
+    let (sql, want, not) = match wanted {
+        SessionAttrs::Any | SessionAttrs::PreferStandby => return Ok(()),
+        SessionAttrs::ReadWrite => ("SHOW transaction_read_only", "off", "read-only"),
+        SessionAttrs::ReadOnly => ("SHOW transaction_read_only", "on", "read-write"),
+        SessionAttrs::Primary => ("SELECT pg_catalog.pg_is_in_recovery()", "f", "a standby"),
+        SessionAttrs::Standby => ("SELECT pg_catalog.pg_is_in_recovery()", "t", "a primary"),
+    };
+    let answer = match within(rt, CALL_TIMEOUT, client.simple_query(sql)) {
+        Ok(Ok(messages)) => messages.into_iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        }),
+        Ok(Err(e)) => return Err(format!("{sql}: {}", describe(&e))),
+        Err(_) => {
+            return Err(format!(
+                "{sql}: no answer within {}s",
+                CALL_TIMEOUT.as_secs()
+            ));
+        }
+    };
+    match answer {
+        Some(value) if value == want => Ok(()),
+        Some(_) => Err(format!(
+            "the server is {not}, and target_session_attrs={} was asked for",
+            wanted.name()
+        )),
+        None => Err(format!("{sql}: no answer")),
+    }
 }
 
 /// Logs in within `info.connect_timeout_s`.

@@ -72,10 +72,11 @@ pub trait Connection {
 
 /// Makes connections: the real client, or a fake.
 pub trait Connect {
-    /// Logs in as `info` says, with the password from its passfile (if any).
+    /// Logs in as `info` says, to the first of its servers that fits; `passwords[i]` is the
+    /// i-th server's password from the passfile (if any).
     fn connect(
         &self,
         info: &ConnInfo,
-        password: Option<&str>,
+        passwords: &[Option<String>],
     ) -> Result<Box<dyn Connection>, String>;
 }

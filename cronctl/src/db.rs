@@ -66,20 +66,18 @@ pub fn conninfo(text: &str) -> Result<ConnInfo, SetupError> {
     conninfo::parse(text, &user).map_err(SetupError::ConnInfo)
 }
 
-/// The password for `info` from its passfile, which must be a regular file of the caller's
-/// own that no one else can read or write (as libpq demands of ~/.pgpass).
-fn password(info: &ConnInfo) -> Result<Option<String>, SetupError> {
+/// The password for each of `info`'s servers from its passfile, which must be a regular file
+/// of the caller's own that no one else can read or write (as libpq demands of ~/.pgpass).
+fn passwords(info: &ConnInfo) -> Result<Vec<Option<String>>, SetupError> {
     let Some(path) = &info.passfile else {
-        return Ok(None);
+        return Ok(vec![None; info.servers.len()]);
     };
     let text = read_passfile(path)?;
-    Ok(conninfo::pgpass_lookup(
-        &text,
-        &info.host,
-        info.port,
-        &info.dbname,
-        &info.user,
-    ))
+    Ok(info
+        .servers
+        .iter()
+        .map(|s| conninfo::pgpass_lookup(&text, &s.host, s.port, &info.dbname, &info.user))
+        .collect())
 }
 
 fn read_passfile(path: &Path) -> Result<String, SetupError> {
@@ -115,9 +113,9 @@ pub fn connect(
     connector: &dyn Connect,
     info: &ConnInfo,
 ) -> Result<Box<dyn Connection>, SetupError> {
-    let password = password(info)?;
+    let passwords = passwords(info)?;
     connector
-        .connect(info, password.as_deref())
+        .connect(info, &passwords)
         .map_err(SetupError::Connect)
 }
 

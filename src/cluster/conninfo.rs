@@ -14,6 +14,12 @@
 //! and `require_auth`, whose default here is stricter than libpq's over TCP: SCRAM-SHA-256 or no
 //! authentication, never a password in clear or as md5 unless the string allows it. crond
 //! parses this text at start to refuse a bad `--cluster-db` early, without any client code.
+//!
+//! Several servers may be named, as libpq 16 names them: `host=a,b port=1,2` (one port for all,
+//! or one per host; an empty item is the default) or `postgresql://a:1,b:2/db`. The client tries
+//! them in order, each within `connect_timeout`, and keeps the first that logs in and fits
+//! `target_session_attrs` (`any`, `read-write`, `read-only`, `primary`, `standby`,
+//! `prefer-standby`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -36,13 +42,61 @@ impl fmt::Display for Host {
     }
 }
 
+/// One server of the list, with the authentication methods it may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    pub host: Host,
+    pub port: u16,
+    /// `require_auth` as given, or the default for this host (stricter over TCP).
+    pub require_auth: RequireAuth,
+}
+
+/// The most servers one connection string may name.
+pub const MAX_HOSTS: usize = 16;
+
+/// libpq's `target_session_attrs`: what a server must be to be kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionAttrs {
+    /// Any server that logs in (the default).
+    Any,
+    /// A server whose `transaction_read_only` is `off`.
+    ReadWrite,
+    /// A server whose `transaction_read_only` is `on`.
+    ReadOnly,
+    /// A server not in recovery (`pg_is_in_recovery()` false).
+    Primary,
+    /// A server in recovery: a standby.
+    Standby,
+    /// A standby if one of the servers is, else any.
+    PreferStandby,
+}
+
+impl SessionAttrs {
+    /// The setting's value, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionAttrs::Any => "any",
+            SessionAttrs::ReadWrite => "read-write",
+            SessionAttrs::ReadOnly => "read-only",
+            SessionAttrs::Primary => "primary",
+            SessionAttrs::Standby => "standby",
+            SessionAttrs::PreferStandby => "prefer-standby",
+        }
+    }
+}
+
 /// The settings of one connection, all filled in (defaults applied).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnInfo {
-    /// The server's socket directory or network address.
+    /// The server's socket directory or network address: the first of `servers`, or in a copy
+    /// made by [`ConnInfo::each_server`], that copy's server.
     pub host: Host,
-    /// The TCP port, or the number in the Unix socket's name.
+    /// The TCP port, or the number in the Unix socket's name (of the same server).
     pub port: u16,
+    /// Every server named, in the order they are tried (at least one).
+    pub servers: Vec<Server>,
+    /// What a server must be to be kept.
+    pub target_session_attrs: SessionAttrs,
     /// The database; the user name unless given.
     pub dbname: String,
     /// The role to log in as; the caller's default (the OS user) unless given.
@@ -61,8 +115,8 @@ pub struct ConnInfo {
     pub sslcert: Option<(PathBuf, PathBuf)>,
     /// SCRAM channel binding over TLS.
     pub channel_binding: ChannelBinding,
-    /// The authentication requests the client answers; any other fails the connection before a
-    /// password is sent.
+    /// The authentication requests the client answers (for `host`); any other fails the
+    /// connection before a password is sent.
     pub require_auth: RequireAuth,
     /// The server's `statement_timeout` for the session, in milliseconds: sent in the startup
     /// message (`options=-c statement_timeout=N`), so that a session the client opens again
@@ -71,6 +125,28 @@ pub struct ConnInfo {
 }
 
 impl ConnInfo {
+    /// A copy of the settings for each server in turn: `host`, `port` and `require_auth` are
+    /// that server's.
+    pub fn each_server(&self) -> Vec<ConnInfo> {
+        self.servers
+            .iter()
+            .map(|server| ConnInfo {
+                host: server.host.clone(),
+                port: server.port,
+                require_auth: server.require_auth.clone(),
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// Why nothing proves that one of the servers is the database, or `None`: the first server
+    /// [`ConnInfo::unauthenticated_host`] finds unproven.
+    pub fn unauthenticated_server(&self) -> Option<String> {
+        self.each_server()
+            .iter()
+            .find_map(ConnInfo::unauthenticated_host)
+    }
+
     /// Why nothing proves that the server is the database, or `None`. Over TCP that proof is
     /// `sslmode=verify-full` (a trusted CA signed a certificate naming the host),
     /// `sslmode=verify-ca` with a CA file of the admin's own (the system's store would accept
@@ -79,7 +155,7 @@ impl ConnInfo {
     /// (`sslmode=prefer`, a `require_auth` that includes `none`) let anyone on the network path
     /// answer in the server's place. On a Unix socket the client checks who runs the server
     /// when it connects.
-    pub fn unauthenticated_server(&self) -> Option<String> {
+    fn unauthenticated_host(&self) -> Option<String> {
         let Host::Tcp(name) = &self.host else {
             return None;
         };
@@ -202,8 +278,14 @@ pub enum ConnInfoError {
     Password,
     /// A setting crond does not know (a typo is not silently ignored).
     UnknownSetting(String),
-    /// `host` names several hosts.
-    SeveralHosts(String),
+    /// `host` names more than [`MAX_HOSTS`] servers.
+    TooManyHosts(usize),
+    /// `port` lists a number of ports other than one or the number of hosts.
+    PortsForHosts {
+        ports: usize,
+        hosts: usize,
+    },
+    BadSessionAttrs(String),
     /// `host` holds a blank, a control character or a `/` past its start.
     BadHost(String),
     BadPort(String),
@@ -262,8 +344,8 @@ impl fmt::Display for ConnInfoError {
         match self {
             E::Password => f.write_str(PASSWORD_REFUSED),
             E::UnknownSetting(key) => write!(f, "unknown connection setting '{key}'"),
-            E::SeveralHosts(h) => {
-                write!(f, "host '{h}': several hosts are not supported, give one")
+            E::TooManyHosts(_) | E::PortsForHosts { .. } | E::BadSessionAttrs(_) => {
+                self.fmt_servers(f)
             }
             E::BadHost(h) => write!(
                 f,
@@ -338,6 +420,28 @@ impl fmt::Display for ConnInfoError {
     }
 }
 
+impl ConnInfoError {
+    /// The messages of the settings that choose among several servers.
+    fn fmt_servers(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ConnInfoError as E;
+        match self {
+            E::TooManyHosts(n) => write!(f, "{n} hosts given: at most {MAX_HOSTS} are tried"),
+            E::PortsForHosts { ports, hosts } => write!(
+                f,
+                "could not match {ports} port numbers to {hosts} hosts (give one port for all, \
+                 or one for each host)"
+            ),
+            E::BadSessionAttrs(value) => write!(
+                f,
+                "invalid target_session_attrs value '{}' (any, read-write, read-only, primary, \
+                 standby or prefer-standby)",
+                value.escape_debug()
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl std::error::Error for ConnInfoError {}
 
 /// The settings as given, before defaults.
@@ -356,6 +460,7 @@ struct Given {
     sslkey: Option<String>,
     channel_binding: Option<String>,
     require_auth: Option<String>,
+    target_session_attrs: Option<String>,
 }
 
 /// Parses a connection string in either of libpq's syntaxes. `default_user` is the user when
@@ -392,6 +497,7 @@ fn set(given: &mut Given, key: &str, value: String) -> Result<(), ConnInfoError>
         "sslkey" => &mut given.sslkey,
         "channel_binding" => &mut given.channel_binding,
         "require_auth" => &mut given.require_auth,
+        "target_session_attrs" => &mut given.target_session_attrs,
         "password" => return Err(ConnInfoError::Password),
         _ => return Err(ConnInfoError::UnknownSetting(key.to_string())),
     };
@@ -401,8 +507,7 @@ fn set(given: &mut Given, key: &str, value: String) -> Result<(), ConnInfoError>
 
 /// Applies the defaults and checks every value.
 fn finish(given: Given, default_user: &str) -> Result<ConnInfo, ConnInfoError> {
-    let host = host(given.host.as_deref())?;
-    let port = port(given.port.as_deref())?;
+    let addresses = hosts_and_ports(given.host.as_deref(), given.port.as_deref())?;
     let user = match given.user {
         Some(u) if !u.is_empty() => u,
         _ => default_user.to_string(),
@@ -429,11 +534,6 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, ConnInfoError> {
         }
     }
     let passfile = path("passfile", given.passfile)?;
-    if let Host::Unix(dir) = &host
-        && dir.as_os_str().as_encoded_bytes().contains(&0)
-    {
-        return Err(ConnInfoError::Nul("host"));
-    }
     let sslrootcert = match given.sslrootcert.as_deref() {
         Some("system") => Some(RootCert::System),
         _ => path("sslrootcert", given.sslrootcert)?.map(RootCert::File),
@@ -449,13 +549,25 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, ConnInfoError> {
         (None, Some(_)) => return Err(ConnInfoError::KeyWithoutCert),
     };
     let channel_binding = channel_binding(given.channel_binding.as_deref())?;
-    let require_auth = match given.require_auth.as_deref() {
-        None | Some("") => default_require_auth(&host)?,
-        Some(text) => parse_require_auth(text)?,
-    };
+    let target_session_attrs = session_attrs(given.target_session_attrs.as_deref())?;
+    let mut servers = Vec::with_capacity(addresses.len());
+    for (host, port) in addresses {
+        let require_auth = match given.require_auth.as_deref() {
+            None | Some("") => default_require_auth(&host)?,
+            Some(text) => parse_require_auth(text)?,
+        };
+        servers.push(Server {
+            host,
+            port,
+            require_auth,
+        });
+    }
+    let first = servers[0].clone();
     Ok(ConnInfo {
-        host,
-        port,
+        host: first.host,
+        port: first.port,
+        servers,
+        target_session_attrs,
         dbname,
         user,
         passfile,
@@ -465,19 +577,57 @@ fn finish(given: Given, default_user: &str) -> Result<ConnInfo, ConnInfoError> {
         sslrootcert,
         sslcert,
         channel_binding,
-        require_auth,
+        require_auth: first.require_auth,
         statement_timeout_ms: DEFAULT_STATEMENT_TIMEOUT_MS,
     })
 }
 
-/// The server's address: a socket directory when it starts with `/` or is not given, else one
-/// host name or address.
-fn host(given: Option<&str>) -> Result<Host, ConnInfoError> {
+/// The servers' addresses, as libpq pairs them: the comma-separated hosts (at most
+/// [`MAX_HOSTS`]) with one port for all or one each; an empty item is the default host or port.
+fn hosts_and_ports(
+    hosts: Option<&str>,
+    ports: Option<&str>,
+) -> Result<Vec<(Host, u16)>, ConnInfoError> {
+    let hosts: Vec<&str> = hosts.unwrap_or("").split(',').collect();
+    if hosts.len() > MAX_HOSTS {
+        return Err(ConnInfoError::TooManyHosts(hosts.len()));
+    }
+    let ports: Vec<&str> = ports.unwrap_or("").split(',').collect();
+    if ports.len() != 1 && ports.len() != hosts.len() {
+        return Err(ConnInfoError::PortsForHosts {
+            ports: ports.len(),
+            hosts: hosts.len(),
+        });
+    }
+    let mut out = Vec::with_capacity(hosts.len());
+    for (i, h) in hosts.iter().enumerate() {
+        let p = if ports.len() == 1 { ports[0] } else { ports[i] };
+        out.push((host(h)?, port(Some(p))?));
+    }
+    Ok(out)
+}
+
+/// `target_session_attrs`, `any` unless given.
+fn session_attrs(given: Option<&str>) -> Result<SessionAttrs, ConnInfoError> {
+    Ok(match given {
+        None | Some("") | Some("any") => SessionAttrs::Any,
+        Some("read-write") => SessionAttrs::ReadWrite,
+        Some("read-only") => SessionAttrs::ReadOnly,
+        Some("primary") => SessionAttrs::Primary,
+        Some("standby") => SessionAttrs::Standby,
+        Some("prefer-standby") => SessionAttrs::PreferStandby,
+        Some(other) => return Err(ConnInfoError::BadSessionAttrs(other.to_string())),
+    })
+}
+
+/// One server's address: a socket directory when it starts with `/` or is empty, else a host
+/// name or address.
+fn host(given: &str) -> Result<Host, ConnInfoError> {
     match given {
-        None | Some("") => Ok(Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR))),
-        Some(h) if h.contains(',') => Err(ConnInfoError::SeveralHosts(h.to_string())),
-        Some(h) if h.starts_with('/') => Ok(Host::Unix(PathBuf::from(h))),
-        Some(h) => {
+        "" => Ok(Host::Unix(PathBuf::from(DEFAULT_SOCKET_DIR))),
+        h if h.contains('\0') => Err(ConnInfoError::Nul("host")),
+        h if h.starts_with('/') => Ok(Host::Unix(PathBuf::from(h))),
+        h => {
             if h.chars()
                 .any(|c| c.is_whitespace() || c.is_control() || c == '/')
             {
@@ -699,32 +849,24 @@ fn parse_uri(rest: &str, given: &mut Given) -> Result<(), ConnInfoError> {
         }
         None => authority,
     };
-    if hostport.contains(',') {
-        return Err(ConnInfoError::SeveralHosts(hostport.to_string()));
+    let mut hosts = Vec::new();
+    let mut ports = Vec::new();
+    for item in hostport.split(',') {
+        let (host, port) = uri_host_port(item)?;
+        hosts.push(host);
+        ports.push(port);
     }
-    let (host, port) = if let Some(bracketed) = hostport.strip_prefix('[') {
-        let Some((inside, after)) = bracketed.split_once(']') else {
-            return Err(ConnInfoError::Unbracketed(hostport.to_string()));
-        };
-        let port = match after {
-            "" => None,
-            p => match p.strip_prefix(':') {
-                Some(p) => Some(p),
-                None => return Err(ConnInfoError::AfterBracket(hostport.to_string())),
-            },
-        };
-        (inside.to_string(), port)
-    } else {
-        match hostport.split_once(':') {
-            Some((h, p)) => (percent_decode(h, "host")?, Some(p)),
-            None => (percent_decode(hostport, "host")?, None),
-        }
-    };
-    if !host.is_empty() {
-        given.host = Some(host);
+    if hosts.iter().any(|h| !h.is_empty()) {
+        given.host = Some(hosts.join(","));
     }
-    if let Some(p) = port {
-        given.port = Some(percent_decode(p, "port")?);
+    if ports.iter().any(Option::is_some) {
+        given.port = Some(
+            ports
+                .iter()
+                .map(|p| p.as_deref().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
     }
     if let Some(path) = path {
         let dbname = percent_decode(path, "dbname")?;
@@ -743,6 +885,33 @@ fn parse_uri(rest: &str, given: &mut Given) -> Result<(), ConnInfoError> {
         }
     }
     Ok(())
+}
+
+/// One `host[:port]` of a URI's list (an IPv6 address in brackets), decoded.
+fn uri_host_port(hostport: &str) -> Result<(String, Option<String>), ConnInfoError> {
+    let (host, port) = if let Some(bracketed) = hostport.strip_prefix('[') {
+        let Some((inside, after)) = bracketed.split_once(']') else {
+            return Err(ConnInfoError::Unbracketed(hostport.to_string()));
+        };
+        let port = match after {
+            "" => None,
+            p => match p.strip_prefix(':') {
+                Some(p) => Some(p),
+                None => return Err(ConnInfoError::AfterBracket(hostport.to_string())),
+            },
+        };
+        (inside.to_string(), port)
+    } else {
+        match hostport.split_once(':') {
+            Some((h, p)) => (percent_decode(h, "host")?, Some(p)),
+            None => (percent_decode(hostport, "host")?, None),
+        }
+    };
+    if host.contains(',') {
+        return Err(ConnInfoError::BadHost(host));
+    }
+    let port = port.map(|p| percent_decode(p, "port")).transpose()?;
+    Ok((host, port))
 }
 
 /// Decodes `%XX` escapes; the result must be UTF-8. `what` names the part in errors.
@@ -871,11 +1040,24 @@ mod tests {
     #[test]
     fn an_empty_string_gives_every_default() {
         let info = ok("");
+        let any = RequireAuth {
+            password: true,
+            md5: true,
+            scram: true,
+            none: true,
+            spelled: "require_auth (any method, the default on a Unix socket)".into(),
+        };
         assert_eq!(
             info,
             ConnInfo {
                 host: Host::Unix(PathBuf::from("/var/run/postgresql")),
                 port: 5432,
+                servers: vec![Server {
+                    host: Host::Unix(PathBuf::from("/var/run/postgresql")),
+                    port: 5432,
+                    require_auth: any.clone(),
+                }],
+                target_session_attrs: SessionAttrs::Any,
                 dbname: "cron".into(),
                 user: "cron".into(),
                 passfile: None,
@@ -885,13 +1067,7 @@ mod tests {
                 sslrootcert: None,
                 sslcert: None,
                 channel_binding: ChannelBinding::Prefer,
-                require_auth: RequireAuth {
-                    password: true,
-                    md5: true,
-                    scram: true,
-                    none: true,
-                    spelled: "require_auth (any method, the default on a Unix socket)".into(),
-                },
+                require_auth: any,
                 statement_timeout_ms: 5000,
             }
         );
@@ -1196,10 +1372,148 @@ mod tests {
         );
     }
 
+    fn addresses(info: &ConnInfo) -> Vec<(Host, u16)> {
+        info.servers
+            .iter()
+            .map(|s| (s.host.clone(), s.port))
+            .collect()
+    }
+
+    fn unix(dir: &str) -> Host {
+        Host::Unix(PathBuf::from(dir))
+    }
+
+    fn tcp(name: &str) -> Host {
+        Host::Tcp(name.into())
+    }
+
     #[test]
-    fn several_hosts_are_refused() {
-        assert!(err("host=a,b").contains("several hosts"));
-        assert!(err("postgresql://a:1,b:2/db").contains("several hosts"));
+    fn several_hosts_take_one_port_each_or_one_for_all() {
+        let info = ok("host=/run/a,/run/b port=5433,5434");
+        assert_eq!(
+            addresses(&info),
+            [(unix("/run/a"), 5433), (unix("/run/b"), 5434)]
+        );
+        assert_eq!((info.host.clone(), info.port), (unix("/run/a"), 5433));
+        assert_eq!(
+            addresses(&ok("host=db1,10.0.0.2 port=6000")),
+            [(tcp("db1"), 6000), (tcp("10.0.0.2"), 6000)]
+        );
+        assert_eq!(
+            addresses(&ok("host=db1,db2")),
+            [(tcp("db1"), 5432), (tcp("db2"), 5432)]
+        );
+        assert_eq!(
+            addresses(&ok("host=db1,,/run/c port=1,,3")),
+            [
+                (tcp("db1"), 1),
+                (unix(DEFAULT_SOCKET_DIR), 5432),
+                (unix("/run/c"), 3)
+            ],
+            "an empty item is the default host or port"
+        );
+    }
+
+    #[test]
+    fn a_uri_may_list_hosts_each_with_its_port() {
+        let info = ok("postgresql://a:1,b:2/db?target_session_attrs=read-write");
+        assert_eq!(addresses(&info), [(tcp("a"), 1), (tcp("b"), 2)]);
+        assert_eq!(info.dbname, "db");
+        assert_eq!(info.target_session_attrs, SessionAttrs::ReadWrite);
+        assert_eq!(
+            addresses(&ok("postgresql://a,b:2/db")),
+            [(tcp("a"), 5432), (tcp("b"), 2)]
+        );
+        assert_eq!(
+            addresses(&ok("postgresql://[::1]:7,%2Frun%2Fpg:8,h")),
+            [(tcp("::1"), 7), (unix("/run/pg"), 8), (tcp("h"), 5432)]
+        );
+        assert_eq!(
+            addresses(&ok("postgresql:///db?host=/run/a,/run/b&port=1,2")),
+            [(unix("/run/a"), 1), (unix("/run/b"), 2)]
+        );
+    }
+
+    #[test]
+    fn each_server_gets_its_own_copy_and_its_own_default_require_auth() {
+        let info = ok("host=/run/a,db.example port=1,2 user=x");
+        let each = info.each_server();
+        assert_eq!(each.len(), 2);
+        assert_eq!((each[0].host.clone(), each[0].port), (unix("/run/a"), 1));
+        assert_eq!((each[1].host.clone(), each[1].port), (tcp("db.example"), 2));
+        assert_eq!(methods(&each[0].require_auth), (true, true, true, true));
+        assert_eq!(methods(&each[1].require_auth), (false, false, true, true));
+        assert_eq!(each[1].user, "x");
+        assert_eq!(each[1].servers, info.servers);
+        let given = ok("host=/run/a,db.example require_auth=md5").each_server();
+        assert_eq!(methods(&given[0].require_auth), (false, true, false, false));
+        assert_eq!(methods(&given[1].require_auth), (false, true, false, false));
+    }
+
+    #[test]
+    fn an_unproven_tcp_server_anywhere_in_the_list_is_warned_of() {
+        let warned = |text: &str| ok(text).unauthenticated_server();
+        assert_eq!(warned("host=/run/a,/run/b"), None);
+        let second = warned("host=/run/a,db2 sslmode=require").expect("db2 is unproven");
+        assert!(second.contains("nothing proves that db2"), "{second}");
+        assert_eq!(warned("host=db1,db2 sslmode=verify-full"), None);
+    }
+
+    #[test]
+    fn every_target_session_attrs_is_read_and_any_is_the_default() {
+        assert_eq!(ok("").target_session_attrs, SessionAttrs::Any);
+        for attrs in [
+            SessionAttrs::Any,
+            SessionAttrs::ReadWrite,
+            SessionAttrs::ReadOnly,
+            SessionAttrs::Primary,
+            SessionAttrs::Standby,
+            SessionAttrs::PreferStandby,
+        ] {
+            let text = format!("target_session_attrs={}", attrs.name());
+            assert_eq!(ok(&text).target_session_attrs, attrs);
+        }
+        assert_eq!(
+            err("target_session_attrs=master"),
+            "invalid target_session_attrs value 'master' (any, read-write, read-only, primary, \
+             standby or prefer-standby)"
+        );
+    }
+
+    #[test]
+    fn ports_that_do_not_match_the_hosts_are_refused() {
+        assert_eq!(
+            err("host=a,b,c port=1,2"),
+            "could not match 2 port numbers to 3 hosts (give one port for all, or one for each \
+             host)"
+        );
+        assert_eq!(
+            err("host=a port=1,2"),
+            "could not match 2 port numbers to 1 hosts (give one port for all, or one for each \
+             host)"
+        );
+        assert_eq!(
+            err("host=a,b port=1,x"),
+            "port 'x' is not a number from 1 to 65535"
+        );
+        assert!(err("host=a,b\\ c").contains("not a host name"));
+        assert!(err("postgresql://a:1,[::1/db").contains("'[' without ']'"));
+        assert!(err("postgresql://a%2Cb/db").contains("not a host name"));
+    }
+
+    #[test]
+    fn more_than_sixteen_hosts_are_refused() {
+        let hosts = vec!["h"; 17].join(",");
+        assert_eq!(
+            err(&format!("host={hosts}")),
+            "17 hosts given: at most 16 are tried"
+        );
+        assert_eq!(
+            ok(&format!("host={}", vec!["h"; 16].join(",")))
+                .servers
+                .len(),
+            16
+        );
     }
 
     #[test]

@@ -2046,3 +2046,221 @@ fn a_crontab_daemons_claims_carry_the_id_cronnext_prints_as_the_daemons_user() {
         format!("{} {id} {}:2", user.name, file.display())
     );
 }
+
+/// A fake start 30 s (3 s real) before 10:01: time for both hosts to connect first.
+const LATER_START: &str = "2026-11-21 10:00:30";
+
+/// What became of a minute's `n` numbered runs (see [`numbered_crontab`]).
+#[derive(Debug, Default)]
+struct Tally {
+    /// Slots that ran at least once.
+    ran: usize,
+    /// Slots that ran more than once.
+    twice: Vec<usize>,
+    /// Slots that ran nowhere, counted by the reason a host recorded (`claim-lost: words`).
+    not_run: BTreeMap<String, usize>,
+    /// Slots that ran nowhere and that no host recorded.
+    unaccounted: Vec<usize>,
+    /// Seconds (the hosts' time) from the minute's start to the last start in `crond_runs`.
+    last_start_s: f64,
+}
+
+/// The slot number of a command `echo K >> $OUT`.
+fn slot_of(command: &str) -> Option<usize> {
+    command
+        .strip_prefix("echo ")?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Counts the runs: from the jobs' files, the hosts' own records of runs they did not start,
+/// and the start times in `db`'s `crond_runs`; `minute` is when (real) the minute began.
+fn tally(db: &PgServer, hosts: &[&Host], files: &[&Path], n: usize, minute: SystemTime) -> Tally {
+    let mut seen = vec![0; n];
+    for k in files.iter().flat_map(|f| numbers(f)) {
+        seen[k] += 1;
+    }
+    let mut reasons: HashMap<usize, String> = HashMap::new();
+    for host in hosts {
+        let socket = host.tree.pid_file().with_file_name("crond.sock");
+        let list = history_json(&host.tree, &["--limit", "1000"]);
+        assert!(socket.exists());
+        for v in list {
+            let (Some(k), Some(reason)) = (
+                slot_of(v["command"].as_str().unwrap_or("")),
+                v["reason"].as_str(),
+            ) else {
+                continue;
+            };
+            if reason != "other-host" {
+                let words = v["words"].as_str().unwrap_or("");
+                // The database's own words vary (the error of the moment): the first clause.
+                let words = words.split(" (").next().unwrap_or(words);
+                reasons.insert(k, format!("{reason}: {words}"));
+            }
+        }
+    }
+    let mut t = Tally::default();
+    for (k, &count) in seen.iter().enumerate() {
+        match (count, reasons.get(&k)) {
+            (0, Some(why)) => *t.not_run.entry(why.clone()).or_default() += 1,
+            (0, None) => t.unaccounted.push(k),
+            (c, _) => {
+                t.ran += 1;
+                if c > 1 {
+                    t.twice.push(k);
+                }
+            }
+        }
+    }
+    let last =
+        db.psql("SELECT coalesce(max(extract(epoch from started)), 0)::float8 FROM crond_runs");
+    let minute_s = minute
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    t.last_start_s = (last.trim().parse::<f64>().unwrap_or(0.0) - minute_s).max(0.0) * 10.0;
+    t
+}
+
+/// Polls [`tally`] until every slot ran or has a recorded reason, or `secs` (real) pass.
+fn settled_tally(
+    db: &PgServer,
+    hosts: &[&Host],
+    files: &[&Path],
+    n: usize,
+    minute: SystemTime,
+    secs: u64,
+) -> Tally {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let t = tally(db, hosts, files, n, minute);
+        if t.unaccounted.is_empty() || Instant::now() > deadline {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The figures, in the test's output (`--nocapture`), for docs/cluster.md.
+#[allow(clippy::print_stderr)]
+fn report(what: &str, t: &Tally, n: usize) {
+    eprintln!(
+        "{what}: {} of {n} ran, twice {:?}, not run {:?}, unaccounted {:?}, last start {:.1} s \
+         after the minute",
+        t.ran, t.twice, t.not_run, t.unaccounted, t.last_start_s
+    );
+}
+
+#[test]
+fn a_database_restart_while_a_minutes_runs_are_claimed_runs_none_twice_and_loses_none_unsaid() {
+    require_root();
+    let pg = PgServer::start();
+    // The server's default (the fixture turns it off for speed): a commit the server
+    // acknowledged survives the immediate stop below.
+    pg.commit_durably();
+    let out = shared_out();
+    let n = 300;
+    let files = [out.path().join("a"), out.path().join("b")];
+    let mut hosts = vec![
+        Host::new("node-a", &numbered_crontab(&files[0], n)),
+        Host::new("node-b", &numbered_crontab(&files[1], n)),
+    ];
+    let (base, wall) = (Instant::now(), SystemTime::now());
+    for host in &mut hosts {
+        host.start(&pg, &fake_since(LATER_START, base));
+    }
+    let minute = wall + Duration::from_secs(3);
+    let paths = [files[0].as_path(), files[1].as_path()];
+    // Once the first runs have started, the server stops at once (its sessions cut mid-claim)
+    // and starts again half a second (real; 5 s of the hosts' time) later.
+    let before: usize = wait_for_numbers(&paths, 10, 30).iter().map(Vec::len).sum();
+    pg.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    pg.start_again();
+    assert!(before < n, "all {before} runs started before the stop");
+    // Every run is answered within 2 minutes of the hosts' time (12 s real).
+    let host_refs: Vec<&Host> = hosts.iter().collect();
+    settled_tally(&pg, &host_refs, &paths, n, minute, 20);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    let t = tally(&pg, &host_refs, &paths, n, minute);
+    report("database restart mid-minute", &t, n);
+    assert!(t.twice.is_empty(), "{t:?}");
+    assert!(t.unaccounted.is_empty(), "{t:?}");
+    assert!(t.ran >= before, "{t:?}");
+}
+
+/// Two hosts on a primary and its streaming standby (`host=P,S port=p,s
+/// target_session_attrs=read-write`); once a minute's first runs have started, the primary
+/// stops at once and the standby is promoted. With `synchronous`, every commit waited for the
+/// standby. What became of the runs, counted on the promoted standby.
+fn failover(synchronous: bool) -> Tally {
+    require_root();
+    let primary = PgServer::start();
+    let standby = PgServer::start_standby_of(&primary);
+    if synchronous {
+        primary.replicate_synchronously();
+    } else {
+        primary.commit_durably();
+    }
+    let conninfo = format!(
+        "host={},{} port={},{} dbname=crond user=postgres target_session_attrs=read-write",
+        primary.socket_dir().display(),
+        standby.socket_dir().display(),
+        primary.port(),
+        standby.port()
+    );
+    let out = shared_out();
+    let n = 300;
+    let files = [out.path().join("a"), out.path().join("b")];
+    let mut hosts = vec![
+        Host::new("node-a", &numbered_crontab(&files[0], n)),
+        Host::new("node-b", &numbered_crontab(&files[1], n)),
+    ];
+    let (base, wall) = (Instant::now(), SystemTime::now());
+    for host in &mut hosts {
+        host.start_on(&conninfo, &fake_since(LATER_START, base));
+    }
+    let minute = wall + Duration::from_secs(3);
+    let paths = [files[0].as_path(), files[1].as_path()];
+    let before: usize = wait_for_numbers(&paths, 10, 30).iter().map(Vec::len).sum();
+    primary.stop();
+    standby.promote();
+    let promoted = standby.psql("SELECT now()");
+    assert!(before < n, "all {before} runs started before the failover");
+    let host_refs: Vec<&Host> = hosts.iter().collect();
+    settled_tally(&standby, &host_refs, &paths, n, minute, 20);
+    for host in &hosts {
+        host.wait_for_jobs(30);
+    }
+    // Both helpers found the promoted standby (a session ended while idle is opened again
+    // there without a word in the log): each renews its lease there, to 5 s past the server's
+    // now, which a lease written on the primary before it stopped can't reach.
+    let leases = format!(
+        "SELECT count(*) FROM crond_hosts WHERE lease_until > '{}'::timestamptz + interval '5 s'",
+        promoted.trim()
+    );
+    wait_for_value(&standby, &leases, "2", 20);
+    tally(&standby, &host_refs, &paths, n, minute)
+}
+
+#[test]
+fn a_primary_lost_mid_minute_fails_over_to_its_synchronous_standby_running_none_twice() {
+    let t = failover(true);
+    report("failover, synchronous standby", &t, 300);
+    assert!(t.twice.is_empty(), "{t:?}");
+    assert!(t.unaccounted.is_empty(), "{t:?}");
+}
+
+/// The cost of asynchronous replication, measured (`--ignored --nocapture`): a start the old
+/// primary acknowledged and never sent is claimed again on the promoted standby.
+#[test]
+#[ignore = "a measurement: runs may start twice by design"]
+fn a_primary_lost_mid_minute_fails_over_to_an_asynchronous_standby() {
+    let t = failover(false);
+    report("failover, asynchronous standby", &t, 300);
+}

@@ -11,6 +11,10 @@
 //! `127.0.0.1` and a client certificate for role `crond_cert` (pg_hba `cert` over TLS), made
 //! with the `openssl` command ([`Certs`]); the server also listens on 127.0.0.2, an address its
 //! certificate does not name, and logs connections.
+//!
+//! [`PgServer::start_standby_of`] makes a streaming standby of a running server with
+//! `pg_basebackup -R` (its own directory, socket and port); [`PgServer::promote`] makes it a
+//! primary, and [`PgServer::replicate_synchronously`] makes the primary wait for it at commit.
 
 use std::fs;
 use std::net::TcpListener;
@@ -141,20 +145,10 @@ impl PgServer {
     }
 
     fn start_with(tls: bool) -> PgServer {
-        let bin = bin_dir();
-        let as_root = super::root::is_root();
-        let dir = tempfile::Builder::new()
-            .prefix("crond-pg-")
-            .tempdir_in("/tmp")
-            .expect("create the server's directory");
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
-            .expect("chmod the server's directory");
-        let socket_dir = dir.path().join("socket");
-        fs::create_dir(&socket_dir).expect("create the socket directory");
-        fs::set_permissions(&socket_dir, fs::Permissions::from_mode(0o755))
-            .expect("chmod the socket directory");
+        let (dir, socket_dir) = new_dirs();
         // The server's files become the server's below; the client's stay the test's.
         let certs = tls.then(|| Certs::make(&dir.path().join("tls"), &dir.path().join("client")));
+        let as_root = super::root::is_root();
         if as_root {
             run(Command::new("chown")
                 .arg("-R")
@@ -171,12 +165,139 @@ impl PgServer {
         let server = PgServer {
             data: dir.path().join("data"),
             dir,
-            bin,
+            bin: bin_dir(),
             socket_dir,
             port,
             as_root,
             certs,
         };
+        server.init();
+        server.start_again();
+        server.psql_in(
+            "postgres",
+            &format!(
+                "CREATE ROLE crond_test LOGIN PASSWORD '{PASSWORD}';\n\
+                 CREATE ROLE crond_clear LOGIN PASSWORD '{CLEAR_PASSWORD}';\n\
+                 CREATE ROLE crond_cert LOGIN;\n\
+                 SET password_encryption = 'md5';\n\
+                 CREATE ROLE crond_md5 LOGIN PASSWORD '{MD5_PASSWORD}';"
+            ),
+        );
+        // Not with the rest: psql -c runs its statements as one transaction.
+        server.psql_in("postgres", "CREATE DATABASE crond OWNER crond_test");
+        server
+    }
+
+    /// A hot standby of `primary`, streaming from it (`pg_basebackup -R -X stream` over the
+    /// primary's socket), with its own directory, socket and port; started and accepting
+    /// read-only connections.
+    pub fn start_standby_of(primary: &PgServer) -> PgServer {
+        let (dir, socket_dir) = new_dirs();
+        if primary.as_root {
+            run(Command::new("chown")
+                .arg("-R")
+                .arg("postgres:postgres")
+                .arg(dir.path()));
+        }
+        let port = free_port();
+        let standby = PgServer {
+            data: dir.path().join("data"),
+            dir,
+            bin: primary.bin.clone(),
+            socket_dir,
+            port,
+            as_root: primary.as_root,
+            certs: None,
+        };
+        let mut backup = standby.tool("pg_basebackup");
+        backup
+            .arg("-D")
+            .arg(&standby.data)
+            .args(["-R", "-X", "stream", "--checkpoint=fast", "--no-sync"])
+            .args(["-U", "postgres", "-h"])
+            .arg(&primary.socket_dir)
+            .args(["-p", &primary.port.to_string()]);
+        run(&mut backup);
+        // The copied configuration names the primary's port and socket: the later lines win.
+        standby.append_conf(&format!(
+            "\n# the standby's own\nport = {port}\nunix_socket_directories = '{}'\n\
+             listen_addresses = ''\n",
+            standby.socket_dir.display()
+        ));
+        standby.write_passfile();
+        standby.start_again();
+        standby
+    }
+
+    /// Promotes a standby to a primary (`pg_ctl promote -w`: it accepts writes on return).
+    pub fn promote(&self) {
+        let mut pg_ctl = self.tool("pg_ctl");
+        pg_ctl.arg("-D").arg(&self.data).args(["-w", "promote"]);
+        run(&mut pg_ctl);
+    }
+
+    /// Makes every commit wait until a standby has flushed it (`synchronous_standby_names =
+    /// '*'`, `synchronous_commit = on`), once a standby streams; waits for that.
+    pub fn replicate_synchronously(&self) {
+        self.psql_in(
+            "postgres",
+            "ALTER SYSTEM SET synchronous_standby_names = '*'",
+        );
+        self.psql_in("postgres", "ALTER SYSTEM SET synchronous_commit = on");
+        self.psql_in("postgres", "SELECT pg_reload_conf()");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let sync = self.psql_in(
+                "postgres",
+                "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync' \
+                 AND state = 'streaming'",
+            );
+            if sync.trim() != "0" {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no synchronous standby within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Makes every commit durable before it is acknowledged (`synchronous_commit = on`, the
+    /// server's default; the fixture turns it off for speed).
+    pub fn commit_durably(&self) {
+        self.psql_in("postgres", "ALTER SYSTEM SET synchronous_commit = on");
+        self.psql_in("postgres", "SELECT pg_reload_conf()");
+    }
+
+    fn append_conf(&self, conf: &str) {
+        let conf_path = self.data.join("postgresql.conf");
+        let mut text = fs::read_to_string(&conf_path).expect("read postgresql.conf");
+        text.push_str(conf);
+        fs::write(&conf_path, text).expect("write postgresql.conf");
+    }
+
+    fn write_passfile(&self) {
+        let port = self.port;
+        fs::write(
+            self.passfile(),
+            format!(
+                "# the fixture's roles\n\
+                 *:{port}:*:crond_test:{PASSWORD}\n\
+                 *:{port}:*:crond_md5:{MD5_PASSWORD}\n\
+                 *:{port}:*:crond_clear:{CLEAR_PASSWORD}\n"
+            ),
+        )
+        .expect("write the passfile");
+        fs::set_permissions(self.passfile(), fs::Permissions::from_mode(0o600))
+            .expect("chmod the passfile");
+    }
+
+    /// initdb and the fixture's configuration (pg_hba: trust on the socket, replication
+    /// included; the passwords above over TCP).
+    fn init(&self) {
+        let server = self;
+        let port = self.port;
         let mut initdb = server.tool("initdb");
         initdb.arg("-D").arg(&server.data).args([
             "-U",
@@ -193,6 +314,7 @@ impl PgServer {
             server.data.join("pg_hba.conf"),
             "local all crond_clear password\n\
              local all all trust\n\
+             local replication all trust\n\
              hostssl all crond_cert 127.0.0.0/8 cert\n\
              host all crond_md5 127.0.0.0/8 md5\n\
              host all crond_clear 127.0.0.0/8 password\n\
@@ -213,7 +335,7 @@ impl PgServer {
             ),
             None => String::new(),
         };
-        let conf = format!(
+        server.append_conf(&format!(
             "\n# crond's test fixture\n\
              listen_addresses = '127.0.0.1'\n\
              port = {port}\n\
@@ -225,37 +347,8 @@ impl PgServer {
              max_connections = 20\n\
              {tls_conf}",
             server.socket_dir.display()
-        );
-        let conf_path = server.data.join("postgresql.conf");
-        let mut text = fs::read_to_string(&conf_path).expect("read postgresql.conf");
-        text.push_str(&conf);
-        fs::write(&conf_path, text).expect("write postgresql.conf");
-        fs::write(
-            server.passfile(),
-            format!(
-                "# the fixture's roles\n\
-                 *:{port}:*:crond_test:{PASSWORD}\n\
-                 *:{port}:*:crond_md5:{MD5_PASSWORD}\n\
-                 *:{port}:*:crond_clear:{CLEAR_PASSWORD}\n"
-            ),
-        )
-        .expect("write the passfile");
-        fs::set_permissions(server.passfile(), fs::Permissions::from_mode(0o600))
-            .expect("chmod the passfile");
-        server.start_again();
-        server.psql_in(
-            "postgres",
-            &format!(
-                "CREATE ROLE crond_test LOGIN PASSWORD '{PASSWORD}';\n\
-                 CREATE ROLE crond_clear LOGIN PASSWORD '{CLEAR_PASSWORD}';\n\
-                 CREATE ROLE crond_cert LOGIN;\n\
-                 SET password_encryption = 'md5';\n\
-                 CREATE ROLE crond_md5 LOGIN PASSWORD '{MD5_PASSWORD}';"
-            ),
-        );
-        // Not with the rest: psql -c runs its statements as one transaction.
-        server.psql_in("postgres", "CREATE DATABASE crond OWNER crond_test");
-        server
+        ));
+        server.write_passfile();
     }
 
     /// The certificates of a server started with [`PgServer::start_tls`].
@@ -393,6 +486,21 @@ impl Drop for PgServer {
         // Already stopped by the test, or never started: nothing to do.
         let _ = pg_ctl.output();
     }
+}
+
+/// A fresh directory under /tmp for one server (mode 0755) and its socket directory in it.
+fn new_dirs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("crond-pg-")
+        .tempdir_in("/tmp")
+        .expect("create the server's directory");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
+        .expect("chmod the server's directory");
+    let socket_dir = dir.path().join("socket");
+    fs::create_dir(&socket_dir).expect("create the socket directory");
+    fs::set_permissions(&socket_dir, fs::Permissions::from_mode(0o755))
+        .expect("chmod the socket directory");
+    (dir, socket_dir)
 }
 
 /// The newest installed PostgreSQL's bin directory.

@@ -2,7 +2,8 @@
 //! own socket directory and port; tests/support/postgres.rs, shared with crond's tests) and
 //! against fake servers that misbehave. `client`: logging in and calls as the helper makes them;
 //! `tls`: sslmode, certificates, require_auth and channel binding; `bounds`: time and memory;
-//! `pooler`: through pgbouncer in transaction mode.
+//! `pooler`: through pgbouncer in transaction mode; `servers`: several servers, a primary and
+//! its standby.
 
 #[path = "../../../tests/support"]
 mod support {
@@ -14,4 +15,5 @@ mod support {
 
 mod bounds;
 mod client;
+mod servers;
 mod tls;
