@@ -1700,8 +1700,8 @@ fn the_helper_makes_its_hosts_rows_the_daemons_last_list_of_entries() {
                 FROM crond_entries WHERE host = 'h1' ORDER BY entry";
     std::io::Write::write_all(
         &mut stdin,
-        b"ENTRY web al%20ice 00000000000000a1 tab:1 echo%20one\n\
-          ENTRY web bob 00000000000000b2 tab:2 echo%20two\nLOADED 2 0\n",
+        b"ENTRY web al%20ice 00000000000000a1 never tab:1 echo%20one\n\
+          ENTRY web bob 00000000000000b2 never tab:2 echo%20two\nLOADED 2 0\n",
     )
     .expect("write");
     wait_for_value(
@@ -1713,7 +1713,7 @@ fn the_helper_makes_its_hosts_rows_the_daemons_last_list_of_entries() {
     // The next load moved one entry and dropped the other.
     std::io::Write::write_all(
         &mut stdin,
-        b"ENTRY web bob 00000000000000b2 tab:5 echo%20two\nLOADED 1 0\n",
+        b"ENTRY web bob 00000000000000b2 never tab:5 echo%20two\nLOADED 1 0\n",
     )
     .expect("write");
     wait_for_value(
