@@ -2154,6 +2154,25 @@ fn report(what: &str, t: &Tally, n: usize) {
     );
 }
 
+/// Two hosts on `conninfo`, each with `n` cluster entries of 10:01 that write their number to
+/// `a` or `b` in the directory returned, started 3 s (real) before that minute, which is
+/// returned as a wall-clock time.
+fn two_hosts_with_numbered_runs(
+    conninfo: &str,
+    n: usize,
+) -> (tempfile::TempDir, Vec<Host>, SystemTime) {
+    let out = shared_out();
+    let mut hosts = vec![
+        Host::new("node-a", &numbered_crontab(&out.path().join("a"), n)),
+        Host::new("node-b", &numbered_crontab(&out.path().join("b"), n)),
+    ];
+    let (base, wall) = (Instant::now(), SystemTime::now());
+    for host in &mut hosts {
+        host.start_on(conninfo, &fake_since(LATER_START, base));
+    }
+    (out, hosts, wall + Duration::from_secs(3))
+}
+
 #[test]
 fn a_database_restart_while_a_minutes_runs_are_claimed_runs_none_twice_and_loses_none_unsaid() {
     require_root();
@@ -2161,18 +2180,9 @@ fn a_database_restart_while_a_minutes_runs_are_claimed_runs_none_twice_and_loses
     // The server's default (the fixture turns it off for speed): a commit the server
     // acknowledged survives the immediate stop below.
     pg.commit_durably();
-    let out = shared_out();
     let n = 300;
+    let (out, hosts, minute) = two_hosts_with_numbered_runs(&pg.conninfo(), n);
     let files = [out.path().join("a"), out.path().join("b")];
-    let mut hosts = vec![
-        Host::new("node-a", &numbered_crontab(&files[0], n)),
-        Host::new("node-b", &numbered_crontab(&files[1], n)),
-    ];
-    let (base, wall) = (Instant::now(), SystemTime::now());
-    for host in &mut hosts {
-        host.start(&pg, &fake_since(LATER_START, base));
-    }
-    let minute = wall + Duration::from_secs(3);
     let paths = [files[0].as_path(), files[1].as_path()];
     // Once the first runs have started, the server stops at once (its sessions cut mid-claim)
     // and starts again half a second (real; 5 s of the hosts' time) later.
@@ -2214,18 +2224,9 @@ fn failover(synchronous: bool) -> Tally {
         primary.port(),
         standby.port()
     );
-    let out = shared_out();
     let n = 300;
+    let (out, hosts, minute) = two_hosts_with_numbered_runs(&conninfo, n);
     let files = [out.path().join("a"), out.path().join("b")];
-    let mut hosts = vec![
-        Host::new("node-a", &numbered_crontab(&files[0], n)),
-        Host::new("node-b", &numbered_crontab(&files[1], n)),
-    ];
-    let (base, wall) = (Instant::now(), SystemTime::now());
-    for host in &mut hosts {
-        host.start_on(&conninfo, &fake_since(LATER_START, base));
-    }
-    let minute = wall + Duration::from_secs(3);
     let paths = [files[0].as_path(), files[1].as_path()];
     let before: usize = wait_for_numbers(&paths, 10, 30).iter().map(Vec::len).sum();
     primary.stop();
