@@ -130,6 +130,19 @@ pub(super) enum Token {
     Report(usize),
 }
 
+/// A pause or a resume asked for through the socket, for the loop to hand the scheduler.
+#[derive(Debug, Clone)]
+pub(super) struct PauseOrder {
+    /// What [`ControlServer::paused`] is told back.
+    pub(super) ticket: u64,
+    pub(super) entry: EntryId,
+    /// `pause` (else `resume`).
+    pub(super) pause: bool,
+    /// The entry as the asker named it (the answer shows it).
+    pub(super) view: EntryView,
+    pub(super) peer: Peer,
+}
+
 /// A run asked for through the socket, for the loop to start.
 #[derive(Debug, Clone)]
 pub(super) struct RunOrder {
@@ -151,6 +164,8 @@ enum State {
     Asked(Request),
     /// A run was handed to the loop under this ticket.
     Running(u64),
+    /// A pause or a resume was handed to the loop under this ticket.
+    Pausing(u64),
     /// Its job child was forked: waiting for what it says.
     Parked(Parked),
     /// The answer is queued in the pump.
@@ -390,6 +405,8 @@ pub(super) struct ControlServer {
     /// `history` and `logs` questions, each with its client's connection, for the history
     /// writer ([`ControlServer::take_asks`]).
     asks: Vec<(OwnedFd, Query)>,
+    /// The pauses and resumes of this turn, for the scheduler ([`ControlServer::take_pauses`]).
+    pauses: Vec<PauseOrder>,
 }
 
 /// How the reactor answers: the snapshot of what a request wants for a peer, made when a
@@ -416,6 +433,7 @@ impl ControlServer {
             made: 0,
             bound: Vec::new(),
             asks: Vec::new(),
+            pauses: Vec::new(),
         }
     }
 
@@ -512,7 +530,7 @@ impl ControlServer {
                         fds.push((Token::Connection(i), c.stream.fd(), Interest::Read));
                     }
                 }
-                State::Asked(_) | State::Running(_) | State::Done => {}
+                State::Asked(_) | State::Running(_) | State::Pausing(_) | State::Done => {}
             }
         }
         fds
@@ -620,6 +638,31 @@ impl ControlServer {
             // end of the next turn.
             c.flush();
         }
+    }
+
+    /// The pauses and resumes asked for this turn: the loop hands each to the scheduler and
+    /// calls [`ControlServer::paused`].
+    pub(super) fn take_pauses(&mut self) -> Vec<PauseOrder> {
+        std::mem::take(&mut self.pauses)
+    }
+
+    /// What became of the pause or resume `order` asked for: `None`, its entry is gone since;
+    /// `Ok(changed)`, done (or so already); `Err`, why not.
+    pub(super) fn paused(&mut self, order: &PauseOrder, done: Option<Result<bool, String>>) {
+        let Some(c) = self
+            .connections
+            .iter_mut()
+            .find(|c| matches!(c.state, State::Pausing(t) if t == order.ticket))
+        else {
+            return;
+        };
+        let answer = match done {
+            Some(Ok(changed)) => control::pause_answer(&order.view, order.pause, changed),
+            Some(Err(why)) => control::error_answer(&why),
+            None => control::error_answer("the entry is gone (its crontab changed)"),
+        };
+        c.reply(&answer);
+        c.flush();
     }
 
     /// The `history` and `logs` questions of this turn, each with its client's connection:
@@ -739,6 +782,21 @@ impl ControlServer {
                         }
                         Err(answer) => c.reply(&answer),
                     },
+                    Request::Pause { target, pause } => match control::find(&snap, target) {
+                        Ok(entry) => {
+                            self.pauses.push(PauseOrder {
+                                ticket: self.next_ticket,
+                                entry: EntryId(entry.slot),
+                                pause: *pause,
+                                view: entry.clone(),
+                                peer: c.peer.clone(),
+                            });
+                            c.state = State::Pausing(self.next_ticket);
+                            self.next_ticket += 1;
+                            continue;
+                        }
+                        Err(answer) => c.reply(&answer),
+                    },
                     Request::History(_) | Request::Logs(_) => {
                         let asked = match &request {
                             Request::History(h) => Ok(h),
@@ -786,7 +844,7 @@ fn step(c: &mut Connection) {
     match c.state {
         State::Replying => return c.flush(),
         State::Parked(_) => return watch_client(c),
-        State::Asked(_) | State::Running(_) | State::Done => return,
+        State::Asked(_) | State::Running(_) | State::Pausing(_) | State::Done => return,
         State::Reading => {}
     }
     let request = &mut c.request;
@@ -895,6 +953,14 @@ fn ran(launched: Launched) -> Ran {
     }
 }
 
+/// Which entries are paused, as the reactor asks the owners that know: on this host (the
+/// scheduler's, by id), and in a cluster (the cluster link's, by cluster, user and key).
+#[derive(Clone, Copy)]
+pub(super) struct PausedFn<'a> {
+    pub(super) here: &'a dyn Fn(LocalId) -> bool,
+    pub(super) cluster: &'a dyn Fn(&str, &[u8], EntryKey) -> bool,
+}
+
 /// What `show` adds for the entry of `state`: its environment, its next runs after the next
 /// (read in its `CRON_TZ`, else in `host_zone`) and whether its cluster said it is paused.
 fn detail(
@@ -941,7 +1007,7 @@ fn view(
     key: EntryKey,
     want: &Want<'_>,
     host_zone: &Zone,
-    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+    paused: PausedFn<'_>,
 ) -> EntryView {
     let job = state.job;
     let policy = job.env().policy();
@@ -953,7 +1019,7 @@ fn view(
         .map(|name| (String::from_utf8_lossy(name).into_owned(), key));
     let detail = want
         .detail
-        .then(|| detail(state, host_zone, &cluster, paused));
+        .then(|| detail(state, host_zone, &cluster, paused.cluster));
     let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
     running.sort_unstable();
     EntryView {
@@ -975,6 +1041,7 @@ fn view(
         running,
         policy,
         cluster,
+        paused: (paused.here)(id),
         command: job.command().to_vec(),
     }
 }
@@ -989,7 +1056,7 @@ pub(super) fn snapshot<'a>(
     want: &Want<'_>,
     entries: impl Iterator<Item = EntryState<'a>>,
     status: StatusView,
-    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+    paused: PausedFn<'_>,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
     let mut ids = LocalIds::default();

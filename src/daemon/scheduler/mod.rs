@@ -8,6 +8,7 @@
 //! @reboot marker and the state file it makes, reads and writes through its [`Effects`].
 
 pub(super) mod missed;
+pub(super) mod paused;
 mod running;
 mod slots;
 
@@ -21,7 +22,7 @@ use super::clock;
 use super::effects::{Effects, NotRun};
 use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::scheduler::running::{Admit, Running};
-use crate::cluster::entry_id::entry_key;
+use crate::cluster::entry_id::{LocalId, entry_key};
 use crate::cluster::wire::Loaded;
 use crate::crontab::policy::{Duration, Missed, Overlap};
 use crate::database::entries::JobSpec;
@@ -95,6 +96,8 @@ pub(super) struct Scheduler {
     queued_at: HashMap<EntryId, (UtcMinute, i64)>,
     /// The cluster runs given up since the reactor last took them (a handful: taken each turn).
     gave_up: Vec<(EntryId, UtcMinute)>,
+    /// The ids of the entries paused (`cronctl pause`): their scheduled runs are not started.
+    paused: paused::Paused,
 }
 
 impl Scheduler {
@@ -117,6 +120,7 @@ impl Scheduler {
             queued_at: HashMap::new(),
             gave_up: Vec::new(),
             slots: slots::Slots::default(),
+            paused: paused::Paused::default(),
         }
     }
 
@@ -381,8 +385,15 @@ impl Scheduler {
     }
 
     /// The next run to start at `now_ms`, if one's time has come.
-    pub(super) fn next_to_start(&mut self, now_ms: i64) -> Option<Run> {
-        self.cycle.next_to_start(now_ms)
+    /// A run of a paused entry is not started (nor claimed in its cluster): its slot is
+    /// recorded `paused`, and the next run is looked at.
+    pub(super) fn next_to_start(&mut self, now_ms: i64, fx: &mut dyn Effects) -> Option<Run> {
+        loop {
+            let run = self.cycle.next_to_start(now_ms)?;
+            if !self.held_paused(&run, now_ms, fx) {
+                return Some(run);
+            }
+        }
     }
 
     /// A run's identity in a cluster: `None` when it is always local (@reboot, `@every`, an
@@ -436,7 +447,7 @@ impl Scheduler {
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Launched {
-        if self.too_late(&run, now_ms, fx) {
+        if self.held_paused(&run, now_ms, fx) || self.too_late(&run, now_ms, fx) {
             return Launched::Skipped;
         }
         if let Some(held) = self.admit(&run, now_ms, fx) {
@@ -632,7 +643,10 @@ impl Scheduler {
     ) -> Reaped {
         let now_ms = now.as_millisecond();
         let run = self.waiting_run(entry, waiting, now);
-        if self.too_late(&run, now_ms, fx) || self.start(&run, None, now_ms, fx).is_some() {
+        if self.held_paused(&run, now_ms, fx)
+            || self.too_late(&run, now_ms, fx)
+            || self.start(&run, None, now_ms, fx).is_some()
+        {
             return Reaped::Ended;
         }
         self.cycle.put_back(run, now_ms);
@@ -1120,6 +1134,81 @@ impl Scheduler {
     }
 }
 
+/// `cronctl pause` (`scheduler::paused`): the entries whose scheduled runs are not started.
+impl Scheduler {
+    /// At start-up: the paused entries the state file keeps; none (logged, unless there is no
+    /// file) when there is none the daemon can trust.
+    pub(super) fn load_paused(&mut self, fx: &mut dyn Effects) {
+        match fx.read_paused(&self.state_dir) {
+            Ok(ids) => self.paused = paused::Paused::new(ids.unwrap_or_default()),
+            Err(why) => {
+                let path = self.state_dir.join(paused::FILE);
+                fx.log(Level::Warning, messages::paused_ignored_line(&path, &why));
+            }
+        }
+    }
+
+    /// Whether the entry of id `id` is paused.
+    pub(super) fn is_paused(&self, id: LocalId) -> bool {
+        self.paused.contains(id)
+    }
+
+    /// Pauses (`pause`) or resumes entry `entry` (the control socket's `pause` and `resume`,
+    /// `asked_by` naming who asked), kept in the state file before it counts. `Ok(false)`: it
+    /// was so already; `None`: there is no such entry.
+    pub(super) fn pause(
+        &mut self,
+        entry: EntryId,
+        pause: bool,
+        asked_by: &str,
+        fx: &mut dyn Effects,
+    ) -> Option<Result<bool, paused::Refused>> {
+        let (_, _, job, _) = self.cycle.get(entry)?;
+        let job = job.clone();
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let id = self
+            .slots
+            .local_id(entry, slots::named_in(&self.cycle, Some(entry))?);
+        let dir = &self.state_dir;
+        let changed = self.paused.set(id, pause, |ids| fx.write_paused(dir, ids));
+        if changed == Ok(true) {
+            let place = format!("{} {id}", job.entry());
+            let line = messages::pause_line(job.user(), job.command(), &place, pause, asked_by);
+            fx.info(line.with_job(self.log_fields(Some(entry), &job)));
+        }
+        Some(changed)
+    }
+
+    /// Whether `run` is a scheduled run of a paused entry: then it is not started, and its
+    /// slot is recorded `paused`. A run asked for (`cronctl run`) is never held.
+    fn held_paused(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> bool {
+        let (Some(entry), false) = (run.job.entry, run.job.manual) else {
+            return false;
+        };
+        if self.paused.is_empty() {
+            return false;
+        }
+        let job = &run.job.job;
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let Some(named) = slots::named_in(&self.cycle, Some(entry)) else {
+            return false;
+        };
+        let id = self.slots.local_id(entry, named);
+        if !self.paused.contains(id) {
+            return false;
+        }
+        let words = format!("paused on this host (cronctl resume {id})");
+        self.record_slot(
+            (Some(entry), job),
+            run.due,
+            (Reason::Paused, words),
+            now_ms,
+            fx,
+        );
+        true
+    }
+}
+
 /// Fork failures, counted and logged once a minute rather than once per attempt: at most one
 /// line of each kind a minute (the first failure of a series, the count of the others, forks
 /// working again), so forks that fail and work in turn — a pids limit just at the edge, where
@@ -1258,7 +1347,7 @@ mod tests {
     fn start_due(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
         let now_ms = clock.now().as_millisecond();
         let mut launched = Vec::new();
-        while let Some(run) = s.next_to_start(now_ms) {
+        while let Some(run) = s.next_to_start(now_ms, fx) {
             let l = s.launch(run, now_ms, fx);
             launched.push(l);
             if matches!(l, Launched::Failed { .. }) {
@@ -1308,7 +1397,10 @@ mod tests {
             "{launched:?}"
         );
         // The run is back in line, first, after a second.
-        assert!(s.next_to_start(clock.now().as_millisecond()).is_none());
+        assert!(
+            s.next_to_start(clock.now().as_millisecond(), &mut fx)
+                .is_none()
+        );
         for _ in 0..2 {
             clock.advance_ms(1_000);
             let launched = start_due(&mut s, &clock, &mut fx);
@@ -1416,7 +1508,10 @@ mod tests {
         assert_eq!(s.running_len(), 0);
         assert_eq!(fx.logged("can't fork").len(), 1, "{:?}", fx.lines);
         // Back first in line, held a second as after the daemon's own failed fork.
-        assert!(s.next_to_start(clock.now().as_millisecond()).is_none());
+        assert!(
+            s.next_to_start(clock.now().as_millisecond(), &mut fx)
+                .is_none()
+        );
         clock.advance_ms(1_000);
         let [Launched::Started(again)] = start_due(&mut s, &clock, &mut fx)[..] else {
             panic!("{:?}", fx.lines)
@@ -2234,7 +2329,7 @@ mod tests {
         s.on_minute(clock.now(), Wake::Timer, &mut fx);
         let now_ms = clock.now().as_millisecond();
         let mut seen = Vec::new();
-        while let Some(run) = s.next_to_start(now_ms) {
+        while let Some(run) = s.next_to_start(now_ms, &mut fx) {
             let command = String::from_utf8_lossy(run.job.job.command()).into_owned();
             seen.push((command, s.cluster_entry(&run).is_some()));
         }
