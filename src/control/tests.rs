@@ -38,6 +38,7 @@ fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
         running: Vec::new(),
         policy: Policy::default(),
         cluster: None,
+        paused: false,
         command: b"date".to_vec(),
     }
 }

@@ -68,6 +68,7 @@ fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
         running: Vec::new(),
         policy: Default::default(),
         cluster: None,
+        paused: false,
         command: command.to_vec(),
     }
 }
@@ -132,6 +133,7 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
                 running: Vec::new(),
                 policy: Default::default(),
                 cluster: None,
+                paused: false,
                 command: vec![b'x'; 200],
             })
             .collect();
@@ -360,7 +362,11 @@ fn a_snapshot_holds_what_the_asker_may_see_and_the_request_wants_in_the_order_gi
     };
     let make = |peer: &Peer, want: &Want<'_>| {
         let entries = ids.iter().filter_map(|&id| sched.entry_state(id));
-        snapshot(peer, want, entries, status.clone(), &|_, _, _| false)
+        let paused = PausedFn {
+            here: &|_| false,
+            cluster: &|_, _, _| false,
+        };
+        snapshot(peer, want, entries, status.clone(), paused)
     };
     let list = request("list");
     let snap = make(&alice, &list.want(&alice));

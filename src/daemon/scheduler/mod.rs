@@ -2251,6 +2251,105 @@ mod tests {
         assert_eq!(fx.started.len(), 4);
     }
 
+    /// The commands started since the last call.
+    fn started_now(fx: &mut Recorded) -> Vec<String> {
+        std::mem::take(&mut fx.started)
+            .into_iter()
+            .map(|(command, _)| command)
+            .collect()
+    }
+
+    #[test]
+    fn a_paused_entrys_slots_are_recorded_paused_not_started_until_it_is_resumed() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "* * * * * held\n* * * * * other\n", &mut fx);
+        let (entry, id) = listed_ids(&s)[0].clone();
+        let asker = "alice (uid 1000, pid 7)";
+        assert_eq!(s.pause(entry, true, asker, &mut fx), Some(Ok(true)));
+        let said = format!("(alice) PAUSE (held) crontabs/alice:1 {id} asked by {asker}");
+        assert_eq!(fx.logged(&said).len(), 1, "{:?}", fx.lines);
+        // Kept in the state file, by the id `cronctl list` shows.
+        let kept = fx.paused[Path::new(STATE)].clone().unwrap();
+        let kept: Vec<String> = kept.iter().map(LocalId::to_string).collect();
+        assert_eq!(kept, [id.clone()]);
+        // Each slot: not started, recorded `paused`, one record a slot.
+        for step in [30_000, 60_000] {
+            clock.advance_ms(step);
+            minute(&mut s, &clock, &mut fx);
+            assert_eq!(started_now(&mut fx), ["other"]);
+            let (slot, trigger, reason, words) = not_run_since(&mut fx);
+            assert_eq!((slot, trigger), (Some(slot_of(&clock, 0)), Trigger::Schedule));
+            assert_eq!(reason, Reason::Paused);
+            assert_eq!(words, format!("paused on this host (cronctl resume {id})"));
+        }
+        // Among its last runs: `cronctl list` and `show` say why it did not run.
+        let state = s.entry_state(entry).unwrap();
+        assert!(matches!(
+            state.last.last().and_then(|l| l.said.as_ref()),
+            Some(Said::NotStarted {
+                why: Reason::Paused,
+                ..
+            })
+        ));
+        // A run asked for runs all the same.
+        let asked = s.run_now(entry, asker, None, clock.now(), &mut fx);
+        assert!(matches!(asked, Some(Launched::Started(_))), "{asked:?}");
+        assert_eq!(started_now(&mut fx), ["held"]);
+        // Resumed: its next slot runs.
+        assert_eq!(s.pause(entry, false, asker, &mut fx), Some(Ok(true)));
+        assert_eq!(s.pause(entry, false, asker, &mut fx), Some(Ok(false)));
+        assert_eq!(fx.logged(") RESUME (held) ").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.paused[Path::new(STATE)], Ok(BTreeSet::new()));
+        clock.advance_ms(60_000);
+        minute(&mut s, &clock, &mut fx);
+        assert_eq!(started_now(&mut fx), ["held", "other"]);
+        assert!(fx.records.is_empty(), "{:?}", fx.records);
+    }
+
+    #[test]
+    fn a_pause_holds_across_a_restart_and_an_untrusted_or_unwritable_state_file_pauses_nothing() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "* * * * * held\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        let (entry, _) = listed_ids(&s)[0].clone();
+        assert_eq!(s.pause(entry, true, "root", &mut fx), Some(Ok(true)));
+        // A new daemon reads the file: the entry, loaded again, is paused.
+        let mut again = scheduler(&clock, text, &mut fx);
+        again.load_paused(&mut fx);
+        clock.advance_ms(30_000);
+        minute(&mut again, &clock, &mut fx);
+        assert!(started_now(&mut fx).is_empty());
+        assert_eq!(not_run_since(&mut fx).2, Reason::Paused);
+        // A file the daemon can't trust: logged, and nothing is paused.
+        let why = "owned by uid 1000".to_string();
+        fx.paused.insert(STATE.into(), Err(why));
+        let mut untrusted = scheduler(&clock, text, &mut fx);
+        untrusted.load_paused(&mut fx);
+        let line = "/var/lib/crond/paused ignored: owned by uid 1000; no entry is paused";
+        assert_eq!(fx.logged(line).len(), 1, "{:?}", fx.lines);
+        clock.advance_ms(60_000);
+        minute(&mut untrusted, &clock, &mut fx);
+        assert_eq!(started_now(&mut fx), ["held"]);
+        // A pause that can't be kept in the file is refused, and changes nothing.
+        fx.fail_paused_writes = true;
+        let (entry, _) = listed_ids(&untrusted)[0].clone();
+        let refused = untrusted.pause(entry, true, "root", &mut fx);
+        assert!(
+            matches!(refused, Some(Err(paused::Refused::Unwritten(_)))),
+            "{refused:?}"
+        );
+        clock.advance_ms(60_000);
+        minute(&mut untrusted, &clock, &mut fx);
+        assert_eq!(started_now(&mut fx), ["held"]);
+        // An entry that is gone.
+        let mut gone = change_of("");
+        gone.remove = vec![entry];
+        untrusted.apply(gone, clock.now().as_millisecond(), &mut fx);
+        assert_eq!(untrusted.pause(entry, true, "root", &mut fx), None);
+    }
+
     #[test]
     fn an_entrys_state_tells_its_job_next_run_last_run_and_running_pids() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
