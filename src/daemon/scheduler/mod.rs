@@ -2279,7 +2279,10 @@ mod tests {
             minute(&mut s, &clock, &mut fx);
             assert_eq!(started_now(&mut fx), ["other"]);
             let (slot, trigger, reason, words) = not_run_since(&mut fx);
-            assert_eq!((slot, trigger), (Some(slot_of(&clock, 0)), Trigger::Schedule));
+            assert_eq!(
+                (slot, trigger),
+                (Some(slot_of(&clock, 0)), Trigger::Schedule)
+            );
             assert_eq!(reason, Reason::Paused);
             assert_eq!(words, format!("paused on this host (cronctl resume {id})"));
         }
