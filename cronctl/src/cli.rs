@@ -337,7 +337,7 @@ impl Flags {
                 self.control(format!("run{wait} {target}"))
             }
             [verb @ ("pause" | "resume"), target] => {
-                crond::control::parse_target(target)?;
+                crond::control::parse_target(target).map_err(UsageError::PauseTarget)?;
                 if self.force {
                     return Err(UsageError::ForceIsCluster);
                 }
@@ -544,6 +544,8 @@ pub enum UsageError {
     NotRun(String),
     /// `--force` with a pause of this host's entry (it is the cluster form's).
     ForceIsCluster,
+    /// `pause` or `resume` of one word that names no entry.
+    PauseTarget(TargetError),
     Target(TargetError),
     NoCommand,
     UnknownCommand(String),
@@ -589,6 +591,9 @@ impl fmt::Display for UsageError {
                 crond::history::query::MAX_LISTED
             ),
             UsageError::NotRun(text) => write!(f, "logs: '{text}' is not a run's number"),
+            UsageError::PauseTarget(e) => {
+                write!(f, "{e} (a cluster's entry: CLUSTER USER ENTRY)")
+            }
             UsageError::ForceIsCluster => f.write_str(
                 "--force pauses a cluster's entry: cronctl pause --force CLUSTER USER ENTRY",
             ),
