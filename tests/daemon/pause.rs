@@ -82,7 +82,10 @@ fn root_a_paused_entry_does_not_run_at_the_boundary_stays_paused_across_a_restar
     // 10:00 passes: the other entry ran, the paused one did not, and its slot says why.
     wait_for_lines(&other, 1, 10);
     let paused_slot = ("not-run".to_string(), "paused".to_string());
-    assert_eq!(outcomes(&socket, &id, 1), [paused_slot.clone()]);
+    assert_eq!(
+        outcomes(&socket, &id, 1),
+        std::slice::from_ref(&paused_slot)
+    );
     assert!(!held.exists(), "a paused entry ran");
     crond.wait_for_log(&format!("PAUSE (echo ran >> {}", held.display()), 5);
     // A new daemon, before 10:01: the pause holds.

@@ -2272,7 +2272,7 @@ mod tests {
         // Kept in the state file, by the id `cronctl list` shows.
         let kept = fx.paused[Path::new(STATE)].clone().unwrap();
         let kept: Vec<String> = kept.iter().map(LocalId::to_string).collect();
-        assert_eq!(kept, [id.clone()]);
+        assert_eq!(kept, std::slice::from_ref(&id));
         // Each slot: not started, recorded `paused`, one record a slot.
         for step in [30_000, 60_000] {
             clock.advance_ms(step);
