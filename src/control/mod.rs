@@ -590,6 +590,11 @@ pub(crate) fn pause_answer(e: &EntryView, pause: bool, changed: bool) -> Vec<u8>
     format!("OK\n{id}: {said}\n  {place}  {user}  {command}\n").into_bytes()
 }
 
+/// The answer to root's `resume` of id `id`, which no loaded entry has, found paused.
+pub(crate) fn gone_resumed_answer(id: LocalId) -> Vec<u8> {
+    format!("OK\n{id}: resumed (no entry of this host has this id now)\n").into_bytes()
+}
+
 /// An `ERROR` answer.
 pub(crate) fn error_answer(message: &str) -> Vec<u8> {
     let one_line: String = message

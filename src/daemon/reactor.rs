@@ -391,10 +391,13 @@ impl<W: World, F: Effects> Daemon<W, F> {
         for order in server.take_pauses() {
             let asked_by = order.peer.describe();
             let fx = &mut self.reactor.fx;
-            let done = self
-                .scheduler
-                .pause(order.entry, order.pause, &asked_by, fx)
-                .map(|done| done.map_err(|refused| refused.to_string()));
+            let done = match &order.what {
+                control::Pausing::Loaded { entry, .. } => {
+                    self.scheduler.pause(*entry, order.pause, &asked_by, fx)
+                }
+                control::Pausing::Gone(id) => Some(self.scheduler.resume_gone(*id, &asked_by, fx)),
+            }
+            .map(|done| done.map_err(|refused| refused.to_string()));
             server.paused(&order, done);
         }
         for (connection, query) in server.take_asks() {

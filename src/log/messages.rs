@@ -804,6 +804,15 @@ pub fn state_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
     )
 }
 
+/// `(CRON) RESUME (ID, of no entry loaded, asked by WHO)`: root resumed the id of an entry
+/// removed while it was paused.
+pub fn resume_gone_line(id: &str, asked_by: &str) -> LogLine {
+    cron(
+        "RESUME",
+        format!("{id}, of no entry loaded, asked by {asked_by}"),
+    )
+}
+
 /// The paused entries' state file is not trusted, or not the daemon's.
 pub fn paused_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
     cron(

@@ -175,6 +175,10 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ("state_unwritten_line", m::state_unwritten_line(p, &e())),
         ("state_ignored_line", m::state_ignored_line(p, "not root's")),
         (
+            "resume_gone_line",
+            m::resume_gone_line("0123456789ab", "root"),
+        ),
+        (
             "paused_ignored_line",
             m::paused_ignored_line(p, "not root's"),
         ),

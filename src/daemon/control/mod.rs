@@ -51,9 +51,9 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
-use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds};
+use crate::cluster::entry_id::{EntryKey, Identity, LOCAL_ID_DIGITS, LocalId, LocalIds};
 use crate::control::{
-    self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
+    self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Target, Want, private_path,
 };
 use crate::control::{asked, report};
 use crate::history::Query;
@@ -135,12 +135,53 @@ pub(super) enum Token {
 pub(super) struct PauseOrder {
     /// What [`ControlServer::paused`] is told back.
     pub(super) ticket: u64,
-    pub(super) entry: EntryId,
+    pub(super) what: Pausing,
     /// `pause` (else `resume`).
     pub(super) pause: bool,
-    /// The entry as the asker named it (the answer shows it).
-    pub(super) view: EntryView,
     pub(super) peer: Peer,
+}
+
+/// What a pause or a resume names.
+#[derive(Debug, Clone)]
+pub(super) enum Pausing {
+    /// A loaded entry, as the asker named it (the answer shows it).
+    Loaded { entry: EntryId, view: EntryView },
+    /// Root's resume of a whole id no loaded entry has (one removed from its crontab while it
+    /// was paused).
+    Gone(LocalId),
+}
+
+/// The order for a `pause` (`pause`) or `resume` of `target` by `peer`, from `snap`, or the
+/// answer that refuses it.
+fn pause_order(
+    snap: &Snapshot,
+    target: &Target,
+    pause: bool,
+    peer: &Peer,
+    ticket: u64,
+) -> Result<PauseOrder, Vec<u8>> {
+    let named = snap.entries.iter().any(|e| e.is(target));
+    let what = match (control::find(snap, target), target) {
+        (Ok(entry), _) => Pausing::Loaded {
+            entry: EntryId(entry.slot),
+            view: entry.clone(),
+        },
+        (Err(_), Target::Id(digits))
+            if !pause && !named && peer.is_root() && digits.len() == LOCAL_ID_DIGITS =>
+        {
+            match u64::from_str_radix(digits, 16) {
+                Ok(id) => Pausing::Gone(LocalId(id)),
+                Err(_) => return Err(control::error_answer("not an id")),
+            }
+        }
+        (Err(answer), _) => return Err(answer),
+    };
+    Ok(PauseOrder {
+        ticket,
+        what,
+        pause,
+        peer: peer.clone(),
+    })
 }
 
 /// A run asked for through the socket, for the loop to start.
@@ -656,10 +697,16 @@ impl ControlServer {
         else {
             return;
         };
-        let answer = match done {
-            Some(Ok(changed)) => control::pause_answer(&order.view, order.pause, changed),
-            Some(Err(why)) => control::error_answer(&why),
-            None => control::error_answer("the entry is gone (its crontab changed)"),
+        let answer = match (done, &order.what) {
+            (Some(Ok(changed)), Pausing::Loaded { view, .. }) => {
+                control::pause_answer(view, order.pause, changed)
+            }
+            (Some(Ok(true)), Pausing::Gone(id)) => control::gone_resumed_answer(*id),
+            (Some(Ok(false)), Pausing::Gone(id)) => control::error_answer(&format!(
+                "no entry id {id} that you may see (see cronctl list), and no such id paused"
+            )),
+            (Some(Err(why)), _) => control::error_answer(&why),
+            (None, _) => control::error_answer("the entry is gone (its crontab changed)"),
         };
         c.reply(&answer);
         c.flush();
@@ -782,21 +829,17 @@ impl ControlServer {
                         }
                         Err(answer) => c.reply(&answer),
                     },
-                    Request::Pause { target, pause } => match control::find(&snap, target) {
-                        Ok(entry) => {
-                            self.pauses.push(PauseOrder {
-                                ticket: self.next_ticket,
-                                entry: EntryId(entry.slot),
-                                pause: *pause,
-                                view: entry.clone(),
-                                peer: c.peer.clone(),
-                            });
-                            c.state = State::Pausing(self.next_ticket);
-                            self.next_ticket += 1;
-                            continue;
+                    Request::Pause { target, pause } => {
+                        match pause_order(&snap, target, *pause, &c.peer, self.next_ticket) {
+                            Ok(order) => {
+                                self.pauses.push(order);
+                                c.state = State::Pausing(self.next_ticket);
+                                self.next_ticket += 1;
+                                continue;
+                            }
+                            Err(answer) => c.reply(&answer),
                         }
-                        Err(answer) => c.reply(&answer),
-                    },
+                    }
                     Request::History(_) | Request::Logs(_) => {
                         let asked = match &request {
                             Request::History(h) => Ok(h),

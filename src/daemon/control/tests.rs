@@ -1051,9 +1051,11 @@ fn turn_pausing(
     }
     for order in s.take_pauses() {
         let asked_by = order.peer.describe();
-        let done = sched
-            .pause(order.entry, order.pause, &asked_by, fx)
-            .map(|done| done.map_err(|refused| refused.to_string()));
+        let done = match &order.what {
+            Pausing::Loaded { entry, .. } => sched.pause(*entry, order.pause, &asked_by, fx),
+            Pausing::Gone(id) => Some(sched.resume_gone(*id, &asked_by, fx)),
+        }
+        .map(|done| done.map_err(|refused| refused.to_string()));
         s.paused(&order, done);
     }
     turn(s, now_ms + 100);
@@ -1096,10 +1098,10 @@ fn a_user_pauses_and_resumes_their_own_entry_not_anothers_and_root_any() {
     sched.name_entries(ids.iter().copied());
     let (mut s, path, _, _dir) = two_sockets();
     // A second apart: users' requests are answered within a budget a second.
-    let mut now_ms = 0;
+    let mut turn_ms = 0;
     let mut ask = |uid: Option<u32>, line: &str, sched: &mut Scheduler| {
-        now_ms += 1_000;
-        ask_pausing((&mut s, &path), sched, &ids, (uid, line), &mut fx, now_ms)
+        turn_ms += 1_000;
+        ask_pausing((&mut s, &path), sched, &ids, (uid, line), &mut fx, turn_ms)
     };
     // Alice's entries (uid 1000): another user can't pause them, nor learn they exist.
     let (alice, bob) = (Some(1000), Some(1001));
@@ -1155,7 +1157,9 @@ fn a_user_pauses_and_resumes_their_own_entry_not_anothers_and_root_any() {
         format!("OK\n{id}: was not paused\n  crontabs/alice:1  alice  backup\n")
     );
     // Root pauses any entry; an unknown one is an error.
-    assert!(ask(None, "pause crontabs/alice:2", &mut sched).starts_with("OK\n"));
+    let answer = ask(None, "pause crontabs/alice:2", &mut sched);
+    assert!(answer.starts_with("OK\n"), "{answer}");
+    let second = answer[3..15].to_string();
     assert_eq!(
         ask(None, "pause crontabs/alice:9", &mut sched),
         "ERROR no entry crontabs/alice:9 that you may see (see cronctl list)\n"
@@ -1164,8 +1168,26 @@ fn a_user_pauses_and_resumes_their_own_entry_not_anothers_and_root_any() {
     // Each change kept in the state file (the effects': the scheduler's own tests and the
     // daemon's read real ones).
     let kept = fx.paused[state.path()].as_ref().unwrap();
-    assert_eq!(kept.len(), 1);
-    assert!(!kept.iter().any(|k| k.to_string() == id));
+    let kept: Vec<String> = kept.iter().map(LocalId::to_string).collect();
+    assert_eq!(kept, [second.clone()]);
+    // Its line removed while paused: its id stays; root's resume of the whole id lets it go, a
+    // user's is no such entry.
+    let mut gone = change_of("");
+    gone.remove = vec![ids[1]];
+    sched.apply(gone, now_ms, &mut fx);
+    let mut ask = |uid: Option<u32>, line: &str, sched: &mut Scheduler| {
+        turn_ms += 1_000;
+        ask_pausing((&mut s, &path), sched, &ids, (uid, line), &mut fx, turn_ms)
+    };
+    let resume = format!("resume {second}");
+    assert!(ask(alice, &resume, &mut sched).starts_with("ERROR no entry id "));
+    assert_eq!(
+        ask(None, &resume, &mut sched),
+        format!("OK\n{second}: resumed (no entry of this host has this id now)\n")
+    );
+    assert!(ask(None, &resume, &mut sched).starts_with("ERROR no entry id "));
+    assert!(ask(None, &format!("pause {second}"), &mut sched).starts_with("ERROR no entry id "));
+    assert_eq!(fx.paused[state.path()], Ok(Default::default()));
     let logged = fx.logged(" PAUSE (");
     assert_eq!(logged.len(), 2, "{:?}", fx.lines);
     assert!(logged[0].contains("asked by "), "{logged:?}");

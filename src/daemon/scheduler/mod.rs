@@ -1179,6 +1179,23 @@ impl Scheduler {
         Some(changed)
     }
 
+    /// Resumes the id `id` that no loaded entry has (root's `cronctl resume ID` of an entry
+    /// removed while paused), kept in the state file before it counts: `Ok(false)` when it was
+    /// not paused.
+    pub(super) fn resume_gone(
+        &mut self,
+        id: LocalId,
+        asked_by: &str,
+        fx: &mut dyn Effects,
+    ) -> Result<bool, paused::Refused> {
+        let dir = &self.state_dir;
+        let changed = self.paused.set(id, false, |ids| fx.write_paused(dir, ids));
+        if changed == Ok(true) {
+            fx.info(messages::resume_gone_line(&id.to_string(), asked_by));
+        }
+        changed
+    }
+
     /// Whether `run` is a scheduled run of a paused entry: then it is not started, and its
     /// slot is recorded `paused`. A run asked for (`cronctl run`) is never held.
     fn held_paused(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> bool {

@@ -8,7 +8,7 @@
 //! resume. It holds at most [`MAX_PAUSED`] ids; a file that is not trusted, not what the
 //! daemon writes, or holds more is logged and ignored: then nothing is paused. An id whose
 //! entry is gone stays in the set (it pauses nothing; the same line put back is paused
-//! again) until `cronctl resume` names it.
+//! again) until root's `cronctl resume ID` names it whole.
 //!
 //! This file holds the set and its file's text; the scheduler decides which runs it holds back.
 
