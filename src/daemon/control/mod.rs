@@ -1,12 +1,14 @@
 //! The control socket, one of the daemon's owners (`--control-socket`, default
-//! `/run/crond.sock`: `cronctl list`, `show`, `run`, `status`), served from the reactor's poll as the
-//! metrics endpoint is: non-blocking connections, a table with bounds, deadlines. It keeps its
-//! listeners and connections and nothing of the daemon: it answers from a [`Snapshot`] made
-//! (by [`snapshot`], from the scheduler's [`EntryState`]s in the sources' order, which the
-//! reactor hands it) only for what a request wants, and returns the runs asked for
-//! ([`RunOrder`]); the reactor has the scheduler start each (`Scheduler::run_now`: the RUN line,
-//! then the one launch path) and tells it what became of it ([`ControlServer::ran`]). What a
-//! request means, who may see what and the answers' text are `crate::control`'s (pure).
+//! `/run/crond.sock`: `cronctl list`, `show`, `run`, `pause`, `resume`, `status`), served from
+//! the reactor's poll as the metrics endpoint is: non-blocking connections, a table with bounds,
+//! deadlines. It keeps its listeners and connections and nothing of the daemon: it answers from
+//! a [`Snapshot`] made (by [`snapshot`], from the scheduler's [`EntryState`]s in the sources'
+//! order, which the reactor hands it) only for what a request wants, and returns the runs asked
+//! for ([`RunOrder`]); the reactor has the scheduler start each (`Scheduler::run_now`: the RUN
+//! line, then the one launch path) and tells it what became of it ([`ControlServer::ran`]).
+//! Pauses and resumes go the same way ([`PauseOrder`], taken by [`ControlServer::take_pauses`],
+//! carried out by `Scheduler::pause`, answered by [`ControlServer::paused`]). What a request
+//! means, who may see what and the answers' text are `crate::control`'s (pure).
 //!
 //! A run whose job child was forked is parked: its connection waits, without holding the loop,
 //! for what the child says on the pipe the reactor handed it (`control::report`: the job
