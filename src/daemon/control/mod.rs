@@ -147,7 +147,10 @@ pub(super) struct PauseOrder {
 #[derive(Debug, Clone)]
 pub(super) enum Pausing {
     /// A loaded entry, as the asker named it (the answer shows it).
-    Loaded { entry: EntryId, view: EntryView },
+    Loaded {
+        entry: EntryId,
+        view: Box<EntryView>,
+    },
     /// Root's resume of a whole id no loaded entry has (one removed from its crontab while it
     /// was paused).
     Gone(LocalId),
@@ -166,7 +169,7 @@ fn pause_order(
     let what = match (control::find(snap, target), target) {
         (Ok(entry), _) => Pausing::Loaded {
             entry: EntryId(entry.slot),
-            view: entry.clone(),
+            view: Box::new(entry.clone()),
         },
         (Err(_), Target::Id(digits))
             if !pause && !named && peer.is_root() && digits.len() == LOCAL_ID_DIGITS =>

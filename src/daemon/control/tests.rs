@@ -1169,7 +1169,7 @@ fn a_user_pauses_and_resumes_their_own_entry_not_anothers_and_root_any() {
     // daemon's read real ones).
     let kept = fx.paused[state.path()].as_ref().unwrap();
     let kept: Vec<String> = kept.iter().map(LocalId::to_string).collect();
-    assert_eq!(kept, [second.clone()]);
+    assert_eq!(kept, std::slice::from_ref(&second));
     // Its line removed while paused: its id stays; root's resume of the whole id lets it go, a
     // user's is no such entry.
     let mut gone = change_of("");
