@@ -1,8 +1,9 @@
 //! The `cronctl` command line: argv → [`Command`], or a usage error. Pure.
 //!
-//! `list`, `run`, `show`, `status`, `logs` and `history` (without `--db`, `--cluster` or
-//! `--entry`) ask the daemon through its control socket (no database, no root); the other
-//! commands read the cluster database.
+//! `list`, `run`, `show`, `status`, `logs`, `history` (without `--db`, `--cluster` or
+//! `--entry`), and `pause` and `resume` of one entry (FILE:LINE or ID; with CLUSTER USER
+//! ENTRY, a cluster's) ask the daemon through its control socket (no database, no root); the
+//! other commands read the cluster database.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -25,6 +26,8 @@ pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PA
        cronctl [--socket PATH] history [--failed] [--since TIME] [--user NAME] [--limit N]
                                [--wide|--json] [ENTRY]
        cronctl [--socket PATH] logs [--raw] ENTRY [RUN]
+       cronctl [--socket PATH] pause FILE:LINE|ID
+       cronctl [--socket PATH] resume FILE:LINE|ID
        cronctl [--db CONNINFO] hosts
        cronctl [--db CONNINFO] entries [--cluster NAME] [--wide]
        cronctl [--db CONNINFO] claims [--cluster NAME] [--wide]
@@ -297,6 +300,8 @@ impl Flags {
     fn is_control(&self, verb: &str) -> bool {
         match verb {
             "list" | "status" | "show" | "run" | "logs" => true,
+            // One word: an entry of this host (three: of a cluster, above).
+            "pause" | "resume" => self.words.len() == 2,
             "history" => self.db.is_none() && self.cluster.is_none() && self.entry.is_none(),
             _ => false,
         }
@@ -330,6 +335,13 @@ impl Flags {
                 crond::control::parse_target(target)?;
                 let wait = if self.wait { " --wait" } else { "" };
                 self.control(format!("run{wait} {target}"))
+            }
+            [verb @ ("pause" | "resume"), target] => {
+                crond::control::parse_target(target).map_err(UsageError::PauseTarget)?;
+                if self.force {
+                    return Err(UsageError::ForceIsCluster);
+                }
+                self.control(format!("{verb} {target}"))
             }
             ["history", rest @ ..] if rest.len() <= 1 => self.history(rest.first().copied())?,
             ["logs", entry, rest @ ..] if rest.len() <= 1 => {
@@ -530,6 +542,10 @@ pub enum UsageError {
     TooMany(u32),
     /// `logs`'s RUN that is not a run's number.
     NotRun(String),
+    /// `--force` with a pause of this host's entry (it is the cluster form's).
+    ForceIsCluster,
+    /// `pause` or `resume` of one word that names no entry.
+    PauseTarget(TargetError),
     Target(TargetError),
     NoCommand,
     UnknownCommand(String),
@@ -575,6 +591,12 @@ impl fmt::Display for UsageError {
                 crond::history::query::MAX_LISTED
             ),
             UsageError::NotRun(text) => write!(f, "logs: '{text}' is not a run's number"),
+            UsageError::PauseTarget(e) => {
+                write!(f, "{e} (a cluster's entry: CLUSTER USER ENTRY)")
+            }
+            UsageError::ForceIsCluster => f.write_str(
+                "--force pauses a cluster's entry: cronctl pause --force CLUSTER USER ENTRY",
+            ),
             UsageError::Target(e) => write!(f, "{e}"),
             UsageError::NoCommand => f.write_str("a command is required"),
             UsageError::UnknownCommand(word) => write!(f, "'{word}' is not a command"),
@@ -584,7 +606,11 @@ impl fmt::Display for UsageError {
                 } else {
                     takes
                 };
-                write!(f, "{command} needs {what}: cronctl {command} {takes}")
+                write!(f, "{command} needs {what}: cronctl {command} {takes}")?;
+                match *command {
+                    "pause" | "resume" => write!(f, " (or FILE:LINE|ID, this host's entry)"),
+                    _ => Ok(()),
+                }
             }
             UsageError::Unexpected { command, word } => {
                 write!(f, "{command}: unexpected argument '{word}'")
@@ -678,6 +704,16 @@ mod tests {
             parse_ok(&["pause", "--force", "nightly", "alice", "0123456789abcdef"]).command,
             Command::Pause { force: true, .. }
         ));
+        // One word: this host's entry, through the control socket.
+        for (verb, target) in [("pause", "crontabs/alice:3"), ("resume", "0123abcd")] {
+            assert_eq!(
+                parse_ok(&[verb, target]).command,
+                Command::Control {
+                    socket: None,
+                    request: format!("{verb} {target}")
+                }
+            );
+        }
         assert_eq!(
             parse_ok(&["entries", "--cluster", "web", "--wide"]).command,
             Command::Entries {
@@ -840,6 +876,10 @@ mod tests {
             &["history", "--entry", "xyz"],
             &["claims", "--cluster", "a b"],
             &["pause", "nightly", "alice"],
+            &["pause", "nightly"],
+            &["pause", "--force", "crontabs/alice:3"],
+            &["resume"],
+            &["resume", "a", "b", "c", "d"],
             &["resume", "bad/name", "alice", "0123456789abcdef"],
             &["helper", "--host", "h"],
             &["--db", "x", "helper", "--host", "h", "--lease", "1"],

@@ -1,9 +1,9 @@
-//! `cronctl list|run|show|status|history|logs`: one request line to crond's control socket, and its answer
-//! printed (docs/limits.md bounds both); `show` asks a second one, its entry's last runs from the
-//! run history ([`crate::show`]). No database and no privilege: the daemon tells the
-//! asker apart by the socket's credentials and shows them what is theirs. Root (and the
-//! daemon's own user) go through the private socket beside the shared one when it is there,
-//! where no other user's connections can stand in front of theirs.
+//! `cronctl list|run|show|status|history|logs|pause|resume`: one request line to crond's control
+//! socket, and its answer printed (docs/limits.md bounds both); `show` asks a second one, its
+//! entry's last runs from the run history ([`crate::show`]). No database and no privilege: the
+//! daemon tells the asker apart by the socket's credentials and shows them what is theirs. Root
+//! (and the daemon's own user) go through the private socket beside the shared one when it is
+//! there, where no other user's connections can stand in front of theirs.
 
 use std::fmt;
 use std::io::{self, Read, Write};

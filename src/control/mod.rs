@@ -11,6 +11,8 @@
 //!                             or user), sorted by next run; `--wide`: every column
 //! status [--json]             the daemon's version, uptime, entries, jobs running, clock, zone
 //! run [--wait] FILE:LINE|ID   one run of that entry now, as the scheduler would start it
+//! pause FILE:LINE|ID          its scheduled runs not started from now on, until `resume`
+//! resume FILE:LINE|ID         (kept across reloads and restarts)
 //! show [--json] FILE:LINE|ID  one entry whole: its line, environment, next and last runs,
 //!                             and why it does not run, if it does not
 //! history [...] [ENTRY]       recorded outcomes, newest first ([`asked`]: answered by the
@@ -26,12 +28,13 @@
 //!
 //! Who sees what: root (uid 0) every entry; any other user the entries that run as that user —
 //! a user's own crontab (whose uid was checked at load) and the lines of system files whose
-//! user field is that user's name. Nothing else is shown, counted or run for them: an entry
-//! they may not see is "no such entry" to them.
+//! user field is that user's name. Nothing else is shown, counted, run, paused or resumed for
+//! them: an entry they may not see is "no such entry" to them.
 //!
 //! The client, `cronctl` (a package of its own), uses the public part: where the private
-//! socket is ([`private_path`]), the bound of an answer ([`MAX_ANSWER_ROOT`]), and what `run`
-//! takes ([`parse_target`]), checked before it connects. The rest is the daemon's.
+//! socket is ([`private_path`]), the bound of an answer ([`MAX_ANSWER_ROOT`]), and what `run`,
+//! `show`, `pause` and `resume` take ([`parse_target`]), checked before it connects. The rest
+//! is the daemon's.
 
 pub(crate) mod asked;
 mod render;
@@ -115,6 +118,11 @@ pub(crate) enum Request {
     Show {
         target: Target,
         format: Format,
+    },
+    /// `pause` (`pause: true`) or `resume`.
+    Pause {
+        target: Target,
+        pause: bool,
     },
     /// Answered by the history writer, which the client's connection is passed to.
     History(asked::HistoryAsk),
@@ -227,11 +235,15 @@ pub(crate) fn parse_request(line: &[u8]) -> Result<Request, String> {
                 format,
             })
         }
+        verb @ ("pause" | "resume") => Ok(Request::Pause {
+            target: parse_target(rest.trim()).map_err(|e| e.to_string())?,
+            pause: verb == "pause",
+        }),
         "history" => asked::parse_history(rest).map(Request::History),
         "logs" => asked::parse_logs(rest).map(Request::Logs),
         "" => Err("an empty request".to_string()),
         other => Err(format!(
-            "unknown request {other:?} (list, status, run, show, history or logs)"
+            "unknown request {other:?} (list, status, run, show, pause, resume, history or logs)"
         )),
     }
 }
@@ -311,6 +323,8 @@ pub(crate) struct EntryView {
     pub policy: Policy,
     /// Its `CRON_CLUSTER` and its id in the cluster, when the cluster shares its runs.
     pub cluster: Option<(String, EntryKey)>,
+    /// Paused on this host (`cronctl pause`): its scheduled runs do not start.
+    pub paused: bool,
     pub command: Vec<u8>,
     /// What a look at this one entry adds (`show`): `None` in a list.
     pub detail: Option<Detail>,
@@ -467,7 +481,9 @@ impl Request {
                 ..none
             },
             // Enough for an id's prefix that names more than one entry to list them.
-            Request::Run { target, .. } | Request::Show { target, .. } => Want {
+            Request::Run { target, .. }
+            | Request::Show { target, .. }
+            | Request::Pause { target, .. } => Want {
                 entries: true,
                 target: Some(target),
                 max_entries: MAX_CANDIDATES,
@@ -553,6 +569,30 @@ pub(crate) fn ran_answer(place: &str, ran: &Ran) -> Vec<u8> {
         ),
     }
     .into_bytes()
+}
+
+/// The answer to a `pause` (`pause`) or a `resume` of entry `e`: whether it changed
+/// (`changed`; else it was so already), then the entry, so that a pause of the wrong one is
+/// seen.
+pub(crate) fn pause_answer(e: &EntryView, pause: bool, changed: bool) -> Vec<u8> {
+    let id = e.id;
+    let said = match (pause, changed) {
+        (true, true) => {
+            format!("paused: its scheduled runs do not start until cronctl resume {id}")
+        }
+        (true, false) => format!("was paused already (cronctl resume {id} resumes it)"),
+        (false, true) => "resumed: its scheduled runs start again".to_string(),
+        (false, false) => "was not paused".to_string(),
+    };
+    let place = render::printable(e.place().as_bytes());
+    let user = render::printable(&e.user);
+    let command = render::printable(&e.command);
+    format!("OK\n{id}: {said}\n  {place}  {user}  {command}\n").into_bytes()
+}
+
+/// The answer to root's `resume` of id `id`, which no loaded entry has, found paused.
+pub(crate) fn gone_resumed_answer(id: LocalId) -> Vec<u8> {
+    format!("OK\n{id}: resumed (no entry of this host has this id now)\n").into_bytes()
 }
 
 /// An `ERROR` answer.

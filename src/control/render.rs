@@ -44,7 +44,9 @@ pub(crate) fn render(request: &Request, snapshot: &Snapshot, peer: &Peer) -> Vec
             }
             Err(answer) => return answer,
         },
-        Request::Run { .. } => return super::error_answer("a run is answered by the daemon"),
+        Request::Run { .. } | Request::Pause { .. } => {
+            return super::error_answer("a run or a pause is answered by the daemon");
+        }
         Request::History(_) | Request::Logs(_) => {
             return super::error_answer("history is answered by the history writer");
         }
@@ -191,6 +193,8 @@ impl Table<'_> {
         let dash = || "-".to_string();
         match column {
             Column::Next => e.next_s.map_or_else(dash, |s| host_time(s, self.zone)),
+            // A paused entry's next run does not start.
+            Column::Left if e.paused => "paused".to_string(),
             Column::Left => e.next_s.map_or_else(dash, |s| span(s - self.now_s)),
             Column::Last => e
                 .last()
@@ -474,6 +478,7 @@ pub(super) fn json_entry(e: &EntryView) -> String {
     }
     let pids: Vec<String> = e.running.iter().map(|p| p.to_string()).collect();
     let _ = write!(out, ",\"running\":[{}]", pids.join(","));
+    let _ = write!(out, ",\"paused\":{}", e.paused);
     let overlap = match e.policy.overlap {
         Overlap::Allow => "allow",
         Overlap::Skip => "skip",

@@ -70,10 +70,14 @@ pub(super) fn not_loaded(all: &[NotLoaded], format: Format) -> String {
     out
 }
 
-/// Why the entry does not run now, when it does not: a cluster's pause, a schedule with no
+/// Why the entry does not run now, when it does not: a pause on this host or in its
+/// cluster, a schedule with no
 /// time to come (`0 0 30 2 *`), a last run that did not run, a running job that `CRON_OVERLAP=skip` lets no
 /// other start beside.
 pub(super) fn why_not_running(e: &EntryView, detail: &Detail) -> Option<String> {
+    if e.paused {
+        return Some(format!("paused on this host (cronctl resume {})", e.id));
+    }
     if detail.paused
         && let Some((name, key)) = &e.cluster
     {

@@ -38,6 +38,7 @@ fn entry(id: u64, tab: &str, line: u32, user: &str) -> EntryView {
         running: Vec::new(),
         policy: Policy::default(),
         cluster: None,
+        paused: false,
         command: b"date".to_vec(),
     }
 }
@@ -125,9 +126,29 @@ fn requests_are_one_line_of_words_and_anything_else_is_an_error_that_says_why() 
             wait: false
         })
     );
+    assert_eq!(
+        parse_request(b"pause crontabs/alice:3"),
+        Ok(Request::Pause {
+            target: Target::Place {
+                tab: "crontabs/alice".into(),
+                line: 3
+            },
+            pause: true
+        })
+    );
+    assert_eq!(
+        parse_request(b"resume 55A1"),
+        Ok(Request::Pause {
+            target: Target::Id("55a1".into()),
+            pause: false
+        })
+    );
     for (bad, says) in [
         (&b""[..], "empty"),
         (b"delete everything", "unknown request"),
+        (b"pause", "neither"),
+        (b"resume web root 0123456789abcdef", "neither"),
+        (b"pause 12", "not an id"),
         (b"run", "neither"),
         (b"run crontabs/alice", "neither"),
         (b"run --wait", "neither"),

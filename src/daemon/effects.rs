@@ -1,11 +1,12 @@
 //! The owners' one way out: [`Effects`] — write a log line, start a job child, arm the minute
 //! timer, start or kill the cluster helper, give the log the local zone, read the crontabs
 //! (through `database`, which checks them), make the @reboot marker, read and write the
-//! `CRON_MISSED=once` state file. An owner decides and calls these; it never touches the log,
-//! `fork`, the timer, the helper or those files itself. [`RealEffects`] does them; [`Recorded`]
+//! `CRON_MISSED=once` state file and the paused entries'. An owner decides and calls these; it
+//! never touches the log, `fork`, the timer, the helper or those files itself. [`RealEffects`] does them; [`Recorded`]
 //! (tests) writes down what was asked and answers as told, so each owner is unit-tested
 //! without processes, a timer, syslog or files (and so without root).
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -15,7 +16,8 @@ use std::process::Stdio;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::scheduler::missed;
+use super::scheduler::{missed, paused};
+use crate::cluster::entry_id::LocalId;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::history;
 use crate::job::record::{HistorySink, RunFacts};
@@ -115,6 +117,11 @@ pub(super) trait Effects {
     fn read_handled(&self, dir: &Path) -> Result<Option<UtcMinute>, String>;
     /// Writes minute `handled` to the state file in `dir`, atomically.
     fn write_handled(&mut self, dir: &Path, handled: UtcMinute) -> io::Result<()>;
+    /// The ids the paused entries' state file in `dir` holds: `Ok(None)` without a file, `Err`
+    /// with the reason when there is one the daemon must not trust.
+    fn read_paused(&self, dir: &Path) -> Result<Option<BTreeSet<LocalId>>, String>;
+    /// Writes `ids` to the paused entries' state file in `dir`, atomically.
+    fn write_paused(&mut self, dir: &Path, ids: &BTreeSet<LocalId>) -> io::Result<()>;
 
     fn info(&mut self, line: LogLine) {
         self.log(Level::Info, line);
@@ -277,6 +284,14 @@ impl Effects for RealEffects {
     fn write_handled(&mut self, dir: &Path, handled: UtcMinute) -> io::Result<()> {
         missed::write(dir, handled)
     }
+
+    fn read_paused(&self, dir: &Path) -> Result<Option<BTreeSet<LocalId>>, String> {
+        paused::read(dir)
+    }
+
+    fn write_paused(&mut self, dir: &Path, ids: &BTreeSet<LocalId>) -> io::Result<()> {
+        paused::write(dir, ids)
+    }
 }
 
 /// Effects written down instead of done, for the owners' tests: each log line as syslog would
@@ -303,6 +318,10 @@ pub(super) struct Recorded {
     /// Each state directory's file: the minute written (or put there by the test), or the
     /// reason a read gives for not trusting it.
     pub(super) handled: std::collections::BTreeMap<PathBuf, Result<UtcMinute, String>>,
+    /// Each state directory's paused ids, as written (or put there by the test), or the reason
+    /// a read gives for not trusting the file; with `fail_paused_writes`, a write fails.
+    pub(super) paused: std::collections::BTreeMap<PathBuf, Result<BTreeSet<LocalId>, String>>,
+    pub(super) fail_paused_writes: bool,
     /// The report pipes handed to the job children started (their write ends).
     pub(super) reports: Vec<OwnedFd>,
     /// The users passwd does not know.
@@ -491,6 +510,18 @@ impl Effects for Recorded {
 
     fn write_handled(&mut self, dir: &Path, handled: UtcMinute) -> io::Result<()> {
         self.handled.insert(dir.to_path_buf(), Ok(handled));
+        Ok(())
+    }
+
+    fn read_paused(&self, dir: &Path) -> Result<Option<BTreeSet<LocalId>>, String> {
+        self.paused.get(dir).cloned().transpose()
+    }
+
+    fn write_paused(&mut self, dir: &Path, ids: &BTreeSet<LocalId>) -> io::Result<()> {
+        if self.fail_paused_writes {
+            return Err(io::Error::other("no space left on device"));
+        }
+        self.paused.insert(dir.to_path_buf(), Ok(ids.clone()));
         Ok(())
     }
 }

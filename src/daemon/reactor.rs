@@ -354,7 +354,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
     }
 
     /// The control socket: its requests answered from the scheduler's entries in the sources'
-    /// order; each run asked for started by the scheduler, and what became of it told back.
+    /// order; each pause or resume asked for, and each run, handed to the scheduler, and what
+    /// became of it told back.
     fn on_control(&mut self, ready: &[Token], now: Timestamp) {
         let Some(server) = &mut self.control else {
             return;
@@ -369,20 +370,36 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let now_ms = now.as_millisecond();
         let (scheduler, sources, cluster) = (&self.scheduler, &self.sources, &self.cluster);
         let status = server.status(now_ms, scheduler.local_zone(), scheduler.running_len());
-        let paused = |name: &str, user: &[u8], key| {
+        let in_cluster = |name: &str, user: &[u8], key| {
             cluster
                 .as_ref()
                 .is_some_and(|c| c.is_paused(name, user, key))
         };
+        let paused = control::PausedFn {
+            here: &|id| scheduler.is_paused(id),
+            cluster: &in_cluster,
+        };
         let snapshot = |peer: &crate::control::Peer, want: &crate::control::Want<'_>| {
             let entries = sources.entries().filter_map(|id| scheduler.entry_state(id));
-            let mut snapshot = control::snapshot(peer, want, entries, status.clone(), &paused);
+            let mut snapshot = control::snapshot(peer, want, entries, status.clone(), paused);
             if want.entries {
                 snapshot.not_loaded = want.not_loaded(peer, sources.not_loaded());
             }
             snapshot
         };
         let orders = server.serve(&tokens, now_ms, &snapshot, &mut self.reactor.fx);
+        for order in server.take_pauses() {
+            let asked_by = order.peer.describe();
+            let fx = &mut self.reactor.fx;
+            let done = match &order.what {
+                control::Pausing::Loaded { entry, .. } => {
+                    self.scheduler.pause(*entry, order.pause, &asked_by, fx)
+                }
+                control::Pausing::Gone(id) => Some(self.scheduler.resume_gone(*id, &asked_by, fx)),
+            }
+            .map(|done| done.map_err(|refused| refused.to_string()));
+            server.paused(&order, done);
+        }
         for (connection, query) in server.take_asks() {
             let refused = match &mut self.history {
                 Some(link) => link.ask(connection, &query).err().map(|c| (c, false)),
@@ -545,7 +562,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let now_ms = now.as_millisecond();
         self.gave_up(now_ms);
         for _ in 0..START_BATCH {
-            let Some(run) = self.scheduler.next_to_start(now_ms) else {
+            let Some(run) = self.scheduler.next_to_start(now_ms, &mut self.reactor.fx) else {
                 break;
             };
             if self.orphaned(&run.job.job, now) {

@@ -93,13 +93,16 @@ pub(super) fn start(options: Options, log: Log, lock: PidLock) -> Result<Daemon,
     Ok(daemon)
 }
 
-/// Watches the files, loads every crontab, runs @reboot and what was missed, and arms the
-/// timer. `started`: when the start began. Returns how many entries from how many files.
+/// Watches the files, reads the paused entries, loads every crontab, runs @reboot and what
+/// was missed, and arms the timer. `started`: when the start began. Returns how many entries
+/// from how many files.
 pub(super) fn load_at_start<W: World, F: Effects>(
     d: &mut Daemon<W, F>,
     started: Timestamp,
 ) -> (usize, usize) {
     d.sources.watch(d.setup.options.no_inotify, d.reactor.fx());
+    // The entries paused are known before any run of theirs comes up.
+    d.scheduler.load_paused(d.reactor.fx());
     // `@every` intervals count from the start.
     d.scheduler.set_every_base(started.as_millisecond());
     let reboot = d.load_all(Announce::Never, started);

@@ -102,7 +102,7 @@ pub enum Reason {
     UserUnknown,
     /// PAM refused the session, or the account has expired.
     Refused,
-    /// Paused in its cluster (`cronctl pause`).
+    /// Paused on this host or in its cluster (`cronctl pause`).
     Paused,
     /// Another host of its cluster ran it.
     OtherHost,

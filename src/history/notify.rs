@@ -3,8 +3,8 @@
 //!
 //! A run's [`Verdict`] is what the policy reads: it succeeded, it failed (a non-zero exit, a
 //! signal, its time limit, or a slot that did not run), or it says nothing of the job (a slot
-//! paused in its cluster, or run by another host of it), which notifies under no policy and
-//! leaves the entry's last verdict as it was.
+//! paused, on this host or in its cluster, or run by another host of it), which notifies under
+//! no policy and leaves the entry's last verdict as it was.
 //!
 //! `change` needs the entry's previous verdict: the daemon keeps each entry's last runs in
 //! memory and tells the job child at the fork whether the last one that said something failed
@@ -20,7 +20,8 @@ use crate::crontab::policy::Notify;
 pub enum Verdict {
     Succeeded,
     Failed,
-    /// Paused in its cluster, or run by another host: nothing of the job here.
+    /// Paused (on this host or in its cluster), or run by another host: nothing of the job
+    /// here.
     Silent,
 }
 

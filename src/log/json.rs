@@ -77,6 +77,8 @@ pub const EVENTS: &[&str] = &[
     "LATE",
     "FORK FAILED",
     "RUN",
+    "PAUSE",
+    "RESUME",
     "MISSED",
     "CLUSTER",
     "RELOAD",

@@ -268,6 +268,19 @@ pub fn run_now_line(user: &[u8], command: &[u8], place: &str, asked_by: &str) ->
     LogLine::new(user, "RUN", printable(command)).with_note(format!("{place} asked by {asked_by}"))
 }
 
+/// `(user) PAUSE (command) FILE:LINE ID asked by WHO` (`RESUME` when resumed): `cronctl
+/// pause` or `resume` changed whether the entry's scheduled runs start.
+pub fn pause_line(
+    user: &[u8],
+    command: &[u8],
+    place: &str,
+    pause: bool,
+    asked_by: &str,
+) -> LogLine {
+    let verb = if pause { "PAUSE" } else { "RESUME" };
+    LogLine::new(user, verb, printable(command)).with_note(format!("{place} asked by {asked_by}"))
+}
+
 /// Cluster mode: `(user) CLUSTER (command) NOTE`, what became of a run on this host
 /// (`10:05 runs on host-b`, `10:05 not run: paused`).
 pub fn cluster_line(user: &[u8], command: &[u8], note: String) -> LogLine {
@@ -786,6 +799,26 @@ pub fn state_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
         "WARNING",
         format!(
             "{} ignored: {why}; runs missed while the daemon was down are not made up",
+            path.display()
+        ),
+    )
+}
+
+/// `(CRON) RESUME (ID, of no entry loaded, asked by WHO)`: root resumed the id of an entry
+/// removed while it was paused.
+pub fn resume_gone_line(id: &str, asked_by: &str) -> LogLine {
+    cron(
+        "RESUME",
+        format!("{id}, of no entry loaded, asked by {asked_by}"),
+    )
+}
+
+/// The paused entries' state file is not trusted, or not the daemon's.
+pub fn paused_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
+    cron(
+        "WARNING",
+        format!(
+            "{} ignored: {why}; no entry is paused (cronctl pause pauses them again)",
             path.display()
         ),
     )

@@ -174,6 +174,24 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         ("fork_works_line", m::fork_works_line(1)),
         ("state_unwritten_line", m::state_unwritten_line(p, &e())),
         ("state_ignored_line", m::state_ignored_line(p, "not root's")),
+        (
+            "resume_gone_line",
+            m::resume_gone_line("0123456789ab", "root"),
+        ),
+        (
+            "paused_ignored_line",
+            m::paused_ignored_line(p, "not root's"),
+        ),
+        (
+            "pause_line",
+            m::pause_line(
+                b"alice",
+                b"date",
+                "crontabs/alice:3 0123456789ab",
+                true,
+                "root",
+            ),
+        ),
         ("cluster_mode_line", m::cluster_mode_line("host-a", p)),
         (
             "cluster_db_unproven_line",

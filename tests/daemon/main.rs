@@ -25,5 +25,6 @@ mod mail;
 mod mta;
 mod notify;
 mod pam;
+mod pause;
 mod reload;
 mod usage;

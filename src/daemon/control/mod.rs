@@ -1,12 +1,14 @@
 //! The control socket, one of the daemon's owners (`--control-socket`, default
-//! `/run/crond.sock`: `cronctl list`, `show`, `run`, `status`), served from the reactor's poll as the
-//! metrics endpoint is: non-blocking connections, a table with bounds, deadlines. It keeps its
-//! listeners and connections and nothing of the daemon: it answers from a [`Snapshot`] made
-//! (by [`snapshot`], from the scheduler's [`EntryState`]s in the sources' order, which the
-//! reactor hands it) only for what a request wants, and returns the runs asked for
-//! ([`RunOrder`]); the reactor has the scheduler start each (`Scheduler::run_now`: the RUN line,
-//! then the one launch path) and tells it what became of it ([`ControlServer::ran`]). What a
-//! request means, who may see what and the answers' text are `crate::control`'s (pure).
+//! `/run/crond.sock`: `cronctl list`, `show`, `run`, `pause`, `resume`, `status`), served from
+//! the reactor's poll as the metrics endpoint is: non-blocking connections, a table with bounds,
+//! deadlines. It keeps its listeners and connections and nothing of the daemon: it answers from
+//! a [`Snapshot`] made (by [`snapshot`], from the scheduler's [`EntryState`]s in the sources'
+//! order, which the reactor hands it) only for what a request wants, and returns the runs asked
+//! for ([`RunOrder`]); the reactor has the scheduler start each (`Scheduler::run_now`: the RUN
+//! line, then the one launch path) and tells it what became of it ([`ControlServer::ran`]).
+//! Pauses and resumes go the same way ([`PauseOrder`], taken by [`ControlServer::take_pauses`],
+//! carried out by `Scheduler::pause`, answered by [`ControlServer::paused`]). What a request
+//! means, who may see what and the answers' text are `crate::control`'s (pure).
 //!
 //! A run whose job child was forked is parked: its connection waits, without holding the loop,
 //! for what the child says on the pipe the reactor handed it (`control::report`: the job
@@ -51,9 +53,9 @@ use super::Error;
 use super::effects::Effects;
 use super::handoff::Launched;
 use super::scheduler::EntryState;
-use crate::cluster::entry_id::{EntryKey, Identity, LocalId, LocalIds};
+use crate::cluster::entry_id::{EntryKey, Identity, LOCAL_ID_DIGITS, LocalId, LocalIds};
 use crate::control::{
-    self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Want, private_path,
+    self, Detail, EntryView, Peer, Ran, Request, Snapshot, StatusView, Target, Want, private_path,
 };
 use crate::control::{asked, report};
 use crate::history::Query;
@@ -130,6 +132,63 @@ pub(super) enum Token {
     Report(usize),
 }
 
+/// A pause or a resume asked for through the socket, for the loop to hand the scheduler.
+#[derive(Debug, Clone)]
+pub(super) struct PauseOrder {
+    /// What [`ControlServer::paused`] is told back.
+    pub(super) ticket: u64,
+    pub(super) what: Pausing,
+    /// `pause` (else `resume`).
+    pub(super) pause: bool,
+    pub(super) peer: Peer,
+}
+
+/// What a pause or a resume names.
+#[derive(Debug, Clone)]
+pub(super) enum Pausing {
+    /// A loaded entry, as the asker named it (the answer shows it).
+    Loaded {
+        entry: EntryId,
+        view: Box<EntryView>,
+    },
+    /// Root's resume of a whole id no loaded entry has (one removed from its crontab while it
+    /// was paused).
+    Gone(LocalId),
+}
+
+/// The order for a `pause` (`pause`) or `resume` of `target` by `peer`, from `snap`, or the
+/// answer that refuses it.
+fn pause_order(
+    snap: &Snapshot,
+    target: &Target,
+    pause: bool,
+    peer: &Peer,
+    ticket: u64,
+) -> Result<PauseOrder, Vec<u8>> {
+    let named = snap.entries.iter().any(|e| e.is(target));
+    let what = match (control::find(snap, target), target) {
+        (Ok(entry), _) => Pausing::Loaded {
+            entry: EntryId(entry.slot),
+            view: Box::new(entry.clone()),
+        },
+        (Err(_), Target::Id(digits))
+            if !pause && !named && peer.is_root() && digits.len() == LOCAL_ID_DIGITS =>
+        {
+            match u64::from_str_radix(digits, 16) {
+                Ok(id) => Pausing::Gone(LocalId(id)),
+                Err(_) => return Err(control::error_answer("not an id")),
+            }
+        }
+        (Err(answer), _) => return Err(answer),
+    };
+    Ok(PauseOrder {
+        ticket,
+        what,
+        pause,
+        peer: peer.clone(),
+    })
+}
+
 /// A run asked for through the socket, for the loop to start.
 #[derive(Debug, Clone)]
 pub(super) struct RunOrder {
@@ -151,6 +210,8 @@ enum State {
     Asked(Request),
     /// A run was handed to the loop under this ticket.
     Running(u64),
+    /// A pause or a resume was handed to the loop under this ticket.
+    Pausing(u64),
     /// Its job child was forked: waiting for what it says.
     Parked(Parked),
     /// The answer is queued in the pump.
@@ -390,6 +451,8 @@ pub(super) struct ControlServer {
     /// `history` and `logs` questions, each with its client's connection, for the history
     /// writer ([`ControlServer::take_asks`]).
     asks: Vec<(OwnedFd, Query)>,
+    /// The pauses and resumes of this turn, for the scheduler ([`ControlServer::take_pauses`]).
+    pauses: Vec<PauseOrder>,
 }
 
 /// How the reactor answers: the snapshot of what a request wants for a peer, made when a
@@ -416,6 +479,7 @@ impl ControlServer {
             made: 0,
             bound: Vec::new(),
             asks: Vec::new(),
+            pauses: Vec::new(),
         }
     }
 
@@ -512,7 +576,7 @@ impl ControlServer {
                         fds.push((Token::Connection(i), c.stream.fd(), Interest::Read));
                     }
                 }
-                State::Asked(_) | State::Running(_) | State::Done => {}
+                State::Asked(_) | State::Running(_) | State::Pausing(_) | State::Done => {}
             }
         }
         fds
@@ -620,6 +684,37 @@ impl ControlServer {
             // end of the next turn.
             c.flush();
         }
+    }
+
+    /// The pauses and resumes asked for this turn: the loop hands each to the scheduler and
+    /// calls [`ControlServer::paused`].
+    pub(super) fn take_pauses(&mut self) -> Vec<PauseOrder> {
+        std::mem::take(&mut self.pauses)
+    }
+
+    /// What became of the pause or resume `order` asked for: `None`, its entry is gone since;
+    /// `Ok(changed)`, done (or so already); `Err`, why not.
+    pub(super) fn paused(&mut self, order: &PauseOrder, done: Option<Result<bool, String>>) {
+        let Some(c) = self
+            .connections
+            .iter_mut()
+            .find(|c| matches!(c.state, State::Pausing(t) if t == order.ticket))
+        else {
+            return;
+        };
+        let answer = match (done, &order.what) {
+            (Some(Ok(changed)), Pausing::Loaded { view, .. }) => {
+                control::pause_answer(view, order.pause, changed)
+            }
+            (Some(Ok(true)), Pausing::Gone(id)) => control::gone_resumed_answer(*id),
+            (Some(Ok(false)), Pausing::Gone(id)) => control::error_answer(&format!(
+                "no entry id {id} that you may see (see cronctl list), and no such id paused"
+            )),
+            (Some(Err(why)), _) => control::error_answer(&why),
+            (None, _) => control::error_answer("the entry is gone (its crontab changed)"),
+        };
+        c.reply(&answer);
+        c.flush();
     }
 
     /// The `history` and `logs` questions of this turn, each with its client's connection:
@@ -739,6 +834,17 @@ impl ControlServer {
                         }
                         Err(answer) => c.reply(&answer),
                     },
+                    Request::Pause { target, pause } => {
+                        match pause_order(&snap, target, *pause, &c.peer, self.next_ticket) {
+                            Ok(order) => {
+                                self.pauses.push(order);
+                                c.state = State::Pausing(self.next_ticket);
+                                self.next_ticket += 1;
+                                continue;
+                            }
+                            Err(answer) => c.reply(&answer),
+                        }
+                    }
                     Request::History(_) | Request::Logs(_) => {
                         let asked = match &request {
                             Request::History(h) => Ok(h),
@@ -786,7 +892,7 @@ fn step(c: &mut Connection) {
     match c.state {
         State::Replying => return c.flush(),
         State::Parked(_) => return watch_client(c),
-        State::Asked(_) | State::Running(_) | State::Done => return,
+        State::Asked(_) | State::Running(_) | State::Pausing(_) | State::Done => return,
         State::Reading => {}
     }
     let request = &mut c.request;
@@ -895,6 +1001,14 @@ fn ran(launched: Launched) -> Ran {
     }
 }
 
+/// Which entries are paused, as the reactor asks the owners that know: on this host (the
+/// scheduler's, by id), and in a cluster (the cluster link's, by cluster, user and key).
+#[derive(Clone, Copy)]
+pub(super) struct PausedFn<'a> {
+    pub(super) here: &'a dyn Fn(LocalId) -> bool,
+    pub(super) cluster: &'a dyn Fn(&str, &[u8], EntryKey) -> bool,
+}
+
 /// What `show` adds for the entry of `state`: its environment, its next runs after the next
 /// (read in its `CRON_TZ`, else in `host_zone`) and whether its cluster said it is paused.
 fn detail(
@@ -941,7 +1055,7 @@ fn view(
     key: EntryKey,
     want: &Want<'_>,
     host_zone: &Zone,
-    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+    paused: PausedFn<'_>,
 ) -> EntryView {
     let job = state.job;
     let policy = job.env().policy();
@@ -953,7 +1067,7 @@ fn view(
         .map(|name| (String::from_utf8_lossy(name).into_owned(), key));
     let detail = want
         .detail
-        .then(|| detail(state, host_zone, &cluster, paused));
+        .then(|| detail(state, host_zone, &cluster, paused.cluster));
     let mut running: Vec<i32> = state.pids().iter().map(|p| p.0).collect();
     running.sort_unstable();
     EntryView {
@@ -975,6 +1089,7 @@ fn view(
         running,
         policy,
         cluster,
+        paused: (paused.here)(id),
         command: job.command().to_vec(),
     }
 }
@@ -989,7 +1104,7 @@ pub(super) fn snapshot<'a>(
     want: &Want<'_>,
     entries: impl Iterator<Item = EntryState<'a>>,
     status: StatusView,
-    paused: &dyn Fn(&str, &[u8], EntryKey) -> bool,
+    paused: PausedFn<'_>,
 ) -> Snapshot {
     let (mut made, mut omitted, mut seen, mut seen_running) = (Vec::new(), 0, 0, 0);
     let mut ids = LocalIds::default();

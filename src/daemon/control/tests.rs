@@ -68,6 +68,7 @@ fn alices(id: u64, line: u32, command: &[u8]) -> EntryView {
         running: Vec::new(),
         policy: Default::default(),
         cluster: None,
+        paused: false,
         command: command.to_vec(),
     }
 }
@@ -132,6 +133,7 @@ fn an_answer_its_client_never_reads_is_dropped_at_the_deadline_without_holding_t
                 running: Vec::new(),
                 policy: Default::default(),
                 cluster: None,
+                paused: false,
                 command: vec![b'x'; 200],
             })
             .collect();
@@ -360,7 +362,11 @@ fn a_snapshot_holds_what_the_asker_may_see_and_the_request_wants_in_the_order_gi
     };
     let make = |peer: &Peer, want: &Want<'_>| {
         let entries = ids.iter().filter_map(|&id| sched.entry_state(id));
-        snapshot(peer, want, entries, status.clone(), &|_, _, _| false)
+        let paused = PausedFn {
+            here: &|_| false,
+            cluster: &|_, _, _| false,
+        };
+        snapshot(peer, want, entries, status.clone(), paused)
     };
     let list = request("list");
     let snap = make(&alice, &list.want(&alice));
@@ -1009,4 +1015,181 @@ mod interleavings {
             play(&acts)?;
         }
     }
+}
+
+/// One turn of the loop for pauses: what is ready served from `sched`'s entries, each pause
+/// or resume asked for handed to `sched`, and its answer sent.
+fn turn_pausing(
+    s: &mut ControlServer,
+    sched: &mut crate::daemon::scheduler::Scheduler,
+    entries: &[EntryId],
+    fx: &mut Recorded,
+    now_ms: i64,
+) {
+    let ready = ready_now(s, 100);
+    {
+        let status = StatusView {
+            now_ms: 1_000,
+            ..empty(
+                &peer(0, "root"),
+                &control::parse_request(b"status")
+                    .unwrap()
+                    .want(&peer(0, "root")),
+            )
+            .status
+        };
+        let sched = &*sched;
+        let make = |peer: &Peer, want: &Want<'_>| {
+            let states = entries.iter().filter_map(|&id| sched.entry_state(id));
+            let paused = PausedFn {
+                here: &|id| sched.is_paused(id),
+                cluster: &|_, _, _| false,
+            };
+            snapshot(peer, want, states, status.clone(), paused)
+        };
+        s.serve(&ready, now_ms, &make, fx);
+    }
+    for order in s.take_pauses() {
+        let asked_by = order.peer.describe();
+        let done = match &order.what {
+            Pausing::Loaded { entry, .. } => sched.pause(*entry, order.pause, &asked_by, fx),
+            Pausing::Gone(id) => Some(sched.resume_gone(*id, &asked_by, fx)),
+        }
+        .map(|done| done.map_err(|refused| refused.to_string()));
+        s.paused(&order, done);
+    }
+    turn(s, now_ms + 100);
+}
+
+/// `line` asked by uid `uid` (root: `None`), answered in one turn of the loop.
+fn ask_pausing(
+    (s, path): (&mut ControlServer, &std::path::Path),
+    sched: &mut crate::daemon::scheduler::Scheduler,
+    entries: &[EntryId],
+    (uid, line): (Option<u32>, &str),
+    fx: &mut Recorded,
+    now_ms: i64,
+) -> String {
+    let mut client = match uid {
+        Some(uid) => crate::sys::listen::connect_as(path, uid).unwrap(),
+        None => UnixStream::connect(path).unwrap(),
+    };
+    client.write_all(format!("{line}\n").as_bytes()).unwrap();
+    turn_pausing(s, sched, entries, fx, now_ms);
+    answer_of(client)
+}
+
+#[test]
+fn a_user_pauses_and_resumes_their_own_entry_not_anothers_and_root_any() {
+    require_root();
+    use crate::daemon::clock::{Clock, FakeClock};
+    use crate::daemon::handoff::change_of;
+    use crate::daemon::scheduler::Scheduler;
+    let clock = FakeClock::at("2026-11-27T10:00:30Z");
+    let mut fx = Recorded::default();
+    let state = tempfile::tempdir().unwrap();
+    let mut sched = Scheduler::new(clock.now(), Zone::utc(), state.path().to_path_buf());
+    let now_ms = clock.now().as_millisecond();
+    let ids = sched.apply(
+        change_of("0 3 * * * backup\n@hourly sync\n"),
+        now_ms,
+        &mut fx,
+    );
+    sched.name_entries(ids.iter().copied());
+    let (mut s, path, _, _dir) = two_sockets();
+    // A second apart: users' requests are answered within a budget a second.
+    let mut turn_ms = 0;
+    let mut ask = |uid: Option<u32>, line: &str, sched: &mut Scheduler| {
+        turn_ms += 1_000;
+        ask_pausing((&mut s, &path), sched, &ids, (uid, line), &mut fx, turn_ms)
+    };
+    // Alice's entries (uid 1000): another user can't pause them, nor learn they exist.
+    let (alice, bob) = (Some(1000), Some(1001));
+    assert_eq!(
+        ask(bob, "pause crontabs/alice:1", &mut sched),
+        "ERROR no entry crontabs/alice:1 that you may see (see cronctl list)\n"
+    );
+    let listed = ask(None, "list --json", &mut sched);
+    assert!(!listed.contains("\"paused\":true"), "{listed}");
+    // Alice can; what is paused is said, with the entry.
+    let answer = ask(alice, "pause crontabs/alice:1", &mut sched);
+    let id = answer
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        answer,
+        format!(
+            "OK\n{id}: paused: its scheduled runs do not start until cronctl resume {id}\n  \
+             crontabs/alice:1  alice  backup\n"
+        )
+    );
+    assert_eq!(
+        ask(alice, &format!("pause {id}"), &mut sched),
+        format!(
+            "OK\n{id}: was paused already (cronctl resume {id} resumes it)\n  \
+             crontabs/alice:1  alice  backup\n"
+        )
+    );
+    // Shown.
+    let listed = ask(alice, "list --json", &mut sched);
+    assert_eq!(listed.matches("\"paused\":true").count(), 1, "{listed}");
+    let table = ask(alice, "list", &mut sched);
+    let row = table.lines().find(|l| l.contains("alice:1")).unwrap();
+    assert!(row.contains("  paused  "), "{table}");
+    let shown = ask(alice, "show crontabs/alice:1", &mut sched);
+    let said = format!("  state     not running: paused on this host (cronctl resume {id})\n");
+    assert!(shown.contains(&said), "{shown}");
+    // Bob can't resume it; root can, and then it is said not paused.
+    assert!(ask(bob, &format!("resume {id}"), &mut sched).starts_with("ERROR no entry id "));
+    assert_eq!(
+        ask(None, &format!("resume {id}"), &mut sched),
+        format!(
+            "OK\n{id}: resumed: its scheduled runs start again\n  crontabs/alice:1  alice  backup\n"
+        )
+    );
+    assert_eq!(
+        ask(alice, "resume crontabs/alice:1", &mut sched),
+        format!("OK\n{id}: was not paused\n  crontabs/alice:1  alice  backup\n")
+    );
+    // Root pauses any entry; an unknown one is an error.
+    let answer = ask(None, "pause crontabs/alice:2", &mut sched);
+    assert!(answer.starts_with("OK\n"), "{answer}");
+    let second = answer[3..15].to_string();
+    assert_eq!(
+        ask(None, "pause crontabs/alice:9", &mut sched),
+        "ERROR no entry crontabs/alice:9 that you may see (see cronctl list)\n"
+    );
+    assert!(ask(None, "pause nonsense", &mut sched).starts_with("ERROR \"nonsense\" is neither"));
+    // Each change kept in the state file (the effects': the scheduler's own tests and the
+    // daemon's read real ones).
+    let kept = fx.paused[state.path()].as_ref().unwrap();
+    let kept: Vec<String> = kept.iter().map(LocalId::to_string).collect();
+    assert_eq!(kept, std::slice::from_ref(&second));
+    // Its line removed while paused: its id stays; root's resume of the whole id lets it go, a
+    // user's is no such entry.
+    let mut gone = change_of("");
+    gone.remove = vec![ids[1]];
+    sched.apply(gone, now_ms, &mut fx);
+    let mut ask = |uid: Option<u32>, line: &str, sched: &mut Scheduler| {
+        turn_ms += 1_000;
+        ask_pausing((&mut s, &path), sched, &ids, (uid, line), &mut fx, turn_ms)
+    };
+    let resume = format!("resume {second}");
+    assert!(ask(alice, &resume, &mut sched).starts_with("ERROR no entry id "));
+    assert_eq!(
+        ask(None, &resume, &mut sched),
+        format!("OK\n{second}: resumed (no entry of this host has this id now)\n")
+    );
+    assert!(ask(None, &resume, &mut sched).starts_with("ERROR no entry id "));
+    assert!(ask(None, &format!("pause {second}"), &mut sched).starts_with("ERROR no entry id "));
+    assert_eq!(fx.paused[state.path()], Ok(Default::default()));
+    let logged = fx.logged(" PAUSE (");
+    assert_eq!(logged.len(), 2, "{:?}", fx.lines);
+    assert!(logged[0].contains("asked by "), "{logged:?}");
+    assert!(logged[0].contains(" (uid 1000, pid "), "{logged:?}");
 }

@@ -57,8 +57,18 @@ pub(in crate::daemon) fn parse(text: &str) -> Option<UtcMinute> {
 
 /// Writes minute `handled` to the state file in `dir` (made if it is missing), atomically.
 pub(in crate::daemon) fn write(dir: &Path, handled: UtcMinute) -> std::io::Result<()> {
-    open_state_dir(dir, true)
-        .and_then(|fd| fs::replace_file_at(&fd, FILE, format(handled).as_bytes()))
+    write_state_file(dir, FILE, format(handled).as_bytes())
+}
+
+/// Writes `text` to the file `name` in the state directory `dir` (made if it is missing),
+/// atomically (written beside, synced, renamed over): the one way the daemon writes a state
+/// file.
+pub(in crate::daemon) fn write_state_file(
+    dir: &Path,
+    name: &str,
+    text: &[u8],
+) -> std::io::Result<()> {
+    open_state_dir(dir, true).and_then(|fd| fs::replace_file_at(&fd, name, text))
 }
 
 /// The minute the state file in `dir` holds: `Ok(None)` when there is no file, `Err` with the
@@ -84,12 +94,29 @@ fn open_state_dir(dir: &Path, make: bool) -> std::io::Result<std::os::fd::OwnedF
 /// The minute in the file `handled` in the state directory `dir`: `Ok(None)` when there is no
 /// file, `Err` with the reason when there is one (or a directory) the daemon must not trust.
 fn read_trusted(dir: &Path) -> Result<Option<UtcMinute>, String> {
+    let Some(text) = read_state_file(dir, FILE, MAX_BYTES)? else {
+        return Ok(None);
+    };
+    parse(&text)
+        .map(Some)
+        .ok_or_else(|| "not what the daemon writes there".to_string())
+}
+
+/// The text of the file `name` in the state directory `dir`, at most `max_bytes`: `Ok(None)`
+/// when there is no file, `Err` with the reason when there is one (or a directory) the daemon
+/// must not trust (the checks above), or a larger one. The one way the daemon reads a state
+/// file.
+pub(in crate::daemon) fn read_state_file(
+    dir: &Path,
+    name: &str,
+    max_bytes: u64,
+) -> Result<Option<String>, String> {
     let dir_fd = match open_state_dir(dir, false) {
         Ok(fd) => fd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("the state directory is not trusted: {e}")),
     };
-    let (file, facts) = match fs::open_no_follow_at(&dir_fd, FILE.as_ref()) {
+    let (file, facts) = match fs::open_no_follow_at(&dir_fd, name.as_ref()) {
         Ok(opened) => opened,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if fs::is_symlink_refusal(&e) => return Err("a symlink".to_string()),
@@ -98,15 +125,13 @@ fn read_trusted(dir: &Path) -> Result<Option<UtcMinute>, String> {
     trust::check_state_file(&facts, crate::sys::user::effective_uid())
         .map_err(|why| why.to_string())?;
     let mut text = String::new();
-    file.take(MAX_BYTES + 1)
+    file.take(max_bytes + 1)
         .read_to_string(&mut text)
         .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(format!("larger than {MAX_BYTES} bytes"));
+    if text.len() as u64 > max_bytes {
+        return Err(format!("larger than {max_bytes} bytes"));
     }
-    parse(&text)
-        .map(Some)
-        .ok_or_else(|| "not what the daemon writes there".to_string())
+    Ok(Some(text))
 }
 
 #[cfg(test)]

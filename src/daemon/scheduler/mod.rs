@@ -8,6 +8,7 @@
 //! @reboot marker and the state file it makes, reads and writes through its [`Effects`].
 
 pub(super) mod missed;
+pub(super) mod paused;
 mod running;
 mod slots;
 
@@ -21,7 +22,7 @@ use super::clock;
 use super::effects::{Effects, NotRun};
 use super::handoff::{Change, ClusterEntry, Launched, NewEntry, Run};
 use super::scheduler::running::{Admit, Running};
-use crate::cluster::entry_id::entry_key;
+use crate::cluster::entry_id::{LocalId, entry_key};
 use crate::cluster::wire::Loaded;
 use crate::crontab::policy::{Duration, Missed, Overlap};
 use crate::database::entries::JobSpec;
@@ -95,6 +96,8 @@ pub(super) struct Scheduler {
     queued_at: HashMap<EntryId, (UtcMinute, i64)>,
     /// The cluster runs given up since the reactor last took them (a handful: taken each turn).
     gave_up: Vec<(EntryId, UtcMinute)>,
+    /// The ids of the entries paused (`cronctl pause`): their scheduled runs are not started.
+    paused: paused::Paused,
 }
 
 impl Scheduler {
@@ -117,6 +120,7 @@ impl Scheduler {
             queued_at: HashMap::new(),
             gave_up: Vec::new(),
             slots: slots::Slots::default(),
+            paused: paused::Paused::default(),
         }
     }
 
@@ -381,8 +385,15 @@ impl Scheduler {
     }
 
     /// The next run to start at `now_ms`, if one's time has come.
-    pub(super) fn next_to_start(&mut self, now_ms: i64) -> Option<Run> {
-        self.cycle.next_to_start(now_ms)
+    /// A run of a paused entry is not started (nor claimed in its cluster): its slot is
+    /// recorded `paused`, and the next run is looked at.
+    pub(super) fn next_to_start(&mut self, now_ms: i64, fx: &mut dyn Effects) -> Option<Run> {
+        loop {
+            let run = self.cycle.next_to_start(now_ms)?;
+            if !self.held_paused(&run, now_ms, fx) {
+                return Some(run);
+            }
+        }
     }
 
     /// A run's identity in a cluster: `None` when it is always local (@reboot, `@every`, an
@@ -436,7 +447,7 @@ impl Scheduler {
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Launched {
-        if self.too_late(&run, now_ms, fx) {
+        if self.held_paused(&run, now_ms, fx) || self.too_late(&run, now_ms, fx) {
             return Launched::Skipped;
         }
         if let Some(held) = self.admit(&run, now_ms, fx) {
@@ -632,7 +643,10 @@ impl Scheduler {
     ) -> Reaped {
         let now_ms = now.as_millisecond();
         let run = self.waiting_run(entry, waiting, now);
-        if self.too_late(&run, now_ms, fx) || self.start(&run, None, now_ms, fx).is_some() {
+        if self.held_paused(&run, now_ms, fx)
+            || self.too_late(&run, now_ms, fx)
+            || self.start(&run, None, now_ms, fx).is_some()
+        {
             return Reaped::Ended;
         }
         self.cycle.put_back(run, now_ms);
@@ -1120,6 +1134,98 @@ impl Scheduler {
     }
 }
 
+/// `cronctl pause` (`scheduler::paused`): the entries whose scheduled runs are not started.
+impl Scheduler {
+    /// At start-up: the paused entries the state file keeps; none (logged, unless there is no
+    /// file) when there is none the daemon can trust.
+    pub(super) fn load_paused(&mut self, fx: &mut dyn Effects) {
+        match fx.read_paused(&self.state_dir) {
+            Ok(ids) => self.paused = paused::Paused::new(ids.unwrap_or_default()),
+            Err(why) => {
+                let path = self.state_dir.join(paused::FILE);
+                fx.log(Level::Warning, messages::paused_ignored_line(&path, &why));
+            }
+        }
+    }
+
+    /// Whether the entry of id `id` is paused.
+    pub(super) fn is_paused(&self, id: LocalId) -> bool {
+        self.paused.contains(id)
+    }
+
+    /// Pauses (`pause`) or resumes entry `entry` (the control socket's `pause` and `resume`,
+    /// `asked_by` naming who asked), kept in the state file before it counts. `Ok(false)`: it
+    /// was so already; `None`: there is no such entry.
+    pub(super) fn pause(
+        &mut self,
+        entry: EntryId,
+        pause: bool,
+        asked_by: &str,
+        fx: &mut dyn Effects,
+    ) -> Option<Result<bool, paused::Refused>> {
+        let (_, _, job, _) = self.cycle.get(entry)?;
+        let job = job.clone();
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let id = self
+            .slots
+            .local_id(entry, slots::named_in(&self.cycle, Some(entry))?);
+        let dir = &self.state_dir;
+        let changed = self.paused.set(id, pause, |ids| fx.write_paused(dir, ids));
+        if changed == Ok(true) {
+            let place = format!("{} {id}", job.entry());
+            let line = messages::pause_line(job.user(), job.command(), &place, pause, asked_by);
+            fx.info(line.with_job(self.log_fields(Some(entry), &job)));
+        }
+        Some(changed)
+    }
+
+    /// Resumes the id `id` that no loaded entry has (root's `cronctl resume ID` of an entry
+    /// removed while paused), kept in the state file before it counts: `Ok(false)` when it was
+    /// not paused.
+    pub(super) fn resume_gone(
+        &mut self,
+        id: LocalId,
+        asked_by: &str,
+        fx: &mut dyn Effects,
+    ) -> Result<bool, paused::Refused> {
+        let dir = &self.state_dir;
+        let changed = self.paused.set(id, false, |ids| fx.write_paused(dir, ids));
+        if changed == Ok(true) {
+            fx.info(messages::resume_gone_line(&id.to_string(), asked_by));
+        }
+        changed
+    }
+
+    /// Whether `run` is a scheduled run of a paused entry: then it is not started, and its
+    /// slot is recorded `paused`. A run asked for (`cronctl run`) is never held.
+    fn held_paused(&mut self, run: &Run, now_ms: i64, fx: &mut dyn Effects) -> bool {
+        let (Some(entry), false) = (run.job.entry, run.job.manual) else {
+            return false;
+        };
+        if self.paused.is_empty() {
+            return false;
+        }
+        let job = &run.job.job;
+        self.slots.name_pending(&job.owner.tab, &self.cycle);
+        let Some(named) = slots::named_in(&self.cycle, Some(entry)) else {
+            return false;
+        };
+        let id = self.slots.local_id(entry, named);
+        if !self.paused.contains(id) {
+            return false;
+        }
+        let words = format!("paused on this host (cronctl resume {id})");
+        self.record_slot(
+            (Some(entry), job),
+            run.due,
+            (Reason::Paused, words),
+            now_ms,
+            fx,
+        );
+        true
+    }
+}
+
 /// Fork failures, counted and logged once a minute rather than once per attempt: at most one
 /// line of each kind a minute (the first failure of a series, the count of the others, forks
 /// working again), so forks that fail and work in turn — a pids limit just at the edge, where
@@ -1258,7 +1364,7 @@ mod tests {
     fn start_due(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
         let now_ms = clock.now().as_millisecond();
         let mut launched = Vec::new();
-        while let Some(run) = s.next_to_start(now_ms) {
+        while let Some(run) = s.next_to_start(now_ms, fx) {
             let l = s.launch(run, now_ms, fx);
             launched.push(l);
             if matches!(l, Launched::Failed { .. }) {
@@ -1308,7 +1414,10 @@ mod tests {
             "{launched:?}"
         );
         // The run is back in line, first, after a second.
-        assert!(s.next_to_start(clock.now().as_millisecond()).is_none());
+        assert!(
+            s.next_to_start(clock.now().as_millisecond(), &mut fx)
+                .is_none()
+        );
         for _ in 0..2 {
             clock.advance_ms(1_000);
             let launched = start_due(&mut s, &clock, &mut fx);
@@ -1416,7 +1525,10 @@ mod tests {
         assert_eq!(s.running_len(), 0);
         assert_eq!(fx.logged("can't fork").len(), 1, "{:?}", fx.lines);
         // Back first in line, held a second as after the daemon's own failed fork.
-        assert!(s.next_to_start(clock.now().as_millisecond()).is_none());
+        assert!(
+            s.next_to_start(clock.now().as_millisecond(), &mut fx)
+                .is_none()
+        );
         clock.advance_ms(1_000);
         let [Launched::Started(again)] = start_due(&mut s, &clock, &mut fx)[..] else {
             panic!("{:?}", fx.lines)
@@ -2156,6 +2268,108 @@ mod tests {
         assert_eq!(fx.started.len(), 4);
     }
 
+    /// The commands started since the last call.
+    fn started_now(fx: &mut Recorded) -> Vec<String> {
+        std::mem::take(&mut fx.started)
+            .into_iter()
+            .map(|(command, _)| command)
+            .collect()
+    }
+
+    #[test]
+    fn a_paused_entrys_slots_are_recorded_paused_not_started_until_it_is_resumed() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "* * * * * held\n* * * * * other\n", &mut fx);
+        let (entry, id) = listed_ids(&s)[0].clone();
+        let asker = "alice (uid 1000, pid 7)";
+        assert_eq!(s.pause(entry, true, asker, &mut fx), Some(Ok(true)));
+        let said = format!("(alice) PAUSE (held) crontabs/alice:1 {id} asked by {asker}");
+        assert_eq!(fx.logged(&said).len(), 1, "{:?}", fx.lines);
+        // Kept in the state file, by the id `cronctl list` shows.
+        let kept = fx.paused[Path::new(STATE)].clone().unwrap();
+        let kept: Vec<String> = kept.iter().map(LocalId::to_string).collect();
+        assert_eq!(kept, std::slice::from_ref(&id));
+        // Each slot: not started, recorded `paused`, one record a slot.
+        for step in [30_000, 60_000] {
+            clock.advance_ms(step);
+            minute(&mut s, &clock, &mut fx);
+            assert_eq!(started_now(&mut fx), ["other"]);
+            let (slot, trigger, reason, words) = not_run_since(&mut fx);
+            assert_eq!(
+                (slot, trigger),
+                (Some(slot_of(&clock, 0)), Trigger::Schedule)
+            );
+            assert_eq!(reason, Reason::Paused);
+            assert_eq!(words, format!("paused on this host (cronctl resume {id})"));
+        }
+        // Among its last runs: `cronctl list` and `show` say why it did not run.
+        let state = s.entry_state(entry).unwrap();
+        assert!(matches!(
+            state.last.last().and_then(|l| l.said.as_ref()),
+            Some(Said::NotStarted {
+                why: Reason::Paused,
+                ..
+            })
+        ));
+        // A run asked for runs all the same.
+        let asked = s.run_now(entry, asker, None, clock.now(), &mut fx);
+        assert!(matches!(asked, Some(Launched::Started(_))), "{asked:?}");
+        assert_eq!(started_now(&mut fx), ["held"]);
+        // Resumed: its next slot runs.
+        assert_eq!(s.pause(entry, false, asker, &mut fx), Some(Ok(true)));
+        assert_eq!(s.pause(entry, false, asker, &mut fx), Some(Ok(false)));
+        assert_eq!(fx.logged(") RESUME (held) ").len(), 1, "{:?}", fx.lines);
+        assert_eq!(fx.paused[Path::new(STATE)], Ok(BTreeSet::new()));
+        clock.advance_ms(60_000);
+        minute(&mut s, &clock, &mut fx);
+        assert_eq!(started_now(&mut fx), ["held", "other"]);
+        assert!(fx.records.is_empty(), "{:?}", fx.records);
+    }
+
+    #[test]
+    fn a_pause_holds_across_a_restart_and_an_untrusted_or_unwritable_state_file_pauses_nothing() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "* * * * * held\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        let (entry, _) = listed_ids(&s)[0].clone();
+        assert_eq!(s.pause(entry, true, "root", &mut fx), Some(Ok(true)));
+        // A new daemon reads the file: the entry, loaded again, is paused.
+        let mut again = scheduler(&clock, text, &mut fx);
+        again.load_paused(&mut fx);
+        clock.advance_ms(30_000);
+        minute(&mut again, &clock, &mut fx);
+        assert!(started_now(&mut fx).is_empty());
+        assert_eq!(not_run_since(&mut fx).2, Reason::Paused);
+        // A file the daemon can't trust: logged, and nothing is paused.
+        let why = "owned by uid 1000".to_string();
+        fx.paused.insert(STATE.into(), Err(why));
+        let mut untrusted = scheduler(&clock, text, &mut fx);
+        untrusted.load_paused(&mut fx);
+        let line = "/var/lib/crond/paused ignored: owned by uid 1000; no entry is paused";
+        assert_eq!(fx.logged(line).len(), 1, "{:?}", fx.lines);
+        clock.advance_ms(60_000);
+        minute(&mut untrusted, &clock, &mut fx);
+        assert_eq!(started_now(&mut fx), ["held"]);
+        // A pause that can't be kept in the file is refused, and changes nothing.
+        fx.fail_paused_writes = true;
+        let (entry, _) = listed_ids(&untrusted)[0].clone();
+        let refused = untrusted.pause(entry, true, "root", &mut fx);
+        assert!(
+            matches!(refused, Some(Err(paused::Refused::Unwritten(_)))),
+            "{refused:?}"
+        );
+        clock.advance_ms(60_000);
+        minute(&mut untrusted, &clock, &mut fx);
+        assert_eq!(started_now(&mut fx), ["held"]);
+        // An entry that is gone.
+        let mut gone = change_of("");
+        gone.remove = vec![entry];
+        untrusted.apply(gone, clock.now().as_millisecond(), &mut fx);
+        assert_eq!(untrusted.pause(entry, true, "root", &mut fx), None);
+    }
+
     #[test]
     fn an_entrys_state_tells_its_job_next_run_last_run_and_running_pids() {
         let clock = FakeClock::at("2026-11-27T10:00:30Z");
@@ -2234,7 +2448,7 @@ mod tests {
         s.on_minute(clock.now(), Wake::Timer, &mut fx);
         let now_ms = clock.now().as_millisecond();
         let mut seen = Vec::new();
-        while let Some(run) = s.next_to_start(now_ms) {
+        while let Some(run) = s.next_to_start(now_ms, &mut fx) {
             let command = String::from_utf8_lossy(run.job.job.command()).into_owned();
             seen.push((command, s.cluster_entry(&run).is_some()));
         }

@@ -161,10 +161,7 @@ impl Slots {
         named: Option<Named<'_>>,
     ) -> String {
         match (entry, named) {
-            (Some(entry), Some(named)) => {
-                let ordinal = self.ordinals.get(&entry).copied().unwrap_or(0);
-                LocalIds::with_ordinal(stem(named), ordinal).to_string()
-            }
+            (Some(entry), Some(named)) => self.local_id(entry, named).to_string(),
             _ => {
                 let parts = [b"reboot".as_slice(), job.owner.tab.as_bytes(), job.user()];
                 let mut h = crate::hash::FNV_OFFSET;
@@ -175,6 +172,13 @@ impl Slots {
                 LocalId(crate::hash::mix(h) >> (64 - digits)).to_string()
             }
         }
+    }
+
+    /// The id of a loaded entry as `cronctl list` shows it (`named`: the entry as the
+    /// scheduler has it; its file's ordinals counted, [`Slots::name_pending`]).
+    pub(super) fn local_id(&self, entry: EntryId, named: Named<'_>) -> LocalId {
+        let ordinal = self.ordinals.get(&entry).copied().unwrap_or(0);
+        LocalIds::with_ordinal(stem(named), ordinal)
     }
 
     /// What the record of a run starting now says of it: `manual` for `cronctl run`; a run
