@@ -23,6 +23,7 @@
 
 pub mod notify;
 pub mod query;
+pub mod retry;
 mod wire;
 
 use crate::cluster::entry_id::EntryKey;
@@ -157,6 +158,23 @@ impl Reason {
 
     pub fn parse(code: &str) -> Option<Reason> {
         Reason::ALL.into_iter().find(|r| r.code() == code)
+    }
+}
+
+/// Which attempt of its slot a run is (`CRON_RETRY`): `number` of `of`, from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    pub number: u8,
+    pub of: u8,
+}
+
+impl Attempt {
+    /// The attempt after this one, if this is not the last.
+    pub fn next(self) -> Option<Attempt> {
+        (self.number < self.of).then_some(Attempt {
+            number: self.number + 1,
+            ..self
+        })
     }
 }
 
