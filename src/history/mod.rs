@@ -258,6 +258,8 @@ pub struct Outcome {
     pub at_ms: i64,
     /// For a cluster entry: which, and its claim.
     pub cluster: Option<ClusterRun>,
+    /// For a run of an entry with `CRON_RETRY`: which attempt of its slot it is.
+    pub attempt: Option<Attempt>,
     pub result: Result,
 }
 
@@ -298,6 +300,10 @@ impl Outcome {
             if let Some(minute) = c.minute {
                 m.number("cluster_minute", minute);
             }
+        }
+        if let Some(a) = self.attempt {
+            m.number("attempt", i64::from(a.number));
+            m.number("attempts", i64::from(a.of));
         }
         match &self.result {
             Result::NotRun { reason, words } => {
@@ -396,8 +402,26 @@ impl Outcome {
             host: text("host")?.unwrap_or_default(),
             at_ms,
             cluster: ClusterRun::decode(fields)?,
+            attempt: Attempt::decode(fields)?,
             result,
         })
+    }
+}
+
+impl Attempt {
+    /// The fields `attempt` and `attempts` of a message, if it has them.
+    fn decode(fields: &Fields<'_>) -> std::result::Result<Option<Attempt>, WireError> {
+        let (Some(number), Some(of)) = (fields.number("attempt")?, fields.number("attempts")?)
+        else {
+            return Ok(None);
+        };
+        let bad = || WireError::Bad("attempt");
+        let number = u8::try_from(number).map_err(|_| bad())?;
+        let of = u8::try_from(of).map_err(|_| bad())?;
+        if number == 0 || number > of {
+            return Err(bad());
+        }
+        Ok(Some(Attempt { number, of }))
     }
 }
 

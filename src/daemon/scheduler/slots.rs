@@ -202,6 +202,7 @@ impl Slots {
             slot,
             cluster: cluster_of(named, claimed),
             previous_failed: false,
+            retry: None,
         }
     }
 
@@ -225,6 +226,7 @@ impl Slots {
             host: String::new(),
             at_ms: now_ms,
             cluster: cluster_of(named, slot),
+            attempt: None,
             result: Result::NotRun { reason, words },
         }
     }
