@@ -29,12 +29,18 @@
 //! * `CRON_NOTIFY=always|failure|change|never`: which runs notify (mail, `CRON_PING`,
 //!   `CRON_WEBHOOK`): every one (the default, or the daemon's `--notify`), the failed ones, the
 //!   first failure and the first success after failures, or none (`crate::history::notify`).
+//! * `CRON_RETRY=N`: a run that failed (a non-zero exit, a signal, its `CRON_TIMEOUT`) is
+//!   started again, up to `N` more times (0 to [`MAX_RETRIES`]; empty or `0`: never, the
+//!   default), as attempts of the same slot (`crate::timeline::retry` decides when).
+//! * `CRON_RETRY_DELAY=DURATION`: the wait before the first retry (1 s to [`MAX_RETRY_DELAY_S`]
+//!   s; empty: [`DEFAULT_RETRY_DELAY_S`]); each later wait is twice the last, up to 10 minutes.
 //!
 //! A duration is one or more `NUMBER UNIT` parts with units `s`, `m`, `h`, `d` (`90s`, `2h`,
 //! `1h30m`); a bare number is seconds. The value is checked when the file is parsed: a bad one is
 //! an error at its column and the line is ignored (the entries below keep what was in force).
 
 use std::fmt;
+use std::num::NonZeroU16;
 
 pub use crate::schedule::duration::{Duration, DurationError, MAX_DURATION_S, parse_duration};
 
@@ -116,8 +122,8 @@ impl Notify {
     }
 }
 
-/// The extensions in force for an entry: 24 bytes, held once per assignment (in the
-/// environment), not per entry.
+/// The extensions in force for an entry: 28 bytes (24 before `CRON_RETRY`'s three), held
+/// once per assignment (in the environment), not per entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Policy {
     pub overlap: Overlap,
@@ -136,7 +142,20 @@ pub struct Policy {
     pub hash: HashFrom,
     /// `CRON_NOTIFY`; `None`: not set, the daemon's `--notify` decides.
     pub notify: Option<Notify>,
+    /// `CRON_RETRY`: how many times a failed run is started again (0: never).
+    pub retries: u8,
+    /// `CRON_RETRY_DELAY` in seconds; `None`: not set, [`DEFAULT_RETRY_DELAY_S`].
+    pub retry_delay_s: Option<NonZeroU16>,
 }
+
+/// The most retries `CRON_RETRY` takes.
+pub const MAX_RETRIES: u8 = 10;
+
+/// The wait before a first retry when `CRON_RETRY_DELAY` is not set, in seconds.
+pub const DEFAULT_RETRY_DELAY_S: u16 = 30;
+
+/// The longest `CRON_RETRY_DELAY`, in seconds (an hour).
+pub const MAX_RETRY_DELAY_S: u16 = 3600;
 
 /// The longest cluster name, in bytes.
 pub const MAX_CLUSTER_NAME: usize = 63;
@@ -165,6 +184,8 @@ pub fn is_policy_name(name: &[u8]) -> bool {
             | b"CRON_ID"
             | b"CRON_HASH"
             | b"CRON_NOTIFY"
+            | b"CRON_RETRY"
+            | b"CRON_RETRY_DELAY"
     )
 }
 
@@ -180,6 +201,8 @@ pub enum PolicyError {
     Id(String),
     Hash(String),
     Notify(String),
+    Retry(String),
+    RetryDelay(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -222,6 +245,17 @@ impl fmt::Display for PolicyError {
             PolicyError::Notify(text) => write!(
                 f,
                 "CRON_NOTIFY must be always, failure, change or never, not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::Retry(text) => write!(
+                f,
+                "CRON_RETRY must be a number of retries from 0 to {MAX_RETRIES}, not '{}'",
+                text.escape_debug()
+            ),
+            PolicyError::RetryDelay(text) => write!(
+                f,
+                "CRON_RETRY_DELAY must be a duration from 1s to {} (e.g. 30s, 2m), not '{}'",
+                Duration(u32::from(MAX_RETRY_DELAY_S)),
                 text.escape_debug()
             ),
         }
@@ -294,6 +328,8 @@ impl Policy {
                     _ => Some(Notify::parse(text).ok_or(PolicyError::Notify(text.to_string()))?),
                 }
             }
+            b"CRON_RETRY" => policy.retries = parse_retries(text)?,
+            b"CRON_RETRY_DELAY" => policy.retry_delay_s = parse_retry_delay(text)?,
             // The name is read from the environment where an id is made; here it is checked.
             b"CRON_ID" if !value.is_empty() && !is_cluster_name(value) => {
                 return Err(PolicyError::Id(text.to_string()));
@@ -303,10 +339,41 @@ impl Policy {
         Ok(policy)
     }
 
+    /// `CRON_RETRY_DELAY`, or its default, in seconds.
+    pub fn retry_delay(&self) -> u16 {
+        self.retry_delay_s
+            .map_or(DEFAULT_RETRY_DELAY_S, NonZeroU16::get)
+    }
+
     /// Whether anything differs from a file without the variables.
     pub fn is_default(&self) -> bool {
         *self == Policy::default()
     }
+}
+
+/// `CRON_RETRY`'s value: empty is 0.
+fn parse_retries(text: &str) -> Result<u8, PolicyError> {
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse::<u8>()
+        .ok()
+        .filter(|n| *n <= MAX_RETRIES && text.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or(PolicyError::Retry(text.to_string()))
+}
+
+/// `CRON_RETRY_DELAY`'s value: empty is the default (`None`).
+fn parse_retry_delay(text: &str) -> Result<Option<NonZeroU16>, PolicyError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let bad = || PolicyError::RetryDelay(text.to_string());
+    let seconds = parse_duration(text).map_err(|_| bad())?;
+    let seconds = u16::try_from(seconds)
+        .ok()
+        .filter(|&s| s <= MAX_RETRY_DELAY_S)
+        .ok_or_else(bad)?;
+    NonZeroU16::new(seconds).map(Some).ok_or_else(bad)
 }
 
 impl fmt::Display for Policy {
@@ -339,6 +406,12 @@ impl fmt::Display for Policy {
         if let Some(notify) = self.notify {
             parts.push(format!("notify={}", notify.word()));
         }
+        if self.retries > 0 {
+            parts.push(format!("retry={}", self.retries));
+        }
+        if let Some(delay) = self.retry_delay_s {
+            parts.push(format!("retry-delay={}", Duration(u32::from(delay.get()))));
+        }
         f.write_str(&parts.join(" "))
     }
 }
@@ -349,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_policy_is_as_small_as_its_comment_says() {
-        assert_eq!(std::mem::size_of::<Policy>(), 24);
+        assert_eq!(std::mem::size_of::<Policy>(), 28);
     }
 
     #[test]
@@ -370,6 +443,8 @@ mod tests {
                 rerun_unknown: false,
                 hash: HashFrom::Entry,
                 notify: None,
+                retries: 0,
+                retry_delay_s: None,
             }
         );
         assert_eq!(p.to_string(), "overlap=skip missed=once timeout=1m30s");
@@ -467,5 +542,49 @@ mod tests {
             "CRON_NOTIFY must be always, failure, change or never, not 'Failure'"
         );
         assert!(p.with(b"CRON_NOTIFY", b"errors").is_err());
+    }
+
+    #[test]
+    fn cron_retry_takes_0_to_10_and_cron_retry_delay_1s_to_an_hour() {
+        let p = Policy::default();
+        assert_eq!(p.retries, 0);
+        assert_eq!(p.retry_delay(), 30);
+        for n in 0..=MAX_RETRIES {
+            let q = p.with(b"CRON_RETRY", n.to_string().as_bytes()).unwrap();
+            assert_eq!(q.retries, n);
+        }
+        let q = p.with(b"CRON_RETRY", b"3").unwrap();
+        assert_eq!(q.to_string(), "retry=3");
+        assert_eq!(q.with(b"CRON_RETRY", b"").unwrap().retries, 0);
+        for bad in ["11", "-1", "+2", "three", "1.5", "300", " 2"] {
+            assert_eq!(
+                p.with(b"CRON_RETRY", bad.as_bytes())
+                    .unwrap_err()
+                    .to_string(),
+                format!("CRON_RETRY must be a number of retries from 0 to 10, not '{bad}'"),
+            );
+        }
+        let d = p.with(b"CRON_RETRY_DELAY", b"1").unwrap();
+        assert_eq!(d.retry_delay(), 1);
+        assert_eq!(d.to_string(), "retry-delay=1s");
+        assert_eq!(
+            p.with(b"CRON_RETRY_DELAY", b"2m").unwrap().retry_delay(),
+            120
+        );
+        assert_eq!(
+            p.with(b"CRON_RETRY_DELAY", b"1h").unwrap().retry_delay(),
+            3600
+        );
+        assert_eq!(d.with(b"CRON_RETRY_DELAY", b"").unwrap().retry_delay(), 30);
+        for bad in ["0", "3601", "1h1s", "soon", "2d"] {
+            assert_eq!(
+                p.with(b"CRON_RETRY_DELAY", bad.as_bytes())
+                    .unwrap_err()
+                    .to_string(),
+                format!(
+                    "CRON_RETRY_DELAY must be a duration from 1s to 1h (e.g. 30s, 2m), not '{bad}'"
+                ),
+            );
+        }
     }
 }

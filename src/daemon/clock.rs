@@ -74,6 +74,18 @@ pub(super) fn time(zone: &Zone, ms: i64) -> String {
     format!("{:02}:{:02}", civil.hour(), civil.minute())
 }
 
+/// `HH:MM:SS` of an epoch millisecond in `zone`: a retry's time.
+pub(super) fn time_s(zone: &Zone, ms: i64) -> String {
+    let at = Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH);
+    let civil = zone.civil(at);
+    format!(
+        "{:02}:{:02}:{:02}",
+        civil.hour(),
+        civil.minute(),
+        civil.second()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -297,6 +297,7 @@ mod tests {
             host: String::new(),
             at_ms: n,
             cluster: None,
+            attempt: None,
             result: Said::NotRun {
                 reason: Reason::Overlap,
                 words: "still running".into(),

@@ -155,21 +155,7 @@ impl Options {
                 ),
             );
         }
-        let run_as = self.own_user().map(|(user, in_passwd)| {
-            if !in_passwd {
-                log.daemon(
-                    crate::log::Level::Info,
-                    "INFO",
-                    &format!(
-                        "uid {} has no passwd entry: its jobs run with LOGNAME={} HOME={}",
-                        user.uid.0,
-                        crate::log::printable(&user.name),
-                        user.home.display()
-                    ),
-                );
-            }
-            user
-        });
+        let run_as = self.run_as(log);
         let mail_named = self.mail.is_some() || self.sendmail.is_some();
         Ok(ChildSetup {
             log,
@@ -191,6 +177,8 @@ impl Options {
             run_id: None,
             notify: self.notify,
             previous_failed: false,
+            retry: None,
+            retried: false,
             // `cronctl` beside `crond` (else /usr/sbin/cronctl) sends CRON_PING and CRON_WEBHOOK.
             notifier: Some(crate::job::notify::Notifier {
                 program: super::cluster::default_helper(),
@@ -216,6 +204,25 @@ impl Options {
                     charset: charset_from_env(),
                 })
             },
+        })
+    }
+
+    /// The user of `--crontab` mode, logged when passwd does not know it.
+    fn run_as(&self, log: Log) -> Option<crate::sys::user::User> {
+        self.own_user().map(|(user, in_passwd)| {
+            if !in_passwd {
+                log.daemon(
+                    crate::log::Level::Info,
+                    "INFO",
+                    &format!(
+                        "uid {} has no passwd entry: its jobs run with LOGNAME={} HOME={}",
+                        user.uid.0,
+                        crate::log::printable(&user.name),
+                        user.home.display()
+                    ),
+                );
+            }
+            user
         })
     }
 

@@ -973,6 +973,39 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_cluster_run_with_cron_retry_is_retried_on_its_host_without_a_second_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fx = Recorded::default();
+        let text = "CRON_CLUSTER=nightly\nCRON_RETRY=1\nCRON_RETRY_DELAY=2\n* * * * * shared\n";
+        fx.put(alice(), text, Some(Uid(1000)), 1);
+        let (mut d, _) = start(in_cluster(options(dir.path())), fx);
+        turn(&mut d, Beat::after(30_000).timer(Tick::Fired));
+        assert!(helper_got(&mut d).starts_with("RUN 1 "));
+        helper_says(&mut d, "GO 1\n");
+        turn(&mut d, Beat::after(200).ready(Token::Helper));
+        assert!(helper_got(&mut d).starts_with("FORKED "));
+        let pid = d.scheduler.running_pids()[0];
+        turn(
+            &mut d,
+            Beat::after(1_000).reaped(vec![(pid, Exit::Code(1))]),
+        );
+        assert!(
+            helper_got(&mut d).starts_with("END "),
+            "the claim's run ends"
+        );
+        // Two seconds later the retry starts here: no RUN asked of the helper.
+        turn(&mut d, Beat::after(2_000));
+        turn(&mut d, Beat::after(0));
+        assert_eq!(started(&d), ["shared", "shared"]);
+        assert_eq!(helper_got(&mut d), "", "no second claim");
+        let facts = &d.reactor.fx.facts;
+        assert_eq!(facts[1].slot, facts[0].slot);
+        assert_eq!(facts[1].cluster, facts[0].cluster);
+        let attempt = facts[1].retry.map(|plan| plan.attempt);
+        assert_eq!(attempt, Some(crate::history::Attempt { number: 2, of: 2 }));
+    }
+
+    #[test]
     fn a_granted_run_whose_fork_failed_starts_from_the_queue_without_a_second_claim() {
         let dir = tempfile::tempdir().unwrap();
         let mut fx = Recorded::default();

@@ -23,6 +23,7 @@
 
 pub mod notify;
 pub mod query;
+pub mod retry;
 mod wire;
 
 use crate::cluster::entry_id::EntryKey;
@@ -160,6 +161,23 @@ impl Reason {
     }
 }
 
+/// Which attempt of its slot a run is (`CRON_RETRY`): `number` of `of`, from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    pub number: u8,
+    pub of: u8,
+}
+
+impl Attempt {
+    /// The attempt after this one, if this is not the last.
+    pub fn next(self) -> Option<Attempt> {
+        (self.number < self.of).then_some(Attempt {
+            number: self.number + 1,
+            ..self
+        })
+    }
+}
+
 /// How a run's shell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -240,6 +258,8 @@ pub struct Outcome {
     pub at_ms: i64,
     /// For a cluster entry: which, and its claim.
     pub cluster: Option<ClusterRun>,
+    /// For a run of an entry with `CRON_RETRY`: which attempt of its slot it is.
+    pub attempt: Option<Attempt>,
     pub result: Result,
 }
 
@@ -280,6 +300,10 @@ impl Outcome {
             if let Some(minute) = c.minute {
                 m.number("cluster_minute", minute);
             }
+        }
+        if let Some(a) = self.attempt {
+            m.number("attempt", i64::from(a.number));
+            m.number("attempts", i64::from(a.of));
         }
         match &self.result {
             Result::NotRun { reason, words } => {
@@ -378,8 +402,26 @@ impl Outcome {
             host: text("host")?.unwrap_or_default(),
             at_ms,
             cluster: ClusterRun::decode(fields)?,
+            attempt: Attempt::decode(fields)?,
             result,
         })
+    }
+}
+
+impl Attempt {
+    /// The fields `attempt` and `attempts` of a message, if it has them.
+    fn decode(fields: &Fields<'_>) -> std::result::Result<Option<Attempt>, WireError> {
+        let (Some(number), Some(of)) = (fields.number("attempt")?, fields.number("attempts")?)
+        else {
+            return Ok(None);
+        };
+        let bad = || WireError::Bad("attempt");
+        let number = u8::try_from(number).map_err(|_| bad())?;
+        let of = u8::try_from(of).map_err(|_| bad())?;
+        if number == 0 || number > of {
+            return Err(bad());
+        }
+        Ok(Some(Attempt { number, of }))
     }
 }
 

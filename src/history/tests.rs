@@ -12,6 +12,7 @@ fn ran() -> Outcome {
         host: "web1".into(),
         at_ms: 1_795_000_000_120,
         cluster: None,
+        attempt: None,
         result: Result::Ran(Ran {
             ended_ms: 1_795_000_002_000,
             end: End::Exited(3),
@@ -83,6 +84,11 @@ fn every_kind_of_outcome_reads_back_as_it_was_written() {
         };
         assert_eq!(round_trip(&clustered), clustered);
     }
+    let retried = Outcome {
+        attempt: Some(Attempt { number: 2, of: 4 }),
+        ..ran()
+    };
+    assert_eq!(round_trip(&retried), retried);
 }
 
 #[test]

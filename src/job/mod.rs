@@ -110,6 +110,11 @@ pub struct ChildSetup {
     pub notify: Notify,
     /// In a job child: whether its entry's previous run failed (`RunFacts::previous_failed`).
     pub previous_failed: bool,
+    /// In a job child: its run's `CRON_RETRY` plan (`RunFacts::retry`).
+    pub retry: Option<crate::history::retry::Plan>,
+    /// In a job child: its job failed and its slot tries again (`crate::history::retry`), so
+    /// this run notifies nobody.
+    pub retried: bool,
     /// The helper that sends `CRON_PING` and `CRON_WEBHOOK` requests; `None`: none are sent.
     pub notifier: Option<notify::Notifier>,
     /// In a job child whose entry sets `CRON_PING` or `CRON_WEBHOOK`: the run's id and record.
@@ -171,6 +176,9 @@ impl ChildSetup {
 
     /// The entry's notification policy: its `CRON_NOTIFY`, else the daemon's `--notify`.
     fn notify_policy(&self, spec: &JobSpec) -> Notify {
+        if self.retried {
+            return Notify::Never;
+        }
         spec.env().policy().notify.unwrap_or(self.notify)
     }
 
@@ -272,6 +280,7 @@ fn run_child(
             .map(|sink| Recorder::new(sink, spec, facts)),
         run_id: Some(facts.id.clone()),
         previous_failed: facts.previous_failed,
+        retry: facts.retry,
         notice: notice_of(spec, setup, facts),
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
@@ -387,6 +396,9 @@ fn run_job_with(
     };
     // What the shell and its processes used, before the MTA (a child too) adds its own.
     let usage = process::children_usage();
+    // A failure that its slot tries again notifies nobody: the slot's last attempt does.
+    let quiet = retried_setup(setup, &finished);
+    let setup = quiet.as_ref().unwrap_or(setup);
     let mail = report(spec, setup, &prepared, &finished);
     let end = match finished.exit {
         JobExit::Signaled { signal, .. } => End::Signaled(signal),
@@ -431,6 +443,17 @@ fn run_job_with(
         record_and_notify(spec, setup, &prepared, run);
     }
     child_exit_code(succeeded, timed_out)
+}
+
+/// This child's setup when its job failed and its slot tries again (`CRON_RETRY`): it
+/// notifies nobody. `None` for any other run.
+fn retried_setup(setup: &ChildSetup, finished: &Finished) -> Option<ChildSetup> {
+    let verdict = Verdict::of_run(history_end(finished.exit), finished.timed_out.is_some());
+    let said = crate::history::retry::notifying(setup.retry.as_ref(), verdict, record::now_ms());
+    (verdict == Verdict::Failed && said == Verdict::Silent).then(|| ChildSetup {
+        retried: true,
+        ..setup.clone()
+    })
 }
 
 /// The run's outcome, to the history (`--history`) and to its requests (`CRON_PING`,
@@ -637,6 +660,13 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             }
         }
     }
+    log_end(spec, setup, ended, shell_pid);
+    mailed
+}
+
+/// END (the JSON log: always, with the status and the duration) and, with `-s`, CMDEND.
+fn log_end(spec: &JobSpec, setup: &ChildSetup, ended: JobFields, shell_pid: u32) {
+    let log = setup.log;
     // The JSON log always has the end, with the status and the duration: one object per run
     // that a collector can count.
     let mask = if log.is_json() {
@@ -656,7 +686,6 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
             &messages::cmdend_line(spec.user(), spec.command()),
         );
     }
-    mailed
 }
 
 /// How the shell ended, as the run's record says it.

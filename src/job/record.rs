@@ -44,6 +44,9 @@ pub struct RunFacts {
     /// The entry's last run that said something of the job failed, as the daemon remembers it
     /// (`CRON_NOTIFY=change`); `false` when it knows none (since its start, or its load).
     pub previous_failed: bool,
+    /// For an entry with `CRON_RETRY` (a scheduled run): which attempt of its slot this is, and
+    /// whether a failure is retried (`crate::history::retry`).
+    pub retry: Option<crate::history::retry::Plan>,
 }
 
 /// One run's recorder, in its job child.
@@ -68,7 +71,7 @@ pub(super) struct RunEnd {
     pub mail: Mail,
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -87,6 +90,7 @@ pub fn blank(spec: &JobSpec, facts: &RunFacts, host: &str) -> Outcome {
         host: host.to_string(),
         at_ms: 0,
         cluster: facts.cluster.clone(),
+        attempt: facts.retry.map(|plan| plan.attempt),
         result: Result::NotRun {
             reason: Reason::NotStarted,
             words: String::new(),

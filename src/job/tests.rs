@@ -43,6 +43,8 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         run_id: None,
         notify: crate::crontab::policy::Notify::Always,
         previous_failed: false,
+        retry: None,
+        retried: false,
         notifier: None,
         notice: None,
         output: OutputTo::Syslog,

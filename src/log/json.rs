@@ -75,6 +75,8 @@ pub const EVENTS: &[&str] = &[
     "SKIP",
     "WAIT",
     "LATE",
+    "RETRY",
+    "RETRY DROPPED",
     "FORK FAILED",
     "RUN",
     "PAUSE",

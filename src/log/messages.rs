@@ -238,6 +238,28 @@ pub fn late_line(user: &[u8], command: &[u8], due: &str, late: &str) -> LogLine 
     ))
 }
 
+/// `CRON_RETRY`: `(user) RETRY (command) attempt 2/3 at HH:MM:SS, after a failure`.
+pub fn retry_line(user: &[u8], command: &[u8], attempt: &str, at: &str) -> LogLine {
+    LogLine::new(user, "RETRY", printable(command)).with_note(format!(
+        "attempt {attempt} at {at}, after a failure (CRON_RETRY)"
+    ))
+}
+
+/// `CRON_RETRY`: a retry that would start at or after its entry's next run: `(user) RETRY
+/// DROPPED (command) attempt 2/3 would start at HH:MM:SS, at or after the next run at HH:MM`.
+pub fn retry_dropped_line(
+    user: &[u8],
+    command: &[u8],
+    attempt: &str,
+    at: &str,
+    next: &str,
+) -> LogLine {
+    LogLine::new(user, "RETRY DROPPED", printable(command)).with_note(format!(
+        "attempt {attempt} would start at {at}, at or after the entry's next run at {next}: \
+         not started (CRON_RETRY)"
+    ))
+}
+
 /// A run whose start failed (no process could be made for it) until its entry's next run
 /// came: `(user) FORK FAILED (command) due at HH:MM, no process for it in 61 tries until
 /// HH:MM: not started, its next run takes its place`.

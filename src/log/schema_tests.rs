@@ -57,6 +57,14 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
             m::late_line(b"alice", b"sleep 99", "10:00", "2m10s"),
         ),
         (
+            "retry_line",
+            m::retry_line(b"alice", b"false", "2/3", "10:00:31"),
+        ),
+        (
+            "retry_dropped_line",
+            m::retry_dropped_line(b"alice", b"false", "2/3", "10:01:05", "10:01"),
+        ),
+        (
             "fork_given_up_line",
             m::fork_given_up_line(b"alice", b"sleep 99", "10:00", 61, "10:01"),
         ),

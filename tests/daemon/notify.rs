@@ -136,3 +136,63 @@ fn root_cron_ping_pings_the_start_and_the_exit_status_as_the_job_and_failure_ski
     let rid = |line: &str| line.split("rid=").nth(1).unwrap().to_string();
     assert_eq!(rid(&seen[0]), rid(&seen[1]), "one run, one rid");
 }
+
+#[test]
+fn root_cron_retry_runs_a_failed_job_again_as_the_same_slot_and_mails_only_its_last_attempt() {
+    let user = mail_user();
+    let tree = Tree::new();
+    // The job fails the first time (it leaves a marker) and succeeds the second.
+    let dir = tree.path().join("out").join("retry");
+    std::fs::create_dir(&dir).unwrap();
+    crate::support::daemon::chown(&dir, &user.name);
+    let marker = dir.join("marker");
+    let script = format!(
+        "if [ -e {m} ]; then echo second; else touch {m}; echo first; exit 1; fi",
+        m = marker.display()
+    );
+    install(
+        &tree,
+        &user,
+        &format!("CRON_RETRY=2\nCRON_RETRY_DELAY=1\n0 10 * * * {script}\n"),
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 2, 30);
+    let log = crond.log_text();
+    assert_eq!(log.matches(") RETRY (").count(), 1, "{log}");
+    assert!(log.contains("attempt 2/3 at 10:00:0"), "{log}");
+    // One mail: the second attempt's, which succeeded; the failed first one's output is in
+    // the history only.
+    let mails = user.wait_for_mail(1);
+    user.assert_no_more_than(1);
+    assert_eq!(mails[0].body, b"second\n");
+    let socket = crate::control::socket_of(&tree);
+    let rows = crate::history::history(None, &socket, &[], 2);
+    let field = |row: &serde_json::Value, name: &str| row[name].clone();
+    // Newest first: attempt 2 (ok), then attempt 1 (exit 1), one slot, 10:00.
+    let attempts: Vec<(i64, i64, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                field(r, "attempt").as_i64().unwrap(),
+                field(r, "attempts").as_i64().unwrap(),
+                field(r, "status").as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(attempts, [(2, 3, "ok".into()), (1, 3, "exit 1".into())]);
+    assert_eq!(field(&rows[0], "slot"), field(&rows[1], "slot"));
+    assert_eq!(field(&rows[0], "entry"), field(&rows[1], "entry"));
+    assert!(
+        field(&rows[0], "slot")
+            .as_str()
+            .unwrap()
+            .contains("T10:00:00"),
+        "{rows:#?}"
+    );
+    for row in &rows {
+        assert_eq!(field(row, "trigger"), "schedule");
+    }
+    let table = crate::control::stdout(&crate::control::cronctl(None, &socket, &["history"]));
+    assert!(table.contains("ok (attempt 2/3)"), "{table}");
+    assert!(table.contains("exit 1 (attempt 1/3)"), "{table}");
+}

@@ -406,6 +406,7 @@ mod tests {
                     entry: EntryKey(0xfeed),
                     minute: Some(minute),
                 }),
+                attempt: None,
                 result,
             },
         }

@@ -151,6 +151,7 @@ mod tests {
             host: "h".into(),
             at_ms: 1_000,
             cluster: None,
+            attempt: None,
             result,
         }
     }

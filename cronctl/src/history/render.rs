@@ -346,6 +346,15 @@ pub(crate) fn gap_line(g: &Gap) -> String {
 /// What became of the slot: `ok`, `exit 3`, `SIGKILL`, `timeout`, `not run: overlap` (with
 /// the words after it in the wide table).
 fn result(o: &Outcome, wide: bool) -> String {
+    let said = said(o, wide);
+    match o.attempt {
+        Some(a) => format!("{said} (attempt {}/{})", a.number, a.of),
+        None => said,
+    }
+}
+
+/// What [`result`] says of the run or slot itself.
+fn said(o: &Outcome, wide: bool) -> String {
     match &o.result {
         Slot::NotRun { reason, words } if wide && !words.is_empty() => {
             format!(
@@ -552,6 +561,10 @@ fn json_run(s: &Stored, zone: &Zone) -> String {
     number(&mut out, "owner_uid", o.owner_uid.map(i64::from));
     text(&mut out, "command", &o.command);
     text(&mut out, "trigger", o.trigger.code());
+    if let Some(a) = o.attempt {
+        number(&mut out, "attempt", Some(i64::from(a.number)));
+        number(&mut out, "attempts", Some(i64::from(a.of)));
+    }
     optional_text(
         &mut out,
         "slot",

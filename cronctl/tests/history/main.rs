@@ -163,6 +163,7 @@ pub fn outcome(entry: &str, user: &str, owner: Option<u32>, at_ms: i64, head: Ve
         host: "test-host".into(),
         at_ms: base_ms() + at_ms,
         cluster: None,
+        attempt: None,
         result: Slot::Ran(Ran {
             ended_ms: base_ms() + at_ms + 10,
             end: End::Exited(0),

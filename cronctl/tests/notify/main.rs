@@ -93,6 +93,7 @@ fn ran(end: End, output: &[u8]) -> Outcome {
         host: "web1".into(),
         at_ms: 1_790_000_000_000,
         cluster: None,
+        attempt: None,
         result: Slot::Ran(Ran {
             ended_ms: 1_790_000_001_000,
             end,

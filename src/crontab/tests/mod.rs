@@ -246,6 +246,26 @@ fn random_delay_is_read_in_minutes_and_a_bad_value_is_an_error() {
 }
 
 #[test]
+fn cron_retry_and_its_delay_apply_below_them_and_a_bad_value_is_an_error_at_its_column() {
+    let tab = user(concat!(
+        "CRON_RETRY=2\nCRON_RETRY_DELAY=5s\n0 1 * * * retried\n",
+        "CRON_RETRY=11\nCRON_RETRY_DELAY = 2h\n0 2 * * * kept\n",
+        "CRON_RETRY=0\n0 3 * * * not retried\n",
+    ));
+    assert_eq!(
+        shown(&tab.errors),
+        [
+            "tab:4:12: CRON_RETRY must be a number of retries from 0 to 10, not '11'",
+            "tab:5:20: CRON_RETRY_DELAY must be a duration from 1s to 1h (e.g. 30s, 2m), not '2h'",
+        ]
+    );
+    let retries: Vec<(u8, u16)> = (tab.entries.iter())
+        .map(|e| (e.env.policy().retries, e.env.policy().retry_delay()))
+        .collect();
+    assert_eq!(retries, [(2, 5), (2, 5), (0, 5)]);
+}
+
+#[test]
 fn the_extensions_variables_apply_below_them_and_a_bad_value_is_an_error_at_its_column() {
     use crate::crontab::policy::{Missed, Overlap};
     let tab = user(concat!(

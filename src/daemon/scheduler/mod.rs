@@ -9,6 +9,7 @@
 
 pub(super) mod missed;
 pub(super) mod paused;
+mod retry;
 mod running;
 mod slots;
 
@@ -87,7 +88,8 @@ pub(super) struct Scheduler {
     /// Each running job child's run, whether it was its entry's first since the load, and its
     /// entry's id (what the metrics label its end with): a child that exits `job::NOT_STARTED`
     /// gives its run back (bounded by the running children).
-    in_flight: HashMap<Pid, (Run, bool, String)>,
+    /// A run with `CRON_RETRY` carries its slot's retry plan.
+    in_flight: HashMap<Pid, (Run, bool, String, Option<slots::Retrying>)>,
     /// The entries' ids and the catch-ups queued, for the runs' records.
     slots: slots::Slots,
     /// The due minute and start time of each run waiting for its entry's running one
@@ -404,6 +406,10 @@ impl Scheduler {
         if !job.env().policy().clustered || self.cycle.every_seconds(entry).is_some() {
             return None;
         }
+        if self.is_retry(run) {
+            // The host that holds the slot's claim runs its retries, without a second claim.
+            return None;
+        }
         let (schedule, zone, _, _) = self.cycle.get(entry)?;
         Some(entry_key(
             schedule,
@@ -447,7 +453,10 @@ impl Scheduler {
         now_ms: i64,
         fx: &mut dyn Effects,
     ) -> Launched {
-        if self.held_paused(&run, now_ms, fx) || self.too_late(&run, now_ms, fx) {
+        if self.held_paused(&run, now_ms, fx)
+            || self.retry_past_its_slot(&run, now_ms, fx)
+            || self.too_late(&run, now_ms, fx)
+        {
             return Launched::Skipped;
         }
         if let Some(held) = self.admit(&run, now_ms, fx) {
@@ -489,12 +498,13 @@ impl Scheduler {
                     true => format!("its run of {since} is still running, and another waits"),
                     false => format!("its run of {since} is still running (CRON_OVERLAP)"),
                 };
-                let outcome = self.slots.not_run(
+                let mut outcome = self.slots.not_run(
                     (entry, job, named),
                     (facts.trigger, facts.slot),
                     (Reason::Overlap, words),
                     now_ms,
                 );
+                outcome.attempt = facts.retry.map(|plan| plan.attempt);
                 self.record(entry, outcome, fx);
                 let line = messages::skip_line(job.user(), job.command(), &since, also_waiting);
                 (line, Launched::Skipped)
@@ -530,15 +540,27 @@ impl Scheduler {
         let first = self.running.first_since_load(entry);
         self.slots.name_pending(&run.job.job.owner.tab, &self.cycle);
         let named = slots::named_in(&self.cycle, entry);
+        let queued = self.slots.retry_of(entry.filter(|_| !manual), run.due);
         let mut facts = self
             .slots
             .facts((entry, &run.job.job, named), run.due, manual);
         facts.previous_failed = entry.is_some_and(|e| self.last_failed(e));
+        let retrying = self.attempt_of(run, &facts, queued);
+        if let Some(r) = retrying {
+            // A retry's notification looks past the attempts before it, to the slot before.
+            facts.previous_failed = r.previous_failed.unwrap_or(facts.previous_failed);
+            facts.retry = Some(r.plan);
+        }
+        let retrying = retrying.map(|r| slots::Retrying {
+            previous_failed: Some(facts.previous_failed),
+            ..r
+        });
         match fx.start(&run.job.job, first, report, &facts) {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
-                self.in_flight.insert(pid, (run.clone(), first, facts.id));
+                self.in_flight
+                    .insert(pid, (run.clone(), first, facts.id, retrying));
                 Some(pid)
             }
             Err(e) => {
@@ -583,7 +605,7 @@ impl Scheduler {
         };
         let launched = self.in_flight.remove(&pid);
         if exit == Exit::Code(crate::job::NOT_STARTED) {
-            if let Some((run, first, _)) = launched {
+            if let Some((run, first, _, _)) = launched {
                 self.not_started(run, first, now.as_millisecond(), fx);
                 // A run that waited for this one (CRON_OVERLAP=queue) goes on waiting: the
                 // one put back starts first and it follows, with its own minute and time.
@@ -607,7 +629,7 @@ impl Scheduler {
         // The metrics label the entry with the id its run was recorded under; an entry removed
         // while its job ran has no series (its key never names another entry).
         let named = (ended.entry.filter(|&e| self.cycle.get(e).is_some()))
-            .zip(launched.as_ref().map(|(_, _, id)| id.as_str()));
+            .zip(launched.as_ref().map(|(_, _, id, _)| id.as_str()));
         self.metrics
             .ended(named, outcome, duration_ms, now.as_second());
         match &said {
@@ -615,6 +637,7 @@ impl Scheduler {
             Some(Said::Ended { end, .. }) => self.metrics.set_status(named, end.status()),
             Some(Said::Started { .. }) | None => {}
         }
+        let attempt_ended = retry::Ended::of(exit, ended.started_ms, said.as_ref());
         // Only for an entry still loaded: a removed one's record would stay for good.
         if let Some(entry) = ended.entry.filter(|&e| self.cycle.get(e).is_some()) {
             let last = LastRun {
@@ -624,6 +647,9 @@ impl Scheduler {
                 said,
             };
             self.remember(entry, last);
+        }
+        if let Some((run, _, _, Some(retrying))) = &launched {
+            self.retry_after(run, *retrying, attempt_ended, now_ms, fx);
         }
         match ended.waiting.filter(|_| !self.stopped) {
             Some(waiting) => self.start_waiting(ended.entry, waiting, now, fx),
@@ -1320,7 +1346,7 @@ mod tests {
     const STATE: &str = "/var/lib/crond";
 
     /// A scheduler at `clock`'s time in UTC, with alice's crontab `text` applied.
-    fn scheduler(clock: &FakeClock, text: &str, fx: &mut Recorded) -> Scheduler {
+    pub(super) fn scheduler(clock: &FakeClock, text: &str, fx: &mut Recorded) -> Scheduler {
         let mut s = Scheduler::new(clock.now(), Zone::utc(), STATE.into());
         let ids = s.apply(change_of(text), clock.now().as_millisecond(), fx);
         assert_eq!(ids.len(), s.len());
@@ -1356,12 +1382,16 @@ mod tests {
 
     /// The minute boundary as the reactor runs it: the minute, then every run that comes up
     /// handed to the launch path. Returns what each launch did.
-    fn minute(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
+    pub(super) fn minute(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
         s.on_minute(clock.now(), Wake::Timer, fx);
         start_due(s, clock, fx)
     }
 
-    fn start_due(s: &mut Scheduler, clock: &FakeClock, fx: &mut Recorded) -> Vec<Launched> {
+    pub(super) fn start_due(
+        s: &mut Scheduler,
+        clock: &FakeClock,
+        fx: &mut Recorded,
+    ) -> Vec<Launched> {
         let now_ms = clock.now().as_millisecond();
         let mut launched = Vec::new();
         while let Some(run) = s.next_to_start(now_ms, fx) {

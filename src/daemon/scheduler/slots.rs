@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::cluster::entry_id::{Identity, LocalId, LocalIds, entry_key};
+use crate::history::retry::Plan;
 use crate::history::{ClusterRun, Outcome, Reason, Result, Trigger};
 use crate::job::JobSpec;
 use crate::job::record::RunFacts;
@@ -26,10 +27,26 @@ pub(super) struct Slots {
     /// host (`CRON_CLUSTER_RERUN=unknown`), by entry and minute, until their start is recorded:
     /// a few at most (an entry's entry goes with it).
     reruns: std::collections::HashSet<(EntryId, UtcMinute)>,
+    /// The retries queued (`CRON_RETRY`), by entry and the minute their queued run names, with
+    /// the slot they try again: one an entry at most (a retry waits for the attempt before it
+    /// to end), removed when it starts or its entry goes.
+    retries: HashMap<(EntryId, UtcMinute), Retrying>,
     /// The files loaded since their ordinals were counted, with their entries in the file's
     /// order: counted when a run of one of them first needs an id, so a load costs no hash of
     /// its entries (8 bytes an entry wait here until then).
     pending: HashMap<std::sync::Arc<str>, Vec<EntryId>>,
+}
+
+/// A retry of a slot (`CRON_RETRY`): its attempt's plan, and the slot's trigger and time as
+/// its first attempt's record gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Retrying {
+    pub(super) plan: Plan,
+    pub(super) trigger: Trigger,
+    pub(super) slot: Option<i64>,
+    /// Whether the entry's run before the slot failed, as its first attempt was told
+    /// (`CRON_NOTIFY=change` reads the slot's verdict against it, not the attempts').
+    pub(super) previous_failed: Option<bool>,
 }
 
 /// The entry's `CRON_ID`, if it has one.
@@ -134,6 +151,17 @@ impl Slots {
         self.ordinals.remove(&id);
         self.catch_ups.remove(&id);
         self.reruns.retain(|(e, _)| *e != id);
+        self.retries.retain(|(e, _), _| *e != id);
+    }
+
+    /// The run of `id` queued as due in `due` is a retry.
+    pub(super) fn retrying(&mut self, id: EntryId, due: UtcMinute, retrying: Retrying) {
+        self.retries.insert((id, due), retrying);
+    }
+
+    /// The retry the run of `entry` due in `due` is, if it is one.
+    pub(super) fn retry_of(&self, entry: Option<EntryId>, due: UtcMinute) -> Option<Retrying> {
+        self.retries.get(&(entry?, due)).copied()
     }
 
     /// The start of `id`'s run of `due` is a second attempt (`CRON_CLUSTER_RERUN=unknown`).
@@ -190,11 +218,17 @@ impl Slots {
         manual: bool,
     ) -> RunFacts {
         let id = self.id(entry, job, named);
-        let (trigger, slot): (Trigger, Option<i64>) = match entry {
-            None => (Trigger::Reboot, None),
-            Some(_) if manual => (Trigger::Manual, None),
-            Some(e) if self.reruns.remove(&(e, due)) => (Trigger::Rerun, Some(due.start_second())),
-            Some(e) => match self.catch_ups.remove(&e) {
+        let retried = entry
+            .filter(|_| !manual)
+            .and_then(|e| self.retries.remove(&(e, due)));
+        let (trigger, slot): (Trigger, Option<i64>) = match (entry, retried) {
+            (None, _) => (Trigger::Reboot, None),
+            (Some(_), _) if manual => (Trigger::Manual, None),
+            (Some(_), Some(r)) => (r.trigger, r.slot),
+            (Some(e), None) if self.reruns.remove(&(e, due)) => {
+                (Trigger::Rerun, Some(due.start_second()))
+            }
+            (Some(e), None) => match self.catch_ups.remove(&e) {
                 Some(missed) => (Trigger::CatchUp, Some(missed.start_second())),
                 None => (Trigger::Schedule, Some(due.start_second())),
             },
@@ -206,6 +240,7 @@ impl Slots {
             slot,
             cluster: cluster_of(named, claimed),
             previous_failed: false,
+            retry: retried.map(|r| r.plan),
         }
     }
 
@@ -229,6 +264,7 @@ impl Slots {
             host: String::new(),
             at_ms: now_ms,
             cluster: cluster_of(named, slot),
+            attempt: None,
             result: Result::NotRun { reason, words },
         }
     }

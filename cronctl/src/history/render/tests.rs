@@ -46,6 +46,7 @@ fn stored(run: i64, at_ms: i64, mut result: Slot) -> Stored {
             host: "web-01.example.org".into(),
             at_ms,
             cluster: None,
+            attempt: None,
             result,
         },
     }
@@ -329,5 +330,45 @@ fn a_cluster_entrys_runs_elsewhere_have_no_number_and_a_note_ends_the_list() {
     assert_eq!(
         lines.last(),
         Some(&r#"{"note":"the cluster database could not be read (refused)"}"#)
+    );
+}
+
+#[test]
+fn the_attempts_of_a_retried_slot_say_which_they_are_in_the_table_and_in_json() {
+    use crond::history::Attempt;
+    let mut first = stored(21, AT, ran(End::Exited(1), 40));
+    first.outcome.attempt = Some(Attempt { number: 1, of: 3 });
+    let mut second = stored(22, AT + 1_040, ran(End::Exited(0), 35));
+    second.outcome.attempt = Some(Attempt { number: 2, of: 3 });
+    second.outcome.slot = first.outcome.slot;
+    let l = Listing {
+        rows: vec![second, first],
+        gaps: Vec::new(),
+        note: None,
+    };
+    let got = text(history(&query(false, false, 1 << 20), &l, &zone()));
+    assert_eq!(
+        got,
+        "OK
+RUN  TIME                 ENTRY         RESULT                TOOK  HOST
+22   2026-12-01 11:00:01  3f2a9c01b7d4  ok (attempt 2/3)      35ms  web-01.example.org
+21   2026-12-01 11:00:00  3f2a9c01b7d4  exit 1 (attempt 1/3)  40ms  web-01.example.org
+
+2 outcomes listed. Pass --wide for more columns.
+"
+    );
+    let json = text(history(&query(true, false, 1 << 20), &l, &zone()));
+    let lines: Vec<&str> = json.lines().skip(1).collect();
+    assert!(
+        lines[0].contains(
+            r#""trigger":"schedule","attempt":2,"attempts":3,"slot":"2026-12-01T11:00:00+01:00""#
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains(r#""attempt":1,"attempts":3"#),
+        "{}",
+        lines[1]
     );
 }

@@ -10,11 +10,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crond::history::{ClusterRun, End, Gap, Mail, Outcome, Ran, Reason, Result as Slot, Trigger};
+use crond::history::{
+    Attempt, ClusterRun, End, Gap, Mail, Outcome, Ran, Reason, Result as Slot, Trigger,
+};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, params};
 
 /// The schema's version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The bytes a row counts for beside its command and output.
 pub const ROW_OVERHEAD: i64 = 200;
@@ -53,7 +55,9 @@ CREATE TABLE IF NOT EXISTS runs(
     size INTEGER NOT NULL,
     cluster TEXT,
     cluster_entry TEXT,
-    cluster_minute INTEGER
+    cluster_minute INTEGER,
+    attempt INTEGER,
+    attempts INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_entry ON runs(entry, at_ms);
 CREATE INDEX IF NOT EXISTS runs_at ON runs(at_ms);
@@ -94,6 +98,12 @@ const TO_VERSION_2: &str = "
 ALTER TABLE runs ADD COLUMN cluster TEXT;
 ALTER TABLE runs ADD COLUMN cluster_entry TEXT;
 ALTER TABLE runs ADD COLUMN cluster_minute INTEGER;
+";
+
+/// What version 2's `runs` lacks: which attempt of its slot a run is (`CRON_RETRY`).
+const TO_VERSION_3: &str = "
+ALTER TABLE runs ADD COLUMN attempt INTEGER;
+ALTER TABLE runs ADD COLUMN attempts INTEGER;
 ";
 
 /// Why the store could not do what it was asked.
@@ -187,6 +197,9 @@ impl Store {
         }
         if version == 1 {
             conn.execute_batch(TO_VERSION_2)?;
+        }
+        if version == 1 || version == 2 {
+            conn.execute_batch(TO_VERSION_3)?;
         }
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))?;
@@ -337,8 +350,9 @@ fn insert_outcome(tx: &Transaction<'_>, o: &Outcome) -> rusqlite::Result<()> {
         "INSERT INTO runs (entry, place, user, owner_uid, command, trigger, slot, host, at_ms, \
          ended_ms, exit, signal, timed_out, user_us, system_us, max_rss_kib, output_bytes, head, \
          tail, mail, mail_words, reason, words, failed, size, cluster, cluster_entry, \
-         cluster_minute) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-         ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+         cluster_minute, attempt, attempts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, \
+         ?28, ?29, ?30)",
     )?;
     let none_ran: Ran = Ran {
         ended_ms: 0,
@@ -397,6 +411,8 @@ fn insert_outcome(tx: &Transaction<'_>, o: &Outcome) -> rusqlite::Result<()> {
         o.cluster.as_ref().map(|c| c.cluster.as_str()),
         o.cluster.as_ref().map(|c| c.entry.to_string()),
         o.cluster.as_ref().and_then(|c| c.minute),
+        o.attempt.map(|a| a.number),
+        o.attempt.map(|a| a.of),
     ])?;
     Ok(())
 }
@@ -492,9 +508,17 @@ fn stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
             host: row.get(8)?,
             at_ms: row.get(9)?,
             cluster: cluster_run(row.get(24)?, row.get(25)?, row.get(26)?),
+            attempt: attempt(row.get(27)?, row.get(28)?),
             result,
         },
     })
+}
+
+/// Which attempt of its slot a run is, from its columns (none when they are not both there or
+/// make no sense).
+fn attempt(number: Option<u8>, of: Option<u8>) -> Option<Attempt> {
+    let (number, of) = (number?, of?);
+    (1..=of).contains(&number).then_some(Attempt { number, of })
 }
 
 /// A cluster entry's identity from its columns (none when they are not all there).
@@ -521,7 +545,7 @@ fn columns(with_output: bool) -> String {
     format!(
         "id, entry, place, user, owner_uid, command, trigger, slot, host, at_ms, ended_ms, exit, \
          signal, timed_out, user_us, system_us, max_rss_kib, output_bytes, mail, mail_words, \
-         reason, words, {output}, cluster, cluster_entry, cluster_minute"
+         reason, words, {output}, cluster, cluster_entry, cluster_minute, attempt, attempts"
     )
 }
 

@@ -22,6 +22,7 @@ pub fn ran(
         host: "h1".into(),
         at_ms,
         cluster: None,
+        attempt: None,
         result: Slot::Ran(Ran {
             ended_ms: at_ms + 2_100,
             end: End::Exited(exit),
@@ -394,7 +395,8 @@ fn a_store_of_the_first_version_gains_the_cluster_columns_and_keeps_its_rows() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN cluster_minute; ALTER TABLE runs DROP COLUMN cluster_entry;
-         ALTER TABLE runs DROP COLUMN cluster; PRAGMA user_version=1;",
+         ALTER TABLE runs DROP COLUMN cluster; ALTER TABLE runs DROP COLUMN attempt;
+         ALTER TABLE runs DROP COLUMN attempts; PRAGMA user_version=1;",
     )
     .unwrap();
     drop(conn);
@@ -431,4 +433,32 @@ fn a_store_of_the_first_version_gains_the_cluster_columns_and_keeps_its_rows() {
         reader.latest_cluster_record("aaaa00000001", ALL).unwrap(),
         None
     );
+}
+
+#[test]
+fn a_store_of_the_second_version_gains_the_attempt_columns_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.db");
+    let old = ran("aaaa00000001", "alice", Some(1000), 1_000_000, 1, 4);
+    Store::open(&path)
+        .unwrap()
+        .insert(&[Item::Outcome(old.clone())])
+        .unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE runs DROP COLUMN attempt; ALTER TABLE runs DROP COLUMN attempts;
+         PRAGMA user_version=2;",
+    )
+    .unwrap();
+    drop(conn);
+    let mut store = Store::open(&path).unwrap();
+    let retried = Outcome {
+        attempt: Some(crond::history::Attempt { number: 2, of: 3 }),
+        ..ran("aaaa00000001", "alice", Some(1000), 1_010_000, 0, 4)
+    };
+    store.insert(&[Item::Outcome(retried.clone())]).unwrap();
+    let reader = Reader::open(&path).unwrap();
+    let listing = reader.history(&every(10), ALL).unwrap();
+    let attempts: Vec<_> = listing.rows.iter().map(|s| s.outcome.attempt).collect();
+    assert_eq!(attempts, [retried.attempt, None]);
 }
