@@ -50,11 +50,45 @@ def stamps_by_host(trees):
     return counts
 
 
-def check(conninfo, trees, hosts):
-    numbers = {}
+FNV_PRIME, WORD = 0x100000001b3, 1 << 64
+
+
+def command_part(command):
+    """The bytes an entry's id hashes last: the command's length (8 bytes, little-endian), then
+    the command (src/cluster/entry_id.rs)."""
+    data = command.encode()
+    return len(data).to_bytes(8, "little") + data
+
+
+def entry_numbers(conninfo, stamp, entries):
+    """Each entry's id -> its number. A host lists at most 512 KiB of entries to the database
+    (crond_entries), about a third of these; the ids of the rest are made here from one listed
+    id: FNV-1a is undone over its command's bytes to the state the other parts leave (the same
+    for every entry: one schedule, no zone, one user), then run forward over each command.
+    Every listed id is checked against the one made."""
+    listed = {}
     for row in load.psql(conninfo, "SELECT DISTINCT entry, command FROM crond_entries").splitlines():
         entry, command = row.split("|", 1)
-        numbers[entry] = int(command.split()[-1])
+        listed[entry] = command
+    some_id, some_command = next(iter(listed.items()))
+    inverse = pow(FNV_PRIME, -1, WORD)
+    state = int(some_id, 16)
+    for b in reversed(command_part(some_command)):
+        state = (state * inverse) % WORD
+        state ^= b
+    numbers = {}
+    for k in range(entries):
+        h = state
+        for b in command_part(f"{stamp} $OUT {k}"):
+            h = ((h ^ b) * FNV_PRIME) % WORD
+        numbers[f"{h:016x}"] = k
+    for entry, command in listed.items():
+        assert numbers.get(entry) == int(command.split()[-1]), (entry, command)
+    return numbers
+
+
+def check(conninfo, trees, hosts, stamp, entries):
+    numbers = entry_numbers(conninfo, stamp, entries)
     rows = load.psql(conninfo, "SELECT entry, host, started IS NOT NULL, "
                                "coalesce(reason, '') FROM crond_runs").splitlines()
     owed = Counter()  # (host, number) -> slots that host started
@@ -137,7 +171,7 @@ def main():
             d.terminate()
         for d in daemons:
             d.wait()
-        r = check(conninfo, trees, a.hosts)
+        r = check(conninfo, trees, a.hosts, stamp, a.entries)
         print(f"\n{a.hosts} hosts, {a.entries} cluster entries every minute, {a.minutes} minutes "
               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
               f"seed {seed})")
