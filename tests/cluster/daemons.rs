@@ -47,6 +47,16 @@ fn fake_now(base: Instant) -> String {
     fake_since(START, base)
 }
 
+/// The daemon tests of this file run one at a time: each runs daemons whose clocks go 10 times
+/// as fast as the real one (their helper's 6 s deadlines are 0.6 s real), a PostgreSQL server
+/// or two, and hundreds of jobs; two of them together on a 2-core machine starve each other's
+/// helpers past those deadlines. A test that failed leaves the lock to the next one.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The fake clock of a daemon started at `start` when `base` was now.
 fn fake_since(start: &str, base: Instant) -> String {
     let start = jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", start).expect("start");
@@ -242,6 +252,7 @@ fn shared_out() -> tempfile::TempDir {
 #[test]
 fn three_hosts_run_each_of_a_thousand_slots_once_through_kills_and_a_database_restart() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -427,6 +438,7 @@ fn history_json(tree: &Tree, args: &[&str]) -> Vec<serde_json::Value> {
 #[test]
 fn each_host_lists_every_hosts_runs_of_a_cluster_entry_in_one_history() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let crontab = "CRON_CLUSTER=web\n* * * * * echo out; exit 3\n";
     let mut hosts: Vec<Host> = ["node-1", "node-2"]
@@ -524,6 +536,7 @@ fn each_host_lists_every_hosts_runs_of_a_cluster_entry_in_one_history() {
 #[test]
 fn a_run_whose_host_died_while_it_ran_has_an_unknown_outcome_in_the_others_history() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let crontab = "CRON_CLUSTER=web\n1 10 * * * sleep 30\n";
     let mut hosts: Vec<Host> = ["node-1", "node-2"]
@@ -601,6 +614,7 @@ fn cronctl(pg: &PgServer, args: &[&str]) -> String {
 #[test]
 fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let (a, b) = (out.path().join("a"), out.path().join("b"));
@@ -700,6 +714,7 @@ fn a_paused_entry_runs_on_no_host_until_resumed_and_cronctl_shows_it_all() {
 #[test]
 fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let out = shared_out();
     let (c, l) = (out.path().join("clustered"), out.path().join("local"));
     let crontab = format!(
@@ -792,6 +807,7 @@ fn without_the_database_a_cluster_run_does_not_start_and_local_entries_do() {
 #[test]
 fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -824,6 +840,7 @@ fn a_claim_whose_host_died_before_starting_it_is_taken_over() {
 #[test]
 fn a_host_stopped_while_its_forks_fail_gives_its_started_runs_back_and_the_other_runs_them_once() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     assert!(
         ForkLimit::pids_cgroup_root().is_some(),
         "this test needs a pids cgroup (cgroup v1's pids, or v2 with pids enabled)"
@@ -907,6 +924,7 @@ fn run_counts(ran: &Path) -> BTreeMap<u32, u32> {
 #[test]
 fn a_rolling_restart_of_three_hosts_runs_every_slot_once() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -959,6 +977,7 @@ fn a_rolling_restart_of_three_hosts_runs_every_slot_once() {
 #[test]
 fn a_host_frozen_past_its_lease_starts_nothing_twice_and_every_slot_has_an_outcome() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -1035,6 +1054,7 @@ fn clock_lines(log: &str) -> Vec<&str> {
 #[test]
 fn a_host_whose_clock_is_off_the_databases_says_so_once_and_one_in_time_says_nothing() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let real = |offset_s: i64| {
         let now = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(offset_s);
@@ -1090,6 +1110,7 @@ fn a_host_whose_clock_is_off_the_databases_says_so_once_and_one_in_time_says_not
 #[test]
 fn hosts_twenty_seconds_apart_run_each_slot_once_and_miss_no_minute() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -1213,6 +1234,7 @@ impl Partition {
 #[test]
 fn a_host_cut_off_from_the_database_claims_nothing_and_the_other_runs_its_share_once() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -1325,6 +1347,7 @@ fn with_descendants(pid: u32) -> Vec<u32> {
 #[test]
 fn a_run_whose_host_died_is_started_again_elsewhere_only_with_cluster_rerun_unknown() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let ran = out.path().join("ran");
@@ -1467,6 +1490,7 @@ fn assert_each_once(got: &[Vec<usize>], n: usize) {
 #[test]
 fn two_hosts_share_a_minutes_runs_and_each_runs_once() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let n = 300;
@@ -1500,6 +1524,7 @@ fn two_hosts_share_a_minutes_runs_and_each_runs_once() {
 #[test]
 fn a_host_that_stops_claiming_has_its_share_run_by_the_other_once() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let n = 60;
@@ -1535,6 +1560,7 @@ fn a_host_that_stops_claiming_has_its_share_run_by_the_other_once() {
 #[test]
 fn a_database_that_answers_slowly_delays_the_runs_and_loses_none() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let out = shared_out();
     let n = 20;
@@ -1563,6 +1589,7 @@ fn a_database_that_answers_slowly_delays_the_runs_and_loses_none() {
 #[test]
 fn a_line_the_helper_should_never_send_is_skipped_and_the_other_runs_start() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let out = shared_out();
     let ran = out.path().join("ran");
     // A helper that first sends a line past the protocol's bound, then one that does not
@@ -1624,6 +1651,7 @@ fn wait_for_lines(path: &Path, n: usize, secs: u64) -> String {
 #[test]
 fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     cronctl(&pg, &["paused"]); // makes the tables
     // e1: 20 runs three hours ago and older; e2: 20 runs within the last hour; e3: one run of
@@ -1679,6 +1707,7 @@ fn cluster_history_is_pruned_by_age_and_by_runs_per_entry() {
 #[test]
 fn the_helper_makes_its_hosts_rows_the_daemons_last_list_of_entries() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let mut helper = Command::new(cronctl_bin())
         .args(["helper", "--db", &pg.conninfo(), "--host", "h1"])
@@ -1740,6 +1769,7 @@ fn slots_ran(ran: &Path) -> Vec<u32> {
 #[test]
 fn the_helper_keeps_claiming_when_the_server_ends_its_idle_sessions() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     // Every session idle for 50 ms (real time) is ended by the server: the helper's between
     // two of its calls (with a 5 s lease it renews every 5/3 fake seconds, 170 ms real).
@@ -1776,6 +1806,7 @@ fn the_helper_keeps_claiming_when_the_server_ends_its_idle_sessions() {
 #[test]
 fn two_hosts_claim_through_pgbouncer_in_transaction_mode_sharing_one_server_connection() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     // pgbouncer passes no startup options: the role carries the statement timeout instead.
     pg.psql("ALTER ROLE crond_test SET statement_timeout = '5s'");
@@ -1903,6 +1934,7 @@ fn wait_for_value(pg: &PgServer, sql: &str, want: &str, secs: u64) {
 #[test]
 fn cronctl_shows_each_entry_where_it_is_written_and_pause_names_what_it_paused() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     // A name of fixed length, so that the scrubbed tables keep their columns.
     let out = tempfile::Builder::new()
@@ -1989,6 +2021,7 @@ fn as_user(user: &str, program: &str) -> Command {
 #[test]
 fn a_crontab_daemons_claims_carry_the_id_cronnext_prints_as_the_daemons_user() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     let user = TestUser::create("cl", &[]);
     let tree = Tree::new();
@@ -2176,6 +2209,7 @@ fn two_hosts_with_numbered_runs(
 #[test]
 fn a_database_restart_while_a_minutes_runs_are_claimed_runs_none_twice_and_loses_none_unsaid() {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let pg = PgServer::start();
     // The server's default (the fixture turns it off for speed): a commit the server
     // acknowledged survives the immediate stop below.
@@ -2210,6 +2244,7 @@ fn a_database_restart_while_a_minutes_runs_are_claimed_runs_none_twice_and_loses
 /// standby. What became of the runs, counted on the promoted standby.
 fn failover(synchronous: bool) -> Tally {
     require_root();
+    let _one_at_a_time = one_at_a_time();
     let primary = PgServer::start();
     let standby = PgServer::start_standby_of(&primary);
     if synchronous {
