@@ -1402,6 +1402,18 @@ fn a_run_whose_host_died_is_started_again_elsewhere_only_with_cluster_rerun_unkn
         "0",
         30,
     );
+    // The runs are ended `unknown` first and taken again at a later look: wait until no
+    // unknown first attempt of an entry to run again is left, then for the second attempts to
+    // end and be recorded.
+    wait_for_value(
+        &pg,
+        "SELECT count(*) FROM crond_runs r
+         WHERE r.reason = 'unknown' AND r.attempt = 1
+           AND EXISTS (SELECT 1 FROM crond_entries e
+               WHERE (e.cluster, e.owner, e.entry) = (r.cluster, r.owner, r.entry) AND e.rerun)",
+        "0",
+        30,
+    );
     wait_for_value(
         &pg,
         "SELECT count(*) FROM crond_runs WHERE attempt = 2 AND trigger IS NULL",
