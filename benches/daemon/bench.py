@@ -11,10 +11,15 @@
    zone from /etc/localtime (a wake and a stat of the zone file every minute), once with -i (a
    wake and an mtime check every minute).
 
-3. --pam-cost N: only N jobs through the shipped PAM service (etc/pam.d/cron with this machine's
+3. --notify N: bursts of N jobs (shipped PAM) in turn without and with `CRON_NOTIFY=failure`
+   at the top of the file (no job fails), twice; then bursts of N without and with `CRON_PING`
+   (its start and its success pinged) to an HTTP server on loopback that this script runs, with the pings it received and the
+   daemon's CPU (schedstat) from its start to the end of the burst.
+
+4. --pam-cost N: only N jobs through the shipped PAM service (etc/pam.d/cron with this machine's
    common-* files), then N with --no-pam; the job children's CPU per job says what PAM costs.
 
-4. --memory: only the sizes and the load and reload costs, in real time (no waiting): RSS and
+5. --memory: only the sizes and the load and reload costs, in real time (no waiting): RSS and
    peak (VmHWM) after loading 1,000 entries (one user crontab) and 100,000 (one /etc/cron.d
    file), the daemon's CPU to start and load the 100,000, and its CPU to reload after one line
    of that file changed (from /proc/PID/schedstat, in ns).
@@ -127,10 +132,41 @@ def recorded(store):
     return int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip() else -1
 
 
-def burst(n, pam=None, history="off"):
+def ping_server():
+    """An HTTP server on loopback in a thread that answers 200 and counts the requests: (port,
+    a function giving the count)."""
+    import http.server
+    import threading
+    seen = [0]
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            with lock:
+                seen[0] += 1
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1], lambda: seen[0]
+
+
+def burst(n, pam=None, history="off", head="", pings=None):
     """pam: None (the daemon's default: /etc/pam.d/cron), "shipped" (etc/pam.d/cron through
     --pam-dir) or "off" (--no-pam); history: "off" (--history off) or "on" (a store in the
-    tree, written by $CRONCTL)."""
+    tree, written by $CRONCTL); head: lines at the top of the file (variables); pings: the
+    count function of the server the head's CRON_PING names."""
     d = tree()
     args = []
     if pam == "shipped":
@@ -150,7 +186,8 @@ def burst(n, pam=None, history="off"):
         boundary += 60
     # Every entry is due at the boundary's minute (UTC).
     minute, hour = time.gmtime(boundary).tm_min, time.gmtime(boundary).tm_hour
-    write_cron_d(d, [f"{minute} {hour} * * * root date +\\%s.\\%N >> {starts}\n" for _ in range(n)])
+    write_cron_d(d, [head] + [f"{minute} {hour} * * * root date +\\%s.\\%N >> {starts}\n"
+                              for _ in range(n)])
     time.sleep(max(0, boundary - 5 - time.time()))
     p = start(d, args=args)
     wait_log(d, "entries loaded")
@@ -178,18 +215,28 @@ def burst(n, pam=None, history="off"):
         lag = (f"; all {recorded(store)} recorded {time.time() - times[-1]:.1f} s after "
                f"the last start")
     time.sleep(2)  # the last job children exit and are reaped
+    if pings:
+        # Each run sends two (its start and its success; the default policy is `always`),
+        # from helpers that do not hold the job up.
+        while pings() < 2 * len(times) and time.time() < times[-1] + 60:
+            time.sleep(0.2)
+        lag += f"; {pings()} pings received"
     child_ms = children_cpu_ms(p.pid)
+    daemon_ms = cpu_ns(p.pid) / 1e6
     p.send_signal(signal.SIGTERM)
     p.wait()
     with open(os.path.join(d, "log")) as f:
         postponed = [l for l in f if "not started last minute" in l]
     label = {None: "", "shipped": " (PAM: etc/pam.d/cron)", "off": " (--no-pam)"}[pam]
     label += f" (history {history})"
+    if head:
+        label += " (" + head.strip().replace("\n", "; ") + ")"
     print(f"burst{label}: {n} entries due at {time.strftime('%H:%M', time.gmtime(boundary))} UTC: "
           f"{len(times)} ran; first start +{(times[0] - boundary) * 1000:.1f} ms, "
           f"last start +{(times[-1] - boundary) * 1000:.1f} ms after the boundary; "
           f"postponed-log lines: {len(postponed)}; job children's CPU "
-          f"{child_ms / max(len(times), 1):.2f} ms per job{lag}")
+          f"{child_ms / max(len(times), 1):.2f} ms per job; the daemon's CPU "
+          f"{daemon_ms:.0f} ms{lag}")
     shutil.rmtree(d)
 
 
@@ -275,6 +322,8 @@ def main():
     ap.add_argument("--pam-cost", type=int, metavar="N",
                     help="only: N jobs through the shipped PAM service, then with --no-pam")
     ap.add_argument("--memory", action="store_true", help="only: sizes, load and reload costs")
+    ap.add_argument("--notify", type=int, metavar="N",
+                    help="only: N jobs without and with CRON_NOTIFY=failure, then with CRON_PING")
     ap.add_argument("--history", type=int, metavar="N",
                     help="only: N jobs (shipped PAM) with the history off, then on, in turn")
     args = ap.parse_args()
@@ -285,6 +334,17 @@ def main():
         for _ in range(2):
             burst(args.history, "shipped", "off")
             burst(args.history, "shipped", "on")
+        return
+    if args.notify:
+        for _ in range(2):
+            burst(args.notify, "shipped")
+            burst(args.notify, "shipped", head="CRON_NOTIFY=failure\n")
+        port, count = ping_server()
+        for _ in range(2):
+            seen = count()
+            burst(args.notify, "shipped")
+            head = f"CRON_PING=http://127.0.0.1:{port}/check\n"
+            burst(args.notify, "shipped", head=head, pings=lambda: count() - seen)
         return
     if args.pam_cost:
         burst(args.pam_cost, "shipped")

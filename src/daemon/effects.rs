@@ -62,6 +62,11 @@ pub(super) trait Effects {
     fn not_run(&mut self, run: NotRun);
     /// The runs told not run since the last call.
     fn take_not_run(&mut self) -> Vec<NotRun>;
+    /// A slot of `job` that did not run was recorded (`outcome`): its `CRON_PING` and
+    /// `CRON_WEBHOOK` requests go out, as the job's user, when its policy wants them
+    /// (`previous_failed`: the entry's last run that said something failed), within the
+    /// daemon's bound ([`super::notices`]).
+    fn notify(&mut self, job: &JobSpec, outcome: &history::Outcome, previous_failed: bool);
     /// The outcomes recorded since the last call.
     fn take_records(&mut self) -> Vec<history::Outcome>;
     /// Starts the history writer `program` with `args`, `stdin` its end of the socket: its
@@ -132,6 +137,19 @@ pub(super) trait Effects {
     }
 }
 
+/// The user `job` runs as, looked up as its job child's start looks it up (in `--crontab`
+/// mode, `setup.run_as`), the look kept in `identities`.
+fn look_up<'a>(identities: &'a mut Identities, setup: &ChildSetup, job: &JobSpec) -> &'a Looked {
+    let now = Instant::now();
+    match &setup.run_as {
+        // `--crontab` mode: every job is the daemon's user, looked up once at start.
+        Some(user) => identities.get(&user.name, now, |_| {
+            Looked::Found(Identity::of(user.clone()))
+        }),
+        None => identities.get(job.user(), now, user_lookup::look_up),
+    }
+}
+
 /// The effects carried out: the log, the job children's setup, the timer (which the loop's
 /// poll waits on too), and the users the job children of this second run as (`job::user_lookup`).
 pub(super) struct RealEffects {
@@ -141,6 +159,7 @@ pub(super) struct RealEffects {
     identities: Identities,
     records: Vec<history::Outcome>,
     not_run: Vec<NotRun>,
+    notices: super::notices::Budget,
 }
 
 impl RealEffects {
@@ -152,6 +171,7 @@ impl RealEffects {
             identities: Identities::default(),
             records: Vec::new(),
             not_run: Vec::new(),
+            notices: super::notices::Budget::default(),
         }
     }
 
@@ -173,14 +193,7 @@ impl Effects for RealEffects {
         report: Option<OwnedFd>,
         facts: &RunFacts,
     ) -> io::Result<Pid> {
-        let now = Instant::now();
-        let looked = match &self.setup.run_as {
-            // `--crontab` mode: every job is the daemon's user, looked up once at start.
-            Some(user) => self.identities.get(&user.name, now, |_| {
-                Looked::Found(Identity::of(user.clone()))
-            }),
-            None => self.identities.get(job.user(), now, user_lookup::look_up),
-        };
+        let looked = look_up(&mut self.identities, &self.setup, job);
         crate::job::start(job, &self.setup, looked, first, report, facts)
     }
 
@@ -198,6 +211,31 @@ impl Effects for RealEffects {
 
     fn take_not_run(&mut self) -> Vec<NotRun> {
         std::mem::take(&mut self.not_run)
+    }
+
+    fn notify(&mut self, job: &JobSpec, outcome: &history::Outcome, previous_failed: bool) {
+        if !crate::job::not_run_notifies(job, &self.setup, outcome, previous_failed) {
+            return;
+        }
+        let allowed = self
+            .notices
+            .take(job.user(), outcome.at_ms.div_euclid(1000));
+        if allowed.dropped_before > 0 {
+            let said = format!(
+                "{} not-run slots' requests were not sent last minute: the daemon starts at most \
+                 {} senders a minute, {} for one user",
+                allowed.dropped_before,
+                super::notices::PER_MINUTE,
+                super::notices::PER_USER
+            );
+            self.log.error("CRON", "NOTIFY", &said);
+        }
+        if !allowed.start {
+            return;
+        }
+        if let Looked::Found(identity) = look_up(&mut self.identities, &self.setup, job) {
+            crate::job::send_not_run(job, &self.setup, identity, outcome);
+        }
     }
 
     fn spawn_writer(
@@ -332,6 +370,9 @@ pub(super) struct Recorded {
     pub(super) records: Vec<history::Outcome>,
     pub(super) taken: Vec<history::Outcome>,
     pub(super) not_run: Vec<NotRun>,
+    /// The slots that did not run whose requests were asked for: command, reason, whether the
+    /// entry's last run failed.
+    pub(super) notified: Vec<(String, history::Reason, bool)>,
     /// The history writer's other end, and where job children were last told to record;
     /// with `fail_spawns`, the writer can't be started.
     pub(super) writer: Option<OwnedFd>,
@@ -444,6 +485,13 @@ impl Effects for Recorded {
 
     fn take_not_run(&mut self) -> Vec<NotRun> {
         std::mem::take(&mut self.not_run)
+    }
+
+    fn notify(&mut self, job: &JobSpec, outcome: &history::Outcome, previous_failed: bool) {
+        if let history::Result::NotRun { reason, .. } = &outcome.result {
+            let command = String::from_utf8_lossy(job.command()).into_owned();
+            self.notified.push((command, *reason, previous_failed));
+        }
     }
 
     fn spawn_writer(&mut self, _: &Path, _: &[OsString], stdin: OwnedFd) -> io::Result<u32> {

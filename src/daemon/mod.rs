@@ -15,6 +15,7 @@ mod effects;
 mod handoff;
 mod history;
 mod metrics_server;
+mod notices;
 mod options;
 mod outcomes;
 mod reactor;

@@ -179,6 +179,7 @@ impl Options {
             previous_failed: false,
             retry: None,
             retried: false,
+            started_ms: 0,
             // `cronctl` beside `crond` (else /usr/sbin/cronctl) sends CRON_PING and CRON_WEBHOOK.
             notifier: Some(crate::job::notify::Notifier {
                 program: super::cluster::default_helper(),

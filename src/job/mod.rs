@@ -112,6 +112,8 @@ pub struct ChildSetup {
     pub previous_failed: bool,
     /// In a job child: its run's `CRON_RETRY` plan (`RunFacts::retry`).
     pub retry: Option<crate::history::retry::Plan>,
+    /// In a job child: when the daemon started it (`RunFacts::started_ms`).
+    pub started_ms: i64,
     /// In a job child: its job failed and its slot tries again (`crate::history::retry`), so
     /// this run notifies nobody.
     pub retried: bool,
@@ -189,6 +191,25 @@ impl ChildSetup {
             recorder.not_run(why, &reason, self.log);
         }
         self.tell(Said::NotStarted { why, reason });
+    }
+
+    /// The requests of a job refused before it started (`why`, in `words`), sent as
+    /// `identity`'s user when its entry asks for them and its policy wants this outcome.
+    fn notify_not_started(&self, spec: &JobSpec, identity: &Identity, why: Reason, words: &str) {
+        let Some(notice) = &self.notice else {
+            return;
+        };
+        let outcome = history::Outcome {
+            at_ms: record::now_ms(),
+            result: history::Result::NotRun {
+                reason: why,
+                words: words.to_string(),
+            },
+            ..notice.blank.clone()
+        };
+        if not_run_notifies(spec, self, &outcome, self.previous_failed) {
+            send_not_run(spec, self, identity, &outcome);
+        }
     }
 }
 
@@ -281,6 +302,7 @@ fn run_child(
         run_id: Some(facts.id.clone()),
         previous_failed: facts.previous_failed,
         retry: facts.retry,
+        started_ms: facts.started_ms,
         notice: notice_of(spec, setup, facts),
         log: setup.log.for_job_child(),
         log_mask: if spec.quiet() {
@@ -306,19 +328,20 @@ fn run_child(
 
 /// The run's id and record when its entry asks for requests and a helper can send them.
 fn notice_of(spec: &JobSpec, setup: &ChildSetup, facts: &RunFacts) -> Option<Notice> {
-    let env = spec.env();
-    let asked = [b"CRON_PING".as_slice(), b"CRON_WEBHOOK"]
-        .iter()
-        .any(|name| env.get(name).is_some_and(|v| !v.is_empty()));
-    if !asked || setup.notifier.is_none() {
+    if !notify::asked_by(spec.env()) || setup.notifier.is_none() {
         return None;
     }
     let host = match &setup.history {
         Some(sink) => sink.host.clone(),
         None => String::from_utf8_lossy(&crate::sys::hostname()).into_owned(),
     };
+    // A slot that may be tried again keeps one rid over its attempts.
+    let rid = match (facts.retry, facts.slot) {
+        (Some(_), Some(slot)) => notify::slot_rid(&facts.id, slot, &host),
+        _ => notify::new_rid(),
+    };
     Some(Notice {
-        rid: notify::new_rid(),
+        rid,
         blank: record::blank(spec, facts, &host),
     })
 }
@@ -336,7 +359,11 @@ fn send_notice(
     };
     let policy = setup.notify_policy(spec);
     let wanted = match outcome {
-        None => notify_start_wanted(spec, policy),
+        // A retry's start is not pinged again: its slot's run started at the first attempt.
+        None => {
+            notify_start_wanted(spec, policy)
+                && setup.retry.is_none_or(|plan| plan.attempt.number == 1)
+        }
         Some(o) => policy::wanted_outcome(policy, o, setup.previous_failed),
     };
     if wanted {
@@ -346,6 +373,60 @@ fn send_notice(
         };
         notifier.start(&notice.rid, outcome, who, setup.log);
     }
+}
+
+/// Whether a slot of `spec` that did not run (`outcome`) sends its entry's requests: it asks
+/// for some, a helper can send them, and its `CRON_NOTIFY` (else `--notify`) wants this
+/// outcome; `previous_failed`: the entry's last run that said something failed.
+pub fn not_run_notifies(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    outcome: &history::Outcome,
+    previous_failed: bool,
+) -> bool {
+    setup.notifier.is_some()
+        && notify::asked_by(spec.env())
+        && policy::wanted_outcome(setup.notify_policy(spec), outcome, previous_failed)
+}
+
+/// Starts the helper for a slot of `spec` that did not run, as `identity`'s user with the
+/// job's environment (as a run's would be, without PAM's): from the daemon for a slot it did
+/// not start, from a job child for a job PAM refused. An unknown user has no one to send as.
+pub fn send_not_run(
+    spec: &JobSpec,
+    setup: &ChildSetup,
+    identity: &Identity,
+    outcome: &history::Outcome,
+) {
+    let Some(notifier) = &setup.notifier else {
+        return;
+    };
+    let creds = match &identity.creds {
+        Ok(creds) => creds.as_ref(),
+        Err(e) => {
+            let said = format!(
+                "cannot send as {}: {e}",
+                String::from_utf8_lossy(spec.user())
+            );
+            return setup.log.error("CRON", "NOTIFY", &said);
+        }
+    };
+    let env = environment(
+        &identity.user,
+        spec.env(),
+        setup.inherited_path.as_deref(),
+        &setup.kept_env,
+        Vec::new(),
+    );
+    let mut outcome = outcome.clone();
+    if outcome.host.is_empty() {
+        outcome.host = match &setup.history {
+            Some(sink) => sink.host.clone(),
+            None => String::from_utf8_lossy(&crate::sys::hostname()).into_owned(),
+        };
+    }
+    let who = notify::As { creds, env: &env };
+    notifier.start(&notify::new_rid(), Some(&outcome), who, setup.log);
 }
 
 /// A start is pinged under `always`, to an entry with `CRON_PING`.
@@ -449,7 +530,10 @@ fn run_job_with(
 /// notifies nobody. `None` for any other run.
 fn retried_setup(setup: &ChildSetup, finished: &Finished) -> Option<ChildSetup> {
     let verdict = Verdict::of_run(history_end(finished.exit), finished.timed_out.is_some());
-    let said = crate::history::retry::notifying(setup.retry.as_ref(), verdict, record::now_ms());
+    // Its end as the daemon counts it (`RunFacts::started_ms`): the daemon queues the retry
+    // exactly when this says it is silent.
+    let ended_ms = setup.started_ms + finished.duration_ms as i64;
+    let said = crate::history::retry::notifying(setup.retry.as_ref(), verdict, ended_ms);
     (verdict == Verdict::Failed && said == Verdict::Silent).then(|| ChildSetup {
         retried: true,
         ..setup.clone()

@@ -23,10 +23,11 @@ pub struct Notifier {
     pub program: PathBuf,
 }
 
-/// Whether the environment asks for requests.
-pub fn wanted_by(env: &[(Vec<u8>, Vec<u8>)]) -> bool {
-    env.iter()
-        .any(|(n, v)| (n == b"CRON_PING" || n == b"CRON_WEBHOOK") && !v.is_empty())
+/// Whether a crontab's variables ask for requests (`CRON_PING` or `CRON_WEBHOOK`, not empty).
+pub fn asked_by(env: &crate::crontab::Env) -> bool {
+    [b"CRON_PING".as_slice(), b"CRON_WEBHOOK"]
+        .iter()
+        .any(|name| env.get(name).is_some_and(|v| !v.is_empty()))
 }
 
 /// A run's id as healthchecks.io takes it: a random (version 4) UUID.
@@ -35,6 +36,28 @@ pub fn new_rid() -> String {
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         let _ = std::io::Read::read_exact(&mut f, &mut b);
     }
+    uuid_of(b)
+}
+
+/// The id of every attempt of a slot that may be tried again (`CRON_RETRY`): one UUID made
+/// from the entry's id, the slot (Unix seconds) and the host, so that a health check sees one
+/// run, from the first attempt's start to the end of the one that notifies.
+pub fn slot_rid(entry: &str, slot: i64, host: &str) -> String {
+    use crate::hash::{FNV_OFFSET, fnv1a, mix};
+    let mut h = fnv1a(FNV_OFFSET, b"crond-rid-1");
+    for part in [entry.as_bytes(), &slot.to_le_bytes(), host.as_bytes()] {
+        h = fnv1a(h, &(part.len() as u64).to_le_bytes());
+        h = fnv1a(h, part);
+    }
+    let (high, low) = (mix(h), mix(h ^ 0x5555_5555_5555_5555));
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&high.to_be_bytes());
+    b[8..].copy_from_slice(&low.to_be_bytes());
+    uuid_of(b)
+}
+
+/// `b` written as a version 4 UUID.
+fn uuid_of(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
@@ -101,4 +124,24 @@ fn cut(outcome: &Outcome) -> Outcome {
         ran.head = all.split_off(all.len().saturating_sub(MAX_TAIL));
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slots_attempts_share_one_rid_and_other_slots_entries_and_hosts_do_not() {
+        let rid = slot_rid("3f2a9c41d0e7", 1_796_000_000, "web1");
+        assert_eq!(rid, slot_rid("3f2a9c41d0e7", 1_796_000_000, "web1"));
+        assert_ne!(rid, slot_rid("3f2a9c41d0e7", 1_796_000_060, "web1"));
+        assert_ne!(rid, slot_rid("3f2a9c41d0e8", 1_796_000_000, "web1"));
+        assert_ne!(rid, slot_rid("3f2a9c41d0e7", 1_796_000_000, "web2"));
+        for rid in [rid, new_rid()] {
+            let groups: Vec<usize> = rid.split('-').map(str::len).collect();
+            assert_eq!(groups, [8, 4, 4, 4, 12], "{rid}");
+            assert_eq!(&rid[14..15], "4", "version 4: {rid}");
+            assert!("89ab".contains(&rid[19..20]), "variant: {rid}");
+        }
+    }
 }

@@ -41,6 +41,7 @@ pub(super) fn run_in_session(
             // (stderr in a container, the JSON log) ours names the user and the entry.
             let reason = format!("PAM refused the session: {}", e.message);
             log.line(Level::Error, &refusal(spec, setup, e.message));
+            setup.notify_not_started(spec, identity, crate::history::Reason::Refused, &reason);
             setup.tell_not_started(crate::history::Reason::Refused, reason);
             return 1;
         }

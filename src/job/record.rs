@@ -47,6 +47,10 @@ pub struct RunFacts {
     /// For an entry with `CRON_RETRY` (a scheduled run): which attempt of its slot this is, and
     /// whether a failure is retried (`crate::history::retry`).
     pub retry: Option<crate::history::retry::Plan>,
+    /// When the daemon started the run (epoch ms): an attempt's end is this and the duration
+    /// its job child measured, in the daemon and in the child alike, so both read its
+    /// [`Plan`](crate::history::retry::Plan) the same way.
+    pub started_ms: i64,
 }
 
 /// One run's recorder, in its job child.

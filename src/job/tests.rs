@@ -45,6 +45,7 @@ fn nobodys_touch(dir: &Path) -> (JobSpec, ChildSetup, Identity) {
         previous_failed: false,
         retry: None,
         retried: false,
+        started_ms: 0,
         notifier: None,
         notice: None,
         output: OutputTo::Syslog,

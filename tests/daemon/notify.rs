@@ -138,6 +138,40 @@ fn root_cron_ping_pings_the_start_and_the_exit_status_as_the_job_and_failure_ski
 }
 
 #[test]
+fn root_a_slot_skipped_for_an_overlap_pings_fail_with_its_reason_as_the_user_and_never_sends_none()
+{
+    let user = mail_user();
+    let tree = Tree::new();
+    let (port, seen) = ping_server();
+    // Each run lasts 8 s (80 fake): 10:00's is running at 10:01, whose slot is skipped.
+    install(
+        &tree,
+        &user,
+        &format!(
+            "MAILTO=\"\"\nCRON_OVERLAP=skip\nCRON_NOTIFY=failure\n\
+             CRON_PING=http://127.0.0.1:{port}/o\n* * * * * sleep 8\n\
+             CRON_NOTIFY=never\nCRON_PING=http://127.0.0.1:{port}/n\n* * * * * sleep 8 \n"
+        ),
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) SKIP (sleep 8", user.name), 2, 20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let seen: Vec<String> = seen.lock().unwrap().clone();
+    // The successful 10:00 runs send nothing under either policy; the skipped 10:01 slot
+    // sends its failure under `failure`, with the reason, and nothing under `never`.
+    let [fail] = &seen[..] else {
+        panic!("{seen:?}; the log:\n{}", crond.log_text())
+    };
+    assert!(fail.starts_with("POST /o/fail?rid="), "{fail}");
+    let log = crond.log_text();
+    assert!(!log.contains("NOTIFY"), "{log}");
+}
+
+#[test]
 fn root_cron_retry_runs_a_failed_job_again_as_the_same_slot_and_mails_only_its_last_attempt() {
     let user = mail_user();
     let tree = Tree::new();

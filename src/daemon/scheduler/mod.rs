@@ -238,15 +238,34 @@ impl Scheduler {
         self.record(run.entry, outcome, fx);
     }
 
-    /// Records a slot the daemon did not start, and counts it.
+    /// Records a slot the daemon did not start, and counts it; its entry's requests
+    /// (`CRON_PING`, `CRON_WEBHOOK`) go out as its policy says.
     fn record(
         &mut self,
         entry: Option<EntryId>,
         outcome: crate::history::Outcome,
         fx: &mut dyn Effects,
     ) {
+        self.record_as(entry, outcome, true, fx);
+    }
+
+    /// [`Scheduler::record`]; `notify` false: the slot's requests went out already (its last
+    /// attempt's job child sent them).
+    fn record_as(
+        &mut self,
+        entry: Option<EntryId>,
+        outcome: crate::history::Outcome,
+        notify: bool,
+        fx: &mut dyn Effects,
+    ) {
         if let crate::history::Result::NotRun { reason, words } = &outcome.result {
             let loaded = entry.filter(|&e| self.cycle.get(e).is_some());
+            // Read against the runs before it.
+            if let Some(e) = loaded.filter(|_| notify)
+                && let Some((_, _, job, _)) = self.cycle.get(e)
+            {
+                fx.notify(job, &outcome, self.last_failed(e));
+            }
             self.metrics
                 .not_run(loaded.map(|e| (e, outcome.entry.as_str())), *reason);
             // Among the entry's last runs too: `cronctl list` and `show` say why it did not run.
@@ -545,6 +564,7 @@ impl Scheduler {
             .slots
             .facts((entry, &run.job.job, named), run.due, manual);
         facts.previous_failed = entry.is_some_and(|e| self.last_failed(e));
+        facts.started_ms = now_ms;
         let retrying = self.attempt_of(run, &facts, queued);
         if let Some(r) = retrying {
             // A retry's notification looks past the attempts before it, to the slot before.
@@ -1973,6 +1993,13 @@ mod tests {
             .collect();
         assert_eq!(stopping.len(), 1, "{:?}", fx.records);
         assert_eq!(stopping[0].entry, listed[1]);
+        // Each slot not started is handed on for its entry's requests, with the entry's last
+        // verdict before it (both succeeded, or never ran: not failed).
+        let notified = [
+            ("skip".to_string(), Reason::Overlap, false),
+            ("queue".to_string(), Reason::Stopping, false),
+        ];
+        assert_eq!(fx.notified, notified);
         // The metrics name the skipped entry by the id its record has, and where it is.
         let metrics = s.render_metrics(true);
         let series = format!(

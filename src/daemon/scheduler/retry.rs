@@ -120,7 +120,8 @@ impl Scheduler {
                     plan: retrying.plan.then(attempt),
                     ..retrying
                 };
-                self.drop_retry((entry, run.due, job), next, at_ms, now_ms, fx);
+                // Its job child read the same plan and end: it notified as the last attempt.
+                self.drop_retry((entry, run.due, job), next, (at_ms, now_ms), false, fx);
             }
         }
     }
@@ -142,18 +143,21 @@ impl Scheduler {
         let Some(entry) = run.job.entry else {
             return false;
         };
-        self.drop_retry((entry, run.due, &run.job.job), retrying, now_ms, now_ms, fx);
+        // The attempt before it was silent, its failure to be retried: this notifies.
+        let at = (now_ms, now_ms);
+        self.drop_retry((entry, run.due, &run.job.job), retrying, at, true, fx);
         true
     }
 
     /// Logs and records that the retry `retrying` of `entry`'s slot, to start at `at_ms`, does
-    /// not start: its entry's next run comes first.
+    /// not start: its entry's next run comes first. `notify`: the record sends the slot's
+    /// requests (no attempt did).
     fn drop_retry(
         &mut self,
         (entry, due, job): (EntryId, UtcMinute, &crate::job::JobSpec),
         retrying: Retrying,
-        at_ms: i64,
-        now_ms: i64,
+        (at_ms, now_ms): (i64, i64),
+        notify: bool,
         fx: &mut dyn Effects,
     ) {
         let zone = self.cycle.local_zone().clone();
@@ -178,7 +182,7 @@ impl Scheduler {
             now_ms,
         );
         outcome.attempt = Some(retrying.plan.attempt);
-        self.record(Some(entry), outcome, fx);
+        self.record_as(Some(entry), outcome, notify, fx);
         let line = messages::retry_dropped_line(job.user(), job.command(), &attempt, &at, &next);
         fx.info(line.with_job(self.log_fields(Some(entry), job)));
     }
@@ -335,6 +339,39 @@ mod tests {
                 if words.contains("attempt 2/3 would have started at 10:02:01")
         ));
         assert_eq!(dropped.slot, fx.facts[0].slot);
+        // The failed attempt's job child read the same plan from the same end (the daemon's
+        // start and its own duration) and notified as the slot's last: the record does not.
+        assert_eq!(
+            fx.facts[0].started_ms,
+            clock.now().as_millisecond() - 31_000
+        );
+        assert!(fx.notified.is_empty(), "{:?}", fx.notified);
+    }
+
+    #[test]
+    fn a_retry_whose_time_comes_after_the_next_slot_is_dropped_and_notifies_for_the_slot() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let text = "CRON_RETRY=2\nCRON_RETRY_DELAY=30\n* * * * * flaky\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!()
+        };
+        clock.advance_ms(1_000);
+        failed(&mut s, first, 1_000, &clock, &mut fx);
+        assert_eq!(
+            fx.logged(") RETRY (flaky) attempt 2/3 at 10:01:31").len(),
+            1
+        );
+        // The daemon comes to it only after 10:02 (it was busy, or the machine slept).
+        clock.advance_ms(65_000);
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert_eq!(launched, [Launched::Skipped]);
+        assert_eq!(fx.logged("RETRY DROPPED (flaky) attempt 2/3").len(), 1);
+        // The first attempt was silent (its failure was to be retried): the slot's dropped
+        // retry is what tells of it, once.
+        assert_eq!(fx.notified, [("flaky".to_string(), Reason::Late, true)]);
     }
 
     #[test]

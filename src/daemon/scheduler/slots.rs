@@ -241,6 +241,7 @@ impl Slots {
             cluster: cluster_of(named, claimed),
             previous_failed: false,
             retry: retried.map(|r| r.plan),
+            started_ms: 0,
         }
     }
 
