@@ -12,9 +12,10 @@
    wake and an mtime check every minute).
 
 3. --notify N: bursts of N jobs (shipped PAM) in turn without and with `CRON_NOTIFY=failure`
-   at the top of the file (no job fails), twice; then bursts of N without and with `CRON_PING`
-   (its start and its success pinged) to an HTTP server on loopback that this script runs, with the pings it received and the
-   daemon's CPU (schedstat) from its start to the end of the burst.
+   at the top of the file (no job fails), twice. --ping N: the same without and with
+   `CRON_PING` (each run's start and success pinged) to an HTTP server on loopback that this
+   script runs, with the pings it received. Each burst prints the daemon's CPU (schedstat)
+   from its start to the end of the burst.
 
 4. --pam-cost N: only N jobs through the shipped PAM service (etc/pam.d/cron with this machine's
    common-* files), then N with --no-pam; the job children's CPU per job says what PAM costs.
@@ -323,7 +324,9 @@ def main():
                     help="only: N jobs through the shipped PAM service, then with --no-pam")
     ap.add_argument("--memory", action="store_true", help="only: sizes, load and reload costs")
     ap.add_argument("--notify", type=int, metavar="N",
-                    help="only: N jobs without and with CRON_NOTIFY=failure, then with CRON_PING")
+                    help="only: N jobs without and with CRON_NOTIFY=failure, in turn")
+    ap.add_argument("--ping", type=int, metavar="N",
+                    help="only: N jobs without and with CRON_PING to a server on loopback")
     ap.add_argument("--history", type=int, metavar="N",
                     help="only: N jobs (shipped PAM) with the history off, then on, in turn")
     args = ap.parse_args()
@@ -339,12 +342,14 @@ def main():
         for _ in range(2):
             burst(args.notify, "shipped")
             burst(args.notify, "shipped", head="CRON_NOTIFY=failure\n")
+        return
+    if args.ping:
         port, count = ping_server()
         for _ in range(2):
+            burst(args.ping, "shipped")
             seen = count()
-            burst(args.notify, "shipped")
             head = f"CRON_PING=http://127.0.0.1:{port}/check\n"
-            burst(args.notify, "shipped", head=head, pings=lambda: count() - seen)
+            burst(args.ping, "shipped", head=head, pings=lambda: count() - seen)
         return
     if args.pam_cost:
         burst(args.pam_cost, "shipped")
