@@ -61,9 +61,9 @@ def command_part(command):
 
 
 def entry_numbers(conninfo, stamp, entries):
-    """Each entry's id -> its number. A host lists at most 512 KiB of entries to the database
-    (crond_entries), about a third of these; the ids of the rest are made here from one listed
-    id: FNV-1a is undone over its command's bytes to the state the other parts leave (the same
+    """Each entry's id -> its number. A host lists its entries to the database
+    (crond_entries) within a bound, and may not have listed them all yet; the ids of the rest
+    are made here from one listed id: FNV-1a is undone over its command's bytes to the state the other parts leave (the same
     for every entry: one schedule, no zone, one user), then run forward over each command.
     Every listed id is checked against the one made."""
     listed = {}

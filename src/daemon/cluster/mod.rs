@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use super::clock;
 use super::effects::{Effects, NotRun};
@@ -40,10 +41,13 @@ const MAX_UNSENT: usize = 1 << 20;
 /// How much of the helper's answers is read at once.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// The most bytes of `ENTRY` lines listed to the helper at once: half of what may wait unsent,
-/// so that a list never costs the helper its socket (a few thousand entries of usual length;
-/// at least 800 whose place and command are at their bounds).
-const MAX_LIST_BYTES: usize = MAX_UNSENT / 2;
+/// The most bytes of `ENTRY` lines in one list: 10,000 entries ([`MAX_LISTED`]) of up to 400
+/// bytes; at least 2,700 whose owner, place and command are at their bounds.
+const MAX_LIST_BYTES: usize = 4 << 20;
+
+/// The most of a list that waits unsent at once: it is sent a piece at a time as the helper
+/// reads, so that a list never costs the helper its socket ([`MAX_UNSENT`]).
+const LIST_PIECE: usize = MAX_UNSENT / 2;
 
 /// How long a stopping daemon waits for the helper's socket to take its last lines.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -82,11 +86,14 @@ pub(super) struct ClusterLink {
     quiet: quiet::Quiet,
     /// The cluster entries loaded here, as the `ENTRY` and `LOADED` lines that list them to
     /// the helper (empty before the first list).
-    listed: String,
+    listed: Rc<str>,
     /// Files were loaded since the entries were last listed.
     list_stale: bool,
     /// The helper does not have the list yet (it changed, or the helper started since).
     list_unsent: bool,
+    /// A list being sent, and how much of it is queued: a newer list waits until its last
+    /// line is queued, so that the helper never takes lines of two lists for one.
+    sending: Option<(Rc<str>, usize)>,
 }
 
 impl ClusterLink {
@@ -130,9 +137,10 @@ impl ClusterLink {
             taken: Vec::new(),
             unproven,
             quiet: quiet::Quiet::default(),
-            listed: String::new(),
+            listed: Rc::from(""),
             list_stale: true,
             list_unsent: false,
+            sending: None,
         }
     }
 
@@ -230,6 +238,7 @@ impl ClusterLink {
             Ok((pid, socket)) => {
                 fx.info(messages::helper_started_line(pid));
                 self.list_unsent = true;
+                self.sending = None;
                 self.helper = Some(Helper {
                     pid,
                     socket,
@@ -563,29 +572,62 @@ impl ClusterLink {
             count += 1;
         }
         text.push_str(&ToHelper::Loaded { count, omitted }.encode());
-        if text != self.listed {
-            self.listed = text;
+        if *text != *self.listed {
+            self.listed = Rc::from(text);
             self.list_unsent = true;
         }
     }
 
-    /// Sends the list to the helper if it lacks it, once what waits unsent leaves room for it.
+    /// Sends the list to the helper if it lacks it: whole lines, as much as leaves what waits
+    /// unsent under [`LIST_PIECE`]; the rest as the helper reads (the loop turns when the
+    /// socket takes more).
     pub(super) fn send_list(&mut self, now_ms: i64, zone: &Zone, fx: &mut dyn Effects) {
-        if !self.list_unsent || self.listed.is_empty() {
-            return;
-        }
-        let Some(helper) = self.helper.as_mut() else {
-            return;
-        };
-        if helper.pump.unsent() + self.listed.len() > MAX_UNSENT {
-            return;
-        }
-        self.list_unsent = false;
-        helper.pump.queue(self.listed.as_bytes());
-        if let Err(e) = flush(helper) {
-            self.helper_lost(&e, now_ms, zone, fx);
+        loop {
+            let Some(helper) = self.helper.as_mut() else {
+                return;
+            };
+            if self.sending.is_none() {
+                if !self.list_unsent || self.listed.is_empty() {
+                    return;
+                }
+                self.list_unsent = false;
+                self.sending = Some((self.listed.clone(), 0));
+            }
+            let Some((list, queued)) = self.sending.as_mut() else {
+                return;
+            };
+            let room = LIST_PIECE.saturating_sub(helper.pump.unsent());
+            let piece = whole_lines(&list[*queued..], room);
+            if piece == 0 {
+                return;
+            }
+            helper
+                .pump
+                .queue(&list.as_bytes()[*queued..*queued + piece]);
+            *queued += piece;
+            if *queued == list.len() {
+                self.sending = None;
+            }
+            if let Err(e) = flush(helper) {
+                self.sending = None;
+                return self.helper_lost(&e, now_ms, zone, fx);
+            }
+            if helper.pump.unsent() > 0 {
+                return;
+            }
         }
     }
+}
+
+/// How many bytes of `text`'s first lines fit in `room`: whole lines only.
+fn whole_lines(text: &str, room: usize) -> usize {
+    if text.len() <= room {
+        return text.len();
+    }
+    text.as_bytes()[..room]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |end| end + 1)
 }
 
 impl ClusterLink {
@@ -969,21 +1011,83 @@ mod tests {
         link.list((0..MAX_LISTED + 2_000).map(|n| loaded(n, b"true")));
         assert_eq!(link.listed.lines().count(), MAX_LISTED + 1);
         assert!(link.listed.ends_with("LOADED 10000 2000\n"), "counted");
-        // Commands at their bound: the bytes bound the list first.
-        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
+        // Entries at their bounds: the bytes bound the list first.
+        link.list((0..MAX_LISTED).map(widest));
         let lines = link.listed.lines().count() - 1;
         assert!(link.listed.len() <= MAX_LIST_BYTES + 100);
-        assert!(lines >= 800, "{lines}");
+        assert!((2_700..MAX_LISTED).contains(&lines), "{lines}");
         assert!(
             link.listed
-                .ends_with(&format!("LOADED {lines} {}\n", 5_000 - lines))
+                .ends_with(&format!("LOADED {lines} {}\n", MAX_LISTED - lines))
         );
-        // Sent once (the socket takes part of it, the pump keeps the rest), and not again
-        // while it is the same.
+    }
+
+    /// Entry `n` with its owner, place and command at their bounds once escaped.
+    fn widest(n: usize) -> Loaded {
+        Loaded {
+            owner: vec![b'%'; wire::MAX_OWNER / 3],
+            place: vec![b'\x01'; 4096],
+            ..loaded(n, &[b'\x01'; 4096])
+        }
+    }
+
+    /// Reads what waits on `socket` (non-blocking) into `got`.
+    fn drain(socket: &mut UnixStream, got: &mut Vec<u8>) {
+        use std::io::Read;
+        socket.set_nonblocking(true).unwrap();
+        let mut buffer = vec![0u8; 1 << 16];
+        while let Ok(n) = socket.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buffer[..n]);
+        }
+    }
+
+    #[test]
+    fn a_list_larger_than_the_socket_takes_is_sent_in_whole_lines_as_the_helper_reads() {
+        let mut fx = Recorded::default();
+        let mut link = link(&mut fx);
+        let mut theirs = fx.helper.take().unwrap();
+        link.list((0..3_000).map(widest));
+        let first = link.listed.to_string();
+        assert!(first.len() > 3 * MAX_UNSENT, "{}", first.len());
+        let (mut got, mut turns) = (Vec::new(), 0);
         link.send_list(0, &Zone::utc(), &mut fx);
-        assert!(!link.list_unsent);
-        link.list((0..5_000).map(|n| loaded(n, &[b'\x01'; 4096])));
-        assert!(!link.list_unsent, "the same list is not sent again");
+        // The list changes while it is sent (a reload): the new one follows the whole first.
+        link.list((0..10).map(|n| loaded(n, b"true")));
+        let second = link.listed.to_string();
+        while got.len() < first.len() + second.len() {
+            turns += 1;
+            assert!(turns < 10_000, "stalled at {} bytes", got.len());
+            drain(&mut theirs, &mut got);
+            // What waits unsent never passes the piece (nor so the helper's bound).
+            let helper = link.helper.as_mut().unwrap();
+            assert!(
+                helper.pump.unsent() <= LIST_PIECE,
+                "{}",
+                helper.pump.unsent()
+            );
+            // The loop's turn when the socket is writable: the pump's flush, then the list.
+            flush(helper).unwrap();
+            link.send_list(0, &Zone::utc(), &mut fx);
+        }
+        assert_eq!(got.len(), first.len() + second.len());
+        assert!(
+            got.starts_with(first.as_bytes()),
+            "the first list whole, first"
+        );
+        assert!(got.ends_with(second.as_bytes()), "then the second");
+        assert!(
+            fx.logged("cluster helper lost").is_empty(),
+            "{:?}",
+            fx.lines
+        );
+        // Not again while it is the same.
+        link.list((0..10).map(|n| loaded(n, b"true")));
+        link.send_list(0, &Zone::utc(), &mut fx);
+        drain(&mut theirs, &mut got);
+        assert_eq!(got.len(), first.len() + second.len());
     }
 
     #[test]
