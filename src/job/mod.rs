@@ -331,19 +331,19 @@ fn notice_of(spec: &JobSpec, setup: &ChildSetup, facts: &RunFacts) -> Option<Not
     if !notify::asked_by(spec.env()) || setup.notifier.is_none() {
         return None;
     }
-    let host = match &setup.history {
+    let blank = record::blank(spec, facts, &this_host(setup));
+    Some(Notice {
+        rid: notify::rid_for(&blank),
+        blank,
+    })
+}
+
+/// This host's name as records give it: the history's, else the system's.
+fn this_host(setup: &ChildSetup) -> String {
+    match &setup.history {
         Some(sink) => sink.host.clone(),
         None => String::from_utf8_lossy(&crate::sys::hostname()).into_owned(),
-    };
-    // A slot that may be tried again keeps one rid over its attempts.
-    let rid = match (facts.retry, facts.slot) {
-        (Some(_), Some(slot)) => notify::slot_rid(&facts.id, slot, &host),
-        _ => notify::new_rid(),
-    };
-    Some(Notice {
-        rid,
-        blank: record::blank(spec, facts, &host),
-    })
+    }
 }
 
 /// Starts the helper for the run's start (`outcome` `None`) or its end, when the entry's
@@ -420,13 +420,10 @@ pub fn send_not_run(
     );
     let mut outcome = outcome.clone();
     if outcome.host.is_empty() {
-        outcome.host = match &setup.history {
-            Some(sink) => sink.host.clone(),
-            None => String::from_utf8_lossy(&crate::sys::hostname()).into_owned(),
-        };
+        outcome.host = this_host(setup);
     }
     let who = notify::As { creds, env: &env };
-    notifier.start(&notify::new_rid(), Some(&outcome), who, setup.log);
+    notifier.start(&notify::rid_for(&outcome), Some(&outcome), who, setup.log);
 }
 
 /// A start is pinged under `always`, to an entry with `CRON_PING`.

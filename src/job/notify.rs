@@ -56,6 +56,16 @@ pub fn slot_rid(entry: &str, slot: i64, host: &str) -> String {
     uuid_of(b)
 }
 
+/// The rid of a run or slot's requests: its slot's ([`slot_rid`]) for an attempt of a slot
+/// with retries (a dropped retry's record too, which closes the run its first attempt
+/// started), else a new one.
+pub fn rid_for(outcome: &Outcome) -> String {
+    match (outcome.attempt, outcome.slot) {
+        (Some(_), Some(slot)) => slot_rid(&outcome.entry, slot, &outcome.host),
+        _ => new_rid(),
+    }
+}
+
 /// `b` written as a version 4 UUID.
 fn uuid_of(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;

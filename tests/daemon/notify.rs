@@ -90,7 +90,7 @@ fn root_cron_notify_change_mails_the_first_failure_and_the_recovery_once_each() 
 }
 
 /// A loopback HTTP server that answers 200 to everything: the request lines it read.
-fn ping_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+pub(crate) fn ping_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -169,6 +169,45 @@ fn root_a_slot_skipped_for_an_overlap_pings_fail_with_its_reason_as_the_user_and
     assert!(fail.starts_with("POST /o/fail?rid="), "{fail}");
     let log = crond.log_text();
     assert!(!log.contains("NOTIFY"), "{log}");
+}
+
+#[test]
+fn root_a_slot_tried_again_pings_one_start_and_its_last_end_under_one_rid() {
+    let user = mail_user();
+    let tree = Tree::new();
+    let (port, seen) = ping_server();
+    let dir = tree.path().join("out").join("rid");
+    std::fs::create_dir(&dir).unwrap();
+    crate::support::daemon::chown(&dir, &user.name);
+    // Fails the first time (leaving a marker), succeeds the second.
+    let script = format!(
+        "if [ -e {m} ]; then true; else touch {m}; exit 1; fi",
+        m = dir.join("marker").display()
+    );
+    install(
+        &tree,
+        &user,
+        &format!(
+            "MAILTO=\"\"\nCRON_RETRY=2\nCRON_RETRY_DELAY=1\n\
+             CRON_PING=http://127.0.0.1:{port}/r\n0 10 * * * {script}\n"
+        ),
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) END (", user.name), 2, 30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut seen: Vec<String> = seen.lock().unwrap().clone();
+    seen.sort();
+    // The first attempt's start; its failure, to be retried, says nothing; the second
+    // attempt's success ends the same run.
+    assert_eq!(seen.len(), 2, "{seen:?}; the log:\n{}", crond.log_text());
+    assert!(seen[0].starts_with("GET /r/start?rid="), "{seen:?}");
+    assert!(seen[1].contains(" /r?rid="), "{seen:?}");
+    let rid = |line: &str| line.split("rid=").nth(1).unwrap().to_string();
+    assert_eq!(rid(&seen[0]), rid(&seen[1]), "one slot, one rid");
 }
 
 #[test]

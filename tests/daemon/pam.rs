@@ -72,6 +72,36 @@ fn root_an_expired_accounts_job_is_refused_and_logged_in_pams_words() {
 }
 
 #[test]
+fn root_an_expired_accounts_refused_job_pings_fail_from_its_job_child() {
+    let (tree, user, ran) = user_with_a_job("xp");
+    let (port, seen) = crate::notify::ping_server();
+    tree.user_crontab(
+        &user.name,
+        &format!(
+            "CRON_NOTIFY=failure\nCRON_PING=http://127.0.0.1:{port}/p\n0 10 * * * echo ran > {}\n",
+            ran.display()
+        ),
+        0o600,
+        &user.name,
+    );
+    usermod(&["--expiredate", "1"], &user.name);
+    let crond = Crond::start(&tree, 1, &[]);
+    crond.wait_for_log("]: Authentication failure", 15);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let seen = seen.lock().unwrap().clone();
+    assert!(!ran.exists(), "the job did not run");
+    // The refusal is a failure: pinged once, as a slot that did not run.
+    let [fail] = &seen[..] else {
+        panic!("{seen:?}; the log:\n{}", crond.log_text())
+    };
+    assert!(fail.starts_with("POST /p/fail?rid="), "{fail}");
+}
+
+#[test]
 fn root_a_locked_accounts_job_runs_as_on_debian() {
     // `usermod -L` locks the password only; pam_unix's account stack (which Debian's cron runs)
     // does not look at it, so Debian runs the job, and so do we.
