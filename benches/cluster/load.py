@@ -18,7 +18,10 @@ With --kill-after S, the `two` way is a fault: S seconds after the boundary the 
 crond, its helper and every job of it get SIGKILL (a host that dies), and the count waits 87 s:
 `lost` runs never ran on any host, `unknown` runs are those the database ended as unknown (the
 dead host had marked them started; some of them ran before the kill). At most 64 runs of a
-host are marked started and not forked, so lost ≤ 64.
+host are marked started and not forked, so lost ≤ 64. With --rerun as well, the entries have
+CRON_CLUSTER_RERUN=unknown: each unknown run is started again by the other host as attempt 2
+(`again` in the printed dict), so none is lost, and `twice` counts those that had run before
+the kill.
 
 Needs root, gcc, Debian's postgresql, and target/release/{crond,cronctl} (cargo build
 --release; --debug for target/debug). About a minute per way.
@@ -51,14 +54,18 @@ def start_pg(work):
     return bindir, data, f"host={sock} port={port} dbname=postgres user=postgres"
 
 
-def host_tree(work, name, stamp, entries, clustered):
+def host_tree(work, name, stamp, entries, clustered, rerun=False, at=None):
+    """A host's tree and the file its jobs stamp; `at`: the one minute (Unix seconds) the
+    entries are due, else every minute."""
     tree = tempfile.mkdtemp(dir=work, prefix=name + "-")
     for d in ("spool", "cron.d", "out", "state"):
         os.makedirs(os.path.join(tree, d))
     open(os.path.join(tree, "crontab"), "w").close()
     out = os.path.join(tree, "out", "stamps")
     lines = [f"OUT={out}"] + (["CRON_CLUSTER=bench"] if clustered else [])
-    lines += [f"* * * * * root {stamp} $OUT {k}" for k in range(entries)]
+    lines += ["CRON_CLUSTER_RERUN=unknown"] if rerun else []
+    when = "* * * * *" if at is None else time.strftime("%M %H %d %m *", time.gmtime(at))
+    lines += [f"{when} root {stamp} $OUT {k}" for k in range(entries)]
     tab = os.path.join(tree, "cron.d", "bench")
     with open(tab, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -107,13 +114,17 @@ def psql(conninfo, sql):
                            "-c", sql], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def one_way(work, bins, stamp, entries, conninfo, hosts, pam, kill_after=None):
-    trees = [host_tree(work, f"host{h}", stamp, entries, conninfo is not None)
-             for h in range(hosts)]
-    # Start 15 s before a boundary: time to load and connect.
+def one_way(work, bins, stamp, entries, conninfo, hosts, pam, kill_after=None, rerun=False):
+    # Start 15 s before a boundary: time to load and connect. With a kill the entries are due at
+    # that minute only, so that every run the count sees (runs taken over late, started again)
+    # is of that minute.
     now = time.time()
     wait = (60 - now % 60) - 15
-    time.sleep(wait if wait > 0 else wait + 60)
+    wait = wait if wait > 0 else wait + 60
+    at = None if kill_after is None else round(now + wait + 15)
+    trees = [host_tree(work, f"host{h}", stamp, entries, conninfo is not None, rerun, at)
+             for h in range(hosts)]
+    time.sleep(max(0.0, now + wait - time.time()))
     daemons = []
     for h, (tree, _) in enumerate(trees):
         args = crond_args(bins, tree, pam)
@@ -141,8 +152,9 @@ def one_way(work, bins, stamp, entries, conninfo, hosts, pam, kill_after=None):
         d.terminate()
     for d in daemons:
         d.wait()
-    # The minute's runs only (with --kill-after the count goes on into the next minute).
-    per_host = [[(t, k) for t, k in rows if float(t) < boundary + 60] for rows in per_host]
+    # Without a kill the entries are due every minute: the first minute's runs only.
+    if kill_after is None:
+        per_host = [[(t, k) for t, k in rows if float(t) < boundary + 60] for rows in per_host]
     ks = [k for rows in per_host for _, k in rows]
     times = [float(t) for rows in per_host for t, _ in rows]
     not_run = entries - len(set(ks))
@@ -151,12 +163,19 @@ def one_way(work, bins, stamp, entries, conninfo, hosts, pam, kill_after=None):
     last = (max(times) - boundary) * 1000 if times else float("nan")
     shares = [len(rows) for rows in per_host]
     give_up = sum(open(os.path.join(t, "out", "log")).read().count("not run") for t, _ in trees)
-    unknown = None
+    unknown = again = None
     if kill_after is not None:
         unknown = int(psql(conninfo, "SELECT count(*) FROM crond_runs WHERE reason = 'unknown' "
                                      f"AND minute = to_timestamp({boundary})"))
+        again = int(psql(conninfo, "SELECT count(*) FROM crond_runs WHERE attempt = 2 "
+                                   f"AND minute = to_timestamp({boundary})"))
+        # The minute's rows by attempt, reason, started and ended: where lost runs stand.
+        print(psql(conninfo, "SELECT attempt, coalesce(reason, '-'), started IS NOT NULL, "
+                             "ended IS NOT NULL, count(*) FROM crond_runs "
+                             f"WHERE minute = to_timestamp({boundary}) GROUP BY 1, 2, 3, 4"),
+              flush=True)
     return dict(ran=len(set(ks)), not_run=not_run, twice=twice, first=first, last=last,
-                shares=shares, not_run_lines=give_up, unknown=unknown)
+                shares=shares, not_run_lines=give_up, unknown=unknown, again=again)
 
 
 def main():
@@ -166,6 +185,8 @@ def main():
     ap.add_argument("--debug", action="store_true", help="target/debug binaries")
     ap.add_argument("--only", default="local,one,two")
     ap.add_argument("--kill-after", type=float, help="kill the second host S s after the minute")
+    ap.add_argument("--rerun", action="store_true",
+                    help="the entries with CRON_CLUSTER_RERUN=unknown (with --kill-after)")
     ap.add_argument("--bins", help="the directory of crond and cronctl (default target/release)")
     a = ap.parse_args()
     bins = a.bins or os.path.join(ROOT, "target", "debug" if a.debug else "release")
@@ -184,7 +205,7 @@ def main():
                 results[way] = one_way(work, bins, stamp, a.entries, conninfo, 1, a.pam)
             elif way == "two":
                 results[way] = one_way(work, bins, stamp, a.entries, conninfo, 2, a.pam,
-                                       a.kill_after)
+                                       a.kill_after, a.rerun)
             print(way, results[way], flush=True)
         base = results.get("local", {}).get("last")
         print(f"\n{a.entries} cluster entries due at one minute, ms after the boundary "
