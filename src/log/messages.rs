@@ -835,6 +835,14 @@ pub fn resume_gone_line(id: &str, asked_by: &str) -> LogLine {
     )
 }
 
+/// The paused set was full at a pause: the ids of entries no longer loaded were let go.
+pub fn paused_gone_line(gone: usize) -> LogLine {
+    cron(
+        "RESUME",
+        format!("{gone} paused ids of entries no longer loaded let go: the paused set was full"),
+    )
+}
+
 /// The paused entries' state file is not trusted, or not the daemon's.
 pub fn paused_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
     cron(

@@ -186,6 +186,7 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
             "resume_gone_line",
             m::resume_gone_line("0123456789ab", "root"),
         ),
+        ("paused_gone_line", m::paused_gone_line(3)),
         (
             "paused_ignored_line",
             m::paused_ignored_line(p, "not root's"),

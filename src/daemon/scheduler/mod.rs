@@ -1215,6 +1215,13 @@ impl Scheduler {
         let id = self
             .slots
             .local_id(entry, slots::named_in(&self.cycle, Some(entry))?);
+        if pause && self.paused.is_full() && !self.paused.contains(id) {
+            let loaded = self.loaded_ids();
+            let gone = self.paused.forget_gone(&loaded);
+            if gone > 0 {
+                fx.info(messages::paused_gone_line(gone));
+            }
+        }
         let dir = &self.state_dir;
         let changed = self.paused.set(id, pause, |ids| fx.write_paused(dir, ids));
         if changed == Ok(true) {
@@ -1223,6 +1230,23 @@ impl Scheduler {
             fx.info(line.with_job(self.log_fields(Some(entry), &job)));
         }
         Some(changed)
+    }
+
+    /// The ids of every loaded entry, as `cronctl list` shows them.
+    fn loaded_ids(&mut self) -> std::collections::BTreeSet<LocalId> {
+        let entries: Vec<EntryId> = self.cycle.ids().collect();
+        let mut ids = std::collections::BTreeSet::new();
+        for entry in entries {
+            let Some((_, _, job, _)) = self.cycle.get(entry) else {
+                continue;
+            };
+            let tab = job.owner.tab.clone();
+            self.slots.name_pending(&tab, &self.cycle);
+            if let Some(named) = slots::named_in(&self.cycle, Some(entry)) {
+                ids.insert(self.slots.local_id(entry, named));
+            }
+        }
+        ids
     }
 
     /// Resumes the id `id` that no loaded entry has (root's `cronctl resume ID` of an entry
@@ -2382,6 +2406,40 @@ mod tests {
         minute(&mut s, &clock, &mut fx);
         assert_eq!(started_now(&mut fx), ["held", "other"]);
         assert!(fx.records.is_empty(), "{:?}", fx.records);
+    }
+
+    #[test]
+    fn a_full_paused_set_lets_go_of_removed_entries_ids_for_a_pause_and_keeps_the_loaded() {
+        let clock = FakeClock::at("2026-11-27T10:00:30Z");
+        let mut fx = Recorded::default();
+        let mut s = scheduler(&clock, "* * * * * kept\n* * * * * new\n", &mut fx);
+        let listed = listed_ids(&s);
+        let (kept, new) = (listed[0].clone(), listed[1].clone());
+        assert_eq!(s.pause(kept.0, true, "root", &mut fx), Some(Ok(true)));
+        // The set fills with ids of entries that are gone (a user paused theirs, then
+        // removed them, again and again).
+        let loaded: BTreeSet<LocalId> = [LocalId(u64::from_str_radix(&kept.1, 16).unwrap())].into();
+        let mut full = loaded.clone();
+        full.extend(
+            (1..)
+                .map(LocalId)
+                .filter(|id| !loaded.contains(id))
+                .take(paused::MAX_PAUSED - 1),
+        );
+        s.paused = paused::Paused::new(full);
+        assert!(s.paused.is_full());
+        // A pause of a loaded entry makes room: the gone ids go, the loaded one stays.
+        assert_eq!(s.pause(new.0, true, "bob", &mut fx), Some(Ok(true)));
+        let said = format!(
+            "{} paused ids of entries no longer loaded let go",
+            paused::MAX_PAUSED - 1
+        );
+        assert_eq!(fx.logged(&said).len(), 1, "{:?}", fx.lines);
+        let written = fx.paused[Path::new(STATE)].clone().unwrap();
+        let written: Vec<String> = written.iter().map(LocalId::to_string).collect();
+        let mut want = vec![kept.1.clone(), new.1.clone()];
+        want.sort();
+        assert_eq!(written, want);
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! resume. It holds at most [`MAX_PAUSED`] ids; a file that is not trusted, not what the
 //! daemon writes, or holds more is logged and ignored: then nothing is paused. An id whose
 //! entry is gone stays in the set (it pauses nothing; the same line put back is paused
-//! again) until root's `cronctl resume ID` names it whole.
+//! again) until root's `cronctl resume ID` names it whole, or until a pause finds the set
+//! full: then the ids of entries no longer loaded go first, so that a user who paused
+//! entries and removed them cannot keep others from pausing theirs (what one user holds is
+//! bounded by the entries loaded for them).
 //!
 //! This file holds the set and its file's text; the scheduler decides which runs it holds back.
 
@@ -120,6 +123,19 @@ impl Paused {
         self.ids.contains(&id)
     }
 
+    /// Whether a pause of an id not in the set would be refused as it stands.
+    pub(super) fn is_full(&self) -> bool {
+        self.ids.len() >= MAX_PAUSED
+    }
+
+    /// Lets go of the ids that are not in `loaded` (entries removed while paused); the state
+    /// file follows at the next change. Returns how many went.
+    pub(super) fn forget_gone(&mut self, loaded: &BTreeSet<LocalId>) -> usize {
+        let before = self.ids.len();
+        self.ids.retain(|id| loaded.contains(id));
+        before - self.ids.len()
+    }
+
     /// `id` paused (`pause`) or resumed, kept by `keep` (the state file's writer) before it
     /// counts: `Ok(false)` when it was so already (nothing written).
     pub(super) fn set(
@@ -195,7 +211,16 @@ mod tests {
             Err(Refused::Full)
         );
         assert_eq!(written.get(), 0);
+        // Ids of entries no longer loaded go when a pause needs room; the loaded stay.
+        let loaded: BTreeSet<LocalId> = (0..MAX_PAUSED as u64 - 1).map(LocalId).collect();
+        let mut pruned = Paused::new(paused.ids.clone());
+        assert!(pruned.is_full());
+        assert_eq!(pruned.forget_gone(&loaded), 1);
+        assert!(!pruned.is_full());
+        assert_eq!(pruned.set(LocalId(u64::MAX >> 16), true, keep), Ok(true));
+        assert_eq!(written.get(), 1);
         // A resume makes room.
+        written.set(0);
         assert_eq!(paused.set(LocalId(7), false, keep), Ok(true));
         assert_eq!(paused.set(LocalId(u64::MAX >> 16), true, keep), Ok(true));
         assert_eq!(written.get(), 2);
