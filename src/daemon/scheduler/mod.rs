@@ -586,6 +586,8 @@ impl Scheduler {
             Err(e) => {
                 self.running.not_started(entry, first);
                 self.fork_failures.failed(fx, e);
+                // The run goes back to the queue: a retry stays the attempt it was.
+                self.keep_retrying(entry, run.due, retrying);
                 None
             }
         }
@@ -625,7 +627,8 @@ impl Scheduler {
         };
         let launched = self.in_flight.remove(&pid);
         if exit == Exit::Code(crate::job::NOT_STARTED) {
-            if let Some((run, first, _, _)) = launched {
+            if let Some((run, first, _, retrying)) = launched {
+                self.keep_retrying(run.job.entry, run.due, retrying);
                 self.not_started(run, first, now.as_millisecond(), fx);
                 // A run that waited for this one (CRON_OVERLAP=queue) goes on waiting: the
                 // one put back starts first and it follows, with its own minute and time.

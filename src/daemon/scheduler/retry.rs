@@ -187,6 +187,19 @@ impl Scheduler {
         fx.info(line.with_job(self.log_fields(Some(entry), job)));
     }
 
+    /// A retry that did not start (its fork failed) stays the attempt it was when its run,
+    /// put back in the queue, starts again.
+    pub(super) fn keep_retrying(
+        &mut self,
+        entry: Option<EntryId>,
+        due: UtcMinute,
+        retrying: Option<Retrying>,
+    ) {
+        if let (Some(entry), Some(retrying)) = (entry, retrying) {
+            self.slots.retrying(entry, due, retrying);
+        }
+    }
+
     /// Whether `run` is a retry: it is never claimed again in a cluster.
     pub(super) fn is_retry(&self, run: &Run) -> bool {
         self.slots.retry_of(run.job.entry, run.due).is_some()
@@ -372,6 +385,34 @@ mod tests {
         // The first attempt was silent (its failure was to be retried): the slot's dropped
         // retry is what tells of it, once.
         assert_eq!(fx.notified, [("flaky".to_string(), Reason::Late, true)]);
+    }
+
+    #[test]
+    fn a_retry_whose_fork_fails_is_the_same_attempt_when_it_starts() {
+        let clock = FakeClock::at("2026-11-27T10:29:30Z");
+        let mut fx = Recorded::default();
+        let text = "CRON_RETRY=2\nCRON_RETRY_DELAY=5\n30 * * * * flaky\n";
+        let mut s = scheduler(&clock, text, &mut fx);
+        clock.advance_ms(30_000);
+        let [Launched::Started(first)] = minute(&mut s, &clock, &mut fx)[..] else {
+            panic!()
+        };
+        failed(&mut s, first, 0, &clock, &mut fx);
+        clock.advance_ms(5_000);
+        fx.fail_starts = 1;
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Failed { .. }]),
+            "{launched:?}"
+        );
+        // Forks work again: it starts as attempt 2 of the same slot, not a new slot's first.
+        clock.advance_ms(1_000);
+        let [Launched::Started(_)] = start_due(&mut s, &clock, &mut fx)[..] else {
+            panic!("{:?}", fx.lines)
+        };
+        assert_eq!(attempts(&fx), [a(1, 3), a(2, 3), a(2, 3)]);
+        assert!(fx.facts.iter().all(|f| f.slot == fx.facts[0].slot));
+        assert!(fx.facts.iter().all(|f| f.trigger == Trigger::Schedule));
     }
 
     #[test]
