@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::scheduler::{missed, paused};
+use super::scheduler::{missed, paused, retry_state};
 use crate::cluster::entry_id::LocalId;
 use crate::database::{self, Outcome, Paths, Rules, SourceKey};
 use crate::history;
@@ -127,6 +127,11 @@ pub(super) trait Effects {
     fn read_paused(&self, dir: &Path) -> Result<Option<BTreeSet<LocalId>>, String>;
     /// Writes `ids` to the paused entries' state file in `dir`, atomically.
     fn write_paused(&mut self, dir: &Path, ids: &BTreeSet<LocalId>) -> io::Result<()>;
+    /// The retries the retries' state file in `dir` keeps: `Ok(None)` without a file, `Err`
+    /// with the reason when there is one the daemon must not trust (`scheduler::retry_state`).
+    fn read_retries(&self, dir: &Path) -> Result<Option<Vec<retry_state::Kept>>, String>;
+    /// Writes `kept` to the retries' state file in `dir`, atomically.
+    fn write_retries(&mut self, dir: &Path, kept: &[retry_state::Kept]) -> io::Result<()>;
 
     fn info(&mut self, line: LogLine) {
         self.log(Level::Info, line);
@@ -330,6 +335,14 @@ impl Effects for RealEffects {
     fn write_paused(&mut self, dir: &Path, ids: &BTreeSet<LocalId>) -> io::Result<()> {
         paused::write(dir, ids)
     }
+
+    fn read_retries(&self, dir: &Path) -> Result<Option<Vec<retry_state::Kept>>, String> {
+        retry_state::read(dir)
+    }
+
+    fn write_retries(&mut self, dir: &Path, kept: &[retry_state::Kept]) -> io::Result<()> {
+        retry_state::write(dir, kept)
+    }
 }
 
 /// Effects written down instead of done, for the owners' tests: each log line as syslog would
@@ -359,7 +372,12 @@ pub(super) struct Recorded {
     /// Each state directory's paused ids, as written (or put there by the test), or the reason
     /// a read gives for not trusting the file; with `fail_paused_writes`, a write fails.
     pub(super) paused: std::collections::BTreeMap<PathBuf, Result<BTreeSet<LocalId>, String>>,
+    /// With `fail_paused_writes`, the retries' file can't be written either.
     pub(super) fail_paused_writes: bool,
+    /// Each state directory's kept retries, as written (or put there by the test), or the
+    /// reason a read gives for not trusting the file; and how many writes were asked for.
+    pub(super) retries: std::collections::BTreeMap<PathBuf, Result<Vec<retry_state::Kept>, String>>,
+    pub(super) retries_written: usize,
     /// The report pipes handed to the job children started (their write ends).
     pub(super) reports: Vec<OwnedFd>,
     /// The users passwd does not know.
@@ -570,6 +588,19 @@ impl Effects for Recorded {
             return Err(io::Error::other("no space left on device"));
         }
         self.paused.insert(dir.to_path_buf(), Ok(ids.clone()));
+        Ok(())
+    }
+
+    fn read_retries(&self, dir: &Path) -> Result<Option<Vec<retry_state::Kept>>, String> {
+        self.retries.get(dir).cloned().transpose()
+    }
+
+    fn write_retries(&mut self, dir: &Path, kept: &[retry_state::Kept]) -> io::Result<()> {
+        self.retries_written += 1;
+        if self.fail_paused_writes {
+            return Err(io::Error::other("no space left on device"));
+        }
+        self.retries.insert(dir.to_path_buf(), Ok(kept.to_vec()));
         Ok(())
     }
 }

@@ -150,6 +150,8 @@ impl<W: World, F: Effects> Daemon<W, F> {
         self.reactor.now = now;
         let turn = self.dispatch(&ready, now)?;
         self.hand_records(now.as_millisecond());
+        let fx = &mut self.reactor.fx;
+        self.scheduler.keep_retries(now.as_millisecond(), fx);
         Ok(turn)
     }
 
@@ -189,6 +191,7 @@ impl<W: World, F: Effects> Daemon<W, F> {
         let now_ms = now.as_millisecond();
         let next_start = [
             self.scheduler.next_start_ms(),
+            self.scheduler.retries_deadline_ms(),
             self.cluster.as_ref().and_then(|c| c.next_deadline_ms()),
             self.history.as_ref().and_then(HistoryLink::deadline_ms),
         ]

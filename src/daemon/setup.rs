@@ -113,6 +113,8 @@ pub(super) fn load_at_start<W: World, F: Effects>(
     let fx = d.reactor.fx();
     d.scheduler.reboot(reboot, &marker, now, fx);
     d.scheduler.make_up_after_start(now, fx);
+    // The retries waiting when the daemon stopped, by their entries' ids.
+    d.scheduler.restore_retries(now, fx);
     d.arm(now);
     (entries, files)
 }

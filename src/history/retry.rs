@@ -91,6 +91,38 @@ impl Plan {
     }
 }
 
+/// What becomes of a retry the daemon kept across a restart (`STATE_DIR/retries`), due at
+/// `at_ms`, its entry's next run at `before_ms` (`None`: none comes), found at start-up at
+/// `now_ms`; `once`: the entry has `CRON_MISSED=once`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// Its time is still to come, before the entry's next run: it waits for it again.
+    Wait { at_ms: i64 },
+    /// Its time passed while the daemon was down, and `CRON_MISSED=once` makes it up: it starts
+    /// now, before the entry's next run.
+    StartNow,
+    /// Its time passed while the daemon was down and it is not made up (`CRON_MISSED=skip`, or
+    /// the entry's next run came first): recorded as missed.
+    Missed,
+    /// Its time comes at or after the entry's next run: dropped, as any such retry.
+    PastItsSlot,
+}
+
+/// [`Restart`]: a kept retry due at `at_ms`, before `before_ms`, at start-up at `now_ms`.
+pub fn after_restart(at_ms: i64, before_ms: Option<i64>, once: bool, now_ms: i64) -> Restart {
+    let before_next = |t: i64| before_ms.is_none_or(|before| t < before);
+    if at_ms >= now_ms {
+        return match before_next(at_ms) {
+            true => Restart::Wait { at_ms },
+            false => Restart::PastItsSlot,
+        };
+    }
+    match once && before_next(now_ms) {
+        true => Restart::StartNow,
+        false => Restart::Missed,
+    }
+}
+
 /// [`Plan::notifying`] for a run that may have no plan.
 pub fn notifying(plan: Option<&Plan>, verdict: Verdict, ended_ms: i64) -> Verdict {
     plan.map_or(verdict, |p| p.notifying(verdict, ended_ms))
@@ -208,6 +240,37 @@ mod tests {
         assert!(matches!(plan.after(timed_out, 0), Next::Retry { .. }));
         let killed = Verdict::of_run(End::Signaled(9), false);
         assert!(matches!(plan.after(killed, 0), Next::Retry { .. }));
+    }
+
+    #[test]
+    fn a_kept_retry_waits_again_or_cron_missed_decides_when_its_time_passed_while_down() {
+        let now = 10 * MINUTE;
+        let next = Some(11 * MINUTE);
+        // Still to come, before the next run: it waits, whatever CRON_MISSED says.
+        for once in [false, true] {
+            let at_ms = now + 30_000;
+            assert_eq!(
+                after_restart(at_ms, next, once, now),
+                Restart::Wait { at_ms }
+            );
+            assert_eq!(
+                after_restart(now, None, once, now),
+                Restart::Wait { at_ms: now }
+            );
+            // At or after the next run: dropped.
+            assert_eq!(
+                after_restart(11 * MINUTE, next, once, now),
+                Restart::PastItsSlot
+            );
+        }
+        // Passed while down: once starts it now, skip (the default) records it missed.
+        let passed = now - 1;
+        assert_eq!(after_restart(passed, next, true, now), Restart::StartNow);
+        assert_eq!(after_restart(passed, None, true, now), Restart::StartNow);
+        assert_eq!(after_restart(passed, next, false, now), Restart::Missed);
+        // The entry's next run came while down too: missed even with once.
+        let later = 11 * MINUTE;
+        assert_eq!(after_restart(passed, next, true, later), Restart::Missed);
     }
 
     #[test]

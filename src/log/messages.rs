@@ -260,6 +260,89 @@ pub fn retry_dropped_line(
     ))
 }
 
+/// `CRON_RETRY` across a restart: a retry the state file kept waits again for its time:
+/// `(user) RETRY (command) attempt 2/3 at HH:MM:SS, kept across a restart (CRON_RETRY)`.
+pub fn retry_kept_line(user: &[u8], command: &[u8], attempt: &str, at: &str) -> LogLine {
+    LogLine::new(user, "RETRY", printable(command)).with_note(format!(
+        "attempt {attempt} at {at}, kept across a restart (CRON_RETRY)"
+    ))
+}
+
+/// `CRON_RETRY` across a restart: a kept retry whose time passed while the daemon was down,
+/// made up by `CRON_MISSED=once`: `(user) RETRY (command) attempt 2/3 was due at HH:MM:SS
+/// while the daemon was down: starts now (CRON_MISSED=once)`.
+pub fn retry_made_up_line(user: &[u8], command: &[u8], attempt: &str, at: &str) -> LogLine {
+    LogLine::new(user, "RETRY", printable(command)).with_note(format!(
+        "attempt {attempt} was due at {at} while the daemon was down: starts now \
+         (CRON_MISSED=once)"
+    ))
+}
+
+/// `CRON_RETRY` across a restart: a kept retry whose time passed while the daemon was down,
+/// not made up (`once`: `CRON_MISSED=once`, but the entry's next run came first).
+pub fn retry_missed_line(
+    user: &[u8],
+    command: &[u8],
+    attempt: &str,
+    at: &str,
+    once: bool,
+) -> LogLine {
+    let why = match once {
+        true => "the entry's next run came first",
+        false => "CRON_MISSED=once would start it",
+    };
+    LogLine::new(user, "RETRY DROPPED", printable(command)).with_note(format!(
+        "attempt {attempt} was due at {at} while the daemon was down: not started ({why})"
+    ))
+}
+
+/// `CRON_RETRY` across a restart: the kept retries of entries no longer loaded as they were
+/// (removed, or changed so that their id is another), counted in one line.
+pub fn retries_gone_line(path: &std::path::Path, count: usize) -> LogLine {
+    cron(
+        "RETRY DROPPED",
+        format!(
+            "{} kept in {}: their entries are gone or changed",
+            crate::words::count(count as u64, "retry", "retries"),
+            path.display()
+        ),
+    )
+}
+
+/// More retries wait than the retries' state file keeps: said once until they are fewer.
+pub fn retries_left_out_line(path: &std::path::Path, count: usize, most: usize) -> LogLine {
+    cron(
+        "WARNING",
+        format!(
+            "{count} retries waiting past the {most} {} keeps: those due last are not kept \
+             across a restart",
+            path.display()
+        ),
+    )
+}
+
+/// The retries' state file can't be written: said once until a write works.
+pub fn retries_unwritten_line(path: &std::path::Path, e: &std::io::Error) -> LogLine {
+    cron(
+        "ERROR",
+        format!(
+            "can't write {}: {e}; retries waiting are lost if the daemon stops",
+            path.display()
+        ),
+    )
+}
+
+/// The retries' state file is not trusted, or not the daemon's.
+pub fn retries_ignored_line(path: &std::path::Path, why: &str) -> LogLine {
+    cron(
+        "WARNING",
+        format!(
+            "{} ignored: {why}; retries waiting when the daemon stopped are not started",
+            path.display()
+        ),
+    )
+}
+
 /// A run whose start failed (no process could be made for it) until its entry's next run
 /// came: `(user) FORK FAILED (command) due at HH:MM, no process for it in 61 tries until
 /// HH:MM: not started, its next run takes its place`.

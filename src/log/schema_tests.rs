@@ -65,6 +65,18 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
             m::retry_dropped_line(b"alice", b"false", "2/3", "10:01:05", "10:01"),
         ),
         (
+            "retry_kept_line",
+            m::retry_kept_line(b"alice", b"false", "2/3", "10:02:00"),
+        ),
+        (
+            "retry_made_up_line",
+            m::retry_made_up_line(b"alice", b"false", "2/3", "10:02:00"),
+        ),
+        (
+            "retry_missed_line",
+            m::retry_missed_line(b"alice", b"false", "2/3", "10:02:00", false),
+        ),
+        (
             "fork_given_up_line",
             m::fork_given_up_line(b"alice", b"sleep 99", "10:00", 61, "10:01"),
         ),
@@ -190,6 +202,16 @@ fn catalogue() -> Vec<(&'static str, LogLine)> {
         (
             "paused_ignored_line",
             m::paused_ignored_line(p, "not root's"),
+        ),
+        ("retries_gone_line", m::retries_gone_line(p, 2)),
+        (
+            "retries_left_out_line",
+            m::retries_left_out_line(p, 2, 100_000),
+        ),
+        ("retries_unwritten_line", m::retries_unwritten_line(p, &e())),
+        (
+            "retries_ignored_line",
+            m::retries_ignored_line(p, "not root's"),
         ),
         (
             "pause_line",

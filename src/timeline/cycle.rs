@@ -317,6 +317,11 @@ impl<J: Clone> Cycle<J> {
         self.agenda.ids()
     }
 
+    /// Every `@every` entry, in no particular order.
+    pub fn every_ids(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.every.keys().copied()
+    }
+
     /// The entry's first fire time after minute `after`, without changing what is queued.
     pub fn fire_after(&self, id: EntryId, after: UtcMinute) -> Option<UtcMinute> {
         self.agenda.fire_after(id, after)

@@ -27,4 +27,5 @@ mod notify;
 mod pam;
 mod pause;
 mod reload;
+mod retry;
 mod usage;

@@ -10,6 +10,7 @@
 pub(super) mod missed;
 pub(super) mod paused;
 mod retry;
+pub(super) mod retry_state;
 mod running;
 mod slots;
 
@@ -100,6 +101,8 @@ pub(super) struct Scheduler {
     gave_up: Vec<(EntryId, UtcMinute)>,
     /// The ids of the entries paused (`cronctl pause`): their scheduled runs are not started.
     paused: paused::Paused,
+    /// How the retries queued are kept in their state file (`retry_state`).
+    keeping: retry::Keeping,
 }
 
 impl Scheduler {
@@ -123,6 +126,7 @@ impl Scheduler {
             gave_up: Vec::new(),
             slots: slots::Slots::default(),
             paused: paused::Paused::default(),
+            keeping: retry::Keeping::default(),
         }
     }
 
@@ -992,6 +996,9 @@ impl Scheduler {
         }
         let handled = self.cycle.handled();
         self.write_handled_if_needed(handled, fx);
+        if self.slots.retries_changed() {
+            self.write_retries(now.as_millisecond(), fx);
+        }
     }
 }
 

@@ -31,6 +31,8 @@ pub(super) struct Slots {
     /// the slot they try again: one an entry at most (a retry waits for the attempt before it
     /// to end), removed when it starts or its entry goes.
     retries: HashMap<(EntryId, UtcMinute), Retrying>,
+    /// The retries queued changed since the state file last kept them (`retry_state`).
+    retries_changed: bool,
     /// The files loaded since their ordinals were counted, with their entries in the file's
     /// order: counted when a run of one of them first needs an id, so a load costs no hash of
     /// its entries (8 bytes an entry wait here until then).
@@ -47,6 +49,8 @@ pub(super) struct Retrying {
     /// Whether the entry's run before the slot failed, as its first attempt was told
     /// (`CRON_NOTIFY=change` reads the slot's verdict against it, not the attempts').
     pub(super) previous_failed: Option<bool>,
+    /// When this attempt is to start (epoch ms).
+    pub(super) at_ms: i64,
 }
 
 /// The entry's `CRON_ID`, if it has one.
@@ -151,12 +155,36 @@ impl Slots {
         self.ordinals.remove(&id);
         self.catch_ups.remove(&id);
         self.reruns.retain(|(e, _)| *e != id);
+        let before = self.retries.len();
         self.retries.retain(|(e, _), _| *e != id);
+        self.retries_changed |= self.retries.len() != before;
     }
 
     /// The run of `id` queued as due in `due` is a retry.
     pub(super) fn retrying(&mut self, id: EntryId, due: UtcMinute, retrying: Retrying) {
         self.retries.insert((id, due), retrying);
+        self.retries_changed = true;
+    }
+
+    /// The retries queued, by entry and the minute their queued run names.
+    pub(super) fn retries(&self) -> impl Iterator<Item = (EntryId, UtcMinute, &Retrying)> {
+        self.retries.iter().map(|(&(e, due), r)| (e, due, r))
+    }
+
+    /// Whether the retries queued changed since [`Slots::retries_kept`] (or are to be written
+    /// anew: [`Slots::retries_to_keep`]).
+    pub(super) fn retries_changed(&self) -> bool {
+        self.retries_changed
+    }
+
+    /// The retries queued are as the state file keeps them.
+    pub(super) fn retries_kept(&mut self) {
+        self.retries_changed = false;
+    }
+
+    /// The state file is to be written from the retries queued, changed or not.
+    pub(super) fn retries_to_keep(&mut self) {
+        self.retries_changed = true;
     }
 
     /// The retry the run of `entry` due in `due` is, if it is one.
@@ -221,6 +249,7 @@ impl Slots {
         let retried = entry
             .filter(|_| !manual)
             .and_then(|e| self.retries.remove(&(e, due)));
+        self.retries_changed |= retried.is_some();
         let (trigger, slot): (Trigger, Option<i64>) = match (entry, retried) {
             (None, _) => (Trigger::Reboot, None),
             (Some(_), _) if manual => (Trigger::Manual, None),
