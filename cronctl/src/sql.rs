@@ -77,8 +77,18 @@ CREATE TABLE IF NOT EXISTS crond_entries (
     seen    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (cluster, owner, entry, host)
 );
-ALTER TABLE crond_entries ADD COLUMN IF NOT EXISTS rerun boolean NOT NULL DEFAULT false;
-ALTER TABLE crond_runs ADD COLUMN IF NOT EXISTS attempt integer NOT NULL DEFAULT 1;
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                   WHERE table_schema = current_schema() AND table_name = 'crond_entries'
+                     AND column_name = 'rerun') THEN
+        ALTER TABLE crond_entries ADD COLUMN rerun boolean NOT NULL DEFAULT false;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                   WHERE table_schema = current_schema() AND table_name = 'crond_runs'
+                     AND column_name = 'attempt') THEN
+        ALTER TABLE crond_runs ADD COLUMN attempt integer NOT NULL DEFAULT 1;
+    END IF;
+END $$;
 ";
 
 /// This host's cluster entries as its daemon listed them: $1..$5 the arrays of their clusters,
@@ -398,6 +408,32 @@ mod tests {
         assert_eq!(array::<&str>([]), "{}");
         assert_eq!(array(["a", "b c"]), r#"{"a","b c"}"#);
         assert_eq!(array([r#"x"y\z"#, "NULL", ""]), r#"{"x\"y\\z","NULL",""}"#);
+    }
+
+    /// Every client runs [`SCHEMA`] (each `cronctl` command, each helper at its start), while
+    /// helpers claim. An `ALTER TABLE` locks its table whole even when it changes nothing
+    /// (`ADD COLUMN IF NOT EXISTS` too), and two in one batch, with a helper's statement
+    /// holding one table and waiting for the other, made a deadlock (`40P01`, seen from
+    /// `cronctl hosts`): each is run only when its column is missing.
+    #[test]
+    fn the_schema_alters_a_table_only_when_a_column_is_missing() {
+        let mut in_do = false;
+        for line in SCHEMA.lines() {
+            in_do = match line.trim() {
+                "DO $$ BEGIN" => true,
+                "END $$;" => false,
+                _ => in_do,
+            };
+            if line.trim_start().starts_with("ALTER TABLE") {
+                assert!(in_do, "an ALTER TABLE outside a guarded block: {line}");
+            }
+        }
+        assert_eq!(
+            SCHEMA
+                .matches("IF NOT EXISTS (SELECT 1 FROM information_schema")
+                .count(),
+            3
+        );
     }
 
     #[test]

@@ -1219,12 +1219,8 @@ impl Scheduler {
         asked_by: &str,
         fx: &mut dyn Effects,
     ) -> Option<Result<bool, paused::Refused>> {
-        let (_, _, job, _) = self.cycle.get(entry)?;
-        let job = job.clone();
-        self.slots.name_pending(&job.owner.tab, &self.cycle);
-        let id = self
-            .slots
-            .local_id(entry, slots::named_in(&self.cycle, Some(entry))?);
+        let job = self.cycle.get(entry)?.2.clone();
+        let id = self.id_of(entry)?;
         if pause && self.paused.is_full() && !self.paused.contains(id) {
             let loaded = self.loaded_ids();
             let gone = self.paused.forget_gone(&loaded);
@@ -1242,21 +1238,10 @@ impl Scheduler {
         Some(changed)
     }
 
-    /// The ids of every loaded entry, as `cronctl list` shows them.
+    /// The ids of every loaded entry (`@every` ones too), as `cronctl list` shows them.
     fn loaded_ids(&mut self) -> std::collections::BTreeSet<LocalId> {
-        let entries: Vec<EntryId> = self.cycle.ids().collect();
-        let mut ids = std::collections::BTreeSet::new();
-        for entry in entries {
-            let Some((_, _, job, _)) = self.cycle.get(entry) else {
-                continue;
-            };
-            let tab = job.owner.tab.clone();
-            self.slots.name_pending(&tab, &self.cycle);
-            if let Some(named) = slots::named_in(&self.cycle, Some(entry)) {
-                ids.insert(self.slots.local_id(entry, named));
-            }
-        }
-        ids
+        let entries: Vec<EntryId> = self.cycle.ids().chain(self.cycle.every_ids()).collect();
+        entries.into_iter().filter_map(|e| self.id_of(e)).collect()
     }
 
     /// Resumes the id `id` that no loaded entry has (root's `cronctl resume ID` of an entry

@@ -306,7 +306,7 @@ impl Scheduler {
     }
 
     /// The id `cronctl list` shows for loaded entry `entry`.
-    fn id_of(&mut self, entry: EntryId) -> Option<LocalId> {
+    pub(super) fn id_of(&mut self, entry: EntryId) -> Option<LocalId> {
         let tab = self.cycle.get(entry)?.2.owner.tab.clone();
         self.slots.name_pending(&tab, &self.cycle);
         let named = super::slots::named_in(&self.cycle, Some(entry))?;
