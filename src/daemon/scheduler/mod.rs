@@ -86,11 +86,11 @@ pub(super) struct Scheduler {
     written_handled: Option<UtcMinute>,
     /// SIGTERM or SIGINT came: no run starts any more.
     stopped: bool,
-    /// Each running job child's run, whether it was its entry's first since the load, and its
-    /// entry's id (what the metrics label its end with): a child that exits `job::NOT_STARTED`
-    /// gives its run back (bounded by the running children).
-    /// A run with `CRON_RETRY` carries its slot's retry plan.
-    in_flight: HashMap<Pid, (Run, bool, String, Option<slots::Retrying>)>,
+    /// Each running job child's run, whether it was its entry's first since the load, and how
+    /// its record names it (its entry's id, which the metrics label its end with; its trigger
+    /// and slot): a child that exits `job::NOT_STARTED` gives its run back (bounded by the
+    /// running children). A run with `CRON_RETRY` carries its slot's retry plan.
+    in_flight: HashMap<Pid, (Run, bool, slots::AsRecorded, Option<slots::Retrying>)>,
     /// The entries' ids and the catch-ups queued, for the runs' records.
     slots: slots::Slots,
     /// The due minute and start time of each run waiting for its entry's running one
@@ -583,15 +583,22 @@ impl Scheduler {
             Ok(pid) => {
                 self.metrics.started();
                 self.running.started(pid, entry, now_ms);
+                let named = slots::AsRecorded {
+                    id: facts.id,
+                    trigger: facts.trigger,
+                    slot: facts.slot,
+                };
                 self.in_flight
-                    .insert(pid, (run.clone(), first, facts.id, retrying));
+                    .insert(pid, (run.clone(), first, named, retrying));
                 Some(pid)
             }
             Err(e) => {
                 self.running.not_started(entry, first);
                 self.fork_failures.failed(fx, e);
-                // The run goes back to the queue: a retry stays the attempt it was.
-                self.keep_retrying(entry, run.due, retrying);
+                // The run goes back to the queue: a retry stays the attempt it was, a catch-up
+                // or a second attempt what it was.
+                let named = (facts.trigger, facts.slot);
+                self.slots.put_back(entry, run.due, named, retrying);
                 None
             }
         }
@@ -631,8 +638,9 @@ impl Scheduler {
         };
         let launched = self.in_flight.remove(&pid);
         if exit == Exit::Code(crate::job::NOT_STARTED) {
-            if let Some((run, first, _, retrying)) = launched {
-                self.keep_retrying(run.job.entry, run.due, retrying);
+            if let Some((run, first, named, retrying)) = launched {
+                let was = (named.trigger, named.slot);
+                self.slots.put_back(run.job.entry, run.due, was, retrying);
                 self.not_started(run, first, now.as_millisecond(), fx);
                 // A run that waited for this one (CRON_OVERLAP=queue) goes on waiting: the
                 // one put back starts first and it follows, with its own minute and time.
@@ -656,7 +664,7 @@ impl Scheduler {
         // The metrics label the entry with the id its run was recorded under; an entry removed
         // while its job ran has no series (its key never names another entry).
         let named = (ended.entry.filter(|&e| self.cycle.get(e).is_some()))
-            .zip(launched.as_ref().map(|(_, _, id, _)| id.as_str()));
+            .zip(launched.as_ref().map(|(_, _, named, _)| named.id.as_str()));
         self.metrics
             .ended(named, outcome, duration_ms, now.as_second());
         match &said {
@@ -2248,6 +2256,28 @@ mod tests {
             let now = UtcMinute::containing(clock.now().as_second());
             assert_eq!(fx.handled[Path::new(STATE)], Ok(now));
         }
+    }
+
+    #[test]
+    fn a_catch_up_whose_fork_fails_is_still_a_catch_up_of_its_slot_when_it_starts() {
+        let clock = FakeClock::at("2026-11-27T12:30:30Z");
+        let mut fx = Recorded::default();
+        let before = UtcMinute::containing(clock.now().as_second()).plus(-150);
+        fx.handled.insert(STATE.into(), Ok(before));
+        let mut s = scheduler(&clock, "CRON_MISSED=once\n0 * * * * once\n", &mut fx);
+        s.make_up_after_start(clock.now(), &mut fx);
+        fx.fail_starts = 1;
+        let launched = start_due(&mut s, &clock, &mut fx);
+        assert!(
+            matches!(launched[..], [Launched::Failed { .. }]),
+            "{launched:?}"
+        );
+        clock.advance_ms(1_000);
+        assert_eq!(start_due(&mut s, &clock, &mut fx).len(), 1);
+        let slot = UtcMinute::containing(clock.now().as_second()).plus(-90);
+        let told: Vec<_> = fx.facts.iter().map(|f| (f.trigger, f.slot)).collect();
+        let catch_up = (Trigger::CatchUp, Some(slot.start_second()));
+        assert_eq!(told, [catch_up, catch_up], "both tries make up 11:00");
     }
 
     #[test]

@@ -199,19 +199,6 @@ impl Scheduler {
         fx.info(line.with_job(self.log_fields(Some(entry), job)));
     }
 
-    /// A retry that did not start (its fork failed) stays the attempt it was when its run,
-    /// put back in the queue, starts again.
-    pub(super) fn keep_retrying(
-        &mut self,
-        entry: Option<EntryId>,
-        due: UtcMinute,
-        retrying: Option<Retrying>,
-    ) {
-        if let (Some(entry), Some(retrying)) = (entry, retrying) {
-            self.slots.retrying(entry, due, retrying);
-        }
-    }
-
     /// Whether `run` is a retry: it is never claimed again in a cluster.
     pub(super) fn is_retry(&self, run: &Run) -> bool {
         self.slots.retry_of(run.job.entry, run.due).is_some()

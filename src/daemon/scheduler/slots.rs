@@ -39,6 +39,14 @@ pub(super) struct Slots {
     pending: HashMap<std::sync::Arc<str>, Vec<EntryId>>,
 }
 
+/// How a started run's record names it: its entry's id, its trigger and its slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct AsRecorded {
+    pub(super) id: String,
+    pub(super) trigger: Trigger,
+    pub(super) slot: Option<i64>,
+}
+
 /// A retry of a slot (`CRON_RETRY`): its attempt's plan, and the slot's trigger and time as
 /// its first attempt's record gave them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,6 +203,29 @@ impl Slots {
     /// The start of `id`'s run of `due` is a second attempt (`CRON_CLUSTER_RERUN=unknown`).
     pub(super) fn rerun(&mut self, id: EntryId, due: UtcMinute) {
         self.reruns.insert((id, due));
+    }
+
+    /// A run of `entry` due in `due` that did not start (its fork failed) and goes back in the
+    /// queue: when it starts it is what it was, by its record's trigger and slot (`was`), a
+    /// catch-up, a second attempt in a cluster, or `retrying`, the attempt of its slot.
+    pub(super) fn put_back(
+        &mut self,
+        entry: Option<EntryId>,
+        due: UtcMinute,
+        (trigger, slot): (Trigger, Option<i64>),
+        retrying: Option<Retrying>,
+    ) {
+        let Some(entry) = entry else {
+            return;
+        };
+        match (retrying, trigger, slot) {
+            (Some(retrying), _, _) => self.retrying(entry, due, retrying),
+            (None, Trigger::Rerun, _) => self.rerun(entry, due),
+            (None, Trigger::CatchUp, Some(slot)) => {
+                self.catching_up(entry, UtcMinute::containing(slot))
+            }
+            _ => {}
+        }
     }
 
     /// The next start of `id` makes up `missed`.
