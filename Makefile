@@ -49,6 +49,9 @@ test-i686:
 check:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	# The fuzz targets are their own crate, outside the workspace: they must build against
+	# the library as it is now, not only when `make fuzz` runs.
+	$(CARGO) clippy --locked --manifest-path fuzz/Cargo.toml --bins -- -D warnings
 	./.ci/core-boundary
 	./.ci/core-boundary-selftest
 	./.ci/doc-tests-exist

@@ -28,6 +28,7 @@ fn parse(text: &[u8], format: Format) -> crontab::Crontab {
         format,
         limits,
         seed: 0x5eed,
+        file: "crontabs/fuzz",
         zones: &mut zones,
         privileged: true,
     };
