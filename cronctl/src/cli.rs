@@ -16,7 +16,8 @@ use crond::crontab::policy::is_cluster_name;
 
 use crate::helper::HelperArgs;
 use crate::history::{self, JournalChoice, WriterArgs};
-use crate::notify::{NotifyArgs, Phase, is_rid};
+use crate::notify::{NotRunMail, NotifyArgs, Phase, is_rid};
+use crond::job::mail::MailCommand;
 use crond::log::{Destination, Format};
 
 pub const USAGE: &str = "usage: cronctl [--socket PATH] list [--wide|--json] [PATTERN]
@@ -148,6 +149,12 @@ struct Flags {
     rid: Option<String>,
     log: Option<Destination>,
     log_format: Format,
+    /// `notify end`'s mail of a slot that did not run: `--sendmail`, `--mail-command`,
+    /// `--mail-host`, `--charset`.
+    sendmail: Option<PathBuf>,
+    mail_command: Option<std::ffi::OsString>,
+    mail_host: Option<String>,
+    charset: Option<String>,
 }
 
 impl Default for Flags {
@@ -177,11 +184,36 @@ impl Default for Flags {
             rid: None,
             log: None,
             log_format: Format::Text,
+            sendmail: None,
+            mail_command: None,
+            mail_host: None,
+            charset: None,
         }
     }
 }
 
 impl Flags {
+    /// `notify`'s mail of a slot that did not run: asked for by naming the MTA.
+    fn not_run_mail(&self) -> Result<Option<NotRunMail>, UsageError> {
+        let command = match (&self.sendmail, &self.mail_command) {
+            (Some(_), Some(_)) => return Err(UsageError::NotifyTwoMtas),
+            (Some(path), None) => MailCommand::Sendmail(path.clone()),
+            (None, Some(line)) => MailCommand::Shell(line.clone()),
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(NotRunMail {
+            command,
+            host: self.mail_host.clone().unwrap_or_else(|| {
+                let host = crond::job::mail::subject_host(&crond::sys::hostname(), false);
+                String::from_utf8_lossy(&host).into_owned()
+            }),
+            charset: self
+                .charset
+                .clone()
+                .unwrap_or_else(|| "US-ASCII".to_string()),
+        }))
+    }
+
     /// Reads every argument; `-h` or `-V` ends the reading with its command, whatever
     /// follows.
     fn read(&mut self, parser: &mut lexopt::Parser) -> Result<Option<Command>, UsageError> {
@@ -226,6 +258,10 @@ impl Flags {
                 Long("rid") => self.rid = Some(text(parser.value()?)?),
                 Long("log") => self.log = Some(log_destination(&text(parser.value()?)?)?),
                 Long("log-format") => self.log_format = log_format(&text(parser.value()?)?)?,
+                Long("sendmail") => self.sendmail = Some(PathBuf::from(parser.value()?)),
+                Long("mail-command") => self.mail_command = Some(parser.value()?),
+                Long("mail-host") => self.mail_host = Some(text(parser.value()?)?),
+                Long("charset") => self.charset = Some(text(parser.value()?)?),
                 Value(v) => self.words.push(text(v)?),
                 _ => return Err(arg.unexpected().into()),
             }
@@ -266,6 +302,7 @@ impl Flags {
                     .ok_or(UsageError::NotifyNeeds("--rid UUID"))?,
                 log: self.log.unwrap_or(Destination::Syslog),
                 format: self.log_format,
+                mail: self.not_run_mail()?,
             }),
             ["paused"] => Command::Paused { wide: self.wide },
             [verb @ ("pause" | "resume"), c, user, id] => {
@@ -530,6 +567,8 @@ pub enum UsageError {
     WriterNeeds(&'static str),
     /// `notify` without the option named.
     NotifyNeeds(&'static str),
+    /// `notify` with both `--sendmail` and `--mail-command`.
+    NotifyTwoMtas,
     /// `--log` or `--log-format` with a value they do not take.
     NotLog(String),
     /// `--max-size` that is not a number of bytes of at least [`MIN_MAX_SIZE`].
@@ -572,6 +611,12 @@ impl fmt::Display for UsageError {
             UsageError::HelperNeeds(option) => write!(f, "helper: {option} is required"),
             UsageError::WriterNeeds(option) => write!(f, "history-writer: {option} is required"),
             UsageError::NotifyNeeds(option) => write!(f, "notify: {option} is required"),
+            UsageError::NotifyTwoMtas => {
+                write!(
+                    f,
+                    "notify: --sendmail and --mail-command name two MTAs: give one"
+                )
+            }
             UsageError::NotLog(value) => write!(
                 f,
                 "--log takes syslog, stderr or both, --log-format text or json, not {value:?}"

@@ -219,7 +219,8 @@ impl Effects for RealEffects {
     }
 
     fn notify(&mut self, job: &JobSpec, outcome: &history::Outcome, previous_failed: bool) {
-        if !crate::job::not_run_notifies(job, &self.setup, outcome, previous_failed) {
+        let sends = crate::job::not_run_sends(job, &self.setup, outcome, previous_failed);
+        if !sends.any() {
             return;
         }
         let allowed = self
@@ -227,8 +228,8 @@ impl Effects for RealEffects {
             .take(job.user(), outcome.at_ms.div_euclid(1000));
         if allowed.dropped_before > 0 {
             let said = format!(
-                "{} not-run slots' requests were not sent last minute: the daemon starts at most \
-                 {} senders a minute, {} for one user",
+                "{} not-run slots' requests and mails were not sent last minute: the daemon \
+                 starts at most {} senders a minute, {} for one user",
                 allowed.dropped_before,
                 super::notices::PER_MINUTE,
                 super::notices::PER_USER
@@ -239,7 +240,7 @@ impl Effects for RealEffects {
             return;
         }
         if let Looked::Found(identity) = look_up(&mut self.identities, &self.setup, job) {
-            crate::job::send_not_run(job, &self.setup, identity, outcome);
+            crate::job::send_not_run(job, &self.setup, identity, outcome, sends);
         }
     }
 

@@ -119,7 +119,8 @@ pub struct ChildSetup {
     pub retried: bool,
     /// The helper that sends `CRON_PING` and `CRON_WEBHOOK` requests; `None`: none are sent.
     pub notifier: Option<notify::Notifier>,
-    /// In a job child whose entry sets `CRON_PING` or `CRON_WEBHOOK`: the run's id and record.
+    /// In a job child whose entry sets `CRON_PING` or `CRON_WEBHOOK`, or may mail a slot that
+    /// did not run: the run's id and record.
     pub notice: Option<Notice>,
 }
 
@@ -128,6 +129,9 @@ pub struct ChildSetup {
 pub struct Notice {
     pub rid: String,
     pub blank: history::Outcome,
+    /// Whether the entry sets `CRON_PING` or `CRON_WEBHOOK` (else only the mail of a slot
+    /// that did not run is sent).
+    pub requests: bool,
 }
 
 /// The write end of the pipe on which a job child started for `cronctl run` tells the daemon
@@ -207,8 +211,9 @@ impl ChildSetup {
             },
             ..notice.blank.clone()
         };
-        if not_run_notifies(spec, self, &outcome, self.previous_failed) {
-            send_not_run(spec, self, identity, &outcome);
+        let sends = not_run_sends(spec, self, &outcome, self.previous_failed);
+        if sends.any() {
+            send_not_run(spec, self, identity, &outcome, sends);
         }
     }
 }
@@ -326,15 +331,24 @@ fn run_child(
     }
 }
 
-/// The run's id and record when its entry asks for requests and a helper can send them.
+/// The run's id and record when its entry asks for requests, or may mail a slot that did not
+/// run, and a helper can send them.
 fn notice_of(spec: &JobSpec, setup: &ChildSetup, facts: &RunFacts) -> Option<Notice> {
-    if !notify::asked_by(spec.env()) || setup.notifier.is_none() {
+    let requests = notify::asked_by(spec.env());
+    if !(requests || mails_not_run(spec, setup)) || setup.notifier.is_none() {
         return None;
     }
     let blank = record::blank(spec, facts, &this_host(setup));
+    // Only requests use the run's id (a slot that did not run is given its own).
+    let rid = if requests {
+        notify::rid_for(&blank)
+    } else {
+        String::new()
+    };
     Some(Notice {
-        rid: notify::rid_for(&blank),
+        rid,
         blank,
+        requests,
     })
 }
 
@@ -357,6 +371,9 @@ fn send_notice(
     let (Some(notifier), Some(notice)) = (&setup.notifier, &setup.notice) else {
         return;
     };
+    if !notice.requests {
+        return;
+    }
     let policy = setup.notify_policy(spec);
     let wanted = match outcome {
         // A retry's start is not pinged again: its slot's run started at the first attempt.
@@ -371,22 +388,54 @@ fn send_notice(
             creds: prepared.creds.as_ref(),
             env: &prepared.env,
         };
-        notifier.start(&notice.rid, outcome, who, setup.log);
+        notifier.start(&notice.rid, outcome, None, who, setup.log);
     }
 }
 
-/// Whether a slot of `spec` that did not run (`outcome`) sends its entry's requests: it asks
-/// for some, a helper can send them, and its `CRON_NOTIFY` (else `--notify`) wants this
-/// outcome; `previous_failed`: the entry's last run that said something failed.
-pub fn not_run_notifies(
+/// What a slot of an entry that did not run sends, when a helper can send it and the entry's
+/// `CRON_NOTIFY` (else `--notify`) wants it told.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotRunSends {
+    /// Its `CRON_PING` and `CRON_WEBHOOK` requests.
+    pub requests: bool,
+    /// A mail saying that it did not run, and why ([`mails_not_run`]).
+    pub mail: bool,
+}
+
+impl NotRunSends {
+    pub fn any(self) -> bool {
+        self.requests || self.mail
+    }
+}
+
+/// What a slot of `spec` that did not run (`outcome`) sends; `previous_failed`: the entry's
+/// last run that said something failed.
+pub fn not_run_sends(
     spec: &JobSpec,
     setup: &ChildSetup,
     outcome: &history::Outcome,
     previous_failed: bool,
-) -> bool {
-    setup.notifier.is_some()
-        && notify::asked_by(spec.env())
-        && policy::wanted_outcome(setup.notify_policy(spec), outcome, previous_failed)
+) -> NotRunSends {
+    let policy = setup.notify_policy(spec);
+    if setup.notifier.is_none() || !policy::wanted_outcome(policy, outcome, previous_failed) {
+        return NotRunSends::default();
+    }
+    NotRunSends {
+        requests: notify::asked_by(spec.env()),
+        mail: mails_not_run(spec, setup),
+    }
+}
+
+/// Whether a slot of `spec` that did not run is mailed when its policy wants it told: only
+/// under `failure` and `change`. Under `always`, as in every cron, a mail carries a run's
+/// output, and such a slot has none. Not with `-s`, `-m off` or an empty `MAILTO`.
+fn mails_not_run(spec: &JobSpec, setup: &ChildSetup) -> bool {
+    let asked = matches!(setup.notify_policy(spec), Notify::Failure | Notify::Change);
+    let mail_on = match &setup.output {
+        OutputTo::Mail(mail) => mail.command != MailCommand::Off,
+        OutputTo::Syslog => false,
+    };
+    asked && mail_on && spec.env().get(b"MAILTO") != Some(b"".as_slice())
 }
 
 /// Starts the helper for a slot of `spec` that did not run, as `identity`'s user with the
@@ -397,6 +446,7 @@ pub fn send_not_run(
     setup: &ChildSetup,
     identity: &Identity,
     outcome: &history::Outcome,
+    sends: NotRunSends,
 ) {
     let Some(notifier) = &setup.notifier else {
         return;
@@ -423,7 +473,12 @@ pub fn send_not_run(
         outcome.host = this_host(setup);
     }
     let who = notify::As { creds, env: &env };
-    notifier.start(&notify::rid_for(&outcome), Some(&outcome), who, setup.log);
+    let mail = match &setup.output {
+        OutputTo::Mail(mail) if sends.mail => Some(mail),
+        _ => None,
+    };
+    let rid = notify::rid_for(&outcome);
+    notifier.start(&rid, Some(&outcome), mail, who, setup.log);
 }
 
 /// A start is pinged under `always`, to an entry with `CRON_PING`.
@@ -715,6 +770,7 @@ fn report(spec: &JobSpec, setup: &ChildSetup, prepared: &Prepared, finished: &Fi
                 env: &prepared.cron_env,
                 exit,
                 timed_out: finished.timed_out,
+                not_run: None,
             };
             let home = lookup(&prepared.env, b"HOME").unwrap_or_default();
             let run_as = RunAs {

@@ -3,11 +3,17 @@
 //! `cronctl notify` as the job's user to send them (ids dropped before the exec, as for the
 //! MTA), the run's outcome on its standard input. It does not wait for it: the helper ends by
 //! itself (cronctl's `notify::TIMEOUT`, `TRIES`), and logs what it could not deliver. This
-//! process, root's, opens no connection for the user and holds no HTTP code.
+//! process, root's, opens no connection for the user and holds no HTTP code. For a slot that
+//! did not run under `CRON_NOTIFY=failure|change`, the same helper also mails it, given the
+//! daemon's MTA options ([`mail_args`]), so that neither the daemon nor a job child waits on
+//! the MTA for it.
 
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use super::MailSetup;
+use super::mail::MailCommand;
 use crate::history::Outcome;
 use crate::log::Log;
 use crate::sys::as_user::{self, Credentials, Launch, StdFds};
@@ -90,12 +96,22 @@ pub struct As<'a> {
 
 impl Notifier {
     /// Starts `cronctl notify start|end` as the user; an end gets `outcome` (its output cut
-    /// to its last [`MAX_TAIL`] bytes) on its standard input. Errors are logged, never
-    /// waited for.
-    pub fn start(&self, rid: &str, outcome: Option<&Outcome>, who: As<'_>, log: Log) {
+    /// to its last [`MAX_TAIL`] bytes) on its standard input, and with `mail` the helper also
+    /// mails it (a slot that did not run) as the daemon's mail options say. Errors are logged,
+    /// never waited for.
+    pub fn start(
+        &self,
+        rid: &str,
+        outcome: Option<&Outcome>,
+        mail: Option<&MailSetup>,
+        who: As<'_>,
+        log: Log,
+    ) {
         let phase: &[u8] = if outcome.is_some() { b"end" } else { b"start" };
         let mut args: Vec<&[u8]> = vec![b"notify", phase, b"--rid", rid.as_bytes()];
         args.extend(log.helper_args().iter().map(|a| a.as_bytes()));
+        let mail_args = mail.map(mail_args).unwrap_or_default();
+        args.extend(mail_args.iter().map(Vec::as_slice));
         let program = self.program.as_os_str().as_encoded_bytes();
         let launch = match Launch::new(program, &args, who.env) {
             Ok(launch) => launch.dir(b"/"),
@@ -123,6 +139,22 @@ impl Notifier {
             let _ = std::fs::File::from(write_end).write_all(&message);
         }
     }
+}
+
+/// The helper's options that have it mail a slot that did not run: the MTA (`--sendmail PATH`,
+/// or cronie's `-m` as `--mail-command CMD`), the subject's host and the charset.
+fn mail_args(mail: &MailSetup) -> Vec<Vec<u8>> {
+    let mut args: Vec<Vec<u8>> = match &mail.command {
+        MailCommand::Sendmail(path) => {
+            vec![b"--sendmail".to_vec(), path.as_os_str().as_bytes().to_vec()]
+        }
+        MailCommand::Shell(line) => vec![b"--mail-command".to_vec(), line.as_bytes().to_vec()],
+        MailCommand::Off => return Vec::new(),
+    };
+    let host = super::mail::subject_host(&crate::sys::hostname(), mail.full_host);
+    args.extend([b"--mail-host".to_vec(), host]);
+    args.extend([b"--charset".to_vec(), mail.charset.as_bytes().to_vec()]);
+    args
 }
 
 /// `outcome` with only the last [`MAX_TAIL`] bytes of its output, all in its head.

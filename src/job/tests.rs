@@ -125,3 +125,135 @@ fn a_shell_whose_start_fails_at_any_step_is_a_logged_failed_run_and_runs_nothing
     assert_eq!(log.matches("(nobody) CMD (touch ").count(), 1, "{log}");
     assert!(!dir.path().join("ran").exists());
 }
+
+/// `spec`'s command under the crontab variables `vars` (`NAME=value` lines).
+fn under(spec: &JobSpec, vars: &str) -> JobSpec {
+    let mut zones = |n: &str| crate::schedule::Zone::get(n);
+    let tab = crate::crontab::parse(
+        vars.as_bytes(),
+        &mut crate::crontab::ParseOptions {
+            format: crate::crontab::Format::System,
+            limits: crate::crontab::Limits::USER,
+            seed: 0,
+            file: "/etc/cron.d/faults",
+            zones: &mut zones,
+            privileged: true,
+        },
+    );
+    assert!(!tab.has_errors(), "{:?}", tab.errors);
+    let owner = Owner {
+        user: spec.owner.user.clone(),
+        uid: spec.owner.uid,
+        tab: spec.owner.tab.clone(),
+        commands: spec.owner.commands.clone(),
+        quiet: spec.owner.quiet,
+        env: tab.env,
+    };
+    JobSpec {
+        owner: Arc::new(owner),
+        command: spec.command,
+    }
+}
+
+#[test]
+fn a_slot_that_did_not_run_is_mailed_only_under_failure_and_change_and_only_with_mail_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spec, setup, _) = nobodys_touch(dir.path());
+    let mail = MailSetup {
+        command: MailCommand::Sendmail(crate::paths::SENDMAIL.into()),
+        full_host: false,
+        charset: "US-ASCII".into(),
+    };
+    let setup = ChildSetup {
+        notifier: Some(notify::Notifier {
+            program: "/usr/sbin/cronctl".into(),
+        }),
+        output: OutputTo::Mail(mail.clone()),
+        ..setup
+    };
+    let facts = RunFacts {
+        id: "0123456789ab".into(),
+        trigger: history::Trigger::Schedule,
+        slot: Some(1_796_000_000),
+        cluster: None,
+        previous_failed: false,
+        retry: None,
+        started_ms: 0,
+    };
+    let not_run = |reason: Reason| history::Outcome {
+        result: history::Result::NotRun {
+            reason,
+            words: "why".into(),
+        },
+        ..record::blank(&spec, &facts, "vm")
+    };
+    let sends = |spec: &JobSpec, setup: &ChildSetup, reason: Reason| {
+        let s = not_run_sends(spec, setup, &not_run(reason), false);
+        (s.requests, s.mail)
+    };
+    let pinged = "CRON_PING=http://127.0.0.1:9/p\n";
+    for (vars, overlap, paused) in [
+        // `always`, the default: requests for a slot that did not run, no mail (no output).
+        ("", (false, false), (false, false)),
+        (pinged, (true, false), (false, false)),
+        // `failure` and `change`: mail too; a pause tells nobody.
+        ("CRON_NOTIFY=failure\n", (false, true), (false, false)),
+        ("CRON_NOTIFY=change\n", (false, true), (false, false)),
+        (
+            &format!("{pinged}CRON_NOTIFY=failure\n"),
+            (true, true),
+            (false, false),
+        ),
+        // An empty MAILTO asks for no mail; `never` for nothing.
+        (
+            "CRON_NOTIFY=failure\nMAILTO=\"\"\n",
+            (false, false),
+            (false, false),
+        ),
+        (
+            &format!("{pinged}CRON_NOTIFY=never\n"),
+            (false, false),
+            (false, false),
+        ),
+    ] {
+        let spec = under(&spec, vars);
+        assert_eq!(sends(&spec, &setup, Reason::Overlap), overlap, "{vars:?}");
+        assert_eq!(sends(&spec, &setup, Reason::Paused), paused, "{vars:?}");
+    }
+    // `crond --notify failure` is the default a file's CRON_NOTIFY overrides.
+    let failing = ChildSetup {
+        notify: crate::crontab::policy::Notify::Failure,
+        ..setup.clone()
+    };
+    assert_eq!(sends(&spec, &failing, Reason::Missed), (false, true));
+    assert_eq!(
+        sends(
+            &under(&spec, "CRON_NOTIFY=always\n"),
+            &failing,
+            Reason::Missed
+        ),
+        (false, false)
+    );
+    // No mail with `-m off` or `-s`, nor anything without a helper to send it.
+    for output in [
+        OutputTo::Mail(MailSetup {
+            command: MailCommand::Off,
+            ..mail
+        }),
+        OutputTo::Syslog,
+    ] {
+        let quiet = ChildSetup {
+            output,
+            ..failing.clone()
+        };
+        assert_eq!(sends(&spec, &quiet, Reason::Missed), (false, false));
+    }
+    let unsent = ChildSetup {
+        notifier: None,
+        ..failing
+    };
+    assert_eq!(
+        sends(&under(&spec, pinged), &unsent, Reason::Missed),
+        (false, false)
+    );
+}

@@ -32,6 +32,7 @@ fn send(
         env,
         exit,
         timed_out: None,
+        not_run: None,
     };
     mail::mail_output(&job, &config(), output, env)
 }
@@ -280,6 +281,7 @@ fn root_a_missing_sendmail_is_reported_as_no_mta() {
         env: &env,
         exit: JobExit::from_status(status),
         timed_out: None,
+        not_run: None,
     };
     let cfg = MailConfig {
         command: MailCommand::Sendmail(tmp.path().join("no-sendmail")),

@@ -172,6 +172,64 @@ fn root_a_slot_skipped_for_an_overlap_pings_fail_with_its_reason_as_the_user_and
 }
 
 #[test]
+fn root_under_cron_notify_failure_a_slot_skipped_for_an_overlap_is_mailed_as_the_user_with_why() {
+    let user = mail_user();
+    let tree = Tree::new();
+    // Each run lasts 8 s (80 fake) and prints nothing: 10:00's is running at 10:01, whose slot
+    // is skipped. Under `failure` that slot is mailed; under `always` a mail carries output,
+    // as in every cron, and a slot that did not run has none.
+    install(
+        &tree,
+        &user,
+        "CRON_OVERLAP=skip\nCRON_NOTIFY=failure\n* * * * * sleep 8\n\
+         CRON_NOTIFY=always\n* * * * * sleep 8 \n",
+    );
+    let crond = Crond::start(&tree, 1, &["-L", "3"]);
+    wait_for_count(&crond, &format!("({}) SKIP (sleep 8", user.name), 2, 20);
+    let mails = user.wait_for_mail(1);
+    std::thread::sleep(Duration::from_secs(2));
+    user.assert_no_more_than(1);
+    let mail = &mails[0];
+    let subject = mail.header_str("Subject");
+    assert!(
+        subject.starts_with(&format!("Cron <{}@", user.name))
+            && subject.ends_with("> sleep 8 (did not run: overlap)"),
+        "{subject}"
+    );
+    let body = String::from_utf8_lossy(&mail.body);
+    assert!(
+        body.starts_with("crond did not start its run of "),
+        "{body}"
+    );
+    assert!(body.contains(":01 "), "the 10:01 slot: {body}");
+    assert!(body.contains("still running"), "the reason's words: {body}");
+    let socket = crate::control::socket_of(&tree);
+    // Both entries' 10:01 slots were skipped; the mail names the first's (line 3).
+    let rows = crate::history::history(None, &socket, &["--failed"], 2);
+    let row = rows
+        .iter()
+        .find(|r| r["place"].as_str().unwrap().ends_with(":3"))
+        .unwrap_or_else(|| panic!("{rows:#?}"));
+    let (entry, place) = (
+        row["entry"].as_str().unwrap(),
+        row["place"].as_str().unwrap(),
+    );
+    assert!(
+        body.contains(&format!(
+            "Entry {entry} ({place}). Its runs: cronctl history {entry}\n"
+        )),
+        "{body}"
+    );
+    // Sent by the user, not root: exim makes the one who submitted it the envelope sender.
+    let sender = mail.header_str("Return-path");
+    assert!(
+        sender.starts_with(&format!("<{}@", user.name)),
+        "Return-path: {sender}"
+    );
+    assert!(!crond.log_text().contains("MAIL ("), "{}", crond.log_text());
+}
+
+#[test]
 fn root_a_slot_tried_again_pings_one_start_and_its_last_end_under_one_rid() {
     let user = mail_user();
     let tree = Tree::new();

@@ -42,7 +42,7 @@ fn main() {
     let captured = start.elapsed();
 
     let env = vec![(b"PATH".to_vec(), b"/usr/bin:/bin".to_vec())];
-    let job = JobMail { user: b"nobody", command: b"bench", env: &env, exit: JobExit::from_status(status), timed_out: None };
+    let job = JobMail { user: b"nobody", command: b"bench", env: &env, exit: JobExit::from_status(status), timed_out: None, not_run: None };
     let cfg = MailConfig {
         host: b"bench".to_vec(),
         charset: "US-ASCII".into(),

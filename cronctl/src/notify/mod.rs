@@ -10,6 +10,11 @@
 //! the reason it did not run) as the body (healthchecks.io's protocol); and POSTs the outcome
 //! as `cronctl history --json` gives it to the webhook.
 //!
+//! With `--sendmail PATH` (or `--mail-command CMD`, cronie's `-m`), `end` also mails a slot that
+//! did not run: its entry's `CRON_NOTIFY` is `failure` or `change` and the daemon decided it is
+//! told ([`mail_not_run`]). The mail goes as a run's does (MAILTO, MAILFROM, the same header),
+//! its subject saying `(did not run: REASON)`, its body why.
+//!
 //! Each request has [`TIMEOUT`] and [`TRIES`] tries, [`BACKOFF`] apart; a redirect is not
 //! followed. One that is not delivered is logged (`NOTIFY`, as `CRON`) where the daemon logs.
 //! So a helper lives at most about `2 × (3 × 10 s + 3 s)`, whatever its endpoints do.
@@ -17,7 +22,13 @@
 pub mod http;
 
 use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
 use std::time::Duration;
+
+use crond::job::mail::send::MTA_TIMEOUT;
+use crond::job::mail::{self as mta, JobMail, MailCommand, MailConfig, MailOutcome, Plan};
+use crond::job::output::TextKind;
+use crond::log::messages::JobExit;
 
 use crond::history::notify::Verdict;
 use crond::history::{End, Fields, Outcome, Result as Slot};
@@ -48,6 +59,16 @@ pub struct NotifyArgs {
     pub rid: String,
     pub log: Destination,
     pub format: Format,
+    /// `end`: mail a slot that did not run, so.
+    pub mail: Option<NotRunMail>,
+}
+
+/// How the daemon mails: its MTA, the host its subjects name, its locale's charset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotRunMail {
+    pub command: MailCommand,
+    pub host: String,
+    pub charset: String,
 }
 
 /// Whether `rid` is a UUID as healthchecks.io takes it (8-4-4-4-12 hex digits).
@@ -95,6 +116,9 @@ pub fn run(args: &NotifyArgs) -> u8 {
             failed = true;
         }
     }
+    if let (Some(mail), Some(outcome)) = (&args.mail, &outcome) {
+        failed |= !mail_not_run(mail, outcome, &log);
+    }
     if let (Some(url), Some(outcome)) = (&webhook, &outcome) {
         let zone = crond::schedule::Zone::utc();
         let body = crate::history::render::json_outcome(outcome, &zone);
@@ -110,6 +134,92 @@ pub fn run(args: &NotifyArgs) -> u8 {
         }
     }
     u8::from(failed)
+}
+
+/// Mails `outcome`, a slot that did not run, as the daemon mails a run's output, from this
+/// process (the job's user, with the job's environment): `false` when the mail failed (logged
+/// as a run's mail failure is). A run that ran is not mailed here.
+pub fn mail_not_run(mail: &NotRunMail, outcome: &Outcome, log: &Log) -> bool {
+    let Slot::NotRun { reason, .. } = &outcome.result else {
+        return true;
+    };
+    let env: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
+        .map(|(name, value)| (name.into_vec(), value.into_vec()))
+        .collect();
+    let job = JobMail {
+        user: outcome.user.as_bytes(),
+        command: outcome.command.as_bytes(),
+        env: &env,
+        exit: JobExit::Exited(0),
+        timed_out: None,
+        not_run: Some(reason.code()),
+    };
+    let config = MailConfig {
+        host: mail.host.as_bytes().to_vec(),
+        charset: mail.charset.clone(),
+        command: mail.command.clone(),
+    };
+    let body = not_run_body(outcome);
+    let kind = if body.is_ascii() {
+        TextKind::Ascii
+    } else {
+        TextKind::Utf8
+    };
+    let sent = match mta::plan(&job, &config, false, kind) {
+        Plan::Send { recipients, header } => {
+            let body = body.as_bytes();
+            mta::deliver(
+                &config.command,
+                &recipients,
+                &header,
+                body,
+                &env,
+                MTA_TIMEOUT,
+            )
+        }
+        Plan::Unsafe { value } => MailOutcome::UnsafeAddress { value },
+        Plan::Empty | Plan::MailtoEmpty | Plan::Off => return true,
+    };
+    if let Some(line) = sent.log_line(outcome.user.as_bytes()) {
+        let level = match sent {
+            MailOutcome::NoMta => crond::types::Level::Info,
+            _ => crond::types::Level::Error,
+        };
+        log.line(level, &line);
+    }
+    matches!(sent, MailOutcome::Sent { .. })
+}
+
+/// The body of the mail of a slot that did not run: when, where, why, and where to look.
+pub fn not_run_body(outcome: &Outcome) -> String {
+    let Slot::NotRun { words, .. } = &outcome.result else {
+        return String::new();
+    };
+    let zone = jiff::tz::TimeZone::system();
+    let at = |s: i64| {
+        jiff::Timestamp::from_second(s)
+            .map(|t| {
+                t.to_zoned(zone.clone())
+                    .strftime("%Y-%m-%d %H:%M %Z")
+                    .to_string()
+            })
+            .unwrap_or_default()
+    };
+    let slot = match outcome.slot {
+        Some(slot) => format!("its run of {}", at(slot)),
+        None => "a run".to_string(),
+    };
+    let attempt = match &outcome.attempt {
+        Some(a) => format!(" (attempt {} of {})", a.number, a.of),
+        None => String::new(),
+    };
+    format!(
+        "crond did not start {slot}{attempt} on {host}:\n{words}\n\n\
+         Entry {entry} ({place}). Its runs: cronctl history {entry}\n",
+        host = outcome.host,
+        entry = outcome.entry,
+        place = outcome.place,
+    )
 }
 
 /// The outcome on standard input: one history message.

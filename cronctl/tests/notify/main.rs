@@ -2,7 +2,8 @@
 //! OpenSSL with a CA made here): the paths and bodies of a success, a failure and a slot that
 //! did not run, the webhook's JSON, a refused connection (three tries, then a logged failure),
 //! an endpoint that does not answer (each try ends at 10 s), a redirect (not followed), and a
-//! certificate checked against the CA given in SSL_CERT_FILE.
+//! certificate checked against the CA given in SSL_CERT_FILE; and the mail of a slot that did
+//! not run, piped to a shell command as cronie's `-m` MTA.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -189,6 +190,106 @@ fn a_start_a_success_a_failure_and_a_slot_not_run_ping_their_paths_with_their_bo
     assert_eq!(
         seen[4].body,
         b"its run of 10:00 is still running (CRON_OVERLAP)"
+    );
+}
+
+/// `notify end` for `outcome`, as the daemon starts it for a slot to mail, the MTA cronie's
+/// `-m` shell command `mta`.
+fn notify_mail(mta: &str, env: &[(&str, String)], outcome: &Outcome) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronctl"))
+        .args(["notify", "end", "--rid", RID, "--log", "stderr"])
+        .args([
+            "--mail-command",
+            mta,
+            "--mail-host",
+            "web1",
+            "--charset",
+            "UTF-8",
+        ])
+        .env_clear()
+        .env("LOGNAME", "alice")
+        .env("TZ", "UTC")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&outcome.encode())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_slot_not_run_is_mailed_with_why_and_a_run_is_not_and_a_failed_mta_is_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = dir.path().join("message");
+    let mta = format!("cat > {}", message.display());
+    let mut skipped = ran(End::Exited(0), b"");
+    skipped.result = Slot::NotRun {
+        reason: Reason::Overlap,
+        words: "its run of 10:00 is still running (CRON_OVERLAP)".into(),
+    };
+    let env = [("MAILTO", "ops@example.org".to_string())];
+    let out = notify_mail(&mta, &env, &skipped);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&message).unwrap();
+    let (header, body) = text.split_once("\n\n").unwrap();
+    assert!(
+        header.starts_with("From: root (Cron Daemon)\nTo: ops@example.org\n"),
+        "{header}"
+    );
+    assert!(
+        header.contains("\nSubject: Cron <alice@web1> backup (did not run: overlap)\n"),
+        "{header}"
+    );
+    assert!(
+        header.contains("\nX-Cron-Env: <MAILTO=ops@example.org>"),
+        "{header}"
+    );
+    assert_eq!(
+        body,
+        "crond did not start its run of 2026-09-21 14:13 UTC on web1:\n\
+         its run of 10:00 is still running (CRON_OVERLAP)\n\n\
+         Entry 0123456789ab (crontabs/alice:1). Its runs: cronctl history 0123456789ab\n"
+    );
+    // A run that ran is mailed by its job child, not here.
+    std::fs::remove_file(&message).unwrap();
+    let out = notify_mail(&mta, &env, &ran(End::Exited(1), b"boom\n"));
+    assert!(out.status.success() && !message.exists(), "{out:?}");
+    // An empty MAILTO asks for none; an MTA that fails is logged and the exit status says so.
+    let none = [("MAILTO", String::new())];
+    let out = notify_mail(&mta, &none, &skipped);
+    assert!(out.status.success() && !message.exists(), "{out:?}");
+    let out = notify_mail("cat >/dev/null; exit 3", &env, &skipped);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("(alice) MAIL ("), "{log}");
+}
+
+#[test]
+fn notify_takes_one_mta_at_most() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cronctl"))
+        .args([
+            "notify",
+            "end",
+            "--rid",
+            RID,
+            "--sendmail",
+            "/usr/sbin/sendmail",
+        ])
+        .args(["--mail-command", "cat"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "cronctl: notify: --sendmail and --mail-command name two MTAs: give one\n\
+         Try 'cronctl -h' for more information.\n"
     );
 }
 

@@ -80,6 +80,9 @@ pub struct JobMail<'a> {
     pub exit: JobExit,
     /// `CRON_TIMEOUT` in seconds, when the job reached it: the subject says so.
     pub timed_out: Option<u32>,
+    /// For a slot that did not run (`CRON_NOTIFY=failure|change`), its reason's code: the
+    /// subject says so, and `exit` is not read.
+    pub not_run: Option<&'a str>,
 }
 
 impl JobMail<'_> {
@@ -310,12 +313,18 @@ fn header(
     subject.extend_from_slice(&one_line(&config.host));
     subject.extend_from_slice(b"> ");
     subject.extend_from_slice(&one_line(job.command));
-    if let Some(seconds) = job.timed_out {
-        let limit = crate::crontab::policy::Duration(seconds);
-        subject.extend_from_slice(format!(" (timed out after {limit})").as_bytes());
-    }
-    if let Some(suffix) = job.exit.subject_suffix() {
-        subject.extend_from_slice(suffix.as_bytes());
+    if let Some(code) = job.not_run {
+        subject.extend_from_slice(b" (did not run: ");
+        subject.extend_from_slice(&one_line(code.as_bytes()));
+        subject.push(b')');
+    } else {
+        if let Some(seconds) = job.timed_out {
+            let limit = crate::crontab::policy::Duration(seconds);
+            subject.extend_from_slice(format!(" (timed out after {limit})").as_bytes());
+        }
+        if let Some(suffix) = job.exit.subject_suffix() {
+            subject.extend_from_slice(suffix.as_bytes());
+        }
     }
     h.extend_from_slice(&subject_field(&subject, &config.charset));
 

@@ -25,6 +25,7 @@ fn job<'a>(env: &'a [(Vec<u8>, Vec<u8>)], command: &'a [u8], exit: JobExit) -> J
         env,
         exit,
         timed_out: None,
+        not_run: None,
     }
 }
 
@@ -84,6 +85,20 @@ fn a_job_that_reached_its_time_limit_says_so_in_the_subject() {
         h.contains(
             "\nSubject: Cron <alice@vm> sleep 100 (timed out after 1m30s) (killed by signal 15)\n"
         ),
+        "{h}"
+    );
+}
+
+#[test]
+fn a_slot_that_did_not_run_says_so_and_why_in_the_subject() {
+    let e = env(&[]);
+    let skipped = JobMail {
+        not_run: Some("overlap"),
+        ..job(&e, b"backup.sh", JobExit::Exited(0))
+    };
+    let (_, h) = sent(plan(&skipped, &config(), false, TextKind::Ascii));
+    assert!(
+        h.contains("\nSubject: Cron <alice@vm> backup.sh (did not run: overlap)\n"),
         "{h}"
     );
 }

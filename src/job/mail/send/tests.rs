@@ -41,6 +41,7 @@ fn nobodys_job<'a>(
         env,
         exit: JobExit::from_status(status),
         timed_out: None,
+        not_run: None,
     }
 }
 
