@@ -72,13 +72,16 @@ fn root_an_expired_accounts_job_is_refused_and_logged_in_pams_words() {
 }
 
 #[test]
-fn root_an_expired_accounts_refused_job_pings_fail_from_its_job_child() {
+fn root_an_expired_accounts_refused_job_pings_fail_and_mails_from_its_job_child() {
     let (tree, user, ran) = user_with_a_job("xp");
     let (port, seen) = crate::notify::ping_server();
+    let reader = crate::support::mail::mail_user();
     tree.user_crontab(
         &user.name,
         &format!(
-            "CRON_NOTIFY=failure\nCRON_PING=http://127.0.0.1:{port}/p\n0 10 * * * echo ran > {}\n",
+            "CRON_NOTIFY=failure\nMAILTO={}\nCRON_PING=http://127.0.0.1:{port}/p\n\
+             0 10 * * * echo ran > {}\n",
+            reader.name,
             ran.display()
         ),
         0o600,
@@ -99,6 +102,17 @@ fn root_an_expired_accounts_refused_job_pings_fail_from_its_job_child() {
         panic!("{seen:?}; the log:\n{}", crond.log_text())
     };
     assert!(fail.starts_with("POST /p/fail?rid="), "{fail}");
+    // And, under `failure`, mailed: why, as the user.
+    let mails = reader.wait_for_mail(1);
+    let subject = mails[0].header_str("Subject").replace("\n ", " ");
+    assert!(subject.ends_with(" (did not run: refused)"), "{subject}");
+    let body = String::from_utf8_lossy(&mails[0].body);
+    assert!(
+        body.starts_with("crond did not start its run of "),
+        "{body}"
+    );
+    let sender = mails[0].header_str("Return-path");
+    assert!(sender.starts_with(&format!("<{}@", user.name)), "{sender}");
 }
 
 #[test]
