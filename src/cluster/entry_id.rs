@@ -115,6 +115,17 @@ impl fmt::Display for LocalId {
     }
 }
 
+impl LocalId {
+    /// The id [`Display`](fmt::Display) wrote as `text`: exactly [`LOCAL_ID_DIGITS`] hex
+    /// digits, else `None`.
+    pub fn parse(text: &str) -> Option<LocalId> {
+        let digits = text.len() == LOCAL_ID_DIGITS && text.bytes().all(|b| b.is_ascii_hexdigit());
+        digits
+            .then(|| u64::from_str_radix(text, 16).ok().map(LocalId))
+            .flatten()
+    }
+}
+
 /// Gives the entries of files, met in each file's order, their [`LocalId`]s: the first of
 /// identical entries of a file is ordinal 0, the next 1, and so on. The count starts again at
 /// each new file.

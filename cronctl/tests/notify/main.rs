@@ -111,10 +111,22 @@ fn ran(end: End, output: &[u8]) -> Outcome {
 }
 
 fn notify(phase: &str, env: &[(&str, String)], outcome: Option<&Outcome>) -> Output {
+    notify_with(phase, &[], env, outcome)
+}
+
+/// `cronctl notify PHASE` with `options` too, and the job's environment `env` (TZ=UTC).
+fn notify_with(
+    phase: &str,
+    options: &[&str],
+    env: &[(&str, String)],
+    outcome: Option<&Outcome>,
+) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cronctl"))
         .args(["notify", phase, "--rid", RID, "--log", "stderr"])
+        .args(options)
         .env_clear()
         .env("LOGNAME", "alice")
+        .env("TZ", "UTC")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -196,32 +208,15 @@ fn a_start_a_success_a_failure_and_a_slot_not_run_ping_their_paths_with_their_bo
 /// `notify end` for `outcome`, as the daemon starts it for a slot to mail, the MTA cronie's
 /// `-m` shell command `mta`.
 fn notify_mail(mta: &str, env: &[(&str, String)], outcome: &Outcome) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cronctl"))
-        .args(["notify", "end", "--rid", RID, "--log", "stderr"])
-        .args([
-            "--mail-command",
-            mta,
-            "--mail-host",
-            "web1",
-            "--charset",
-            "UTF-8",
-        ])
-        .env_clear()
-        .env("LOGNAME", "alice")
-        .env("TZ", "UTC")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&outcome.encode())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let options = [
+        "--mail-command",
+        mta,
+        "--mail-host",
+        "web1",
+        "--charset",
+        "UTF-8",
+    ];
+    notify_with("end", &options, env, Some(outcome))
 }
 
 #[test]

@@ -102,6 +102,30 @@ fn read_trusted(dir: &Path) -> Result<Option<UtcMinute>, String> {
         .ok_or_else(|| "not what the daemon writes there".to_string())
 }
 
+/// The records of a state file's `text`: its first line must be `magic`, then each line is one
+/// record, read by `record` (`None`: not one; `one` names a record in the error), `max` at
+/// most (`many` names them).
+pub(in crate::daemon) fn parse_records<T>(
+    text: &str,
+    (magic, max): (&str, usize),
+    (one, many): (&str, &str),
+    record: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    let mut lines = text.lines();
+    if lines.next() != Some(magic) {
+        return Err("not what the daemon writes there".to_string());
+    }
+    let mut records = Vec::new();
+    for line in lines {
+        if records.len() == max {
+            return Err(format!("more than {max} {many}"));
+        }
+        let r = record(line).ok_or_else(|| format!("{:?} is not {one}", line.escape_debug()))?;
+        records.push(r);
+    }
+    Ok(records)
+}
+
 /// The text of the file `name` in the state directory `dir`, at most `max_bytes`: `Ok(None)`
 /// when there is no file, `Err` with the reason when there is one (or a directory) the daemon
 /// must not trust (the checks above), or a larger one. The one way the daemon reads a state

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::missed::{read_state_file, write_state_file};
+use super::missed::{parse_records, read_state_file, write_state_file};
 use crate::cluster::entry_id::{LOCAL_ID_DIGITS, LocalId};
 
 /// The file's name in the state directory.
@@ -73,22 +73,13 @@ pub(in crate::daemon) fn format(ids: &BTreeSet<LocalId>) -> String {
 /// The ids a file's text holds; `Err` when it is not such a text, or holds more than
 /// [`MAX_PAUSED`].
 pub(in crate::daemon) fn parse(text: &str) -> Result<BTreeSet<LocalId>, String> {
-    let mut lines = text.lines();
-    if lines.next() != Some(MAGIC) {
-        return Err("not what the daemon writes there".to_string());
-    }
-    let mut ids = BTreeSet::new();
-    for line in lines {
-        let id = (line.len() == LOCAL_ID_DIGITS && line.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| u64::from_str_radix(line, 16).ok())
-            .flatten()
-            .ok_or_else(|| format!("{:?} is not an entry's id", line.escape_debug()))?;
-        ids.insert(LocalId(id));
-        if ids.len() > MAX_PAUSED {
-            return Err(format!("more than {MAX_PAUSED} ids"));
-        }
-    }
-    Ok(ids)
+    let ids = parse_records(
+        text,
+        (MAGIC, MAX_PAUSED),
+        ("an entry's id", "ids"),
+        LocalId::parse,
+    )?;
+    Ok(ids.into_iter().collect())
 }
 
 /// The ids the file in `dir` holds: `Ok(None)` when there is no file, `Err` with the reason

@@ -13,8 +13,8 @@
 
 use std::path::Path;
 
-use super::missed::{read_state_file, write_state_file};
-use crate::cluster::entry_id::{LOCAL_ID_DIGITS, LocalId};
+use super::missed::{parse_records, read_state_file, write_state_file};
+use crate::cluster::entry_id::LocalId;
 use crate::history::{Attempt, Trigger};
 use crate::timeline::UtcMinute;
 
@@ -87,20 +87,7 @@ pub(in crate::daemon) fn format(kept: &[Kept]) -> String {
 /// The retries a file's text holds; `Err` when it is not such a text, or holds more than
 /// [`MAX_KEPT`].
 pub(in crate::daemon) fn parse(text: &str) -> Result<Vec<Kept>, String> {
-    let mut lines = text.lines();
-    if lines.next() != Some(MAGIC) {
-        return Err("not what the daemon writes there".to_string());
-    }
-    let mut kept = Vec::new();
-    for line in lines {
-        if kept.len() == MAX_KEPT {
-            return Err(format!("more than {MAX_KEPT} retries"));
-        }
-        let k =
-            parse_line(line).ok_or_else(|| format!("{:?} is not a retry", line.escape_debug()))?;
-        kept.push(k);
-    }
-    Ok(kept)
+    parse_records(text, (MAGIC, MAX_KEPT), ("a retry", "retries"), parse_line)
 }
 
 /// One line of the file.
@@ -124,9 +111,8 @@ fn parse_line(line: &str) -> Option<Kept> {
     };
     let at_ms: i64 = at_ms.parse().ok()?;
     jiff::Timestamp::from_millisecond(at_ms).ok()?;
-    let hex = id.len() == LOCAL_ID_DIGITS && id.bytes().all(|b| b.is_ascii_hexdigit());
     Some(Kept {
-        id: LocalId(hex.then(|| u64::from_str_radix(id, 16).ok()).flatten()?),
+        id: LocalId::parse(id)?,
         due: UtcMinute(minute(due)?),
         slot: match slot {
             "-" => None,
