@@ -151,7 +151,9 @@ fn mail_args(mail: &MailSetup) -> Vec<Vec<u8>> {
         MailCommand::Shell(line) => vec![b"--mail-command".to_vec(), line.as_bytes().to_vec()],
         MailCommand::Off => return Vec::new(),
     };
+    // cronctl takes its options as UTF-8.
     let host = super::mail::subject_host(&crate::sys::hostname(), mail.full_host);
+    let host = String::from_utf8_lossy(&host).into_owned().into_bytes();
     args.extend([b"--mail-host".to_vec(), host]);
     args.extend([b"--charset".to_vec(), mail.charset.as_bytes().to_vec()]);
     args

@@ -59,7 +59,7 @@ pub struct NotifyArgs {
     pub rid: String,
     pub log: Destination,
     pub format: Format,
-    /// `end`: mail a slot that did not run, so.
+    /// `end`: how to mail a slot that did not run (`None`: it is not mailed).
     pub mail: Option<NotRunMail>,
 }
 
