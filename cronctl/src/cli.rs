@@ -203,10 +203,7 @@ impl Flags {
         };
         Ok(Some(NotRunMail {
             command,
-            host: self.mail_host.clone().unwrap_or_else(|| {
-                let host = crond::job::mail::subject_host(&crond::sys::hostname(), false);
-                String::from_utf8_lossy(&host).into_owned()
-            }),
+            host: self.mail_host.clone(),
             charset: self
                 .charset
                 .clone()

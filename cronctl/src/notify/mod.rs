@@ -63,11 +63,12 @@ pub struct NotifyArgs {
     pub mail: Option<NotRunMail>,
 }
 
-/// How the daemon mails: its MTA, the host its subjects name, its locale's charset.
+/// How the daemon mails: its MTA, the host its subjects name (`None`: this one's short name),
+/// its locale's charset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotRunMail {
     pub command: MailCommand,
-    pub host: String,
+    pub host: Option<String>,
     pub charset: String,
 }
 
@@ -154,8 +155,12 @@ pub fn mail_not_run(mail: &NotRunMail, outcome: &Outcome, log: &Log) -> bool {
         timed_out: None,
         not_run: Some(reason.code()),
     };
+    let host = match &mail.host {
+        Some(host) => host.as_bytes().to_vec(),
+        None => mta::subject_host(&crond::sys::hostname(), false),
+    };
     let config = MailConfig {
-        host: mail.host.as_bytes().to_vec(),
+        host,
         charset: mail.charset.clone(),
         command: mail.command.clone(),
     };
