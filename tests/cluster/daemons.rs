@@ -964,7 +964,8 @@ fn a_rolling_restart_of_three_hosts_runs_every_slot_once() {
     let missing: Vec<u32> = (0..n).filter(|k| !counts.contains_key(k)).collect();
     assert!(
         twice.is_empty() && missing.is_empty(),
-        "twice: {twice:?}; never ran: {missing:?}"
+        "twice: {twice:?}; never ran: {missing:?}\n{}",
+        what_did_not_run(&pg, &hosts)
     );
     let rows = pg.psql("SELECT count(*), count(started), count(DISTINCT host) FROM crond_runs");
     assert_eq!(
@@ -972,6 +973,29 @@ fn a_rolling_restart_of_three_hosts_runs_every_slot_once() {
         format!("{n}|{n}|3"),
         "one started row per slot"
     );
+}
+
+/// For a failure's message: the rows of runs not ended or ended with a reason, and what each
+/// host logged of cluster runs but the runs another host ran.
+fn what_did_not_run(pg: &PgServer, hosts: &[Host]) -> String {
+    let rows = pg.psql(
+        "SELECT host, minute, claimed, started, ended, trigger, reason, words FROM crond_runs \
+         WHERE ended IS NULL OR reason IS NOT NULL ORDER BY claimed",
+    );
+    let mut said = format!("rows not ended or not run:\n{rows}");
+    for host in hosts {
+        let log = host
+            .crond
+            .as_ref()
+            .map(|c| c.log_text())
+            .unwrap_or_default();
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("CLUSTER") && !l.contains(" runs on "))
+            .collect();
+        said.push_str(&format!("{}:\n{}\n", host.name, lines.join("\n")));
+    }
+    said
 }
 
 #[test]
@@ -1046,7 +1070,8 @@ fn a_host_frozen_past_its_lease_starts_nothing_twice_and_every_slot_has_an_outco
     assert!(
         missing <= not_run && not_run <= START_WINDOW as u32,
         "{missing} slots never ran, {not_run} recorded unknown or claim-lost (at most a start \
-         window)"
+         window)\n{}",
+        what_did_not_run(&pg, &hosts)
     );
     if not_run > 0 {
         let said = hosts.iter().any(|h| {
