@@ -197,8 +197,10 @@ impl ChildSetup {
         self.tell(Said::NotStarted { why, reason });
     }
 
-    /// The requests of a job refused before it started (`why`, in `words`), sent as
-    /// `identity`'s user when its entry asks for them and its policy wants this outcome.
+    /// The requests and mail of a job refused before it started (`why`, in `words`), sent as
+    /// `identity`'s user when its entry asks for them and its policy wants this outcome. Only
+    /// PAM refuses a job that far: without it, nothing calls this.
+    #[cfg(feature = "pam")]
     fn notify_not_started(&self, spec: &JobSpec, identity: &Identity, why: Reason, words: &str) {
         let Some(notice) = &self.notice else {
             return;

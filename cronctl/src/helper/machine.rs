@@ -306,6 +306,32 @@ impl<S: Store> Machine<S> {
         self.store.release();
     }
 
+    /// The daemon's input ended (it exited, or was killed), after it said `forked`, `ends` and
+    /// perhaps `STOP` (`stop`) in the last turn, which the helper had not acted on yet. What it
+    /// said still holds: the ends are written, and after a `STOP` (a clean stop that did not
+    /// wait for `STOPPED`, its `FORKED`s all before it) the runs it did not fork are given back,
+    /// as [`Machine::stop`] does. Runs it asked for start nowhere.
+    pub fn on_input_end(
+        &mut self,
+        forked: Vec<RunKey>,
+        ends: Vec<(RunKey, i32)>,
+        stop: bool,
+        now: Instant,
+    ) {
+        self.now = now;
+        for key in &forked {
+            self.in_flight.remove(key);
+        }
+        if !ends.is_empty() {
+            self.ends_since.get_or_insert(now);
+            self.ends.extend(ends);
+        }
+        self.write_ends(true);
+        if stop {
+            self.stop(now);
+        }
+    }
+
     /// The daemon is stopping (`STOP`, after the `FORKED` of every run it forked): the runs
     /// marked started that it did not fork are given back as claims, which other hosts take
     /// over once the lease goes (at the daemon's exit); nothing more is claimed or started.
@@ -392,7 +418,7 @@ impl<S: Store> Machine<S> {
     }
 
     /// Takeover checks run twice per lease renewal.
-    fn takeover_every(&self) -> Duration {
+    pub(super) fn takeover_every(&self) -> Duration {
         Duration::from_millis(u64::from(self.args.lease_s) * 1000 / 6)
             .max(Duration::from_millis(200))
     }
@@ -817,4 +843,4 @@ impl<S: Store> Machine<S> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

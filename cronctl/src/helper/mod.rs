@@ -12,6 +12,8 @@
 
 mod machine;
 mod store;
+#[cfg(test)]
+mod tests;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -114,7 +116,13 @@ fn serve<S: store::Store>(machine: &mut Machine<S>, mut input: File, out: &mut F
             }
             wait = 0;
             let n = match input.read(&mut chunk) {
-                Ok(0) => return 0,
+                Ok(0) => {
+                    // A daemon that stops waits a second at most for `STOPPED`: a busy helper
+                    // may read its last lines only after it is gone. They still count.
+                    machine.on_input_end(forked, ends, stop, Instant::now());
+                    send(out, machine.take_outbox());
+                    return 0;
+                }
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return 1,

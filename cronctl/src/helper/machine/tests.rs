@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use super::*;
 use crond::cluster::entry_id::EntryKey;
 
-struct Row {
-    host: String,
+pub(in crate::helper) struct Row {
+    pub(in crate::helper) host: String,
     session: i64,
-    started: bool,
+    pub(in crate::helper) started: bool,
     /// Its end was written (`END`, or ended as `unknown`).
-    ended: bool,
+    pub(in crate::helper) ended: bool,
     unknown: bool,
     /// 2 once started again after an unknown first attempt.
     attempt: u32,
@@ -36,10 +36,10 @@ impl Row {
 }
 
 /// The database every fake store shares, and the clock its leases are judged by.
-struct World {
+pub(in crate::helper) struct World {
     clock: Rc<Cell<Instant>>,
     hosts: HashMap<String, (i64, Instant)>,
-    runs: HashMap<RunKey, Row>,
+    pub(in crate::helper) runs: HashMap<RunKey, Row>,
     down: bool,
     /// A claim does not see the rows already there (`sql::take_over` says when PostgreSQL's
     /// does that): it answers "taken" by no host.
@@ -71,7 +71,7 @@ impl World {
     }
 }
 
-struct FakeStore {
+pub(in crate::helper) struct FakeStore {
     world: Rc<RefCell<World>>,
     host: String,
     session: i64,
@@ -324,16 +324,16 @@ impl Store for FakeStore {
 }
 
 /// A host: its machine and the failures its store will meet.
-struct Host {
-    machine: Machine<FakeStore>,
+pub(in crate::helper) struct Host {
+    pub(in crate::helper) machine: Machine<FakeStore>,
     fail: Rc<RefCell<VecDeque<Failure>>>,
     skew: Rc<Cell<Option<i64>>>,
     clock: Rc<Cell<Instant>>,
-    said: Vec<FromHelper>,
+    pub(in crate::helper) said: Vec<FromHelper>,
     /// The runs asked for, by request number.
-    asked: HashMap<u64, RunKey>,
+    pub(in crate::helper) asked: HashMap<u64, RunKey>,
     /// The daemon forks each run at its `GO` and says so (`FORKED`); `false`: it says nothing.
-    forks: bool,
+    pub(in crate::helper) forks: bool,
     /// The `GO`s said `FORKED` to.
     forked: std::collections::HashSet<u64>,
     /// The `TAKE`s said `FORKED` to.
@@ -374,12 +374,12 @@ impl Host {
         }
     }
 
-    fn tick(&mut self) {
+    pub(in crate::helper) fn tick(&mut self) {
         self.machine.on_tick(self.clock.get());
         self.hear();
     }
 
-    fn ask(&mut self, runs: &[(u64, RunKey)]) {
+    pub(in crate::helper) fn ask(&mut self, runs: &[(u64, RunKey)]) {
         self.asked.extend(runs.iter().cloned());
         self.machine
             .on_requests(runs.to_vec(), Vec::new(), Vec::new(), self.clock.get());
@@ -429,7 +429,7 @@ impl Host {
             .collect()
     }
 
-    fn go(&self) -> Vec<u64> {
+    pub(in crate::helper) fn go(&self) -> Vec<u64> {
         self.said
             .iter()
             .filter_map(|m| match m {
@@ -464,16 +464,16 @@ fn key(entry: u64) -> RunKey {
     }
 }
 
-fn runs(n: u64) -> Vec<(u64, RunKey)> {
+pub(in crate::helper) fn runs(n: u64) -> Vec<(u64, RunKey)> {
     (0..n).map(|k| (k, key(k))).collect()
 }
 
-fn advance(clock: &Rc<Cell<Instant>>, by: Duration) {
+pub(in crate::helper) fn advance(clock: &Rc<Cell<Instant>>, by: Duration) {
     clock.set(clock.get() + by);
 }
 
 /// Two hosts that know of each other (both leases taken, the live set read again).
-fn two_hosts() -> (Rc<Cell<Instant>>, Rc<RefCell<World>>, Host, Host) {
+pub(in crate::helper) fn two_hosts() -> (Rc<Cell<Instant>>, Rc<RefCell<World>>, Host, Host) {
     let clock = Rc::new(Cell::new(start()));
     let world = World::new(&clock);
     let (mut a, mut b) = (Host::new(&world, "a", 1), Host::new(&world, "b", 2));
@@ -1068,4 +1068,26 @@ fn a_run_lost_with_its_host_is_started_once_more_elsewhere_only_for_entries_to_r
         "{:?}",
         a.said
     );
+}
+
+#[test]
+fn a_daemon_gone_without_stop_leaves_its_marked_runs_started_for_the_unknown_look() {
+    let (clock, world, _a, mut b) = two_hosts();
+    b.forks = false;
+    let all = runs(200);
+    b.ask(&all);
+    let b_go = b.go();
+    assert!(!b_go.is_empty());
+    // Killed: no STOP. A run marked started may have been forked without its FORKED said, so
+    // none is given back (at most once).
+    b.machine
+        .on_input_end(Vec::new(), Vec::new(), false, clock.get());
+    b.machine.release();
+    let w = world.borrow();
+    let started = w
+        .runs
+        .values()
+        .filter(|r| r.host == "b" && r.started)
+        .count();
+    assert_eq!(started, b_go.len());
 }
